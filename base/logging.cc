@@ -1,0 +1,98 @@
+#include "base/logging.h"
+
+#include <mutex>
+#include <vector>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace tsr::log {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  Options options;
+  spdlog::sink_ptr sink;
+  std::vector<std::shared_ptr<spdlog::logger>> loggers;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: loggers outlive static teardown
+  return *r;
+}
+
+spdlog::level::level_enum parseLevel(const std::string& level) {
+  if (level == "trace") return spdlog::level::trace;
+  if (level == "debug") return spdlog::level::debug;
+  if (level == "info") return spdlog::level::info;
+  if (level == "error") return spdlog::level::err;
+  return spdlog::level::warn;
+}
+
+std::string pattern(const Options& o) {
+  std::string who = o.rank >= 0 ? "rank " + std::to_string(o.rank) : "rank ?";
+  return "[%H:%M:%S.%e] [tessera " + who + "] [%n] [%l] %v";
+}
+
+void applyTo(Registry& r, spdlog::logger& logger) {
+  logger.sinks().clear();
+  logger.sinks().push_back(r.sink);
+  logger.set_level(parseLevel(r.options.level));
+  logger.set_pattern(pattern(r.options));
+  logger.flush_on(spdlog::level::warn);
+}
+
+spdlog::sink_ptr makeSink(const Options& o) {
+  if (!o.file.empty()) {
+    try {
+      return std::make_shared<spdlog::sinks::basic_file_sink_mt>(
+          expandFilePattern(o.file, o.rank, o.host));
+    } catch (const spdlog::spdlog_ex&) {
+      // Fall through to stderr; the caller's config validation reports the bad path.
+    }
+  }
+  return std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+}
+
+}  // namespace
+
+bool isValidLevel(const std::string& level) {
+  return level == "error" || level == "warn" || level == "info" || level == "debug" ||
+         level == "trace";
+}
+
+std::string expandFilePattern(const std::string& pattern, int rank, const std::string& host) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      if (pattern[i + 1] == 'r') { out += std::to_string(rank); ++i; continue; }
+      if (pattern[i + 1] == 'h') { out += host; ++i; continue; }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+void configure(const Options& options) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  bool sinkChanged = !r.sink || options.file != r.options.file || options.rank != r.options.rank;
+  r.options = options;
+  if (sinkChanged) r.sink = makeSink(options);
+  for (auto& logger : r.loggers) applyTo(r, *logger);
+}
+
+std::shared_ptr<spdlog::logger> get(const std::string& layer) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (auto& logger : r.loggers)
+    if (logger->name() == layer) return logger;
+  if (!r.sink) r.sink = makeSink(r.options);
+  auto logger = std::make_shared<spdlog::logger>(layer);
+  applyTo(r, *logger);
+  r.loggers.push_back(logger);
+  return logger;
+}
+
+}  // namespace tsr::log
