@@ -1,0 +1,61 @@
+// The transport seam: non-blocking tagged send/receive between ranks, nothing about
+// collectives. UcxTransport is the real one; tests may substitute their own.
+//
+// Threading: one thread (the communicator's progress thread) owns a Transport and makes every
+// call on it. Completions are caller-owned records that the transport fills in during
+// progress(); no heap allocation per message on our side.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tsr::transport {
+
+enum class MemoryType : uint8_t { kHost = 0, kCuda = 1 };
+
+struct Completion {
+  bool posted = false;
+  bool done = false;
+  Status status;
+  size_t bytes = 0;      // bytes received (receives only)
+  uint64_t tag = 0;      // sender's tag (receives only)
+  void* handle = nullptr;  // transport's in-flight request, null once done
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // This rank's address, to exchange through the bootstrap.
+  virtual const std::string& localAddress() const = 0;
+  // Creates endpoints to every other rank from their addresses (indexed by rank).
+  virtual Status connect(const std::vector<std::string>& addresses) = 0;
+
+  virtual Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
+                      Completion* completion) = 0;
+  virtual Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
+                      MemoryType type, Completion* completion) = 0;
+  // Asks an in-flight operation to stop; its completion then reports an error.
+  virtual void cancel(Completion* completion) = 0;
+
+  // Drives communication; returns true when anything happened.
+  virtual bool progress() = 0;
+  // Sleeps until the transport has work or wake() is called, at most timeoutMs.
+  virtual void waitForEvents(int timeoutMs) = 0;
+  // Thread-safe: interrupts waitForEvents from another thread.
+  virtual void wake() = 0;
+
+  // Ok while the peer is healthy; the failure that the transport saw otherwise.
+  virtual Status peerStatus(int peer) const = 0;
+  virtual bool supportsMemoryType(MemoryType type) const = 0;
+  // Bytes this rank has handed to send(), for wire accounting.
+  virtual uint64_t bytesSent() const = 0;
+};
+
+}  // namespace tsr::transport

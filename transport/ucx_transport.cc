@@ -1,0 +1,298 @@
+#include "transport/ucx_transport.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <ucp/api/ucp.h>
+
+#include "base/logging.h"
+#include "transport/tag.h"
+#include "transport/ucx_context.h"
+
+namespace tsr::transport {
+
+namespace {
+
+ucp_worker_h asWorker(void* w) { return static_cast<ucp_worker_h>(w); }
+
+std::string ucsError(const char* what, ucs_status_t st) {
+  return std::string(what) + ": " + ucs_status_string(st);
+}
+
+Status fromUcs(ucs_status_t st, const std::string& what) {
+  if (st == UCS_OK) return Status::ok();
+  if (st == UCS_ERR_MESSAGE_TRUNCATED)
+    return Status(Code::kMismatch, what + ": message larger than the receive buffer");
+  if (st == UCS_ERR_CANCELED) return Status(Code::kAborted, what + ": cancelled");
+  if (st == UCS_ERR_CONNECTION_RESET || st == UCS_ERR_ENDPOINT_TIMEOUT ||
+      st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED || st == UCS_ERR_REJECTED)
+    return Status(Code::kPeerFailed, what + ": " + ucs_status_string(st));
+  return Status(Code::kTransport, what + ": " + ucs_status_string(st));
+}
+
+void onSendDone(void* request, ucs_status_t st, void* user) {
+  auto* c = static_cast<Completion*>(user);
+  c->status = fromUcs(st, "send");
+  c->done = true;
+  c->handle = nullptr;
+  ucp_request_free(request);
+}
+
+void onRecvDone(void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
+  auto* c = static_cast<Completion*>(user);
+  c->status = fromUcs(st, "receive");
+  if (st == UCS_OK && info) {
+    c->bytes = info->length;
+    c->tag = info->sender_tag;
+  }
+  c->done = true;
+  c->handle = nullptr;
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+UcxTransport::UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context)
+    : rank_(rank), size_(size), context_(std::move(context)) {}
+
+Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size) {
+  if (size < 1 || size > kMaxRanks || rank < 0 || rank >= size)
+    return Status(Code::kInvalidArgument, "transport: rank " + std::to_string(rank) +
+                                              " / size " + std::to_string(size) + " out of range");
+  TSR_ASSIGN_OR_RETURN(auto context, UcxContext::instance());
+  std::unique_ptr<UcxTransport> t(new UcxTransport(rank, size, std::move(context)));
+  TSR_RETURN_IF_ERROR(t->init());
+  return t;
+}
+
+Status UcxTransport::init() {
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
+  ucp_worker_h worker = nullptr;
+  ucs_status_t st = ucp_worker_create(static_cast<ucp_context_h>(context_->handle()), &wp, &worker);
+  if (st != UCS_OK) return Status(Code::kTransport, ucsError("ucp_worker_create", st));
+  worker_ = worker;
+
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  st = ucp_worker_get_address(worker, &addr, &len);
+  if (st != UCS_OK) return Status(Code::kTransport, ucsError("ucp_worker_get_address", st));
+  address_.assign(reinterpret_cast<const char*>(addr), len);
+  ucp_worker_release_address(worker, addr);
+
+  st = ucp_worker_get_efd(worker, &workerFd_);
+  if (st != UCS_OK) return Status(Code::kTransport, ucsError("ucp_worker_get_efd", st));
+  wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epollFd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (wakeFd_ < 0 || epollFd_ < 0)
+    return Status(Code::kTransport, std::string("eventfd/epoll: ") + strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = workerFd_;
+  epoll_ctl(epollFd_, EPOLL_CTL_ADD, workerFd_, &ev);
+  ev.data.fd = wakeFd_;
+  epoll_ctl(epollFd_, EPOLL_CTL_ADD, wakeFd_, &ev);
+
+  endpoints_.assign(size_, nullptr);
+  peerStatus_.assign(size_, Status::ok());
+  return Status::ok();
+}
+
+UcxTransport::~UcxTransport() {
+  ucp_worker_h worker = asWorker(worker_);
+  if (worker) {
+    // Force-close: peers may be gone; outstanding requests complete with errors.
+    std::vector<void*> closing;
+    for (void*& ep : endpoints_) {
+      if (!ep) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &param);
+      if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+      ep = nullptr;
+    }
+    for (void* req : closing) {
+      for (int i = 0; i < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++i)
+        ucp_worker_progress(worker);
+      ucp_request_free(req);
+    }
+    for (auto& [pointer, memh] : registrations_)
+      ucp_mem_unmap(static_cast<ucp_context_h>(context_->handle()), static_cast<ucp_mem_h>(memh));
+    ucp_worker_destroy(worker);
+  }
+  if (epollFd_ >= 0) close(epollFd_);
+  if (wakeFd_ >= 0) close(wakeFd_);
+}
+
+Status UcxTransport::connect(const std::vector<std::string>& addresses) {
+  if (static_cast<int>(addresses.size()) != size_)
+    return Status(Code::kInternal, "transport: got " + std::to_string(addresses.size()) +
+                                       " addresses for " + std::to_string(size_) + " ranks");
+  handlerArgs_.resize(size_);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    handlerArgs_[peer] = std::make_unique<PeerHandlerArg>(PeerHandlerArg{this, peer});
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t st) {
+      auto* a = static_cast<PeerHandlerArg*>(arg);
+      a->self->markPeerFailed(a->peer, ucs_status_string(st));
+    };
+    ep.err_handler.arg = handlerArgs_[peer].get();
+    ucp_ep_h handle = nullptr;
+    ucs_status_t st = ucp_ep_create(asWorker(worker_), &ep, &handle);
+    if (st != UCS_OK)
+      return Status(Code::kTransport, "rank " + std::to_string(rank_) +
+                                          ": cannot create endpoint to rank " +
+                                          std::to_string(peer) + ": " + ucs_status_string(st));
+    endpoints_[peer] = handle;
+  }
+  return Status::ok();
+}
+
+void UcxTransport::markPeerFailed(int peer, const std::string& why) {
+  if (!peerStatus_[peer].isOk()) return;
+  peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) +
+                                                    " lost its connection to rank " +
+                                                    std::to_string(peer) + " (" + why + ")");
+  log::get("transport")->warn("{}", peerStatus_[peer].message());
+}
+
+Status UcxTransport::peerStatus(int peer) const {
+  if (peer < 0 || peer >= size_) return Status(Code::kInvalidArgument, "no such peer");
+  return peerStatus_[peer];
+}
+
+bool UcxTransport::supportsMemoryType(MemoryType type) const {
+  return type == MemoryType::kHost || (type == MemoryType::kCuda && context_->cudaMemory());
+}
+
+Status UcxTransport::checkPeer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size_ || peer == rank_ || !endpoints_[peer])
+    return Status(Code::kInternal, std::string(what) + " to invalid peer " + std::to_string(peer) +
+                                       " from rank " + std::to_string(rank_));
+  return peerStatus_[peer];
+}
+
+Status UcxTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes,
+                          MemoryType type, Completion* c) {
+  TSR_RETURN_IF_ERROR(checkPeer(peer, "send"));
+  if (!supportsMemoryType(type))
+    return Status(Code::kNotSupported, "UCX here has no CUDA memory support; stage through host");
+  *c = Completion{};
+  c->posted = true;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.cb.send = onSendDone;
+  param.user_data = c;
+  param.memory_type = type == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  ucs_status_ptr_t req =
+      ucp_tag_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), buffer, bytes, tag, &param);
+  bytesSent_.fetch_add(bytes, std::memory_order_relaxed);
+  if (req == nullptr) {
+    c->done = true;
+  } else if (UCS_PTR_IS_ERR(req)) {
+    c->done = true;
+    c->status = fromUcs(UCS_PTR_STATUS(req), "send to rank " + std::to_string(peer));
+  } else {
+    c->handle = req;
+  }
+  return Status::ok();
+}
+
+Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
+                          MemoryType type, Completion* c) {
+  if (peer >= 0) TSR_RETURN_IF_ERROR(checkPeer(peer, "receive"));
+  if (!supportsMemoryType(type))
+    return Status(Code::kNotSupported, "UCX here has no CUDA memory support; stage through host");
+  *c = Completion{};
+  c->posted = true;
+  ucp_tag_recv_info_t info{};
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+  param.cb.recv = onRecvDone;
+  param.user_data = c;
+  param.memory_type = type == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  param.recv_info.tag_info = &info;
+  ucs_status_ptr_t req = ucp_tag_recv_nbx(asWorker(worker_), buffer, bytes, tag, tagMask, &param);
+  if (req == nullptr) {
+    c->done = true;
+    c->bytes = info.length;
+    c->tag = info.sender_tag;
+  } else if (UCS_PTR_IS_ERR(req)) {
+    c->done = true;
+    c->status = fromUcs(UCS_PTR_STATUS(req), "receive from rank " + std::to_string(peer));
+  } else {
+    c->handle = req;
+  }
+  return Status::ok();
+}
+
+void UcxTransport::cancel(Completion* c) {
+  if (c->handle) ucp_request_cancel(asWorker(worker_), c->handle);
+}
+
+bool UcxTransport::progress() {
+  bool any = false;
+  while (ucp_worker_progress(asWorker(worker_)) != 0) any = true;
+  return any;
+}
+
+void UcxTransport::waitForEvents(int timeoutMs) {
+  ucs_status_t st = ucp_worker_arm(asWorker(worker_));
+  if (st == UCS_ERR_BUSY) return;  // events already pending: go progress them
+  epoll_event events[2];
+  int n = epoll_wait(epollFd_, events, 2, timeoutMs);
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.fd == wakeFd_) {
+      uint64_t v;
+      while (read(wakeFd_, &v, sizeof v) > 0) {
+      }
+    }
+  }
+}
+
+void UcxTransport::wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = write(wakeFd_, &one, sizeof one);
+}
+
+Result<void*> UcxTransport::allocateRegistered(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
+                  UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
+  mp.address = nullptr;
+  mp.length = bytes;
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h memh = nullptr;
+  ucs_status_t st = ucp_mem_map(static_cast<ucp_context_h>(context_->handle()), &mp, &memh);
+  if (st != UCS_OK)
+    return Status(Code::kTransport, "ucp_mem_map of " + std::to_string(bytes) +
+                                        " bytes: " + ucs_status_string(st));
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+  ucp_mem_query(memh, &attr);
+  registrations_[attr.address] = memh;
+  return attr.address;
+}
+
+void UcxTransport::releaseRegistered(void* pointer) {
+  auto it = registrations_.find(pointer);
+  if (it == registrations_.end()) return;
+  ucp_mem_unmap(static_cast<ucp_context_h>(context_->handle()), static_cast<ucp_mem_h>(it->second));
+  registrations_.erase(it);
+}
+
+}  // namespace tsr::transport

@@ -1,0 +1,77 @@
+// UcxTransport: the Transport over UCP tagged messages.
+//
+// One ucp_context per process (shared by every communicator, so ranks can also be threads of
+// one process) and one ucp_worker per transport. Endpoints use UCP_ERR_HANDLING_MODE_PEER so a
+// dead peer fails its requests instead of hanging them; the failure is remembered per peer.
+// UCX's own variables (UCX_TLS, UCX_NET_DEVICES, ...) are read by ucp_config_read as usual.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace tsr::transport {
+
+class UcxContext;
+
+class UcxTransport final : public Transport {
+ public:
+  static Result<std::unique_ptr<UcxTransport>> create(int rank, int size);
+  ~UcxTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& localAddress() const override { return address_; }
+  Status connect(const std::vector<std::string>& addresses) override;
+
+  Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
+              Completion* completion) override;
+  Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
+              MemoryType type, Completion* completion) override;
+  void cancel(Completion* completion) override;
+
+  bool progress() override;
+  void waitForEvents(int timeoutMs) override;
+  void wake() override;
+
+  Status peerStatus(int peer) const override;
+  bool supportsMemoryType(MemoryType type) const override;
+  uint64_t bytesSent() const override { return bytesSent_.load(std::memory_order_relaxed); }
+
+  // Registered (ucp_mem_map) host memory for buffers that are reused across collectives.
+  Result<void*> allocateRegistered(size_t bytes);
+  void releaseRegistered(void* pointer);
+
+  // Marks a peer failed (error handler) and remembers why.
+  void markPeerFailed(int peer, const std::string& why);
+
+ private:
+  UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context);
+  Status init();
+  Status checkPeer(int peer, const char* what) const;
+
+  struct PeerHandlerArg {
+    UcxTransport* self;
+    int peer;
+  };
+
+  int rank_;
+  int size_;
+  std::shared_ptr<UcxContext> context_;
+  void* worker_ = nullptr;  // ucp_worker_h, kept opaque so the header needs no UCX include
+  int epollFd_ = -1;
+  int workerFd_ = -1;
+  int wakeFd_ = -1;
+  std::string address_;
+  std::vector<void*> endpoints_;  // ucp_ep_h per rank (null for self)
+  std::vector<std::unique_ptr<PeerHandlerArg>> handlerArgs_;
+  std::vector<Status> peerStatus_;
+  std::unordered_map<void*, void*> registrations_;  // pointer -> ucp_mem_h
+  std::atomic<uint64_t> bytesSent_{0};
+};
+
+}  // namespace tsr::transport
