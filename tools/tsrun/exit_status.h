@@ -1,0 +1,24 @@
+// How a rank ended, in the words tsrun prints and the code it exits with. Pure.
+//
+// A rank *fails* when it exits non-zero or dies by a signal. tsrun reports the first failure
+// as "tsrun: rank R (host H) exited with status S" or "... killed by signal SIGNAME" and exits
+// with S, or 128 + signal number for a signal (the shell's convention).
+#pragma once
+
+#include <string>
+
+namespace tsr::tools::tsrun {
+
+constexpr int kExitTimeout = 124;     // --timeout expired (like timeout(1))
+constexpr int kExitCannotStart = 127; // a rank's program could not be started
+constexpr int kExitUsage = 2;         // bad command line, hostfile or environment
+
+// "SIGKILL" for 9; "signal 77" when the number has no name.
+std::string signalName(int signal);
+
+// waitStatus is what waitpid() stored.
+bool isFailure(int waitStatus);
+int exitCodeOf(int waitStatus);
+std::string describeExit(int rank, const std::string& host, int waitStatus);
+
+}  // namespace tsr::tools::tsrun

@@ -1,0 +1,25 @@
+// The few facts tsrun takes from the machine: its names, free ports, random bytes, files.
+// Kept apart from the pure planning code so that code can be tested without them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tsr::tools::tsrun {
+
+// gethostname() and, when it has dots, its first label. Empty entries are left out.
+std::vector<std::string> localHostNames();
+
+// n distinct TCP ports that were free on this machine: all n sockets are bound to port 0
+// (any address) at once, their ports read, then closed. Another process may still take a
+// port before the rank binds it; the runtime's bootstrap reports that as a bind error.
+Result<std::vector<int>> pickFreePorts(int n);
+
+// bytes random bytes from OpenSSL RAND_bytes, as lowercase hex (2 * bytes characters).
+Result<std::string> randomHex(int bytes);
+
+Result<std::string> readTextFile(const std::string& path);
+
+}  // namespace tsr::tools::tsrun

@@ -1,0 +1,167 @@
+#include "tools/tsrun/hostfile.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+namespace tsr::tools::tsrun {
+namespace {
+
+constexpr int kMaxSlots = 1 << 20;
+
+std::string_view trim(std::string_view s) {
+  const char* ws = " \t\r\n\f\v";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string_view> splitWords(std::string_view s) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t start = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+    if (i > start) words.push_back(s.substr(start, i - start));
+  }
+  return words;
+}
+
+// A positive slot count, or 0 when the text is not one.
+int parseSlots(std::string_view text) {
+  int value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value <= 0 || value > kMaxSlots) {
+    return 0;
+  }
+  return value;
+}
+
+bool validHostName(std::string_view name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+  });
+}
+
+// Parses "host" or "host:N" into entry; where names the line for errors.
+Status parseHostToken(std::string_view token, const std::string& where, HostEntry& entry) {
+  size_t colon = token.find(':');
+  std::string_view name = token.substr(0, colon);
+  if (!validHostName(name)) {
+    return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) + "'");
+  }
+  entry.name = std::string(name);
+  entry.slots = 1;
+  if (colon != std::string_view::npos) {
+    std::string_view count = token.substr(colon + 1);
+    entry.slots = parseSlots(count);
+    if (entry.slots == 0) {
+      return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(count) +
+                                                "' in '" + std::string(token) +
+                                                "' (expected an integer >= 1)");
+    }
+  }
+  return Status::ok();
+}
+
+// Adds entry to hosts, merging with an earlier entry of the same name.
+void addEntry(std::vector<HostEntry>& hosts, HostEntry entry) {
+  for (HostEntry& h : hosts) {
+    if (h.name == entry.name) {
+      h.slots = std::min(kMaxSlots, h.slots + entry.slots);
+      return;
+    }
+  }
+  hosts.push_back(std::move(entry));
+}
+
+}  // namespace
+
+Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_view fileName) {
+  std::vector<HostEntry> hosts;
+  int lineNo = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view raw = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++lineNo;
+    std::string_view line = raw.substr(0, raw.find('#'));
+    line = trim(line);
+    if (line.empty()) continue;
+
+    std::string where = std::string(fileName) + ":" + std::to_string(lineNo);
+    std::vector<std::string_view> words = splitWords(line);
+    HostEntry entry;
+    entry.line = lineNo;
+    TSR_RETURN_IF_ERROR(parseHostToken(words[0], where, entry));
+    bool countInName = words[0].find(':') != std::string_view::npos;
+    bool sawSlots = false;
+    for (size_t i = 1; i < words.size(); ++i) {
+      std::string_view word = words[i];
+      size_t eq = word.find('=');
+      std::string_view key = word.substr(0, eq);
+      if (eq == std::string_view::npos || key != "slots") {
+        return Status(Code::kInvalidArgument,
+                      where + ": unknown keyword '" + std::string(word) + "' in '" +
+                          std::string(line) + "' (expected 'host slots=N', 'host:N' or 'host')");
+      }
+      if (sawSlots || countInName) {
+        return Status(Code::kInvalidArgument, where + ": slot count given twice in '" +
+                                                  std::string(line) + "'");
+      }
+      std::string_view value = word.substr(eq + 1);
+      entry.slots = parseSlots(value);
+      if (entry.slots == 0) {
+        return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(value) +
+                                                  "' in '" + std::string(line) +
+                                                  "' (expected an integer >= 1)");
+      }
+      sawSlots = true;
+    }
+    addEntry(hosts, std::move(entry));
+  }
+  if (hosts.empty()) {
+    std::string why = lineNo == 0 ? "the file is empty"
+                                  : "all " + std::to_string(lineNo) +
+                                        " lines are blank or comments";
+    return Status(Code::kInvalidArgument,
+                  std::string(fileName) + ": hostfile lists no hosts (" + why + ")");
+  }
+  return hosts;
+}
+
+Result<std::vector<HostEntry>> parseHostList(std::string_view list) {
+  std::vector<HostEntry> hosts;
+  int item = 0;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t end = list.find(',', pos);
+    if (end == std::string_view::npos) end = list.size();
+    std::string_view token = trim(list.substr(pos, end - pos));
+    pos = end + 1;
+    ++item;
+    std::string where = "-H '" + std::string(list) + "' item " + std::to_string(item);
+    if (token.empty()) {
+      return Status(Code::kInvalidArgument, where + ": empty host");
+    }
+    HostEntry entry;
+    entry.line = item;
+    TSR_RETURN_IF_ERROR(parseHostToken(token, where, entry));
+    addEntry(hosts, std::move(entry));
+  }
+  return hosts;
+}
+
+int totalSlots(const std::vector<HostEntry>& hosts) {
+  long long total = 0;
+  for (const HostEntry& h : hosts) total += h.slots;
+  return static_cast<int>(std::min<long long>(total, std::numeric_limits<int>::max()));
+}
+
+}  // namespace tsr::tools::tsrun

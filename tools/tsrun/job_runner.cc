@@ -1,0 +1,302 @@
+#include "tools/tsrun/job_runner.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+
+#include "tools/tsrun/exit_status.h"
+
+namespace tsr::tools::tsrun {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+
+sigset_t handledSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+// Writes everything, waiting when fd is non-blocking and full. False when the reader is gone.
+bool writeAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n > 0) {
+      data += n;
+      size -= static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 100);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string formatSeconds(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", seconds);
+  return buf;
+}
+
+auto toDuration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+JobRunner::JobRunner(std::vector<RankLaunch> ranks, JobSettings settings)
+    : settings_(settings) {
+  ranks_.reserve(ranks.size());
+  for (RankLaunch& r : ranks) ranks_.emplace_back(std::move(r));
+}
+
+JobRunner::~JobRunner() {
+  for (Rank& rank : ranks_) {
+    for (int s = 0; s < 2; ++s) closeStream(rank, s);
+  }
+  if (signalFd_ >= 0) close(signalFd_);
+}
+
+int JobRunner::run() {
+  sigset_t set = handledSignals();
+  sigset_t previous;
+  sigprocmask(SIG_BLOCK, &set, &previous);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction previousPipe {};
+  sigaction(SIGPIPE, &ignore, &previousPipe);
+  signalFd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signalFd_ < 0) {
+    report(std::string("signalfd: ") + std::strerror(errno));
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return 1;
+  }
+  if (settings_.timeoutSeconds > 0) {
+    jobDeadline_ = Clock::now() + toDuration(settings_.timeoutSeconds);
+  }
+  startAll();
+  loop();
+  if (stopping_) signalAll(SIGKILL);  // leftovers of stopped ranks' process groups
+  for (int s = 0; s < 2; ++s) {
+    for (Rank& rank : ranks_) {
+      emit(s, rank.prefixers[s].finish());
+      closeStream(rank, s);
+    }
+  }
+  sigaction(SIGPIPE, &previousPipe, nullptr);
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  return exitCode_;
+}
+
+void JobRunner::startAll() {
+  for (Rank& rank : ranks_) {
+    if (stopping_) break;  // e.g. SIGINT arrived while starting: start no more ranks
+    Result<SpawnedProcess> spawned = spawnRank(rank.launch.request);
+    if (!spawned.isOk()) {
+      report("cannot start rank " + std::to_string(rank.launch.slot.rank) + " (host " +
+             rank.launch.slot.host + "): " + spawned.status().message());
+      setOutcome(Outcome::kCannotStart, kExitCannotStart);
+      stopAll(SIGTERM);
+      break;
+    }
+    rank.pid = spawned.value().pid;
+    rank.running = true;
+    rank.fds[0] = spawned.value().outFd;
+    rank.fds[1] = spawned.value().errFd;
+    onSignalFd();  // a signal that came while spawning is handled before the next spawn
+  }
+}
+
+void JobRunner::loop() {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Rank*, int>> owners;
+  while (true) {
+    Clock::time_point now = Clock::now();
+    if (jobDeadline_ && now >= *jobDeadline_ && outcome_ == Outcome::kNone) {
+      report("the job ran longer than --timeout " + formatSeconds(settings_.timeoutSeconds) +
+             " s; stopping it");
+      setOutcome(Outcome::kTimedOut, kExitTimeout);
+      stopAll(SIGTERM);
+    }
+    if (killDeadline_ && now >= *killDeadline_ && !killed_) {
+      signalAll(SIGKILL);
+      killed_ = true;
+      giveUpDeadline_ = now + toDuration(kReapSeconds);
+    }
+    if (!anyRunning()) {
+      if (!drainDeadline_) drainDeadline_ = now + toDuration(kDrainSeconds);
+      if (!anyStreamOpen() || now >= *drainDeadline_) return;
+    } else if (giveUpDeadline_ && now >= *giveUpDeadline_) {
+      for (const Rank& rank : ranks_) {
+        if (rank.running) {
+          report("rank " + std::to_string(rank.launch.slot.rank) + " (pid " +
+                 std::to_string(rank.pid) + ") did not exit after SIGKILL; giving up on it");
+        }
+      }
+      return;
+    }
+
+    std::optional<Clock::time_point> wake;
+    auto consider = [&](const std::optional<Clock::time_point>& d) {
+      if (d && (!wake || *d < *wake)) wake = d;
+    };
+    if (outcome_ == Outcome::kNone) consider(jobDeadline_);
+    if (!killed_) consider(killDeadline_);
+    consider(giveUpDeadline_);
+    consider(drainDeadline_);
+    int timeoutMs = -1;
+    if (wake) {
+      auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
+      timeoutMs = static_cast<int>(std::clamp<long long>(ms, 0, 60'000));
+    }
+
+    fds.clear();
+    owners.clear();
+    fds.push_back({signalFd_, POLLIN, 0});
+    owners.emplace_back(nullptr, -1);
+    for (Rank& rank : ranks_) {
+      for (int s = 0; s < 2; ++s) {
+        if (rank.fds[s] >= 0) {
+          fds.push_back({rank.fds[s], POLLIN, 0});
+          owners.emplace_back(&rank, s);
+        }
+      }
+    }
+    int ready = poll(fds.data(), fds.size(), timeoutMs);
+    if (ready < 0 && errno != EINTR) {
+      report(std::string("poll: ") + std::strerror(errno));
+      stopAll(SIGKILL);
+      return;
+    }
+    if (ready <= 0) continue;
+    // Output first, so a failed rank's last lines come before the report of its failure.
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) readStream(*owners[i].first, owners[i].second, 1);
+    }
+    if (fds[0].revents != 0) onSignalFd();
+  }
+}
+
+void JobRunner::onSignalFd() {
+  signalfd_siginfo info;
+  bool child = false;
+  while (read(signalFd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    if (info.ssi_signo == SIGCHLD) {
+      child = true;
+    } else {
+      onInterrupt(static_cast<int>(info.ssi_signo));
+    }
+  }
+  if (child) reapChildren();
+}
+
+void JobRunner::reapChildren() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    auto it = std::find_if(ranks_.begin(), ranks_.end(),
+                           [&](const Rank& r) { return r.pid == pid && r.running; });
+    if (it == ranks_.end()) continue;
+    it->running = false;
+    for (int s = 0; s < 2; ++s) readStream(*it, s, 16);
+    if (isFailure(status) && outcome_ == Outcome::kNone) {
+      report(describeExit(it->launch.slot.rank, it->launch.slot.host, status));
+      setOutcome(Outcome::kRankFailed, exitCodeOf(status));
+      stopAll(SIGTERM);
+    }
+  }
+}
+
+void JobRunner::onInterrupt(int signal) {
+  ++interrupts_;
+  if (interrupts_ > 1) {
+    report("got " + signalName(signal) + " again; killing all ranks");
+    signalAll(SIGKILL);
+    killed_ = true;
+    giveUpDeadline_ = Clock::now() + toDuration(kReapSeconds);
+    return;
+  }
+  report("got " + signalName(signal) + "; forwarding it to all ranks");
+  setOutcome(Outcome::kInterrupted, 128 + signal);
+  stopAll(signal);
+}
+
+void JobRunner::readStream(Rank& rank, int stream, int maxReads) {
+  char buf[kReadChunk];
+  for (int i = 0; i < maxReads && rank.fds[stream] >= 0; ++i) {
+    ssize_t n = read(rank.fds[stream], buf, sizeof(buf));
+    if (n > 0) {
+      emit(stream, rank.prefixers[stream].feed(std::string_view(buf, static_cast<size_t>(n))));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    emit(stream, rank.prefixers[stream].finish());  // end of file or read error
+    closeStream(rank, stream);
+  }
+}
+
+void JobRunner::closeStream(Rank& rank, int stream) {
+  if (rank.fds[stream] >= 0) {
+    close(rank.fds[stream]);
+    rank.fds[stream] = -1;
+  }
+}
+
+void JobRunner::emit(int stream, const std::string& text) {
+  if (text.empty() || outputBroken_[stream]) return;
+  int fd = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
+  if (!writeAll(fd, text.data(), text.size())) outputBroken_[stream] = true;
+}
+
+void JobRunner::setOutcome(Outcome outcome, int exitCode) {
+  if (outcome_ != Outcome::kNone) return;
+  outcome_ = outcome;
+  exitCode_ = exitCode;
+}
+
+void JobRunner::stopAll(int signal) {
+  signalAll(signal);
+  if (!stopping_) {
+    stopping_ = true;
+    killDeadline_ = Clock::now() + toDuration(settings_.graceSeconds);
+  }
+}
+
+void JobRunner::signalAll(int signal) {
+  // Exited ranks too: their process group may still hold children.
+  for (const Rank& rank : ranks_) {
+    if (rank.pid > 0) killpg(rank.pid, signal);
+  }
+}
+
+bool JobRunner::anyRunning() const {
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; });
+}
+
+bool JobRunner::anyStreamOpen() const {
+  return std::any_of(ranks_.begin(), ranks_.end(),
+                     [](const Rank& r) { return r.fds[0] >= 0 || r.fds[1] >= 0; });
+}
+
+void JobRunner::report(const std::string& message) {
+  std::string line = "tsrun: " + message + "\n";
+  writeAll(STDERR_FILENO, line.data(), line.size());
+}
+
+}  // namespace tsr::tools::tsrun

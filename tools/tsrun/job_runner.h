@@ -1,0 +1,99 @@
+// JobRunner: starts every rank, relays their output, watches them and ends the job.
+//
+// One thread, one poll() loop over the ranks' stdout/stderr pipes and a signalfd that
+// receives SIGCHLD, SIGINT and SIGTERM (blocked for the whole process while it runs).
+// Life of a job:
+//   running  -> all ranks exit 0                        -> exit 0
+//   running  -> first rank exits non-zero / by a signal -> print it, SIGTERM every rank's
+//               process group, SIGKILL after the grace period -> exit with that rank's code
+//   running  -> SIGINT/SIGTERM to tsrun -> forward it, SIGKILL after the grace period
+//               (a second signal: SIGKILL at once)      -> exit 128 + signal
+//   running  -> --timeout expires -> stop as above       -> exit 124
+// Only the first of these events sets the exit code; ranks dying from tsrun's own signals
+// afterwards are not reported as failures. After SIGKILL tsrun waits at most kReapSeconds
+// more, so a job is gone within grace + kReapSeconds of the first failure.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/tsrun/line_prefixer.h"
+#include "tools/tsrun/rank_plan.h"
+#include "tools/tsrun/rank_process.h"
+
+namespace tsr::tools::tsrun {
+
+struct RankLaunch {
+  RankSlot slot;
+  SpawnRequest request;
+};
+
+struct JobSettings {
+  double timeoutSeconds = 0;  // 0 = no limit
+  double graceSeconds = 5;
+};
+
+class JobRunner {
+ public:
+  static constexpr double kReapSeconds = 3.0;   // after SIGKILL, before giving up
+  static constexpr double kDrainSeconds = 1.0;  // after the last exit, for pipes held by others
+
+  JobRunner(std::vector<RankLaunch> ranks, JobSettings settings);
+  JobRunner(const JobRunner&) = delete;
+  JobRunner& operator=(const JobRunner&) = delete;
+  ~JobRunner();
+
+  // Runs the job to the end and returns tsrun's exit code.
+  int run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class Outcome { kNone, kRankFailed, kInterrupted, kTimedOut, kCannotStart };
+
+  struct Rank {
+    RankLaunch launch;
+    pid_t pid = -1;
+    bool running = false;
+    int fds[2] = {-1, -1};  // stdout, stderr read ends
+    LinePrefixer prefixers[2];
+    explicit Rank(RankLaunch l)
+        : launch(std::move(l)), prefixers{LinePrefixer(launch.slot.rank),
+                                          LinePrefixer(launch.slot.rank)} {}
+  };
+
+  void startAll();
+  void loop();
+  void onSignalFd();
+  void reapChildren();
+  void onInterrupt(int signal);
+  // Reads what a pipe holds now (up to a few reads); closes it at end of file.
+  void readStream(Rank& rank, int stream, int maxReads);
+  void closeStream(Rank& rank, int stream);
+  void emit(int stream, const std::string& text);
+  void setOutcome(Outcome outcome, int exitCode);
+  void stopAll(int signal);
+  void signalAll(int signal);
+  bool anyRunning() const;
+  bool anyStreamOpen() const;
+  void report(const std::string& message);
+
+  std::vector<Rank> ranks_;
+  JobSettings settings_;
+  int signalFd_ = -1;
+  bool outputBroken_[2] = {false, false};
+  Outcome outcome_ = Outcome::kNone;
+  int exitCode_ = 0;
+  bool stopping_ = false;
+  bool killed_ = false;
+  int interrupts_ = 0;
+  std::optional<Clock::time_point> jobDeadline_;
+  std::optional<Clock::time_point> killDeadline_;
+  std::optional<Clock::time_point> giveUpDeadline_;
+  std::optional<Clock::time_point> drainDeadline_;
+};
+
+}  // namespace tsr::tools::tsrun
