@@ -1,0 +1,26 @@
+// AVX2 implementations (compiled in avx2.cc with -mavx2). Called only through the dispatchers
+// in reduce.cc / sign.cc / topk.cc when activeIsa() == Isa::kAvx2.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/kernels/philox.h"
+#include "base/dtype.h"
+
+namespace tsr::kernels::avx2 {
+
+void reduceInto(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
+size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
+                uint64_t firstWord);
+void signDecompress(const uint64_t* words, size_t count, float eta, float* out);
+void signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c);
+size_t firstNonFinite(const float* x, size_t count);
+// Top-k scan: counts |x| bits > hi, stores the magnitude bits of elements with lo <= m <= hi
+// into mid (up to capacity; the return value is the full number found).
+size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid,
+                size_t capacity, size_t* above);
+// Emits indices with m > t, and the first `equalBudget` with m == t, in increasing order.
+size_t topkEmit(const float* x, size_t n, uint32_t t, size_t equalBudget, uint32_t* indices);
+
+}  // namespace tsr::kernels::avx2

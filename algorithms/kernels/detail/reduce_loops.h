@@ -1,0 +1,101 @@
+// Reduction loops written once and compiled twice: by reduce.cc for the portable path and by
+// avx2.cc with -mavx2, where the compiler vectorizes the same source into 256-bit code.
+// Internal linkage (anonymous namespace) keeps the two instantiations apart.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "base/dtype.h"
+#include "base/half.h"
+
+namespace tsr::kernels {
+namespace {
+
+template <typename T>
+struct Arith {
+  static T sum(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  }
+  static T prod(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return a * b;
+    }
+  }
+  static T min(T a, T b) { return b < a ? b : a; }
+  static T max(T a, T b) { return a < b ? b : a; }
+};
+
+template <typename T, typename F>
+void binaryLoop(T* __restrict dst, const T* __restrict src, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) dst[i] = f(dst[i], src[i]);
+}
+
+template <typename T>
+void reduceTyped(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::sum(a, b); }); return;
+    case ReduceOp::kProd: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::prod(a, b); }); return;
+    case ReduceOp::kMin: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::min(a, b); }); return;
+    case ReduceOp::kMax: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::max(a, b); }); return;
+  }
+}
+
+template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
+void reduceHalf(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      binaryLoop(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(ToF(a) + ToF(b)); });
+      return;
+    case ReduceOp::kProd:
+      binaryLoop(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(ToF(a) * ToF(b)); });
+      return;
+    case ReduceOp::kMin:
+      binaryLoop(dst, src, n,
+                 [](uint16_t a, uint16_t b) { return FromF(Arith<float>::min(ToF(a), ToF(b))); });
+      return;
+    case ReduceOp::kMax:
+      binaryLoop(dst, src, n,
+                 [](uint16_t a, uint16_t b) { return FromF(Arith<float>::max(ToF(a), ToF(b))); });
+      return;
+  }
+}
+
+inline void reduceLoop(void* dst, const void* src, size_t n, DataType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DataType::kF32:
+      reduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
+      return;
+    case DataType::kF64:
+      reduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
+      return;
+    case DataType::kI32:
+      reduceTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op);
+      return;
+    case DataType::kI64:
+      reduceTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op);
+      return;
+    case DataType::kF16:
+      reduceHalf<f16ToFloat, floatToF16>(static_cast<uint16_t*>(dst),
+                                         static_cast<const uint16_t*>(src), n, op);
+      return;
+    case DataType::kBF16:
+      reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst),
+                                           static_cast<const uint16_t*>(src), n, op);
+      return;
+  }
+}
+
+}  // namespace
+}  // namespace tsr::kernels

@@ -1,0 +1,38 @@
+#include "algorithms/kernels/isa.h"
+
+#include <atomic>
+
+namespace tsr::kernels {
+namespace {
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) return Isa::kAvx2;
+#endif
+  return Isa::kPortable;
+}
+
+std::atomic<int>& activeSlot() {
+  static std::atomic<int> slot{static_cast<int>(bestIsa())};
+  return slot;
+}
+
+}  // namespace
+
+Isa bestIsa() {
+  static const Isa best = detect();
+  return best;
+}
+
+Isa activeIsa() { return static_cast<Isa>(activeSlot().load(std::memory_order_relaxed)); }
+
+bool setActiveIsa(Isa isa) {
+  if (isa == Isa::kAvx2 && bestIsa() != Isa::kAvx2) return false;
+  activeSlot().store(static_cast<int>(isa), std::memory_order_relaxed);
+  return true;
+}
+
+const char* isaName(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "portable"; }
+
+}  // namespace tsr::kernels

@@ -1,0 +1,93 @@
+#include "algorithms/kernels/sign.h"
+
+#include <cstring>
+
+#include "algorithms/kernels/detail/avx2.h"
+#include "algorithms/kernels/isa.h"
+#include "algorithms/kernels/sign_ops.h"
+
+namespace tsr::kernels {
+
+size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
+                uint64_t firstWord) {
+  if (activeIsa() == Isa::kAvx2) return avx2::signPack(x, count, words, rng, firstWord);
+  size_t nwords = wordsForElements(count);
+  for (size_t w = 0; w < nwords; ++w) {
+    size_t base = w * 64;
+    int n = static_cast<int>(count - base < 64 ? count - base : 64);
+    words[w] = packSignWord(x + base, n, rng, firstWord + w);
+  }
+  return firstNonFinite(x, count);
+}
+
+void signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
+               uint32_t b, const RngStream& rng, uint64_t firstWord) {
+  if (b == 0 || a == 0) {
+    const uint64_t* src = b == 0 ? v : s;
+    if (src != out) std::memmove(out, src, words * sizeof(uint64_t));
+    return;
+  }
+  const uint64_t q64 = mergeThreshold(a, b);
+  for (size_t w = 0; w < words; ++w) out[w] = mergeSignWord(v[w], s[w], q64, rng, firstWord + w);
+}
+
+void signDecompress(const uint64_t* words, size_t count, float eta, float* out) {
+  if (activeIsa() == Isa::kAvx2) {
+    avx2::signDecompress(words, count, eta, out);
+    return;
+  }
+  for (size_t j = 0; j < count; ++j) out[j] = signValue(words[j / 64], static_cast<int>(j % 64), eta);
+}
+
+void signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c) {
+  if (activeIsa() == Isa::kAvx2) {
+    avx2::signCompensate(g, words, count, eta, c);
+    return;
+  }
+  for (size_t j = 0; j < count; ++j)
+    c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
+}
+
+void signUnpack(const uint64_t* words, size_t count, uint8_t* bits) {
+  for (size_t j = 0; j < count; ++j) bits[j] = static_cast<uint8_t>((words[j / 64] >> (j % 64)) & 1u);
+}
+
+size_t firstNonFinite(const float* x, size_t count) {
+  if (activeIsa() == Isa::kAvx2) return avx2::firstNonFinite(x, count);
+  constexpr size_t kBlock = 256;
+  for (size_t base = 0; base < count; base += kBlock) {
+    size_t end = base + kBlock < count ? base + kBlock : count;
+    uint32_t bad = 0;  // branch-free scan of a block, then locate
+    for (size_t j = base; j < end; ++j) bad |= !isFiniteFloat(x[j]);
+    if (bad)
+      for (size_t j = base; j < end; ++j)
+        if (!isFiniteFloat(x[j])) return j;
+  }
+  return count;
+}
+
+double sumAbs(const float* x, size_t count) {
+  // Blocks of float partial sums (vectorizable) accumulated in double.
+  double total = 0.0;
+  constexpr size_t kBlock = 1024;
+  for (size_t base = 0; base < count; base += kBlock) {
+    size_t end = base + kBlock < count ? base + kBlock : count;
+    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t j = base;
+    for (; j + 8 <= end; j += 8)
+      for (int l = 0; l < 8; ++l) lanes[l] += x[j + l] < 0 ? -x[j + l] : x[j + l];
+    double part = 0.0;
+    for (int l = 0; l < 8; ++l) part += lanes[l];
+    for (; j < end; ++j) part += x[j] < 0 ? -x[j] : x[j];
+    total += part;
+  }
+  return total;
+}
+
+uint64_t popcountWords(const uint64_t* words, size_t n) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += static_cast<uint64_t>(__builtin_popcountll(words[i]));
+  return total;
+}
+
+}  // namespace tsr::kernels

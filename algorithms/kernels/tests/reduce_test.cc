@@ -1,0 +1,135 @@
+#include "algorithms/kernels/reduce.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "algorithms/kernels/tests/isa_sweep.h"
+#include "base/half.h"
+
+namespace tsr::kernels {
+namespace {
+
+using testing::forEachIsa;
+
+template <typename T>
+T refOp(T a, T b, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return a + b;
+    case ReduceOp::kProd: return a * b;
+    case ReduceOp::kMin: return b < a ? b : a;
+    case ReduceOp::kMax: return a < b ? b : a;
+  }
+  return a;
+}
+
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
+                             ReduceOp::kProd};
+// Odd sizes exercise the vector tails.
+constexpr size_t kCounts[] = {0, 1, 7, 33, 1000, 4099};
+
+template <typename T>
+void checkTyped(DataType dtype) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<double> dist(-4.0, 4.0);
+  for (size_t n : kCounts) {
+    for (ReduceOp op : kOps) {
+      std::vector<T> a(n), b(n);
+      for (size_t i = 0; i < n; ++i) {
+        a[i] = static_cast<T>(dist(gen));
+        b[i] = static_cast<T>(dist(gen));
+      }
+      std::vector<T> want(n);
+      for (size_t i = 0; i < n; ++i) want[i] = refOp(a[i], b[i], op);
+      forEachIsa([&](Isa) {
+        std::vector<T> got = a;
+        reduceInto(got.data(), b.data(), n, dtype, op);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), n * sizeof(T)))
+            << dataTypeName(dtype) << " " << reduceOpName(op) << " n=" << n;
+      });
+    }
+  }
+}
+
+TEST(Reduce, F32AllOpsMatchReferenceOnBothIsas) { checkTyped<float>(DataType::kF32); }
+TEST(Reduce, F64AllOpsMatchReferenceOnBothIsas) { checkTyped<double>(DataType::kF64); }
+TEST(Reduce, I32AllOpsMatchReferenceOnBothIsas) { checkTyped<int32_t>(DataType::kI32); }
+TEST(Reduce, I64AllOpsMatchReferenceOnBothIsas) { checkTyped<int64_t>(DataType::kI64); }
+
+template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
+void checkHalf(DataType dtype) {
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
+  for (size_t n : kCounts) {
+    std::vector<uint16_t> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = FromF(dist(gen));
+      b[i] = FromF(dist(gen));
+    }
+    for (ReduceOp op : kOps) {
+      forEachIsa([&](Isa) {
+        std::vector<uint16_t> got = a;
+        reduceInto(got.data(), b.data(), n, dtype, op);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(got[i], FromF(refOp(ToF(a[i]), ToF(b[i]), op))) << i << " " << reduceOpName(op);
+      });
+    }
+  }
+}
+
+TEST(Reduce, F16ReducesThroughFloat) { checkHalf<f16ToFloat, floatToF16>(DataType::kF16); }
+TEST(Reduce, Bf16ReducesThroughFloat) { checkHalf<bf16ToFloat, floatToBf16>(DataType::kBF16); }
+
+TEST(Reduce, IntegerOverflowWraps) {
+  int32_t a[2] = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()};
+  int32_t b[2] = {1, -1};
+  reduceInto(a, b, 2, DataType::kI32, ReduceOp::kSum);
+  EXPECT_EQ(a[0], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(a[1], std::numeric_limits<int32_t>::max());
+}
+
+TEST(Reduce, DivideFinishesAverage) {
+  float f[3] = {3.0f, -3.0f, 1.0f};
+  divideInPlace(f, 3, DataType::kF32, 3);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], -1.0f);
+  EXPECT_EQ(f[2], 1.0f / 3.0f);
+  int32_t i[4] = {7, -7, 6, -1};
+  divideInPlace(i, 4, DataType::kI32, 2);  // toward zero
+  EXPECT_EQ(i[0], 3);
+  EXPECT_EQ(i[1], -3);
+  EXPECT_EQ(i[2], 3);
+  EXPECT_EQ(i[3], 0);
+  int64_t l[2] = {std::numeric_limits<int64_t>::min(), 9};
+  divideInPlace(l, 2, DataType::kI64, 4);
+  EXPECT_EQ(l[0], std::numeric_limits<int64_t>::min() / 4);
+  EXPECT_EQ(l[1], 2);
+  uint16_t h[1] = {floatToF16(6.0f)};
+  divideInPlace(h, 1, DataType::kF16, 4);
+  EXPECT_EQ(f16ToFloat(h[0]), 1.5f);
+  double d[1] = {1.0};
+  divideInPlace(d, 1, DataType::kF64, 4);
+  EXPECT_EQ(d[0], 0.25);
+}
+
+TEST(Reduce, ScaleInPlace) {
+  float f[2] = {2.0f, -4.0f};
+  scaleInPlace(f, 2, DataType::kF32, 0.25);
+  EXPECT_EQ(f[0], 0.5f);
+  EXPECT_EQ(f[1], -1.0f);
+  int64_t l[2] = {7, -7};
+  scaleInPlace(l, 2, DataType::kI64, 0.5);
+  EXPECT_EQ(l[0], 3);
+  EXPECT_EQ(l[1], -3);
+  uint16_t b[1] = {floatToBf16(3.0f)};
+  scaleInPlace(b, 1, DataType::kBF16, 2.0);
+  EXPECT_EQ(bf16ToFloat(b[0]), 6.0f);
+}
+
+}  // namespace
+}  // namespace tsr::kernels

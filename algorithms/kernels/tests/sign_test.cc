@@ -1,0 +1,127 @@
+#include "algorithms/kernels/sign.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "algorithms/kernels/sign_ops.h"
+#include "algorithms/kernels/tests/isa_sweep.h"
+
+namespace tsr::kernels {
+namespace {
+
+using testing::forEachIsa;
+
+std::vector<float> randomFloats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(gen);
+  return x;
+}
+
+TEST(SignPack, LayoutIsWordJOver64BitJMod64) {
+  for (size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{130}, size_t{1000}}) {
+    std::vector<float> x = randomFloats(n, 3);
+    forEachIsa([&](Isa) {
+      std::vector<uint64_t> w(wordsForElements(n), ~0ull);
+      EXPECT_EQ(signPack(x.data(), n, w.data(), RngStream{}, 0), n);
+      for (size_t j = 0; j < n; ++j)
+        ASSERT_EQ((w[j / 64] >> (j % 64)) & 1u, x[j] > 0 ? 1u : 0u) << "n=" << n << " j=" << j;
+      if (n % 64) {
+        EXPECT_EQ(w.back() >> (n % 64), 0u) << "unused bits must be zero";
+      }
+    });
+  }
+}
+
+TEST(SignPack, AvxAndPortableAreBitIdenticalIncludingZeros) {
+  const size_t n = 64 * 50 + 17;
+  std::vector<float> x = randomFloats(n, 5);
+  for (size_t j = 0; j < n; j += 7) x[j] = (j % 2) ? 0.0f : -0.0f;
+  std::vector<std::vector<uint64_t>> results;
+  forEachIsa([&](Isa) {
+    std::vector<uint64_t> w(wordsForElements(n));
+    EXPECT_EQ(signPack(x.data(), n, w.data(), RngStream{77, 3, 9}, 5), n);
+    results.push_back(w);
+  });
+  for (size_t i = 1; i < results.size(); ++i) EXPECT_EQ(results[i], results[0]);
+}
+
+TEST(SignPack, ZerosAreFairCoinsSoExpectedSignIsZero) {
+  const size_t n = 64 * 400;
+  std::vector<float> x(n, 0.0f);
+  for (size_t j = 0; j < n; j += 2) x[j] = -0.0f;
+  forEachIsa([&](Isa) {
+    std::vector<uint64_t> w(wordsForElements(n));
+    signPack(x.data(), n, w.data(), RngStream{1, 0, 0}, 0);
+    double ones = static_cast<double>(popcountWords(w.data(), w.size()));
+    double sigma = std::sqrt(n * 0.25);
+    EXPECT_NEAR(ones, n / 2.0, 5 * sigma);
+  });
+}
+
+TEST(SignPack, SegmentsPackedSeparatelyMatchTheWholeTensor) {
+  const size_t n = 64 * 20;
+  std::vector<float> x = randomFloats(n, 8);
+  for (size_t j = 0; j < n; j += 3) x[j] = 0.0f;
+  const RngStream rng{42, 1, 2};
+  std::vector<uint64_t> whole(20), parts(20);
+  signPack(x.data(), n, whole.data(), rng, 0);
+  signPack(x.data(), 64 * 8, parts.data(), rng, 0);
+  signPack(x.data() + 64 * 8, 64 * 12, parts.data() + 8, rng, 8);
+  EXPECT_EQ(whole, parts);
+}
+
+TEST(SignPack, ReportsFirstNonFiniteIndex) {
+  const size_t n = 1000;
+  forEachIsa([&](Isa) {
+    std::vector<float> x = randomFloats(n, 9);
+    std::vector<uint64_t> w(wordsForElements(n));
+    x[700] = std::numeric_limits<float>::infinity();
+    x[900] = std::nanf("");
+    EXPECT_EQ(signPack(x.data(), n, w.data(), RngStream{}, 0), 700u);
+    EXPECT_EQ(firstNonFinite(x.data(), n), 700u);
+    x[999] = -std::numeric_limits<float>::infinity();
+    x[700] = 1.0f;
+    x[900] = 1.0f;
+    EXPECT_EQ(signPack(x.data(), n, w.data(), RngStream{}, 0), 999u);
+    EXPECT_EQ(firstNonFinite(x.data(), n), 999u);
+    x[999] = 0.5f;
+    EXPECT_EQ(firstNonFinite(x.data(), n), n);
+  });
+}
+
+TEST(SignDecompress, GivesPlusMinusEtaAndCompensation) {
+  for (size_t n : {size_t{1}, size_t{8}, size_t{67}, size_t{640}, size_t{1001}}) {
+    std::vector<float> x = randomFloats(n, 13);
+    std::vector<uint64_t> w(wordsForElements(n));
+    signPack(x.data(), n, w.data(), RngStream{}, 0);
+    forEachIsa([&](Isa) {
+      std::vector<float> out(n), c(n);
+      signDecompress(w.data(), n, 0.25f, out.data());
+      signCompensate(x.data(), w.data(), n, 0.25f, c.data());
+      std::vector<uint8_t> bits(n);
+      signUnpack(w.data(), n, bits.data());
+      for (size_t j = 0; j < n; ++j) {
+        ASSERT_EQ(out[j], x[j] > 0 ? 0.25f : -0.25f) << j;
+        ASSERT_EQ(bits[j], x[j] > 0 ? 1 : 0);
+        ASSERT_EQ(c[j], x[j] - out[j]);
+      }
+    });
+  }
+}
+
+TEST(SignKernels, SumAbsMatchesDouble) {
+  std::vector<float> x = randomFloats(5003, 17);
+  double want = 0;
+  for (float v : x) want += std::fabs(static_cast<double>(v));
+  EXPECT_NEAR(sumAbs(x.data(), x.size()), want, 1e-4 * want);
+  EXPECT_EQ(sumAbs(x.data(), 0), 0.0);
+}
+
+}  // namespace
+}  // namespace tsr::kernels
