@@ -40,15 +40,19 @@ size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& 
     uint32_t bad = 0;
     for (int g = 0; g < 8; ++g) {
       __m256 v = _mm256_loadu_ps(p + 8 * g);
-      uint64_t gt = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ)));
+      // Positive = sign bit clear and not zero; NaN words are redone by the scalar code below.
+      uint64_t neg = static_cast<uint32_t>(_mm256_movemask_ps(v));
       uint64_t eq = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_EQ_OQ)));
-      pos |= gt << (8 * g);
+      pos |= (~(neg | eq) & 0xffu) << (8 * g);
       zer |= eq << (8 * g);
       bad |= nonFiniteMask8(v);
     }
     if (zer != 0) pos |= zer & zeroSignWord(rng, firstWord + w);
+    if (bad != 0) {
+      pos = packSignWord(p, 64, rng, firstWord + w);
+      if (firstBad == count) firstBad = scalarFirstBad(x, w * 64, w * 64 + 64);
+    }
     words[w] = pos;
-    if (bad != 0 && firstBad == count) firstBad = scalarFirstBad(x, w * 64, w * 64 + 64);
   }
   if (fullWords * 64 < count) {
     size_t base = fullWords * 64;

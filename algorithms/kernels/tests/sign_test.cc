@@ -42,10 +42,18 @@ TEST(SignPack, AvxAndPortableAreBitIdenticalIncludingZeros) {
   const size_t n = 64 * 50 + 17;
   std::vector<float> x = randomFloats(n, 5);
   for (size_t j = 0; j < n; j += 7) x[j] = (j % 2) ? 0.0f : -0.0f;
+  x[100] = std::nanf("");
+  x[200] = -std::nanf("");
+  x[300] = std::numeric_limits<float>::infinity();
+  x[400] = -std::numeric_limits<float>::infinity();
   std::vector<std::vector<uint64_t>> results;
   forEachIsa([&](Isa) {
     std::vector<uint64_t> w(wordsForElements(n));
-    EXPECT_EQ(signPack(x.data(), n, w.data(), RngStream{77, 3, 9}, 5), n);
+    EXPECT_EQ(signPack(x.data(), n, w.data(), RngStream{77, 3, 9}, 5), 100u);
+    EXPECT_EQ((w[100 / 64] >> (100 % 64)) & 1u, 0u) << "NaN packs as 0";
+    EXPECT_EQ((w[200 / 64] >> (200 % 64)) & 1u, 0u) << "NaN packs as 0";
+    EXPECT_EQ((w[300 / 64] >> (300 % 64)) & 1u, 1u) << "+Inf packs as 1";
+    EXPECT_EQ((w[400 / 64] >> (400 % 64)) & 1u, 0u) << "-Inf packs as 0";
     results.push_back(w);
   });
   for (size_t i = 1; i < results.size(); ++i) EXPECT_EQ(results[i], results[0]);
