@@ -1,0 +1,36 @@
+// Builders of dense collective plans (see algorithms/plan/plan.h for the plan vocabulary).
+// Each takes this rank's view of the job and returns its Plan; all ranks' plans together form
+// the collective. The ring follows `order` (ring position -> rank), which topology/ makes
+// host- and locality-aware; by default it is 0, 1, ..., N-1.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "algorithms/plan/plan.h"
+
+namespace tsr::algorithms {
+
+struct DenseOptions {
+  size_t chunkBytes = 512 * 1024;  // pipelining unit of the ring and the tree
+  int window = 4;                  // receive-and-reduce chunks in flight per rank
+  std::vector<int> order;          // ring order; empty = identity
+};
+
+// allreduce: input and output hold `count` elements; output may equal input.
+Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count, DataType dtype,
+                                                ReduceOp op, const DenseOptions& options);
+// allgather: input holds `count` elements, output size*count in rank order.
+Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count, DataType dtype,
+                                                const DenseOptions& options);
+// reduce-scatter: input holds size*count elements, output the `count` of block `rank`.
+Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t count,
+                                                    DataType dtype, ReduceOp op,
+                                                    const DenseOptions& options);
+// broadcast from root over a binomial tree, chunked; input is read on the root only.
+Result<std::shared_ptr<Plan>> binomialBroadcastPlan(int rank, int size, int root, size_t count,
+                                                    DataType dtype, const DenseOptions& options);
+// barrier: dissemination, ceil(log2 N) rounds of empty messages.
+Result<std::shared_ptr<Plan>> disseminationBarrierPlan(int rank, int size);
+
+}  // namespace tsr::algorithms

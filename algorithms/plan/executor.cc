@@ -1,0 +1,249 @@
+#include "algorithms/plan/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/kernels/reduce.h"
+#include "transport/tag.h"
+
+namespace tsr::algorithms {
+
+using transport::Completion;
+
+namespace {
+
+uint8_t hashName(const std::string& s) {
+  uint8_t h = 0;
+  for (char c : s) h = static_cast<uint8_t>(h * 31 + static_cast<uint8_t>(c));
+  return h;
+}
+
+std::string describe(const WireHeader& h) {
+  std::string s = collectiveName(static_cast<CollectiveKind>(h.collective));
+  s += "(count=" + std::to_string(h.count);
+  s += ", dtype=" + std::string(dataTypeName(static_cast<DataType>(h.dtype)));
+  s += ", op=" + std::string(reduceOpName(static_cast<ReduceOp>(h.op)));
+  if (h.root >= 0) s += ", root=" + std::to_string(h.root);
+  return s + ")";
+}
+
+}  // namespace
+
+PlanExecutor::PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id,
+                           transport::Transport& transport)
+    : plan_(std::move(plan)), buffers_(buffers), id_(id), transport_(transport) {
+  const Plan& p = *plan_;
+  pending_ = p.depCount;
+  completions_.resize(p.ops.size());
+  myHeader_.collective = static_cast<uint8_t>(p.collective);
+  myHeader_.dtype = static_cast<uint8_t>(p.dtype);
+  myHeader_.op = static_cast<uint8_t>(p.op);
+  myHeader_.algorithmHash = hashName(p.algorithm);
+  myHeader_.comm = id.comm;
+  myHeader_.seq = id.seq;
+  myHeader_.root = p.root;
+  myHeader_.sender = id.rank;
+  myHeader_.count = p.count;
+  peerHeaders_.resize(p.recvPeers.size());
+  headerRecvs_.resize(p.recvPeers.size());
+  headerSends_.resize(p.sendPeers.size());
+}
+
+void* PlanExecutor::resolve(const BufferRef& ref) const {
+  switch (ref.slot) {
+    case Slot::kInput: return const_cast<char*>(static_cast<const char*>(buffers_.input)) + ref.offset;
+    case Slot::kOutput: return static_cast<char*>(buffers_.output) + ref.offset;
+    case Slot::kScratch: return static_cast<char*>(buffers_.scratch) + ref.offset;
+  }
+  return nullptr;
+}
+
+Status PlanExecutor::fail(Status status) {
+  if (status_.code() == Code::kInProgress) status_ = std::move(status);
+  for (auto& c : completions_) transport_.cancel(&c);
+  for (auto& c : headerRecvs_) transport_.cancel(&c);
+  return status_;
+}
+
+void PlanExecutor::abort(const Status& reason) { fail(reason).ignore(); }
+
+bool PlanExecutor::quiescent() const {
+  auto idle = [](const Completion& c) { return !c.posted || c.done; };
+  return std::all_of(completions_.begin(), completions_.end(), idle) &&
+         std::all_of(headerRecvs_.begin(), headerRecvs_.end(), idle) &&
+         std::all_of(headerSends_.begin(), headerSends_.end(), idle);
+}
+
+int PlanExecutor::waitingOn() const {
+  for (size_t i = 0; i < headerRecvs_.size(); ++i)
+    if (!headerRecvs_[i].done) return plan_->recvPeers[i];
+  for (uint32_t index : inFlight_) {
+    const PlanOp& op = plan_->ops[index];
+    if (op.kind != OpKind::kSend && !completions_[index].done) return op.peer;
+  }
+  for (uint32_t index : inFlight_)
+    if (!completions_[index].done) return plan_->ops[index].peer;
+  return -1;
+}
+
+Status PlanExecutor::start() {
+  const Plan& p = *plan_;
+  const auto host = transport::MemoryType::kHost;
+  for (size_t i = 0; i < p.recvPeers.size(); ++i) {
+    int peer = p.recvPeers[i];
+    uint64_t tag = transport::makeDataTag(peer, id_.comm, id_.seq, transport::kHeaderMessageId);
+    Status st = transport_.recv(peer, tag, transport::kTagFullMask, &peerHeaders_[i],
+                                sizeof(WireHeader), host, &headerRecvs_[i]);
+    if (!st.isOk()) return fail(st);
+  }
+  for (size_t i = 0; i < p.sendPeers.size(); ++i) {
+    int peer = p.sendPeers[i];
+    uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
+    Status st = transport_.send(peer, tag, &myHeader_, sizeof(WireHeader), host, &headerSends_[i]);
+    if (!st.isOk()) return fail(st);
+  }
+  for (uint32_t i = 0; i < p.ops.size(); ++i)
+    if (pending_[i] == 0) ready_.push_back(i);
+  return progress();
+}
+
+Status PlanExecutor::checkHeader(const WireHeader& theirs, int peer) const {
+  if (theirs.magic != myHeader_.magic)
+    return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) +
+                                       " got a malformed header from rank " + std::to_string(peer));
+  const char* field = nullptr;
+  if (theirs.collective != myHeader_.collective) field = "collective";
+  else if (theirs.count != myHeader_.count) field = "count";
+  else if (theirs.dtype != myHeader_.dtype) field = "dtype";
+  else if (theirs.op != myHeader_.op) field = "op";
+  else if (theirs.root != myHeader_.root) field = "root";
+  else if (theirs.algorithmHash != myHeader_.algorithmHash) field = "algorithm";
+  if (!field) return Status::ok();
+  return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(id_.rank) +
+                                     " called " + describe(myHeader_) + " but rank " +
+                                     std::to_string(peer) + " called " + describe(theirs) +
+                                     " (collective #" + std::to_string(id_.seq) + ")");
+}
+
+Status PlanExecutor::post(uint32_t index) {
+  const PlanOp& op = plan_->ops[index];
+  size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  Completion* c = &completions_[index];
+  Status st;
+  if (op.kind == OpKind::kSend) {
+    uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, op.msgId);
+    st = transport_.send(op.peer, tag, resolve(op.src), bytes, buffers_.memory, c);
+  } else {
+    uint64_t tag = transport::makeDataTag(op.peer, id_.comm, id_.seq, op.msgId);
+    void* into = op.kind == OpKind::kRecv ? resolve(op.dst) : resolve(op.staging);
+    st = transport_.recv(op.peer, tag, transport::kTagFullMask, into, bytes, buffers_.memory, c);
+  }
+  if (!st.isOk()) return st;
+  inFlight_.push_back(index);
+  return Status::ok();
+}
+
+Status PlanExecutor::finishLocal(uint32_t index) {
+  const PlanOp& op = plan_->ops[index];
+  size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  switch (op.kind) {
+    case OpKind::kCopy:
+      if (bytes && resolve(op.dst) != resolve(op.src)) std::memmove(resolve(op.dst), resolve(op.src), bytes);
+      break;
+    case OpKind::kReduce:
+      kernels::reduceInto(resolve(op.dst), resolve(op.src), op.count, plan_->dtype, plan_->op);
+      break;
+    case OpKind::kRecvReduce:
+      kernels::reduceInto(resolve(op.dst), resolve(op.staging), op.count, plan_->dtype, plan_->op);
+      break;
+    case OpKind::kDivide:
+      kernels::divideInPlace(resolve(op.dst), op.count, plan_->dtype, op.divisor);
+      break;
+    default:
+      break;
+  }
+  return Status::ok();
+}
+
+void PlanExecutor::markDone(uint32_t index) {
+  ++doneCount_;
+  for (uint32_t next : plan_->dependents[index])
+    if (--pending_[next] == 0) ready_.push_back(next);
+}
+
+Status PlanExecutor::collect() {
+  auto context = [&](int peer, const Status& st, const char* what) {
+    Status health = transport_.peerStatus(peer);
+    std::string where = "rank " + std::to_string(id_.rank) + ": " +
+                        collectiveName(plan_->collective) + " #" + std::to_string(id_.seq) +
+                        ": " + what + " rank " + std::to_string(peer) + ": ";
+    if (!health.isOk()) return Status(Code::kPeerFailed, where + health.message());
+    return Status(st.code(), where + st.message());
+  };
+  for (size_t i = 0; i < headerRecvs_.size(); ++i) {
+    Completion& c = headerRecvs_[i];
+    if (!c.done || c.posted == false) continue;
+    c.posted = false;  // checked once
+    int peer = plan_->recvPeers[i];
+    if (!c.status.isOk()) return context(peer, c.status, "header from");
+    TSR_RETURN_IF_ERROR(checkHeader(peerHeaders_[i], peer));
+    ++headersChecked_;
+  }
+  for (size_t i = 0; i < headerSends_.size(); ++i)
+    if (headerSends_[i].done && !headerSends_[i].status.isOk())
+      return context(plan_->sendPeers[i], headerSends_[i].status, "header to");
+
+  size_t kept = 0;
+  for (size_t k = 0; k < inFlight_.size(); ++k) {
+    uint32_t index = inFlight_[k];
+    Completion& c = completions_[index];
+    if (!c.done) {
+      inFlight_[kept++] = index;
+      continue;
+    }
+    const PlanOp& op = plan_->ops[index];
+    bool isSend = op.kind == OpKind::kSend;
+    if (!c.status.isOk()) return context(op.peer, c.status, isSend ? "send to" : "receive from");
+    size_t expected = op.count * dataTypeSize(plan_->dtype);
+    if (!isSend && c.bytes != expected)
+      return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) + ": " +
+                                         collectiveName(plan_->collective) + " #" +
+                                         std::to_string(id_.seq) + ": rank " +
+                                         std::to_string(op.peer) + " sent " +
+                                         std::to_string(c.bytes) + " bytes where " +
+                                         std::to_string(expected) + " were expected (count or dtype differ)");
+    if (op.kind == OpKind::kRecvReduce) TSR_RETURN_IF_ERROR(finishLocal(index));
+    markDone(index);
+  }
+  inFlight_.resize(kept);
+  return Status::ok();
+}
+
+Status PlanExecutor::progress() {
+  if (status_.code() != Code::kInProgress) return status_;
+  Status st = collect();
+  if (!st.isOk()) return fail(st);
+  // FIFO, so chunks go out in the order the plan lists them.
+  for (size_t head = 0; head < ready_.size(); ++head) {
+    {
+      uint32_t index = ready_[head];
+      OpKind kind = plan_->ops[index].kind;
+      if (kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce) {
+        st = post(index);
+        if (!st.isOk()) return fail(st);
+      } else {
+        st = finishLocal(index);
+        if (!st.isOk()) return fail(st);
+        markDone(index);
+      }
+    }
+  }
+  ready_.clear();
+  bool headersDone = headersChecked_ == headerRecvs_.size() &&
+                     std::all_of(headerSends_.begin(), headerSends_.end(),
+                                 [](const Completion& c) { return c.done; });
+  if (doneCount_ == plan_->ops.size() && headersDone) status_ = Status::ok();
+  return status_;
+}
+
+}  // namespace tsr::algorithms

@@ -1,0 +1,96 @@
+// PlanExecutor: runs one rank's Plan over a Transport without blocking.
+//
+// start() posts every op whose deps are met; progress() collects transport completions, runs
+// local math (reduce, copy, divide) as soon as its inputs are ready and posts what that
+// unblocks. Before data moves, each pair of ranks that talks in the plan exchanges a 32-byte
+// header with the collective's arguments; a difference is reported as TSR_ERR_MISMATCH naming
+// both ranks and the field. The executor owns no thread: the communicator's progress thread
+// calls it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/plan/plan.h"
+#include "transport/transport.h"
+
+namespace tsr::algorithms {
+
+struct RunBuffers {
+  const void* input = nullptr;
+  void* output = nullptr;
+  void* scratch = nullptr;
+  transport::MemoryType memory = transport::MemoryType::kHost;
+};
+
+struct RunIdentity {
+  int rank = 0;
+  uint32_t comm = 0;
+  uint32_t seq = 0;
+};
+
+// What travels in the per-peer header message.
+struct WireHeader {
+  uint32_t magic = 0x54535231;  // "TSR1"
+  uint8_t collective = 0;
+  uint8_t dtype = 0;
+  uint8_t op = 0;
+  uint8_t algorithmHash = 0;
+  uint32_t comm = 0;
+  uint32_t seq = 0;
+  int32_t root = -1;
+  int32_t sender = -1;
+  uint64_t count = 0;
+};
+static_assert(sizeof(WireHeader) == 32, "header is 32 bytes on the wire");
+
+class PlanExecutor {
+ public:
+  PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id,
+               transport::Transport& transport);
+  PlanExecutor(const PlanExecutor&) = delete;
+  PlanExecutor& operator=(const PlanExecutor&) = delete;
+
+  // Ok when done, InProgress while running, or the error that ended the run.
+  Status start();
+  Status progress();
+  // Cancels what is in flight; the run reports `reason` from then on.
+  void abort(const Status& reason);
+  // True when no transport operation still refers to this executor's memory.
+  bool quiescent() const;
+  // The peer the oldest unfinished receive waits for (-1 if none): named in timeouts.
+  int waitingOn() const;
+  const Plan& plan() const { return *plan_; }
+  const Status& status() const { return status_; }
+
+ private:
+  void* resolve(const BufferRef& ref) const;
+  Status post(uint32_t index);
+  Status finishLocal(uint32_t index);
+  void markDone(uint32_t index);
+  Status checkHeader(const WireHeader& theirs, int peer) const;
+  Status fail(Status status);
+  Status collect();
+
+  std::shared_ptr<const Plan> plan_;
+  RunBuffers buffers_;
+  RunIdentity id_;
+  transport::Transport& transport_;
+  Status status_{Code::kInProgress, ""};
+
+  std::vector<uint32_t> pending_;             // deps not yet done, per op
+  std::vector<transport::Completion> completions_;  // per op
+  std::vector<uint32_t> inFlight_;            // ops posted to the transport
+  std::vector<uint32_t> ready_;               // ops whose deps are met, not yet started
+  size_t doneCount_ = 0;
+
+  WireHeader myHeader_;
+  std::vector<WireHeader> peerHeaders_;        // one per recv peer
+  std::vector<transport::Completion> headerRecvs_;
+  std::vector<transport::Completion> headerSends_;
+  size_t headersChecked_ = 0;
+};
+
+}  // namespace tsr::algorithms

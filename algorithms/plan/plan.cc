@@ -1,0 +1,51 @@
+#include "algorithms/plan/plan.h"
+
+#include <algorithm>
+
+#include "transport/tag.h"
+
+namespace tsr::algorithms {
+
+const char* collectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce: return "allreduce";
+    case CollectiveKind::kAllgather: return "allgather";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kBarrier: return "barrier";
+  }
+  return "unknown-collective";
+}
+
+uint32_t Plan::add(PlanOp op) {
+  ops.push_back(std::move(op));
+  return static_cast<uint32_t>(ops.size() - 1);
+}
+
+Status Plan::finalize() {
+  dependents.assign(ops.size(), {});
+  depCount.assign(ops.size(), 0);
+  sendPeers.clear();
+  recvPeers.clear();
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const PlanOp& op = ops[i];
+    for (uint32_t d : op.deps) {
+      if (d >= i)
+        return Status(Code::kInternal, algorithm + " plan: op " + std::to_string(i) +
+                                           " depends on later op " + std::to_string(d));
+      dependents[d].push_back(i);
+    }
+    depCount[i] = static_cast<uint32_t>(op.deps.size());
+    bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv ||
+                    op.kind == OpKind::kRecvReduce;
+    if (transfer && op.msgId > transport::kMaxMessageId)
+      return Status(Code::kNotSupported, algorithm + " plan: message id " +
+                                             std::to_string(op.msgId) + " exceeds the tag field");
+    auto& peers = op.kind == OpKind::kSend ? sendPeers : recvPeers;
+    if (transfer && std::find(peers.begin(), peers.end(), op.peer) == peers.end())
+      peers.push_back(op.peer);
+  }
+  return Status::ok();
+}
+
+}  // namespace tsr::algorithms

@@ -1,0 +1,80 @@
+// A Plan is one rank's part of a collective, as data: a list of operations with dependencies,
+// run by the one PlanExecutor. Builders (ring, tree, ...) make plans from pure index math; the
+// executor knows nothing of algorithms.
+//
+// Vocabulary:
+//  * slot: which buffer an operation touches: the caller's input, the caller's output, or the
+//    plan's scratch area. Plans refer to slots + byte offsets, so one plan (cached per
+//    collective, count and dtype) serves any buffers.
+//  * op: send, receive (into place), receive-and-reduce (into a scratch staging area, then
+//    reduced into its destination), copy, reduce, divide (finishes avg).
+//  * deps: indices of earlier ops that must be done before this one starts. A receive with no
+//    deps is posted at once, so data can arrive before it is needed.
+//  * message id: both sides of a transfer give it the same id; with the communicator and the
+//    collective's sequence number it forms the UCX tag (transport/tag.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+
+namespace tsr::algorithms {
+
+enum class Slot : uint8_t { kInput = 0, kOutput = 1, kScratch = 2 };
+
+struct BufferRef {
+  Slot slot = Slot::kOutput;
+  size_t offset = 0;  // bytes
+};
+
+enum class OpKind : uint8_t { kSend, kRecv, kRecvReduce, kCopy, kReduce, kDivide };
+
+struct PlanOp {
+  OpKind kind = OpKind::kCopy;
+  int peer = -1;          // send / receive partner
+  uint32_t msgId = 0;     // send / receive
+  BufferRef dst;          // recv, recv-reduce, copy, reduce, divide
+  BufferRef src;          // send, copy, reduce
+  BufferRef staging;      // recv-reduce: where the message lands before reducing
+  size_t count = 0;       // elements
+  uint64_t divisor = 1;   // divide: finishes avg
+  std::vector<uint32_t> deps;
+};
+
+// Which collective a plan implements: sent in the header so peers can check arguments.
+enum class CollectiveKind : uint8_t {
+  kAllreduce = 1,
+  kAllgather = 2,
+  kReduceScatter = 3,
+  kBroadcast = 4,
+  kBarrier = 5,
+};
+const char* collectiveName(CollectiveKind kind);
+
+struct Plan {
+  std::string algorithm;  // "ring", "binomial", ...
+  CollectiveKind collective = CollectiveKind::kAllreduce;
+  DataType dtype = DataType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  size_t count = 0;   // the collective's count argument, as the caller gave it
+  int root = -1;      // broadcast
+  size_t scratchBytes = 0;
+  std::vector<PlanOp> ops;
+
+  // Filled by finalize(): who depends on each op, and how many deps each op waits for.
+  std::vector<std::vector<uint32_t>> dependents;
+  std::vector<uint32_t> depCount;
+  std::vector<int> sendPeers;  // distinct peers this rank sends to
+  std::vector<int> recvPeers;  // distinct peers this rank receives from
+
+  // Adds an op and returns its index.
+  uint32_t add(PlanOp op);
+  // Computes the derived tables; checks that deps point backwards and ids fit the tag.
+  Status finalize();
+};
+
+}  // namespace tsr::algorithms

@@ -1,0 +1,109 @@
+/* Tessera C API: a stable C ABI over the C++ runtime (in the style of NCCL and UCC).
+ *
+ * Every function returns a tsr_status_t; no C++ exception crosses this boundary. On an error,
+ * tsr_last_error() gives this thread's message naming the rank, the peer and the operation.
+ * Collectives take an optional request out-parameter: NULL makes the call blocking; otherwise
+ * the call returns at once and tsr_test / tsr_wait finish it, and tsr_request_free releases it.
+ * All ranks must call collectives in the same order with the same count, dtype, op and root.
+ */
+#ifndef TESSERA_TESSERA_H
+#define TESSERA_TESSERA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TSR_API __attribute__((visibility("default")))
+#else
+#define TSR_API
+#endif
+
+#define TSR_VERSION_MAJOR 0
+#define TSR_VERSION_MINOR 1
+
+typedef enum {
+  TSR_OK = 0,
+  TSR_IN_PROGRESS = 1,          /* tsr_test: not finished yet (not an error) */
+  TSR_ERR_NOT_SUPPORTED = 2,    /* this algorithm or memory type cannot serve the input */
+  TSR_ERR_INVALID_ARGUMENT = 3, /* bad pointer, count, dtype, op, root, key or value */
+  TSR_ERR_MISMATCH = 4,         /* ranks called a collective with different arguments */
+  TSR_ERR_PEER_FAILED = 5,      /* a peer died or its connection broke */
+  TSR_ERR_TIMEOUT = 6,          /* a collective did not finish within TSR_TIMEOUT_MS */
+  TSR_ERR_BOOTSTRAP = 7,        /* peers could not be reached or authenticated at startup */
+  TSR_ERR_TRANSPORT = 8,        /* UCX reported an error */
+  TSR_ERR_ABORTED = 9,          /* the communicator was aborted or is unusable after an error */
+  TSR_ERR_INTERNAL = 10,        /* a bug in Tessera: please report it */
+  TSR_ERR_NUMERIC = 11          /* NaN or Inf where a compressor cannot take it */
+} tsr_status_t;
+
+typedef enum {
+  TSR_FLOAT32 = 0,
+  TSR_FLOAT64 = 1,
+  TSR_FLOAT16 = 2,
+  TSR_BFLOAT16 = 3,
+  TSR_INT32 = 4,
+  TSR_INT64 = 5
+} tsr_dtype_t;
+
+typedef enum { TSR_SUM = 0, TSR_AVG = 1, TSR_MIN = 2, TSR_MAX = 3, TSR_PROD = 4 } tsr_op_t;
+
+typedef struct tsr_comm* tsr_comm_t;
+typedef struct tsr_request* tsr_request_t;
+
+/* A key/value setting: configuration names with or without the TSR_ prefix
+ * (e.g. {"timeout_ms", "5000"}), plus, for tsr_comm_init_config only, the launch keys
+ * "rank", "size", "local_rank", "local_size", "peers" (host:port,...), "secret". */
+typedef struct {
+  const char* key;
+  const char* value;
+} tsr_param_t;
+
+/* Collective: every rank of the job calls it. Reads TSR_* (or Open MPI / Slurm / torchrun)
+ * variables from the environment. */
+TSR_API tsr_status_t tsr_comm_init(tsr_comm_t* comm);
+/* Like tsr_comm_init, with params applied over the environment. */
+TSR_API tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* params, size_t nparams);
+/* Releases the communicator; pending collectives fail with TSR_ERR_ABORTED. */
+TSR_API tsr_status_t tsr_comm_destroy(tsr_comm_t comm);
+/* Fails this rank's pending and later collectives and tells the peers (which fail theirs). */
+TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
+
+TSR_API tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank);
+TSR_API tsr_status_t tsr_comm_size(tsr_comm_t comm, int* size);
+TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);
+/* Bytes this rank has sent so far (payload and headers). */
+TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
+
+/* recv may equal send (in place). */
+TSR_API tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
+                           tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request);
+/* recv holds size * count elements in rank order; send may point at this rank's block. */
+TSR_API tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count,
+                           tsr_dtype_t dtype, tsr_request_t* request);
+/* send is read on the root only; recv may equal send. */
+TSR_API tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count,
+                           tsr_dtype_t dtype, int root, tsr_request_t* request);
+/* send holds size * recv_count elements; this rank gets block `rank`. */
+TSR_API tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recv_count,
+                                tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request);
+TSR_API tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request);
+
+/* TSR_OK when finished, TSR_IN_PROGRESS while running, or the collective's error. */
+TSR_API tsr_status_t tsr_test(tsr_request_t request);
+TSR_API tsr_status_t tsr_wait(tsr_request_t request);
+/* Frees a request (a running collective still finishes). */
+TSR_API tsr_status_t tsr_request_free(tsr_request_t request);
+
+TSR_API const char* tsr_status_string(tsr_status_t status);
+/* This thread's last error message ("" if none). Valid until this thread's next call. */
+TSR_API const char* tsr_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_H */

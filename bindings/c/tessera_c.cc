@@ -1,0 +1,211 @@
+// The C ABI over tsr::runtime::Communicator. Every entry point catches everything: no C++
+// exception crosses into C, and every failure leaves its message in tsr_last_error().
+#include "tessera/tessera.h"
+
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "runtime/communicator.h"
+
+struct tsr_comm {
+  std::unique_ptr<tsr::runtime::Communicator> impl;
+};
+struct tsr_request {
+  tsr::runtime::RequestPtr impl;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+tsr_status_t report(const tsr::Status& st) {
+  if (st.isError()) lastError = st.toString();
+  return static_cast<tsr_status_t>(st.code());
+}
+
+tsr_status_t invalid(const std::string& message) {
+  lastError = std::string("TSR_ERR_INVALID_ARGUMENT: ") + message;
+  return TSR_ERR_INVALID_ARGUMENT;
+}
+
+template <typename F>
+tsr_status_t guarded(const char* what, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    lastError = std::string("TSR_ERR_INTERNAL: ") + what + ": " + e.what();
+  } catch (...) {
+    lastError = std::string("TSR_ERR_INTERNAL: ") + what + ": unknown exception";
+  }
+  return TSR_ERR_INTERNAL;
+}
+
+// Blocking when request is NULL; otherwise hands the request out.
+tsr_status_t finish(tsr::Result<tsr::runtime::RequestPtr> posted, tsr_request_t* request) {
+  if (!posted.isOk()) return report(posted.status());
+  if (request) {
+    *request = new tsr_request{posted.take()};
+    return TSR_OK;
+  }
+  return report(posted.value()->wait());
+}
+
+tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparams) {
+  if (!comm) return invalid("tsr_comm_init: comm is NULL");
+  *comm = nullptr;
+  tsr::runtime::EnvMap env = tsr::runtime::processEnvironment();
+  auto config = tsr::runtime::Config::fromEnvironment(env);
+  if (!config.isOk()) return report(config.status());
+  // Launch keys become the variables the launcher would have set.
+  static const std::pair<const char*, const char*> kLaunchKeys[] = {
+      {"rank", "TSR_RANK"},           {"size", "TSR_WORLD_SIZE"}, {"local_rank", "TSR_LOCAL_RANK"},
+      {"local_size", "TSR_LOCAL_SIZE"}, {"peers", "TSR_PEERS"},   {"secret", "TSR_JOB_SECRET"}};
+  for (size_t i = 0; i < nparams; ++i) {
+    if (!params[i].key || !params[i].value)
+      return invalid("tsr_comm_init_config: param " + std::to_string(i) + " has a NULL key or value");
+    std::string key = params[i].key;
+    bool launch = false;
+    for (auto [name, var] : kLaunchKeys)
+      if (key == name) {
+        env[var] = params[i].value;
+        launch = true;
+      }
+    if (launch) continue;
+    tsr::Status st = config.value().set(key, params[i].value);
+    if (!st.isOk()) return report(st);
+    env[key.rfind("TSR_", 0) == 0 ? key : "TSR_" + key] = params[i].value;
+  }
+  auto launch = tsr::runtime::launchInfoFromEnv(env);
+  if (!launch.isOk()) return report(launch.status());
+  auto created = tsr::runtime::Communicator::create(launch.value(), config.value());
+  if (!created.isOk()) return report(created.status());
+  *comm = new tsr_comm{created.take()};
+  return TSR_OK;
+}
+
+#define TSR_REQUIRE_COMM(fn)                                 \
+  if (!comm) return invalid(std::string(fn) + ": comm is NULL")
+
+}  // namespace
+
+extern "C" {
+
+tsr_status_t tsr_comm_init(tsr_comm_t* comm) {
+  return guarded("tsr_comm_init", [&] { return initWith(comm, nullptr, 0); });
+}
+
+tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* params, size_t nparams) {
+  return guarded("tsr_comm_init_config", [&] {
+    if (nparams && !params) return invalid("tsr_comm_init_config: params is NULL");
+    return initWith(comm, params, nparams);
+  });
+}
+
+tsr_status_t tsr_comm_destroy(tsr_comm_t comm) {
+  return guarded("tsr_comm_destroy", [&] {
+    delete comm;
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_comm_abort(tsr_comm_t comm) {
+  return guarded("tsr_comm_abort", [&] {
+    TSR_REQUIRE_COMM("tsr_comm_abort");
+    comm->impl->abort("tsr_comm_abort called");
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank) {
+  TSR_REQUIRE_COMM("tsr_comm_rank");
+  if (!rank) return invalid("tsr_comm_rank: rank is NULL");
+  *rank = comm->impl->rank();
+  return TSR_OK;
+}
+
+tsr_status_t tsr_comm_size(tsr_comm_t comm, int* size) {
+  TSR_REQUIRE_COMM("tsr_comm_size");
+  if (!size) return invalid("tsr_comm_size: size is NULL");
+  *size = comm->impl->size();
+  return TSR_OK;
+}
+
+tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* localRank) {
+  TSR_REQUIRE_COMM("tsr_comm_local_rank");
+  if (!localRank) return invalid("tsr_comm_local_rank: local_rank is NULL");
+  *localRank = comm->impl->localRank();
+  return TSR_OK;
+}
+
+tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes) {
+  TSR_REQUIRE_COMM("tsr_comm_bytes_sent");
+  if (!bytes) return invalid("tsr_comm_bytes_sent: bytes is NULL");
+  *bytes = comm->impl->bytesSent();
+  return TSR_OK;
+}
+
+tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
+                           tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
+  return guarded("tsr_allreduce", [&] {
+    TSR_REQUIRE_COMM("tsr_allreduce");
+    return finish(comm->impl->allreduce(send, recv, count, static_cast<tsr::DataType>(dtype),
+                                        static_cast<tsr::ReduceOp>(op)), request);
+  });
+}
+
+tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count,
+                           tsr_dtype_t dtype, tsr_request_t* request) {
+  return guarded("tsr_allgather", [&] {
+    TSR_REQUIRE_COMM("tsr_allgather");
+    return finish(comm->impl->allgather(send, recv, count, static_cast<tsr::DataType>(dtype)), request);
+  });
+}
+
+tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count,
+                           tsr_dtype_t dtype, int root, tsr_request_t* request) {
+  return guarded("tsr_broadcast", [&] {
+    TSR_REQUIRE_COMM("tsr_broadcast");
+    return finish(comm->impl->broadcast(send, recv, count, static_cast<tsr::DataType>(dtype), root),
+                  request);
+  });
+}
+
+tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recvCount,
+                                tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
+  return guarded("tsr_reduce_scatter", [&] {
+    TSR_REQUIRE_COMM("tsr_reduce_scatter");
+    return finish(comm->impl->reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype),
+                                            static_cast<tsr::ReduceOp>(op)), request);
+  });
+}
+
+tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request) {
+  return guarded("tsr_barrier", [&] {
+    TSR_REQUIRE_COMM("tsr_barrier");
+    return finish(comm->impl->barrier(), request);
+  });
+}
+
+tsr_status_t tsr_test(tsr_request_t request) {
+  if (!request) return invalid("tsr_test: request is NULL");
+  return report(request->impl->test());
+}
+
+tsr_status_t tsr_wait(tsr_request_t request) {
+  if (!request) return invalid("tsr_wait: request is NULL");
+  return guarded("tsr_wait", [&] { return report(request->impl->wait()); });
+}
+
+tsr_status_t tsr_request_free(tsr_request_t request) {
+  delete request;
+  return TSR_OK;
+}
+
+const char* tsr_status_string(tsr_status_t status) {
+  return tsr::codeName(static_cast<tsr::Code>(status));
+}
+
+const char* tsr_last_error(void) { return lastError.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,191 @@
+#include "runtime/communicator.h"
+
+#include <cstdlib>
+
+#include "base/logging.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/peer_card.h"
+#include "runtime/progress_engine.h"
+#include "transport/ucx_transport.h"
+
+namespace tsr::runtime {
+
+namespace {
+enum PlanKind { kAllreducePlan, kAllgatherPlan, kReduceScatterPlan, kBroadcastPlan, kBarrierPlan };
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::createFromEnvironment() {
+  EnvMap env = processEnvironment();
+  TSR_ASSIGN_OR_RETURN(Config config, Config::fromEnvironment(env));
+  TSR_ASSIGN_OR_RETURN(LaunchInfo launch, launchInfoFromEnv(env));
+  return create(launch, config);
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::create(const LaunchInfo& launch,
+                                                           const Config& config) {
+  std::unique_ptr<Communicator> comm(new Communicator());
+  Status st = comm->init(launch, config);
+  if (!st.isOk()) return st;
+  return comm;
+}
+
+Status Communicator::init(const LaunchInfo& launch, const Config& config) {
+  rank_ = launch.rank;
+  size_ = launch.size;
+  localRank_ = launch.localRank;
+  localSize_ = launch.localSize;
+  config_ = config;
+  log::configure({config.get("TSR_LOG_LEVEL"), config.get("TSR_LOG_FILE"), rank_, localHostname()});
+  auto logger = log::get("runtime");
+  for (const auto& w : config.warnings()) logger->warn("{}", w);
+  if (launch.secret.empty() && size_ > 1)
+    logger->warn("no TSR_JOB_SECRET: bootstrap messages are not authenticated");
+
+  dense_.chunkBytes = static_cast<size_t>(config.getInt("TSR_CHUNK_BYTES"));
+  dense_.window = static_cast<int>(config.getInt("TSR_WINDOW"));
+
+  TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_));
+  PeerCard mine{transport_->localAddress(), localHostname(), localHostId()};
+  std::vector<std::string> blobs{mine.encode()};
+  if (size_ > 1) {
+    BootstrapOptions options;
+    options.timeoutMs = config.bootstrapTimeoutMs();
+    TSR_ASSIGN_OR_RETURN(bootstrap_, Bootstrap::create(launch, options));
+    TSR_ASSIGN_OR_RETURN(blobs, bootstrap_->allGather(mine.encode()));
+  }
+  std::vector<std::string> addresses;
+  for (int r = 0; r < size_; ++r) {
+    TSR_ASSIGN_OR_RETURN(PeerCard card, PeerCard::decode(blobs[r], r));
+    addresses.push_back(card.transportAddress);
+    hosts_.push_back(card.hostname);
+    hostIds_.push_back(card.hostId);
+  }
+  TSR_RETURN_IF_ERROR(transport_->connect(addresses));
+  EngineOptions engine;
+  engine.timeoutMs = config.timeoutMs();
+  engine.spinUs = static_cast<int>(config.getInt("TSR_SPIN_US"));
+  engine.hosts = hosts_;
+  engine_ = std::make_unique<ProgressEngine>(*transport_, engine);
+  logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_,
+               hosts_[rank_], launch.source);
+  return Status::ok();
+}
+
+Communicator::~Communicator() {
+  // Order matters: stop the thread, then close endpoints (their callbacks may still write
+  // into the engine's completions), then free the engine.
+  if (engine_) engine_->stop();
+  transport_.reset();
+  engine_.reset();
+}
+
+Status Communicator::checkArgs(const char* what, const void* input, const void* output,
+                               size_t count, DataType dtype, const ReduceOp* op, int root) const {
+  std::string where = std::string(what) + " on rank " + std::to_string(rank_) + ": ";
+  if (!isValidDataType(static_cast<int>(dtype)))
+    return Status(Code::kInvalidArgument, where + "invalid dtype " + std::to_string(static_cast<int>(dtype)));
+  if (op && !isValidReduceOp(static_cast<int>(*op)))
+    return Status(Code::kInvalidArgument, where + "invalid op " + std::to_string(static_cast<int>(*op)));
+  if (count > 0 && input == nullptr && (root < 0 || root == rank_))
+    return Status(Code::kInvalidArgument, where + "input buffer is NULL with count " + std::to_string(count));
+  if (count > 0 && output == nullptr)
+    return Status(Code::kInvalidArgument, where + "output buffer is NULL with count " + std::to_string(count));
+  if (count > (size_t{1} << 40))
+    return Status(Code::kInvalidArgument, where + "count " + std::to_string(count) + " is too large");
+  return Status::ok();
+}
+
+Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const PlanKey& key) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+  }
+  auto [kind, count, dtypeInt, opInt, root] = key;
+  auto dtype = static_cast<DataType>(dtypeInt);
+  auto op = static_cast<ReduceOp>(opInt);
+  Result<std::shared_ptr<algorithms::Plan>> plan = Status(Code::kInternal, "no plan");
+  switch (kind) {
+    case kAllreducePlan: plan = algorithms::ringAllreducePlan(rank_, size_, count, dtype, op, dense_); break;
+    case kAllgatherPlan: plan = algorithms::ringAllgatherPlan(rank_, size_, count, dtype, dense_); break;
+    case kReduceScatterPlan: plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, dense_); break;
+    case kBroadcastPlan: plan = algorithms::binomialBroadcastPlan(rank_, size_, root, count, dtype, dense_); break;
+    case kBarrierPlan: plan = algorithms::disseminationBarrierPlan(rank_, size_); break;
+  }
+  if (!plan.isOk()) return plan.status();
+  std::shared_ptr<const algorithms::Plan> shared = plan.take();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (plans_.size() > 256) plans_.clear();  // bounded: trainers reuse a few shapes
+  plans_[key] = shared;
+  return shared;
+}
+
+Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> plan,
+                                        const void* input, void* output) {
+  Submission s;
+  if (plan->scratchBytes) {
+    size_t bytes = (plan->scratchBytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) return Status(Code::kInternal, "cannot allocate " + std::to_string(bytes) + " bytes of scratch");
+    s.scratch = std::shared_ptr<void>(p, std::free);
+  }
+  s.buffers = {input, output, s.scratch.get(), transport::MemoryType::kHost};
+  s.plan = std::move(plan);
+  s.request = std::make_shared<Request>();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s.seq = seq_++;
+  }
+  RequestPtr request = s.request;
+  engine_->submit(std::move(s));
+  return request;
+}
+
+Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count,
+                                           DataType dtype, ReduceOp op) {
+  TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
+  TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
+  return submit(std::move(plan), input, output);
+}
+
+Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank,
+                                           DataType dtype) {
+  TSR_RETURN_IF_ERROR(checkArgs("allgather", input, output, countPerRank, dtype, nullptr, -1));
+  TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllgatherPlan, countPerRank, int(dtype), 0, -1}));
+  return submit(std::move(plan), input, output);
+}
+
+Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output,
+                                               size_t countPerRank, DataType dtype, ReduceOp op) {
+  TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
+  TSR_ASSIGN_OR_RETURN(auto plan,
+                       cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
+  return submit(std::move(plan), input, output);
+}
+
+Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size_t count,
+                                           DataType dtype, int root) {
+  if (root < 0 || root >= size_)
+    return Status(Code::kInvalidArgument, "broadcast on rank " + std::to_string(rank_) +
+                                              ": root " + std::to_string(root) +
+                                              " is not a rank of this " + std::to_string(size_) +
+                                              "-rank communicator");
+  TSR_RETURN_IF_ERROR(checkArgs("broadcast", input, output, count, dtype, nullptr, root));
+  TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBroadcastPlan, count, int(dtype), 0, root}));
+  return submit(std::move(plan), input, output);
+}
+
+Result<RequestPtr> Communicator::barrier() {
+  TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBarrierPlan, 0, 0, 0, -1}));
+  return submit(std::move(plan), nullptr, nullptr);
+}
+
+void Communicator::abort(const std::string& why) {
+  engine_->abort(Status(Code::kAborted, "rank " + std::to_string(rank_) + " aborted: " + why));
+}
+
+Status Communicator::health() const { return engine_->health(); }
+
+uint64_t Communicator::bytesSent() const { return transport_->bytesSent(); }
+
+}  // namespace tsr::runtime

@@ -1,0 +1,87 @@
+// Communicator: a group of ranks that run collectives together.
+//
+// Creation is collective: every rank bootstraps (decentralized ring all-gather over TCP,
+// runtime/bootstrap), exchanges its UCX address and host, connects endpoints and starts its
+// progress thread. Collectives are non-blocking: each returns a Request; the blocking forms
+// wait on it. All ranks must call collectives in the same order with matching arguments;
+// when they do not, every rank gets TSR_ERR_MISMATCH.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/dense/dense_plans.h"
+#include "base/dtype.h"
+#include "runtime/bootstrap/launch_env.h"
+#include "runtime/config.h"
+#include "runtime/request.h"
+
+namespace tsr::transport {
+class UcxTransport;
+}
+
+namespace tsr::runtime {
+
+class Bootstrap;
+class ProgressEngine;
+
+using RequestPtr = std::shared_ptr<Request>;
+
+class Communicator {
+ public:
+  // From the process environment (tsrun, Open MPI, Slurm, torchrun variables).
+  static Result<std::unique_ptr<Communicator>> createFromEnvironment();
+  static Result<std::unique_ptr<Communicator>> create(const LaunchInfo& launch, const Config& config);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int localRank() const { return localRank_; }
+  int localSize() const { return localSize_; }
+  const std::string& hostOf(int rank) const { return hosts_.at(rank); }
+  const Config& config() const { return config_; }
+
+  Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype,
+                               ReduceOp op);
+  Result<RequestPtr> allgather(const void* input, void* output, size_t countPerRank, DataType dtype);
+  Result<RequestPtr> reduceScatter(const void* input, void* output, size_t countPerRank,
+                                   DataType dtype, ReduceOp op);
+  Result<RequestPtr> broadcast(const void* input, void* output, size_t count, DataType dtype, int root);
+  Result<RequestPtr> barrier();
+
+  // Fails every pending and later collective on this rank and tells the peers.
+  void abort(const std::string& why);
+  // Ok, or the error that made this communicator unusable.
+  Status health() const;
+  // Bytes this rank has sent through the transport so far.
+  uint64_t bytesSent() const;
+
+ private:
+  Communicator() = default;
+  Status init(const LaunchInfo& launch, const Config& config);
+  Status checkArgs(const char* what, const void* input, const void* output, size_t count,
+                   DataType dtype, const ReduceOp* op, int root) const;
+  using PlanKey = std::tuple<int, size_t, int, int, int>;
+  Result<std::shared_ptr<const algorithms::Plan>> cachedPlan(const PlanKey& key);
+  Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input,
+                            void* output);
+
+  int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
+  std::vector<std::string> hosts_;
+  std::vector<std::string> hostIds_;
+  Config config_;
+  algorithms::DenseOptions dense_;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::unique_ptr<transport::UcxTransport> transport_;
+  std::unique_ptr<ProgressEngine> engine_;
+
+  std::mutex mutex_;  // guards seq_ and plans_
+  uint32_t seq_ = 0;
+  std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;
+};
+
+}  // namespace tsr::runtime

@@ -1,0 +1,165 @@
+#include "runtime/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+extern char** environ;
+
+namespace tsr::runtime {
+
+namespace {
+
+std::string canonical(const std::string& name) {
+  std::string s;
+  for (char c : name) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (s.rfind("TSR_", 0) != 0) s = "TSR_" + s;
+  return s;
+}
+
+const ConfigEntry* find(const std::string& name) {
+  for (const auto& e : configTable())
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+Status validate(const ConfigEntry& e, const std::string& value) {
+  if (e.kind == ValueKind::kInt) {
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    long long lo = 0, hi = 0;
+    std::sscanf(e.accepted, "%lld..%lld", &lo, &hi);
+    if (value.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+      return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value +
+                                                ": expected an integer in " + e.accepted);
+  } else if (e.kind == ValueKind::kEnum) {
+    std::string accepted = std::string("|") + e.accepted + "|";
+    if (accepted.find("|" + value + "|") == std::string::npos)
+      return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value +
+                                                ": accepted values are " + e.accepted);
+  }
+  return Status::ok();
+}
+
+// Names other parts of Tessera read directly from the environment map (launch, compression).
+bool isFamilyName(const std::string& name) {
+  return name.rfind("TSR_COMPRESS_", 0) == 0;
+}
+
+}  // namespace
+
+const std::vector<ConfigEntry>& configTable() {
+  static const std::vector<ConfigEntry> table = {
+      {"TSR_TIMEOUT_MS", ValueKind::kInt, "300000", "1..86400000",
+       "a pending collective fails with TSR_ERR_TIMEOUT after this long"},
+      {"TSR_BOOTSTRAP_TIMEOUT_MS", ValueKind::kInt, "60000", "1..86400000",
+       "how long bootstrap retries peers that are not up yet"},
+      {"TSR_LOG_LEVEL", ValueKind::kEnum, "warn", "error|warn|info|debug|trace", "log level"},
+      {"TSR_LOG_FILE", ValueKind::kString, "", "", "log file; %r = rank, %h = host (default stderr)"},
+      {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
+       "pipelining chunk of ring and tree collectives"},
+      {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
+      {"TSR_ALGO", ValueKind::kString, "auto", "", "force an algorithm (auto = cost model)"},
+      {"TSR_BIND", ValueKind::kEnum, "none", "none|numa|core", "CPU binding of ranks"},
+      {"TSR_TOPO_FILE", ValueKind::kString, "", "", "hwloc XML to use instead of discovery"},
+      {"TSR_TOPO_DUMP_FILE", ValueKind::kString, "", "", "write the discovered topology here"},
+      {"TSR_LINK_BW", ValueKind::kString, "", "", "link bandwidth for the cost model"},
+      {"TSR_LINK_LAT", ValueKind::kString, "", "", "link latency for the cost model"},
+      {"TSR_SPIN_US", ValueKind::kInt, "50", "0..1000000",
+       "how long the progress thread polls before it sleeps on the event fd"},
+      // Set by tsrun (or derived from Open MPI / Slurm / torchrun); read by the bootstrap.
+      {"TSR_RANK", ValueKind::kString, "", "", "this rank (set by tsrun)"},
+      {"TSR_WORLD_SIZE", ValueKind::kString, "", "", "number of ranks (set by tsrun)"},
+      {"TSR_LOCAL_RANK", ValueKind::kString, "", "", "rank on this host (set by tsrun)"},
+      {"TSR_LOCAL_SIZE", ValueKind::kString, "", "", "ranks on this host (set by tsrun)"},
+      {"TSR_PEERS", ValueKind::kString, "", "", "host:port bootstrap address of every rank"},
+      {"TSR_JOB_SECRET", ValueKind::kString, "", "", "HMAC key of the bootstrap (set by tsrun)"},
+      {"TSR_JOB_ID", ValueKind::kString, "", "", "job identifier (set by tsrun)"},
+      {"TSR_BASE_PORT", ValueKind::kString, "29400", "", "first bootstrap port when derived"},
+  };
+  return table;
+}
+
+EnvMap processEnvironment() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+Config::Config() {
+  for (const auto& e : configTable()) values_[e.name] = e.defaultValue;
+}
+
+Result<Config> Config::fromEnvironment(const EnvMap& env) {
+  Config config;
+  for (const auto& [name, value] : env) {
+    if (name.rfind("TSR_", 0) != 0) continue;
+    if (!find(name)) {
+      if (isFamilyName(name)) continue;
+      std::string hint = closestConfigName(name);
+      config.warnings_.push_back("unknown variable " + name + " is ignored" +
+                                 (hint.empty() ? "" : " (did you mean " + hint + "?)"));
+      continue;
+    }
+    TSR_RETURN_IF_ERROR(config.set(name, value));
+  }
+  return config;
+}
+
+Status Config::set(const std::string& name, const std::string& value) {
+  std::string key = canonical(name);
+  const ConfigEntry* e = find(key);
+  if (!e) {
+    std::string hint = closestConfigName(key);
+    return Status(Code::kInvalidArgument, "unknown setting " + name +
+                                              (hint.empty() ? "" : " (did you mean " + hint + "?)"));
+  }
+  TSR_RETURN_IF_ERROR(validate(*e, value));
+  values_[key] = value;
+  return Status::ok();
+}
+
+const std::string& Config::get(const std::string& name) const {
+  static const std::string empty;
+  auto it = values_.find(canonical(name));
+  return it == values_.end() ? empty : it->second;
+}
+
+int64_t Config::getInt(const std::string& name) const {
+  return std::strtoll(get(name).c_str(), nullptr, 10);
+}
+
+std::string closestConfigName(const std::string& name) {
+  std::string best;
+  size_t bestDistance = 4;  // farther than this is no suggestion
+  for (const auto& e : configTable()) {
+    size_t d = editDistance(name, e.name);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = e.name;
+    }
+  }
+  return best;
+}
+
+}  // namespace tsr::runtime

@@ -1,0 +1,58 @@
+// Config: the one table of Tessera's settings. Values come from the defaults, then TSR_*
+// environment variables, then per-call key/value parameters (set()). This file is the only
+// place that reads the environment; `tsr-bench --config` style tools print the table.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tsr::runtime {
+
+enum class ValueKind { kInt, kString, kEnum };
+
+struct ConfigEntry {
+  const char* name;          // TSR_ variable name
+  ValueKind kind;
+  const char* defaultValue;
+  const char* accepted;      // enum: '|'-separated values; int: "min..max"
+  const char* description;
+};
+
+// Every setting, including those the launcher sets (TSR_RANK, ...).
+const std::vector<ConfigEntry>& configTable();
+
+using EnvMap = std::map<std::string, std::string>;
+
+// A snapshot of the process environment (the only getenv in Tessera).
+EnvMap processEnvironment();
+
+class Config {
+ public:
+  // Defaults only.
+  Config();
+  // Defaults overridden by the TSR_* entries of env; unknown TSR_ names become warnings that
+  // suggest the closest known name; bad values are errors naming variable and value.
+  static Result<Config> fromEnvironment(const EnvMap& env);
+
+  // Sets one value by name (with or without the TSR_ prefix, any case).
+  Status set(const std::string& name, const std::string& value);
+  const std::string& get(const std::string& name) const;
+  int64_t getInt(const std::string& name) const;
+
+  int timeoutMs() const { return static_cast<int>(getInt("TSR_TIMEOUT_MS")); }
+  int bootstrapTimeoutMs() const { return static_cast<int>(getInt("TSR_BOOTSTRAP_TIMEOUT_MS")); }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> warnings_;
+};
+
+// Closest name in the table by edit distance ("" when nothing is close).
+std::string closestConfigName(const std::string& name);
+
+}  // namespace tsr::runtime

@@ -1,0 +1,59 @@
+#include "runtime/peer_card.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+
+namespace tsr::runtime {
+
+namespace {
+void put(std::string& out, const std::string& field) {
+  uint32_t n = static_cast<uint32_t>(field.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  out += field;
+}
+bool take(const std::string& in, size_t& pos, std::string& field) {
+  if (pos + 4 > in.size()) return false;
+  uint32_t n;
+  std::memcpy(&n, in.data() + pos, 4);
+  pos += 4;
+  if (pos + n > in.size()) return false;
+  field = in.substr(pos, n);
+  pos += n;
+  return true;
+}
+}  // namespace
+
+std::string PeerCard::encode() const {
+  std::string out = "TSRC";
+  put(out, transportAddress);
+  put(out, hostname);
+  put(out, hostId);
+  return out;
+}
+
+Result<PeerCard> PeerCard::decode(const std::string& bytes, int fromRank) {
+  PeerCard card;
+  size_t pos = 4;
+  if (bytes.compare(0, 4, "TSRC") != 0 || !take(bytes, pos, card.transportAddress) ||
+      !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) || pos != bytes.size())
+    return Status(Code::kBootstrap, "malformed peer card from rank " + std::to_string(fromRank));
+  return card;
+}
+
+std::string localHostname() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+std::string localHostId() {
+  std::string id;
+  std::ifstream in("/etc/machine-id");
+  std::getline(in, id);
+  return localHostname() + "/" + id;
+}
+
+}  // namespace tsr::runtime

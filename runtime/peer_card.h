@@ -1,0 +1,25 @@
+// PeerCard: what each rank tells every other rank at bootstrap (its UCX worker address, host
+// name and host id), and its byte encoding for the bootstrap all-gather.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace tsr::runtime {
+
+struct PeerCard {
+  std::string transportAddress;
+  std::string hostname;
+  std::string hostId;  // equal on ranks that share a machine (and its network namespace)
+
+  std::string encode() const;
+  static Result<PeerCard> decode(const std::string& bytes, int fromRank);
+};
+
+// This machine's card fields: hostname, and hostname + machine-id as the host id (network
+// namespaces on one machine have their own hostnames, so they count as separate hosts).
+std::string localHostname();
+std::string localHostId();
+
+}  // namespace tsr::runtime

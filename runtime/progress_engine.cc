@@ -1,0 +1,253 @@
+#include "runtime/progress_engine.h"
+
+#include <sched.h>
+
+#include <cstring>
+
+#include "base/logging.h"
+#include "transport/tag.h"
+
+namespace tsr::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr size_t kControlBytes = 4096;
+
+std::string encodeControl(const Status& s) {
+  return std::to_string(static_cast<int>(s.code())) + "\n" + s.message();
+}
+
+Status decodeControl(const char* data, size_t bytes, int from) {
+  std::string text(data, bytes);
+  size_t nl = text.find('\n');
+  int code = nl == std::string::npos ? static_cast<int>(Code::kAborted) : std::atoi(text.c_str());
+  std::string message = nl == std::string::npos ? text : text.substr(nl + 1);
+  if (code <= static_cast<int>(Code::kNotSupported) || code > static_cast<int>(Code::kNumericError))
+    code = static_cast<int>(Code::kAborted);
+  return Status(static_cast<Code>(code), message + " [reported by rank " + std::to_string(from) + "]");
+}
+}  // namespace
+
+ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions options)
+    : transport_(transport), options_(std::move(options)), controlBuffer_(kControlBytes) {
+  thread_ = std::thread([this] { run(); });
+}
+
+ProgressEngine::~ProgressEngine() { stop(); }
+
+void ProgressEngine::stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  transport_.wake();
+  thread_.join();
+}
+
+void ProgressEngine::submit(Submission submission) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.isOk() && !stop_) {
+      incoming_.push_back(std::move(submission));
+      transport_.wake();
+      return;
+    }
+  }
+  Status why = health();
+  submission.request->complete(Status(
+      Code::kAborted, "communicator is unusable after an earlier error: " + why.toString()));
+}
+
+Status ProgressEngine::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stop_ && broken_.isOk()) return Status(Code::kAborted, "communicator was destroyed");
+  return broken_;
+}
+
+void ProgressEngine::abort(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (broken_.isOk()) broken_ = reason;
+  abortRequested_ = true;
+  transport_.wake();
+}
+
+std::string ProgressEngine::peerName(int peer) const {
+  std::string s = "rank " + std::to_string(peer);
+  if (peer >= 0 && peer < static_cast<int>(options_.hosts.size()))
+    s += " (" + options_.hosts[peer] + ")";
+  return s;
+}
+
+void ProgressEngine::postControlRecv() {
+  Status st = transport_.recv(-1, transport::makeControlTag(0, options_.comm),
+                              transport::kControlTagMask, controlBuffer_.data(),
+                              controlBuffer_.size(), transport::MemoryType::kHost, &controlRecv_);
+  if (!st.isOk()) log::get("runtime")->error("cannot post the control receive: {}", st.toString());
+}
+
+bool ProgressEngine::startSubmissions() {
+  std::deque<Submission> batch;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    batch.swap(incoming_);
+  }
+  for (auto& s : batch) {
+    Status health = this->health();
+    if (!health.isOk()) {
+      s.request->complete(health);
+      continue;
+    }
+    Active a;
+    a.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+    a.executor = std::make_unique<algorithms::PlanExecutor>(
+        s.plan, s.buffers, algorithms::RunIdentity{transport_.rank(), options_.comm, s.seq},
+        transport_);
+    a.submission = std::move(s);
+    active_.push_back(std::move(a));
+    Status st = active_.back().executor->start();
+    if (st.code() != Code::kInProgress) {
+      auto it = std::prev(active_.end());
+      finish(*it, st);
+    }
+  }
+  return !batch.empty();
+}
+
+void ProgressEngine::finish(Active& active, Status status) {
+  if (status.isError()) {
+    log::get("runtime")->error("{}", status.toString());
+    bool spread = status.code() == Code::kMismatch || status.code() == Code::kPeerFailed ||
+                  status.code() == Code::kTimeout || status.code() == Code::kTransport;
+    active.submission.request->complete(status);
+    if (spread) breakCommunicator(status, true);
+  } else {
+    active.submission.request->complete(status);
+  }
+  for (auto it = active_.begin(); it != active_.end(); ++it) {
+    if (&*it != &active) continue;
+    if (!it->executor->quiescent()) draining_.splice(draining_.end(), active_, it);
+    else active_.erase(it);
+    return;
+  }
+}
+
+bool ProgressEngine::driveActive() {
+  // finish() may empty the whole list (a failure fails everything), so restart after each.
+  bool any = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (auto& a : active_) {
+      Status st = a.executor->progress();
+      if (st.code() != Code::kInProgress) {
+        finish(a, st);
+        any = again = true;
+        break;
+      }
+    }
+  }
+  return any;
+}
+
+void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.isOk()) broken_ = reason;
+  }
+  if (notifyPeers && !notified_) {
+    notified_ = true;
+    std::string payload = encodeControl(reason).substr(0, kControlBytes);
+    for (int peer = 0; peer < transport_.size(); ++peer) {
+      if (peer == transport_.rank() || !transport_.peerStatus(peer).isOk()) continue;
+      controlSends_.emplace_back();
+      ControlSend& cs = controlSends_.back();
+      cs.payload = payload;
+      transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm),
+                      cs.payload.data(), cs.payload.size(), transport::MemoryType::kHost,
+                      &cs.completion).ignore();
+    }
+  }
+  // Everything still pending fails with the same reason.
+  while (!active_.empty()) {
+    Active& a = active_.front();
+    a.executor->abort(reason);
+    a.submission.request->complete(reason);
+    if (!a.executor->quiescent()) draining_.splice(draining_.end(), active_, active_.begin());
+    else active_.pop_front();
+  }
+  std::deque<Submission> rest;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rest.swap(incoming_);
+  }
+  for (auto& s : rest) s.request->complete(reason);
+}
+
+bool ProgressEngine::pollControl() {
+  if (!controlRecv_.done) return false;
+  if (controlRecv_.status.isOk()) {
+    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes,
+                                  transport::tagSource(controlRecv_.tag));
+    log::get("runtime")->error("abort notice: {}", reason.toString());
+    breakCommunicator(reason, false);
+  }
+  if (!stop_) postControlRecv();
+  return true;
+}
+
+void ProgressEngine::checkTimeouts() {
+  auto now = Clock::now();
+  for (auto it = active_.begin(); it != active_.end();) {
+    auto next = std::next(it);
+    if (now >= it->deadline) {
+      int peer = it->executor->waitingOn();
+      const auto& plan = it->executor->plan();
+      Status st(Code::kTimeout,
+                "rank " + std::to_string(transport_.rank()) + ": " +
+                    algorithms::collectiveName(plan.collective) + " #" +
+                    std::to_string(it->submission.seq) + " timed out after " +
+                    std::to_string(options_.timeoutMs) + " ms" +
+                    (peer >= 0 ? " waiting for " + peerName(peer) : std::string()));
+      it->executor->abort(st);
+      finish(*it, st);
+      return;  // finish() may have cleared the list
+    }
+    it = next;
+  }
+}
+
+void ProgressEngine::run() {
+  postControlRecv();
+  auto lastBusy = Clock::now();
+  while (!stop_) {
+    bool busy = startSubmissions();
+    busy |= transport_.progress();
+    busy |= driveActive();
+    busy |= pollControl();
+    if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
+    checkTimeouts();
+    draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
+    controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
+    auto now = Clock::now();
+    if (busy) {
+      lastBusy = now;
+      continue;
+    }
+    if (now - lastBusy < std::chrono::microseconds(options_.spinUs)) {
+      sched_yield();
+      continue;
+    }
+    transport_.waitForEvents(active_.empty() ? 100 : 1);
+  }
+  // Shutting down: fail what is left and give in-flight operations a moment to settle.
+  breakCommunicator(Status(Code::kAborted, "communicator destroyed"), false);
+  transport_.cancel(&controlRecv_);
+  auto until = Clock::now() + std::chrono::milliseconds(500);
+  while (Clock::now() < until) {
+    transport_.progress();
+    draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
+    controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
+    if (draining_.empty() && controlSends_.empty() && (!controlRecv_.posted || controlRecv_.done))
+      break;
+  }
+}
+
+}  // namespace tsr::runtime

@@ -1,0 +1,93 @@
+// ProgressEngine: the thread that owns a communicator's transport. It starts posted
+// collectives, drives their executors, enforces timeouts, and spreads failures: when a rank
+// sees a mismatch, a dead peer or a timeout it sends an abort notice to every peer, so every
+// rank's pending collective fails with the same reason instead of hanging.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/plan/executor.h"
+#include "runtime/request.h"
+#include "transport/transport.h"
+
+namespace tsr::runtime {
+
+struct EngineOptions {
+  int timeoutMs = 300000;
+  int spinUs = 50;
+  uint32_t comm = 0;
+  std::vector<std::string> hosts;  // per rank, for messages
+};
+
+struct Submission {
+  std::shared_ptr<const algorithms::Plan> plan;
+  algorithms::RunBuffers buffers;
+  std::shared_ptr<void> scratch;  // kept alive for the run
+  std::shared_ptr<Request> request;
+  uint32_t seq = 0;
+};
+
+class ProgressEngine {
+ public:
+  ProgressEngine(transport::Transport& transport, EngineOptions options);
+  ~ProgressEngine();
+  // Stops the thread; pending collectives fail with kAborted. Call before destroying the
+  // transport; destroy the engine after it (transport callbacks still write completions).
+  void stop();
+
+  // Thread-safe. Fails at once if the communicator is already broken.
+  void submit(Submission submission);
+  // Fails every pending collective and every later one with `reason`.
+  void abort(const Status& reason);
+  // Ok, or the error that broke the communicator.
+  Status health() const;
+
+ private:
+  struct Active {
+    Submission submission;
+    std::unique_ptr<algorithms::PlanExecutor> executor;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  struct ControlSend {
+    std::string payload;
+    transport::Completion completion;
+  };
+
+  void run();
+  bool startSubmissions();
+  bool driveActive();
+  bool pollControl();
+  void checkTimeouts();
+  void finish(Active& active, Status status);
+  void breakCommunicator(const Status& reason, bool notifyPeers);
+  void postControlRecv();
+  std::string peerName(int peer) const;
+
+  transport::Transport& transport_;
+  EngineOptions options_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> abortRequested_{false};
+  bool notified_ = false;
+
+  mutable std::mutex mutex_;  // guards incoming_ and broken_
+  std::deque<Submission> incoming_;
+  Status broken_;
+
+  // Progress-thread state.
+  std::list<Active> active_;
+  std::list<Active> draining_;  // failed runs whose transport ops are still in flight
+  std::list<ControlSend> controlSends_;
+  transport::Completion controlRecv_;
+  std::vector<char> controlBuffer_;
+};
+
+}  // namespace tsr::runtime

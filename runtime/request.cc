@@ -1,0 +1,31 @@
+#include "runtime/request.h"
+
+namespace tsr::runtime {
+
+Status Request::test() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+Status Request::wait() const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return done_; });
+  return status_;
+}
+
+bool Request::done() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+void Request::complete(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    status_ = std::move(status);
+  }
+  cv_.notify_all();
+}
+
+}  // namespace tsr::runtime

@@ -1,0 +1,72 @@
+#include "tests/support/thread_world.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace tsr::testing {
+
+std::vector<uint16_t> freePorts(int n) {
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ports.push_back(ntohs(a.sin_port));
+    fds.push_back(fd);  // keep all open until every port is chosen, so none repeats
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
+                                     const std::string& secret) {
+  runtime::LaunchInfo info;
+  info.rank = rank;
+  info.size = size;
+  info.localRank = rank;
+  info.localSize = size;
+  for (int r = 0; r < size; ++r) info.peers.push_back({"127.0.0.1", ports[r]});
+  info.secret = secret;
+  info.jobId = "thread-world";
+  info.source = "test";
+  return info;
+}
+
+void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
+              const std::map<std::string, std::string>& settings) {
+  auto ports = freePorts(size);
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(size);
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      runtime::Config config;
+      config.set("TSR_BOOTSTRAP_TIMEOUT_MS", "20000").ignore();
+      for (const auto& [k, v] : settings) {
+        Status st = config.set(k, v);
+        if (!st.isOk()) failures[r] = st.toString();
+      }
+      auto comm = runtime::Communicator::create(threadLaunchInfo(r, size, ports), config);
+      if (!comm.isOk()) {
+        failures[r] = comm.status().toString();
+        return;
+      }
+      body(*comm.value());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+}
+
+}  // namespace tsr::testing

@@ -1,0 +1,26 @@
+// Runs N ranks as threads of this process, each with its own Communicator over real UCX and a
+// real (TCP, authenticated) bootstrap on 127.0.0.1.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/communicator.h"
+
+namespace tsr::testing {
+
+// Free TCP ports on 127.0.0.1 (bound, read, released).
+std::vector<uint16_t> freePorts(int n);
+
+runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
+                                     const std::string& secret = "test-secret");
+
+// Creates N communicators concurrently (creation is collective) and calls body on each rank's
+// thread. Fails the current test if creation fails.
+void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
+              const std::map<std::string, std::string>& settings = {});
+
+}  // namespace tsr::testing
