@@ -1,0 +1,47 @@
+#include "algorithms/compress/cast_compressor.h"
+
+#include <cstring>
+
+#include "algorithms/kernels/cast.h"
+
+namespace tsr::compress {
+
+std::string CastCompressor::name() const {
+  switch (kind_) {
+    case Kind::kNone: return "none";
+    case Kind::kF16: return "fp16";
+    case Kind::kBf16: return "bf16";
+  }
+  return "cast";
+}
+
+size_t CastCompressor::maxCompressedBytes() const {
+  return count() * (kind_ == Kind::kNone ? sizeof(float) : sizeof(uint16_t));
+}
+
+Result<size_t> CastCompressor::compress(std::span<const float> input, std::span<std::byte> output) {
+  TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
+  TSR_RETURN_IF_ERROR(checkFinite(input, name()));
+  switch (kind_) {
+    case Kind::kNone: std::memcpy(output.data(), input.data(), count() * sizeof(float)); break;
+    case Kind::kF16: kernels::castF32ToF16(input.data(), count(), payloadAs<uint16_t>(output.data())); break;
+    case Kind::kBf16: kernels::castF32ToBf16(input.data(), count(), payloadAs<uint16_t>(output.data())); break;
+  }
+  advanceStep();
+  return maxCompressedBytes();
+}
+
+Status CastCompressor::decompress(std::span<const std::byte> compressed, std::span<float> output) {
+  TSR_RETURN_IF_ERROR(checkDecompressArgs(compressed, output));
+  if (compressed.size() != maxCompressedBytes())
+    return Status(Code::kInvalidArgument, name() + ": payload of " + std::to_string(compressed.size()) +
+                                              " bytes, expected " + std::to_string(maxCompressedBytes()));
+  switch (kind_) {
+    case Kind::kNone: std::memcpy(output.data(), compressed.data(), count() * sizeof(float)); break;
+    case Kind::kF16: kernels::castF16ToF32(payloadAs<uint16_t>(compressed.data()), count(), output.data()); break;
+    case Kind::kBf16: kernels::castBf16ToF32(payloadAs<uint16_t>(compressed.data()), count(), output.data()); break;
+  }
+  return Status::ok();
+}
+
+}  // namespace tsr::compress

@@ -1,0 +1,26 @@
+// none / fp16 / bf16: element-wise casts (seed 003's "mild" intra-node compression).
+//
+// Payload: count elements of the target type (f32 for none, IEEE binary16 for fp16, bfloat16
+// for bf16), round to nearest even. Error bound per element: 0 (none), |x| * 2^-11 for normal
+// values (fp16; values beyond 65504 become Inf, so fp16 can overflow: prefer bf16 for wide
+// ranges), |x| * 2^-8 (bf16).
+#pragma once
+
+#include "algorithms/compress/compressor.h"
+
+namespace tsr::compress {
+
+class CastCompressor final : public Compressor {
+ public:
+  enum class Kind { kNone, kF16, kBf16 };
+  CastCompressor(size_t count, Kind kind) : Compressor(count), kind_(kind) {}
+  std::string name() const override;
+  size_t maxCompressedBytes() const override;
+  Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  Status decompress(std::span<const std::byte> compressed, std::span<float> output) override;
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace tsr::compress

@@ -1,0 +1,72 @@
+// Compressor: the interface of seed 003's compressor framework (BytePS design), in Tessera form.
+//
+// A compressor is built for one tensor of `count` f32 elements (registry.h) and owns every
+// buffer it needs, so compress / decompress never allocate: they write into caller-provided
+// buffers. Error feedback and momentum are decorators (error_feedback.h, momentum.h) that wrap
+// any compressor and keep this interface.
+//
+// Contract of every implementation:
+//   * compress(input, output): input.size() == count(); output.size() >= maxCompressedBytes();
+//     output.data() 8-byte aligned. Returns the number of bytes written.
+//   * Any NaN or Inf in the input: compress returns Code::kNumericError naming the first bad
+//     index and changes no state (decorators check before updating their buffers).
+//   * decompress(bytes, output): output.size() == count(); bytes from compress of a compressor
+//     built with the same parameters (any rank). Malformed payloads give kInvalidArgument.
+//   * The step counter keys the random streams (zero-sign coins, random-k, dithering); it
+//     advances after each successful compress, and setStep() sets it (ranks that must draw the
+//     same random-k indices keep their steps equal).
+// Payload layouts (host byte order) are documented in each compressor's header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+
+namespace tsr::compress {
+
+class Compressor {
+ public:
+  explicit Compressor(size_t count) : count_(count) {}
+  virtual ~Compressor() = default;
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
+
+  size_t count() const { return count_; }
+  // Human-readable description with parameters, e.g. "topk(k=100)".
+  virtual std::string name() const = 0;
+  // Upper bound of compress()'s output for count() elements.
+  virtual size_t maxCompressedBytes() const = 0;
+  virtual Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) = 0;
+  virtual Status decompress(std::span<const std::byte> compressed, std::span<float> output) = 0;
+
+  virtual void setStep(uint32_t step) { step_ = step; }
+  uint32_t step() const { return step_; }
+
+ protected:
+  // Shared argument checks; `what` names the compressor in messages.
+  Status checkCompressArgs(std::span<const float> input, std::span<std::byte> output) const;
+  Status checkDecompressArgs(std::span<const std::byte> compressed, std::span<float> output) const;
+  void advanceStep() { ++step_; }
+
+ private:
+  size_t count_;
+  uint32_t step_ = 0;
+};
+
+// kNumericError naming the first NaN/Inf of `input`, or Ok when all are finite.
+Status checkFinite(std::span<const float> input, const std::string& who);
+
+// Pointer into a payload as T (payloads are 8-byte aligned by contract).
+template <typename T>
+T* payloadAs(std::byte* p) {
+  return reinterpret_cast<T*>(p);
+}
+template <typename T>
+const T* payloadAs(const std::byte* p) {
+  return reinterpret_cast<const T*>(p);
+}
+
+}  // namespace tsr::compress

@@ -1,0 +1,39 @@
+#include "algorithms/compress/error_feedback.h"
+
+#include <algorithm>
+
+namespace tsr::compress {
+
+ErrorFeedback::ErrorFeedback(std::unique_ptr<Compressor> inner)
+    : Compressor(inner->count()),
+      inner_(std::move(inner)),
+      error_(count(), 0.0f),
+      corrected_(count(), 0.0f) {}
+
+std::string ErrorFeedback::name() const { return "ef(" + inner_->name() + ")"; }
+
+void ErrorFeedback::setStep(uint32_t step) {
+  Compressor::setStep(step);
+  inner_->setStep(step);
+}
+
+void ErrorFeedback::resetError() { std::fill(error_.begin(), error_.end(), 0.0f); }
+
+Result<size_t> ErrorFeedback::compress(std::span<const float> input, std::span<std::byte> output) {
+  TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
+  TSR_RETURN_IF_ERROR(checkFinite(input, name()));
+  const size_t n = count();
+  float* __restrict c = corrected_.data();
+  float* __restrict e = error_.data();
+  const float* __restrict g = input.data();
+  for (size_t i = 0; i < n; ++i) c[i] = g[i] + e[i];
+  Result<size_t> bytes = inner_->compress(corrected_, output);
+  if (!bytes.isOk()) return bytes.status();  // e.g. g + e overflowed to Inf: e is unchanged
+  // e <- corrected - decompress(payload), decompressing straight into e.
+  TSR_RETURN_IF_ERROR(inner_->decompress(std::span<const std::byte>(output.data(), bytes.value()), error_));
+  for (size_t i = 0; i < n; ++i) e[i] = c[i] - e[i];
+  advanceStep();
+  return bytes.value();
+}
+
+}  // namespace tsr::compress

@@ -1,0 +1,39 @@
+// ErrorFeedback (ef=vanilla): a decorator that makes any compressor's error reappear later
+// instead of being lost (seed 003; Karimireddy et al. 2019).
+//
+//   corrected = g + e                      (e starts at 0)
+//   payload   = inner.compress(corrected)
+//   e         = corrected - inner.decompress(payload)
+//
+// decompress forwards to the inner compressor. Buffers (e and one scratch tensor) are allocated
+// once at construction. A non-finite input fails before e changes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "algorithms/compress/compressor.h"
+
+namespace tsr::compress {
+
+class ErrorFeedback final : public Compressor {
+ public:
+  explicit ErrorFeedback(std::unique_ptr<Compressor> inner);
+  std::string name() const override;
+  size_t maxCompressedBytes() const override { return inner_->maxCompressedBytes(); }
+  Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  Status decompress(std::span<const std::byte> compressed, std::span<float> output) override {
+    return inner_->decompress(compressed, output);
+  }
+  void setStep(uint32_t step) override;
+
+  std::span<const float> error() const { return error_; }
+  void resetError();
+
+ private:
+  std::unique_ptr<Compressor> inner_;
+  std::vector<float> error_;
+  std::vector<float> corrected_;
+};
+
+}  // namespace tsr::compress

@@ -1,0 +1,38 @@
+#include "algorithms/compress/momentum.h"
+
+namespace tsr::compress {
+
+NesterovMomentum::NesterovMomentum(std::unique_ptr<Compressor> inner, float mu)
+    : Compressor(inner->count()),
+      inner_(std::move(inner)),
+      mu_(mu),
+      momentum_(count(), 0.0f),
+      shifted_(count(), 0.0f) {}
+
+std::string NesterovMomentum::name() const {
+  return "nesterov(mu=" + std::to_string(mu_) + ", " + inner_->name() + ")";
+}
+
+void NesterovMomentum::setStep(uint32_t step) {
+  Compressor::setStep(step);
+  inner_->setStep(step);
+}
+
+Result<size_t> NesterovMomentum::compress(std::span<const float> input,
+                                          std::span<std::byte> output) {
+  TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
+  TSR_RETURN_IF_ERROR(checkFinite(input, name()));
+  const size_t n = count();
+  const float mu = mu_;
+  const float* __restrict g = input.data();
+  float* __restrict m = momentum_.data();
+  float* __restrict p = shifted_.data();
+  for (size_t i = 0; i < n; ++i) p[i] = g[i] + mu * (mu * m[i] + g[i]);
+  Result<size_t> bytes = inner_->compress(shifted_, output);
+  if (!bytes.isOk()) return bytes;  // m is unchanged when the inner compressor refuses g'
+  for (size_t i = 0; i < n; ++i) m[i] = mu * m[i] + g[i];
+  advanceStep();
+  return bytes;
+}
+
+}  // namespace tsr::compress

@@ -1,0 +1,40 @@
+// NesterovMomentum (momentum=nesterov): a decorator applying Nesterov momentum before the wrapped
+// compressor, as BytePS does (seed 003: momentum must come before compression for
+// dist-EF-SGDM; disable the framework's own momentum when using it).
+//
+//   m  = mu * m + g          (m starts at 0)
+//   g' = g + mu * m
+//   payload = inner.compress(g')
+//
+// decompress forwards to the inner compressor. A non-finite input fails before m changes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "algorithms/compress/compressor.h"
+
+namespace tsr::compress {
+
+class NesterovMomentum final : public Compressor {
+ public:
+  NesterovMomentum(std::unique_ptr<Compressor> inner, float mu);
+  std::string name() const override;
+  size_t maxCompressedBytes() const override { return inner_->maxCompressedBytes(); }
+  Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  Status decompress(std::span<const std::byte> compressed, std::span<float> output) override {
+    return inner_->decompress(compressed, output);
+  }
+  void setStep(uint32_t step) override;
+
+  std::span<const float> momentum() const { return momentum_; }
+  float mu() const { return mu_; }
+
+ private:
+  std::unique_ptr<Compressor> inner_;
+  float mu_;
+  std::vector<float> momentum_;
+  std::vector<float> shifted_;
+};
+
+}  // namespace tsr::compress

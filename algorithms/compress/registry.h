@@ -1,0 +1,41 @@
+// Building compressors from string parameters (seed 003's registry; ARCHITECTURE.md
+// "Compressor framework").
+//
+// Keys (all values are strings):
+//   compressor          onebit | topk | randomk | dithering | fp16 | bf16 | none   (required)
+//   k                   topk, randomk: a count ("100", clamped to the tensor size) or a ratio
+//                       in (0, 1) written with a '.' ("0.01" -> max(1, ceil(0.01 * count)));
+//                       dithering: the number of levels s (linear 1..32767, natural 1..15).
+//                       Required for topk, randomk, dithering; rejected for the others.
+//   scaling             onebit only: true | false (default false): scale by mean |g|.
+//   dithering_partition dithering only: linear | natural (default linear).
+//   dithering_normalize dithering only: max | l2 (default max).
+//   ef                  vanilla | none (default none): ErrorFeedback decorator.
+//   momentum            nesterov | none (default none): NesterovMomentum decorator.
+//   momentum_mu         momentum=nesterov only: a float in [0, 1) (default 0.9).
+//   seed                unsigned 64-bit integer (default 0): keys every random draw.
+// Decorators nest as BytePS does: momentum(ef(compressor)).
+// An unknown key, a missing required key, a key that does not apply to the chosen compressor,
+// or a bad value gives Code::kInvalidArgument with a message naming the key, the value and the
+// accepted values.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/compress/compressor.h"
+
+namespace tsr::compress {
+
+using Params = std::map<std::string, std::string>;
+
+// A compressor for tensors of `count` f32 elements.
+Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_t count);
+
+// The keys createCompressor accepts (callers that mix compressor keys with other settings can
+// split a parameter map with this list).
+const std::vector<std::string>& compressorKeys();
+
+}  // namespace tsr::compress
