@@ -1,0 +1,110 @@
+#include "tools/tsrun/hostfile.h"
+
+#include <gtest/gtest.h>
+
+namespace tsr::tools::tsrun {
+namespace {
+
+std::vector<HostEntry> parseOk(const std::string& text) {
+  auto result = parseHostfile(text, "hosts.txt");
+  EXPECT_TRUE(result.isOk()) << result.status().toString();
+  return result.isOk() ? result.value() : std::vector<HostEntry>{};
+}
+
+std::string parseError(const std::string& text, const std::string& file = "hosts.txt") {
+  auto result = parseHostfile(text, file);
+  EXPECT_FALSE(result.isOk()) << "accepted: " << text;
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  return result.status().message();
+}
+
+TEST(Hostfile, EveryForm) {
+  auto hosts = parseOk(
+      "# cluster\n"
+      "\n"
+      "node1 slots=4\n"
+      "node2:2\n"
+      "   node3   \n"
+      "node4 slots=3   # trailing comment\n"
+      "\tnode-5.example.com\tslots=1\r\n");
+  std::vector<HostEntry> expected = {{"node1", 4, 3}, {"node2", 2, 4}, {"node3", 1, 5},
+                                     {"node4", 3, 6}, {"node-5.example.com", 1, 7}};
+  EXPECT_EQ(hosts, expected);
+  EXPECT_EQ(totalSlots(hosts), 11);
+}
+
+TEST(Hostfile, NoTrailingNewlineAndIpAddresses) {
+  auto hosts = parseOk("127.0.0.1 slots=2\n10.0.0.7:3");
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0], (HostEntry{"127.0.0.1", 2, 1}));
+  EXPECT_EQ(hosts[1], (HostEntry{"10.0.0.7", 3, 2}));
+}
+
+TEST(Hostfile, RepeatedHostAddsSlotsAtFirstPosition) {
+  auto hosts = parseOk("a slots=2\nb\na:3\n");
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0], (HostEntry{"a", 5, 1}));
+  EXPECT_EQ(hosts[1], (HostEntry{"b", 1, 2}));
+}
+
+void expectMentions(const std::string& message, const std::vector<std::string>& parts) {
+  for (const std::string& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' missing in: " << message;
+  }
+}
+
+TEST(Hostfile, BadSlotCountNamesFileLineAndText) {
+  expectMentions(parseError("good slots=2\nnode1 slots=0\n"),
+                 {"hosts.txt:2", "bad slot count", "'0'", "node1 slots=0"});
+  expectMentions(parseError("node1 slots=x\n"), {"hosts.txt:1", "'x'"});
+  expectMentions(parseError("# c\nnode1 slots=-2\n"), {"hosts.txt:2", "'-2'"});
+  expectMentions(parseError("node1 slots=\n"), {"hosts.txt:1", "bad slot count"});
+  expectMentions(parseError("node1 slots=3x\n"), {"hosts.txt:1", "'3x'"});
+  expectMentions(parseError("node1:0\n"), {"hosts.txt:1", "'0'", "node1:0"});
+  expectMentions(parseError("a\nb\nnode1:many\n"), {"hosts.txt:3", "'many'"});
+  expectMentions(parseError("node1 slots=99999999999\n"), {"hosts.txt:1", "99999999999"});
+}
+
+TEST(Hostfile, UnknownKeywordNamesFileLineAndText) {
+  expectMentions(parseError("node1 slots=2\n\nnode2 cpus=2\n", "/etc/tsr/hosts"),
+                 {"/etc/tsr/hosts:3", "unknown keyword", "'cpus=2'"});
+  expectMentions(parseError("node1 max_slots=4\n"), {"hosts.txt:1", "'max_slots=4'"});
+  expectMentions(parseError("node1 fast\n"), {"hosts.txt:1", "'fast'"});
+}
+
+TEST(Hostfile, SlotCountGivenTwice) {
+  expectMentions(parseError("node1:2 slots=2\n"), {"hosts.txt:1", "twice"});
+  expectMentions(parseError("node1 slots=2 slots=3\n"), {"hosts.txt:1", "twice"});
+}
+
+TEST(Hostfile, BadHostName) {
+  expectMentions(parseError("no/de slots=2\n"), {"hosts.txt:1", "bad host name", "'no/de'"});
+  expectMentions(parseError(":4\n"), {"hosts.txt:1", "bad host name"});
+}
+
+TEST(Hostfile, EmptyFileIsAnError) {
+  expectMentions(parseError("", "empty.txt"), {"empty.txt", "no hosts", "empty"});
+  expectMentions(parseError("# only\n\n   \n# comments\n", "c.txt"),
+                 {"c.txt", "no hosts", "4 lines"});
+}
+
+TEST(HostList, Forms) {
+  auto result = parseHostList("host1:4,host2,host3:2");
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  std::vector<HostEntry> expected = {{"host1", 4, 1}, {"host2", 1, 2}, {"host3", 2, 3}};
+  EXPECT_EQ(result.value(), expected);
+}
+
+TEST(HostList, Errors) {
+  auto bad = parseHostList("host1:4,,host2");
+  ASSERT_FALSE(bad.isOk());
+  expectMentions(bad.status().message(), {"item 2", "empty host"});
+  bad = parseHostList("host1:0");
+  ASSERT_FALSE(bad.isOk());
+  expectMentions(bad.status().message(), {"-H", "item 1", "'0'"});
+  EXPECT_FALSE(parseHostList("").isOk());
+  EXPECT_FALSE(parseHostList("a,").isOk());
+}
+
+}  // namespace
+}  // namespace tsr::tools::tsrun

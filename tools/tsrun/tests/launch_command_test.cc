@@ -1,0 +1,100 @@
+#include "tools/tsrun/launch_command.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace tsr::tools::tsrun {
+namespace {
+
+TEST(LaunchCommand, SplitCommandTemplate) {
+  auto words = splitCommandTemplate("ssh -o BatchMode=yes");
+  ASSERT_TRUE(words.isOk());
+  EXPECT_EQ(words.value(), (std::vector<std::string>{"ssh", "-o", "BatchMode=yes"}));
+  words = splitCommandTemplate("  /opt/my tool/rsh  'a b' \"c \\\"d\\\"\" e\\ f ");
+  ASSERT_TRUE(words.isOk());
+  EXPECT_EQ(words.value(),
+            (std::vector<std::string>{"/opt/my", "tool/rsh", "a b", "c \"d\"", "e f"}));
+  EXPECT_FALSE(splitCommandTemplate("ssh 'unterminated").isOk());
+  EXPECT_FALSE(splitCommandTemplate("   ").isOk());
+}
+
+TEST(LaunchCommand, ShellQuote) {
+  EXPECT_EQ(shellQuote("plain-word_1.2:3,4=5/6"), "plain-word_1.2:3,4=5/6");
+  EXPECT_EQ(shellQuote("echo $TSR_RANK"), "'echo $TSR_RANK'");
+  EXPECT_EQ(shellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shellQuote(""), "''");
+  EXPECT_EQ(shellQuote("a;b"), "'a;b'");
+}
+
+TEST(LaunchCommand, QuotingFollowsTheAgent) {
+  EXPECT_TRUE(rshNeedsQuoting({"ssh", "-o", "BatchMode=yes"}, RshQuote::kAuto));
+  EXPECT_TRUE(rshNeedsQuoting({"/work/shared/tools/netcluster.sh", "rsh"}, RshQuote::kAuto));
+  EXPECT_FALSE(rshNeedsQuoting({"ip", "netns", "exec"}, RshQuote::kAuto));
+  EXPECT_FALSE(rshNeedsQuoting({"/usr/sbin/ip", "netns", "exec"}, RshQuote::kAuto));
+  EXPECT_FALSE(rshNeedsQuoting({"ssh"}, RshQuote::kNever));
+  EXPECT_TRUE(rshNeedsQuoting({"ip", "netns", "exec"}, RshQuote::kAlways));
+}
+
+TEST(LaunchCommand, ResolveExports) {
+  std::map<std::string, std::string> env = {{"HOME", "/root"}, {"EMPTY", ""}};
+  auto lookup = [&](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  auto vars = resolveExports({"FOO=bar", "HOME", "EMPTY", "EQ=a=b", "FOO=baz"}, lookup);
+  ASSERT_TRUE(vars.isOk()) << vars.status().toString();
+  std::vector<EnvVar> expected = {{"FOO", "baz"}, {"HOME", "/root"}, {"EMPTY", ""}, {"EQ", "a=b"}};
+  EXPECT_EQ(vars.value(), expected);
+
+  auto unset = resolveExports({"NOPE"}, lookup);
+  ASSERT_FALSE(unset.isOk());
+  EXPECT_NE(unset.status().message().find("NOPE is not set"), std::string::npos);
+  auto reserved = resolveExports({"TSR_RANK=3"}, lookup);
+  ASSERT_FALSE(reserved.isOk());
+  EXPECT_NE(reserved.status().message().find("set by tsrun"), std::string::npos);
+  EXPECT_FALSE(resolveExports({"1BAD=x"}, lookup).isOk());
+  EXPECT_FALSE(resolveExports({"=x"}, lookup).isOk());
+  EXPECT_FALSE(resolveExports({"A-B=x"}, lookup).isOk());
+  EXPECT_TRUE(resolveExports({"TSR_LOG_LEVEL=debug"}, lookup).isOk());
+}
+
+TEST(LaunchCommand, RankEnvironmentContract) {
+  RankSlot slot;
+  slot.rank = 2;
+  slot.localRank = 1;
+  slot.localSize = 3;
+  JobInfo job{4, "a:1,a:2,b:1,b:2", std::string(64, 'f'), "0123456789abcdef"};
+  auto env = rankEnvironment(slot, job, {{"FOO", "bar"}});
+  std::vector<EnvVar> expected = {
+      {"TSR_RANK", "2"},         {"TSR_WORLD_SIZE", "4"},
+      {"TSR_LOCAL_RANK", "1"},   {"TSR_LOCAL_SIZE", "3"},
+      {"TSR_PEERS", job.peers},  {"TSR_JOB_SECRET", job.secret},
+      {"TSR_JOB_ID", job.jobId}, {"FOO", "bar"}};
+  EXPECT_EQ(env, expected);
+  ASSERT_EQ(launcherVariableNames().size(), 7u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(env[i].name, launcherVariableNames()[i]);
+}
+
+TEST(LaunchCommand, MergeEnvironmentReplacesAndAdds) {
+  auto env = mergeEnvironment({"PATH=/bin", "TSR_RANK=9", "FOO=old", "BARE"},
+                              {{"TSR_RANK", "0"}, {"FOO", "new"}, {"NEW", "1"}});
+  EXPECT_EQ(env, (std::vector<std::string>{"PATH=/bin", "BARE", "TSR_RANK=0", "FOO=new",
+                                           "NEW=1"}));
+}
+
+TEST(LaunchCommand, RemoteArgv) {
+  std::vector<EnvVar> env = {{"TSR_RANK", "1"}, {"MSG", "a b"}};
+  std::vector<std::string> program = {"/bin/sh", "-c", "echo $TSR_RANK"};
+  auto quoted = remoteArgv({"ssh", "-o", "BatchMode=yes"}, "node1", env, program, true);
+  EXPECT_EQ(quoted, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "node1", "env",
+                                              "TSR_RANK=1", "'MSG=a b'", "/bin/sh", "-c",
+                                              "'echo $TSR_RANK'"}));
+  auto direct = remoteArgv({"ip", "netns", "exec"}, "tsr0", env, program, false);
+  EXPECT_EQ(direct, (std::vector<std::string>{"ip", "netns", "exec", "tsr0", "env", "TSR_RANK=1",
+                                              "MSG=a b", "/bin/sh", "-c", "echo $TSR_RANK"}));
+}
+
+}  // namespace
+}  // namespace tsr::tools::tsrun
