@@ -1,0 +1,240 @@
+#include "runtime/bootstrap/bootstrap.h"
+
+#include "base/logging.h"
+#include "runtime/bootstrap/ring_join.h"
+
+namespace tsr::runtime {
+
+using detail::asio::ip::tcp;
+namespace asio = detail::asio;
+using Clock = std::chrono::steady_clock;
+
+class Bootstrap::Impl {
+ public:
+  Impl(LaunchInfo info, BootstrapOptions options)
+      : info_(std::move(info)), options_(options), acceptor_(io_),
+        log_(tsr::log::get("bootstrap")) {}
+
+  Status start() {
+    if (info_.size == 1) return Status::ok();
+    const PeerAddress& me = info_.peers[info_.rank];
+    bool v6 = me.host.find(':') != std::string::npos;
+    tcp::endpoint endpoint(v6 ? asio::ip::address(asio::ip::address_v6::any())
+                              : asio::ip::address(asio::ip::address_v4::any()),
+                           me.port);
+    boost::system::error_code ec;
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+      return Status(Code::kBootstrap, "rank " + std::to_string(info_.rank) +
+                                          " cannot listen on its bootstrap port " +
+                                          std::to_string(me.port) + " (address " +
+                                          me.toString() + "): " + ec.message());
+    log_->debug("rank {}: listening on port {}", info_.rank, me.port);
+    auto links = detail::joinRing(io_, acceptor_, info_, options_);
+    acceptor_.close(ec);  // the ring is formed: nobody else may connect
+    if (!links.isOk()) return links.status();
+    left_ = std::move(links.value().left);
+    right_ = std::move(links.value().right);
+    return Status::ok();
+  }
+
+  Result<std::vector<std::string>> allGather(const std::string& myBlob) {
+    if (!broken_.isOk())
+      return Status(broken_.code(), "bootstrap unusable after an earlier error: " +
+                                        broken_.message());
+    if (myBlob.size() > options_.maxBlobBytes)
+      return Status(Code::kInvalidArgument,
+                    "rank " + std::to_string(info_.rank) + ": all-gather blob of " +
+                        std::to_string(myBlob.size()) + " bytes exceeds maxBlobBytes " +
+                        std::to_string(options_.maxBlobBytes));
+    const int n = info_.size, r = info_.rank;
+    std::vector<std::string> blobs(n);
+    blobs[r] = myBlob;
+    auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+    for (int step = 0; step + 1 < n; ++step) {
+      int sendIndex = (r - step + n) % n;
+      int recvIndex = (r - step - 1 + n) % n;
+      Status s = exchange(blobs[sendIndex], &blobs[recvIndex], step, deadline);
+      if (!s.isOk()) {
+        broken_ = s;
+        boost::system::error_code ec;
+        left_->socket.close(ec);
+        right_->socket.close(ec);
+        return s;
+      }
+    }
+    return blobs;
+  }
+
+  const LaunchInfo& info() const { return info_; }
+
+ private:
+  std::string who() const { return "rank " + std::to_string(info_.rank); }
+  std::string peer(const detail::Link& link) const {
+    return "rank " + std::to_string(link.peerRank) + " (" + link.remote + ")";
+  }
+
+  // One ring step: send `out` to the right while receiving one blob from the left.
+  Status exchange(const std::string& out, std::string* in, int step, Clock::time_point deadline) {
+    auto frame = wire::encodeFrame(right_->key, right_->sendSeq, out);
+    if (!frame.isOk()) return frame.status();
+    ++right_->sendSeq;
+    bool sent = false, received = false;
+    Status error;
+    auto setError = [&error](Status s) {
+      if (error.isOk()) error = std::move(s);
+    };
+    std::string stepName = "all-gather step " + std::to_string(step);
+    asio::async_write(right_->socket, asio::buffer(frame.value()),
+                      [&](const boost::system::error_code& ec, size_t) {
+                        if (ec)
+                          setError(Status(Code::kBootstrap, who() + ": sending " + stepName +
+                                                                " to " + peer(*right_) +
+                                                                " failed: " + ec.message()));
+                        sent = true;
+                      });
+    std::string head(wire::kFrameHeadBytes, '\0');
+    std::string body;
+    auto readFailed = [&](const boost::system::error_code& ec) {
+      if (ec == asio::error::eof || ec == asio::error::connection_reset)
+        return Status(Code::kBootstrap, who() + ": " + peer(*left_) +
+                                            " closed its bootstrap connection during " + stepName);
+      return Status(Code::kBootstrap, who() + ": receiving " + stepName + " from " +
+                                          peer(*left_) + " failed: " + ec.message());
+    };
+    asio::async_read(left_->socket, asio::buffer(head), [&](const boost::system::error_code& ec,
+                                                            size_t) {
+      if (ec) {
+        setError(readFailed(ec));
+        received = true;
+        return;
+      }
+      wire::FrameHead h = wire::decodeFrameHead(head);
+      Status bad;
+      if (h.seq != left_->recvSeq)
+        bad = Status(Code::kBootstrap, who() + ": frame from " + peer(*left_) +
+                                           " has sequence number " + std::to_string(h.seq) +
+                                           ", expected " + std::to_string(left_->recvSeq) +
+                                           " (replayed or forged)");
+      else if (h.length > options_.maxBlobBytes)
+        bad = Status(Code::kBootstrap, who() + ": " + peer(*left_) + " announced a " +
+                                           std::to_string(h.length) +
+                                           "-byte blob, over the limit of " +
+                                           std::to_string(options_.maxBlobBytes));
+      if (!bad.isOk()) {
+        log_->warn("{}", bad.message());
+        setError(bad);
+        received = true;
+        return;
+      }
+      body.assign(h.length + kDigestBytes, '\0');
+      asio::async_read(left_->socket, asio::buffer(body),
+                       [&, h](const boost::system::error_code& ec2, size_t) {
+                         received = true;
+                         if (ec2) return setError(readFailed(ec2));
+                         std::string_view all(body);
+                         Status mac = wire::verifyFrame(left_->key, h.seq, all.substr(0, h.length),
+                                                        all.substr(h.length));
+                         if (!mac.isOk()) {
+                           Status s(Code::kBootstrap,
+                                    who() + ": " + mac.message() + " from " + peer(*left_));
+                           log_->warn("{}", s.message());
+                           return setError(s);
+                         }
+                         ++left_->recvSeq;
+                         body.resize(h.length);
+                         *in = std::move(body);
+                       });
+    });
+    while (!(sent && received) && error.isOk()) {
+      if (Clock::now() >= deadline) {
+        setError(Status(Code::kTimeout,
+                        who() + ": " + stepName + " did not complete within " +
+                            std::to_string(options_.timeoutMs) + " ms (" +
+                            (received ? "sending to " + peer(*right_)
+                                      : "waiting for " + peer(*left_)) + ")"));
+        break;
+      }
+      if (io_.run_one_until(deadline) == 0 && io_.stopped()) io_.restart();
+    }
+    if (!(sent && received)) {
+      // The handlers refer to this frame's locals: cancel and let them finish before returning.
+      boost::system::error_code ec;
+      left_->socket.close(ec);
+      right_->socket.close(ec);
+      io_.restart();
+      while (!(sent && received)) io_.run_one();
+    }
+    return error;
+  }
+
+  LaunchInfo info_;
+  BootstrapOptions options_;
+  asio::io_context io_;  // declared before everything holding sockets: destroyed last
+  tcp::acceptor acceptor_;
+  std::unique_ptr<detail::Link> left_;
+  std::unique_ptr<detail::Link> right_;
+  Status broken_;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+namespace {
+
+Status validate(const LaunchInfo& info, const BootstrapOptions& options) {
+  auto bad = [](std::string m) { return Status(Code::kInvalidArgument, std::move(m)); };
+  if (info.size < 1) return bad("bootstrap: world size " + std::to_string(info.size) + " < 1");
+  if (info.rank < 0 || info.rank >= info.size)
+    return bad("bootstrap: rank " + std::to_string(info.rank) + " is not in [0, " +
+               std::to_string(info.size) + ")");
+  if (info.size > 1 && static_cast<int>(info.peers.size()) != info.size)
+    return bad("bootstrap: " + std::to_string(info.peers.size()) +
+               " peer addresses for world size " + std::to_string(info.size));
+  if (info.jobId.size() > wire::kMaxJobIdBytes)
+    return bad("bootstrap: job id '" + info.jobId + "' is longer than " +
+               std::to_string(wire::kMaxJobIdBytes) + " bytes");
+  if (options.timeoutMs <= 0 || options.handshakeTimeoutMs <= 0)
+    return bad("bootstrap: timeouts must be positive (timeoutMs " +
+               std::to_string(options.timeoutMs) + ", handshakeTimeoutMs " +
+               std::to_string(options.handshakeTimeoutMs) + ")");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const LaunchInfo& info,
+                                                     BootstrapOptions options) {
+  try {
+    TSR_RETURN_IF_ERROR(validate(info, options));
+    auto impl = std::make_unique<Impl>(info, options);
+    TSR_RETURN_IF_ERROR(impl->start());
+    return std::unique_ptr<Bootstrap>(new Bootstrap(std::move(impl)));
+  } catch (const std::exception& e) {
+    return Status(Code::kInternal, "rank " + std::to_string(info.rank) +
+                                       ": bootstrap failed with an exception: " + e.what());
+  }
+}
+
+Bootstrap::Bootstrap(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Bootstrap::~Bootstrap() = default;
+
+Result<std::vector<std::string>> Bootstrap::allGather(const std::string& myBlob) {
+  try {
+    return impl_->allGather(myBlob);
+  } catch (const std::exception& e) {
+    return Status(Code::kInternal, "rank " + std::to_string(rank()) +
+                                       ": all-gather failed with an exception: " + e.what());
+  }
+}
+
+Status Bootstrap::barrier() {
+  auto result = allGather(std::string());
+  return result.status();
+}
+
+int Bootstrap::rank() const { return impl_->info().rank; }
+int Bootstrap::size() const { return impl_->info().size; }
+
+}  // namespace tsr::runtime
