@@ -49,7 +49,7 @@ void checkTyped(DataType dtype) {
       forEachIsa([&](Isa) {
         std::vector<T> got = a;
         reduceInto(got.data(), b.data(), n, dtype, op);
-        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), n * sizeof(T)))
+        ASSERT_TRUE(n == 0 || std::memcmp(got.data(), want.data(), n * sizeof(T)) == 0)
             << dataTypeName(dtype) << " " << reduceOpName(op) << " n=" << n;
       });
     }
