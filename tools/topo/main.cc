@@ -1,0 +1,99 @@
+// tsr-topo: inspect a machine's topology (hwloc) and the ring/torus a job would use on it.
+//
+//   tsr-topo                                  this machine: summary, affinity matrix, bindings
+//   tsr-topo --topology-xml box.xml           a machine described by hwloc XML
+//   tsr-topo --hostfile hosts -np 16          + ring order and torus layout of that job
+//   tsr-topo --json | --dot                   the same as JSON (fields: json_report.cc) or Graphviz
+//   tsr-topo --dump-xml out.xml               write the topology as hwloc XML
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "topology/discovery.h"
+#include "tools/topo/report.h"
+
+namespace {
+
+using namespace tsr;
+using namespace tsr::topology;
+
+int fail(const Status& status) {
+  std::cerr << "tsr-topo: error: " << status.message() << "\n";
+  return 1;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"tsr-topo: machine topology (sockets, NUMA, GPUs, NICs), GPU/NIC affinity, "
+               "rank binding, and the ring/torus a job would use"};
+  std::string xml, hostfile, dumpPath, bind = "numa";
+  int np = 0, localRanks = 0;
+  bool json = false, dot = false;
+  app.add_option("--topology-xml", xml, "Read the machine from this hwloc XML file (TSR_TOPO_FILE)");
+  app.add_option("--hostfile", hostfile,
+                 "Show the ring and torus of a job on these hosts (lines: 'host slots=N', "
+                 "'host:N' or 'host'); each host is taken to look like the inspected machine");
+  app.add_option("-n,--np", np,  // also -np, see below
+                 "Number of ranks of the job (default: every slot)")->check(CLI::NonNegativeNumber);
+  app.add_option("--bind", bind, "Binding mode to show: none|numa|core (TSR_BIND)");
+  app.add_option("--local-ranks", localRanks,
+                 "Local ranks to show bindings for (default: one per GPU, else one per NUMA node)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--json", json, "Print JSON instead of text");
+  app.add_flag("--dot", dot, "Print Graphviz (the job's ring/torus with --hostfile, else the machine)");
+  app.add_option("--dump-xml", dumpPath, "Write the topology as hwloc XML to this file (TSR_TOPO_DUMP_FILE)");
+  // mpirun spells it -np; CLI11 would read that as -n -p.
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.push_back(std::string(argv[i]) == "-np" ? "--np" : argv[i]);
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (json && dot) return fail(Status(Code::kInvalidArgument, "--json and --dot exclude each other"));
+  auto mode = parseBindMode(bind);
+  if (!mode.isOk()) return fail(mode.status());
+
+  auto machine = xml.empty() ? discoverLocal() : loadXml(xml);
+  if (!machine.isOk()) return fail(machine.status());
+  if (!dumpPath.empty()) {
+    Status dumped = dumpXml(dumpPath, xml);
+    if (!dumped.isOk()) return fail(dumped);
+    std::cerr << "tsr-topo: wrote " << dumpPath << "\n";
+  }
+  const MachineTopology& m = machine.value();
+  if (localRanks == 0)
+    localRanks = !m.gpus.empty() ? static_cast<int>(m.gpus.size())
+                                 : std::max<int>(1, static_cast<int>(m.numaNodes.size()));
+  tools::topo::Report report = tools::topo::makeReport(xml.empty() ? "local machine" : xml,
+                                                       machine.take(), mode.value(), localRanks);
+  if (!hostfile.empty()) {
+    std::ifstream in(hostfile);
+    if (!in) return fail(Status(Code::kInvalidArgument, "hostfile '" + hostfile + "' cannot be read"));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto slots = parseHostfile(text.str(), hostfile);
+    if (!slots.isOk()) return fail(slots.status());
+    auto job = tools::topo::makeJob(report, hostfile, slots.value(), np);
+    if (!job.isOk()) return fail(job.status());
+    report.job = job.take();
+  } else if (np != 0) {
+    return fail(Status(Code::kInvalidArgument, "-np needs --hostfile"));
+  }
+  std::cout << (json ? tools::topo::renderJson(report)
+                     : dot ? tools::topo::renderDot(report) : tools::topo::renderText(report));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tsr-topo: error: " << e.what() << "\n";
+    return 1;
+  }
+}

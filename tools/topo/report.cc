@@ -1,0 +1,76 @@
+#include "tools/topo/report.h"
+
+#include <cstdio>
+
+namespace tsr::tools::topo {
+
+using namespace tsr::topology;
+
+Report makeReport(std::string source, MachineTopology machine, BindMode mode, int localRanks) {
+  Report report;
+  report.source = std::move(source);
+  report.machine = std::move(machine);
+  report.bindMode = mode;
+  for (int r = 0; r < localRanks; ++r)
+    report.bindings.push_back(chooseBinding(report.machine, r, localRanks, mode));
+  return report;
+}
+
+Result<JobView> makeJob(const Report& report, const std::string& hostfile,
+                        const std::vector<HostSlots>& slots, int np) {
+  TSR_ASSIGN_OR_RETURN(std::vector<int> hostOfRank, mapRanksBySlot(slots, np));
+  JobView job;
+  job.hostfile = hostfile;
+  job.slots = slots;
+  std::vector<int> localSize(slots.size(), 0);
+  for (int h : hostOfRank) ++localSize[h];
+  std::vector<int> nextLocal(slots.size(), 0);
+  std::vector<RankPlacement> placements;
+  for (int r = 0; r < static_cast<int>(hostOfRank.size()); ++r) {
+    int h = hostOfRank[r];
+    placements.push_back(
+        placementOn(report.machine, r, nextLocal[h]++, localSize[h], slots[h].host));
+  }
+  TSR_ASSIGN_OR_RETURN(job.hosts, buildHostMap(placements));
+  job.ring = ringOrder(job.hosts);
+  job.hostCrossings = hostCrossings(job.hosts, job.ring);
+  auto shape = torusShape(job.hosts);
+  if (shape.isOk()) {
+    auto layout = torusLayout(job.hosts, shape.value());
+    if (layout.isOk()) {
+      job.torus = layout.take();
+      job.torusNote = shape.value().reason;
+    } else {
+      job.torusNote = layout.status().message();
+    }
+  } else {
+    job.torusNote = shape.status().message();
+  }
+  return job;
+}
+
+std::string formatBytes(unsigned long long bytes) {
+  char text[32];
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) value /= 1024.0, ++unit;
+  std::snprintf(text, sizeof(text), "%.1f %s", value, units[unit]);
+  return text;
+}
+
+std::vector<const Device*> allDevices(const MachineTopology& machine) {
+  std::vector<const Device*> devices;
+  for (const Device& gpu : machine.gpus) devices.push_back(&gpu);
+  for (const Device& nic : machine.nics) devices.push_back(&nic);
+  return devices;
+}
+
+std::vector<std::string> deviceLabels(const MachineTopology& machine) {
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < machine.gpus.size(); ++i) labels.push_back("GPU" + std::to_string(i));
+  for (std::size_t i = 0; i < machine.nics.size(); ++i) labels.push_back("NIC" + std::to_string(i));
+  return labels;
+}
+
+}  // namespace tsr::tools::topo

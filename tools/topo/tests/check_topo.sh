@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Runs tsr-topo on one case and checks key lines of its output.
+# usage: check_topo.sh TSR_TOPO FIXTURE_DIR WORK_DIR CASE
+set -u
+bin=$1 fixtures=$2 work=$3 case=$4
+mkdir -p "$work"
+out="$work/$case.out"
+failures=0
+
+# expect PATTERN: the last output must contain a line matching the extended regex.
+expect() {
+  if ! grep -Eq -- "$1" "$out"; then
+    echo "FAIL [$case]: no line matches: $1"
+    failures=$((failures + 1))
+  fi
+}
+# run ARGS...: runs tsr-topo, stdout+stderr into $out; fails the case on a non-zero exit.
+run() {
+  if ! "$bin" "$@" >"$out" 2>&1; then
+    echo "FAIL [$case]: tsr-topo $* exited with $?"; cat "$out"; exit 1
+  fi
+}
+# run_fails ARGS...: tsr-topo must exit non-zero.
+run_fails() {
+  if "$bin" "$@" >"$out" 2>&1; then
+    echo "FAIL [$case]: tsr-topo $* succeeded but should fail"; failures=$((failures + 1))
+  fi
+}
+
+dual=$fixtures/dual_socket_8gpu_4nic.xml
+single=$fixtures/single_socket_2gpu_1nic.xml
+cpu=$fixtures/cpu_only_2numa.xml
+hostfile=$work/hosts.txt
+printf '# two nodes\nnode01 slots=8\n\nnode02:8  # second\n' >"$hostfile"
+
+case $case in
+  dual)
+    run --topology-xml "$dual"
+    expect '^Machine: gpubox '
+    expect 'Sockets: 2  NUMA nodes: 2  Cores: 16  PUs: 32  Memory: 512.0 GiB'
+    expect 'GPUs: 8'
+    expect 'NIC0  mlx5_0 +0000:16:00.0  NUMA 0  \(ib0\)'
+    expect '^GPU0 +X +PIX +PXB +PXB +SYS +SYS +SYS +SYS +PIX +NODE +SYS +SYS +0-15 +0$'
+    expect '^GPU4 +SYS +SYS +SYS +SYS +X +PIX +PHB +PHB +SYS +SYS +PIX +PHB +16-31 +1$'
+    expect '^  PXB  = Connection traversing multiple PCIe bridges'
+    expect 'local rank 4: numa -> NUMA 1, PUs 16-31 .*\[GPU4, NIC2\]'
+    ;;
+  dual_job)
+    run --topology-xml "$dual" --hostfile "$hostfile" --bind core
+    expect '^Job: 16 ranks on 2 hosts'
+    expect '^  0 -> 1 -> 2 -> 3 -> 4 -> 5 -> 6 -> 7 ==> 8 -> .* -> 15 ==> \(0\)$'
+    expect 'host-crossing edges: 2$'
+    expect '^Torus: 8 x 2 \(2 hosts x 8 local ranks\)'
+    expect 'row 1 \[node02\]: 8 9 10 11 12 13 14 15$'
+    expect 'local rank 1: core -> NUMA 0, PUs 4-7'
+    ;;
+  single)
+    run --topology-xml "$single" --hostfile "$hostfile" -np 7
+    expect 'Sockets: 1  NUMA nodes: 1  Cores: 8  PUs: 16  Memory: 64.0 GiB'
+    expect '^GPU0 +X +PIX +PHB '
+    expect '^NIC0 +PHB +PHB +X '
+    expect '^Job: 7 ranks on 1 host'
+    expect 'Torus: not available: N=7 is prime'
+    ;;
+  cpu_only)
+    run --topology-xml "$cpu" --hostfile "$hostfile" -np 12
+    expect 'GPUs: none'
+    expect 'NUMA 1: 16.0 GiB, 4 cores, PUs 4-7'
+    expect 'local rank 0: numa -> NUMA 1, PUs 4-7 \(NIC eno1'
+    expect 'Torus: not available: hosts hold different numbers of ranks \(node01: 8, node02: 4\)'
+    ;;
+  local)
+    run
+    expect '^Machine: .*\(local machine\)$'
+    expect 'Sockets: [0-9]+  NUMA nodes: [1-9][0-9]*  Cores: [1-9]'
+    expect '^Affinity matrix:$'
+    expect '^Binding \(TSR_BIND=numa, [0-9]+ local ranks?\):$'
+    expect 'local rank 0: numa'
+    run --json
+    expect '"source": "local machine"'
+    expect '"binding": \{"mode": "numa"'
+    ;;
+  json)
+    run --topology-xml "$dual" --hostfile "$hostfile" --json
+    expect '^\{$'
+    expect '"hostname": "gpubox"'
+    expect '"label": "GPU7", "name": "cuda7"'
+    expect '"host_crossings": 2'
+    expect '"torus": \{"available": true, "x": 8, "y": 2'
+    if command -v python3 >/dev/null; then
+      python3 -m json.tool "$out" >/dev/null || { echo "FAIL [$case]: not valid JSON"; failures=$((failures + 1)); }
+    fi
+    ;;
+  dot)
+    run --topology-xml "$dual" --hostfile "$hostfile" --dot
+    expect '^digraph tessera_job \{'
+    expect 'r7 -> r8 \[color=red, penwidth=2.5\];'
+    expect 'r0 -> r8 \[style=dashed'
+    run --topology-xml "$dual" --dot
+    expect '^graph tessera_machine \{'
+    expect 'gpu0 -- nic0 \[label="PIX"\];'
+    ;;
+  dump_xml)
+    run --topology-xml "$dual" --dump-xml "$work/dumped.xml"
+    expect "wrote $work/dumped.xml"
+    run --topology-xml "$work/dumped.xml"
+    expect 'GPUs: 8'
+    expect 'NICs: 4'
+    ;;
+  errors)
+    echo 'not xml at all' >"$work/garbage.xml"
+    run_fails --topology-xml "$work/garbage.xml"
+    expect "^tsr-topo: error: topology XML file '.*garbage.xml' is not hwloc XML"
+    head -c 400 "$dual" >"$work/truncated.xml"
+    run_fails --topology-xml "$work/truncated.xml"
+    expect "^tsr-topo: error: topology XML file '.*truncated.xml' is not valid hwloc XML"
+    run_fails --topology-xml "$work/missing.xml"
+    expect "cannot be read"
+    printf 'node01 slots=two\n' >"$work/badhosts"
+    run_fails --topology-xml "$dual" --hostfile "$work/badhosts"
+    expect "badhosts:1: bad slots value 'two'"
+    run_fails --topology-xml "$dual" --hostfile "$hostfile" -np 17
+    expect "-np 17 exceeds the 16 slots"
+    run_fails --bind socket
+    expect "bind mode 'socket' is not one of none\|numa\|core"
+    ;;
+  *)
+    echo "unknown case $case"; exit 2 ;;
+esac
+if [ "$failures" -ne 0 ]; then
+  echo "---- output of the last run ----"; cat "$out"; exit 1
+fi
+echo "ok [$case]"
