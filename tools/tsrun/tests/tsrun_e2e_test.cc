@@ -333,6 +333,26 @@ TEST(TsrunEndToEnd, RemoteRankFailureIsReportedWithItsHost) {
   EXPECT_EQ(readFile(dir.path() + "/hosts.log"), "fakehost1\n");
 }
 
+// The real agent the netcluster tests use: ranks inside a network namespace of our own.
+TEST(TsrunEndToEnd, IpNetnsExecAgentWhenRoot) {
+  std::string ns = "tsrun_e2e_" + std::to_string(getpid());
+  if (geteuid() != 0 || std::system(("ip netns add " + ns + " 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "needs root and iproute2 to create a network namespace";
+  }
+  RunResult r = testing::run(tsrun({"-H", ns + ":2", "--rsh", "ip netns exec", "/bin/sh", "-c",
+                                    "echo $TSR_RANK $TSR_LOCAL_RANK $TSR_PEERS; "
+                                    "ip -o link | grep -c .; [ $TSR_RANK = 0 ] || exit 6"}),
+                             {}, 20);
+  std::system(("ip netns delete " + ns).c_str());
+  EXPECT_EQ(r.exitCode(), 6) << describe(r);
+  std::string peers = ns + ":29400," + ns + ":29401";
+  EXPECT_TRUE(contains(r.out, "[0] 0 0 " + peers + "\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1] 1 1 " + peers + "\n")) << r.out;
+  // A fresh namespace has only the loopback interface.
+  EXPECT_TRUE(contains(r.out, "[0] 1\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "tsrun: rank 1 (host " + ns + ") exited with status 6")) << r.err;
+}
+
 TEST(TsrunEndToEnd, DryRunHidesTheSecret) {
   RunResult r = testing::run(
       tsrun({"--dry-run", "-H", "localhost:1,fakehost1:1", "--rsh", "ssh -o BatchMode=yes",
