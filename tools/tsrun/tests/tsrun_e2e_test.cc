@@ -122,6 +122,11 @@ TEST(TsrunEndToEnd, StdoutAndStderrArePrefixedSeparatelyWithoutMidLineMixing) {
   EXPECT_EQ(std::count(err.begin(), err.end(), "[3] etail"), 1);
 }
 
+// Shell words that wait (up to 10 s) until every file named after them exists.
+constexpr const char* kWaitForFiles =
+    "wait_for() { for f in \"$@\"; do i=0; while [ ! -e $f ] && [ $i -lt 200 ]; do "
+    "sleep 0.05; i=$((i+1)); done; done; }; wait_for";
+
 // True once pid no longer runs (a zombie waiting for init to reap it counts as gone).
 bool processGone(pid_t pid, double seconds) {
   auto running = [pid] {
@@ -144,8 +149,10 @@ TEST(TsrunEndToEnd, FailingRankStopsTheJobAndSetsTheExitCode) {
   // Ranks 0 and 2 sleep in a child process (recorded in a pid file): tsrun must stop those too.
   RunResult r = testing::run(
       tsrun({"-np", "3", "/bin/sh", "-c",
-             "if [ $TSR_RANK = 1 ]; then sleep 0.3; exit 3; fi; sleep 30 & echo $! > " +
-                 dir.path() + "/sleeper.$TSR_RANK; wait; echo survived"}),
+             "d=" + dir.path() + "; if [ $TSR_RANK = 1 ]; then " + kWaitForFiles +
+                 " $d/sleeper.0 $d/sleeper.2; exit 3; fi; "
+                 "sleep 30 & echo $! > $d/sleeper.tmp.$TSR_RANK; "
+                 "mv $d/sleeper.tmp.$TSR_RANK $d/sleeper.$TSR_RANK; wait; echo survived"}),
       {}, 20);
   EXPECT_EQ(r.exitCode(), 3) << describe(r);
   EXPECT_LT(r.seconds, 12);
@@ -186,13 +193,15 @@ TEST(TsrunEndToEnd, RankKilledBySigkill) {
 }
 
 TEST(TsrunEndToEnd, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  TempDir dir;
+  std::string flag = dir.path() + "/trapped";
   RunResult r = testing::run(
       tsrun({"-np", "2", "--grace", "1", "/bin/sh", "-c",
-             "trap '' TERM; echo ready; if [ $TSR_RANK = 0 ]; then sleep 0.5; exit 4; fi; "
-             "sleep 30 & wait; sleep 30"}),
+             "if [ $TSR_RANK = 0 ]; then " + std::string(kWaitForFiles) + " " + flag +
+                 "; exit 4; fi; trap '' TERM; touch " + flag + "; sleep 30 & wait; sleep 30"}),
       {}, 20);
   EXPECT_EQ(r.exitCode(), 4) << describe(r);
-  EXPECT_GE(r.seconds, 1.4);
+  EXPECT_GE(r.seconds, 1.0);
   EXPECT_LT(r.seconds, 6);
 }
 
@@ -341,16 +350,23 @@ TEST(TsrunEndToEnd, IpNetnsExecAgentWhenRoot) {
   }
   RunResult r = testing::run(tsrun({"-H", ns + ":2", "--rsh", "ip netns exec", "/bin/sh", "-c",
                                     "echo $TSR_RANK $TSR_LOCAL_RANK $TSR_PEERS; "
-                                    "ip -o link | grep -c .; [ $TSR_RANK = 0 ] || exit 6"}),
+                                    "ip -o link | grep -c ."}),
                              {}, 20);
+  RunResult failed = testing::run(
+      tsrun({"-H", ns + ":2", "--rsh", "ip netns exec", "/bin/sh", "-c",
+             "[ $TSR_RANK = 0 ] && exec sleep 30; exit 6"}),
+      {}, 20);
   std::system(("ip netns delete " + ns).c_str());
-  EXPECT_EQ(r.exitCode(), 6) << describe(r);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
   std::string peers = ns + ":29400," + ns + ":29401";
   EXPECT_TRUE(contains(r.out, "[0] 0 0 " + peers + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "[1] 1 1 " + peers + "\n")) << r.out;
   // A fresh namespace has only the loopback interface.
-  EXPECT_TRUE(contains(r.out, "[0] 1\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "tsrun: rank 1 (host " + ns + ") exited with status 6")) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0] 1\n") && contains(r.out, "[1] 1\n")) << r.out;
+  EXPECT_EQ(failed.exitCode(), 6) << describe(failed);
+  EXPECT_LT(failed.seconds, 12);
+  EXPECT_TRUE(contains(failed.err, "tsrun: rank 1 (host " + ns + ") exited with status 6"))
+      << failed.err;
 }
 
 TEST(TsrunEndToEnd, DryRunHidesTheSecret) {
