@@ -170,7 +170,10 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
                       " (expected from " + info_.peers[left_].host + ", its bootstrap address " +
                       info_.peers[left_].toString() + ") within " + timeout);
     std::string message;
-    for (const auto& p : parts) message += (message.empty() ? "" : "; ") + p;
+    for (const auto& p : parts) {
+      if (!message.empty()) message += "; ";
+      message += p;
+    }
     return message;
   }
 

@@ -7,7 +7,10 @@ namespace {
 
 std::string peersText(const LaunchInfo& info) {
   std::string s;
-  for (const auto& p : info.peers) s += (s.empty() ? "" : ",") + p.toString();
+  for (const auto& p : info.peers) {
+    if (!s.empty()) s += ",";
+    s += p.toString();
+  }
   return s;
 }
 
