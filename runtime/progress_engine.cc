@@ -13,6 +13,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr size_t kControlBytes = 4096;
+// A control message is either an abort notice ("<code>\n<message>") or this goodbye, sent
+// when a rank destroys its communicator so peers do not mistake its exit for a failure.
+constexpr char kGoodbye[] = "goodbye";
 
 std::string encodeControl(const Status& s) {
   return std::to_string(static_cast<int>(s.code())) + "\n" + s.message();
@@ -154,16 +157,7 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers) {
   }
   if (notifyPeers && !notified_) {
     notified_ = true;
-    std::string payload = encodeControl(reason).substr(0, kControlBytes);
-    for (int peer = 0; peer < transport_.size(); ++peer) {
-      if (peer == transport_.rank() || !transport_.peerStatus(peer).isOk()) continue;
-      controlSends_.emplace_back();
-      ControlSend& cs = controlSends_.back();
-      cs.payload = payload;
-      transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm),
-                      cs.payload.data(), cs.payload.size(), transport::MemoryType::kHost,
-                      &cs.completion).ignore();
-    }
+    sendControl(encodeControl(reason).substr(0, kControlBytes));
   }
   // Everything still pending fails with the same reason.
   while (!active_.empty()) {
@@ -181,15 +175,33 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers) {
   for (auto& s : rest) s.request->complete(reason);
 }
 
+void ProgressEngine::sendControl(const std::string& payload) {
+  for (int peer = 0; peer < transport_.size(); ++peer) {
+    if (peer == transport_.rank() || !transport_.peerStatus(peer).isOk()) continue;
+    controlSends_.emplace_back();
+    ControlSend& cs = controlSends_.back();
+    cs.payload = payload;
+    transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm),
+                    cs.payload.data(), cs.payload.size(), transport::MemoryType::kHost,
+                    &cs.completion).ignore();
+  }
+}
+
+void ProgressEngine::sayGoodbye() { sendControl(kGoodbye); }
+
 bool ProgressEngine::pollControl() {
   if (!controlRecv_.done) return false;
-  if (controlRecv_.status.isOk()) {
+  int from = transport::tagSource(controlRecv_.tag);
+  if (controlRecv_.status.isOk() &&
+      std::string_view(controlBuffer_.data(), controlRecv_.bytes) == kGoodbye) {
+    transport_.markPeerLeft(from);
+  } else if (controlRecv_.status.isOk()) {
     Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes,
                                   transport::tagSource(controlRecv_.tag));
     log::get("runtime")->error("abort notice: {}", reason.toString());
     breakCommunicator(reason, false);
   }
-  if (!stop_) postControlRecv();
+  postControlRecv();  // also while shutting down, until the receive is cancelled
   return true;
 }
 
@@ -237,10 +249,17 @@ void ProgressEngine::run() {
     }
     transport_.waitForEvents(active_.empty() ? 100 : 1);
   }
-  // Shutting down: fail what is left and give in-flight operations a moment to settle.
+  // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are
+  // consumed rather than left unmatched), and give in-flight operations a moment to settle.
   breakCommunicator(Status(Code::kAborted, "communicator destroyed"), false);
-  transport_.cancel(&controlRecv_);
+  sayGoodbye();
   auto until = Clock::now() + std::chrono::milliseconds(500);
+  while (Clock::now() < until && !controlSends_.empty()) {
+    transport_.progress();
+    pollControl();
+    controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
+  }
+  transport_.cancel(&controlRecv_);
   while (Clock::now() < until) {
     transport_.progress();
     draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });

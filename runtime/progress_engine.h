@@ -69,6 +69,8 @@ class ProgressEngine {
   void finish(Active& active, Status status);
   void breakCommunicator(const Status& reason, bool notifyPeers);
   void postControlRecv();
+  void sendControl(const std::string& payload);
+  void sayGoodbye();
   std::string peerName(int peer) const;
 
   transport::Transport& transport_;

@@ -53,6 +53,9 @@ class Transport {
 
   // Ok while the peer is healthy; the failure that the transport saw otherwise.
   virtual Status peerStatus(int peer) const = 0;
+  // The peer said goodbye (destroyed its communicator): later failures of its endpoint are
+  // expected and quiet, and operations with it fail naming why.
+  virtual void markPeerLeft(int peer) = 0;
   virtual bool supportsMemoryType(MemoryType type) const = 0;
   // Bytes this rank has handed to send(), for wire accounting.
   virtual uint64_t bytesSent() const = 0;

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -100,19 +101,23 @@ Status UcxTransport::init() {
 
   endpoints_.assign(size_, nullptr);
   peerStatus_.assign(size_, Status::ok());
+  left_.assign(size_, false);
   return Status::ok();
 }
 
 UcxTransport::~UcxTransport() {
   ucp_worker_h worker = asWorker(worker_);
+  closing_ = true;  // peers that already left fail their endpoints now: expected, not news
   if (worker) {
-    // Force-close: peers may be gone; outstanding requests complete with errors.
+    // Flush-close healthy endpoints, so what was sent last (the goodbye) reaches the peer;
+    // force-close the failed ones. Either way the wait below is bounded.
     std::vector<void*> closing;
-    for (void*& ep : endpoints_) {
+    for (size_t peer = 0; peer < endpoints_.size(); ++peer) {
+      void*& ep = endpoints_[peer];
       if (!ep) continue;
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      param.flags = peerStatus_[peer].isOk() ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
       ucs_status_ptr_t req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &param);
       if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
       ep = nullptr;
@@ -122,12 +127,38 @@ UcxTransport::~UcxTransport() {
         ucp_worker_progress(worker);
       ucp_request_free(req);
     }
+    discardUnexpected();
     for (auto& [pointer, memh] : registrations_)
       ucp_mem_unmap(static_cast<ucp_context_h>(context_->handle()), static_cast<ucp_mem_h>(memh));
     ucp_worker_destroy(worker);
   }
   if (epollFd_ >= 0) close(epollFd_);
   if (wakeFd_ >= 0) close(wakeFd_);
+}
+
+// Messages nobody will receive any more (peers' goodbyes that arrived after ours, the tail of
+// a failed collective): receive and drop them, so UCX does not warn about each at destroy.
+void UcxTransport::discardUnexpected() {
+  ucp_worker_h worker = asWorker(worker_);
+  std::vector<char> sink;
+  int dropped = 0;
+  for (int i = 0; i < 100000; ++i) {
+    ucp_worker_progress(worker);
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker, 0, 0, 1, &info);
+    if (msg == nullptr) break;
+    sink.resize(std::max<size_t>(info.length, 1));
+    ucp_request_param_t param{};
+    ucs_status_ptr_t req = ucp_tag_msg_recv_nbx(worker, sink.data(), info.length, msg, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+      for (int k = 0; k < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++k)
+        ucp_worker_progress(worker);
+      ucp_request_cancel(worker, req);
+      ucp_request_free(req);
+    }
+    ++dropped;
+  }
+  if (dropped) log::get("transport")->debug("rank {}: dropped {} unreceived messages", rank_, dropped);
 }
 
 Status UcxTransport::connect(const std::vector<std::string>& addresses) {
@@ -164,7 +195,16 @@ void UcxTransport::markPeerFailed(int peer, const std::string& why) {
   peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) +
                                                     " lost its connection to rank " +
                                                     std::to_string(peer) + " (" + why + ")");
-  log::get("transport")->warn("{}", peerStatus_[peer].message());
+  log::get("transport")->log(closing_ ? spdlog::level::debug : spdlog::level::warn, "{}",
+                              peerStatus_[peer].message());
+}
+
+void UcxTransport::markPeerLeft(int peer) {
+  if (peer < 0 || peer >= size_ || !peerStatus_[peer].isOk()) return;
+  left_[peer] = true;
+  peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(peer) +
+                                                    " has destroyed its communicator");
+  log::get("transport")->debug("rank {}: {}", rank_, peerStatus_[peer].message());
 }
 
 Status UcxTransport::peerStatus(int peer) const {
@@ -212,7 +252,10 @@ Status UcxTransport::send(int peer, uint64_t tag, const void* buffer, size_t byt
 
 Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
                           MemoryType type, Completion* c) {
-  if (peer >= 0) TSR_RETURN_IF_ERROR(checkPeer(peer, "receive"));
+  // A peer that left sent everything before its goodbye: its last messages may be waiting
+  // here still, so receiving from it is allowed (a message that never comes times out).
+  bool left = peer >= 0 && peer < size_ && left_[peer];
+  if (peer >= 0 && !left) TSR_RETURN_IF_ERROR(checkPeer(peer, "receive"));
   if (!supportsMemoryType(type))
     return Status(Code::kNotSupported, "UCX here has no CUDA memory support; stage through host");
   *c = Completion{};
@@ -221,6 +264,9 @@ Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+  // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected
+  // queue, and the executor needs the length to check it: always take the callback path.
+  param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.cb.recv = onRecvDone;
   param.user_data = c;
   param.memory_type = type == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;

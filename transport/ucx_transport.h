@@ -39,6 +39,7 @@ class UcxTransport final : public Transport {
   void wake() override;
 
   Status peerStatus(int peer) const override;
+  void markPeerLeft(int peer) override;
   bool supportsMemoryType(MemoryType type) const override;
   uint64_t bytesSent() const override { return bytesSent_.load(std::memory_order_relaxed); }
 
@@ -48,6 +49,7 @@ class UcxTransport final : public Transport {
 
   // Marks a peer failed (error handler) and remembers why.
   void markPeerFailed(int peer, const std::string& why);
+  void discardUnexpected();
 
  private:
   UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context);
@@ -70,6 +72,8 @@ class UcxTransport final : public Transport {
   std::vector<void*> endpoints_;  // ucp_ep_h per rank (null for self)
   std::vector<std::unique_ptr<PeerHandlerArg>> handlerArgs_;
   std::vector<Status> peerStatus_;
+  std::vector<bool> left_;  // said goodbye (see markPeerLeft)
+  bool closing_ = false;
   std::unordered_map<void*, void*> registrations_;  // pointer -> ucp_mem_h
   std::atomic<uint64_t> bytesSent_{0};
 };

@@ -11,11 +11,18 @@
 
 namespace tsr::testing {
 
-std::vector<uint16_t> freePorts(int n) {
-  std::vector<int> fds;
-  std::vector<uint16_t> ports;
+// Bound (not listening) until released: the ranks' bootstrap acceptors can
+// still listen there, but a test running in parallel cannot be handed the same port.
+PortReservation::~PortReservation() {
+  for (int fd : fds) close(fd);
+}
+
+PortReservation freePorts(int n) {
+  PortReservation reservation;
+  std::vector<int>& fds = reservation.fds;
+  std::vector<uint16_t>& ports = reservation.ports;
   for (int i = 0; i < n; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -23,11 +30,14 @@ std::vector<uint16_t> freePorts(int n) {
     bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
     getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    // Bound without SO_REUSEADDR (so the port is unique), then flagged, so the bootstrap
+    // acceptor (which sets it too) may bind and listen while we still hold the port.
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     ports.push_back(ntohs(a.sin_port));
-    fds.push_back(fd);  // keep all open until every port is chosen, so none repeats
+    fds.push_back(fd);
   }
-  for (int fd : fds) close(fd);
-  return ports;
+  return reservation;
 }
 
 runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
@@ -46,7 +56,8 @@ runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint1
 
 void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
               const std::map<std::string, std::string>& settings) {
-  auto ports = freePorts(size);
+  PortReservation reservation = freePorts(size);
+  const std::vector<uint16_t>& ports = reservation.ports;
   std::vector<std::thread> threads;
   std::vector<std::string> failures(size);
   for (int r = 0; r < size; ++r) {

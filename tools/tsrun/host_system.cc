@@ -25,7 +25,11 @@ std::vector<std::string> localHostNames() {
   return names;
 }
 
+// The probe sockets stay bound (not listening, close-on-exec, SO_REUSEADDR set after bind) for the life of
+// tsrun: the ranks can still bind and listen there (they set SO_REUSEADDR too), but no other
+// process's bind(0) picks the same port between our choice and the rank's listen.
 Result<std::vector<int>> pickFreePorts(int n) {
+  static std::vector<int> reserved;
   std::vector<int> fds;
   std::vector<int> ports;
   Status status;
@@ -47,10 +51,16 @@ Result<std::vector<int>> pickFreePorts(int n) {
                       std::string("picking a free TCP port: ") + std::strerror(errno));
       break;
     }
+    // Flagged only after bind: the port itself is unique, yet a rank may listen on it.
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     ports.push_back(ntohs(addr.sin_port));
   }
-  for (int fd : fds) close(fd);
-  if (!status.isOk()) return status;
+  if (!status.isOk()) {
+    for (int fd : fds) close(fd);
+    return status;
+  }
+  reserved.insert(reserved.end(), fds.begin(), fds.end());
   return ports;
 }
 

@@ -21,16 +21,21 @@ namespace tsr::runtime::testing {
 namespace asio = detail::asio;
 using detail::tcp;
 
-// `n` distinct ports that were free a moment ago on 127.0.0.1.
+// `n` distinct free ports on 127.0.0.1. The probe sockets stay bound (SO_REUSEADDR, not
+// listening) for the life of the test process: bootstrap acceptors can still listen there,
+// but a test running in parallel cannot be handed the same port.
 inline std::vector<uint16_t> freePorts(int n) {
-  asio::io_context io;
-  std::vector<std::unique_ptr<tcp::acceptor>> holders;
+  static asio::io_context io;  // before `reserved`: destroyed after the acceptors
+  static std::vector<std::unique_ptr<tcp::acceptor>> reserved;
   std::vector<uint16_t> ports;
   for (int i = 0; i < n; ++i) {
-    auto a = std::make_unique<tcp::acceptor>(
-        io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    auto a = std::make_unique<tcp::acceptor>(io);
+    tcp::endpoint any(asio::ip::make_address("127.0.0.1"), 0);
+    a->open(any.protocol());
+    a->bind(any);  // unique port; SO_REUSEADDR after bind lets a bootstrap listen there
+    a->set_option(tcp::acceptor::reuse_address(true));
     ports.push_back(a->local_endpoint().port());
-    holders.push_back(std::move(a));
+    reserved.push_back(std::move(a));
   }
   return ports;
 }
