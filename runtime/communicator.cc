@@ -122,19 +122,36 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
 
 Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> plan,
                                         const void* input, void* output) {
-  Submission s;
+  std::shared_ptr<void> scratch;
   if (plan->scratchBytes) {
     size_t bytes = (plan->scratchBytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, bytes);
     if (!p) return Status(Code::kInternal, "cannot allocate " + std::to_string(bytes) + " bytes of scratch");
-    s.scratch = std::shared_ptr<void>(p, std::free);
+    scratch = std::shared_ptr<void>(p, std::free);
   }
-  s.buffers = {input, output, s.scratch.get(), transport::MemoryType::kHost};
-  s.plan = std::move(plan);
+  algorithms::RunBuffers buffers{input, output, scratch.get(), transport::MemoryType::kHost};
+  TaskFactory make = [plan = std::move(plan), buffers](const algorithms::TaskContext& ctx)
+      -> Result<std::unique_ptr<algorithms::Task>> {
+    return std::unique_ptr<algorithms::Task>(
+        new algorithms::PlanExecutor(plan, buffers, ctx.id, ctx.transport));
+  };
+  return submitTask(std::move(make), 1, std::move(scratch));
+}
+
+Result<RequestPtr> Communicator::submitTask(TaskFactory make, uint32_t seqSpan,
+                                            std::shared_ptr<void> keepAlive) {
+  if (seqSpan == 0 || seqSpan > 1024)
+    return Status(Code::kInvalidArgument, "a task takes 1..1024 sequence numbers, not " +
+                                              std::to_string(seqSpan));
+  Submission s;
+  s.make = std::move(make);
+  s.keepAlive = std::move(keepAlive);
   s.request = std::make_shared<Request>();
+  s.seqSpan = seqSpan;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    s.seq = seq_++;
+    s.seq = seq_;
+    seq_ += seqSpan;
   }
   RequestPtr request = s.request;
   engine_->submit(std::move(s));

@@ -18,6 +18,7 @@
 #include "base/dtype.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
+#include "algorithms/plan/task.h"
 #include "runtime/request.h"
 
 namespace tsr::transport {
@@ -30,6 +31,7 @@ class Bootstrap;
 class ProgressEngine;
 
 using RequestPtr = std::shared_ptr<Request>;
+using algorithms::TaskFactory;
 
 class Communicator {
  public:
@@ -52,6 +54,16 @@ class Communicator {
                                    DataType dtype, ReduceOp op);
   Result<RequestPtr> broadcast(const void* input, void* output, size_t count, DataType dtype, int root);
   Result<RequestPtr> barrier();
+
+  // Runs a custom collective (algorithms/plan/task.h): `make` is called on the progress
+  // thread when the task starts and gets the transport, rank and its `seqSpan` sequence
+  // numbers. Every rank must submit its tasks and collectives in the same order.
+  // `keepAlive` (buffers, state) lives until the task no longer touches memory.
+  Result<RequestPtr> submitTask(TaskFactory make, uint32_t seqSpan = 1,
+                                std::shared_ptr<void> keepAlive = nullptr);
+  // Hosts: hostOf(r) is rank r's hostname, hostIdOf(r) its machine identity (same value =
+  // same machine).
+  const std::string& hostIdOf(int rank) const { return hostIds_.at(rank); }
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

@@ -101,9 +101,14 @@ bool ProgressEngine::startSubmissions() {
     }
     Active a;
     a.deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
-    a.executor = std::make_unique<algorithms::PlanExecutor>(
-        s.plan, s.buffers, algorithms::RunIdentity{transport_.rank(), options_.comm, s.seq},
-        transport_);
+    algorithms::TaskContext context{transport_, {transport_.rank(), options_.comm, s.seq},
+                                    s.seqSpan, transport_.size()};
+    auto task = s.make(context);
+    if (!task.isOk()) {
+      s.request->complete(task.status());
+      continue;
+    }
+    a.executor = task.take();
     a.submission = std::move(s);
     active_.push_back(std::move(a));
     Status st = active_.back().executor->start();
@@ -211,10 +216,9 @@ void ProgressEngine::checkTimeouts() {
     auto next = std::next(it);
     if (now >= it->deadline) {
       int peer = it->executor->waitingOn();
-      const auto& plan = it->executor->plan();
       Status st(Code::kTimeout,
                 "rank " + std::to_string(transport_.rank()) + ": " +
-                    algorithms::collectiveName(plan.collective) + " #" +
+                    it->executor->describe() + " #" +
                     std::to_string(it->submission.seq) + " timed out after " +
                     std::to_string(options_.timeoutMs) + " ms" +
                     (peer >= 0 ? " waiting for " + peerName(peer) : std::string()));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -27,12 +28,14 @@ struct EngineOptions {
   std::vector<std::string> hosts;  // per rank, for messages
 };
 
+using algorithms::TaskFactory;
+
 struct Submission {
-  std::shared_ptr<const algorithms::Plan> plan;
-  algorithms::RunBuffers buffers;
-  std::shared_ptr<void> scratch;  // kept alive for the run
+  TaskFactory make;
+  std::shared_ptr<void> keepAlive;  // scratch or task state, kept until the task is quiescent
   std::shared_ptr<Request> request;
   uint32_t seq = 0;
+  uint32_t seqSpan = 1;
 };
 
 class ProgressEngine {
@@ -53,7 +56,7 @@ class ProgressEngine {
  private:
   struct Active {
     Submission submission;
-    std::unique_ptr<algorithms::PlanExecutor> executor;
+    std::unique_ptr<algorithms::Task> executor;
     std::chrono::steady_clock::time_point deadline;
   };
   struct ControlSend {

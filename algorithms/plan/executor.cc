@@ -18,7 +18,7 @@ uint8_t hashName(const std::string& s) {
   return h;
 }
 
-std::string describe(const WireHeader& h) {
+std::string describeHeader(const WireHeader& h) {
   std::string s = collectiveName(static_cast<CollectiveKind>(h.collective));
   s += "(count=" + std::to_string(h.count);
   s += ", dtype=" + std::string(dataTypeName(static_cast<DataType>(h.dtype)));
@@ -120,8 +120,8 @@ Status PlanExecutor::checkHeader(const WireHeader& theirs, int peer) const {
   else if (theirs.algorithmHash != myHeader_.algorithmHash) field = "algorithm";
   if (!field) return Status::ok();
   return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(id_.rank) +
-                                     " called " + describe(myHeader_) + " but rank " +
-                                     std::to_string(peer) + " called " + describe(theirs) +
+                                     " called " + describeHeader(myHeader_) + " but rank " +
+                                     std::to_string(peer) + " called " + describeHeader(theirs) +
                                      " (collective #" + std::to_string(id_.seq) + ")");
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/plan/plan.h"
+#include "algorithms/plan/task.h"
 #include "transport/transport.h"
 
 namespace tsr::algorithms {
@@ -23,12 +24,6 @@ struct RunBuffers {
   void* output = nullptr;
   void* scratch = nullptr;
   transport::MemoryType memory = transport::MemoryType::kHost;
-};
-
-struct RunIdentity {
-  int rank = 0;
-  uint32_t comm = 0;
-  uint32_t seq = 0;
 };
 
 // What travels in the per-peer header message.
@@ -46,7 +41,7 @@ struct WireHeader {
 };
 static_assert(sizeof(WireHeader) == 32, "header is 32 bytes on the wire");
 
-class PlanExecutor {
+class PlanExecutor final : public Task {
  public:
   PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id,
                transport::Transport& transport);
@@ -54,14 +49,15 @@ class PlanExecutor {
   PlanExecutor& operator=(const PlanExecutor&) = delete;
 
   // Ok when done, InProgress while running, or the error that ended the run.
-  Status start();
-  Status progress();
+  Status start() override;
+  Status progress() override;
   // Cancels what is in flight; the run reports `reason` from then on.
-  void abort(const Status& reason);
+  void abort(const Status& reason) override;
   // True when no transport operation still refers to this executor's memory.
-  bool quiescent() const;
+  bool quiescent() const override;
   // The peer the oldest unfinished receive waits for (-1 if none): named in timeouts.
-  int waitingOn() const;
+  int waitingOn() const override;
+  std::string describe() const override { return collectiveName(plan_->collective); }
   const Plan& plan() const { return *plan_; }
   const Status& status() const { return status_; }
 
