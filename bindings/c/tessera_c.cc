@@ -6,50 +6,12 @@
 #include <memory>
 #include <string>
 
+#include "bindings/c/c_api_internal.h"
 #include "runtime/communicator.h"
-
-struct tsr_comm {
-  std::unique_ptr<tsr::runtime::Communicator> impl;
-};
-struct tsr_request {
-  tsr::runtime::RequestPtr impl;
-};
 
 namespace {
 
-thread_local std::string lastError;
-
-tsr_status_t report(const tsr::Status& st) {
-  if (st.isError()) lastError = st.toString();
-  return static_cast<tsr_status_t>(st.code());
-}
-
-tsr_status_t invalid(const std::string& message) {
-  lastError = std::string("TSR_ERR_INVALID_ARGUMENT: ") + message;
-  return TSR_ERR_INVALID_ARGUMENT;
-}
-
-template <typename F>
-tsr_status_t guarded(const char* what, F&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    lastError = std::string("TSR_ERR_INTERNAL: ") + what + ": " + e.what();
-  } catch (...) {
-    lastError = std::string("TSR_ERR_INTERNAL: ") + what + ": unknown exception";
-  }
-  return TSR_ERR_INTERNAL;
-}
-
-// Blocking when request is NULL; otherwise hands the request out.
-tsr_status_t finish(tsr::Result<tsr::runtime::RequestPtr> posted, tsr_request_t* request) {
-  if (!posted.isOk()) return report(posted.status());
-  if (request) {
-    *request = new tsr_request{posted.take()};
-    return TSR_OK;
-  }
-  return report(posted.value()->wait());
-}
+using namespace tsr::capi;
 
 tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparams) {
   if (!comm) return invalid("tsr_comm_init: comm is NULL");

@@ -1,0 +1,56 @@
+// Private to libtessera: the C handles and the error conventions every C entry point shares
+// (tessera_c.cc for the core API; one tessera_<feature>.cc file per feature adds its own).
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "runtime/communicator.h"
+#include "tessera/tessera.h"
+
+struct tsr_comm {
+  std::unique_ptr<tsr::runtime::Communicator> impl;
+};
+struct tsr_request {
+  tsr::runtime::RequestPtr impl;
+};
+
+namespace tsr::capi {
+
+// The calling thread's last error message (tsr_last_error).
+inline thread_local std::string lastError;
+
+inline tsr_status_t report(const tsr::Status& st) {
+  if (st.isError()) lastError = st.toString();
+  return static_cast<tsr_status_t>(st.code());
+}
+
+inline tsr_status_t invalid(const std::string& message) {
+  lastError = std::string("TSR_ERR_INVALID_ARGUMENT: ") + message;
+  return TSR_ERR_INVALID_ARGUMENT;
+}
+
+template <typename F>
+inline tsr_status_t guarded(const char* what, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    lastError = std::string("TSR_ERR_INTERNAL: ") + what + ": " + e.what();
+  } catch (...) {
+    lastError = std::string("TSR_ERR_INTERNAL: ") + what + ": unknown exception";
+  }
+  return TSR_ERR_INTERNAL;
+}
+
+// Blocking when request is NULL; otherwise hands the request out.
+inline tsr_status_t finish(tsr::Result<tsr::runtime::RequestPtr> posted, tsr_request_t* request) {
+  if (!posted.isOk()) return report(posted.status());
+  if (request) {
+    *request = new tsr_request{posted.take()};
+    return TSR_OK;
+  }
+  return report(posted.value()->wait());
+}
+
+}  // namespace tsr::capi
