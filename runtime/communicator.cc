@@ -65,6 +65,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   engine.timeoutMs = config.timeoutMs();
   engine.spinUs = static_cast<int>(config.getInt("TSR_SPIN_US"));
   engine.hosts = hosts_;
+  if (bootstrap_) engine.neighbourSockets = bootstrap_->neighbourSockets();
   engine_ = std::make_unique<ProgressEngine>(*transport_, engine);
   logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_,
                hosts_[rank_], launch.source);

@@ -1,6 +1,10 @@
 #include "runtime/progress_engine.h"
 
+#include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <cstring>
 
@@ -210,6 +214,36 @@ bool ProgressEngine::pollControl() {
   return true;
 }
 
+void ProgressEngine::watchNeighbours() {
+  auto now = Clock::now();
+  if (now < nextNeighbourCheck_) return;
+  nextNeighbourCheck_ = now + std::chrono::milliseconds(50);
+  neighbourDone_.resize(options_.neighbourSockets.size(), false);
+  for (size_t i = 0; i < options_.neighbourSockets.size(); ++i) {
+    if (neighbourDone_[i]) continue;
+    auto [peer, fd] = options_.neighbourSockets[i];
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) <= 0) continue;
+    char byte = 0;
+    ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    neighbourDone_[i] = true;
+    if (n == 1 && byte == 'B') continue;  // goodbye: it destroyed its communicator
+    Status died(Code::kPeerFailed, peerName(peer) + " died: its bootstrap connection to rank " +
+                                       std::to_string(transport_.rank()) +
+                                       " closed without a goodbye");
+    log::get("runtime")->error("{}", died.toString());
+    breakCommunicator(died, true);
+  }
+}
+
+void ProgressEngine::sayGoodbyeToNeighbours() {
+  for (auto [peer, fd] : options_.neighbourSockets) {
+    const char bye = 'B';
+    [[maybe_unused]] ssize_t n = send(fd, &bye, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
+
 void ProgressEngine::checkTimeouts() {
   auto now = Clock::now();
   for (auto it = active_.begin(); it != active_.end();) {
@@ -240,6 +274,7 @@ void ProgressEngine::run() {
     busy |= pollControl();
     if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
     checkTimeouts();
+    watchNeighbours();
     draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
     controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
     auto now = Clock::now();
@@ -256,6 +291,7 @@ void ProgressEngine::run() {
   // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are
   // consumed rather than left unmatched), and give in-flight operations a moment to settle.
   breakCommunicator(Status(Code::kAborted, "communicator destroyed"), false);
+  sayGoodbyeToNeighbours();
   sayGoodbye();
   auto until = Clock::now() + std::chrono::milliseconds(500);
   while (Clock::now() < until && !controlSends_.empty()) {

@@ -26,6 +26,9 @@ struct EngineOptions {
   int spinUs = 50;
   uint32_t comm = 0;
   std::vector<std::string> hosts;  // per rank, for messages
+  // (rank, fd) of the bootstrap ring links: end-of-file there without a goodbye byte means
+  // that neighbour died, which breaks the communicator at once with the rank named.
+  std::vector<std::pair<int, int>> neighbourSockets;
 };
 
 using algorithms::TaskFactory;
@@ -72,6 +75,8 @@ class ProgressEngine {
   void finish(Active& active, Status status);
   void breakCommunicator(const Status& reason, bool notifyPeers);
   void postControlRecv();
+  void watchNeighbours();
+  void sayGoodbyeToNeighbours();
   void sendControl(const std::string& payload);
   void sayGoodbye();
   std::string peerName(int peer) const;
@@ -88,6 +93,8 @@ class ProgressEngine {
   Status broken_;
 
   // Progress-thread state.
+  std::vector<bool> neighbourDone_;  // per neighbourSockets entry: said goodbye or died
+  std::chrono::steady_clock::time_point nextNeighbourCheck_{};
   std::list<Active> active_;
   std::list<Active> draining_;  // failed runs whose transport ops are still in flight
   std::list<ControlSend> controlSends_;

@@ -70,6 +70,13 @@ class Bootstrap::Impl {
   }
 
   const LaunchInfo& info() const { return info_; }
+  std::vector<std::pair<int, int>> neighbourSockets() {
+    std::vector<std::pair<int, int>> out;
+    if (left_) out.emplace_back((info_.rank - 1 + info_.size) % info_.size, left_->socket.native_handle());
+    if (right_) out.emplace_back((info_.rank + 1) % info_.size, right_->socket.native_handle());
+    return out;
+  }
+
 
  private:
   std::string who() const { return "rank " + std::to_string(info_.rank); }
@@ -236,5 +243,8 @@ Status Bootstrap::barrier() {
 
 int Bootstrap::rank() const { return impl_->info().rank; }
 int Bootstrap::size() const { return impl_->info().size; }
+std::vector<std::pair<int, int>> Bootstrap::neighbourSockets() const {
+  return impl_->neighbourSockets();
+}
 
 }  // namespace tsr::runtime

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -52,6 +53,11 @@ class Bootstrap {
 
   int rank() const;
   int size() const;
+
+  // The ring links' sockets, as (neighbour rank, file descriptor): left first, then right;
+  // empty for size 1. They stay open for the bootstrap's life, so a neighbour that dies
+  // shows up as end-of-file at once: the communicator watches them (progress_engine.h).
+  std::vector<std::pair<int, int>> neighbourSockets() const;
 
   class Impl;
 

@@ -11,35 +11,6 @@
 
 namespace tsr::testing {
 
-// Bound (not listening) until released: the ranks' bootstrap acceptors can
-// still listen there, but a test running in parallel cannot be handed the same port.
-PortReservation::~PortReservation() {
-  for (int fd : fds) close(fd);
-}
-
-PortReservation freePorts(int n) {
-  PortReservation reservation;
-  std::vector<int>& fds = reservation.fds;
-  std::vector<uint16_t>& ports = reservation.ports;
-  for (int i = 0; i < n; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    // Bound without SO_REUSEADDR (so the port is unique), then flagged, so the bootstrap
-    // acceptor (which sets it too) may bind and listen while we still hold the port.
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    ports.push_back(ntohs(a.sin_port));
-    fds.push_back(fd);
-  }
-  return reservation;
-}
-
 runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
                                      const std::string& secret) {
   runtime::LaunchInfo info;
@@ -56,8 +27,10 @@ runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint1
 
 void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
               const std::map<std::string, std::string>& settings) {
-  PortReservation reservation = freePorts(size);
-  const std::vector<uint16_t>& ports = reservation.ports;
+  auto reserved = PortReservation::reserve(size, true);
+  ASSERT_TRUE(reserved.isOk()) << reserved.status().toString();
+  PortReservation reservation = reserved.take();  // held until every rank has finished
+  const std::vector<uint16_t>& ports = reservation.ports();
   std::vector<std::thread> threads;
   std::vector<std::string> failures(size);
   for (int r = 0; r < size; ++r) {

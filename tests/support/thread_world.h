@@ -8,20 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "base/port_reservation.h"
 #include "runtime/communicator.h"
 
 namespace tsr::testing {
 
-// Free TCP ports on 127.0.0.1, held (bound, not listening) until the reservation dies.
-struct PortReservation {
-  std::vector<uint16_t> ports;
-  std::vector<int> fds;
-  PortReservation() = default;
-  PortReservation(PortReservation&& o) noexcept : ports(std::move(o.ports)), fds(std::move(o.fds)) { o.fds.clear(); }
-  PortReservation& operator=(PortReservation&&) = delete;
-  ~PortReservation();
-};
-PortReservation freePorts(int n);
+
 
 runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
                                      const std::string& secret = "test-secret");

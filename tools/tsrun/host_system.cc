@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/port_reservation.h"
+
 namespace tsr::tools::tsrun {
 
 std::vector<std::string> localHostNames() {
@@ -25,42 +27,13 @@ std::vector<std::string> localHostNames() {
   return names;
 }
 
-// The probe sockets stay bound (not listening, close-on-exec, SO_REUSEADDR set after bind) for the life of
-// tsrun: the ranks can still bind and listen there (they set SO_REUSEADDR too), but no other
-// process's bind(0) picks the same port between our choice and the rank's listen.
+// Reserved for the life of tsrun (see base/port_reservation.h): the ranks can listen there,
+// but no other process can be handed the same port meanwhile.
 Result<std::vector<int>> pickFreePorts(int n) {
-  static std::vector<int> reserved;
-  std::vector<int> fds;
-  std::vector<int> ports;
-  Status status;
-  for (int i = 0; i < n && status.isOk(); ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      status = Status(Code::kInternal, std::string("socket(): ") + std::strerror(errno));
-      break;
-    }
-    fds.push_back(fd);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = 0;
-    socklen_t len = sizeof(addr);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      status = Status(Code::kInternal,
-                      std::string("picking a free TCP port: ") + std::strerror(errno));
-      break;
-    }
-    // Flagged only after bind: the port itself is unique, yet a rank may listen on it.
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    ports.push_back(ntohs(addr.sin_port));
-  }
-  if (!status.isOk()) {
-    for (int fd : fds) close(fd);
-    return status;
-  }
-  reserved.insert(reserved.end(), fds.begin(), fds.end());
+  static std::vector<PortReservation> held;
+  TSR_ASSIGN_OR_RETURN(PortReservation r, PortReservation::reserve(n, false));
+  std::vector<int> ports(r.ports().begin(), r.ports().end());
+  held.push_back(std::move(r));
   return ports;
 }
 

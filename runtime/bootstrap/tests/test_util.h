@@ -13,6 +13,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 
 #include "base/logging.h"
+#include "base/port_reservation.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/bootstrap/handshake.h"
 
@@ -21,23 +22,14 @@ namespace tsr::runtime::testing {
 namespace asio = detail::asio;
 using detail::tcp;
 
-// `n` distinct free ports on 127.0.0.1. The probe sockets stay bound (SO_REUSEADDR, not
-// listening) for the life of the test process: bootstrap acceptors can still listen there,
-// but a test running in parallel cannot be handed the same port.
+// `n` distinct free ports on 127.0.0.1, reserved for the life of the test process (see
+// base/port_reservation.h), so tests running in parallel never share one.
 inline std::vector<uint16_t> freePorts(int n) {
-  static asio::io_context io;  // before `reserved`: destroyed after the acceptors
-  static std::vector<std::unique_ptr<tcp::acceptor>> reserved;
-  std::vector<uint16_t> ports;
-  for (int i = 0; i < n; ++i) {
-    auto a = std::make_unique<tcp::acceptor>(io);
-    tcp::endpoint any(asio::ip::make_address("127.0.0.1"), 0);
-    a->open(any.protocol());
-    a->bind(any);  // unique port; SO_REUSEADDR after bind lets a bootstrap listen there
-    a->set_option(tcp::acceptor::reuse_address(true));
-    ports.push_back(a->local_endpoint().port());
-    reserved.push_back(std::move(a));
-  }
-  return ports;
+  static std::vector<PortReservation> held;
+  auto r = PortReservation::reserve(n, true);
+  if (!r.isOk()) return {};
+  held.push_back(r.take());
+  return held.back().ports();
 }
 
 inline std::vector<LaunchInfo> localInfos(int n, const std::string& secret = "test-secret",
