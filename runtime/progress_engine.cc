@@ -17,19 +17,28 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr size_t kControlBytes = 4096;
-// A control message is either an abort notice ("<code>\n<message>") or this goodbye, sent
+// A control message is either an abort notice ("<code>\n<failed seq>\n<message>") or this
+// goodbye, sent
 // when a rank destroys its communicator so peers do not mistake its exit for a failure.
 constexpr char kGoodbye[] = "goodbye";
 
-std::string encodeControl(const Status& s) {
-  return std::to_string(static_cast<int>(s.code())) + "\n" + s.message();
+std::string encodeControl(const Status& s, int64_t failedSeq) {
+  return std::to_string(static_cast<int>(s.code())) + "\n" + std::to_string(failedSeq) + "\n" +
+         s.message();
 }
 
-Status decodeControl(const char* data, size_t bytes, int from) {
+Status decodeControl(const char* data, size_t bytes, int from, int64_t* failedSeq) {
   std::string text(data, bytes);
-  size_t nl = text.find('\n');
-  int code = nl == std::string::npos ? static_cast<int>(Code::kAborted) : std::atoi(text.c_str());
-  std::string message = nl == std::string::npos ? text : text.substr(nl + 1);
+  size_t first = text.find('\n');
+  size_t second = first == std::string::npos ? first : text.find('\n', first + 1);
+  int code = static_cast<int>(Code::kAborted);
+  *failedSeq = -1;
+  std::string message = text;
+  if (second != std::string::npos) {
+    code = std::atoi(text.c_str());
+    *failedSeq = std::atoll(text.c_str() + first + 1);
+    message = text.substr(second + 1);
+  }
   if (code <= static_cast<int>(Code::kNotSupported) || code > static_cast<int>(Code::kNumericError))
     code = static_cast<int>(Code::kAborted);
   return Status(static_cast<Code>(code), message + " [reported by rank " + std::to_string(from) + "]");
@@ -59,9 +68,16 @@ void ProgressEngine::submit(Submission submission) {
       return;
     }
   }
+  submission.request->complete(refusal(submission));
+}
+
+Status ProgressEngine::refusal(const Submission& s) const {
   Status why = health();
-  submission.request->complete(Status(
-      Code::kAborted, "communicator is unusable after an earlier error: " + why.toString()));
+  // The collective that failed elsewhere (say, with a mismatch) reports that very error on
+  // ranks that had not started it yet; later ones say the communicator is unusable.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (brokenSeq_ >= 0 && static_cast<int64_t>(s.seq) <= brokenSeq_) return broken_;
+  return Status(Code::kAborted, "communicator is unusable after an earlier error: " + why.toString());
 }
 
 Status ProgressEngine::health() const {
@@ -98,9 +114,8 @@ bool ProgressEngine::startSubmissions() {
     batch.swap(incoming_);
   }
   for (auto& s : batch) {
-    Status health = this->health();
-    if (!health.isOk()) {
-      s.request->complete(health);
+    if (!this->health().isOk()) {
+      s.request->complete(refusal(s));
       continue;
     }
     Active a;
@@ -125,21 +140,24 @@ bool ProgressEngine::startSubmissions() {
 }
 
 void ProgressEngine::finish(Active& active, Status status) {
+  // Out of active_ first: breakCommunicator below walks (and empties) that list.
+  std::list<Active> done;
+  for (auto it = active_.begin(); it != active_.end(); ++it)
+    if (&*it == &active) {
+      done.splice(done.begin(), active_, it);
+      break;
+    }
+  Active& a = done.front();
   if (status.isError()) {
     log::get("runtime")->error("{}", status.toString());
     bool spread = status.code() == Code::kMismatch || status.code() == Code::kPeerFailed ||
                   status.code() == Code::kTimeout || status.code() == Code::kTransport;
-    active.submission.request->complete(status);
-    if (spread) breakCommunicator(status, true);
-  } else {
-    active.submission.request->complete(status);
+    // Break before completing: a caller woken by the completion must find it broken.
+    int64_t seq = a.submission.seq + a.submission.seqSpan - 1;
+    if (spread) breakCommunicator(status, true, seq);
   }
-  for (auto it = active_.begin(); it != active_.end(); ++it) {
-    if (&*it != &active) continue;
-    if (!it->executor->quiescent()) draining_.splice(draining_.end(), active_, it);
-    else active_.erase(it);
-    return;
-  }
+  a.submission.request->complete(status);
+  if (!a.executor->quiescent()) draining_.splice(draining_.end(), done);
 }
 
 bool ProgressEngine::driveActive() {
@@ -159,20 +177,24 @@ bool ProgressEngine::driveActive() {
   return any;
 }
 
-void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers) {
+void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_.isOk()) broken_ = reason;
+    if (broken_.isOk()) {
+      broken_ = reason;
+      brokenSeq_ = failedSeq;
+    }
   }
   if (notifyPeers && !notified_) {
     notified_ = true;
-    sendControl(encodeControl(reason).substr(0, kControlBytes));
+    sendControl(encodeControl(reason, failedSeq).substr(0, kControlBytes));
   }
-  // Everything still pending fails with the same reason.
+  // Everything still pending fails: the failed collective (and earlier ones) with the
+  // reason, later ones as aborted because of it.
   while (!active_.empty()) {
     Active& a = active_.front();
     a.executor->abort(reason);
-    a.submission.request->complete(reason);
+    a.submission.request->complete(pendingFailure(a.submission, reason));
     if (!a.executor->quiescent()) draining_.splice(draining_.end(), active_, active_.begin());
     else active_.pop_front();
   }
@@ -181,7 +203,17 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers) {
     std::lock_guard<std::mutex> lock(mutex_);
     rest.swap(incoming_);
   }
-  for (auto& s : rest) s.request->complete(reason);
+  for (auto& s : rest) s.request->complete(pendingFailure(s, reason));
+}
+
+Status ProgressEngine::pendingFailure(const Submission& s, const Status& reason) const {
+  int64_t failedSeq;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failedSeq = brokenSeq_;
+  }
+  if (failedSeq < 0 || static_cast<int64_t>(s.seq) <= failedSeq) return reason;
+  return Status(Code::kAborted, "communicator is unusable after an earlier error: " + reason.toString());
 }
 
 void ProgressEngine::sendControl(const std::string& payload) {
@@ -205,10 +237,10 @@ bool ProgressEngine::pollControl() {
       std::string_view(controlBuffer_.data(), controlRecv_.bytes) == kGoodbye) {
     transport_.markPeerLeft(from);
   } else if (controlRecv_.status.isOk()) {
-    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes,
-                                  transport::tagSource(controlRecv_.tag));
+    int64_t failedSeq = -1;
+    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failedSeq);
     log::get("runtime")->error("abort notice: {}", reason.toString());
-    breakCommunicator(reason, false);
+    breakCommunicator(reason, false, failedSeq);
   }
   postControlRecv();  // also while shutting down, until the receive is cancelled
   return true;
@@ -270,8 +302,10 @@ void ProgressEngine::run() {
   while (!stop_) {
     bool busy = startSubmissions();
     busy |= transport_.progress();
-    busy |= driveActive();
+    // Notices first: when a peer's abort notice and the failure it causes (its endpoint
+    // closing) arrive together, the notice names the root cause.
     busy |= pollControl();
+    busy |= driveActive();
     if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
     checkTimeouts();
     watchNeighbours();

@@ -73,7 +73,10 @@ class ProgressEngine {
   bool pollControl();
   void checkTimeouts();
   void finish(Active& active, Status status);
-  void breakCommunicator(const Status& reason, bool notifyPeers);
+  // failedSeq: the last sequence number of the collective that failed (-1: none in particular).
+  void breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq = -1);
+  Status refusal(const Submission& s) const;
+  Status pendingFailure(const Submission& s, const Status& reason) const;
   void postControlRecv();
   void watchNeighbours();
   void sayGoodbyeToNeighbours();
@@ -91,6 +94,7 @@ class ProgressEngine {
   mutable std::mutex mutex_;  // guards incoming_ and broken_
   std::deque<Submission> incoming_;
   Status broken_;
+  int64_t brokenSeq_ = -1;
 
   // Progress-thread state.
   std::vector<bool> neighbourDone_;  // per neighbourSockets entry: said goodbye or died

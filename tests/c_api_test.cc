@@ -1,0 +1,133 @@
+// The C API (libtessera.so) as a C user sees it: ranks as threads calling tsr_comm_init_config
+// with explicit launch keys over real UCX, blocking and non-blocking collectives, and every
+// error path returning a status with a message in tsr_last_error() that names what was wrong.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/port_reservation.h"
+#include "tessera/tessera.h"
+
+namespace {
+
+std::string lastError() { return tsr_last_error(); }
+
+// Runs body(comm, rank) on n threads, each with its own communicator from explicit params.
+template <typename Body>
+void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>> extra = {}) {
+  auto reserved = tsr::PortReservation::reserve(n, true);
+  ASSERT_TRUE(reserved.isOk());
+  std::string peers;
+  for (uint16_t p : reserved.value().ports()) peers += (peers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      std::string rank = std::to_string(r), size = std::to_string(n);
+      std::vector<tsr_param_t> params{{"rank", rank.c_str()}, {"size", size.c_str()},
+                                      {"local_rank", rank.c_str()}, {"local_size", size.c_str()},
+                                      {"peers", peers.c_str()}, {"secret", "c-api-test"}};
+      for (const auto& [k, v] : extra) params.push_back({k.c_str(), v.c_str()});
+      tsr_comm_t comm = nullptr;
+      if (tsr_comm_init_config(&comm, params.data(), params.size()) != TSR_OK) {
+        failures[r] = lastError();
+        return;
+      }
+      body(comm, r);
+      if (tsr_comm_destroy(comm) != TSR_OK) failures[r] = lastError();
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+}
+
+TEST(CApi, BlockingAndNonBlockingCollectivesOverThreeRanks) {
+  runCRanks(3, [](tsr_comm_t comm, int r) {
+    int rank = -1, size = -1;
+    ASSERT_EQ(tsr_comm_rank(comm, &rank), TSR_OK);
+    ASSERT_EQ(tsr_comm_size(comm, &size), TSR_OK);
+    EXPECT_EQ(rank, r);
+    EXPECT_EQ(size, 3);
+    std::vector<int64_t> in(1001, r + 1), out(1001);
+    ASSERT_EQ(tsr_allreduce(comm, in.data(), out.data(), in.size(), TSR_INT64, TSR_SUM, nullptr), TSR_OK) << lastError();
+    for (int64_t v : out) ASSERT_EQ(v, 6);
+
+    std::vector<float> f(4096, static_cast<float>(r)), g(4096);
+    tsr_request_t req = nullptr;
+    ASSERT_EQ(tsr_allreduce(comm, f.data(), g.data(), f.size(), TSR_FLOAT32, TSR_MAX, &req), TSR_OK);
+    tsr_status_t st;
+    for (int spins = 0; (st = tsr_test(req)) == TSR_IN_PROGRESS && spins < 10000000; ++spins) {
+    }
+    ASSERT_EQ(st, TSR_OK) << lastError();
+    ASSERT_EQ(tsr_request_free(req), TSR_OK);
+    for (float v : g) ASSERT_EQ(v, 2.0f);
+
+    std::vector<int32_t> mine(5, r * 10), all(15);
+    ASSERT_EQ(tsr_allgather(comm, mine.data(), all.data(), 5, TSR_INT32, nullptr), TSR_OK);
+    for (int q = 0; q < 3; ++q) EXPECT_EQ(all[q * 5], q * 10);
+    std::vector<double> b(7, r == 2 ? 3.5 : 0.0);
+    ASSERT_EQ(tsr_broadcast(comm, b.data(), b.data(), b.size(), TSR_FLOAT64, 2, nullptr), TSR_OK);
+    EXPECT_EQ(b[6], 3.5);
+    std::vector<int32_t> rs_in(6, 1), rs_out(2);
+    ASSERT_EQ(tsr_reduce_scatter(comm, rs_in.data(), rs_out.data(), 2, TSR_INT32, TSR_SUM, nullptr), TSR_OK);
+    EXPECT_EQ(rs_out[0], 3);
+    ASSERT_EQ(tsr_barrier(comm, nullptr), TSR_OK);
+    uint64_t sent = 0;
+    ASSERT_EQ(tsr_comm_bytes_sent(comm, &sent), TSR_OK);
+    EXPECT_GT(sent, 0u);
+  });
+}
+
+TEST(CApi, BadArgumentsAreNamed) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    float x[4] = {0};
+    EXPECT_EQ(tsr_allreduce(comm, x, x, 4, static_cast<tsr_dtype_t>(42), TSR_SUM, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("dtype 42"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, static_cast<tsr_op_t>(9), nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("op 9"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_allreduce(comm, nullptr, x, 4, TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("NULL"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_broadcast(comm, x, x, 4, TSR_FLOAT32, 7, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("root 7"), std::string::npos) << lastError();
+    EXPECT_NE(lastError().find("rank " + std::to_string(r)), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_comm_rank(comm, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    // Bad arguments fail locally and leave the communicator usable.
+    ASSERT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
+  });
+  EXPECT_EQ(tsr_comm_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tsr_wait(nullptr), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tsr_comm_init_config(nullptr, nullptr, 0), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("NULL"), std::string::npos) << lastError();
+}
+
+TEST(CApi, UnknownOrBadConfigKeysAreNamed) {
+  tsr_comm_t comm = nullptr;
+  tsr_param_t unknown[] = {{"rank", "0"}, {"size", "1"}, {"timeout_mz", "5"}};
+  EXPECT_EQ(tsr_comm_init_config(&comm, unknown, 3), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("timeout_mz"), std::string::npos) << lastError();
+  tsr_param_t bad[] = {{"rank", "0"}, {"size", "1"}, {"TSR_TIMEOUT_MS", "soon"}};
+  EXPECT_EQ(tsr_comm_init_config(&comm, bad, 3), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("soon"), std::string::npos) << lastError();
+  EXPECT_EQ(comm, nullptr);
+}
+
+TEST(CApi, MismatchReachesEveryRankAndAbortIsFinal) {
+  runCRanks(3, [](tsr_comm_t comm, int r) {
+    std::vector<float> x(100);
+    size_t count = r == 1 ? 99 : 100;
+    EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_MISMATCH) << lastError();
+    EXPECT_NE(lastError().find("count"), std::string::npos) << lastError();
+    // The communicator is unusable from then on, and says why.
+    EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << lastError();
+    EXPECT_NE(lastError().find("MISMATCH"), std::string::npos) << lastError();
+  }, {{"timeout_ms", "20000"}});
+}
+
+TEST(CApi, EveryStatusHasAName) {
+  for (int s = TSR_OK; s <= TSR_ERR_NUMERIC; ++s)
+    EXPECT_STRNE(tsr_status_string(static_cast<tsr_status_t>(s)), "") << s;
+  EXPECT_STREQ(tsr_status_string(TSR_ERR_TIMEOUT), "TSR_ERR_TIMEOUT");
+}
+
+}  // namespace
