@@ -4,6 +4,7 @@
 
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/local_topology.h"
 #include "runtime/peer_card.h"
 #include "runtime/progress_engine.h"
 #include "transport/ucx_transport.h"
@@ -44,6 +45,9 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   dense_.chunkBytes = static_cast<size_t>(config.getInt("TSR_CHUNK_BYTES"));
   dense_.window = static_cast<int>(config.getInt("TSR_WINDOW"));
 
+  TSR_ASSIGN_OR_RETURN(std::string binding,
+                       setUpLocalTopology(config, rank_, localRank_, localSize_, localHostname()));
+  logger->debug("rank {}: {}", rank_, binding);
   TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_));
   PeerCard mine{transport_->localAddress(), localHostname(), localHostId()};
   std::vector<std::string> blobs{mine.encode()};
