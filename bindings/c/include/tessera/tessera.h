@@ -37,7 +37,11 @@ typedef enum {
   TSR_ERR_TRANSPORT = 8,        /* UCX reported an error */
   TSR_ERR_ABORTED = 9,          /* the communicator was aborted or is unusable after an error */
   TSR_ERR_INTERNAL = 10,        /* a bug in Tessera: please report it */
-  TSR_ERR_NUMERIC = 11          /* NaN or Inf where a compressor cannot take it */
+  TSR_ERR_NUMERIC = 11,         /* NaN or Inf where a compressor cannot take it */
+  /* Not values: they make every int a valid tsr_status_t, so a bad one passed in is
+   * reported as an error instead of being undefined behaviour in the library. */
+  TSR_STATUS_RANGE_MIN_ = -0x7fffffff - 1,
+  TSR_STATUS_RANGE_MAX_ = 0x7fffffff
 } tsr_status_t;
 
 typedef enum {
@@ -46,10 +50,20 @@ typedef enum {
   TSR_FLOAT16 = 2,
   TSR_BFLOAT16 = 3,
   TSR_INT32 = 4,
-  TSR_INT64 = 5
+  TSR_INT64 = 5,
+  TSR_DTYPE_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
+  TSR_DTYPE_RANGE_MAX_ = 0x7fffffff
 } tsr_dtype_t;
 
-typedef enum { TSR_SUM = 0, TSR_AVG = 1, TSR_MIN = 2, TSR_MAX = 3, TSR_PROD = 4 } tsr_op_t;
+typedef enum {
+  TSR_SUM = 0,
+  TSR_AVG = 1,
+  TSR_MIN = 2,
+  TSR_MAX = 3,
+  TSR_PROD = 4,
+  TSR_OP_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
+  TSR_OP_RANGE_MAX_ = 0x7fffffff
+} tsr_op_t;
 
 typedef struct tsr_comm* tsr_comm_t;
 typedef struct tsr_request* tsr_request_t;
