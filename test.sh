@@ -9,7 +9,7 @@ tsr_install_missing
 echo "== Release build (build/)"
 tsr_build build -DCMAKE_BUILD_TYPE=Release
 echo "== Tests"
-ctest --test-dir build --output-on-failure --timeout 900
+ctest --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
 
 echo "== Sanitizer build (build-asan/)"
 tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF
@@ -19,4 +19,4 @@ UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
 LSAN_OPTIONS="suppressions=$TSR_ROOT/scripts/lsan.supp:fast_unwind_on_malloc=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  ctest --test-dir build-asan --output-on-failure --timeout 900 -LE "slow|netns"
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -LE "slow|netns"
