@@ -1,10 +1,8 @@
 #include "runtime/progress_engine.h"
 
-#include <poll.h>
 #include <sched.h>
-#include <sys/socket.h>
 
-#include <cerrno>
+#include <algorithm>
 
 #include <cstring>
 
@@ -46,7 +44,11 @@ Status decodeControl(const char* data, size_t bytes, int from, int64_t* failedSe
 }  // namespace
 
 ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions options)
-    : transport_(transport), options_(std::move(options)), controlBuffer_(kControlBytes) {
+    : transport_(transport),
+      options_(std::move(options)),
+      neighbours_(options_.neighbourSockets,
+                  std::chrono::milliseconds(std::clamp(options_.timeoutMs / 2, 1000, 30000))),
+      controlBuffer_(kControlBytes) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -247,33 +249,19 @@ bool ProgressEngine::pollControl() {
 }
 
 void ProgressEngine::watchNeighbours() {
-  auto now = Clock::now();
-  if (now < nextNeighbourCheck_) return;
-  nextNeighbourCheck_ = now + std::chrono::milliseconds(50);
-  neighbourDone_.resize(options_.neighbourSockets.size(), false);
-  for (size_t i = 0; i < options_.neighbourSockets.size(); ++i) {
-    if (neighbourDone_[i]) continue;
-    auto [peer, fd] = options_.neighbourSockets[i];
-    pollfd p{fd, POLLIN | POLLRDHUP, 0};
-    if (poll(&p, 1, 0) <= 0) continue;
-    char byte = 0;
-    ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-    neighbourDone_[i] = true;
-    if (n == 1 && byte == 'B') continue;  // goodbye: it destroyed its communicator
-    Status died(Code::kPeerFailed, peerName(peer) + " died: its bootstrap connection to rank " +
-                                       std::to_string(transport_.rank()) +
-                                       " closed without a goodbye");
-    log::get("runtime")->error("{}", died.toString());
-    breakCommunicator(died, true);
-  }
-}
-
-void ProgressEngine::sayGoodbyeToNeighbours() {
-  for (auto [peer, fd] : options_.neighbourSockets) {
-    const char bye = 'B';
-    [[maybe_unused]] ssize_t n = send(fd, &bye, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
+  auto event = neighbours_.poll(Clock::now(), !active_.empty());
+  if (!event) return;
+  Status st = event->kind == NeighbourWatch::Event::kDied
+                  ? Status(Code::kPeerFailed, peerName(event->peer) +
+                                                  " died: its bootstrap connection to rank " +
+                                                  std::to_string(transport_.rank()) +
+                                                  " closed without a goodbye")
+                  : Status(Code::kTimeout, peerName(event->peer) + " stopped responding: rank " +
+                                               std::to_string(transport_.rank()) +
+                                               " has had no heartbeat from it for " +
+                                               std::to_string(event->silentFor.count()) + " ms");
+  log::get("runtime")->error("{}", st.toString());
+  breakCommunicator(st, true);
 }
 
 void ProgressEngine::checkTimeouts() {
@@ -325,7 +313,7 @@ void ProgressEngine::run() {
   // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are
   // consumed rather than left unmatched), and give in-flight operations a moment to settle.
   breakCommunicator(Status(Code::kAborted, "communicator destroyed"), false);
-  sayGoodbyeToNeighbours();
+  neighbours_.sayGoodbye();
   sayGoodbye();
   auto until = Clock::now() + std::chrono::milliseconds(500);
   while (Clock::now() < until && !controlSends_.empty()) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
+#include "runtime/neighbour_watch.h"
 #include "runtime/request.h"
 #include "transport/transport.h"
 
@@ -79,7 +80,6 @@ class ProgressEngine {
   Status pendingFailure(const Submission& s, const Status& reason) const;
   void postControlRecv();
   void watchNeighbours();
-  void sayGoodbyeToNeighbours();
   void sendControl(const std::string& payload);
   void sayGoodbye();
   std::string peerName(int peer) const;
@@ -97,8 +97,7 @@ class ProgressEngine {
   int64_t brokenSeq_ = -1;
 
   // Progress-thread state.
-  std::vector<bool> neighbourDone_;  // per neighbourSockets entry: said goodbye or died
-  std::chrono::steady_clock::time_point nextNeighbourCheck_{};
+  NeighbourWatch neighbours_;
   std::list<Active> active_;
   std::list<Active> draining_;  // failed runs whose transport ops are still in flight
   std::list<ControlSend> controlSends_;
