@@ -7,6 +7,7 @@
 #include "runtime/local_topology.h"
 #include "runtime/peer_card.h"
 #include "runtime/progress_engine.h"
+#include "runtime/scratch_pool.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr::runtime {
@@ -76,6 +77,10 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   return Status::ok();
 }
 
+std::shared_ptr<ScratchPool> Communicator::makeScratchPool() {
+  return std::make_shared<ScratchPool>();
+}
+
 Communicator::~Communicator() {
   // Order matters: stop the thread, then close endpoints (their callbacks may still write
   // into the engine's completions), then free the engine.
@@ -129,10 +134,7 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
                                         const void* input, void* output) {
   std::shared_ptr<void> scratch;
   if (plan->scratchBytes) {
-    size_t bytes = (plan->scratchBytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) return Status(Code::kInternal, "cannot allocate " + std::to_string(bytes) + " bytes of scratch");
-    scratch = std::shared_ptr<void>(p, std::free);
+    TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
   algorithms::RunBuffers buffers{input, output, scratch.get(), transport::MemoryType::kHost};
   TaskFactory make = [plan = std::move(plan), buffers](const algorithms::TaskContext& ctx)

@@ -29,6 +29,7 @@ namespace tsr::runtime {
 
 class Bootstrap;
 class ProgressEngine;
+class ScratchPool;
 
 using RequestPtr = std::shared_ptr<Request>;
 using algorithms::TaskFactory;
@@ -90,6 +91,8 @@ class Communicator {
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
   std::unique_ptr<ProgressEngine> engine_;
+  std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
+  static std::shared_ptr<ScratchPool> makeScratchPool();
 
   std::mutex mutex_;  // guards seq_ and plans_
   uint32_t seq_ = 0;
