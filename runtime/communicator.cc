@@ -65,7 +65,12 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
     hosts_.push_back(card.hostname);
     hostIds_.push_back(card.hostId);
   }
-  TSR_RETURN_IF_ERROR(transport_->connect(addresses));
+  // Same-host peers: UCX shared memory (no UCX peer-failure mode there) unless
+  // TSR_ERR_MODE=peer; failures are then caught by the neighbour watch and timeouts.
+  std::vector<bool> fastLocal(size_, false);
+  if (config.get("TSR_ERR_MODE") == "auto")
+    for (int r = 0; r < size_; ++r) fastLocal[r] = r != rank_ && hostIds_[r] == hostIds_[rank_];
+  TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
   EngineOptions engine;
   engine.timeoutMs = config.timeoutMs();
   engine.spinUs = static_cast<int>(config.getInt("TSR_SPIN_US"));
@@ -137,12 +142,15 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
   algorithms::RunBuffers buffers{input, output, scratch.get(), transport::MemoryType::kHost};
+  std::string algorithm = plan->algorithm;
   TaskFactory make = [plan = std::move(plan), buffers](const algorithms::TaskContext& ctx)
       -> Result<std::unique_ptr<algorithms::Task>> {
     return std::unique_ptr<algorithms::Task>(
         new algorithms::PlanExecutor(plan, buffers, ctx.id, ctx.transport));
   };
-  return submitTask(std::move(make), 1, std::move(scratch));
+  auto posted = submitTask(std::move(make), 1, std::move(scratch));
+  if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
+  return posted;
 }
 
 Result<RequestPtr> Communicator::submitTask(TaskFactory make, uint32_t seqSpan,

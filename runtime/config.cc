@@ -82,6 +82,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_TOPO_DUMP_FILE", ValueKind::kString, "", "", "write the discovered topology here"},
       {"TSR_LINK_BW", ValueKind::kString, "", "", "link bandwidth for the cost model"},
       {"TSR_LINK_LAT", ValueKind::kString, "", "", "link latency for the cost model"},
+      {"TSR_ERR_MODE", ValueKind::kEnum, "auto", "auto|peer",
+       "UCX error handling: peer = UCX peer failure mode on every endpoint (same-host traffic then "
+       "goes over TCP loopback); auto = shared memory to same-host peers"},
       {"TSR_SPIN_US", ValueKind::kInt, "50", "0..1000000",
        "how long the progress thread polls before it sleeps on the event fd"},
       // Set by tsrun (or derived from Open MPI / Slurm / torchrun); read by the bootstrap.

@@ -180,6 +180,7 @@ bool ProgressEngine::driveActive() {
 }
 
 void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq) {
+  if (reason.code() != Code::kAborted || !stop_) transport_.abandonPendingOnClose();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (broken_.isOk()) {

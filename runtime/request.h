@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <string>
 
 #include "base/status.h"
 
@@ -17,12 +18,16 @@ class Request {
   Status wait() const;
   void complete(Status status);
   bool done() const;
+  // The algorithm that serves this collective ("ring", "binomial", ...), set when posted.
+  const std::string& algorithm() const { return algorithm_; }
+  void setAlgorithm(std::string name) { algorithm_ = std::move(name); }
 
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   bool done_ = false;
   Status status_{Code::kInProgress, ""};
+  std::string algorithm_;
 };
 
 }  // namespace tsr::runtime

@@ -56,6 +56,9 @@ class Transport {
   // The peer said goodbye (destroyed its communicator): later failures of its endpoint are
   // expected and quiet, and operations with it fail naming why.
   virtual void markPeerLeft(int peer) = 0;
+  // After a failure nobody will take what is still in flight: close endpoints without
+  // flushing, so pending sends end (with an error) instead of holding the close up.
+  virtual void abandonPendingOnClose() = 0;
   virtual bool supportsMemoryType(MemoryType type) const = 0;
   // Bytes this rank has handed to send(), for wire accounting.
   virtual uint64_t bytesSent() const = 0;

@@ -117,7 +117,7 @@ UcxTransport::~UcxTransport() {
       if (!ep) continue;
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = peerStatus_[peer].isOk() ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+      param.flags = peerStatus_[peer].isOk() && !abandonOnClose_ ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
       ucs_status_ptr_t req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ep), &param);
       if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
       ep = nullptr;
@@ -162,7 +162,12 @@ void UcxTransport::discardUnexpected() {
 }
 
 Status UcxTransport::connect(const std::vector<std::string>& addresses) {
-  if (static_cast<int>(addresses.size()) != size_)
+  return connect(addresses, std::vector<bool>(addresses.size(), false));
+}
+
+Status UcxTransport::connect(const std::vector<std::string>& addresses,
+                             const std::vector<bool>& fastLocal) {
+  if (static_cast<int>(addresses.size()) != size_ || fastLocal.size() != addresses.size())
     return Status(Code::kInternal, "transport: got " + std::to_string(addresses.size()) +
                                        " addresses for " + std::to_string(size_) + " ranks");
   handlerArgs_.resize(size_);
@@ -172,8 +177,9 @@ Status UcxTransport::connect(const std::vector<std::string>& addresses) {
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    bool local = fastLocal[peer];
     ep.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
     ep.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t st) {
       auto* a = static_cast<PeerHandlerArg*>(arg);
       a->self->markPeerFailed(a->peer, ucs_status_string(st));

@@ -27,6 +27,11 @@ class UcxTransport final : public Transport {
   int size() const override { return size_; }
   const std::string& localAddress() const override { return address_; }
   Status connect(const std::vector<std::string>& addresses) override;
+  // Like connect(); peers with fastLocal[peer] set get UCP_ERR_HANDLING_MODE_NONE, because
+  // UCX (1.13) has no peer failure handling for its shared-memory transports and would send
+  // to a same-host peer over TCP loopback in PEER mode. Their failures are caught above the
+  // transport (bootstrap-link watch, timeouts, abort notices).
+  Status connect(const std::vector<std::string>& addresses, const std::vector<bool>& fastLocal);
 
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;
@@ -40,6 +45,7 @@ class UcxTransport final : public Transport {
 
   Status peerStatus(int peer) const override;
   void markPeerLeft(int peer) override;
+  void abandonPendingOnClose() override { abandonOnClose_ = true; }
   bool supportsMemoryType(MemoryType type) const override;
   uint64_t bytesSent() const override { return bytesSent_.load(std::memory_order_relaxed); }
 
@@ -74,6 +80,7 @@ class UcxTransport final : public Transport {
   std::vector<Status> peerStatus_;
   std::vector<bool> left_;  // said goodbye (see markPeerLeft)
   bool closing_ = false;
+  bool abandonOnClose_ = false;
   std::unordered_map<void*, void*> registrations_;  // pointer -> ucp_mem_h
   std::atomic<uint64_t> bytesSent_{0};
 };

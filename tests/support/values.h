@@ -1,76 +1,8 @@
-// Element values for tests: write a double into any dtype and read it back, and compare a
-// result with a float64 reference at the precision of the dtype.
+// Tests use the shared reference values (base/reference_values.h) under tsr::testing.
 #pragma once
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <vector>
-
-#include "base/dtype.h"
-#include "base/half.h"
+#include "base/reference_values.h"
 
 namespace tsr::testing {
-
-inline void storeValue(void* base, size_t i, DataType t, double v) {
-  switch (t) {
-    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kF16: static_cast<uint16_t*>(base)[i] = floatToF16(static_cast<float>(v)); break;
-    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = floatToBf16(static_cast<float>(v)); break;
-    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-  }
-}
-
-inline double loadValue(const void* base, size_t i, DataType t) {
-  switch (t) {
-    case DataType::kF32: return static_cast<const float*>(base)[i];
-    case DataType::kF64: return static_cast<const double*>(base)[i];
-    case DataType::kF16: return f16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kBF16: return bf16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kI32: return static_cast<const int32_t*>(base)[i];
-    case DataType::kI64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-  }
-  return 0;
-}
-
-// Inputs chosen so that every reduction is exact or nearly so in every dtype: small
-// integers, and only 1s and 2s for prod (2^16 fits all types).
-inline double inputValue(int rank, size_t j, ReduceOp op) {
-  if (op == ReduceOp::kProd) return 1.0 + static_cast<double>((j + rank) % 2);
-  return static_cast<double>((rank + 1) + static_cast<int>(j % 7)) - 3.0;
-}
-
-inline double reduceReference(int size, size_t j, ReduceOp op, DataType t) {
-  double acc = inputValue(0, j, op);
-  for (int r = 1; r < size; ++r) {
-    double v = inputValue(r, j, op);
-    switch (op) {
-      case ReduceOp::kSum: case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      case ReduceOp::kProd: acc *= v; break;
-    }
-  }
-  if (op == ReduceOp::kAvg) {
-    if (isFloatType(t)) acc /= size;
-    else acc = std::trunc(acc / size);
-  }
-  return acc;
-}
-
-inline double tolerance(DataType t) {
-  switch (t) {
-    case DataType::kF16: return 2e-3;
-    case DataType::kBF16: return 1e-2;
-    case DataType::kF32: return 1e-6;
-    default: return 0;
-  }
-}
-
-inline bool closeEnough(double got, double want, DataType t) {
-  return std::fabs(got - want) <= tolerance(t) * std::max(1.0, std::fabs(want));
-}
-
+using namespace tsr::reference;
 }  // namespace tsr::testing

@@ -1,0 +1,111 @@
+#include "tools/bench/bench_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+
+namespace tsr::tools::bench {
+
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::kAllreduce: return "allreduce";
+    case Collective::kAllgather: return "allgather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+namespace {
+
+// "64M", "1K", "4096", "1G" -> bytes.
+Result<size_t> parseBytes(const std::string& text, const char* option) {
+  if (text.empty()) return Status(Code::kInvalidArgument, std::string(option) + ": empty size");
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (...) {
+    end = 0;
+  }
+  if (end == 0) return Status(Code::kInvalidArgument, std::string(option) + " " + text + ": not a size");
+  std::string unit = text.substr(end);
+  double mult = unit.empty() || unit == "B" ? 1 : unit == "K" || unit == "KB" ? 1024.0
+              : unit == "M" || unit == "MB" ? 1048576.0 : unit == "G" || unit == "GB" ? 1073741824.0 : -1;
+  if (mult < 0 || v < 0)
+    return Status(Code::kInvalidArgument, std::string(option) + " " + text +
+                                              ": not a size (use bytes or K, M, G suffixes)");
+  return static_cast<size_t>(v * mult);
+}
+
+}  // namespace
+
+Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
+  BenchOptions o;
+  CLI::App app{"tsr-bench: collective benchmark over Tessera (run it under tsrun)", "tsr-bench"};
+  std::string minB = "8", maxB = "64M", dtype = "f32", op = "sum", coll = "allreduce";
+  int check = 1;
+  app.add_option("-b,--minbytes", minB, "smallest message size (bytes, K/M/G suffixes)");
+  app.add_option("-e,--maxbytes", maxB, "largest message size");
+  app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows")->check(CLI::PositiveNumber);
+  app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
+  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
+  app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64");
+  app.add_option("-o,--op", op, "sum|avg|min|max|prod");
+  app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")
+      ->check(CLI::Range(0, 1));
+  app.add_option("--collective", coll, "allreduce|allgather|reduce_scatter|broadcast");
+  app.add_option("--algo", o.algo, "algorithm (auto = Tessera's choice; sets TSR_ALGO)");
+  app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
+  app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
+  app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
+  app.add_option("--rate", o.rateGbit, "link rate in Gbit/s: adds the floor 2(N-1)/N*S*8/rate");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return Status(Code::kNotSupported, app.help());
+  } catch (const CLI::ParseError& e) {
+    return Status(Code::kInvalidArgument, std::string("tsr-bench: ") + e.what());
+  }
+  TSR_ASSIGN_OR_RETURN(o.minBytes, parseBytes(minB, "-b"));
+  TSR_ASSIGN_OR_RETURN(o.maxBytes, parseBytes(maxB, "-e"));
+  if (o.maxBytes < o.minBytes)
+    return Status(Code::kInvalidArgument, "-e " + maxB + " is smaller than -b " + minB);
+  bool found = false;
+  for (int t = 0; t < kNumDataTypes; ++t)
+    if (dtype == dataTypeName(static_cast<DataType>(t))) o.dtype = static_cast<DataType>(t), found = true;
+  if (!found) return Status(Code::kInvalidArgument, "-d " + dtype + ": accepted values are f32|f64|f16|bf16|i32|i64");
+  found = false;
+  for (int k = 0; k < kNumReduceOps; ++k)
+    if (op == reduceOpName(static_cast<ReduceOp>(k))) o.op = static_cast<ReduceOp>(k), found = true;
+  if (!found) return Status(Code::kInvalidArgument, "-o " + op + ": accepted values are sum|avg|min|max|prod");
+  static const std::map<std::string, Collective> kColl = {
+      {"allreduce", Collective::kAllreduce}, {"allgather", Collective::kAllgather},
+      {"reduce_scatter", Collective::kReduceScatter}, {"broadcast", Collective::kBroadcast}};
+  auto it = kColl.find(coll);
+  if (it == kColl.end())
+    return Status(Code::kInvalidArgument, "--collective " + coll +
+                                              ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
+  o.collective = it->second;
+  o.check = check == 1;
+  return o;
+}
+
+std::vector<size_t> sweepSizes(const BenchOptions& o, size_t elementBytes) {
+  std::vector<size_t> sizes;
+  auto whole = [&](size_t b) { return b / elementBytes * elementBytes; };
+  if (o.factor <= 1.0) {
+    sizes.push_back(whole(o.minBytes));
+    if (o.maxBytes != o.minBytes) sizes.push_back(whole(o.maxBytes));
+    return sizes;
+  }
+  for (double b = static_cast<double>(o.minBytes); b <= static_cast<double>(o.maxBytes) * 1.0000001;
+       b *= o.factor) {
+    size_t s = whole(static_cast<size_t>(b));
+    if (sizes.empty() || s != sizes.back()) sizes.push_back(s);
+    if (sizes.size() > 200) break;
+  }
+  return sizes;
+}
+
+}  // namespace tsr::tools::bench

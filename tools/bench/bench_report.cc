@@ -1,0 +1,105 @@
+#include "tools/bench/bench_report.h"
+
+#include <cstdio>
+
+namespace tsr::tools::bench {
+
+namespace {
+std::string format(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+}  // namespace
+
+double busFactor(Collective c, int n) {
+  switch (c) {
+    case Collective::kAllreduce: return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case Collective::kAllgather:
+    case Collective::kReduceScatter: return n > 1 ? static_cast<double>(n - 1) / n : 0.0;
+    case Collective::kBroadcast: return 1.0;
+  }
+  return 1.0;
+}
+
+double algbwGBs(const BenchRow& r) { return r.timeUs > 0 ? r.bytes / (r.timeUs * 1e3) : 0.0; }
+
+double busbwGBs(const BenchRow& r, Collective c, int n) { return algbwGBs(r) * busFactor(c, n); }
+
+double floorUs(const BenchRow& r, Collective c, int n, double rateGbit) {
+  if (rateGbit <= 0) return 0;
+  return busFactor(c, n) * r.bytes * 8 / (rateGbit * 1e9) * 1e6;
+}
+
+std::string header(const BenchOptions& o, int n, const std::string& note) {
+  if (o.format == "peer")
+    return format("# tsr-bench %s %s %s, world=%d, rate=%g Gbit/s, %s\n", collectiveName(o.collective),
+                  dataTypeName(o.dtype), reduceOpName(o.op), n, o.rateGbit, note.c_str()) +
+           format("#%12s %10s %5s %11s %11s %11s %11s %11s %11s %7s ok\n", "size(B)", "count", "iters",
+                  "time(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "floor(us)", "x_floor");
+  if (o.format == "csv")
+    return "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong\n";
+  return format("# tsr-bench: %s, %d ranks, %s; %d warmup + %d timed iterations per size\n",
+                collectiveName(o.collective), n, note.c_str(), o.warmup, o.iters) +
+         "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
+         format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop",
+                "algo", "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
+         format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "",
+                "(GB/s)", "(GB/s)", "", "");
+}
+
+std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
+  const char* redop = o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter
+                          ? reduceOpName(o.op) : "none";
+  if (o.format == "peer") {
+    double fl = floorUs(r, o.collective, n, o.rateGbit);
+    std::string s = format(" %12zu %10zu %5d %11.0f %11.0f %11.0f %11.3f %11.3f %11.0f ", r.bytes, r.count,
+                           r.iters, r.timeUs, r.minUs, r.maxUs, algbwGBs(r), busbwGBs(r, o.collective, n), fl);
+    s += fl > 0 ? format("%7.2f", r.timeUs / fl) : format("%7s", "-");
+    return s + (r.wrong == 0 && r.error.empty() ? " OK\n" : " FAIL\n");
+  }
+  if (o.format == "csv")
+    return format("%zu,%zu,%s,%s,%s,%d,%.2f,%.4f,%.4f,%llu,%lld\n", r.bytes, r.count, dataTypeName(o.dtype),
+                  redop, r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
+                  static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong));
+  std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
+  std::string s = format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count,
+                         dataTypeName(o.dtype), redop, r.algo.c_str(), r.timeUs, algbwGBs(r),
+                         busbwGBs(r, o.collective, n), static_cast<unsigned long long>(r.wireBytes),
+                         wrong.c_str());
+  if (!r.error.empty()) s += "#   error: " + r.error + "\n";
+  return s;
+}
+
+double averageBusbw(const std::vector<BenchRow>& rows, Collective c, int n) {
+  double sum = 0;
+  for (const auto& r : rows) sum += busbwGBs(r, c, n);
+  return rows.empty() ? 0 : sum / rows.size();
+}
+
+std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int n) {
+  int64_t wrong = 0;
+  int failed = 0;
+  for (const auto& r : rows) {
+    wrong += r.wrong > 0 ? r.wrong : 0;
+    failed += !r.error.empty();
+  }
+  std::string s = format("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong), wrong || failed ? "FAILED" : "OK");
+  s += format("# Avg bus bandwidth    : %.4f GB/s\n", averageBusbw(rows, o.collective, n));
+  if (failed) s += format("# Failed sizes        : %d\n", failed);
+  return s;
+}
+
+std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
+  std::string err;
+  for (char c : r.error) err += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return format("{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
+                "\"algo\": \"%s\", \"nranks\": %d, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
+                "\"wire_bytes\": %llu, \"wrong\": %lld",
+                collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), reduceOpName(o.op),
+                r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
+                static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong)) +
+         (err.empty() ? "" : ", \"error\": \"" + err + "\"") + "}\n";
+}
+
+}  // namespace tsr::tools::bench

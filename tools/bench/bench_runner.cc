@@ -1,0 +1,152 @@
+#include "tools/bench/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "base/reference_values.h"
+
+namespace tsr::tools::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using reference::inputValue;
+using reference::loadValue;
+using reference::storeValue;
+
+Status waitFor(Result<runtime::RequestPtr> posted, std::string* algo = nullptr) {
+  if (!posted.isOk()) return posted.status();
+  if (algo) *algo = posted.value()->algorithm();
+  return posted.value()->wait();
+}
+
+struct Buffers {
+  size_t count;                   // elements per rank (the collective's count argument)
+  std::vector<char> in, out;
+};
+
+Buffers makeBuffers(Collective c, size_t bytes, size_t esize, int n) {
+  Buffers b;
+  size_t total = bytes / esize;
+  switch (c) {
+    case Collective::kAllreduce:
+    case Collective::kBroadcast:
+      b.count = total;
+      b.in.resize(total * esize + 1);
+      break;
+    case Collective::kAllgather:
+      b.count = total / n;
+      b.in.resize(b.count * esize + 1);
+      b.out.resize(b.count * n * esize + 1);
+      break;
+    case Collective::kReduceScatter:
+      b.count = total / n;
+      b.in.resize(b.count * n * esize + 1);
+      b.out.resize(b.count * esize + 1);
+      break;
+  }
+  return b;
+}
+
+void fill(Buffers& b, const BenchOptions& o, int rank, int n) {
+  size_t inCount = o.collective == Collective::kReduceScatter ? b.count * n : b.count;
+  for (size_t j = 0; j < inCount; ++j) {
+    double v = o.collective == Collective::kBroadcast ? (rank == 0 ? static_cast<double>(j % 13) : -1.0)
+               : o.collective == Collective::kAllgather ? rank * 10.0 + static_cast<double>(j % 9)
+                                                        : inputValue(rank, j, o.op);
+    storeValue(b.in.data(), j, o.dtype, v);
+  }
+}
+
+int64_t countWrong(const Buffers& b, const BenchOptions& o, int rank, int n) {
+  int64_t wrong = 0;
+  switch (o.collective) {
+    case Collective::kAllreduce:
+      for (size_t j = 0; j < b.count; ++j)
+        wrong += !reference::closeEnough(loadValue(b.in.data(), j, o.dtype),
+                                         reference::reduceReference(n, j, o.op, o.dtype), o.dtype);
+      break;
+    case Collective::kBroadcast:
+      for (size_t j = 0; j < b.count; ++j) wrong += loadValue(b.in.data(), j, o.dtype) != static_cast<double>(j % 13);
+      break;
+    case Collective::kAllgather:
+      for (int r = 0; r < n; ++r)
+        for (size_t j = 0; j < b.count; ++j)
+          wrong += loadValue(b.out.data(), r * b.count + j, o.dtype) != r * 10.0 + static_cast<double>(j % 9);
+      break;
+    case Collective::kReduceScatter:
+      for (size_t j = 0; j < b.count; ++j)
+        wrong += !reference::closeEnough(loadValue(b.out.data(), j, o.dtype),
+                                         reference::reduceReference(n, rank * b.count + j, o.op, o.dtype), o.dtype);
+      break;
+  }
+  return wrong;
+}
+
+Result<runtime::RequestPtr> post(runtime::Communicator& comm, Buffers& b, const BenchOptions& o) {
+  switch (o.collective) {
+    case Collective::kAllreduce:  // in place, like the peer benchmarks (MPI_IN_PLACE)
+      return comm.allreduce(b.in.data(), b.in.data(), b.count, o.dtype, o.op);
+    case Collective::kBroadcast:
+      return comm.broadcast(b.in.data(), b.in.data(), b.count, o.dtype, 0);
+    case Collective::kAllgather:
+      return comm.allgather(b.in.data(), b.out.data(), b.count, o.dtype);
+    case Collective::kReduceScatter:
+      return comm.reduceScatter(b.in.data(), b.out.data(), b.count, o.dtype, o.op);
+  }
+  return Status(Code::kInternal, "unknown collective");
+}
+
+}  // namespace
+
+Result<BenchRow> runSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
+                         const RunnerHooks& hooks) {
+  const int n = comm.size(), me = comm.rank();
+  const size_t esize = dataTypeSize(o.dtype);
+  Buffers b = makeBuffers(o.collective, bytes, esize, n);
+  BenchRow row;
+  row.count = b.count;
+  row.bytes = o.collective == Collective::kAllreduce || o.collective == Collective::kBroadcast
+                  ? b.count * esize : b.count * n * esize;
+  row.iters = o.iters;
+  std::vector<double> times;
+  double maxWire = 0;
+  int64_t wrong = 0;
+  for (int it = 0; it < o.warmup + o.iters; ++it) {
+    fill(b, o, me, n);
+    TSR_RETURN_IF_ERROR(waitFor(comm.barrier()));
+    uint64_t sentBefore = comm.bytesSent();
+    auto t0 = Clock::now();
+    Status st = waitFor(post(comm, b, o), &row.algo);
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (!st.isOk()) {
+      row.error = st.toString();
+      return row;  // the communicator is broken now: the caller stops the sweep
+    }
+    double mine[2] = {us, static_cast<double>(comm.bytesSent() - sentBefore)}, most[2];
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 2, DataType::kF64, ReduceOp::kMax)));
+    if (it < o.warmup) continue;
+    times.push_back(most[0]);
+    maxWire = std::max(maxWire, most[1]);
+    if (o.check) {
+      if (me == hooks.plantWrongOnRank && b.count > 0) {
+        std::vector<char>& result = o.collective == Collective::kAllreduce || o.collective == Collective::kBroadcast ? b.in : b.out;
+        storeValue(result.data(), 0, o.dtype, 12345.0);
+      }
+      wrong += countWrong(b, o, me, n);
+    }
+  }
+  int64_t total = 0;
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
+  std::sort(times.begin(), times.end());
+  size_t k = times.size();
+  row.timeUs = k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
+  row.minUs = times.front();
+  row.maxUs = times.back();
+  row.wireBytes = static_cast<uint64_t>(maxWire);
+  row.wrong = o.check ? total : -1;
+  return row;
+}
+
+}  // namespace tsr::tools::bench

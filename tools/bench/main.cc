@@ -1,0 +1,96 @@
+// tsr-bench: nccl-tests style benchmark of Tessera's collectives; run it under tsrun.
+//   tsrun -np 4 build/bin/tsr-bench -b 8 -e 64M -f 2 -n 20 -w 5 -d f32 -o sum -c 1
+// Rank 0 prints one row per size; --json FILE adds one JSON object per size. Exit status:
+// 0, or 1 when a value is wrong, a collective failed or the average busbw is below
+// --min-busbw; 2 for usage errors.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "runtime/communicator.h"
+#include "tools/bench/bench_options.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/bench_runner.h"
+
+using namespace tsr;
+using namespace tsr::tools::bench;
+
+namespace {
+
+// Test hook (not in --help): "--plant-wrong R" makes rank R corrupt one result element.
+int takePlantWrong(std::vector<const char*>& args) {
+  for (size_t i = 1; i + 1 < args.size(); ++i)
+    if (std::string(args[i]) == "--plant-wrong") {
+      int rank = std::atoi(args[i + 1]);
+      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+      return rank;
+    }
+  return -1;
+}
+
+Result<std::unique_ptr<runtime::Communicator>> createCommunicator(const BenchOptions& o) {
+  runtime::EnvMap env = runtime::processEnvironment();
+  if (o.algo != "auto") env["TSR_ALGO"] = o.algo;
+  TSR_ASSIGN_OR_RETURN(runtime::Config config, runtime::Config::fromEnvironment(env));
+  TSR_ASSIGN_OR_RETURN(runtime::LaunchInfo launch, runtime::launchInfoFromEnv(env));
+  return runtime::Communicator::create(launch, config);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<const char*> args(argv, argv + argc);
+  RunnerHooks hooks;
+  hooks.plantWrongOnRank = takePlantWrong(args);
+  auto parsed = parseBenchOptions(static_cast<int>(args.size()), args.data());
+  if (!parsed.isOk()) {
+    bool help = parsed.status().code() == Code::kNotSupported;
+    std::fprintf(help ? stdout : stderr, "%s\n", parsed.status().message().c_str());
+    return help ? 0 : 2;
+  }
+  const BenchOptions& o = parsed.value();
+  auto created = createCommunicator(o);
+  if (!created.isOk()) {
+    std::fprintf(stderr, "tsr-bench: %s\n", created.status().toString().c_str());
+    return 2;
+  }
+  runtime::Communicator& comm = *created.value();
+  const int n = comm.size();
+  const bool printer = comm.rank() == 0;
+  std::ofstream json;
+  if (printer && !o.jsonFile.empty()) {
+    json.open(o.jsonFile);
+    if (!json) {
+      std::fprintf(stderr, "tsr-bench: cannot write --json %s\n", o.jsonFile.c_str());
+      return 2;
+    }
+  }
+  if (printer) std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1)).c_str(), stdout);
+  std::vector<BenchRow> rows;
+  size_t unit = dataTypeSize(o.dtype) *
+                (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
+  bool failed = false;
+  for (size_t bytes : sweepSizes(o, unit)) {
+    auto row = runSize(comm, o, bytes, hooks);
+    if (!row.isOk()) {
+      std::fprintf(stderr, "tsr-bench: rank %d: %s\n", comm.rank(), row.status().toString().c_str());
+      return 1;
+    }
+    rows.push_back(row.value());
+    failed |= !row.value().error.empty() || row.value().wrong > 0;
+    if (printer) {
+      std::fputs(formatRow(row.value(), o, n).c_str(), stdout);
+      std::fflush(stdout);
+      if (json) json << jsonLine(row.value(), o, n) << std::flush;
+    }
+    if (!row.value().error.empty()) break;  // the communicator is unusable after a failure
+  }
+  double avg = averageBusbw(rows, o.collective, n);
+  bool slow = o.minBusbw > 0 && avg < o.minBusbw;
+  if (printer && o.format != "csv") {
+    std::fputs(footer(rows, o, n).c_str(), stdout);
+    if (slow) std::printf("# FAILED: average busbw %.4f GB/s is below --min-busbw %.4f\n", avg, o.minBusbw);
+  }
+  return failed || slow ? 1 : 0;
+}
