@@ -305,11 +305,14 @@ void ProgressEngine::run() {
       lastBusy = now;
       continue;
     }
-    if (now - lastBusy < std::chrono::microseconds(options_.spinUs)) {
+    // While a collective is pending, poll (yielding the core to the other ranks): UCX's
+    // shared-memory transports raise no wake-up event, so sleeping on the event fd would
+    // cost up to a millisecond per message. Idle, sleep until UCX or a submission wakes us.
+    if (!active_.empty() || now - lastBusy < std::chrono::microseconds(options_.spinUs)) {
       sched_yield();
       continue;
     }
-    transport_.waitForEvents(active_.empty() ? 100 : 1);
+    transport_.waitForEvents(100);
   }
   // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are
   // consumed rather than left unmatched), and give in-flight operations a moment to settle.
