@@ -92,5 +92,12 @@ int main(int argc, char** argv) {
     std::fputs(footer(rows, o, n).c_str(), stdout);
     if (slow) std::printf("# FAILED: average busbw %.4f GB/s is below --min-busbw %.4f\n", avg, o.minBusbw);
   }
+  std::fflush(stdout);
+  // Everyone leaves together: a rank exiting non-zero first would make tsrun stop rank 0
+  // before it has printed its report.
+  if (comm.health().isOk()) {
+    auto done = comm.barrier();
+    if (done.isOk()) done.value()->wait().ignore();
+  }
   return failed || slow ? 1 : 0;
 }
