@@ -96,6 +96,10 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_JOB_SECRET", ValueKind::kString, "", "", "HMAC key of the bootstrap (set by tsrun)"},
       {"TSR_JOB_ID", ValueKind::kString, "", "", "job identifier (set by tsrun)"},
       {"TSR_BASE_PORT", ValueKind::kString, "29400", "", "first bootstrap port when derived"},
+      // Set inside the emulated cluster's hosts (../shared/tools/netcluster.sh); informational.
+      {"TSR_HOST", ValueKind::kString, "", "", "emulated host index (netcluster.sh)"},
+      {"TSR_IFACE", ValueKind::kString, "", "", "emulated host's interface (netcluster.sh)"},
+      {"TSR_ADDR", ValueKind::kString, "", "", "emulated host's address (netcluster.sh)"},
   };
   return table;
 }

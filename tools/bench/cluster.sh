@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# cluster.sh N RATE [tsr-bench args...]: benchmark allreduce on an emulated cluster of N hosts
+# (../shared/tools/netcluster.sh: network namespaces tsr0..tsrN-1, links shaped to RATE, e.g.
+# 1gbit), in one run: Tessera's tsr-bench, then Open MPI's MPI_Allreduce and PyTorch's gloo
+# (the peer benchmarks of ../shared/tools, same sizes and output format) when installed.
+# The cluster is always torn down, even on failure or Ctrl-C.
+#
+# Environment: SIZES_MIB (default 4,16,64), REPEATS (default 1: each benchmark runs REPEATS
+# times, interleaved), PEERS=0 to skip the peers, BENCH_TIMEOUT_S (default 480, per run),
+# TSR_BUILD (default build). Extra arguments go to tsr-bench (e.g. -c 1, --algo ring).
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 N RATE [tsr-bench args...]" >&2; exit 2; }
+n=$1 rate=$2; shift 2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+shared=${TSR_SHARED:-$root/../shared}
+net=$shared/tools/netcluster.sh
+build=${TSR_BUILD:-$root/build}
+sizes=${SIZES_MIB:-4,16,64}
+repeats=${REPEATS:-1}
+limit=${BENCH_TIMEOUT_S:-480}
+[ -x "$net" ] || { echo "cluster.sh: $net not found (set TSR_SHARED)" >&2; exit 2; }
+[ -x "$build/bin/tsr-bench" ] || { echo "cluster.sh: $build/bin/tsr-bench not built" >&2; exit 2; }
+
+# RATE in tc syntax -> Gbit/s for the floor column.
+gbit=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
+  f = u == "gbit" ? 1 : u == "mbit" ? 1e-3 : u == "kbit" ? 1e-6 : u == "bit" ? 1e-9 : -1;
+  if (f < 0) exit 1; printf "%g", n * f }') || { echo "cluster.sh: bad RATE '$rate' (use 1gbit, 100mbit, ...)" >&2; exit 2; }
+min=$(echo "$sizes" | tr ',' '\n' | sort -n | head -1) max=$(echo "$sizes" | tr ',' '\n' | sort -n | tail -1)
+factor=$(echo "$sizes" | awk -F, '{ if (NF > 1) print $2 / $1; else print 2 }')
+
+hostfile=$(mktemp /tmp/tsr-cluster-hosts.XXXXXX)
+cleanup() { "$net" down >/dev/null 2>&1 || true; rm -f "$hostfile"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+for ((i = 0; i < n; i++)); do echo "tsr$i slots=1"; done >"$hostfile"
+"$net" up "$n" "$rate" >/dev/null
+
+run_tessera() {
+  echo "## Tessera tsr-bench, N=$n, $rate"
+  # Only TCP across hosts: UCX's shared memory would bypass the shaped links.
+  timeout "$limit" "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
+    -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 \
+    "$build/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n 5 -w 1 -F peer --rate "$gbit" "$@"
+}
+run_mpi() {
+  command -v mpirun >/dev/null || { echo "## Open MPI: not installed (apt-get install openmpi-bin libopenmpi-dev)"; return 0; }
+  echo "## Open MPI MPI_Allreduce (default algorithm), N=$n, $rate"
+  BENCH_TIMEOUT_S=$limit "$shared/tools/run_mpi.sh" net "$n" "$gbit" "$sizes" 1 || echo "## Open MPI failed ($?)"
+}
+run_gloo() {
+  /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "## gloo: python3-torch not installed"; return 0; }
+  echo "## PyTorch gloo, N=$n, $rate"
+  BENCH_TIMEOUT_S=$limit "$shared/tools/run_gloo.sh" net "$n" --rate-gbit "$gbit" --sizes-mib "$sizes" || echo "## gloo failed ($?)"
+}
+
+status=0
+for ((r = 1; r <= repeats; r++)); do
+  run_tessera "$@" || status=$?
+  if [ "${PEERS:-1}" != 0 ]; then run_mpi; run_gloo; fi
+done
+exit $status

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# CI check on the emulated cluster: a short tsr-bench correctness pass (-c 1, a few sizes) on
+# N hosts at RATE through tools/bench/cluster.sh, which always tears the cluster down.
+# Skipped (exit 77) where network namespaces cannot be made (not root, no ip netns).
+set -uo pipefail
+n=$1 rate=$2 build=$3
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
+  echo "skipped: needs root and ip netns"; exit 77
+fi
+out=$(SIZES_MIB=1,4 PEERS=0 TSR_BUILD=$build BENCH_TIMEOUT_S=120 "$here/../cluster.sh" "$n" "$rate" -c 1 -d f32 2>&1)
+status=$?
+echo "$out"
+leftover=$(ip netns list | grep -E '^tsr' || true)
+[ -z "$leftover" ] || { echo "FAIL: namespaces left behind: $leftover"; exit 1; }
+[ $status = 0 ] || { echo "FAIL: cluster.sh exited $status"; exit 1; }
+echo "$out" | grep -q "Out of bounds values : 0 OK" || { echo "FAIL: no clean result"; exit 1; }
+echo "$out" | grep -q "hosts tsr0..tsr$((n - 1))" || { echo "FAIL: ranks did not run on tsr0..tsr$((n - 1))"; exit 1; }
