@@ -2,12 +2,15 @@
 
 #include <cstdlib>
 
+#include <fmt/ranges.h>
+
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/local_topology.h"
 #include "runtime/peer_card.h"
 #include "runtime/progress_engine.h"
 #include "runtime/scratch_pool.h"
+#include "topology/host_map.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr::runtime {
@@ -46,11 +49,13 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   dense_.chunkBytes = static_cast<size_t>(config.getInt("TSR_CHUNK_BYTES"));
   dense_.window = static_cast<int>(config.getInt("TSR_WINDOW"));
 
-  TSR_ASSIGN_OR_RETURN(std::string binding,
-                       setUpLocalTopology(config, rank_, localRank_, localSize_, localHostname()));
-  logger->debug("rank {}: {}", rank_, binding);
+  Status topoError;
+  LocalPlacement placed = setUpLocalTopology(config, rank_, localRank_, localSize_, localHostname(), &topoError);
+  TSR_RETURN_IF_ERROR(topoError);
+  logger->debug("rank {}: {}", rank_, placed.description);
   TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_));
-  PeerCard mine{transport_->localAddress(), localHostname(), localHostId()};
+  PeerCard mine{transport_->localAddress(), localHostname(), localHostId(), placed.numaNode,
+                placed.locality};
   std::vector<std::string> blobs{mine.encode()};
   if (size_ > 1) {
     BootstrapOptions options;
@@ -59,12 +64,25 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
     TSR_ASSIGN_OR_RETURN(blobs, bootstrap_->allGather(mine.encode()));
   }
   std::vector<std::string> addresses;
+  std::vector<topology::RankPlacement> placements;
   for (int r = 0; r < size_; ++r) {
     TSR_ASSIGN_OR_RETURN(PeerCard card, PeerCard::decode(blobs[r], r));
     addresses.push_back(card.transportAddress);
     hosts_.push_back(card.hostname);
     hostIds_.push_back(card.hostId);
+    topology::RankPlacement p;
+    p.rank = r;
+    p.hostname = card.hostname;
+    p.hostId = card.hostId;
+    p.numaNode = card.numaNode;
+    p.locality = card.locality;
+    placements.push_back(p);
   }
+  // The ring every ring algorithm uses: one host after the other, by locality inside a host.
+  TSR_ASSIGN_OR_RETURN(topology::HostMap hostMap, topology::buildHostMap(placements));
+  dense_.order = topology::ringOrder(hostMap);
+  logger->debug("ring order: {} ({} host crossings)", fmt::join(dense_.order, " "),
+                topology::hostCrossings(hostMap, dense_.order));
   // Same-host peers: UCX shared memory (no UCX peer-failure mode there) unless
   // TSR_ERR_MODE=peer; failures are then caught by the neighbour watch and timeouts.
   std::vector<bool> fastLocal(size_, false);

@@ -65,6 +65,9 @@ class Communicator {
   // Hosts: hostOf(r) is rank r's hostname, hostIdOf(r) its machine identity (same value =
   // same machine).
   const std::string& hostIdOf(int rank) const { return hostIds_.at(rank); }
+  // The ring the ring algorithms use (topology/host_map.h ringOrder): ranks of one host
+  // adjacent, ordered by locality inside a host.
+  const std::vector<int>& ringOrder() const { return dense_.order; }
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

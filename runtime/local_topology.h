@@ -12,8 +12,13 @@
 
 namespace tsr::runtime {
 
-// Returns what was done, for the log ("local rank 1: numa -> NUMA 0, PUs 0-15 (...)").
-Result<std::string> setUpLocalTopology(const Config& config, int rank, int localRank,
-                                       int localSize, const std::string& host);
+struct LocalPlacement {
+  std::string description;  // what was done, for the log ("local rank 1: numa -> NUMA 0, ...")
+  int numaNode = -1;        // NUMA node this rank works near (-1 unknown)
+  std::string locality;     // topology::localityKey of its GPU, else NIC ("" unknown)
+};
+
+LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank, int localSize,
+                                  const std::string& host, Status* error);
 
 }  // namespace tsr::runtime

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -31,15 +32,20 @@ std::string PeerCard::encode() const {
   put(out, transportAddress);
   put(out, hostname);
   put(out, hostId);
+  put(out, std::to_string(numaNode));
+  put(out, locality);
   return out;
 }
 
 Result<PeerCard> PeerCard::decode(const std::string& bytes, int fromRank) {
   PeerCard card;
   size_t pos = 4;
+  std::string numa;
   if (bytes.compare(0, 4, "TSRC") != 0 || !take(bytes, pos, card.transportAddress) ||
-      !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) || pos != bytes.size())
+      !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) ||
+      !take(bytes, pos, numa) || !take(bytes, pos, card.locality) || pos != bytes.size())
     return Status(Code::kBootstrap, "malformed peer card from rank " + std::to_string(fromRank));
+  card.numaNode = std::atoi(numa.c_str());
   return card;
 }
 

@@ -47,10 +47,18 @@ Result<RingView> makeRing(int rank, int size, const std::vector<int>& order) {
   return v;
 }
 
-// Chunks per block: the same C for every block, sized so message ids fit the tag.
+// Chunks per block: the same C for every block, sized so message ids fit the tag. Chunks are
+// at most chunkBytes, and a block gets at least kMinChunks of them while they stay above
+// kMinChunkBytes: a ring pipelines only once several chunks are in flight (4 MiB over 4 ranks
+// on 1 Gbit/s: 2 chunks of 512 KiB per block ran at 1.14x the floor, 8 of 128 KiB at 1.06x).
+constexpr size_t kMinChunks = 8;
+constexpr size_t kMinChunkBytes = 64 * 1024;
+
 size_t chunksPerBlock(size_t maxBlock, size_t elemSize, size_t chunkBytes, int size) {
   size_t chunkElems = std::max<size_t>(1, chunkBytes / elemSize);
   size_t c = std::max<size_t>(1, ceilDiv(maxBlock, chunkElems));
+  size_t byBytes = maxBlock * elemSize / kMinChunkBytes;
+  c = std::max(c, std::min(kMinChunks, byBytes));
   size_t limit = transport::kMaxMessageId / (2 * static_cast<size_t>(size));
   return std::min(c, std::max<size_t>(1, limit));
 }

@@ -7,7 +7,8 @@
 #
 # Environment: SIZES_MIB (default 4,16,64), REPEATS (default 1: each benchmark runs REPEATS
 # times, interleaved), PEERS=0 to skip the peers, BENCH_TIMEOUT_S (default 480, per run),
-# TSR_BUILD (default build). Extra arguments go to tsr-bench (e.g. -c 1, --algo ring).
+# TSR_BUILD (default build), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
+# "TSR_CHUNK_BYTES=262144"). Extra arguments go to tsr-bench (e.g. -c 1, --algo ring).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 N RATE [tsr-bench args...]" >&2; exit 2; }
 n=$1 rate=$2; shift 2
@@ -38,8 +39,10 @@ for ((i = 0; i < n; i++)); do echo "tsr$i slots=1"; done >"$hostfile"
 run_tessera() {
   echo "## Tessera tsr-bench, N=$n, $rate"
   # Only TCP across hosts: UCX's shared memory would bypass the shaped links.
+  local extra=()
+  for kv in ${TSR_ENV:-}; do extra+=(-x "$kv"); done
   timeout "$limit" "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
-    -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 \
+    -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 "${extra[@]}" \
     "$build/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n 5 -w 1 -F peer --rate "$gbit" "$@"
 }
 run_mpi() {

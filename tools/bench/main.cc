@@ -66,7 +66,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (printer) std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1)).c_str(), stdout);
+  std::string ring;
+  for (int r : comm.ringOrder()) ring += (ring.empty() ? "" : " ") + std::to_string(r);
+  if (printer)
+    std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1) +
+                                ", ring " + ring).c_str(), stdout);
   std::vector<BenchRow> rows;
   size_t unit = dataTypeSize(o.dtype) *
                 (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
