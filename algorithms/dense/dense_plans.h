@@ -20,6 +20,11 @@ struct DenseOptions {
 // allreduce: input and output hold `count` elements; output may equal input.
 Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count, DataType dtype,
                                                 ReduceOp op, const DenseOptions& options);
+// allreduce over a 2D torus: grid[row][col] = rank (X = columns >= 2, Y = rows >= 2; a row is
+// one host's ranks). NotSupported for a degenerate grid (the caller uses the ring).
+Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
+                                                 ReduceOp op, const std::vector<std::vector<int>>& grid,
+                                                 const DenseOptions& options);
 // allgather: input holds `count` elements, output size*count in rank order.
 Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count, DataType dtype,
                                                 const DenseOptions& options);

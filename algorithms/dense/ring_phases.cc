@@ -110,6 +110,12 @@ std::vector<uint32_t> addAllgather(Plan& plan, const RingView& ring, const Layou
   return prev;
 }
 
+uint32_t addPhaseEnd(Plan& plan, uint32_t first, uint32_t after) {
+  std::vector<uint32_t> deps{after};
+  for (uint32_t i = first; i < plan.ops.size(); ++i) deps.push_back(i);
+  return addJoin(plan, deps);
+}
+
 uint32_t addJoin(Plan& plan, const std::vector<uint32_t>& deps) {
   PlanOp join{.kind = OpKind::kCopy, .count = 0};
   for (uint32_t d : deps)

@@ -63,5 +63,8 @@ std::vector<uint32_t> addAllgather(Plan& plan, const RingView& ring, const Layou
 uint32_t addCopy(Plan& plan, Slot dst, size_t dstOff, Slot src, size_t srcOff, size_t count);
 // An empty op that completes when all of deps have (kNone entries ignored).
 uint32_t addJoin(Plan& plan, const std::vector<uint32_t>& deps);
+// An empty op that completes when every op from index `first` on has, and `after` too: the
+// end of a phase, whatever its chunks did.
+uint32_t addPhaseEnd(Plan& plan, uint32_t first, uint32_t after);
 
 }  // namespace tsr::algorithms::ring_detail

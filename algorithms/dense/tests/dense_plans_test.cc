@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/plan/executor.h"
@@ -197,6 +198,62 @@ TEST_P(DensePlans, MismatchedCountIsReportedOnBothSides) {
   EXPECT_NE(st[1].message().find("count"), std::string::npos) << st[1].toString();
   EXPECT_EQ(st[2 % n].code(), Code::kMismatch) << st[2 % n].toString();
 }
+
+// 2D torus: every grid shape up to 4 x 4, rows permuted (a row need not be consecutive ranks).
+class TorusPlans : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(TorusPlans, AllreduceSumsExactlyAndAveragesForEveryCount) {
+  auto [x, y] = GetParam();
+  int n = x * y;
+  World& world = worldOf(n);
+  std::vector<std::vector<int>> grid(y, std::vector<int>(x));
+  for (int r = 0; r < y; ++r)
+    for (int c = 0; c < x; ++c) grid[r][c] = r * x + c;
+  std::reverse(grid.begin(), grid.end());  // row order differs from rank order
+  for (auto& row : grid) std::rotate(row.begin(), row.begin() + 1, row.end());
+  DenseOptions opts;
+  opts.chunkBytes = 2048;
+  for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(n - 1), static_cast<size_t>(n + 1),
+                       size_t{1000}, size_t{70001}}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+      std::vector<std::vector<int64_t>> in(n, std::vector<int64_t>(count)), out = in;
+      std::vector<std::shared_ptr<Plan>> plans;
+      std::vector<RunBuffers> bufs;
+      for (int r = 0; r < n; ++r) {
+        for (size_t j = 0; j < count; ++j) in[r][j] = static_cast<int64_t>(j * 31 + r * 1000003);
+        auto p = torusAllreducePlan(r, n, count, DataType::kI64, op, grid, opts);
+        ASSERT_TRUE(p.isOk()) << p.status().toString();
+        EXPECT_EQ(p.value()->algorithm, "torus");
+        plans.push_back(p.take());
+        bufs.push_back({in[r].data(), out[r].data(), nullptr});
+      }
+      for (const Status& s : runAll(world, plans, bufs)) ASSERT_TRUE(s.isOk()) << s.toString();
+      for (int r = 0; r < n; ++r)
+        for (size_t j = 0; j < count; ++j) {
+          int64_t sum = static_cast<int64_t>(n * j * 31 + 1000003LL * n * (n - 1) / 2);
+          ASSERT_EQ(out[r][j], op == ReduceOp::kSum ? sum : sum / n)
+              << x << "x" << y << " rank " << r << " element " << j << " count " << count;
+        }
+    }
+  }
+}
+
+TEST(TorusPlansShape, DegenerateAndBrokenGridsAreRefusedWithAReason) {
+  DenseOptions opts;
+  auto line = torusAllreducePlan(0, 3, 10, DataType::kF32, ReduceOp::kSum, {{0, 1, 2}}, opts);
+  EXPECT_EQ(line.status().code(), Code::kNotSupported);
+  auto holes = torusAllreducePlan(0, 4, 10, DataType::kF32, ReduceOp::kSum, {{0, 1}, {1, 3}}, opts);
+  EXPECT_EQ(holes.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(holes.status().message().find("rank 1"), std::string::npos) << holes.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, TorusPlans,
+                         ::testing::Values(std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3},
+                                           std::pair{4, 2}, std::pair{2, 4}, std::pair{3, 3},
+                                           std::pair{4, 4}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DensePlans, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 11, 16),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
