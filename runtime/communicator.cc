@@ -11,6 +11,7 @@
 #include "runtime/progress_engine.h"
 #include "runtime/scratch_pool.h"
 #include "topology/host_map.h"
+#include "topology/torus_schedule.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr::runtime {
@@ -81,6 +82,12 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   // The ring every ring algorithm uses: one host after the other, by locality inside a host.
   TSR_ASSIGN_OR_RETURN(topology::HostMap hostMap, topology::buildHostMap(placements));
   dense_.order = topology::ringOrder(hostMap);
+  allreduceAlgo_ = config.get("TSR_ALGO");
+  auto shape = topology::torusShape(hostMap);
+  auto layout = shape.isOk() ? topology::torusLayout(hostMap, shape.value())
+                             : Result<topology::TorusLayout>(shape.status());
+  if (layout.isOk()) torusGrid_ = layout.value().grid;
+  else torusWhyNot_ = layout.status().message();
   logger->debug("ring order: {} ({} host crossings)", fmt::join(dense_.order, " "),
                 topology::hostCrossings(hostMap, dense_.order));
   // Same-host peers: UCX shared memory (no UCX peer-failure mode there) unless
@@ -139,7 +146,17 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   auto op = static_cast<ReduceOp>(opInt);
   Result<std::shared_ptr<algorithms::Plan>> plan = Status(Code::kInternal, "no plan");
   switch (kind) {
-    case kAllreducePlan: plan = algorithms::ringAllreducePlan(rank_, size_, count, dtype, op, dense_); break;
+    case kAllreducePlan:
+      if (allreduceAlgo_ == "torus") {
+        plan = torusGrid_.empty() ? Result<std::shared_ptr<algorithms::Plan>>(Status(Code::kNotSupported, torusWhyNot_))
+                                  : algorithms::torusAllreducePlan(rank_, size_, count, dtype, op, torusGrid_, dense_);
+        if (plan.isOk()) break;
+        // The torus cannot serve this job: say so once and take the next algorithm.
+        if (!torusFallbackLogged_.exchange(true))
+          log::get("runtime")->info("rank {}: TSR_ALGO=torus: {}; using the ring", rank_, plan.status().message());
+      }
+      plan = algorithms::ringAllreducePlan(rank_, size_, count, dtype, op, dense_);
+      break;
     case kAllgatherPlan: plan = algorithms::ringAllgatherPlan(rank_, size_, count, dtype, dense_); break;
     case kReduceScatterPlan: plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, dense_); break;
     case kBroadcastPlan: plan = algorithms::binomialBroadcastPlan(rank_, size_, root, count, dtype, dense_); break;

@@ -7,6 +7,7 @@
 // when they do not, every rank gets TSR_ERR_MISMATCH.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,9 @@ class Communicator {
   // The ring the ring algorithms use (topology/host_map.h ringOrder): ranks of one host
   // adjacent, ordered by locality inside a host.
   const std::vector<int>& ringOrder() const { return dense_.order; }
+  // The 2D torus (grid[row][col] = rank, a row per host) that TSR_ALGO=torus uses; empty when
+  // the job has none (prime N, unequal hosts).
+  const std::vector<std::vector<int>>& torusGrid() const { return torusGrid_; }
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
@@ -91,6 +95,10 @@ class Communicator {
   std::vector<std::string> hostIds_;
   Config config_;
   algorithms::DenseOptions dense_;
+  std::vector<std::vector<int>> torusGrid_;  // empty when the job has no torus shape
+  std::string torusWhyNot_;                  // why not, for the fallback message
+  std::string allreduceAlgo_;                // TSR_ALGO
+  std::atomic<bool> torusFallbackLogged_{false};
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
   std::unique_ptr<ProgressEngine> engine_;

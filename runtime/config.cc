@@ -75,7 +75,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
        "pipelining chunk of ring and tree collectives"},
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
-      {"TSR_ALGO", ValueKind::kString, "auto", "", "force an algorithm (auto = cost model)"},
+      {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus",
+       "allreduce algorithm: ring, torus (2D: hosts x local ranks; falls back to the ring when the "
+       "job has no torus shape), auto (the ring for now)"},
       {"TSR_BIND", ValueKind::kEnum, "numa", "none|numa|core",
        "bind each rank to the cores of the NUMA node nearest its GPU/NIC (numa), to a slice of them (core), or not"},
       {"TSR_TOPO_FILE", ValueKind::kString, "", "", "hwloc XML to use instead of discovery"},

@@ -156,6 +156,27 @@ TEST_P(Collectives, ManyOutstandingRequestsCompleteInOrder) {
   });
 }
 
+// TSR_ALGO=torus: the 2D torus where the job has a shape (4 = 2x2, 6 = 3x2, 8 = 4x2), the ring
+// where it has none (5 and 7 are prime): results exact either way.
+class TorusCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(TorusCollectives, AllreduceEveryTypeOpAndCount) {
+  testing::runRanks(GetParam(), [](Communicator& comm) {
+    EXPECT_EQ(comm.torusGrid().empty(), comm.size() == 5 || comm.size() == 7) << comm.size();
+    for (DataType t : kTypes)
+      for (ReduceOp op : kOps)
+        for (size_t count : countsFor(comm.size())) checkAllreduce(comm, t, op, count, true);
+    checkAllreduce(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, false);
+    auto req = comm.allreduce(nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk());
+    ASSERT_TRUE(req.value()->wait().isOk());
+    EXPECT_EQ(req.value()->algorithm(), comm.torusGrid().empty() ? "ring" : "torus");
+  }, {{"TSR_ALGO", "torus"}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, TorusCollectives, ::testing::Values(4, 5, 6, 8),
+                         [](const auto& info) { return "N" + std::to_string(info.param); });
+
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
 
