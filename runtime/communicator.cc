@@ -88,6 +88,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
                              : Result<topology::TorusLayout>(shape.status());
   if (layout.isOk()) torusGrid_ = layout.value().grid;
   else torusWhyNot_ = layout.status().message();
+  torusAcrossHosts_ = layout.isOk() && shape.value().hostAxis;
   logger->debug("ring order: {} ({} host crossings)", fmt::join(dense_.order, " "),
                 topology::hostCrossings(hostMap, dense_.order));
   // Same-host peers: UCX shared memory (no UCX peer-failure mode there) unless
@@ -147,7 +148,11 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   Result<std::shared_ptr<algorithms::Plan>> plan = Status(Code::kInternal, "no plan");
   switch (kind) {
     case kAllreducePlan:
-      if (allreduceAlgo_ == "torus") {
+      // auto: the torus when it puts hosts on one axis (several hosts, several ranks each) and
+      // the message is large; measured 1.12-1.15x faster than the ring at 4-16 MiB on 2 hosts x 2
+      // ranks over 1 Gbit/s (docs/benchmarks.md). Otherwise the ring.
+      if (allreduceAlgo_ == "torus" ||
+          (allreduceAlgo_ == "auto" && torusAcrossHosts_ && count * dataTypeSize(dtype) >= (size_t{1} << 20))) {
         plan = torusGrid_.empty() ? Result<std::shared_ptr<algorithms::Plan>>(Status(Code::kNotSupported, torusWhyNot_))
                                   : algorithms::torusAllreducePlan(rank_, size_, count, dtype, op, torusGrid_, dense_);
         if (plan.isOk()) break;

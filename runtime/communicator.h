@@ -97,6 +97,7 @@ class Communicator {
   algorithms::DenseOptions dense_;
   std::vector<std::vector<int>> torusGrid_;  // empty when the job has no torus shape
   std::string torusWhyNot_;                  // why not, for the fallback message
+  bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)
   std::string allreduceAlgo_;                // TSR_ALGO
   std::atomic<bool> torusFallbackLogged_{false};
   std::unique_ptr<Bootstrap> bootstrap_;

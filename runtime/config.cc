@@ -77,7 +77,8 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
       {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus",
        "allreduce algorithm: ring, torus (2D: hosts x local ranks; falls back to the ring when the "
-       "job has no torus shape), auto (the ring for now)"},
+       "job has no torus shape), auto (torus for >= 1 MiB when there are several hosts with "
+       "several ranks each, else ring)"},
       {"TSR_BIND", ValueKind::kEnum, "numa", "none|numa|core",
        "bind each rank to the cores of the NUMA node nearest its GPU/NIC (numa), to a slice of them (core), or not"},
       {"TSR_TOPO_FILE", ValueKind::kString, "", "", "hwloc XML to use instead of discovery"},

@@ -7,7 +7,8 @@
 #
 # Environment: SIZES_MIB (default 4,16,64), REPEATS (default 1: each benchmark runs REPEATS
 # times, interleaved), PEERS=0 to skip the peers, BENCH_TIMEOUT_S (default 480, per run),
-# TSR_BUILD (default build), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
+# TSR_BUILD (default build), RANKS_PER_HOST (default 1; Tessera only, the peers run one per
+# host), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
 # "TSR_CHUNK_BYTES=262144"). Extra arguments go to tsr-bench (e.g. -c 1, --algo ring).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 N RATE [tsr-bench args...]" >&2; exit 2; }
@@ -33,11 +34,11 @@ hostfile=$(mktemp /tmp/tsr-cluster-hosts.XXXXXX)
 cleanup() { "$net" down >/dev/null 2>&1 || true; rm -f "$hostfile"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-for ((i = 0; i < n; i++)); do echo "tsr$i slots=1"; done >"$hostfile"
+for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
 "$net" up "$n" "$rate" >/dev/null
 
 run_tessera() {
-  echo "## Tessera tsr-bench, N=$n, $rate"
+  echo "## Tessera tsr-bench, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate"
   # Only TCP across hosts: UCX's shared memory would bypass the shaped links.
   local extra=()
   for kv in ${TSR_ENV:-}; do extra+=(-x "$kv"); done
