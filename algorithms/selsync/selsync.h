@@ -1,0 +1,60 @@
+// SelSync over a communicator: per step, decide together whether to synchronize, and if so
+// average the model's buckets in one fused allreduce (seed 004, ARCHITECTURE.md).
+//
+// Each rank passes its squared gradient norm; the decision is an allreduce of ceil(N/64)
+// words in which rank r sets only bit r (so the sum is the bitwise OR: N bits on the wire, no
+// rank decides for the others), then every rank sees the same bits and takes the same
+// decision. Synchronizing averages every bucket (parameters or gradients, as the trainer
+// chose) in one allreduce over a fused copy of the buckets.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "algorithms/selsync/selsync_logic.h"
+#include "runtime/communicator.h"
+
+namespace tsr::selsync {
+
+struct StepResult {
+  bool synchronized = false;
+  bool flagged = false;   // this rank's own flag
+  double change = 0;      // this rank's relative gradient change
+  int flaggedRanks = 0;   // how many ranks asked to synchronize
+};
+
+struct Stats {
+  uint64_t syncSteps = 0;
+  uint64_t localSteps = 0;
+  uint64_t bytesSaved = 0;  // payload bytes not sent by this rank on local steps (ring estimate)
+  double lssr() const {     // the seed's local-step-to-step ratio
+    uint64_t all = syncSteps + localSteps;
+    return all ? static_cast<double>(localSteps) / all : 0.0;
+  }
+};
+
+class SelSync {
+ public:
+  // bucketCounts: f32 elements of each bucket of the model, fixed for the handle's life.
+  static Result<std::unique_ptr<SelSync>> create(runtime::Communicator& comm,
+                                                 const std::map<std::string, std::string>& params,
+                                                 std::vector<size_t> bucketCounts);
+  // Collective: every rank calls it once per step with its buckets (same counts, in order).
+  Result<StepResult> step(double gradNormSquared, const std::vector<float*>& buckets);
+  const Stats& stats() const { return stats_; }
+  const Params& params() const { return params_; }
+
+ private:
+  SelSync(runtime::Communicator& comm, Params params, std::vector<size_t> counts);
+  Status averageBuckets(const std::vector<float*>& buckets);
+
+  runtime::Communicator& comm_;
+  Params params_;
+  std::vector<size_t> counts_;
+  size_t total_ = 0;
+  GradientChange change_;
+  std::vector<float> fused_;
+  Stats stats_;
+};
+
+}  // namespace tsr::selsync

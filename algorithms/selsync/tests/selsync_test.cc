@@ -1,0 +1,79 @@
+// SelSync over real UCX (ranks as threads): every rank takes the same decision, the flags
+// cost ceil(N/64) words on the wire, synchronizing averages every bucket exactly, and local
+// steps send nothing but the flags.
+#include <gtest/gtest.h>
+
+#include "algorithms/selsync/selsync.h"
+#include "tests/support/thread_world.h"
+
+namespace tsr::selsync {
+namespace {
+
+class SelSyncRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(SelSyncRanks, SameDecisionEverywhereAndExactAverages) {
+  const int n = GetParam();
+  std::vector<std::vector<int>> decisions(n);
+  testing::runRanks(n, [&](runtime::Communicator& comm) {
+    const int me = comm.rank();
+    auto s = SelSync::create(comm, {{"delta", "0.5"}, {"ewma_window", "1"}}, {3, 1000, 0, 17});
+    ASSERT_TRUE(s.isOk()) << s.status().toString();
+    std::vector<std::vector<float>> model{std::vector<float>(3), std::vector<float>(1000),
+                                          std::vector<float>(), std::vector<float>(17)};
+    std::vector<float*> buckets;
+    for (auto& b : model) buckets.push_back(b.data());
+    for (int step = 0; step < 12; ++step) {
+      for (auto& b : model)
+        for (size_t j = 0; j < b.size(); ++j) b[j] = static_cast<float>(me * 100 + step + j % 5);
+      // Rank n-1's gradient norm jumps at steps 4 and 9; the others are steady.
+      double norm = 10.0 + ((me == n - 1 && (step == 4 || step == 9)) ? 50.0 : 0.0);
+      uint64_t before = comm.bytesSent();
+      auto r = s.value()->step(norm, buckets);
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      uint64_t sent = comm.bytesSent() - before;
+      decisions[me].push_back(r.value().synchronized);
+      if (r.value().synchronized) {
+        for (auto& b : model)
+          for (size_t j = 0; j < b.size(); ++j)
+            ASSERT_FLOAT_EQ(b[j], 100.0f * (n - 1) / 2 + step + j % 5) << "step " << step;
+      } else {
+        // Only the flag words (and their headers) went out: no bucket data.
+        EXPECT_LT(sent, 1000u) << "step " << step;
+        for (auto& b : model)
+          for (size_t j = 0; j < b.size(); ++j) ASSERT_EQ(b[j], me * 100 + step + j % 5);
+      }
+    }
+    const Stats& st = s.value()->stats();
+    EXPECT_EQ(st.syncSteps + st.localSteps, 12u);
+    if (n > 1) EXPECT_GT(st.bytesSaved, 0u);
+  });
+  // Step 0 (no history), and the steps where rank n-1's norm jumps and falls back (4, 5, 9, 10)
+  // synchronize everyone; the rest are local. With one rank the same holds.
+  std::vector<int> expected{1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0};
+  for (int r = 0; r < n; ++r) EXPECT_EQ(decisions[r], expected) << "rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(N, SelSyncRanks, ::testing::Values(1, 2, 3, 5));
+
+TEST(SelSync, DeltaZeroIsSynchronousAndBadCallsAreNamed) {
+  testing::runRanks(2, [](runtime::Communicator& comm) {
+    auto s = SelSync::create(comm, {{"delta", "0"}}, {4});
+    ASSERT_TRUE(s.isOk());
+    std::vector<float> p(4, static_cast<float>(comm.rank()));
+    for (int i = 0; i < 3; ++i) {
+      p.assign(4, static_cast<float>(comm.rank()));
+      auto r = s.value()->step(1.0, {p.data()});
+      ASSERT_TRUE(r.isOk());
+      EXPECT_TRUE(r.value().synchronized);
+      EXPECT_FLOAT_EQ(p[0], 0.5f);
+    }
+    auto wrong = s.value()->step(1.0, {p.data(), p.data()});
+    EXPECT_EQ(wrong.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(wrong.status().message().find("2 buckets"), std::string::npos);
+    auto bad = SelSync::create(comm, {{"aggregate", "weights"}}, {4});
+    EXPECT_NE(bad.status().message().find("aggregate=weights"), std::string::npos);
+  });
+}
+
+}  // namespace
+}  // namespace tsr::selsync
