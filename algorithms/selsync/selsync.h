@@ -43,6 +43,7 @@ class SelSync {
   Result<StepResult> step(double gradNormSquared, const std::vector<float*>& buckets);
   const Stats& stats() const { return stats_; }
   const Params& params() const { return params_; }
+  size_t bucketCount() const { return counts_.size(); }
 
  private:
   SelSync(runtime::Communicator& comm, Params params, std::vector<size_t> counts);

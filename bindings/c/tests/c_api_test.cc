@@ -3,6 +3,7 @@
 // error path returning a status with a message in tsr_last_error() that names what was wrong.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +123,31 @@ TEST(CApi, MismatchReachesEveryRankAndAbortIsFinal) {
     EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << lastError();
     EXPECT_NE(lastError().find("MISMATCH"), std::string::npos) << lastError();
   }, {{"timeout_ms", "20000"}});
+}
+
+TEST(CApi, SelSyncHandle) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    size_t counts[] = {3, 2};
+    tsr_selsync_t s = nullptr;
+    tsr_param_t bad[] = {{"delta", "-2"}};
+    EXPECT_EQ(tsr_selsync_create(comm, bad, 1, counts, 2, &s), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("delta=-2"), std::string::npos) << lastError();
+    tsr_param_t ok[] = {{"delta", "0"}};
+    ASSERT_EQ(tsr_selsync_create(comm, ok, 1, counts, 2, &s), TSR_OK) << lastError();
+    float a[3] = {1.0f * r, 2, 3}, b[2] = {4, 10.0f * r};
+    float* buckets[] = {a, b};
+    int synced = -1;
+    ASSERT_EQ(tsr_selsync_step(s, 1.0, buckets, &synced), TSR_OK) << lastError();
+    EXPECT_EQ(synced, 1);
+    EXPECT_FLOAT_EQ(a[0], 0.5f);
+    EXPECT_FLOAT_EQ(b[1], 5.0f);
+    uint64_t syncs = 0, locals = 9;
+    ASSERT_EQ(tsr_selsync_stats(s, &syncs, &locals, nullptr), TSR_OK);
+    EXPECT_EQ(syncs, 1u);
+    EXPECT_EQ(locals, 0u);
+    EXPECT_EQ(tsr_selsync_step(s, std::nan(""), buckets, &synced), TSR_ERR_NUMERIC);
+    EXPECT_EQ(tsr_selsync_destroy(s), TSR_OK);
+  });
 }
 
 TEST(CApi, EveryStatusHasAName) {

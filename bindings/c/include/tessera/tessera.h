@@ -120,4 +120,6 @@ TSR_API const char* tsr_last_error(void);
 }
 #endif
 
+#include "tessera/tessera_selsync.h"
+
 #endif /* TESSERA_TESSERA_H */

@@ -1,0 +1,42 @@
+/* SelSync through the C API: selective synchronization (seed 004). Included by tessera.h.
+ *
+ *   tsr_selsync_t s;
+ *   size_t counts[] = {n_weights, n_bias};
+ *   tsr_param_t p[] = {{"delta", "0.3"}, {"aggregate", "params"}};
+ *   tsr_selsync_create(comm, p, 2, counts, 2, &s);
+ *   ... every step, after the local update:
+ *   float* buckets[] = {weights, bias};
+ *   int synced;
+ *   tsr_selsync_step(s, grad_norm_squared, buckets, &synced);   collective
+ *   tsr_selsync_destroy(s);
+ *
+ * Parameters: delta (>= 0; 0 = synchronize every step), ewma_window, ewma_alpha (default
+ * N/100), aggregate=params|grads (which buffers the trainer passes). Bad keys or values fail
+ * with TSR_ERR_INVALID_ARGUMENT naming the key and the value. */
+#ifndef TESSERA_TESSERA_SELSYNC_H
+#define TESSERA_TESSERA_SELSYNC_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsr_selsync* tsr_selsync_t;
+
+TSR_API tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
+                                        const size_t* bucket_counts, size_t nbuckets,
+                                        tsr_selsync_t* selsync);
+/* Collective. buckets[i] holds bucket_counts[i] floats; when the ranks synchronize they are
+ * replaced by their average over all ranks. *synchronized (may be NULL) is 1 or 0, the same on
+ * every rank. */
+TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared,
+                                      float* const* buckets, int* synchronized);
+/* Steps synchronized and local so far, and payload bytes this rank did not send. */
+TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps,
+                                       uint64_t* local_steps, uint64_t* bytes_saved);
+TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_SELSYNC_H */

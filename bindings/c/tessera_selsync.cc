@@ -1,0 +1,61 @@
+// The SelSync C API (tessera_selsync.h) over tsr::selsync::SelSync.
+#include "algorithms/selsync/selsync.h"
+#include "bindings/c/c_api_internal.h"
+
+struct tsr_selsync {
+  std::unique_ptr<tsr::selsync::SelSync> impl;
+};
+
+using namespace tsr::capi;
+
+extern "C" {
+
+tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
+                                const size_t* bucket_counts, size_t nbuckets, tsr_selsync_t* selsync) {
+  return guarded("tsr_selsync_create", [&] {
+    if (!comm || !selsync) return invalid("tsr_selsync_create: comm or selsync is NULL");
+    *selsync = nullptr;
+    if (nbuckets == 0 || !bucket_counts) return invalid("tsr_selsync_create: no buckets");
+    if (nparams && !params) return invalid("tsr_selsync_create: params is NULL with nparams " + std::to_string(nparams));
+    std::map<std::string, std::string> kv;
+    for (size_t i = 0; i < nparams; ++i) {
+      if (!params[i].key || !params[i].value)
+        return invalid("tsr_selsync_create: param " + std::to_string(i) + " has a NULL key or value");
+      kv[params[i].key] = params[i].value;
+    }
+    auto made = tsr::selsync::SelSync::create(*comm->impl, kv,
+                                             std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
+    if (!made.isOk()) return report(made.status());
+    *selsync = new tsr_selsync{made.take()};
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared, float* const* buckets,
+                              int* synchronized) {
+  return guarded("tsr_selsync_step", [&] {
+    if (!selsync || !buckets) return invalid("tsr_selsync_step: selsync or buckets is NULL");
+    size_t n = selsync->impl->bucketCount();
+    auto r = selsync->impl->step(grad_norm_squared, std::vector<float*>(buckets, buckets + n));
+    if (!r.isOk()) return report(r.status());
+    if (synchronized) *synchronized = r.value().synchronized ? 1 : 0;
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps, uint64_t* local_steps,
+                               uint64_t* bytes_saved) {
+  if (!selsync) return invalid("tsr_selsync_stats: selsync is NULL");
+  const auto& st = selsync->impl->stats();
+  if (sync_steps) *sync_steps = st.syncSteps;
+  if (local_steps) *local_steps = st.localSteps;
+  if (bytes_saved) *bytes_saved = st.bytesSaved;
+  return TSR_OK;
+}
+
+tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync) {
+  delete selsync;
+  return TSR_OK;
+}
+
+}  // extern "C"
