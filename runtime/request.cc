@@ -13,6 +13,11 @@ Status Request::wait() const {
   return status_;
 }
 
+std::chrono::steady_clock::time_point Request::completedAt() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completedAt_;
+}
+
 bool Request::done() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;
@@ -24,6 +29,7 @@ void Request::complete(Status status) {
     if (done_) return;
     done_ = true;
     status_ = std::move(status);
+    completedAt_ = std::chrono::steady_clock::now();
   }
   cv_.notify_all();
 }

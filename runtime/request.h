@@ -2,6 +2,7 @@
 // may test or wait on it.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -20,6 +21,8 @@ class Request {
   bool done() const;
   // The algorithm that serves this collective ("ring", "binomial", ...), set when posted.
   const std::string& algorithm() const { return algorithm_; }
+  // When the collective ended (valid once done()), for profiles that align timelines.
+  std::chrono::steady_clock::time_point completedAt() const;
   void setAlgorithm(std::string name) { algorithm_ = std::move(name); }
 
  private:
@@ -28,6 +31,7 @@ class Request {
   bool done_ = false;
   Status status_{Code::kInProgress, ""};
   std::string algorithm_;
+  std::chrono::steady_clock::time_point completedAt_{};
 };
 
 }  // namespace tsr::runtime

@@ -1,0 +1,99 @@
+#include "algorithms/covap/covap.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tsr::covap {
+
+Result<std::unique_ptr<Covap>> Covap::create(runtime::Communicator& comm,
+                                             const std::map<std::string, std::string>& params,
+                                             std::vector<size_t> bucketCounts) {
+  TSR_ASSIGN_OR_RETURN(Params p, parseParams(params));
+  if (bucketCounts.empty()) return Status(Code::kInvalidArgument, "covap: the model has no buckets");
+  return std::unique_ptr<Covap>(new Covap(comm, p, std::move(bucketCounts)));
+}
+
+Covap::Covap(runtime::Communicator& comm, Params p, std::vector<size_t> counts)
+    : comm_(comm), params_(p), counts_(std::move(counts)) {
+  for (size_t c : counts_) residual_.emplace_back(c, 0.0f);
+  interval_ = params_.interval > 0 ? params_.interval : 1;  // auto: profile with I = 1 first
+  shards_ = shardBuckets(counts_, interval_);
+  stepStart_ = lastReady_ = Clock::now();
+}
+
+void Covap::beginStep() { stepStart_ = lastReady_ = Clock::now(); }
+
+Status Covap::bucketReady(size_t bucket, float* grad) {
+  if (bucket >= counts_.size())
+    return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " of " +
+                                              std::to_string(counts_.size()));
+  if (!grad && counts_[bucket]) return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " is NULL");
+  lastReady_ = Clock::now();
+  double coef = efCoefficient(step_, params_);
+  std::vector<float>& res = residual_[bucket];
+  for (size_t t = 0; t < shards_.size(); ++t) {
+    const Shard& s = shards_[t];
+    if (s.bucket != bucket || s.count == 0) continue;
+    float* g = grad + s.offset;
+    float* r = res.data() + s.offset;
+    if (selected(t, step_, interval_)) {
+      // Error feedback: what earlier steps skipped comes back, scaled by the schedule; the
+      // part the coefficient holds back stays in the residual (nothing is dropped).
+      for (size_t j = 0; j < s.count; ++j) {
+        float back = static_cast<float>(coef) * r[j];
+        g[j] += back;
+        r[j] -= back;
+      }
+      auto req = comm_.allreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg);
+      if (!req.isOk()) return req.status();
+      posted_.push_back({req.take(), Clock::now()});
+      bytesPosted_ += s.count * sizeof(float);
+    } else {
+      for (size_t j = 0; j < s.count; ++j) {
+        r[j] += g[j];
+        g[j] = 0;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status Covap::finishStep() {
+  Status first;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans;
+  for (const Posted& p : posted_) {
+    Status st = p.request->wait();
+    if (first.isOk() && !st.isOk()) first = st;
+    spans.emplace_back(p.start, p.request->completedAt());
+  }
+  posted_.clear();
+  TSR_RETURN_IF_ERROR(first);
+  if (params_.interval == 0 && static_cast<int>(step_) < params_.profileSteps) {
+    std::sort(spans.begin(), spans.end());
+    double comm = 0;
+    Clock::time_point busyUntil{};
+    for (auto [start, end] : spans) {
+      auto from = std::max(start, busyUntil);
+      if (end > from) comm += std::chrono::duration<double>(end - from).count();
+      busyUntil = std::max(busyUntil, end);
+    }
+    profileComm_ += comm;
+    profileComp_ += std::chrono::duration<double>(lastReady_ - stepStart_).count();
+    if (static_cast<int>(step_) + 1 == params_.profileSteps) TSR_RETURN_IF_ERROR(endProfile());
+  }
+  ++step_;
+  stepStart_ = lastReady_ = Clock::now();
+  return Status::ok();
+}
+
+Status Covap::endProfile() {
+  double mine = profileComp_ > 0 ? profileComm_ / profileComp_ : 1e6, most = 0;
+  auto req = comm_.allreduce(&mine, &most, 1, DataType::kF64, ReduceOp::kMax);
+  TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
+  ccr_ = most;
+  interval_ = intervalFromCcr(most);
+  shards_ = shardBuckets(counts_, interval_);
+  return Status::ok();
+}
+
+}  // namespace tsr::covap
