@@ -150,6 +150,31 @@ TEST(CApi, SelSyncHandle) {
   });
 }
 
+TEST(CApi, CovapHandle) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    size_t counts[] = {4, 6};
+    tsr_covap_t c = nullptr;
+    tsr_param_t bad[] = {{"interval", "0"}};
+    EXPECT_EQ(tsr_covap_create(comm, bad, 1, counts, 2, &c), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("interval=0"), std::string::npos) << lastError();
+    tsr_param_t ok[] = {{"interval", "2"}};
+    ASSERT_EQ(tsr_covap_create(comm, ok, 1, counts, 2, &c), TSR_OK) << lastError();
+    float g0[4] = {1.0f * r, 1, 1, 1}, g1[6] = {2.0f * r, 0, 0, 0, 0, 0};
+    ASSERT_EQ(tsr_covap_begin_step(c), TSR_OK);
+    ASSERT_EQ(tsr_covap_bucket_ready(c, 1, g1), TSR_OK);
+    ASSERT_EQ(tsr_covap_bucket_ready(c, 0, g0), TSR_OK);
+    EXPECT_EQ(tsr_covap_bucket_ready(c, 5, g0), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("bucket 5"), std::string::npos) << lastError();
+    ASSERT_EQ(tsr_covap_finish_step(c), TSR_OK) << lastError();
+    EXPECT_FLOAT_EQ(g0[0], 0.5f);  // shard 0 at step 0: (0 + 0) mod 2 == 0, averaged
+    EXPECT_FLOAT_EQ(g1[0], 0.0f);  // shard 1: skipped, kept as residual
+    int interval = 0;
+    ASSERT_EQ(tsr_covap_info(c, &interval, nullptr), TSR_OK);
+    EXPECT_EQ(interval, 2);
+    EXPECT_EQ(tsr_covap_destroy(c), TSR_OK);
+  });
+}
+
 TEST(CApi, EveryStatusHasAName) {
   for (int s = TSR_OK; s <= TSR_ERR_NUMERIC; ++s)
     EXPECT_STRNE(tsr_status_string(static_cast<tsr_status_t>(s)), "") << s;

@@ -121,5 +121,6 @@ TSR_API const char* tsr_last_error(void);
 #endif
 
 #include "tessera/tessera_selsync.h"
+#include "tessera/tessera_covap.h"
 
 #endif /* TESSERA_TESSERA_H */

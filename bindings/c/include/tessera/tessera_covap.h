@@ -1,0 +1,42 @@
+/* COVAP through the C API: coarse-grained, overlap-aware filtering (seed 000). Included by
+ * tessera.h.
+ *
+ *   tsr_covap_t c;
+ *   size_t counts[] = {n_fc2, n_fc1};            buckets in the order backprop produces them
+ *   tsr_param_t p[] = {{"interval", "auto"}};
+ *   tsr_covap_create(comm, p, 1, counts, 2, &c);
+ *   every step:
+ *     tsr_covap_begin_step(c);
+ *     ... backward pass; as each bucket's gradient is ready:
+ *     tsr_covap_bucket_ready(c, 0, grad_fc2);      communication starts, overlapping the rest
+ *     tsr_covap_bucket_ready(c, 1, grad_fc1);
+ *     tsr_covap_finish_step(c);                    selected shards averaged, others zeroed
+ *     ... optimizer step
+ *   tsr_covap_destroy(c);
+ *
+ * Parameters: interval=auto|<int>, profile_steps (default 3), ef_init, ef_ascend_steps,
+ * ef_ascend_range. Bad keys or values: TSR_ERR_INVALID_ARGUMENT naming the key and value. */
+#ifndef TESSERA_TESSERA_COVAP_H
+#define TESSERA_TESSERA_COVAP_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsr_covap* tsr_covap_t;
+
+TSR_API tsr_status_t tsr_covap_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
+                                      const size_t* bucket_counts, size_t nbuckets, tsr_covap_t* covap);
+TSR_API tsr_status_t tsr_covap_begin_step(tsr_covap_t covap);
+/* grad holds bucket_counts[bucket] floats and must stay valid until tsr_covap_finish_step. */
+TSR_API tsr_status_t tsr_covap_bucket_ready(tsr_covap_t covap, size_t bucket, float* grad);
+TSR_API tsr_status_t tsr_covap_finish_step(tsr_covap_t covap);
+/* The interval in use (1 while profiling) and the measured CCR (0 until measured). */
+TSR_API tsr_status_t tsr_covap_info(tsr_covap_t covap, int* interval, double* ccr);
+TSR_API tsr_status_t tsr_covap_destroy(tsr_covap_t covap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_COVAP_H */
