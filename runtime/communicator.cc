@@ -175,13 +175,22 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   return shared;
 }
 
+Result<RequestPtr> Communicator::submitPlan(std::shared_ptr<const algorithms::Plan> plan,
+                                            const void* input, void* output, uint64_t rngSeed,
+                                            uint32_t rngStep) {
+  if (!plan) return Status(Code::kInvalidArgument, "submitPlan on rank " + std::to_string(rank_) + ": no plan");
+  return submit(std::move(plan), input, output, rngSeed, rngStep);
+}
+
 Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> plan,
-                                        const void* input, void* output) {
+                                        const void* input, void* output, uint64_t rngSeed,
+                                        uint32_t rngStep) {
   std::shared_ptr<void> scratch;
   if (plan->scratchBytes) {
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
-  algorithms::RunBuffers buffers{input, output, scratch.get(), transport::MemoryType::kHost};
+  algorithms::RunBuffers buffers{input, output, scratch.get(), transport::MemoryType::kHost,
+                                 rngSeed, rngStep};
   std::string algorithm = plan->algorithm;
   TaskFactory make = [plan = std::move(plan), buffers](const algorithms::TaskContext& ctx)
       -> Result<std::unique_ptr<algorithms::Task>> {

@@ -63,6 +63,12 @@ class Communicator {
   // `keepAlive` (buffers, state) lives until the task no longer touches memory.
   Result<RequestPtr> submitTask(TaskFactory make, uint32_t seqSpan = 1,
                                 std::shared_ptr<void> keepAlive = nullptr);
+  // Runs a plan built outside the communicator (compressed collectives such as Marsit) on
+  // input/output; rngSeed and rngStep key the plan's random merges. Same ordering rule.
+  Result<RequestPtr> submitPlan(std::shared_ptr<const algorithms::Plan> plan, const void* input,
+                                void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
+  // This communicator's ring order and chunking, for plan builders outside it.
+  const algorithms::DenseOptions& denseOptions() const { return dense_; }
   // Hosts: hostOf(r) is rank r's hostname, hostIdOf(r) its machine identity (same value =
   // same machine).
   const std::string& hostIdOf(int rank) const { return hostIds_.at(rank); }
@@ -88,7 +94,7 @@ class Communicator {
   using PlanKey = std::tuple<int, size_t, int, int, int>;
   Result<std::shared_ptr<const algorithms::Plan>> cachedPlan(const PlanKey& key);
   Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input,
-                            void* output);
+                            void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
 
   int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
   std::vector<std::string> hosts_;

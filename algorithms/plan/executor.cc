@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/kernels/reduce.h"
+#include "algorithms/kernels/sign.h"
 #include "transport/tag.h"
 
 namespace tsr::algorithms {
@@ -156,6 +157,15 @@ Status PlanExecutor::finishLocal(uint32_t index) {
     case OpKind::kRecvReduce:
       kernels::reduceInto(resolve(op.dst), resolve(op.staging), op.count, plan_->dtype, plan_->op);
       break;
+    case OpKind::kRecvMerge: {
+      // Words are keyed by their index in the whole bit vector, so every rank's merge of a
+      // word draws its own, replayable randomness.
+      kernels::RngStream rng{buffers_.rngSeed, static_cast<uint32_t>(id_.rank), buffers_.rngStep};
+      auto* dst = static_cast<uint64_t*>(resolve(op.dst));
+      kernels::signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count,
+                         op.mergeA, op.mergeB, rng, op.dst.offset / sizeof(uint64_t));
+      break;
+    }
     case OpKind::kDivide:
       kernels::divideInPlace(resolve(op.dst), op.count, plan_->dtype, op.divisor);
       break;
@@ -212,7 +222,8 @@ Status PlanExecutor::collect() {
                                          std::to_string(op.peer) + " sent " +
                                          std::to_string(c.bytes) + " bytes where " +
                                          std::to_string(expected) + " were expected (count or dtype differ)");
-    if (op.kind == OpKind::kRecvReduce) TSR_RETURN_IF_ERROR(finishLocal(index));
+    if (op.kind == OpKind::kRecvReduce || op.kind == OpKind::kRecvMerge)
+      TSR_RETURN_IF_ERROR(finishLocal(index));
     markDone(index);
   }
   inFlight_.resize(kept);
@@ -228,7 +239,8 @@ Status PlanExecutor::progress() {
     {
       uint32_t index = ready_[head];
       OpKind kind = plan_->ops[index].kind;
-      if (kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce) {
+      if (kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce ||
+          kind == OpKind::kRecvMerge) {
         st = post(index);
         if (!st.isOk()) return fail(st);
       } else {

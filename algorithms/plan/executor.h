@@ -24,6 +24,9 @@ struct RunBuffers {
   void* output = nullptr;
   void* scratch = nullptr;
   transport::MemoryType memory = transport::MemoryType::kHost;
+  // Random stream of this run's merges (Marsit): seed and step, with this rank, key the bits.
+  uint64_t rngSeed = 0;
+  uint32_t rngStep = 0;
 };
 
 // What travels in the per-peer header message.

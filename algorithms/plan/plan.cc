@@ -37,7 +37,7 @@ Status Plan::finalize() {
     }
     depCount[i] = static_cast<uint32_t>(op.deps.size());
     bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv ||
-                    op.kind == OpKind::kRecvReduce;
+                    op.kind == OpKind::kRecvReduce || op.kind == OpKind::kRecvMerge;
     if (transfer && op.msgId > transport::kMaxMessageId)
       return Status(Code::kNotSupported, algorithm + " plan: message id " +
                                              std::to_string(op.msgId) + " exceeds the tag field");

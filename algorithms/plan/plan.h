@@ -31,7 +31,9 @@ struct BufferRef {
   size_t offset = 0;  // bytes
 };
 
-enum class OpKind : uint8_t { kSend, kRecv, kRecvReduce, kCopy, kReduce, kDivide };
+// kRecvMerge: receive sign bits (64-bit words) into staging, then Marsit-merge them into dst
+// (the received vector stands for mergeA workers, dst for mergeB; kernels/sign.h).
+enum class OpKind : uint8_t { kSend, kRecv, kRecvReduce, kCopy, kReduce, kDivide, kRecvMerge };
 
 struct PlanOp {
   OpKind kind = OpKind::kCopy;
@@ -42,6 +44,8 @@ struct PlanOp {
   BufferRef staging;      // recv-reduce: where the message lands before reducing
   size_t count = 0;       // elements
   uint64_t divisor = 1;   // divide: finishes avg
+  uint32_t mergeA = 0;    // recv-merge: workers behind the received bits
+  uint32_t mergeB = 0;    // recv-merge: workers behind the local bits
   std::vector<uint32_t> deps;
 };
 

@@ -1,0 +1,18 @@
+// Marsit's ring on sign bits (seed 002, ARCHITECTURE.md): a reduce-scatter whose hops carry
+// one bit per element and merge v' = (v AND s) OR ((v XOR s) AND t) (the incoming bits stand
+// for k+1 workers at step k, the local ones for 1), then an all-gather of the merged bits. The
+// vector is `words` 64-bit words; blocks and chunks are whole words (64-element aligned).
+#pragma once
+
+#include <memory>
+
+#include "algorithms/dense/dense_plans.h"
+
+namespace tsr::marsit {
+
+// One rank's plan; the run's RunBuffers rngSeed/rngStep key the merge randomness. In place:
+// input and output are the same word vector.
+Result<std::shared_ptr<algorithms::Plan>> marsitRingPlan(int rank, int size, size_t words,
+                                                         const algorithms::DenseOptions& options);
+
+}  // namespace tsr::marsit
