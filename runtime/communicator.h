@@ -78,6 +78,8 @@ class Communicator {
   // The 2D torus (grid[row][col] = rank, a row per host) that TSR_ALGO=torus uses; empty when
   // the job has none (prime N, unequal hosts).
   const std::vector<std::vector<int>>& torusGrid() const { return torusGrid_; }
+  // Why the job has no torus (empty when it has one).
+  const std::string& torusWhyNot() const { return torusWhyNot_; }
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

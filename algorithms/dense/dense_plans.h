@@ -25,6 +25,11 @@ Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count
 Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
                                                  ReduceOp op, const std::vector<std::vector<int>>& grid,
                                                  const DenseOptions& options);
+// Marsit's torus on `words` 64-bit sign words (algorithms/marsit): the same phases, hops
+// merge bits (plan.h kRecvMerge) instead of adding; in place.
+Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
+                                                 const std::vector<std::vector<int>>& grid,
+                                                 const DenseOptions& options);
 // allgather: input holds `count` elements, output size*count in rank order.
 Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count, DataType dtype,
                                                 const DenseOptions& options);

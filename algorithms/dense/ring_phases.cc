@@ -53,7 +53,7 @@ size_t chunksPerBlock(size_t maxBlock, size_t elemSize, size_t chunkBytes, int s
 std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L,
                                        Slot work, uint32_t startDep, size_t stagingBase,
                                        int window, size_t stagingElems, uint32_t idBase,
-                                       bool signMerge) {
+                                       bool signMerge, uint32_t mergeRound) {
   std::vector<uint32_t> lastRecv(L.chunks, kNone);
   std::vector<uint32_t> stagingUser(window, kNone);
   size_t slotTurn = 0;
@@ -71,10 +71,11 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
       }
       if (in.count) {
         size_t slot = slotTurn++ % window;
-        PlanOp recv{.kind = signMerge ? OpKind::kRecvMerge : OpKind::kRecvReduce, .peer = ring.left, .msgId = id,
-                    .dst = {work, in.offset * L.esize},
+        PlanOp recv{.kind = signMerge ? OpKind::kRecvMerge : OpKind::kRecvReduce,
+                    .peer = ring.left, .msgId = id, .dst = {work, in.offset * L.esize},
                     .staging = {Slot::kScratch, stagingBase + slot * stagingElems * L.esize},
-                    .count = in.count, .mergeA = static_cast<uint32_t>(k + 1), .mergeB = 1};
+                    .count = in.count, .mergeA = static_cast<uint32_t>(k + 1), .mergeB = 1,
+                    .mergeRound = mergeRound};
         if (startDep != kNone) recv.deps.push_back(startDep);
         if (stagingUser[slot] != kNone) recv.deps.push_back(stagingUser[slot]);
         stagingUser[slot] = lastRecv[c] = plan.add(recv);

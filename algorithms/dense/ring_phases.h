@@ -51,12 +51,13 @@ size_t maxChunkElems(const Layout& L, int size);
 
 // Reduce-scatter over the ring: after size-1 steps this position's block holds the reduction.
 // Received chunks land in one of `window` staging chunks at stagingBase (scratch) before they
-// are reduced (signMerge: Marsit-merged, the incoming bits standing for k+1 workers at step k).
+// are reduced (signMerge: Marsit-merged, the incoming bits standing for k+1 workers at step k,
+// random bits keyed by mergeRound).
 // Returns, per chunk, the op that completes this rank's own block chunk.
 std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L,
                                        Slot work, uint32_t startDep, size_t stagingBase,
                                        int window, size_t stagingElems, uint32_t idBase = 0,
-                                       bool signMerge = false);
+                                       bool signMerge = false, uint32_t mergeRound = 0);
 // All-gather over the ring, each position starting from its own block; prev[c] is what chunk c
 // of this position's block waits for. Returns the last op per chunk.
 std::vector<uint32_t> addAllgather(Plan& plan, const RingView& ring, const Layout& L, Slot work,

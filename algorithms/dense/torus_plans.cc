@@ -45,11 +45,12 @@ Status locate(const std::vector<std::vector<int>>& grid, int rank, int size, int
   return Status::ok();
 }
 
-}  // namespace
-
-Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
-                                                 ReduceOp op, const std::vector<std::vector<int>>& grid,
-                                                 const DenseOptions& options) {
+// The dense torus, or with signMerge Marsit's torus on 64-bit sign words: hops merge instead
+// of reducing (row phase round 0, column phase round 1; a column hop's sides stand for whole
+// rows, (k+1)X : X workers, the same odds as (k+1) : 1) and nothing is divided.
+Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataType dtype, ReduceOp op,
+                                         const std::vector<std::vector<int>>& grid,
+                                         const DenseOptions& options, bool signMerge) {
   int row = -1, col = -1;
   TSR_RETURN_IF_ERROR(locate(grid, rank, size, &row, &col));
   const int x = static_cast<int>(grid[0].size()), y = static_cast<int>(grid.size());
@@ -62,7 +63,7 @@ Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t coun
   TSR_ASSIGN_OR_RETURN(RingView colRing, makeGroupRing(rank, column));
 
   auto plan = std::make_shared<Plan>();
-  plan->algorithm = "torus";
+  plan->algorithm = signMerge ? "marsit-torus" : "torus";
   plan->collective = CollectiveKind::kAllreduce;
   plan->dtype = dtype;
   plan->op = op;
@@ -87,15 +88,16 @@ Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t coun
     uint32_t colIds = static_cast<uint32_t>((y - 1) * colChunksMax);
     auto phase = [&] { return static_cast<uint32_t>(plan->ops.size()); };
     uint32_t first = phase();
-    addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0);
+    addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0, signMerge, 0);
     uint32_t end1 = addPhaseEnd(*plan, first, start);
     first = phase();
-    addReduceScatter(*plan, colRing, colL, Slot::kOutput, end1, 0, window, colStaging, rowIds);
+    addReduceScatter(*plan, colRing, colL, Slot::kOutput, end1, 0, window, colStaging, rowIds,
+                     signMerge, 1);
     uint32_t end2 = addPhaseEnd(*plan, first, end1);
     first = phase();
     addAllgather(*plan, colRing, colL, Slot::kOutput, std::vector<uint32_t>(colL.chunks, end2), rowIds + colIds);
     uint32_t end3 = addPhaseEnd(*plan, first, end2);
-    if (op == ReduceOp::kAvg && mine.count)
+    if (!signMerge && op == ReduceOp::kAvg && mine.count)
       end3 = plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, mine.offset * esize},
                         .count = mine.count, .divisor = static_cast<uint64_t>(size), .deps = {end3}});
     addAllgather(*plan, rowRing, rowL, Slot::kOutput, std::vector<uint32_t>(rowL.chunks, end3),
@@ -103,6 +105,20 @@ Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t coun
   }
   TSR_RETURN_IF_ERROR(plan->finalize());
   return plan;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
+                                                 ReduceOp op, const std::vector<std::vector<int>>& grid,
+                                                 const DenseOptions& options) {
+  return buildTorus(rank, size, count, dtype, op, grid, options, false);
+}
+
+Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
+                                                 const std::vector<std::vector<int>>& grid,
+                                                 const DenseOptions& options) {
+  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, true);
 }
 
 }  // namespace tsr::algorithms

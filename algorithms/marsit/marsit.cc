@@ -1,18 +1,10 @@
 #include "algorithms/marsit/marsit.h"
 
-#include <cmath>
-#include <cstring>
-
-#include "algorithms/kernels/sign.h"
+#include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_plan.h"
+#include "algorithms/marsit/marsit_step.h"
 
 namespace tsr::marsit {
-
-namespace {
-Status wait(Result<runtime::RequestPtr> posted) {
-  return posted.isOk() ? posted.value()->wait() : posted.status();
-}
-}  // namespace
 
 Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
   Params p;
@@ -32,7 +24,9 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
     } else if (key == "algorithm") {
       if (value != "marsit") return bad("marsit");
     } else if (key == "topology") {
-      if (value != "ring") return bad("ring (the torus variant is not implemented yet)");
+      if (value == "ring") p.topology = Topology::kRing;
+      else if (value == "torus") p.topology = Topology::kTorus;
+      else return bad("ring or torus");
     } else {
       return Status(Code::kInvalidArgument, "marsit: unknown parameter " + key + "=" + value +
                                                 " (accepted: seed, full_precision_every, algorithm, topology)");
@@ -41,54 +35,90 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
   return p;
 }
 
+namespace {
+
+std::vector<uint64_t> scratchFor(const algorithms::Plan& plan) {
+  return std::vector<uint64_t>((plan.scratchBytes + 7) / 8);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator& comm, std::string name,
                                                            size_t count,
                                                            const std::map<std::string, std::string>& params) {
-  TSR_ASSIGN_OR_RETURN(Params p, parseParams(params));
-  auto t = std::unique_ptr<MarsitTensor>(new MarsitTensor(comm, std::move(name), count, p));
-  auto plan = marsitRingPlan(comm.rank(), comm.size(), t->bits_.size(), comm.denseOptions());
-  if (!plan.isOk()) return plan.status();
-  t->plan_ = plan.take();
-  return t;
+  auto named = [&](const Status& st) {
+    return Status(st.code(), "marsit tensor " + name + ": " + st.message());
+  };
+  auto parsed = parseParams(params);
+  if (!parsed.isOk()) return named(parsed.status());
+  auto s = std::make_shared<MarsitState>();
+  s->params = parsed.value();
+  s->count = count;
+  s->rank = comm.rank();
+  s->size = comm.size();
+  s->comp.assign(count, 0.0f);
+  s->work.resize(count);
+  s->bits.resize(kernels::wordsForElements(count));
+  const auto& grid = comm.torusGrid();
+  const auto& options = comm.denseOptions();
+  bool torus = s->params.topology == Topology::kTorus;
+  if (torus && grid.empty())
+    return Status(Code::kNotSupported, "marsit tensor " + name + ": topology=torus: this job of " +
+                                           std::to_string(comm.size()) + " ranks has no torus (" +
+                                           comm.torusWhyNot() + "); use topology=ring");
+  auto bitPlan = torus ? algorithms::torusSignMergePlan(s->rank, s->size, s->bits.size(), grid, options)
+                       : marsitRingPlan(s->rank, s->size, s->bits.size(), options);
+  if (!bitPlan.isOk()) return named(bitPlan.status());
+  s->bitPlan = bitPlan.take();
+  s->algorithm = s->bitPlan->algorithm;
+  auto scalarPlan = algorithms::ringAllreducePlan(s->rank, s->size, 2, DataType::kF64, ReduceOp::kSum, options);
+  if (!scalarPlan.isOk()) return named(scalarPlan.status());
+  s->scalarPlan = scalarPlan.take();
+  if (s->params.fullPrecisionEvery > 0) {
+    auto full = torus ? algorithms::torusAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, grid, options)
+                      : algorithms::ringAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, options);
+    if (!full.isOk()) return named(full.status());
+    s->fullPlan = full.take();
+    s->fullScratch = scratchFor(*s->fullPlan);
+  }
+  s->bitScratch = scratchFor(*s->bitPlan);
+  s->scalarScratch = scratchFor(*s->scalarPlan);
+  s->name = std::move(name);
+  return std::unique_ptr<MarsitTensor>(new MarsitTensor(comm, std::move(s)));
 }
 
-MarsitTensor::MarsitTensor(runtime::Communicator& comm, std::string name, size_t count, Params p)
-    : comm_(comm), name_(std::move(name)), count_(count), params_(p), comp_(count, 0.0f),
-      work_(count), bits_((count + 63) / 64) {}
+MarsitTensor::MarsitTensor(runtime::Communicator& comm, std::shared_ptr<MarsitState> state)
+    : comm_(comm), state_(std::move(state)) {}
+MarsitTensor::~MarsitTensor() = default;
+
+Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
+  MarsitState& s = *state_;
+  if (!g && s.count) return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": buffer is NULL");
+  if (s.pending && !s.pending->done())
+    return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": step " + std::to_string(s.step) +
+                                              " is still pending; wait for it before the next");
+  s.g = g;
+  auto make = [state = state_](const algorithms::TaskContext& ctx)
+      -> Result<std::unique_ptr<algorithms::Task>> {
+    return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
+  };
+  // Two sequence numbers: the scalar allreduce and the bit plan run side by side.
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), 2, state_));
+  request->setAlgorithm(s.algorithm);
+  s.pending = request;
+  return request;
+}
 
 Status MarsitTensor::allreduce(float* g) {
-  if (!g && count_) return Status(Code::kInvalidArgument, "marsit tensor " + name_ + ": buffer is NULL");
-  for (size_t j = 0; j < count_; ++j) work_[j] = g[j] + comp_[j];
-  // One small allreduce carries both the shared magnitude and whether any rank saw a NaN or
-  // Inf, so a bad value fails the step on every rank instead of leaving peers waiting.
-  size_t bad = kernels::firstNonFinite(work_.data(), count_);
-  double mine[2] = {bad < count_ ? 0.0 : (count_ ? kernels::sumAbs(work_.data(), count_) / count_ : 0.0),
-                    bad < count_ ? 1.0 : 0.0};
-  double sum[2] = {0, 0};
-  TSR_RETURN_IF_ERROR(wait(comm_.allreduce(mine, sum, 2, DataType::kF64, ReduceOp::kSum)));
-  if (sum[1] > 0)
-    return Status(Code::kNumericError,
-                  "marsit tensor " + name_ + ": " + std::to_string(static_cast<int>(sum[1])) +
-                      " rank(s) had NaN or Inf in gradient + compensation" +
-                      (bad < count_ ? " (rank " + std::to_string(comm_.rank()) + ": element " +
-                                          std::to_string(bad) + " is " + std::to_string(work_[bad]) + ")"
-                                    : std::string()));
-  const uint64_t step = step_;
-  if (params_.fullPrecisionEvery > 0 && (step + 1) % params_.fullPrecisionEvery == 0) {
-    TSR_RETURN_IF_ERROR(wait(comm_.allreduce(work_.data(), g, count_, DataType::kF32, ReduceOp::kAvg)));
-    std::fill(comp_.begin(), comp_.end(), 0.0f);
-    ++step_;
-    return Status::ok();
-  }
-  double eta = sum[0] / comm_.size();
-  kernels::RngStream coin{params_.seed, static_cast<uint32_t>(comm_.rank()), static_cast<uint32_t>(step)};
-  kernels::signPack(work_.data(), count_, bits_.data(), coin);
-  TSR_RETURN_IF_ERROR(wait(comm_.submitPlan(plan_, bits_.data(), bits_.data(), params_.seed,
-                                            static_cast<uint32_t>(step))));
-  kernels::signDecompress(bits_.data(), count_, static_cast<float>(eta), g);
-  for (size_t j = 0; j < count_; ++j) comp_[j] = work_[j] - g[j];
-  ++step_;
-  return Status::ok();
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, allreduceAsync(g));
+  return request->wait();
 }
+
+const std::vector<float>& MarsitTensor::compensation() const { return state_->comp; }
+uint64_t MarsitTensor::step() const { return state_->step; }
+const StepTimes& MarsitTensor::lastTimes() const { return state_->times; }
+const std::string& MarsitTensor::name() const { return state_->name; }
+size_t MarsitTensor::count() const { return state_->count; }
+const std::string& MarsitTensor::algorithm() const { return state_->algorithm; }
 
 }  // namespace tsr::marsit

@@ -3,12 +3,17 @@
 //   g' = g + c                       (c: compensation, zero at start)
 //   eta = mean over ranks of mean|g'| (one scalar allreduce: the shared magnitude)
 //   bits = signs of g'               (a fair coin for exact zeros)
-//   bits = Marsit ring (marsit_plan.h): one bit per element per hop, merged hop by hop
+//   bits = Marsit ring or torus (marsit_plan.h): one bit per element per hop, merged hop by hop
 //   G = eta * (2 bit - 1)            (the same on every rank, bit for bit)
 //   c = g' - G                       (what the sign discarded, kept for the next step)
 // and g is replaced by G. Every `full_precision_every` steps (0 = never) the step is instead a
 // full-precision averaging allreduce of g', and c is reset. A NaN or Inf in g' fails the step
-// with TSR_ERR_NUMERIC naming the tensor and the element (the state is left unchanged).
+// on every rank with TSR_ERR_NUMERIC naming the tensor (and, on the rank that had it, the
+// element); g and the state are then left unchanged.
+//
+// A step is one task on the communicator's progress thread (marsit_step.h): the scalar
+// allreduce and the bit ring run side by side, so the step costs one ring of bits plus the
+// local passes, and allreduceAsync returns at once.
 #pragma once
 
 #include <map>
@@ -20,37 +25,58 @@
 
 namespace tsr::marsit {
 
+enum class Topology { kRing, kTorus };
+
 struct Params {
   uint64_t seed = 0x5eed;
   int fullPrecisionEvery = 0;
+  Topology topology = Topology::kRing;
 };
 
-// Keys: seed, full_precision_every, algorithm=marsit, topology=ring (torus: not yet). Errors
-// name the key, the value and what is accepted.
+// Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus. Errors name the
+// key, the value and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
+
+// Where this rank's last step spent its time (microseconds), for tsr-bench's split.
+struct StepTimes {
+  double prepare = 0;     // g + c, NaN/Inf scan, sum |g'|
+  double pack = 0;        // sign packing
+  double wire = 0;        // the bit plan from start to end, merges excluded
+  double merge = 0;       // bit merges inside the plan
+  double decompress = 0;  // G = eta * (2 bit - 1) into g
+  double compensate = 0;  // c = g' - G
+  double total = 0;       // from the task's start to its end
+  bool fullPrecision = false;
+};
+
+struct MarsitState;
 
 class MarsitTensor {
  public:
   static Result<std::unique_ptr<MarsitTensor>> create(runtime::Communicator& comm, std::string name,
                                                       size_t count,
                                                       const std::map<std::string, std::string>& params);
+  ~MarsitTensor();
+
   // Collective: replaces g (count floats) by the step's global estimate.
   Status allreduce(float* g);
+  // Non-blocking form: g must stay untouched until the request is done. One step at a time
+  // per tensor (a second call while one is pending is TSR_ERR_INVALID_ARGUMENT).
+  Result<runtime::RequestPtr> allreduceAsync(float* g);
 
-  const std::vector<float>& compensation() const { return comp_; }
-  uint64_t step() const { return step_; }
-  const std::string& name() const { return name_; }
+  // Valid while no step is pending.
+  const std::vector<float>& compensation() const;
+  uint64_t step() const;
+  const StepTimes& lastTimes() const;
+  const std::string& name() const;
+  size_t count() const;
+  // "marsit-ring" or "marsit-torus".
+  const std::string& algorithm() const;
 
  private:
-  MarsitTensor(runtime::Communicator& comm, std::string name, size_t count, Params p);
+  MarsitTensor(runtime::Communicator& comm, std::shared_ptr<MarsitState> state);
   runtime::Communicator& comm_;
-  std::string name_;
-  size_t count_;
-  Params params_;
-  std::vector<float> comp_, work_;
-  std::vector<uint64_t> bits_;
-  std::shared_ptr<algorithms::Plan> plan_;
-  uint64_t step_ = 0;
+  std::shared_ptr<MarsitState> state_;
 };
 
 }  // namespace tsr::marsit

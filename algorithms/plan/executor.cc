@@ -1,6 +1,7 @@
 #include "algorithms/plan/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "algorithms/kernels/reduce.h"
@@ -158,12 +159,17 @@ Status PlanExecutor::finishLocal(uint32_t index) {
       kernels::reduceInto(resolve(op.dst), resolve(op.staging), op.count, plan_->dtype, plan_->op);
       break;
     case OpKind::kRecvMerge: {
-      // Words are keyed by their index in the whole bit vector, so every rank's merge of a
-      // word draws its own, replayable randomness.
+      // Words are keyed by their index in the whole bit vector (and the plan's round), so
+      // every rank's merge of a word draws its own, replayable randomness.
+      auto t0 = std::chrono::steady_clock::now();
       kernels::RngStream rng{buffers_.rngSeed, static_cast<uint32_t>(id_.rank), buffers_.rngStep};
       auto* dst = static_cast<uint64_t*>(resolve(op.dst));
+      uint64_t firstWord = op.dst.offset / sizeof(uint64_t) + uint64_t{op.mergeRound} * plan_->count;
       kernels::signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count,
-                         op.mergeA, op.mergeB, rng, op.dst.offset / sizeof(uint64_t));
+                         op.mergeA, op.mergeB, rng, firstWord);
+      if (buffers_.mergeNanos)
+        *buffers_.mergeNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - t0).count();
       break;
     }
     case OpKind::kDivide:

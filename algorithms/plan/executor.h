@@ -27,6 +27,8 @@ struct RunBuffers {
   // Random stream of this run's merges (Marsit): seed and step, with this rank, key the bits.
   uint64_t rngSeed = 0;
   uint32_t rngStep = 0;
+  // When set, time spent in merges is added here (the progress thread is the only writer).
+  uint64_t* mergeNanos = nullptr;
 };
 
 // What travels in the per-peer header message.

@@ -46,6 +46,8 @@ struct PlanOp {
   uint64_t divisor = 1;   // divide: finishes avg
   uint32_t mergeA = 0;    // recv-merge: workers behind the received bits
   uint32_t mergeB = 0;    // recv-merge: workers behind the local bits
+  uint32_t mergeRound = 0;  // recv-merge: phase of the plan, so a word merged twice by one
+                            // rank (torus: row, then column) draws fresh random bits
   std::vector<uint32_t> deps;
 };
 

@@ -1,0 +1,70 @@
+// One Marsit step as a task on the communicator's progress thread (algorithms/plan/task.h).
+//
+// start():    g' = g + c, NaN/Inf scan, local mean |g'|, sign packing; then two plans run
+//             side by side: a 2-double allreduce (seq) carrying [sum of mean|g'|, ranks with
+//             NaN/Inf], and the Marsit bit plan (seq+1). On a full-precision step the second
+//             plan is a dense averaging allreduce of g' instead.
+// progress(): drives both; when both end, every rank knows eta and whether anyone had a bad
+//             value, so all ranks take the same decision: fail naming the tensor, or write
+//             G = eta * (2 bit - 1) into g and c = g' - G.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/marsit/marsit.h"
+#include "algorithms/plan/executor.h"
+
+namespace tsr::marsit {
+
+// A tensor's state, shared by the handle and its running step (which may outlive the handle).
+struct MarsitState {
+  std::string name;
+  size_t count = 0;
+  Params params;
+  int rank = 0, size = 1;
+  std::string algorithm;
+  std::vector<float> comp, work;
+  std::vector<uint64_t> bits;
+  std::shared_ptr<const algorithms::Plan> bitPlan, scalarPlan, fullPlan;  // fullPlan: K > 0
+  std::vector<uint64_t> bitScratch, scalarScratch, fullScratch;
+  uint64_t step = 0;
+  StepTimes times;
+  runtime::RequestPtr pending;  // the running step, if any
+  // The running step's arguments and scalars.
+  float* g = nullptr;
+  double scalarIn[2] = {0, 0}, scalarOut[2] = {0, 0};
+  size_t badIndex = 0;
+  uint64_t mergeNanos = 0;
+
+  bool fullPrecisionStep() const {
+    return params.fullPrecisionEvery > 0 && (step + 1) % params.fullPrecisionEvery == 0;
+  }
+};
+
+class MarsitStepTask final : public algorithms::Task {
+ public:
+  MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
+  Status start() override;
+  Status progress() override;
+  void abort(const Status& reason) override;
+  bool quiescent() const override;
+  int waitingOn() const override;
+  std::string describe() const override { return "marsit allreduce of tensor " + state_->name; }
+
+ private:
+  Status drive(Status scalar, Status bits);
+  Status finish();
+  Status fail(Status status);
+
+  std::shared_ptr<MarsitState> state_;
+  algorithms::TaskContext ctx_;
+  std::unique_ptr<algorithms::PlanExecutor> scalar_, bits_;
+  Status scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
+  Status status_{Code::kInProgress, ""};
+  bool full_ = false;
+  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
+};
+
+}  // namespace tsr::marsit
