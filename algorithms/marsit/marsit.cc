@@ -94,7 +94,7 @@ MarsitTensor::~MarsitTensor() = default;
 Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
   MarsitState& s = *state_;
   if (!g && s.count) return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": buffer is NULL");
-  if (s.pending && !s.pending->done())
+  if (busy())
     return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": step " + std::to_string(s.step) +
                                               " is still pending; wait for it before the next");
   s.g = g;
@@ -114,6 +114,7 @@ Status MarsitTensor::allreduce(float* g) {
   return request->wait();
 }
 
+bool MarsitTensor::busy() const { return state_->pending && !state_->pending->done(); }
 const std::vector<float>& MarsitTensor::compensation() const { return state_->comp; }
 uint64_t MarsitTensor::step() const { return state_->step; }
 const StepTimes& MarsitTensor::lastTimes() const { return state_->times; }

@@ -64,6 +64,8 @@ class MarsitTensor {
   // per tensor (a second call while one is pending is TSR_ERR_INVALID_ARGUMENT).
   Result<runtime::RequestPtr> allreduceAsync(float* g);
 
+  // True while a step is pending.
+  bool busy() const;
   // Valid while no step is pending.
   const std::vector<float>& compensation() const;
   uint64_t step() const;

@@ -22,7 +22,9 @@ namespace tsr::capi {
 inline thread_local std::string lastError;
 
 inline tsr_status_t report(const tsr::Status& st) {
-  if (st.isError()) lastError = st.toString();
+  // NotSupported is no failure inside the runtime (the next algorithm is tried), but a C
+  // caller that gets it back needs to know why.
+  if (!st.isOk() && st.code() != tsr::Code::kInProgress) lastError = st.toString();
   return static_cast<tsr_status_t>(st.code());
 }
 

@@ -175,6 +175,60 @@ TEST(CApi, CovapHandle) {
   });
 }
 
+// Marsit and dense tensors, blocking and non-blocking: the Marsit result is +-eta on every
+// element and the same on every rank, the residual is what the sign discarded; the dense one
+// is the average. Bad declarations name the tensor, key and value.
+TEST(CApi, TensorHandles) {
+  const int n = 3;
+  const size_t count = 130;
+  std::vector<std::vector<float>> results(n);
+  runCRanks(n, [&](tsr_comm_t comm, int r) {
+    tsr_tensor_t t = nullptr, d = nullptr;
+    tsr_param_t badAlgo[] = {{"algorithm", "marsitt"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "w", count, TSR_FLOAT32, badAlgo, 1, &t), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("algorithm=marsitt"), std::string::npos) << lastError();
+    tsr_param_t badKey[] = {{"algorithm", "marsit"}, {"topology", "tree"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "fc1", count, TSR_FLOAT32, badKey, 2, &t), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("fc1"), std::string::npos) << lastError();
+    EXPECT_NE(lastError().find("topology=tree"), std::string::npos) << lastError();
+    tsr_param_t marsit[] = {{"algorithm", "marsit"}, {"seed", "11"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "w", count, TSR_FLOAT64, marsit, 2, &t), TSR_ERR_NOT_SUPPORTED);
+    EXPECT_NE(lastError().find("TSR_FLOAT32"), std::string::npos) << "<" << lastError() << ">";
+    tsr_param_t denseExtra[] = {{"seed", "1"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "b", 4, TSR_FLOAT32, denseExtra, 1, &d), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("seed=1"), std::string::npos) << lastError();
+
+    ASSERT_EQ(tsr_tensor_create(comm, "w", count, TSR_FLOAT32, marsit, 2, &t), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_tensor_create(comm, "b", 4, TSR_FLOAT32, nullptr, 0, &d), TSR_OK) << lastError();
+    const char* algo = nullptr;
+    ASSERT_EQ(tsr_tensor_info(t, nullptr, &algo), TSR_OK);
+    EXPECT_STREQ(algo, "marsit-ring");
+    std::vector<float> g(count), in(count), residual(count);
+    for (size_t j = 0; j < count; ++j) in[j] = g[j] = std::sin(0.3f * j * (r + 1)) + 0.1f * r;
+    tsr_request_t req = nullptr;
+    ASSERT_EQ(tsr_tensor_allreduce(t, g.data(), &req), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_wait(req), TSR_OK) << lastError();
+    tsr_request_free(req);
+    uint64_t steps = 0;
+    ASSERT_EQ(tsr_tensor_info(t, &steps, nullptr), TSR_OK);
+    ASSERT_EQ(steps, 1u);
+    ASSERT_EQ(tsr_tensor_residual(t, residual.data()), TSR_OK);
+    for (size_t j = 0; j < count; ++j) ASSERT_NEAR(residual[j], in[j] - g[j], 1e-5) << j;
+    for (size_t j = 0; j < count; ++j) ASSERT_EQ(std::fabs(g[j]), std::fabs(g[0])) << j;
+    results[r] = g;
+
+    float b[4] = {1.0f * r, 2, 3, 4};
+    ASSERT_EQ(tsr_tensor_allreduce(d, b, nullptr), TSR_OK) << lastError();
+    EXPECT_FLOAT_EQ(b[0], 1.0f);  // (0 + 1 + 2) / 3
+    ASSERT_EQ(tsr_tensor_info(d, &steps, &algo), TSR_OK);
+    EXPECT_EQ(steps, 1u);
+    EXPECT_STREQ(algo, "dense");
+    EXPECT_EQ(tsr_tensor_destroy(t), TSR_OK);
+    EXPECT_EQ(tsr_tensor_destroy(d), TSR_OK);
+  });
+  for (int r = 1; r < n; ++r) EXPECT_EQ(results[r], results[0]) << "rank " << r;
+}
+
 TEST(CApi, EveryStatusHasAName) {
   for (int s = TSR_OK; s <= TSR_ERR_NUMERIC; ++s)
     EXPECT_STRNE(tsr_status_string(static_cast<tsr_status_t>(s)), "") << s;

@@ -122,5 +122,6 @@ TSR_API const char* tsr_last_error(void);
 
 #include "tessera/tessera_selsync.h"
 #include "tessera/tessera_covap.h"
+#include "tessera/tessera_tensor.h"
 
 #endif /* TESSERA_TESSERA_H */

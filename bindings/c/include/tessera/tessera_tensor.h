@@ -1,0 +1,52 @@
+/* Per-tensor (compressed) allreduce through the C API. Included by tessera.h.
+ *
+ * A trainer declares each gradient tensor once, with the algorithm that reduces it, and then
+ * allreduces it every step; the tensor keeps the algorithm's state (Marsit: compensation
+ * vector and step counter) between steps.
+ *
+ *   tsr_tensor_t t;
+ *   tsr_param_t p[] = {{"algorithm", "marsit"}, {"topology", "ring"}};
+ *   tsr_tensor_create(comm, "fc1.weight", n, TSR_FLOAT32, p, 2, &t);
+ *   ... every step, after backprop:
+ *   tsr_tensor_allreduce(t, grad, NULL);          blocking, in place
+ *   tsr_tensor_allreduce(t, grad, &request);      non-blocking; tsr_wait(request) later
+ *   tsr_tensor_destroy(t);
+ *
+ * The result is the step's estimate of the average over ranks, the same on every rank.
+ * Parameters:
+ *   algorithm=dense   plain averaging allreduce (any floating dtype; no other keys)
+ *   algorithm=marsit  sign-bit allreduce (seed 002; TSR_FLOAT32): topology=ring|torus,
+ *                     seed=<uint64>, full_precision_every=<K> (0 = never)
+ * Every rank declares the same tensors with the same parameters. Bad keys or values fail with
+ * TSR_ERR_INVALID_ARGUMENT naming the tensor, the key and the value; NaN or Inf in a Marsit
+ * tensor fails that step on every rank with TSR_ERR_NUMERIC (tensor and residual unchanged). */
+#ifndef TESSERA_TESSERA_TENSOR_H
+#define TESSERA_TESSERA_TENSOR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsr_tensor* tsr_tensor_t;
+
+TSR_API tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count,
+                                       tsr_dtype_t dtype, const tsr_param_t* params,
+                                       size_t nparams, tsr_tensor_t* tensor);
+/* Collective. data holds the tensor's count elements and receives the result. With request
+ * non-NULL the call returns at once: data must stay untouched until tsr_wait/tsr_test says
+ * done, and one step at a time per tensor. */
+TSR_API tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t* request);
+/* Steps completed so far and the algorithm ("dense", "marsit-ring", "marsit-torus"); either
+ * pointer may be NULL. The string lives as long as the tensor. */
+TSR_API tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** algorithm);
+/* Copies what compression has kept back so far (Marsit: the compensation, count floats;
+ * dense: zeros). Not while a step is pending. */
+TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
+/* A pending step still finishes. */
+TSR_API tsr_status_t tsr_tensor_destroy(tsr_tensor_t tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_TENSOR_H */

@@ -1,0 +1,127 @@
+// The per-tensor allreduce C API (tessera_tensor.h): a dense averaging allreduce or a Marsit
+// tensor (algorithms/marsit) behind one handle.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "algorithms/marsit/marsit.h"
+#include "bindings/c/c_api_internal.h"
+
+struct tsr_tensor {
+  tsr::runtime::Communicator* comm = nullptr;
+  std::string name;
+  size_t count = 0;
+  tsr::DataType dtype = tsr::DataType::kF32;
+  std::string algorithm;
+  std::unique_ptr<tsr::marsit::MarsitTensor> marsit;  // null for dense
+  std::atomic<uint64_t> denseSteps{0};
+  tsr::runtime::RequestPtr pending;                  // dense: the last step posted
+};
+
+using namespace tsr::capi;
+
+namespace {
+
+bool isFloating(tsr::DataType t) {
+  return t == tsr::DataType::kF32 || t == tsr::DataType::kF64 || t == tsr::DataType::kF16 ||
+         t == tsr::DataType::kBF16;
+}
+
+}  // namespace
+
+extern "C" {
+
+tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, tsr_dtype_t dtype,
+                               const tsr_param_t* params, size_t nparams, tsr_tensor_t* tensor) {
+  return guarded("tsr_tensor_create", [&] {
+    if (!comm || !tensor) return invalid("tsr_tensor_create: comm or tensor is NULL");
+    *tensor = nullptr;
+    if (!name || !*name) return invalid("tsr_tensor_create: the tensor needs a name");
+    std::string who = std::string("tsr_tensor_create: tensor ") + name;
+    if (nparams && !params) return invalid(who + ": params is NULL with nparams " + std::to_string(nparams));
+    if (dtype < TSR_FLOAT32 || dtype > TSR_INT64)
+      return invalid(who + ": dtype " + std::to_string(static_cast<int>(dtype)) + " is not a tsr_dtype_t");
+    std::map<std::string, std::string> kv;
+    for (size_t i = 0; i < nparams; ++i) {
+      if (!params[i].key || !params[i].value)
+        return invalid(who + ": param " + std::to_string(i) + " has a NULL key or value");
+      kv[params[i].key] = params[i].value;
+    }
+    auto t = std::make_unique<tsr_tensor>();
+    t->comm = comm->impl.get();
+    t->name = name;
+    t->count = count;
+    t->dtype = static_cast<tsr::DataType>(dtype);
+    std::string algorithm = kv.count("algorithm") ? kv["algorithm"] : "dense";
+    if (algorithm == "dense") {
+      for (const auto& [k, v] : kv)
+        if (k != "algorithm") return invalid(who + ": " + k + "=" + v + " is not a parameter of algorithm=dense");
+      if (!isFloating(t->dtype))
+        return invalid(who + ": algorithm=dense averages, so it needs a floating dtype, not " +
+                       tsr::dataTypeName(t->dtype));
+      t->algorithm = "dense";
+    } else if (algorithm == "marsit") {
+      if (t->dtype != tsr::DataType::kF32)
+        return report(tsr::Status(tsr::Code::kNotSupported, who + ": algorithm=marsit takes TSR_FLOAT32, not " +
+                                                                tsr::dataTypeName(t->dtype)));
+      auto made = tsr::marsit::MarsitTensor::create(*t->comm, name, count, kv);
+      if (!made.isOk()) return report(made.status());
+      t->marsit = made.take();
+      t->algorithm = t->marsit->algorithm();
+    } else {
+      return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense or marsit)");
+    }
+    *tensor = t.release();
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t* request) {
+  return guarded("tsr_tensor_allreduce", [&] {
+    if (!tensor) return invalid("tsr_tensor_allreduce: tensor is NULL");
+    if (!data && tensor->count) return invalid("tsr_tensor_allreduce: tensor " + tensor->name + ": data is NULL");
+    if (tensor->marsit) return finish(tensor->marsit->allreduceAsync(static_cast<float*>(data)), request);
+    auto posted = tensor->comm->allreduce(data, data, tensor->count, tensor->dtype, tsr::ReduceOp::kAvg);
+    if (posted.isOk()) {
+      tensor->pending = posted.value();
+      ++tensor->denseSteps;
+    }
+    return finish(std::move(posted), request);
+  });
+}
+
+tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** algorithm) {
+  if (!tensor) return invalid("tsr_tensor_info: tensor is NULL");
+  if (steps) {
+    if (tensor->marsit) {
+      *steps = tensor->marsit->step();
+    } else {
+      // A posted dense step counts once it has finished without error.
+      uint64_t posted = tensor->denseSteps;
+      bool unfinished = tensor->pending && !tensor->pending->test().isOk();
+      *steps = posted - (unfinished ? 1 : 0);
+    }
+  }
+  if (algorithm) *algorithm = tensor->algorithm.c_str();
+  return TSR_OK;
+}
+
+tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual) {
+  if (!tensor || (!residual && tensor->count)) return invalid("tsr_tensor_residual: tensor or residual is NULL");
+  if (!tensor->marsit) {
+    std::fill(residual, residual + tensor->count, 0.0f);
+    return TSR_OK;
+  }
+  if (tensor->marsit->busy())
+    return invalid("tsr_tensor_residual: tensor " + tensor->name + " has a step pending; wait for it first");
+  const auto& c = tensor->marsit->compensation();
+  std::memcpy(residual, c.data(), c.size() * sizeof(float));
+  return TSR_OK;
+}
+
+tsr_status_t tsr_tensor_destroy(tsr_tensor_t tensor) {
+  delete tensor;
+  return TSR_OK;
+}
+
+}  // extern "C"
