@@ -1,13 +1,17 @@
 #include "algorithms/marsit/marsit.h"
 
+#include <algorithm>
+
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_plan.h"
+#include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_step.h"
 
 namespace tsr::marsit {
 
 Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
   Params p;
+  bool twoLevel = false, topologyRing = false;
   for (const auto& [key, value] : kv) {
     auto bad = [&](const std::string& accepted) {
       return Status(Code::kInvalidArgument, "marsit: " + key + "=" + value + " is not accepted (" + accepted + ")");
@@ -24,13 +28,24 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
     } else if (key == "algorithm") {
       if (value != "marsit") return bad("marsit");
     } else if (key == "topology") {
-      if (value == "ring") p.topology = Topology::kRing;
+      if (value == "ring") topologyRing = true;
       else if (value == "torus") p.topology = Topology::kTorus;
       else return bad("ring or torus");
+    } else if (key == "intra") {
+      if (value == "none") p.intraType = DataType::kF32;
+      else if (value == "fp16") p.intraType = DataType::kF16;
+      else return bad("none or fp16");
+      twoLevel = true;
     } else {
       return Status(Code::kInvalidArgument, "marsit: unknown parameter " + key + "=" + value +
-                                                " (accepted: seed, full_precision_every, algorithm, topology)");
+                                                " (accepted: seed, full_precision_every, algorithm, topology, intra)");
     }
+  }
+  if (twoLevel) {
+    if (p.topology == Topology::kTorus || topologyRing)
+      return Status(Code::kInvalidArgument, "marsit: intra=" + kv.at("intra") + " selects the two-level "
+                                            "schedule, which cannot be combined with topology=" + kv.at("topology"));
+    p.topology = Topology::kTwoLevel;
   }
   return p;
 }
@@ -62,20 +77,37 @@ Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator
   const auto& grid = comm.torusGrid();
   const auto& options = comm.denseOptions();
   bool torus = s->params.topology == Topology::kTorus;
-  if (torus && grid.empty())
-    return Status(Code::kNotSupported, "marsit tensor " + name + ": topology=torus: this job of " +
-                                           std::to_string(comm.size()) + " ranks has no torus (" +
-                                           comm.torusWhyNot() + "); use topology=ring");
-  auto bitPlan = torus ? algorithms::torusSignMergePlan(s->rank, s->size, s->bits.size(), grid, options)
-                       : marsitRingPlan(s->rank, s->size, s->bits.size(), options);
-  if (!bitPlan.isOk()) return named(bitPlan.status());
-  s->bitPlan = bitPlan.take();
+  s->twoLevel = s->params.topology == Topology::kTwoLevel;
+  if ((torus || s->twoLevel) && grid.empty())
+    return Status(Code::kNotSupported,
+                  "marsit tensor " + name + ": " + (torus ? "topology=torus" : "the two-level schedule (intra=)") +
+                      ": this job of " + std::to_string(comm.size()) + " ranks has no host grid (" +
+                      comm.torusWhyNot() + "); use topology=ring");
+  if (s->twoLevel) {
+    auto hier = marsitHierPlans(s->rank, s->size, count, s->params.intraType, grid, options);
+    if (!hier.isOk()) return named(hier.status());
+    s->hier = hier.take();
+    s->bitPlan = s->hier.bits;
+    s->intraType = s->params.intraType;
+    s->ranksPerRow = static_cast<int>(grid[0].size());
+    s->comp.assign(s->hier.shardCount, 0.0f);
+    s->shard.resize(s->hier.shardCount);
+    s->intraResidual.assign(count, 0.0f);
+    s->bits.assign(s->hier.padded / 64, 0);
+    s->intraBuffer.assign((s->hier.padded * dataTypeSize(s->intraType) + 7) / 8, 0);
+    s->rowScratch = scratchFor(*s->hier.rowReduceScatter);
+  } else {
+    auto bitPlan = torus ? algorithms::torusSignMergePlan(s->rank, s->size, s->bits.size(), grid, options)
+                         : marsitRingPlan(s->rank, s->size, s->bits.size(), options);
+    if (!bitPlan.isOk()) return named(bitPlan.status());
+    s->bitPlan = bitPlan.take();
+  }
   s->algorithm = s->bitPlan->algorithm;
   auto scalarPlan = algorithms::ringAllreducePlan(s->rank, s->size, 2, DataType::kF64, ReduceOp::kSum, options);
   if (!scalarPlan.isOk()) return named(scalarPlan.status());
   s->scalarPlan = scalarPlan.take();
   if (s->params.fullPrecisionEvery > 0) {
-    auto full = torus ? algorithms::torusAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, grid, options)
+    auto full = torus || s->twoLevel ? algorithms::torusAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, grid, options)
                       : algorithms::ringAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, options);
     if (!full.isOk()) return named(full.status());
     s->fullPlan = full.take();
@@ -100,10 +132,13 @@ Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
   s.g = g;
   auto make = [state = state_](const algorithms::TaskContext& ctx)
       -> Result<std::unique_ptr<algorithms::Task>> {
+    if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
     return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
   };
-  // Two sequence numbers: the scalar allreduce and the bit plan run side by side.
-  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), 2, state_));
+  // Sequence numbers: the scalar allreduce and the bit plan run side by side; two-level runs
+  // the intra-host average before them.
+  uint32_t span = state_->twoLevel ? 3 : 2;
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), span, state_));
   request->setAlgorithm(s.algorithm);
   s.pending = request;
   return request;
@@ -116,6 +151,19 @@ Status MarsitTensor::allreduce(float* g) {
 
 bool MarsitTensor::busy() const { return state_->pending && !state_->pending->done(); }
 const std::vector<float>& MarsitTensor::compensation() const { return state_->comp; }
+const std::vector<float>& MarsitTensor::intraResidual() const { return state_->intraResidual; }
+void MarsitTensor::residual(float* out) const {
+  const MarsitState& s = *state_;
+  if (!s.twoLevel) {
+    std::copy(s.comp.begin(), s.comp.end(), out);
+    return;
+  }
+  std::copy(s.intraResidual.begin(), s.intraResidual.end(), out);
+  const size_t off = s.hier.shardOffset;
+  for (size_t k = 0; k < s.comp.size() && off + k < s.count; ++k)
+    out[off + k] += static_cast<float>(s.ranksPerRow) * s.comp[k];
+}
+size_t MarsitTensor::shardOffset() const { return state_->twoLevel ? state_->hier.shardOffset : 0; }
 uint64_t MarsitTensor::step() const { return state_->step; }
 const StepTimes& MarsitTensor::lastTimes() const { return state_->times; }
 const std::string& MarsitTensor::name() const { return state_->name; }

@@ -25,16 +25,19 @@
 
 namespace tsr::marsit {
 
-enum class Topology { kRing, kTorus };
+// kTwoLevel: intra-host average (f32 or f16), Marsit across hosts (marsit_hier_step.h).
+enum class Topology { kRing, kTorus, kTwoLevel };
 
 struct Params {
   uint64_t seed = 0x5eed;
   int fullPrecisionEvery = 0;
   Topology topology = Topology::kRing;
+  DataType intraType = DataType::kF32;  // two-level only
 };
 
-// Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus. Errors name the
-// key, the value and what is accepted.
+// Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus, intra=none|fp16
+// (selects the two-level schedule over the job's host grid; not with topology=torus). Errors
+// name the key, the value and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 
 // Where this rank's last step spent its time (microseconds), for tsr-bench's split.
@@ -66,13 +69,21 @@ class MarsitTensor {
 
   // True while a step is pending.
   bool busy() const;
-  // Valid while no step is pending.
+  // Valid while no step is pending. Flat: count floats. Two-level: the compensation of this
+  // rank's row block (shardOffset(), in units of a host average), and intraResidual() what the
+  // f16 cast dropped (count floats; zeros for intra=none).
   const std::vector<float>& compensation() const;
+  const std::vector<float>& intraResidual() const;
+  size_t shardOffset() const;
+  // Everything this rank keeps back, in units of its own contribution (count floats): flat,
+  // the compensation; two-level, the f16 residual plus X times the row block's compensation.
+  // Summed over ranks, it is what the next full-precision step adds to the average.
+  void residual(float* out) const;
   uint64_t step() const;
   const StepTimes& lastTimes() const;
   const std::string& name() const;
   size_t count() const;
-  // "marsit-ring" or "marsit-torus".
+  // "marsit-ring", "marsit-torus" or "marsit-2level".
   const std::string& algorithm() const;
 
  private:

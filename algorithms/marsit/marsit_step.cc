@@ -1,6 +1,7 @@
 #include "algorithms/marsit/marsit_step.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 
@@ -8,16 +9,21 @@
 
 namespace tsr::marsit {
 
-namespace {
-
 double nowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-bool running(const Status& s) { return s.code() == Code::kInProgress; }
-
-}  // namespace
+Status numericError(const MarsitState& s, size_t badIndex, float badValue) {
+  bool mine = badIndex != SIZE_MAX;
+  return Status(Code::kNumericError,
+                "marsit tensor " + s.name + ": " + std::to_string(static_cast<int>(s.scalarOut[1])) +
+                    " rank(s) had NaN or Inf in gradient + compensation" +
+                    (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(badIndex) +
+                                " is " + std::to_string(badValue) + ")"
+                          : std::string()) +
+                    "; the tensor and its compensation are unchanged");
+}
 
 MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
     : state_(std::move(state)), ctx_(ctx) {}
@@ -90,14 +96,7 @@ Status MarsitStepTask::finish() {
   s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - merge);
   if (s.scalarOut[1] > 0) {
     bool mine = s.badIndex < s.count;
-    return fail(Status(
-        Code::kNumericError,
-        "marsit tensor " + s.name + ": " + std::to_string(static_cast<int>(s.scalarOut[1])) +
-            " rank(s) had NaN or Inf in gradient + compensation" +
-            (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(s.badIndex) +
-                        " is " + std::to_string(s.work[s.badIndex]) + ")"
-                  : std::string()) +
-            "; the tensor and its compensation are unchanged"));
+    return fail(numericError(s, mine ? s.badIndex : SIZE_MAX, mine ? s.work[s.badIndex] : 0.0f));
   }
   double t = nowUs();
   if (full_) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/plan/executor.h"
 
@@ -38,10 +39,23 @@ struct MarsitState {
   size_t badIndex = 0;
   uint64_t mergeNanos = 0;
 
+  // Two-level (intra=none|fp16; marsit_hier_step.h): comp is then this rank's row block's
+  // compensation (shardCount floats), intraResidual what the f16 cast dropped (count floats).
+  bool twoLevel = false;
+  DataType intraType = DataType::kF32;
+  int ranksPerRow = 1;
+  HierPlans hier;
+  std::vector<uint64_t> intraBuffer, rowScratch;  // padded elements of intraType
+  std::vector<float> intraResidual, shard;
+
   bool fullPrecisionStep() const {
     return params.fullPrecisionEvery > 0 && (step + 1) % params.fullPrecisionEvery == 0;
   }
 };
+
+double nowUs();
+inline bool running(const Status& s) { return s.code() == Code::kInProgress; }
+Status numericError(const MarsitState& s, size_t badIndex, float badValue);
 
 class MarsitStepTask final : public algorithms::Task {
  public:

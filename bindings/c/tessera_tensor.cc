@@ -114,8 +114,7 @@ tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual) {
   }
   if (tensor->marsit->busy())
     return invalid("tsr_tensor_residual: tensor " + tensor->name + " has a step pending; wait for it first");
-  const auto& c = tensor->marsit->compensation();
-  std::memcpy(residual, c.data(), c.size() * sizeof(float));
+  tensor->marsit->residual(residual);
   return TSR_OK;
 }
 
