@@ -43,6 +43,9 @@ class Compressor {
   virtual Status decompress(std::span<const std::byte> compressed, std::span<float> output) = 0;
 
   virtual void setStep(uint32_t step) { step_ = step; }
+  // What error feedback keeps back for the next step (count() floats), or empty when there is
+  // no error-feedback decorator in the chain.
+  virtual std::span<const float> feedbackError() const { return {}; }
   uint32_t step() const { return step_; }
 
  protected:

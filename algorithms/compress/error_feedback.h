@@ -28,6 +28,7 @@ class ErrorFeedback final : public Compressor {
   void setStep(uint32_t step) override;
 
   std::span<const float> error() const { return error_; }
+  std::span<const float> feedbackError() const override { return error_; }
   void resetError();
 
  private:

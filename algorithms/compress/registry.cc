@@ -1,5 +1,7 @@
 #include "algorithms/compress/registry.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -11,6 +13,8 @@
 #include "algorithms/compress/onebit_compressor.h"
 #include "algorithms/compress/randomk_compressor.h"
 #include "algorithms/compress/topk_compressor.h"
+
+extern char** environ;
 
 namespace tsr::compress {
 namespace {
@@ -189,6 +193,35 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
     return notApplicable(unused->first, unused->second, *kind);
   }
   return c;
+}
+
+Result<Params> withEnvironmentDefaults(const Params& params, const std::map<std::string, std::string>& env) {
+  static const std::string prefix = "TSR_COMPRESS_";
+  Params out = params;
+  for (const auto& [name, value] : env) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::string key = name.substr(prefix.size());
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto& keys = compressorKeys();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string list;
+      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+      return Status(Code::kInvalidArgument, "environment variable " + name + "=" + value +
+                                                " names no compressor parameter (accepted: " + list + ")");
+    }
+    out.emplace(key, value);  // explicit parameters win
+  }
+  return out;
+}
+
+Result<Params> withEnvironmentDefaults(const Params& params) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos && kv.rfind("TSR_COMPRESS_", 0) == 0) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return withEnvironmentDefaults(params, env);
 }
 
 }  // namespace tsr::compress

@@ -34,6 +34,13 @@ using Params = std::map<std::string, std::string>;
 // A compressor for tensors of `count` f32 elements.
 Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_t count);
 
+// `params` completed from the environment: TSR_COMPRESS_<KEY>=value (KEY in upper case, e.g.
+// TSR_COMPRESS_COMPRESSOR=topk, TSR_COMPRESS_K=0.01) supplies key <key> when params lack it;
+// explicit parameters win. A TSR_COMPRESS_ variable that names no key is an error naming the
+// variable. The second form reads the process environment.
+Result<Params> withEnvironmentDefaults(const Params& params, const std::map<std::string, std::string>& env);
+Result<Params> withEnvironmentDefaults(const Params& params);
+
 // The keys createCompressor accepts (callers that mix compressor keys with other settings can
 // split a parameter map with this list).
 const std::vector<std::string>& compressorKeys();

@@ -1,9 +1,11 @@
-// The per-tensor allreduce C API (tessera_tensor.h): a dense averaging allreduce or a Marsit
-// tensor (algorithms/marsit) behind one handle.
+// The per-tensor allreduce C API (tessera_tensor.h): a dense averaging allreduce, a Marsit
+// tensor (algorithms/marsit) or a compressor-backed tensor (algorithms/compressed) behind one
+// handle.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
+#include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/marsit/marsit.h"
 #include "bindings/c/c_api_internal.h"
 
@@ -13,7 +15,8 @@ struct tsr_tensor {
   size_t count = 0;
   tsr::DataType dtype = tsr::DataType::kF32;
   std::string algorithm;
-  std::unique_ptr<tsr::marsit::MarsitTensor> marsit;  // null for dense
+  std::unique_ptr<tsr::marsit::MarsitTensor> marsit;              // algorithm=marsit
+  std::unique_ptr<tsr::compressed::CompressedTensor> compressed;  // algorithm=compressed
   std::atomic<uint64_t> denseSteps{0};
   tsr::runtime::RequestPtr pending;                  // dense: the last step posted
 };
@@ -68,8 +71,16 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
       if (!made.isOk()) return report(made.status());
       t->marsit = made.take();
       t->algorithm = t->marsit->algorithm();
+    } else if (algorithm == "compressed") {
+      if (t->dtype != tsr::DataType::kF32)
+        return report(tsr::Status(tsr::Code::kNotSupported, who + ": algorithm=compressed takes TSR_FLOAT32, not " +
+                                                                tsr::dataTypeName(t->dtype)));
+      auto made = tsr::compressed::CompressedTensor::create(*t->comm, name, count, kv);
+      if (!made.isOk()) return report(made.status());
+      t->compressed = made.take();
+      t->algorithm = t->compressed->algorithm();
     } else {
-      return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense or marsit)");
+      return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense, marsit or compressed)");
     }
     *tensor = t.release();
     return TSR_OK;
@@ -81,6 +92,8 @@ tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t
     if (!tensor) return invalid("tsr_tensor_allreduce: tensor is NULL");
     if (!data && tensor->count) return invalid("tsr_tensor_allreduce: tensor " + tensor->name + ": data is NULL");
     if (tensor->marsit) return finish(tensor->marsit->allreduceAsync(static_cast<float*>(data)), request);
+    if (tensor->compressed)
+      return finish(tensor->compressed->allreduceAsync(static_cast<float*>(data)), request);
     auto posted = tensor->comm->allreduce(data, data, tensor->count, tensor->dtype, tsr::ReduceOp::kAvg);
     if (posted.isOk()) {
       tensor->pending = posted.value();
@@ -95,6 +108,8 @@ tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** 
   if (steps) {
     if (tensor->marsit) {
       *steps = tensor->marsit->step();
+    } else if (tensor->compressed) {
+      *steps = tensor->compressed->step();
     } else {
       // A posted dense step counts once it has finished without error.
       uint64_t posted = tensor->denseSteps;
@@ -108,13 +123,11 @@ tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** 
 
 tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual) {
   if (!tensor || (!residual && tensor->count)) return invalid("tsr_tensor_residual: tensor or residual is NULL");
-  if (!tensor->marsit) {
-    std::fill(residual, residual + tensor->count, 0.0f);
-    return TSR_OK;
-  }
-  if (tensor->marsit->busy())
-    return invalid("tsr_tensor_residual: tensor " + tensor->name + " has a step pending; wait for it first");
-  tensor->marsit->residual(residual);
+  bool busy = (tensor->marsit && tensor->marsit->busy()) || (tensor->compressed && tensor->compressed->busy());
+  if (busy) return invalid("tsr_tensor_residual: tensor " + tensor->name + " has a step pending; wait for it first");
+  if (tensor->marsit) tensor->marsit->residual(residual);
+  else if (tensor->compressed) tensor->compressed->residual(residual);
+  else std::fill(residual, residual + tensor->count, 0.0f);
   return TSR_OK;
 }
 

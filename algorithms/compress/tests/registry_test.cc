@@ -72,5 +72,24 @@ TEST(Registry, GoodParametersBuildTheNamedCompressor) {
   EXPECT_EQ(compressorKeys().size(), 9u);
 }
 
+// TSR_COMPRESS_* fill in what the parameters leave out; explicit parameters win; a variable
+// that names no key is an error naming it.
+TEST(Registry, EnvironmentDefaults) {
+  std::map<std::string, std::string> env = {{"TSR_COMPRESS_COMPRESSOR", "topk"},
+                                            {"TSR_COMPRESS_K", "0.05"},
+                                            {"TSR_TIMEOUT_MS", "10"}};
+  auto filled = withEnvironmentDefaults({{"k", "3"}}, env);
+  ASSERT_TRUE(filled.isOk()) << filled.status().toString();
+  EXPECT_EQ(filled.value().at("compressor"), "topk");
+  EXPECT_EQ(filled.value().at("k"), "3");
+  EXPECT_EQ(filled.value().count("timeout_ms"), 0u);
+  auto made = createCompressor(filled.value(), 100);
+  ASSERT_TRUE(made.isOk());
+  EXPECT_EQ(made.value()->name(), "topk(k=3)");
+  auto bad = withEnvironmentDefaults({}, {{"TSR_COMPRESS_KAY", "5"}});
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("TSR_COMPRESS_KAY=5"), std::string::npos) << bad.status().message();
+}
+
 }  // namespace
 }  // namespace tsr::compress

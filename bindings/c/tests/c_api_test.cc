@@ -217,6 +217,19 @@ TEST(CApi, TensorHandles) {
     for (size_t j = 0; j < count; ++j) ASSERT_EQ(std::fabs(g[j]), std::fabs(g[0])) << j;
     results[r] = g;
 
+    tsr_tensor_t c = nullptr;
+    tsr_param_t topk[] = {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "2"}};
+    ASSERT_EQ(tsr_tensor_create(comm, "c", 8, TSR_FLOAT32, topk, 3, &c), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_tensor_info(c, nullptr, &algo), TSR_OK);
+    EXPECT_STREQ(algo, "compressed:ef(topk(k=2))");
+    float v[8] = {0, 0, 0, 9, 0, 0, 0, 3.0f * r}, kept[8];
+    ASSERT_EQ(tsr_tensor_allreduce(c, v, nullptr), TSR_OK) << lastError();
+    EXPECT_FLOAT_EQ(v[3], 9.0f);
+    EXPECT_FLOAT_EQ(v[7], 3.0f);  // (0 + 3 + 6) / 3
+    ASSERT_EQ(tsr_tensor_residual(c, kept), TSR_OK);
+    for (float k : kept) EXPECT_EQ(k, 0.0f);  // top-2 of each rank held everything
+    EXPECT_EQ(tsr_tensor_destroy(c), TSR_OK);
+
     float b[4] = {1.0f * r, 2, 3, 4};
     ASSERT_EQ(tsr_tensor_allreduce(d, b, nullptr), TSR_OK) << lastError();
     EXPECT_FLOAT_EQ(b[0], 1.0f);  // (0 + 1 + 2) / 3

@@ -19,6 +19,11 @@
  *                     seed=<uint64>, full_precision_every=<K> (0 = never), intra=none|fp16
  *                     (two-level: average inside each host in f32 or f16, Marsit across hosts;
  *                     not with topology=; needs equal hosts)
+ *   algorithm=compressed  any compressor of the registry (seed 003; TSR_FLOAT32): compressor=
+ *                     onebit|topk|randomk|dithering|fp16|bf16|none, k, scaling, ef=vanilla|none
+ *                     (default vanilla: what the compressor drops comes back next step),
+ *                     momentum=nesterov|none, momentum_mu, seed; TSR_COMPRESS_<KEY> variables
+ *                     give defaults. Payloads are all-gathered, decoded and averaged.
  * Every rank declares the same tensors with the same parameters. Bad keys or values fail with
  * TSR_ERR_INVALID_ARGUMENT naming the tensor, the key and the value; NaN or Inf in a Marsit
  * tensor fails that step on every rank with TSR_ERR_NUMERIC (tensor and residual unchanged). */
@@ -39,12 +44,13 @@ TSR_API tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t
  * done, and one step at a time per tensor. */
 TSR_API tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t* request);
 /* Steps completed so far and the algorithm ("dense", "marsit-ring", "marsit-torus",
- * "marsit-2level"); either
+ * "marsit-2level", "compressed:ef(topk(k=10))", ...); either
  * pointer may be NULL. The string lives as long as the tensor. */
 TSR_API tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** algorithm);
 /* Copies what compression has kept back so far (Marsit: the compensation, count floats;
  * two-level: the f16 cast residual plus, on this rank's row block, the compensation times the
- * ranks per host; dense: zeros). Not while a step is pending. */
+ * ranks per host; compressed: the error-feedback error; dense: zeros). Not while a step is
+ * pending. */
 TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
 /* A pending step still finishes. */
 TSR_API tsr_status_t tsr_tensor_destroy(tsr_tensor_t tensor);

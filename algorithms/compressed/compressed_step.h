@@ -1,0 +1,59 @@
+// One step of a CompressedTensor as a progress-thread task:
+//   seq:   allreduce of [ranks with NaN/Inf in g] (so no compressor changes state on a step
+//          that fails);
+//   seq+1: compress into this rank's slot (8-byte length, then the payload), ring all-gather
+//          of the slots, decompress each and average into g.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/compress/compressor.h"
+#include "algorithms/plan/executor.h"
+#include "runtime/communicator.h"
+
+namespace tsr::compressed {
+
+struct CompressedState {
+  std::string name;
+  size_t count = 0;
+  int rank = 0, size = 1;
+  std::string algorithm;
+  std::unique_ptr<compress::Compressor> compressor;
+  size_t slotWords = 0;                      // 8-byte words per rank's slot
+  std::vector<uint64_t> mine, all;           // one slot; size slots
+  std::vector<float> decoded, sum;
+  std::shared_ptr<const algorithms::Plan> flagPlan, gatherPlan;
+  std::vector<uint64_t> flagScratch, gatherScratch;
+  double flagIn[2] = {0, 0}, flagOut[2] = {0, 0};
+  uint64_t step = 0;
+  runtime::RequestPtr pending;
+  float* g = nullptr;
+  size_t badIndex = 0;
+};
+
+class CompressedStepTask final : public algorithms::Task {
+ public:
+  CompressedStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
+  Status start() override;
+  Status progress() override;
+  void abort(const Status& reason) override;
+  bool quiescent() const override;
+  int waitingOn() const override;
+  std::string describe() const override { return "compressed allreduce of tensor " + state_->name; }
+
+ private:
+  Status drive();
+  Status startGather();
+  Status finish();
+  Status fail(Status status);
+
+  std::shared_ptr<CompressedState> state_;
+  algorithms::TaskContext ctx_;
+  std::unique_ptr<algorithms::PlanExecutor> flag_, gather_;
+  Status flagStatus_{Code::kInProgress, ""}, gatherStatus_{Code::kInProgress, ""};
+  Status status_{Code::kInProgress, ""};
+};
+
+}  // namespace tsr::compressed

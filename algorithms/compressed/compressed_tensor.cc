@@ -1,0 +1,96 @@
+#include "algorithms/compressed/compressed_tensor.h"
+
+#include <algorithm>
+
+#include "algorithms/compress/registry.h"
+#include "algorithms/compressed/compressed_step.h"
+
+namespace tsr::compressed {
+
+namespace {
+
+std::vector<uint64_t> scratchFor(const algorithms::Plan& plan) {
+  return std::vector<uint64_t>((plan.scratchBytes + 7) / 8);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(runtime::Communicator& comm, std::string name,
+                                                                   size_t count,
+                                                                   const std::map<std::string, std::string>& params) {
+  auto named = [&](const Status& st) { return Status(st.code(), "compressed tensor " + name + ": " + st.message()); };
+  compress::Params kv = params;
+  auto algo = kv.find("algorithm");
+  if (algo != kv.end()) {
+    if (algo->second != "compressed")
+      return named(Status(Code::kInvalidArgument, "algorithm=" + algo->second + " is not accepted here (compressed)"));
+    kv.erase(algo);
+  }
+  auto withEnv = compress::withEnvironmentDefaults(kv);
+  if (!withEnv.isOk()) return named(withEnv.status());
+  kv = withEnv.take();
+  kv.emplace("ef", "vanilla");  // nothing is lost unless the caller says ef=none
+  auto made = compress::createCompressor(kv, count);
+  if (!made.isOk()) return named(made.status());
+
+  auto s = std::make_shared<CompressedState>();
+  s->name = std::move(name);
+  s->count = count;
+  s->rank = comm.rank();
+  s->size = comm.size();
+  s->compressor = made.take();
+  s->algorithm = "compressed:" + s->compressor->name();
+  s->slotWords = 1 + (s->compressor->maxCompressedBytes() + 7) / 8;
+  s->mine.assign(s->slotWords, 0);
+  s->all.assign(s->slotWords * s->size, 0);
+  s->decoded.resize(count);
+  s->sum.resize(count);
+  const auto& options = comm.denseOptions();
+  auto flag = algorithms::ringAllreducePlan(s->rank, s->size, 2, DataType::kF64, ReduceOp::kSum, options);
+  if (!flag.isOk()) return named(flag.status());
+  auto gather = algorithms::ringAllgatherPlan(s->rank, s->size, s->slotWords, DataType::kI64, options);
+  if (!gather.isOk()) return named(gather.status());
+  s->flagPlan = flag.take();
+  s->gatherPlan = gather.take();
+  s->flagScratch = scratchFor(*s->flagPlan);
+  s->gatherScratch = scratchFor(*s->gatherPlan);
+  return std::unique_ptr<CompressedTensor>(new CompressedTensor(comm, std::move(s)));
+}
+
+CompressedTensor::CompressedTensor(runtime::Communicator& comm, std::shared_ptr<CompressedState> state)
+    : comm_(comm), state_(std::move(state)) {}
+CompressedTensor::~CompressedTensor() = default;
+
+Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
+  CompressedState& s = *state_;
+  if (!g && s.count) return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": buffer is NULL");
+  if (busy())
+    return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": step " + std::to_string(s.step) +
+                                              " is still pending; wait for it before the next");
+  s.g = g;
+  auto make = [state = state_](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+    return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
+  };
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), 2, state_));
+  request->setAlgorithm(s.algorithm);
+  s.pending = request;
+  return request;
+}
+
+Status CompressedTensor::allreduce(float* g) {
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, allreduceAsync(g));
+  return request->wait();
+}
+
+bool CompressedTensor::busy() const { return state_->pending && !state_->pending->done(); }
+uint64_t CompressedTensor::step() const { return state_->step; }
+const std::string& CompressedTensor::algorithm() const { return state_->algorithm; }
+size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }
+
+void CompressedTensor::residual(float* out) const {
+  auto e = state_->compressor->feedbackError();
+  if (e.empty()) std::fill(out, out + state_->count, 0.0f);
+  else std::copy(e.begin(), e.end(), out);
+}
+
+}  // namespace tsr::compressed

@@ -1,0 +1,50 @@
+// A tensor reduced through any compressor of the registry (seed 003's framework, no server):
+// each step every rank compresses its gradient (with error feedback on by default, so what
+// the compressor drops comes back next step), the ranks all-gather the payloads, and each
+// decompresses all N and averages them. The result is the same on every rank.
+//
+// Parameters: the compressor keys of algorithms/compress/registry.h (compressor=... required,
+// k, scaling, ef=vanilla|none (default vanilla here), momentum, momentum_mu, seed), completed
+// from TSR_COMPRESS_* variables, plus algorithm=compressed. randomk draws the same indices on
+// every rank (shared seed, equal steps).
+//
+// A NaN or Inf on any rank fails the step on every rank with TSR_ERR_NUMERIC naming the
+// tensor (a one-flag allreduce runs before compressing, so no compressor state changes).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/communicator.h"
+
+namespace tsr::compressed {
+
+struct CompressedState;
+
+class CompressedTensor {
+ public:
+  static Result<std::unique_ptr<CompressedTensor>> create(runtime::Communicator& comm, std::string name,
+                                                          size_t count,
+                                                          const std::map<std::string, std::string>& params);
+  ~CompressedTensor();
+  // Collective: replaces g (count floats) by the average of every rank's decompressed payload.
+  Status allreduce(float* g);
+  // Non-blocking: g untouched until the request is done; one step at a time.
+  Result<runtime::RequestPtr> allreduceAsync(float* g);
+  bool busy() const;
+  uint64_t step() const;
+  // "compressed:<compressor name>", e.g. "compressed:ef(topk(k=10))".
+  const std::string& algorithm() const;
+  // What error feedback keeps back (count floats; zeros when ef=none).
+  void residual(float* out) const;
+  // Bytes of one rank's payload slot on the wire (the all-gather block).
+  size_t slotBytes() const;
+
+ private:
+  CompressedTensor(runtime::Communicator& comm, std::shared_ptr<CompressedState> state);
+  runtime::Communicator& comm_;
+  std::shared_ptr<CompressedState> state_;
+};
+
+}  // namespace tsr::compressed
