@@ -97,6 +97,10 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   if (config.get("TSR_ERR_MODE") == "auto")
     for (int r = 0; r < size_; ++r) fastLocal[r] = r != rank_ && hostIds_[r] == hostIds_[rank_];
   TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
+  // Nobody leaves creation before every rank has connected: a rank that destroyed its
+  // communicator at once would otherwise pull its shared-memory segment from under a peer
+  // still attaching to it (UCX "shmat failed", seen with 6 ranks as threads).
+  if (bootstrap_) TSR_RETURN_IF_ERROR(bootstrap_->barrier());
   EngineOptions engine;
   engine.timeoutMs = config.timeoutMs();
   engine.spinUs = static_cast<int>(config.getInt("TSR_SPIN_US"));

@@ -7,6 +7,7 @@
 
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/marsit/marsit.h"
+#include "algorithms/spardl/spardl.h"
 #include "bindings/c/c_api_internal.h"
 
 struct tsr_tensor {
@@ -17,6 +18,7 @@ struct tsr_tensor {
   std::string algorithm;
   std::unique_ptr<tsr::marsit::MarsitTensor> marsit;              // algorithm=marsit
   std::unique_ptr<tsr::compressed::CompressedTensor> compressed;  // algorithm=compressed
+  std::unique_ptr<tsr::spardl::SparDLTensor> spardl;              // algorithm=spardl
   std::atomic<uint64_t> denseSteps{0};
   tsr::runtime::RequestPtr pending;                  // dense: the last step posted
 };
@@ -79,8 +81,16 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
       if (!made.isOk()) return report(made.status());
       t->compressed = made.take();
       t->algorithm = t->compressed->algorithm();
+    } else if (algorithm == "spardl") {
+      if (t->dtype != tsr::DataType::kF32)
+        return report(tsr::Status(tsr::Code::kNotSupported, who + ": algorithm=spardl takes TSR_FLOAT32, not " +
+                                                                tsr::dataTypeName(t->dtype)));
+      auto made = tsr::spardl::SparDLTensor::create(*t->comm, name, count, kv);
+      if (!made.isOk()) return report(made.status());
+      t->spardl = made.take();
+      t->algorithm = t->spardl->algorithm();
     } else {
-      return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense, marsit or compressed)");
+      return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense, marsit, compressed or spardl)");
     }
     *tensor = t.release();
     return TSR_OK;
@@ -94,6 +104,7 @@ tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t
     if (tensor->marsit) return finish(tensor->marsit->allreduceAsync(static_cast<float*>(data)), request);
     if (tensor->compressed)
       return finish(tensor->compressed->allreduceAsync(static_cast<float*>(data)), request);
+    if (tensor->spardl) return finish(tensor->spardl->allreduceAsync(static_cast<float*>(data)), request);
     auto posted = tensor->comm->allreduce(data, data, tensor->count, tensor->dtype, tsr::ReduceOp::kAvg);
     if (posted.isOk()) {
       tensor->pending = posted.value();
@@ -110,6 +121,8 @@ tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** 
       *steps = tensor->marsit->step();
     } else if (tensor->compressed) {
       *steps = tensor->compressed->step();
+    } else if (tensor->spardl) {
+      *steps = tensor->spardl->step();
     } else {
       // A posted dense step counts once it has finished without error.
       uint64_t posted = tensor->denseSteps;
@@ -123,10 +136,12 @@ tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** 
 
 tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual) {
   if (!tensor || (!residual && tensor->count)) return invalid("tsr_tensor_residual: tensor or residual is NULL");
-  bool busy = (tensor->marsit && tensor->marsit->busy()) || (tensor->compressed && tensor->compressed->busy());
+  bool busy = (tensor->marsit && tensor->marsit->busy()) || (tensor->compressed && tensor->compressed->busy()) ||
+              (tensor->spardl && tensor->spardl->busy());
   if (busy) return invalid("tsr_tensor_residual: tensor " + tensor->name + " has a step pending; wait for it first");
   if (tensor->marsit) tensor->marsit->residual(residual);
   else if (tensor->compressed) tensor->compressed->residual(residual);
+  else if (tensor->spardl) std::copy(tensor->spardl->residual().begin(), tensor->spardl->residual().end(), residual);
   else std::fill(residual, residual + tensor->count, 0.0f);
   return TSR_OK;
 }

@@ -230,6 +230,21 @@ TEST(CApi, TensorHandles) {
     for (float k : kept) EXPECT_EQ(k, 0.0f);  // top-2 of each rank held everything
     EXPECT_EQ(tsr_tensor_destroy(c), TSR_OK);
 
+    tsr_tensor_t sp = nullptr;
+    tsr_param_t spardl[] = {{"algorithm", "spardl"}, {"density", "0.5"}};
+    ASSERT_EQ(tsr_tensor_create(comm, "s", 6, TSR_FLOAT32, spardl, 2, &sp), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_tensor_info(sp, nullptr, &algo), TSR_OK);
+    EXPECT_STREQ(algo, "spardl");
+    float u[6] = {1, 0, 0, 0, 0, 0}, dropped[6];
+    ASSERT_EQ(tsr_tensor_allreduce(sp, u, nullptr), TSR_OK) << lastError();
+    EXPECT_FLOAT_EQ(u[0], 3.0f);  // one entry per rank, all kept: the sum
+    ASSERT_EQ(tsr_tensor_residual(sp, dropped), TSR_OK);
+    EXPECT_EQ(dropped[0], 0.0f);
+    tsr_param_t badDensity[] = {{"algorithm", "spardl"}, {"density", "0"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "s2", 6, TSR_FLOAT32, badDensity, 2, &c), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("density=0"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_tensor_destroy(sp), TSR_OK);
+
     float b[4] = {1.0f * r, 2, 3, 4};
     ASSERT_EQ(tsr_tensor_allreduce(d, b, nullptr), TSR_OK) << lastError();
     EXPECT_FLOAT_EQ(b[0], 1.0f);  // (0 + 1 + 2) / 3

@@ -12,7 +12,8 @@
  *   tsr_tensor_allreduce(t, grad, &request);      non-blocking; tsr_wait(request) later
  *   tsr_tensor_destroy(t);
  *
- * The result is the step's estimate of the average over ranks, the same on every rank.
+ * The result is the step's estimate of the average over ranks (spardl: of the sum), the same
+ * on every rank.
  * Parameters:
  *   algorithm=dense   plain averaging allreduce (any floating dtype; no other keys)
  *   algorithm=marsit  sign-bit allreduce (seed 002; TSR_FLOAT32): topology=ring|torus,
@@ -24,6 +25,10 @@
  *                     (default vanilla: what the compressor drops comes back next step),
  *                     momentum=nesterov|none, momentum_mu, seed; TSR_COMPRESS_<KEY> variables
  *                     give defaults. Payloads are all-gathered, decoded and averaged.
+ *   algorithm=spardl  sparse-block allreduce (seed 001; TSR_FLOAT32): density (0, 1] (default
+ *                     0.01), teams=T (divides N; a power of two: R-SAG), sag=auto|r. The result
+ *                     is the SUM over ranks of the kept entries (divide by N to average); what
+ *                     any selection drops stays in the residual of the rank that dropped it.
  * Every rank declares the same tensors with the same parameters. Bad keys or values fail with
  * TSR_ERR_INVALID_ARGUMENT naming the tensor, the key and the value; NaN or Inf in a Marsit
  * tensor fails that step on every rank with TSR_ERR_NUMERIC (tensor and residual unchanged). */
@@ -44,12 +49,13 @@ TSR_API tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t
  * done, and one step at a time per tensor. */
 TSR_API tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t* request);
 /* Steps completed so far and the algorithm ("dense", "marsit-ring", "marsit-torus",
- * "marsit-2level", "compressed:ef(topk(k=10))", ...); either
+ * "marsit-2level", "compressed:ef(topk(k=10))", "spardl", "spardl-rsag T=2"); either
  * pointer may be NULL. The string lives as long as the tensor. */
 TSR_API tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** algorithm);
 /* Copies what compression has kept back so far (Marsit: the compensation, count floats;
  * two-level: the f16 cast residual plus, on this rank's row block, the compensation times the
- * ranks per host; compressed: the error-feedback error; dense: zeros). Not while a step is
+ * ranks per host; compressed: the error-feedback error; spardl: its residual; dense: zeros).
+ * Not while a step is
  * pending. */
 TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
 /* A pending step still finishes. */

@@ -1,0 +1,125 @@
+#include "algorithms/spardl/spardl.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "algorithms/dense/partition.h"
+#include "algorithms/kernels/topk.h"
+#include "algorithms/spardl/spardl_step.h"
+#include "topology/recursive_schedule.h"
+#include "topology/spardl_schedule.h"
+
+namespace tsr::spardl {
+
+Result<Params> parseParams(const std::map<std::string, std::string>& kv, int size) {
+  Params p;
+  bool sagGiven = false;
+  for (const auto& [key, value] : kv) {
+    auto bad = [&](const std::string& accepted) {
+      return Status(Code::kInvalidArgument, "spardl: " + key + "=" + value + " is not accepted (" + accepted + ")");
+    };
+    char* end = nullptr;
+    if (key == "algorithm") {
+      if (value != "spardl") return bad("spardl");
+    } else if (key == "density") {
+      double d = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(d > 0.0 && d <= 1.0)) return bad("a number in (0, 1]");
+      p.density = d;
+    } else if (key == "teams") {
+      long t = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end || t < 1 || t > size || size % t != 0)
+        return bad("a team count that divides the " + std::to_string(size) + " ranks");
+      p.teams = static_cast<int>(t);
+    } else if (key == "sag") {
+      if (value == "auto") p.sag = Sag::kAuto;
+      else if (value == "r") p.sag = Sag::kR;
+      else if (value == "b") p.sag = Sag::kB;
+      else return bad("auto, r or b");
+      sagGiven = true;
+    } else {
+      return Status(Code::kInvalidArgument, "spardl: unknown parameter " + key + "=" + value +
+                                                " (accepted: algorithm, density, teams, sag)");
+    }
+  }
+  bool pow2 = topology::isPowerOfTwo(p.teams);
+  if (p.sag == Sag::kR && !pow2)
+    return Status(Code::kInvalidArgument, "spardl: sag=r needs a power-of-two team count, not teams=" +
+                                              std::to_string(p.teams) + " (use sag=b or sag=auto)");
+  if (p.sag == Sag::kAuto) p.sag = pow2 ? Sag::kR : Sag::kB;
+  if (p.sag == Sag::kB && p.teams > 1)
+    return Status(Code::kNotSupported, std::string("spardl: B-SAG (") + (sagGiven ? "sag=b" : "teams=" + std::to_string(p.teams)) +
+                                           ") is not implemented yet; use a power-of-two team count (R-SAG)");
+  return p;
+}
+
+Result<std::unique_ptr<SparDLTensor>> SparDLTensor::create(runtime::Communicator& comm, std::string name, size_t count,
+                                                           const std::map<std::string, std::string>& params) {
+  auto named = [&](const Status& st) { return Status(st.code(), "spardl tensor " + name + ": " + st.message()); };
+  if (count > 0xffffffffull) return named(Status(Code::kNotSupported, "tensors above 2^32 elements are not supported"));
+  auto parsed = parseParams(params, comm.size());
+  if (!parsed.isOk()) return named(parsed.status());
+  auto s = std::make_shared<SparDLState>();
+  s->params = parsed.value();
+  s->count = count;
+  s->rank = comm.rank();
+  s->size = comm.size();
+  auto split = topology::teamSplit(comm.ringOrder(), s->params.teams);
+  if (!split.isOk()) return named(split.status());
+  auto schedule = topology::sparRSagAllreduce(split.value());
+  if (!schedule.isOk()) return named(schedule.status());
+  s->schedule = schedule.take();
+  s->algorithm = s->params.teams == 1 ? "spardl" : "spardl-rsag T=" + std::to_string(s->params.teams);
+  const int nb = s->schedule.numBlocks;
+  size_t maxCount = 0, maxK = 0;
+  for (int b = 0; b < nb; ++b) {
+    algorithms::Range r = algorithms::balancedPart(count, nb, b);
+    BlockState blk;
+    blk.offset = r.offset;
+    blk.count = r.count;
+    blk.k = static_cast<size_t>(std::ceil(s->params.density * static_cast<double>(r.count)));
+    blk.k = std::min(blk.k, r.count);
+    maxCount = std::max(maxCount, blk.count);
+    maxK = std::max(maxK, blk.k);
+    s->blocks.push_back(blk);
+  }
+  s->work.resize(count);
+  s->residual.assign(count, 0.0f);
+  s->residualNext.assign(count, 0.0f);
+  s->topkOut.resize(std::max<size_t>(1, maxK));
+  s->topkScratch.resize(std::max<size_t>(1, kernels::topkScratchCount(maxCount, maxK)));
+  s->name = std::move(name);
+  return std::unique_ptr<SparDLTensor>(new SparDLTensor(comm, std::move(s)));
+}
+
+SparDLTensor::SparDLTensor(runtime::Communicator& comm, std::shared_ptr<SparDLState> state)
+    : comm_(comm), state_(std::move(state)) {}
+SparDLTensor::~SparDLTensor() = default;
+
+Result<runtime::RequestPtr> SparDLTensor::allreduceAsync(float* g) {
+  SparDLState& s = *state_;
+  if (!g && s.count) return Status(Code::kInvalidArgument, "spardl tensor " + s.name + ": buffer is NULL");
+  if (busy())
+    return Status(Code::kInvalidArgument, "spardl tensor " + s.name + ": step " + std::to_string(s.step) +
+                                              " is still pending; wait for it before the next");
+  s.g = g;
+  auto make = [state = state_](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+    return std::unique_ptr<algorithms::Task>(new SparDLStepTask(state, ctx));
+  };
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), 1, state_));
+  request->setAlgorithm(s.algorithm);
+  s.pending = request;
+  return request;
+}
+
+Status SparDLTensor::allreduce(float* g) {
+  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, allreduceAsync(g));
+  return request->wait();
+}
+
+bool SparDLTensor::busy() const { return state_->pending && !state_->pending->done(); }
+uint64_t SparDLTensor::step() const { return state_->step; }
+const std::string& SparDLTensor::algorithm() const { return state_->algorithm; }
+const StepStats& SparDLTensor::lastStats() const { return state_->stats; }
+const std::vector<float>& SparDLTensor::residual() const { return state_->residual; }
+
+}  // namespace tsr::spardl

@@ -1,0 +1,63 @@
+// A SparDL tensor (seed 001): sparse-block allreduce for any number of workers, with global
+// residual collection. Each step the rank adds its residual to the gradient, splits it into
+// blocks (N, or N/T with T teams), keeps k_b = ceil(density * block size) entries per block
+// (exact top-k by magnitude, ties to the lower index) and runs Spar-Reduce-Scatter, then (teams)
+// R-SAG across teams, then a Bruck all-gather (spardl_step.h). Every rank ends with the same
+// sparse sum; everything any selection dropped stays in the residual of the rank that dropped
+// it, so sum(new residuals) + result = sum(gradients + old residuals).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/communicator.h"
+
+namespace tsr::spardl {
+
+enum class Sag { kAuto, kR, kB };
+
+struct Params {
+  double density = 0.01;
+  int teams = 1;
+  Sag sag = Sag::kAuto;
+};
+
+// Keys: algorithm=spardl, density (0 < d <= 1), teams (divides N), sag=auto|r|b (b: not yet
+// implemented). Errors name the key, the value and what is accepted; `size` is N.
+Result<Params> parseParams(const std::map<std::string, std::string>& kv, int size);
+
+// Where this rank's last step went (microseconds) and what it produced.
+struct StepStats {
+  double select = 0;   // top-k selections (local, in-procedure, end)
+  double merge = 0;    // decoding and adding received blocks
+  double wire = 0;     // the rest of the step: waiting for the network
+  double total = 0;
+  uint64_t resultNonZeros = 0;
+};
+
+struct SparDLState;
+
+class SparDLTensor {
+ public:
+  static Result<std::unique_ptr<SparDLTensor>> create(runtime::Communicator& comm, std::string name, size_t count,
+                                                      const std::map<std::string, std::string>& params);
+  ~SparDLTensor();
+  // Collective: replaces g (count floats) by the global sparse sum.
+  Status allreduce(float* g);
+  // Non-blocking: g untouched until done; one step at a time.
+  Result<runtime::RequestPtr> allreduceAsync(float* g);
+  bool busy() const;
+  uint64_t step() const;
+  const std::string& algorithm() const;  // "spardl" or "spardl-rsag T=2"
+  const StepStats& lastStats() const;
+  // What this rank keeps for its next step (count floats). Valid while no step is pending.
+  const std::vector<float>& residual() const;
+
+ private:
+  SparDLTensor(runtime::Communicator& comm, std::shared_ptr<SparDLState> state);
+  runtime::Communicator& comm_;
+  std::shared_ptr<SparDLState> state_;
+};
+
+}  // namespace tsr::spardl

@@ -1,0 +1,274 @@
+#include "algorithms/spardl/spardl_step.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "algorithms/kernels/sign.h"
+#include "algorithms/kernels/topk.h"
+#include "algorithms/spardl/sparse_wire.h"
+#include "transport/tag.h"
+
+namespace tsr::spardl {
+
+namespace {
+
+double nowUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool running(const Status& s) { return s.code() == Code::kInProgress; }
+
+}  // namespace
+
+SparDLStepTask::SparDLStepTask(std::shared_ptr<SparDLState> state, const algorithms::TaskContext& ctx)
+    : state_(std::move(state)), ctx_(ctx) {}
+
+Status SparDLStepTask::start() {
+  SparDLState& s = *state_;
+  startUs_ = nowUs();
+  s.stats = StepStats{};
+  for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.residual[j];
+  badFlag_ = kernels::firstNonFinite(s.work.data(), s.count) < s.count ? 1u : 0u;
+  std::fill(s.residualNext.begin(), s.residualNext.end(), 0.0f);
+  for (BlockState& b : s.blocks) b.dirty = true, b.copies = 1, b.selected.clear();
+
+  // Every message of the step is known now: post all receives at once.
+  const auto& steps = s.schedule.steps[s.rank];
+  sends_.assign(steps.size(), {});
+  recvs_.assign(steps.size(), {});
+  const int nb = s.schedule.numBlocks;
+  size_t maxK = 0;
+  for (const BlockState& b : s.blocks) maxK = std::max(maxK, b.k);
+  for (size_t st = 0; st < steps.size(); ++st) {
+    for (const auto& t : steps[st].sends)
+      sends_[st].push_back({t.peer, t.combine, topology::expandBlocks(t.blocks, nb), {}, {}, {}});
+    for (const auto& t : steps[st].recvs) {
+      Message m{t.peer, t.combine, topology::expandBlocks(t.blocks, nb), {}, {}, {}};
+      m.buffer.resize((maxWireBytes(m.blocks.size(), maxK) + 7) / 8);
+      recvs_[st].push_back(std::move(m));
+    }
+  }
+  for (size_t st = 0; st < steps.size(); ++st)
+    for (Message& m : recvs_[st]) {
+      uint64_t tag = transport::makeDataTag(m.peer, ctx_.id.comm, ctx_.id.seq, static_cast<uint32_t>(st));
+      Status posted = ctx_.transport.recv(m.peer, tag, transport::kTagFullMask, m.buffer.data(),
+                                          m.buffer.size() * 8, transport::MemoryType::kHost, &m.done);
+      if (!posted.isOk()) return fail(posted);
+    }
+  current_ = 0;
+  if (steps.empty()) return finish();
+  Status st = beginStep();
+  if (!st.isOk()) return fail(st);
+  return progress();
+}
+
+// Selects and sends this step's bags (they read the blocks as the step begins).
+Status SparDLStepTask::beginStep() {
+  SparDLState& s = *state_;
+  for (Message& m : sends_[current_]) {
+    encodeHeader({badFlag_, s.count, static_cast<float>(s.params.density), static_cast<uint32_t>(m.blocks.size())},
+                 m.bytes);
+    for (int b : m.blocks) {
+      if (s.blocks[b].dirty) select(b);
+      const BlockState& blk = s.blocks[b];
+      std::vector<float> values(blk.selected.size());
+      for (size_t i = 0; i < values.size(); ++i) values[i] = s.work[blk.offset + blk.selected[i]];
+      encodeBlock(static_cast<uint32_t>(b), blk.copies, blk.selected, values, m.bytes);
+    }
+    uint64_t tag = transport::makeDataTag(s.rank, ctx_.id.comm, ctx_.id.seq, static_cast<uint32_t>(current_));
+    TSR_RETURN_IF_ERROR(ctx_.transport.send(m.peer, tag, m.bytes.data(), m.bytes.size(),
+                                            transport::MemoryType::kHost, &m.done));
+  }
+  return Status::ok();
+}
+
+Status SparDLStepTask::checkCompletions(std::vector<Message>& messages, const char* what, bool* allDone) {
+  for (Message& m : messages) {
+    if (!m.done.done) {
+      *allDone = false;
+      continue;
+    }
+    if (!m.done.status.isOk()) {
+      Status peer = ctx_.transport.peerStatus(m.peer);
+      Code code = peer.isOk() ? m.done.status.code() : Code::kPeerFailed;
+      // A message too big for the buffer this rank's own parameters allow means the ranks
+      // declared the tensor differently.
+      std::string hint = code == Code::kMismatch ? " (do all ranks declare tensor " + state_->name +
+                                                       " with the same count, density and teams?)"
+                                                 : "";
+      return Status(code, "rank " + std::to_string(state_->rank) + ": spardl " + what + " rank " +
+                              std::to_string(m.peer) + ": " + (peer.isOk() ? m.done.status : peer).message() + hint);
+    }
+  }
+  return Status::ok();
+}
+
+Status SparDLStepTask::progress() {
+  if (!running(status_)) return status_;
+  while (current_ < sends_.size()) {
+    bool done = true;
+    Status st = checkCompletions(sends_[current_], "send to", &done);
+    if (st.isOk()) st = checkCompletions(recvs_[current_], "receive from", &done);
+    if (!st.isOk()) return fail(st);
+    if (!done) return status_;
+    st = finishStep();
+    if (!st.isOk()) return fail(st);
+    if (++current_ < sends_.size()) {
+      st = beginStep();
+      if (!st.isOk()) return fail(st);
+    }
+  }
+  return finish();
+}
+
+Status SparDLStepTask::finishStep() {
+  SparDLState& s = *state_;
+  double t = nowUs();
+  std::vector<int> exchanged;
+  for (Message& m : recvs_[current_]) {
+    TSR_RETURN_IF_ERROR(merge(m));
+    if (m.combine == topology::Combine::kReduce) exchanged.insert(exchanged.end(), m.blocks.begin(), m.blocks.end());
+  }
+  // A block sent for reduction that did not come back in the same step now lives elsewhere.
+  for (const Message& m : sends_[current_])
+    if (m.combine == topology::Combine::kReduce)
+      for (int b : m.blocks)
+        if (std::find(exchanged.begin(), exchanged.end(), b) == exchanged.end()) clearBlock(b);
+  s.stats.merge += nowUs() - t;
+  return Status::ok();
+}
+
+Status SparDLStepTask::merge(Message& m) {
+  SparDLState& s = *state_;
+  WireHeader h;
+  std::vector<WireBlock> blocks;
+  auto bytes = std::span<const std::byte>(reinterpret_cast<const std::byte*>(m.buffer.data()), m.done.bytes);
+  Status st = decode(bytes, &h, &blocks);
+  auto from = [&] { return "rank " + std::to_string(s.rank) + ": spardl tensor " + s.name + ": rank " + std::to_string(m.peer); };
+  if (!st.isOk()) return Status(st.code(), from() + " sent a " + st.message());
+  if (h.count != s.count || h.density != static_cast<float>(s.params.density))
+    return Status(Code::kMismatch, from() + " has count " + std::to_string(h.count) + " and density " +
+                                       std::to_string(h.density) + ", this rank " + std::to_string(s.count) +
+                                       " and " + std::to_string(s.params.density));
+  if (blocks.size() != m.blocks.size())
+    return Status(Code::kMismatch, from() + " sent " + std::to_string(blocks.size()) + " blocks where " +
+                                       std::to_string(m.blocks.size()) + " were expected");
+  badFlag_ |= h.flags & 1u;
+  bool bad = badFlag_ != 0;  // once a NaN is known, the values no longer matter
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const WireBlock& in = blocks[i];
+    BlockState& blk = s.blocks[m.blocks[i]];
+    if (static_cast<int>(in.id) != m.blocks[i] || in.values.size() > blk.k)
+      return Status(Code::kMismatch, from() + " sent block " + std::to_string(in.id) + " with " +
+                                         std::to_string(in.values.size()) + " entries where block " +
+                                         std::to_string(m.blocks[i]) + " with at most " + std::to_string(blk.k) +
+                                         " was expected");
+    for (uint32_t idx : in.indices)
+      if (idx >= blk.count && !bad)
+        return Status(Code::kInvalidArgument, from() + " sent index " + std::to_string(idx) + " in block " +
+                                                  std::to_string(in.id) + " of " + std::to_string(blk.count));
+    float* base = s.work.data() + blk.offset;
+    if (m.combine == topology::Combine::kReduce) {
+      for (size_t e = 0; e < in.indices.size(); ++e)
+        if (in.indices[e] < blk.count) base[in.indices[e]] += in.values[e];
+      blk.dirty = true;
+      // An exchange (this rank sent the block too): both now hold the same sum.
+      for (const Message& sent : sends_[current_])
+        if (sent.combine == topology::Combine::kReduce &&
+            std::find(sent.blocks.begin(), sent.blocks.end(), m.blocks[i]) != sent.blocks.end())
+          blk.copies += in.copies;
+    } else {
+      clearBlock(m.blocks[i]);
+      blk.selected.clear();
+      for (size_t e = 0; e < in.indices.size(); ++e)
+        if (in.indices[e] < blk.count) base[in.indices[e]] = in.values[e], blk.selected.push_back(in.indices[e]);
+      blk.dirty = false;
+      blk.copies = in.copies;
+    }
+  }
+  return Status::ok();
+}
+
+// Keeps the k_b largest magnitudes of a dirty block; the rest goes to this rank's residual,
+// divided among the ranks that hold this same sum.
+void SparDLStepTask::select(int block) {
+  SparDLState& s = *state_;
+  double t = nowUs();
+  BlockState& blk = s.blocks[block];
+  float* x = s.work.data() + blk.offset;
+  float* r = s.residualNext.data() + blk.offset;
+  size_t kept = kernels::topkSelect(x, blk.count, blk.k, s.topkOut.data(), s.topkScratch.data(), s.topkScratch.size());
+  const float share = 1.0f / static_cast<float>(blk.copies);
+  blk.selected.clear();
+  size_t next = 0;
+  for (size_t j = 0; j < blk.count; ++j) {
+    if (next < kept && s.topkOut[next] == j) {
+      if (x[j] != 0.0f) blk.selected.push_back(static_cast<uint32_t>(j));  // zeros need not travel
+      ++next;
+    } else if (x[j] != 0.0f) {
+      r[j] += blk.copies == 1 ? x[j] : x[j] * share;
+      x[j] = 0.0f;
+    }
+  }
+  blk.dirty = false;
+  s.stats.select += nowUs() - t;
+}
+
+void SparDLStepTask::clearBlock(int block) {
+  SparDLState& s = *state_;
+  BlockState& blk = s.blocks[block];
+  float* x = s.work.data() + blk.offset;
+  if (blk.dirty) std::fill(x, x + blk.count, 0.0f);
+  else for (uint32_t j : blk.selected) x[j] = 0.0f;
+  blk.selected.clear();
+  blk.dirty = false;
+  blk.copies = 1;
+}
+
+Status SparDLStepTask::finish() {
+  SparDLState& s = *state_;
+  for (size_t b = 0; b < s.blocks.size(); ++b)
+    if (s.blocks[b].dirty) select(static_cast<int>(b));
+  if (badFlag_)
+    return fail(Status(Code::kNumericError, "spardl tensor " + s.name + ": a rank had NaN or Inf in gradient + "
+                                            "residual; the tensor and the residuals are unchanged"));
+  std::memcpy(s.g, s.work.data(), s.count * sizeof(float));
+  s.residual.swap(s.residualNext);
+  for (const BlockState& b : s.blocks) s.stats.resultNonZeros += b.selected.size();
+  ++s.step;
+  s.stats.total = nowUs() - startUs_;
+  s.stats.wire = std::max(0.0, s.stats.total - s.stats.select - s.stats.merge);
+  status_ = Status::ok();
+  return status_;
+}
+
+Status SparDLStepTask::fail(Status status) {
+  if (running(status_)) status_ = std::move(status);
+  for (auto* list : {&sends_, &recvs_})
+    for (auto& step : *list)
+      for (Message& m : step)
+        if (m.done.posted && !m.done.done) ctx_.transport.cancel(&m.done);
+  return status_;
+}
+
+void SparDLStepTask::abort(const Status& reason) { fail(reason).ignore(); }
+
+bool SparDLStepTask::quiescent() const {
+  for (const auto* list : {&sends_, &recvs_})
+    for (const auto& step : *list)
+      for (const Message& m : step)
+        if (m.done.posted && !m.done.done) return false;
+  return true;
+}
+
+int SparDLStepTask::waitingOn() const {
+  if (current_ >= recvs_.size()) return -1;
+  for (const Message& m : recvs_[current_])
+    if (!m.done.done) return m.peer;
+  for (const Message& m : sends_[current_])
+    if (!m.done.done) return m.peer;
+  return -1;
+}
+
+}  // namespace tsr::spardl
