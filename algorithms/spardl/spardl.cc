@@ -6,6 +6,7 @@
 #include "algorithms/dense/partition.h"
 #include "algorithms/kernels/topk.h"
 #include "algorithms/spardl/spardl_step.h"
+#include "topology/bruck_schedule.h"
 #include "topology/recursive_schedule.h"
 #include "topology/spardl_schedule.h"
 
@@ -13,7 +14,6 @@ namespace tsr::spardl {
 
 Result<Params> parseParams(const std::map<std::string, std::string>& kv, int size) {
   Params p;
-  bool sagGiven = false;
   for (const auto& [key, value] : kv) {
     auto bad = [&](const std::string& accepted) {
       return Status(Code::kInvalidArgument, "spardl: " + key + "=" + value + " is not accepted (" + accepted + ")");
@@ -35,7 +35,6 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int siz
       else if (value == "r") p.sag = Sag::kR;
       else if (value == "b") p.sag = Sag::kB;
       else return bad("auto, r or b");
-      sagGiven = true;
     } else {
       return Status(Code::kInvalidArgument, "spardl: unknown parameter " + key + "=" + value +
                                                 " (accepted: algorithm, density, teams, sag)");
@@ -45,10 +44,7 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int siz
   if (p.sag == Sag::kR && !pow2)
     return Status(Code::kInvalidArgument, "spardl: sag=r needs a power-of-two team count, not teams=" +
                                               std::to_string(p.teams) + " (use sag=b or sag=auto)");
-  if (p.sag == Sag::kAuto) p.sag = pow2 ? Sag::kR : Sag::kB;
-  if (p.sag == Sag::kB && p.teams > 1)
-    return Status(Code::kNotSupported, std::string("spardl: B-SAG (") + (sagGiven ? "sag=b" : "teams=" + std::to_string(p.teams)) +
-                                           ") is not implemented yet; use a power-of-two team count (R-SAG)");
+  if (p.sag == Sag::kAuto || p.teams == 1) p.sag = pow2 ? Sag::kR : Sag::kB;
   return p;
 }
 
@@ -65,11 +61,34 @@ Result<std::unique_ptr<SparDLTensor>> SparDLTensor::create(runtime::Communicator
   s->size = comm.size();
   auto split = topology::teamSplit(comm.ringOrder(), s->params.teams);
   if (!split.isOk()) return named(split.status());
-  auto schedule = topology::sparRSagAllreduce(split.value());
-  if (!schedule.isOk()) return named(schedule.status());
-  s->schedule = schedule.take();
-  s->algorithm = s->params.teams == 1 ? "spardl" : "spardl-rsag T=" + std::to_string(s->params.teams);
-  const int nb = s->schedule.numBlocks;
+  const auto& teams = split.value().teams;
+  const int n = comm.size(), nb = split.value().teamSize, T = s->params.teams;
+  s->teams = T;
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < nb; ++j)
+      if (teams[t][j] == s->rank) s->myTeam = t, s->myBlock = j;
+  if (s->params.sag == Sag::kR) {
+    auto schedule = topology::sparRSagAllreduce(split.value());
+    if (!schedule.isOk()) return named(schedule.status());
+    s->schedules.push_back(schedule.take());
+    s->algorithm = T == 1 ? "spardl" : "spardl-rsag T=" + std::to_string(T);
+  } else {
+    // B-SAG: SRS in the teams, the cross-team Bruck of slots, Bruck all-gather in the teams.
+    topology::ScheduleBuilder srs("spar-bsag-srs", topology::Collective::kReduceScatter, n, nb);
+    for (const auto& team : teams) topology::appendSparReduceScatter(srs, 0, team);
+    topology::ScheduleBuilder gather("spar-bsag-team-gather", topology::Collective::kAllGather, n, nb);
+    std::vector<topology::Piece> pieces;
+    for (int j = 0; j < nb; ++j) pieces.push_back({topology::BlockRange{j, 1}});
+    for (const auto& team : teams) topology::appendBruckAllGather(gather, 0, team, pieces);
+    s->schedules.push_back(srs.finish());
+    s->schedules.push_back(topology::sparBSagCrossGather(split.value()));
+    s->schedules.push_back(gather.finish());
+    s->algorithm = "spardl-bsag T=" + std::to_string(T);
+  }
+  for (size_t ph = 0; ph < s->schedules.size(); ++ph)
+    for (const auto& step : s->schedules[ph].steps[s->rank])
+      s->run.push_back({&step, s->params.sag == Sag::kB && ph == 1});
+  s->numBlocks = nb;
   size_t maxCount = 0, maxK = 0;
   for (int b = 0; b < nb; ++b) {
     algorithms::Range r = algorithms::balancedPart(count, nb, b);
@@ -82,6 +101,11 @@ Result<std::unique_ptr<SparDLTensor>> SparDLTensor::create(runtime::Communicator
     maxK = std::max(maxK, blk.k);
     s->blocks.push_back(blk);
   }
+  s->kPrime = (s->blocks[s->myBlock].k + T - 1) / T;
+  s->kStep = std::max<size_t>(1, s->kPrime / 4);
+  s->slotIndices.resize(T);
+  s->slotValues.resize(T);
+  s->seen.assign(maxCount, 0);
   s->work.resize(count);
   s->residual.assign(count, 0.0f);
   s->residualNext.assign(count, 0.0f);
@@ -121,5 +145,7 @@ uint64_t SparDLTensor::step() const { return state_->step; }
 const std::string& SparDLTensor::algorithm() const { return state_->algorithm; }
 const StepStats& SparDLTensor::lastStats() const { return state_->stats; }
 const std::vector<float>& SparDLTensor::residual() const { return state_->residual; }
+size_t SparDLTensor::preselection() const { return state_->kPrime; }
+uint64_t SparDLTensor::lastCrossCount() const { return state_->lastCrossCount; }
 
 }  // namespace tsr::spardl

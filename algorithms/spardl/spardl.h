@@ -2,7 +2,7 @@
 // residual collection. Each step the rank adds its residual to the gradient, splits it into
 // blocks (N, or N/T with T teams), keeps k_b = ceil(density * block size) entries per block
 // (exact top-k by magnitude, ties to the lower index) and runs Spar-Reduce-Scatter, then (teams)
-// R-SAG across teams, then a Bruck all-gather (spardl_step.h). Every rank ends with the same
+// R-SAG or B-SAG across teams, then a Bruck all-gather (spardl_step.h). Every rank ends with the same
 // sparse sum; everything any selection dropped stays in the residual of the rank that dropped
 // it, so sum(new residuals) + result = sum(gradients + old residuals).
 #pragma once
@@ -23,8 +23,9 @@ struct Params {
   Sag sag = Sag::kAuto;
 };
 
-// Keys: algorithm=spardl, density (0 < d <= 1), teams (divides N), sag=auto|r|b (b: not yet
-// implemented). Errors name the key, the value and what is accepted; `size` is N.
+// Keys: algorithm=spardl, density (0 < d <= 1), teams (divides N), sag=auto|r|b (auto: R-SAG
+// for a power-of-two team count, else B-SAG). Errors name the key, the value and what is
+// accepted; `size` is N.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv, int size);
 
 // Where this rank's last step went (microseconds) and what it produced.
@@ -49,7 +50,11 @@ class SparDLTensor {
   Result<runtime::RequestPtr> allreduceAsync(float* g);
   bool busy() const;
   uint64_t step() const;
-  const std::string& algorithm() const;  // "spardl" or "spardl-rsag T=2"
+  const std::string& algorithm() const;  // "spardl", "spardl-rsag T=2", "spardl-bsag T=3"
+  // B-SAG: the pre-selection size k' the window rule chose for the next step, and the distinct
+  // entries the last cross phase produced (0 without B-SAG).
+  size_t preselection() const;
+  uint64_t lastCrossCount() const;
   const StepStats& lastStats() const;
   // What this rank keeps for its next step (count floats). Valid while no step is pending.
   const std::vector<float>& residual() const;

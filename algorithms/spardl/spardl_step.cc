@@ -34,16 +34,16 @@ Status SparDLStepTask::start() {
   for (BlockState& b : s.blocks) b.dirty = true, b.copies = 1, b.selected.clear();
 
   // Every message of the step is known now: post all receives at once.
-  const auto& steps = s.schedule.steps[s.rank];
+  const auto& steps = s.run;
   sends_.assign(steps.size(), {});
   recvs_.assign(steps.size(), {});
-  const int nb = s.schedule.numBlocks;
   size_t maxK = 0;
   for (const BlockState& b : s.blocks) maxK = std::max(maxK, b.k);
   for (size_t st = 0; st < steps.size(); ++st) {
-    for (const auto& t : steps[st].sends)
+    const int nb = steps[st].slots ? s.teams : s.numBlocks;
+    for (const auto& t : steps[st].step->sends)
       sends_[st].push_back({t.peer, t.combine, topology::expandBlocks(t.blocks, nb), {}, {}, {}});
-    for (const auto& t : steps[st].recvs) {
+    for (const auto& t : steps[st].step->recvs) {
       Message m{t.peer, t.combine, topology::expandBlocks(t.blocks, nb), {}, {}, {}};
       m.buffer.resize((maxWireBytes(m.blocks.size(), maxK) + 7) / 8);
       recvs_[st].push_back(std::move(m));
@@ -66,11 +66,17 @@ Status SparDLStepTask::start() {
 // Selects and sends this step's bags (they read the blocks as the step begins).
 Status SparDLStepTask::beginStep() {
   SparDLState& s = *state_;
+  const bool slots = s.run[current_].slots;
+  if (slots && (current_ == 0 || !s.run[current_ - 1].slots)) enterCross();
   for (Message& m : sends_[current_]) {
     encodeHeader({badFlag_, s.count, static_cast<float>(s.params.density), static_cast<uint32_t>(m.blocks.size())},
                  m.bytes);
     for (int b : m.blocks) {
-      if (s.blocks[b].dirty) select(b);
+      if (slots) {
+        encodeBlock(static_cast<uint32_t>(b), 1, s.slotIndices[b], s.slotValues[b], m.bytes);
+        continue;
+      }
+      if (s.blocks[b].dirty) select(b, s.blocks[b].k);
       const BlockState& blk = s.blocks[b];
       std::vector<float> values(blk.selected.size());
       for (size_t i = 0; i < values.size(); ++i) values[i] = s.work[blk.offset + blk.selected[i]];
@@ -106,6 +112,7 @@ Status SparDLStepTask::checkCompletions(std::vector<Message>& messages, const ch
 
 Status SparDLStepTask::progress() {
   if (!running(status_)) return status_;
+  SparDLState& s = *state_;
   while (current_ < sends_.size()) {
     bool done = true;
     Status st = checkCompletions(sends_[current_], "send to", &done);
@@ -114,6 +121,7 @@ Status SparDLStepTask::progress() {
     if (!done) return status_;
     st = finishStep();
     if (!st.isOk()) return fail(st);
+    if (s.run[current_].slots && (current_ + 1 == s.run.size() || !s.run[current_ + 1].slots)) leaveCross();
     if (++current_ < sends_.size()) {
       st = beginStep();
       if (!st.isOk()) return fail(st);
@@ -156,6 +164,23 @@ Status SparDLStepTask::merge(Message& m) {
                                        std::to_string(m.blocks.size()) + " were expected");
   badFlag_ |= h.flags & 1u;
   bool bad = badFlag_ != 0;  // once a NaN is known, the values no longer matter
+  if (s.run[current_].slots) {
+    const BlockState& mine = s.blocks[s.myBlock];
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const WireBlock& in = blocks[i];
+      if (static_cast<int>(in.id) != m.blocks[i] || in.values.size() > mine.k)
+        return Status(Code::kMismatch, from() + " sent slot " + std::to_string(in.id) + " with " +
+                                           std::to_string(in.values.size()) + " entries where slot " +
+                                           std::to_string(m.blocks[i]) + " was expected");
+      s.slotIndices[in.id].assign(in.indices.begin(), in.indices.end());
+      s.slotValues[in.id].assign(in.values.begin(), in.values.end());
+      for (uint32_t idx : in.indices)
+        if (idx >= mine.count && !bad)
+          return Status(Code::kInvalidArgument, from() + " sent index " + std::to_string(idx) + " in slot " +
+                                                    std::to_string(in.id) + " of a block of " + std::to_string(mine.count));
+    }
+    return Status::ok();
+  }
   for (size_t i = 0; i < blocks.size(); ++i) {
     const WireBlock& in = blocks[i];
     BlockState& blk = s.blocks[m.blocks[i]];
@@ -190,15 +215,15 @@ Status SparDLStepTask::merge(Message& m) {
   return Status::ok();
 }
 
-// Keeps the k_b largest magnitudes of a dirty block; the rest goes to this rank's residual,
+// Keeps the k largest magnitudes of a dirty block; the rest goes to this rank's residual,
 // divided among the ranks that hold this same sum.
-void SparDLStepTask::select(int block) {
+void SparDLStepTask::select(int block, size_t k) {
   SparDLState& s = *state_;
   double t = nowUs();
   BlockState& blk = s.blocks[block];
   float* x = s.work.data() + blk.offset;
   float* r = s.residualNext.data() + blk.offset;
-  size_t kept = kernels::topkSelect(x, blk.count, blk.k, s.topkOut.data(), s.topkScratch.data(), s.topkScratch.size());
+  size_t kept = kernels::topkSelect(x, blk.count, k, s.topkOut.data(), s.topkScratch.data(), s.topkScratch.size());
   const float share = 1.0f / static_cast<float>(blk.copies);
   blk.selected.clear();
   size_t next = 0;
@@ -215,6 +240,52 @@ void SparDLStepTask::select(int block) {
   s.stats.select += nowUs() - t;
 }
 
+// B-SAG, before the cross phase: this rank's block (summed over its team) is pre-selected to
+// k' entries, which become its team's slot.
+void SparDLStepTask::enterCross() {
+  SparDLState& s = *state_;
+  BlockState& blk = s.blocks[s.myBlock];
+  blk.dirty = true;  // re-select even a clean block: k' <= k_b
+  select(s.myBlock, s.kPrime);
+  for (int t = 0; t < s.teams; ++t) s.slotIndices[t].clear(), s.slotValues[t].clear();
+  for (uint32_t j : blk.selected) {
+    s.slotIndices[s.myTeam].push_back(j);
+    s.slotValues[s.myTeam].push_back(s.work[blk.offset + j]);
+  }
+}
+
+// B-SAG, after it: every member of the cross group sums the T slots in team order (so all get
+// the same bits) into the block, which T ranks now hold; k' follows the window rule: more
+// than k_b distinct entries shrinks it, fewer grows it, the step doubling while the direction
+// holds and halving when it flips, within [ceil(k_b / T), k_b].
+void SparDLStepTask::leaveCross() {
+  SparDLState& s = *state_;
+  clearBlock(s.myBlock);
+  BlockState& blk = s.blocks[s.myBlock];
+  float* x = s.work.data() + blk.offset;
+  uint64_t distinct = 0;
+  for (int t = 0; t < s.teams; ++t)
+    for (size_t e = 0; e < s.slotIndices[t].size(); ++e) {
+      uint32_t j = s.slotIndices[t][e];
+      if (j >= blk.count) continue;
+      if (!s.seen[j]) s.seen[j] = 1, ++distinct;
+      x[j] += s.slotValues[t][e];
+    }
+  for (int t = 0; t < s.teams; ++t)
+    for (uint32_t j : s.slotIndices[t])
+      if (j < blk.count) s.seen[j] = 0;
+  blk.dirty = true;
+  blk.copies = static_cast<uint32_t>(s.teams);
+  s.lastCrossCount = distinct;
+  int direction = distinct > blk.k ? -1 : 1;
+  if (direction == s.kDirection) s.kStep *= 2;
+  else s.kStep = std::max<size_t>(1, s.kStep / 2);
+  s.kDirection = direction;
+  size_t low = (blk.k + s.teams - 1) / s.teams;
+  long next = static_cast<long>(s.kPrime) + direction * static_cast<long>(s.kStep);
+  s.kPrime = static_cast<size_t>(std::clamp<long>(next, static_cast<long>(low), static_cast<long>(blk.k)));
+}
+
 void SparDLStepTask::clearBlock(int block) {
   SparDLState& s = *state_;
   BlockState& blk = s.blocks[block];
@@ -229,7 +300,7 @@ void SparDLStepTask::clearBlock(int block) {
 Status SparDLStepTask::finish() {
   SparDLState& s = *state_;
   for (size_t b = 0; b < s.blocks.size(); ++b)
-    if (s.blocks[b].dirty) select(static_cast<int>(b));
+    if (s.blocks[b].dirty) select(static_cast<int>(b), s.blocks[b].k);
   if (badFlag_)
     return fail(Status(Code::kNumericError, "spardl tensor " + s.name + ": a rank had NaN or Inf in gradient + "
                                             "residual; the tensor and the residuals are unchanged"));

@@ -31,14 +31,32 @@ struct BlockState {
   std::vector<uint32_t> selected;  // valid while clean: the non-zeros, increasing
 };
 
+// One step of this rank's run: a schedule step over tensor blocks, or (B-SAG's cross phase)
+// over slots, slot t holding team t's copy of this rank's block.
+struct RunStep {
+  const topology::Step* step = nullptr;
+  bool slots = false;
+};
+
 struct SparDLState {
   std::string name;
   size_t count = 0;
   int rank = 0, size = 1;
   Params params;
   std::string algorithm;
-  topology::Schedule schedule;     // all ranks; this rank runs schedule.steps[rank]
-  std::vector<BlockState> blocks;  // schedule.numBlocks
+  std::vector<topology::Schedule> schedules;  // the phases (R-SAG: one; B-SAG: three)
+  std::vector<RunStep> run;                   // this rank's steps through them, in order
+  int numBlocks = 1;                          // per team
+  std::vector<BlockState> blocks;
+  // B-SAG: this rank's team and block, the adaptive pre-selection size k' (window rule) and
+  // the slots of the cross phase.
+  int teams = 1, myTeam = 0, myBlock = 0;
+  size_t kPrime = 0, kStep = 1;
+  int kDirection = 1;
+  uint64_t lastCrossCount = 0;
+  std::vector<std::vector<uint32_t>> slotIndices;
+  std::vector<std::vector<float>> slotValues;
+  std::vector<uint8_t> seen;
   std::vector<float> work, residual, residualNext;
   std::vector<uint32_t> topkScratch, topkOut;
   uint64_t step = 0;
@@ -71,7 +89,9 @@ class SparDLStepTask final : public algorithms::Task {
   Status finish();
   Status fail(Status status);
   Status checkCompletions(std::vector<Message>& messages, const char* what, bool* allDone);
-  void select(int block);
+  void select(int block, size_t k);
+  void enterCross();
+  void leaveCross();
   void clearBlock(int block);
   Status merge(Message& m);
 

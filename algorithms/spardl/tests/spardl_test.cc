@@ -95,7 +95,8 @@ TEST_P(SparDLRanks, IdenticalSparseAndConserving) {
 INSTANTIATE_TEST_SUITE_P(All, SparDLRanks,
                          ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{3, 1}, Shape{4, 1}, Shape{5, 1},
                                            Shape{6, 1}, Shape{7, 1}, Shape{8, 1}, Shape{9, 1}, Shape{4, 2},
-                                           Shape{6, 2}, Shape{8, 2}, Shape{8, 4}),
+                                           Shape{6, 2}, Shape{8, 2}, Shape{8, 4}, Shape{6, 3},
+                                           Shape{9, 3}, Shape{3, 3}, Shape{5, 5}),
                          [](const auto& info) { return info.param.name(); });
 
 // Density 1 keeps everything: the dense sum (float64 reference), no residual.
@@ -173,6 +174,33 @@ TEST(SparDL, MismatchedDensityFailsEveryRank) {
   }, {{"TSR_TIMEOUT_MS", "5000"}});
 }
 
+// B-SAG's window rule: with the same gradient everywhere the teams' pre-selections overlap
+// completely, so k' grows to k_b; with disjoint supports T k' distinct entries arrive, so k'
+// stays near its lower bound ceil(k_b / T).
+TEST(SparDL, BsagPreselectionFollowsOverlap) {
+  const size_t d = 300;  // N = T = 3: one block per team, k_b = 30, lower bound 10
+  for (bool overlap : {true, false}) {
+    testing::runRanks(3, [&](runtime::Communicator& comm) {
+      auto t = SparDLTensor::create(comm, "b", d, {{"density", "0.1"}, {"teams", "3"}});
+      ASSERT_TRUE(t.isOk()) << t.status().toString();
+      EXPECT_EQ(t.value()->algorithm(), "spardl-bsag T=3");
+      EXPECT_EQ(t.value()->preselection(), 10u);
+      std::vector<float> g(d);
+      for (int step = 0; step < 8; ++step) {
+        for (size_t j = 0; j < d; ++j)
+          g[j] = overlap ? static_cast<float>(j + 1) : (static_cast<int>(j % 3) == comm.rank() ? j + 1.0f : 0.0f);
+        ASSERT_TRUE(t.value()->allreduce(g.data()).isOk());
+      }
+      if (overlap) {
+        EXPECT_EQ(t.value()->preselection(), 30u);
+      } else {
+        EXPECT_LE(t.value()->preselection(), 14u);
+        EXPECT_GE(t.value()->lastCrossCount(), 30u);
+      }
+    });
+  }
+}
+
 TEST(SparDL, BadParametersAreNamed) {
   testing::runRanks(6, [](runtime::Communicator& comm) {
     auto expectNamed = [](const std::map<std::string, std::string>& p, const std::string& what, Code code) {
@@ -184,7 +212,6 @@ TEST(SparDL, BadParametersAreNamed) {
     expectNamed({{"density", "1.5"}}, "density=1.5", Code::kInvalidArgument);
     expectNamed({{"teams", "4"}}, "teams=4", Code::kInvalidArgument);
     expectNamed({{"teams", "3"}, {"sag", "r"}}, "teams=3", Code::kInvalidArgument);
-    expectNamed({{"teams", "3"}}, "B-SAG", Code::kNotSupported);
     expectNamed({{"sag", "x"}}, "sag=x", Code::kInvalidArgument);
     expectNamed({{"densty", "0.1"}}, "densty=0.1", Code::kInvalidArgument);
     auto t = SparDLTensor::create(comm, "layer", 10, {{"density", "2"}});
