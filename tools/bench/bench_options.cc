@@ -16,6 +16,8 @@ const char* collectiveName(Collective c) {
   return "?";
 }
 
+bool isMarsit(const BenchOptions& o) { return o.algo == "marsit" || o.algo == "marsit-torus"; }
+
 namespace {
 
 // "64M", "1K", "4096", "1G" -> bytes.
@@ -45,6 +47,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   CLI::App app{"tsr-bench: collective benchmark over Tessera (run it under tsrun)", "tsr-bench"};
   std::string minB = "8", maxB = "64M", dtype = "f32", op = "sum", coll = "allreduce";
   int check = 1;
+  app.option_defaults()->take_last();
   app.add_option("-b,--minbytes", minB, "smallest message size (bytes, K/M/G suffixes)");
   app.add_option("-e,--maxbytes", maxB, "largest message size");
   app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows")->check(CLI::PositiveNumber);
@@ -55,7 +58,9 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")
       ->check(CLI::Range(0, 1));
   app.add_option("--collective", coll, "allreduce|allgather|reduce_scatter|broadcast");
-  app.add_option("--algo", o.algo, "algorithm (auto = Tessera's choice; sets TSR_ALGO)");
+  app.add_option("--algo", o.algo,
+                 "auto|ring|torus (sets TSR_ALGO; auto = Tessera's choice) or marsit|marsit-torus "
+                 "(sign-bit allreduce, f32)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
@@ -88,6 +93,16 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
                                               ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
   o.collective = it->second;
   o.check = check == 1;
+  // Marsit replaces g by eta*(+-1), an estimate of the average of f32 gradients: nothing else.
+  if (isMarsit(o)) {
+    std::string why = "--algo " + o.algo + ": ";
+    if (o.collective != Collective::kAllreduce)
+      return Status(Code::kInvalidArgument, why + "--collective " + coll + " is not accepted (Marsit is an allreduce)");
+    if (o.dtype != DataType::kF32)
+      return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (Marsit takes f32 only)");
+    if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
+      return Status(Code::kInvalidArgument, why + "-o " + op + " is not accepted (Marsit estimates the average: sum|avg)");
+  }
   return o;
 }
 

@@ -2,6 +2,7 @@
 //   tsr-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-d TYPE] [-o OP]
 //             [-c 0|1] [--op COLLECTIVE] [--algo NAME] [--json FILE] [-F table|csv|peer]
 //             [--min-busbw GBPS] [--rate GBIT]
+// A repeated option takes its last value, so a script's defaults can be overridden.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +27,7 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   Collective collective = Collective::kAllreduce;
-  std::string algo = "auto";
+  std::string algo = "auto";     // auto|ring|torus (TSR_ALGO) or marsit|marsit-torus
   std::string jsonFile;
   std::string format = "table";  // table | csv | peer (the peer benchmarks' 11 columns)
   double minBusbw = 0;           // GB/s; below it the exit status is non-zero
@@ -36,6 +37,10 @@ struct BenchOptions {
 // Parses argv; on --help returns kNotSupported with the help text as the message; errors name
 // the option and the value.
 Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv);
+
+// --algo marsit | marsit-torus: the Marsit sign-bit allreduce (algorithms/marsit) instead of a
+// dense collective; the parser accepts it only for f32 allreduce with -o sum|avg.
+bool isMarsit(const BenchOptions& o);
 
 // Sizes from min to max multiplied by factor (factor <= 1: min only, then max), each rounded
 // down to whole elements of `elementBytes` (and for allgather / reduce-scatter per-rank blocks).

@@ -31,6 +31,12 @@ double floorUs(const BenchRow& r, Collective c, int n, double rateGbit) {
   return busFactor(c, n) * r.bytes * 8 / (rateGbit * 1e9) * 1e6;
 }
 
+double compressedFloorUs(size_t count, int n, double rateGbit) {
+  if (rateGbit <= 0) return 0;
+  double wordsBytes = static_cast<double>((count + 63) / 64) * 8;
+  return busFactor(Collective::kAllreduce, n) * wordsBytes * 8 / (rateGbit * 1e9) * 1e6;
+}
+
 std::string header(const BenchOptions& o, int n, const std::string& note) {
   if (o.format == "peer")
     return format("# tsr-bench %s %s %s, world=%d, rate=%g Gbit/s, %s\n", collectiveName(o.collective),
@@ -42,6 +48,9 @@ std::string header(const BenchOptions& o, int n, const std::string& note) {
   return format("# tsr-bench: %s, %d ranks, %s; %d warmup + %d timed iterations per size\n",
                 collectiveName(o.collective), n, note.c_str(), o.warmup, o.iters) +
          "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
+         (isMarsit(o) ? "# " + o.algo + ": size is the logical f32 size (count*4, for algbw/busbw); split: "
+                        "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
+                      : std::string()) +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop",
                 "algo", "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "",
@@ -90,7 +99,33 @@ std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int
   return s;
 }
 
+namespace {
+// x_floor as text: "-" where there is no floor (no --rate, one rank).
+std::string ratio(double timeUs, double floor) { return floor > 0 ? format("%.2f", timeUs / floor) : "-"; }
+}  // namespace
+
+std::string splitLine(const BenchRow& r, const BenchOptions& o, int n) {
+  if (!r.hasSplit) return "";
+  const StepSplit& s = r.split;
+  double fl = compressedFloorUs(r.count, n, o.rateGbit);
+  return format("#   split(us) prepare %.1f pack %.1f wire %.1f merge %.1f decompress %.1f compensate %.1f "
+                "total %.1f sent(B) %llu floor(us) %.1f x_floor %s\n",
+                s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total,
+                static_cast<unsigned long long>(r.wireBytes), fl, ratio(r.timeUs, fl).c_str());
+}
+
 std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
+  std::string split;
+  if (r.hasSplit) {
+    const StepSplit& s = r.split;
+    double fl = compressedFloorUs(r.count, n, o.rateGbit);
+    std::string x = ratio(r.timeUs, fl);
+    split = format(", \"split\": {\"prepare\": %.3f, \"pack\": %.3f, \"wire\": %.3f, \"merge\": %.3f, "
+                   "\"decompress\": %.3f, \"compensate\": %.3f, \"total\": %.3f}, \"floor_us\": %.3f, "
+                   "\"x_floor\": %s",
+                   s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total, fl,
+                   x == "-" ? "null" : x.c_str());
+  }
   std::string err;
   for (char c : r.error) err += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
   return format("{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
@@ -99,7 +134,7 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
                 collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), reduceOpName(o.op),
                 r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
                 static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong)) +
-         (err.empty() ? "" : ", \"error\": \"" + err + "\"") + "}\n";
+         split + (err.empty() ? "" : ", \"error\": \"" + err + "\"") + "}\n";
 }
 
 }  // namespace tsr::tools::bench

@@ -11,6 +11,12 @@
 
 namespace tsr::tools::bench {
 
+// Where a compressed step spent its time (Marsit's StepTimes): per field the median over
+// iterations of the max over ranks, microseconds.
+struct StepSplit {
+  double prepare = 0, pack = 0, wire = 0, merge = 0, decompress = 0, compensate = 0, total = 0;
+};
+
 struct BenchRow {
   size_t bytes = 0;       // message size: the whole buffer (allgather: the gathered output)
   size_t count = 0;       // elements per rank, as passed to the collective
@@ -21,6 +27,8 @@ struct BenchRow {
   int64_t wrong = 0;      // wrong elements over all ranks (-1: not checked)
   std::string algo;
   std::string error;      // a failed collective's message
+  bool hasSplit = false;  // Marsit rows: `split` is filled and the compressed floor applies
+  StepSplit split;
 };
 
 // nccl-tests' bus bandwidth factor: allreduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n,
@@ -32,9 +40,18 @@ double busbwGBs(const BenchRow& r, Collective c, int nranks);
 // rank), in microseconds; 0 when rate is 0.
 double floorUs(const BenchRow& r, Collective c, int nranks, double rateGbit);
 
+// Marsit's floor: its ring sends 2(n-1)/n of ceil(count/64) 64-bit words per rank (one bit per
+// element), in microseconds at rateGbit; 0 when rate is 0 or n is 1.
+double compressedFloorUs(size_t count, int nranks, double rateGbit);
+
 std::string header(const BenchOptions& o, int nranks, const std::string& transportNote);
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int nranks);
 std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int nranks);
+// Rows with a split: "#   split(us) prepare P pack ... total T sent(B) B floor(us) F x_floor X"
+// ('#' keeps the csv and peer formats parseable; sent: the row's wire bytes, which the peer
+// format has no column for); "" otherwise.
+std::string splitLine(const BenchRow& r, const BenchOptions& o, int nranks);
+// Adds "split": {...}, "floor_us" and "x_floor" (the compressed floor) to rows with a split.
 std::string jsonLine(const BenchRow& r, const BenchOptions& o, int nranks);
 double averageBusbw(const std::vector<BenchRow>& rows, Collective c, int nranks);
 

@@ -9,7 +9,10 @@
 # times, interleaved), PEERS=0 to skip the peers, BENCH_TIMEOUT_S (default 480, per run),
 # TSR_BUILD (default build), RANKS_PER_HOST (default 1; Tessera only, the peers run one per
 # host), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
-# "TSR_CHUNK_BYTES=262144"). Extra arguments go to tsr-bench (e.g. -c 1, --algo ring).
+# "TSR_CHUNK_BYTES=262144"), ALGOS (space-separated tsr-bench --algo values, e.g.
+# "ring marsit": one tsr-bench run each, interleaved within every repeat, so their ratios come
+# from one cluster session), ITERS and WARMUP (tsr-bench -n and -w, default 5 and 1).
+# Extra arguments go to tsr-bench (e.g. -c 1, --algo ring when ALGOS is not set).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 N RATE [tsr-bench args...]" >&2; exit 2; }
 n=$1 rate=$2; shift 2
@@ -20,6 +23,13 @@ build=${TSR_BUILD:-$root/build}
 sizes=${SIZES_MIB:-4,16,64}
 repeats=${REPEATS:-1}
 limit=${BENCH_TIMEOUT_S:-480}
+algos=${ALGOS:-}
+# The script's own TSR_* settings are not Tessera's: the ranks would warn about them.
+tsr_env=${TSR_ENV:-}
+unset TSR_BUILD TSR_SHARED TSR_ENV
+for a in "$@"; do
+  [ -z "$algos" ] || [ "$a" != --algo ] || { echo "cluster.sh: give the algorithms in ALGOS or as --algo, not both" >&2; exit 2; }
+done
 [ -x "$net" ] || { echo "cluster.sh: $net not found (set TSR_SHARED)" >&2; exit 2; }
 [ -x "$build/bin/tsr-bench" ] || { echo "cluster.sh: $build/bin/tsr-bench not built" >&2; exit 2; }
 
@@ -37,14 +47,14 @@ trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
 "$net" up "$n" "$rate" >/dev/null
 
-run_tessera() {
-  echo "## Tessera tsr-bench, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate"
+run_tessera() {  # [tsr-bench args...]
+  echo "## Tessera tsr-bench $*, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate"
   # Only TCP across hosts: UCX's shared memory would bypass the shaped links.
   local extra=()
-  for kv in ${TSR_ENV:-}; do extra+=(-x "$kv"); done
+  for kv in $tsr_env; do extra+=(-x "$kv"); done
   timeout "$limit" "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 "${extra[@]}" \
-    "$build/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n 5 -w 1 -F peer --rate "$gbit" "$@"
+    "$build/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n "${ITERS:-5}" -w "${WARMUP:-1}" -F peer --rate "$gbit" "$@"
 }
 run_mpi() {
   command -v mpirun >/dev/null || { echo "## Open MPI: not installed (apt-get install openmpi-bin libopenmpi-dev)"; return 0; }
@@ -59,7 +69,11 @@ run_gloo() {
 
 status=0
 for ((r = 1; r <= repeats; r++)); do
-  run_tessera "$@" || status=$?
+  if [ -z "$algos" ]; then
+    run_tessera "$@" || status=$?
+  else
+    for a in $algos; do run_tessera --algo "$a" "$@" || status=$?; done
+  fi
   if [ "${PEERS:-1}" != 0 ]; then run_mpi; run_gloo; fi
 done
 exit $status

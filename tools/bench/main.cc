@@ -1,5 +1,6 @@
 // tsr-bench: nccl-tests style benchmark of Tessera's collectives; run it under tsrun.
 //   tsrun -np 4 build/bin/tsr-bench -b 8 -e 64M -f 2 -n 20 -w 5 -d f32 -o sum -c 1
+// --algo marsit | marsit-torus benchmarks the Marsit sign-bit allreduce instead (f32).
 // Rank 0 prints one row per size; --json FILE adds one JSON object per size. Exit status:
 // 0, or 1 when a value is wrong, a collective failed or the average busbw is below
 // --min-busbw; 2 for usage errors.
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "tools/bench/bench_marsit.h"
 #include "tools/bench/bench_options.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/bench_runner.h"
@@ -31,7 +33,7 @@ int takePlantWrong(std::vector<const char*>& args) {
 
 Result<std::unique_ptr<runtime::Communicator>> createCommunicator(const BenchOptions& o) {
   runtime::EnvMap env = runtime::processEnvironment();
-  if (o.algo != "auto") env["TSR_ALGO"] = o.algo;
+  if (o.algo != "auto" && !isMarsit(o)) env["TSR_ALGO"] = o.algo;
   TSR_ASSIGN_OR_RETURN(runtime::Config config, runtime::Config::fromEnvironment(env));
   TSR_ASSIGN_OR_RETURN(runtime::LaunchInfo launch, runtime::launchInfoFromEnv(env));
   return runtime::Communicator::create(launch, config);
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
                 (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
   bool failed = false;
   for (size_t bytes : sweepSizes(o, unit)) {
-    auto row = runSize(comm, o, bytes, hooks);
+    auto row = isMarsit(o) ? runMarsitSize(comm, o, bytes, hooks) : runSize(comm, o, bytes, hooks);
     if (!row.isOk()) {
       std::fprintf(stderr, "tsr-bench: rank %d: %s\n", comm.rank(), row.status().toString().c_str());
       return 1;
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
     failed |= !row.value().error.empty() || row.value().wrong > 0;
     if (printer) {
       std::fputs(formatRow(row.value(), o, n).c_str(), stdout);
+      std::fputs(splitLine(row.value(), o, n).c_str(), stdout);
       std::fflush(stdout);
       if (json) json << jsonLine(row.value(), o, n) << std::flush;
     }

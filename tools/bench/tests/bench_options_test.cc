@@ -41,6 +41,36 @@ TEST(BenchOptions, BadValuesAreNamed) {
   EXPECT_NE(coll.status().message().find("alltoall"), std::string::npos);
 }
 
+TEST(BenchOptions, LaterOptionsOverrideEarlierOnes) {
+  // cluster.sh passes its defaults first; the caller's arguments come after them.
+  auto o = parse({"-n", "5", "-w", "1", "-n", "2", "--algo", "ring", "--algo", "torus"});
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_EQ(o.value().iters, 2);
+  EXPECT_EQ(o.value().algo, "torus");
+}
+
+TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
+  for (const char* algo : {"marsit", "marsit-torus"}) {
+    auto ok = parse({"--algo", algo, "-o", "avg"});
+    ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+    EXPECT_TRUE(isMarsit(ok.value()));
+  }
+  EXPECT_FALSE(isMarsit(parse({"--algo", "ring"}).value()));
+  struct Case {
+    std::vector<const char*> args;
+    std::string named;
+  };
+  for (const Case& c : {Case{{"--algo", "marsit", "-d", "f64"}, "--algo marsit: -d f64"},
+                        Case{{"--algo", "marsit", "-d", "bf16"}, "--algo marsit: -d bf16"},
+                        Case{{"--algo", "marsit", "--collective", "allgather"}, "--algo marsit: --collective allgather"},
+                        Case{{"--collective", "broadcast", "--algo", "marsit-torus"}, "--algo marsit-torus: --collective broadcast"},
+                        Case{{"--algo", "marsit", "-o", "prod"}, "--algo marsit: -o prod"}}) {
+    auto o = parse(c.args);
+    ASSERT_FALSE(o.isOk()) << c.named;
+    EXPECT_NE(o.status().message().find(c.named), std::string::npos) << o.status().message();
+  }
+}
+
 TEST(BenchOptions, SweepIsGeometricAndWholeElements) {
   BenchOptions o;
   o.minBytes = 8;
@@ -101,6 +131,64 @@ TEST(BenchReport, JsonLineHasTheRequiredFields) {
                           "\"algo\": \"ring\"", "\"nranks\": 3", "\"time_us\"", "\"algbw\"", "\"busbw\"",
                           "\"wire_bytes\"", "\"wrong\"", "say \\\"no\\\""})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
+}
+
+TEST(BenchReport, CompressedFloorIsOneBitPerElementInWholeWords) {
+  // N=4, 16 MiB f32 at 100 Mbit/s: 1.5 * 4 Mi/64 words * 8 B * 8 / 1e8 s = 62914.56 us.
+  EXPECT_NEAR(compressedFloorUs(size_t{4} << 20, 4, 0.1), 62914.56, 1e-6);
+  EXPECT_NEAR(compressedFloorUs(65, 2, 1.0), 1.0 * 16 * 8 / 1e9 * 1e6, 1e-9);  // 65 elements: 2 words
+  EXPECT_EQ(compressedFloorUs(1000, 1, 1.0), 0.0);
+  EXPECT_EQ(compressedFloorUs(1000, 4, 0.0), 0.0);
+}
+
+BenchRow marsitRow() {
+  BenchRow r;
+  r.bytes = size_t{16} << 20;
+  r.count = size_t{4} << 20;
+  r.iters = 3;
+  r.timeUs = 125829.12;  // twice the floor at 100 Mbit/s, N=4
+  r.wrong = 0;
+  r.algo = "marsit-ring";
+  r.wireBytes = 196704;
+  r.hasSplit = true;
+  r.split = {1, 2, 3, 4, 5, 6, 21};
+  return r;
+}
+
+TEST(BenchReport, SplitLineIsACommentWithTheFloorRatio) {
+  BenchOptions o;
+  o.algo = "marsit";
+  o.rateGbit = 0.1;
+  std::string line = splitLine(marsitRow(), o, 4);
+  EXPECT_EQ(line.rfind("#   split(us) prepare 1.0 pack 2.0 wire 3.0 merge 4.0 decompress 5.0 compensate 6.0 "
+                       "total 21.0 sent(B) 196704 floor(us) 62914.6 x_floor 2.00\n", 0), 0u) << line;
+  o.rateGbit = 0;
+  EXPECT_NE(splitLine(marsitRow(), o, 4).find("floor(us) 0.0 x_floor -"), std::string::npos);
+  BenchRow dense = marsitRow();
+  dense.hasSplit = false;
+  EXPECT_EQ(splitLine(dense, o, 4), "");
+  // The peer format's 11 columns keep the dense floor of the logical size.
+  o.format = "peer";
+  o.rateGbit = 0.1;
+  std::istringstream in(formatRow(marsitRow(), o, 4));
+  std::vector<std::string> fields;
+  for (std::string f; in >> f;) fields.push_back(f);
+  ASSERT_EQ(fields.size(), 11u);
+  EXPECT_EQ(fields[0], std::to_string(size_t{16} << 20));
+}
+
+TEST(BenchReport, JsonLineOfAMarsitRowHasTheSplit) {
+  BenchOptions o;
+  o.algo = "marsit";
+  o.rateGbit = 0.1;
+  std::string j = jsonLine(marsitRow(), o, 4);
+  for (const char* key : {"\"split\": {\"prepare\": 1.000, \"pack\": 2.000, \"wire\": 3.000, \"merge\": 4.000, "
+                          "\"decompress\": 5.000, \"compensate\": 6.000, \"total\": 21.000}",
+                          "\"floor_us\": 62914.560", "\"x_floor\": 2.00", "\"algo\": \"marsit-ring\""})
+    EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
+  o.rateGbit = 0;
+  EXPECT_NE(jsonLine(marsitRow(), o, 4).find("\"x_floor\": null"), std::string::npos);
+  EXPECT_EQ(jsonLine(BenchRow{}, o, 4).find("split"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,157 @@
+#include "tools/bench/bench_marsit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/marsit/marsit.h"
+#include "base/reference_values.h"
+
+namespace tsr::tools::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status waitFor(Result<runtime::RequestPtr> posted) {
+  return posted.isOk() ? posted.value()->wait() : posted.status();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t k = v.size();
+  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+// Same integers as the dense path (reference_values.h), exact zeros included: Marsit must take
+// those with its fair coin.
+void fill(std::vector<float>& g, int rank) {
+  for (size_t j = 0; j < g.size(); ++j)
+    g[j] = static_cast<float>(reference::inputValue(rank, j, ReduceOp::kSum));
+}
+
+// sum_j |g[j] + c[j]| in float64, g + c rounded to float as Marsit forms g'.
+double sumAbsWithCompensation(const std::vector<float>& g, const std::vector<float>& c) {
+  double s = 0;
+  for (size_t j = 0; j < g.size(); ++j) s += std::fabs(static_cast<double>(g[j] + c[j]));
+  return s;
+}
+
+uint64_t hashOf(const std::vector<float>& v) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (float x : v) {
+    uint32_t w;
+    std::memcpy(&w, &x, sizeof w);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+// The check (-c 1). Compensation carries from step to step, so the expected magnitude comes
+// from this step's real input: eta = (1/N) sum_r mean_j |g_r[j] + c_r[j]| in float64, with c_r
+// the compensation before the step (`localAbs`, taken outside the timed region). An element is
+// wrong when its |value| is not eta (relative 1e-4: Marsit sums |g'| in float blocks and
+// rounds eta to float; a flipped or scaled value is far off) or when the ranks' results
+// differ. For the latter a 64-bit hash of each result is compared (max and min over ranks);
+// only when they differ does an element-wise min/max allreduce say which elements. Each rank
+// counts its own elements, so an element that differs across ranks counts on every rank.
+Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>& result, double localAbs) {
+  const size_t d = result.size();
+  const int n = comm.size();
+  double total = 0;
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&localAbs, &total, 1, DataType::kF64, ReduceOp::kSum)));
+  const double eta = d ? total / (static_cast<double>(d) * n) : 0;
+  uint64_t h = hashOf(result);
+  int64_t mine[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)}, most[2];
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 2, DataType::kI64, ReduceOp::kMax)));
+  std::vector<float> lo, hi;
+  if (most[0] != ~most[1]) {  // max(h) != min(h): some rank's result differs
+    lo.resize(d);
+    hi.resize(d);
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), lo.data(), d, DataType::kF32, ReduceOp::kMin)));
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), hi.data(), d, DataType::kF32, ReduceOp::kMax)));
+  }
+  int64_t wrong = 0;
+  const double tol = 1e-4 * eta;
+  for (size_t j = 0; j < d; ++j) {
+    bool differs = !lo.empty() && std::memcmp(&lo[j], &hi[j], sizeof(float)) != 0;
+    // Written so that NaN counts as wrong.
+    wrong += differs || !(std::fabs(std::fabs(static_cast<double>(result[j])) - eta) <= tol);
+  }
+  return wrong;
+}
+
+}  // namespace
+
+Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
+                               const RunnerHooks& hooks) {
+  const int me = comm.rank();
+  BenchRow row;
+  row.count = bytes / sizeof(float);
+  row.bytes = row.count * sizeof(float);
+  row.iters = o.iters;
+  const std::string topology = o.algo == "marsit-torus" ? "torus" : "ring";
+  auto created = marsit::MarsitTensor::create(comm, "tsr-bench-" + std::to_string(row.bytes), row.count,
+                                              {{"topology", topology}, {"seed", "20261122"}});
+  if (!created.isOk()) {
+    row.algo = o.algo;
+    row.error = created.status().toString();
+    return row;
+  }
+  marsit::MarsitTensor& tensor = *created.value();
+  row.algo = tensor.algorithm();
+  std::vector<float> g(row.count), comp;
+  std::vector<double> times, fields[7];
+  double maxWire = 0;
+  int64_t wrong = 0;
+  for (int it = 0; it < o.warmup + o.iters; ++it) {
+    fill(g, me);
+    const bool check = o.check && it >= o.warmup;
+    double localAbs = 0;
+    if (check) {
+      comp = tensor.compensation();
+      localAbs = sumAbsWithCompensation(g, comp);
+    }
+    TSR_RETURN_IF_ERROR(waitFor(comm.barrier()));
+    uint64_t sentBefore = comm.bytesSent();
+    auto t0 = Clock::now();
+    Status st = tensor.allreduce(g.data());
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (!st.isOk()) {
+      row.error = st.toString();
+      return row;  // the communicator may be broken now: the caller stops the sweep
+    }
+    const marsit::StepTimes& s = tensor.lastTimes();
+    double mine[9] = {us, static_cast<double>(comm.bytesSent() - sentBefore), s.prepare, s.pack, s.wire,
+                      s.merge, s.decompress, s.compensate, s.total};
+    double most[9];
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 9, DataType::kF64, ReduceOp::kMax)));
+    if (it < o.warmup) continue;
+    times.push_back(most[0]);
+    maxWire = std::max(maxWire, most[1]);
+    for (int f = 0; f < 7; ++f) fields[f].push_back(most[2 + f]);
+    if (check) {
+      // Test hook: a sign flip only the cross-rank comparison sees, a doubling the eta check sees.
+      if (me == hooks.plantWrongOnRank && row.count >= 2) g[0] = -g[0], g[1] *= 2;
+      TSR_ASSIGN_OR_RETURN(int64_t w, countWrong(comm, g, localAbs));
+      wrong += w;
+    }
+  }
+  int64_t total = 0;
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
+  row.timeUs = median(times);
+  row.minUs = *std::min_element(times.begin(), times.end());
+  row.maxUs = *std::max_element(times.begin(), times.end());
+  row.wireBytes = static_cast<uint64_t>(maxWire);
+  row.wrong = o.check ? total : -1;
+  row.hasSplit = true;  // only now: a failed row has no split to show
+  StepSplit& sp = row.split;
+  double* out[7] = {&sp.prepare, &sp.pack, &sp.wire, &sp.merge, &sp.decompress, &sp.compensate, &sp.total};
+  for (int f = 0; f < 7; ++f) *out[f] = median(fields[f]);
+  return row;
+}
+
+}  // namespace tsr::tools::bench

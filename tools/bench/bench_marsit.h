@@ -1,0 +1,17 @@
+// Runs one size of a tsr-bench sweep with Marsit (--algo marsit | marsit-torus): one
+// MarsitTensor per size, timed like the dense path (barrier, the step, max over ranks), plus
+// the step's time split and, with -c 1, a check of every element.
+#pragma once
+
+#include "runtime/communicator.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/bench_runner.h"
+
+namespace tsr::tools::bench {
+
+// Every rank calls it with the same arguments; the returned row is the same on every rank.
+// The row's size is the logical f32 size (count * 4) and its wire bytes what a rank sent.
+Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
+                               const RunnerHooks& hooks);
+
+}  // namespace tsr::tools::bench
