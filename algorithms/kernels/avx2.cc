@@ -103,6 +103,85 @@ void signCompensate(const float* g, const uint64_t* words, size_t count, float e
     c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
 }
 
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut) {
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const size_t fullWords = count / 64;
+  size_t firstBad = count;
+  double total = 0.0;
+  __m256 lanes = zero;
+  for (size_t w = 0; w < fullWords; ++w) {
+    const size_t base = w * 64;
+    _mm_prefetch(reinterpret_cast<const char*>(g + base + 256), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + base + 256), _MM_HINT_T0);
+    uint64_t pos = 0, zer = 0;
+    uint32_t bad = 0;
+    for (int q = 0; q < 8; ++q) {
+      __m256 v = _mm256_add_ps(_mm256_loadu_ps(g + base + 8 * q), _mm256_loadu_ps(c + base + 8 * q));
+      _mm256_storeu_ps(work + base + 8 * q, v);
+      lanes = _mm256_add_ps(lanes, _mm256_and_ps(v, absMask));
+      uint64_t neg = static_cast<uint32_t>(_mm256_movemask_ps(v));
+      uint64_t eq = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_EQ_OQ)));
+      pos |= (~(neg | eq) & 0xffu) << (8 * q);
+      zer |= eq << (8 * q);
+      bad |= nonFiniteMask8(v);
+    }
+    if (zer != 0) pos |= zer & zeroSignWord(rng, firstWord + w);
+    if (bad != 0) {
+      pos = packSignWord(work + base, 64, rng, firstWord + w);
+      if (firstBad == count) firstBad = scalarFirstBad(work, base, base + 64);
+    }
+    words[w] = pos;
+    if ((w + 1) % 16 == 0 || w + 1 == fullWords) {  // end of a 1024-element block (or of the words)
+      alignas(32) float l[8];
+      _mm256_store_ps(l, lanes);
+      if ((w + 1) % 16 == 0) {
+        double part = 0.0;
+        for (int k = 0; k < 8; ++k) part += l[k];
+        total += part;
+        lanes = zero;
+      }
+    }
+  }
+  // The tail: finish the last (partial) 1024-block exactly as sumAbs does, then pack.
+  size_t blockStart = (fullWords / 16) * 1024;
+  if (blockStart < count) {
+    for (size_t j = fullWords * 64; j < count; ++j) work[j] = g[j] + c[j];
+    alignas(32) float l[8];
+    _mm256_store_ps(l, lanes);
+    size_t j = fullWords * 64;
+    for (; j + 8 <= count; j += 8)
+      for (int k = 0; k < 8; ++k) l[k] += work[j + k] < 0 ? -work[j + k] : work[j + k];
+    double part = 0.0;
+    for (int k = 0; k < 8; ++k) part += l[k];
+    for (; j < count; ++j) part += work[j] < 0 ? -work[j] : work[j];
+    total += part;
+  }
+  if (fullWords * 64 < count) {
+    size_t base = fullWords * 64;
+    words[fullWords] = packSignWord(work + base, static_cast<int>(count - base), rng, firstWord + fullWords);
+    if (firstBad == count) firstBad = scalarFirstBad(work, base, count);
+  }
+  *sumAbsOut = total;
+  return firstBad;
+}
+
+void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp) {
+  const __m256 pe = _mm256_set1_ps(eta), ne = _mm256_set1_ps(-eta);
+  const size_t blocks = count / 8;
+  for (size_t blk = 0; blk < blocks; ++blk) {
+    uint32_t byte = static_cast<uint32_t>(words[blk / 8] >> (8 * (blk % 8))) & 0xffu;
+    __m256 v = expandByte(byte, pe, ne);
+    _mm256_storeu_ps(out + 8 * blk, v);
+    _mm256_storeu_ps(comp + 8 * blk, _mm256_sub_ps(_mm256_loadu_ps(work + 8 * blk), v));
+  }
+  for (size_t j = blocks * 8; j < count; ++j) {
+    out[j] = signValue(words[j / 64], static_cast<int>(j % 64), eta);
+    comp[j] = work[j] - out[j];
+  }
+}
+
 size_t firstNonFinite(const float* x, size_t count) {
   const size_t blocks = count / 32;
   for (size_t blk = 0; blk < blocks; ++blk) {

@@ -84,6 +84,27 @@ double sumAbs(const float* x, size_t count) {
   return total;
 }
 
+// The sum of |work| uses sumAbs's order: per 1024-element block, eight float lanes (lane l
+// takes the elements j = l mod 8 in order), then the lanes and blocks in double.
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut) {
+  if (activeIsa() == Isa::kAvx2) return avx2::signPrepare(g, c, count, work, words, rng, firstWord, sumAbsOut);
+  for (size_t j = 0; j < count; ++j) work[j] = g[j] + c[j];
+  *sumAbsOut = sumAbs(work, count);
+  return signPack(work, count, words, rng, firstWord);
+}
+
+void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp) {
+  if (activeIsa() == Isa::kAvx2) {
+    avx2::signFinish(work, words, count, eta, out, comp);
+    return;
+  }
+  for (size_t j = 0; j < count; ++j) {
+    out[j] = signValue(words[j / 64], static_cast<int>(j % 64), eta);
+    comp[j] = work[j] - out[j];
+  }
+}
+
 uint64_t popcountWords(const uint64_t* words, size_t n) {
   uint64_t total = 0;
   for (size_t i = 0; i < n; ++i) total += static_cast<uint64_t>(__builtin_popcountll(words[i]));

@@ -32,6 +32,17 @@ void signDecompress(const uint64_t* words, size_t count, float eta, float* out);
 // c[j] = g[j] - eta * (2 bit_j - 1): Marsit's compensation update in one pass (c may alias g).
 void signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c);
 
+// Marsit's first pass, fused (one read of g and c instead of four passes): work = g + c,
+// words = signPack(work), *sumAbsOut = sumAbs(work) (same bits as the separate kernels).
+// Returns the first non-finite index of work, or count.
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut);
+
+// Marsit's last pass, fused: out[j] = eta * (2 bit_j - 1) and comp[j] = work[j] - out[j]
+// (signDecompress then signCompensate in one read of work and the words).
+void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                float* comp);
+
 // bits[j] = bit j (0 or 1), for tests and debugging.
 void signUnpack(const uint64_t* words, size_t count, uint8_t* bits);
 

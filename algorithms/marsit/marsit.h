@@ -41,13 +41,15 @@ struct Params {
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 
 // Where this rank's last step spent its time (microseconds), for tsr-bench's split.
+// The flat ring and torus fuse passes (kernels signPrepare, signFinish): their packing is
+// counted in `prepare` and their compensation in `decompress` (pack and compensate are 0).
 struct StepTimes {
-  double prepare = 0;     // g + c, NaN/Inf scan, sum |g'|
-  double pack = 0;        // sign packing
+  double prepare = 0;     // g + c, NaN/Inf scan, sum |g'| (flat: and the sign packing)
+  double pack = 0;        // sign packing (two-level)
   double wire = 0;        // the bit plan from start to end, merges excluded
   double merge = 0;       // bit merges inside the plan
-  double decompress = 0;  // G = eta * (2 bit - 1) into g
-  double compensate = 0;  // c = g' - G
+  double decompress = 0;  // G = eta * (2 bit - 1) into g (flat: and c = g' - G)
+  double compensate = 0;  // c = g' - G (two-level)
   double total = 0;       // from the task's start to its end
   bool fullPrecision = false;
 };

@@ -36,20 +36,21 @@ Status MarsitStepTask::start() {
   s.times.fullPrecision = full_;
   s.mergeNanos = 0;
 
-  for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.comp[j];
   // One small allreduce carries both the shared magnitude and whether any rank saw a NaN or
   // Inf, so a bad value fails the step on every rank instead of leaving peers waiting.
-  s.badIndex = kernels::firstNonFinite(s.work.data(), s.count);
-  bool bad = s.badIndex < s.count;
-  s.scalarIn[0] = bad || s.count == 0 ? 0.0 : kernels::sumAbs(s.work.data(), s.count) / s.count;
-  s.scalarIn[1] = bad ? 1.0 : 0.0;
-  double t = nowUs();
-  s.times.prepare = t - startUs_;
-  if (!full_) {
+  double sumAbs = 0;
+  if (full_) {
+    for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.comp[j];
+    s.badIndex = kernels::firstNonFinite(s.work.data(), s.count);
+  } else {
+    // g' = g + c, its signs and its magnitude in one pass over g and c.
     kernels::RngStream coin{s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
-    kernels::signPack(s.work.data(), s.count, s.bits.data(), coin);
-    s.times.pack = nowUs() - t;
+    s.badIndex = kernels::signPrepare(s.g, s.comp.data(), s.count, s.work.data(), s.bits.data(), coin, 0, &sumAbs);
   }
+  bool bad = s.badIndex < s.count;
+  s.scalarIn[0] = bad || s.count == 0 ? 0.0 : sumAbs / s.count;
+  s.scalarIn[1] = bad ? 1.0 : 0.0;
+  s.times.prepare = nowUs() - startUs_;
 
   algorithms::RunIdentity id = ctx_.id;
   scalar_ = std::make_unique<algorithms::PlanExecutor>(
@@ -105,11 +106,8 @@ Status MarsitStepTask::finish() {
     s.times.decompress = nowUs() - t;
   } else {
     float eta = static_cast<float>(s.scalarOut[0] / s.size);
-    kernels::signDecompress(s.bits.data(), s.count, eta, s.g);
-    double t2 = nowUs();
-    s.times.decompress = t2 - t;
-    kernels::signCompensate(s.work.data(), s.bits.data(), s.count, eta, s.comp.data());
-    s.times.compensate = nowUs() - t2;
+    kernels::signFinish(s.work.data(), s.bits.data(), s.count, eta, s.g, s.comp.data());  // G and c
+    s.times.decompress = nowUs() - t;
   }
   ++s.step;
   s.times.total = nowUs() - startUs_;

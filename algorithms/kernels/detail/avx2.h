@@ -16,6 +16,10 @@ size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& 
 void signDecompress(const uint64_t* words, size_t count, float eta, float* out);
 void signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c);
 size_t firstNonFinite(const float* x, size_t count);
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut);
+void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                float* comp);
 // Top-k scan: counts |x| bits > hi, stores the magnitude bits of elements with lo <= m <= hi
 // into mid (up to capacity; the return value is the full number found).
 size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid,

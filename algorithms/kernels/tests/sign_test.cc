@@ -1,6 +1,7 @@
 #include "algorithms/kernels/sign.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -120,6 +121,40 @@ TEST(SignDecompress, GivesPlusMinusEtaAndCompensation) {
         ASSERT_EQ(c[j], x[j] - out[j]);
       }
     });
+  }
+}
+
+// The fused passes give exactly what the separate kernels give (every size class: tails,
+// partial 1024-blocks, zeros, a NaN), on every instruction set.
+TEST(SignFused, PrepareAndFinishMatchTheSeparateKernels) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{1024}, size_t{1025},
+                   size_t{5000}, size_t{64 * 16 * 3 + 70}}) {
+    for (bool withNan : {false, true}) {
+      std::vector<float> g = randomFloats(n, 11), c = randomFloats(n, 12);
+      for (size_t j = 0; j < n; j += 9) c[j] = -g[j];  // exact zeros: fair coins
+      if (withNan && n > 3) g[n / 2] = std::nanf("");
+      RngStream rng{5, 2, 7};
+      forEachIsa([&](Isa) {
+        std::vector<float> work(n), ref(n);
+        for (size_t j = 0; j < n; ++j) ref[j] = g[j] + c[j];
+        std::vector<uint64_t> words(wordsForElements(n)), refWords(words.size());
+        size_t refBad = signPack(ref.data(), n, refWords.data(), rng, 3);
+        double refSum = sumAbs(ref.data(), n), sum = -1;
+        size_t bad = signPrepare(g.data(), c.data(), n, work.data(), words.data(), rng, 3, &sum);
+        EXPECT_EQ(bad, refBad) << n;
+        EXPECT_EQ(words, refWords) << n;
+        EXPECT_EQ(std::memcmp(work.data(), ref.data(), n * sizeof(float)), 0) << n;
+        if (!withNan) {
+          EXPECT_EQ(sum, refSum) << n;
+          std::vector<float> out(n), comp(n), refOut(n), refComp(n);
+          signFinish(work.data(), words.data(), n, 0.75f, out.data(), comp.data());
+          signDecompress(words.data(), n, 0.75f, refOut.data());
+          signCompensate(work.data(), words.data(), n, 0.75f, refComp.data());
+          EXPECT_EQ(out, refOut) << n;
+          EXPECT_EQ(comp, refComp) << n;
+        }
+      });
+    }
   }
 }
 
