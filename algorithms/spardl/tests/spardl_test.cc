@@ -163,15 +163,21 @@ TEST(SparDL, SmallEmptyAndNonFinite) {
   });
 }
 
+// Every rank fails; the rank that sees the oversized message names the likely cause (the
+// others may report their own broken send first, or the abort notice).
 TEST(SparDL, MismatchedDensityFailsEveryRank) {
-  testing::runRanks(3, [](runtime::Communicator& comm) {
+  std::vector<std::string> messages(3);
+  testing::runRanks(3, [&](runtime::Communicator& comm) {
     auto t = SparDLTensor::create(comm, "m", 300, {{"density", comm.rank() == 2 ? "0.2" : "0.1"}});
     ASSERT_TRUE(t.isOk());
     std::vector<float> g(300, 1.0f);
     Status st = t.value()->allreduce(g.data());
     EXPECT_FALSE(st.isOk());
-    EXPECT_NE(st.message().find("density"), std::string::npos) << st.toString();
+    messages[comm.rank()] = st.message();
   }, {{"TSR_TIMEOUT_MS", "5000"}});
+  bool named = false;
+  for (const auto& m : messages) named |= m.find("density") != std::string::npos;
+  EXPECT_TRUE(named) << messages[0] << " | " << messages[1] << " | " << messages[2];
 }
 
 // B-SAG's window rule: with the same gradient everywhere the teams' pre-selections overlap
