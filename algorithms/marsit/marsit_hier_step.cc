@@ -48,7 +48,7 @@ Status MarsitHierStepTask::start() {
     for (size_t j = 0; j < s.count; ++j)
       if (!std::isfinite(s.intraResidual[j])) s.intraResidual[j] = 0.0f;
   } else {
-    std::memcpy(s.intraBuffer.data(), s.work.data(), s.count * sizeof(float));
+    std::copy_n(s.work.data(), s.count, reinterpret_cast<float*>(s.intraBuffer.data()));
   }
   s.times.prepare = nowUs() - startUs_;
   intra_ = std::make_unique<algorithms::PlanExecutor>(
@@ -69,7 +69,7 @@ Status MarsitHierStepTask::startExchange() {
     if (s.intraType == DataType::kF16)
       kernels::castF16ToF32(reinterpret_cast<const uint16_t*>(s.intraBuffer.data()) + off, n, s.shard.data());
     else
-      std::memcpy(s.shard.data(), reinterpret_cast<const float*>(s.intraBuffer.data()) + off, n * sizeof(float));
+      std::copy_n(reinterpret_cast<const float*>(s.intraBuffer.data()) + off, n, s.shard.data());
     for (size_t j = 0; j < n; ++j) s.shard[j] += s.comp[j];
     const size_t real = s.count > off ? std::min(n, s.count - off) : 0;  // the rest is padding
     size_t bad = kernels::firstNonFinite(s.shard.data(), real);
@@ -131,7 +131,7 @@ Status MarsitHierStepTask::finish() {
   }
   double t = nowUs();
   if (full_) {
-    std::memcpy(s.g, s.work.data(), s.count * sizeof(float));
+    std::copy_n(s.work.data(), s.count, s.g);
     std::fill(s.comp.begin(), s.comp.end(), 0.0f);
     std::fill(s.intraResidual.begin(), s.intraResidual.end(), 0.0f);
     s.times.decompress = nowUs() - t;

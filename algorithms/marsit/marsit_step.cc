@@ -101,7 +101,7 @@ Status MarsitStepTask::finish() {
   }
   double t = nowUs();
   if (full_) {
-    std::memcpy(s.g, s.work.data(), s.count * sizeof(float));
+    std::copy_n(s.work.data(), s.count, s.g);
     std::fill(s.comp.begin(), s.comp.end(), 0.0f);
     s.times.decompress = nowUs() - t;
   } else {

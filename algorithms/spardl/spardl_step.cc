@@ -304,7 +304,7 @@ Status SparDLStepTask::finish() {
   if (badFlag_)
     return fail(Status(Code::kNumericError, "spardl tensor " + s.name + ": a rank had NaN or Inf in gradient + "
                                             "residual; the tensor and the residuals are unchanged"));
-  std::memcpy(s.g, s.work.data(), s.count * sizeof(float));
+  std::copy_n(s.work.data(), s.count, s.g);  // copy_n: g may be NULL when count is 0
   s.residual.swap(s.residualNext);
   for (const BlockState& b : s.blocks) s.stats.resultNonZeros += b.selected.size();
   ++s.step;
