@@ -39,6 +39,8 @@ Status decodeControl(const char* data, size_t bytes, int from, int64_t* failedSe
   }
   if (code <= static_cast<int>(Code::kNotSupported) || code > static_cast<int>(Code::kNumericError))
     code = static_cast<int>(Code::kAborted);
+  // A relayed notice already names the rank that reported it first.
+  if (message.find(" [reported by rank ") != std::string::npos) return Status(static_cast<Code>(code), message);
   return Status(static_cast<Code>(code), message + " [reported by rank " + std::to_string(from) + "]");
 }
 }  // namespace
@@ -243,7 +245,10 @@ bool ProgressEngine::pollControl() {
     int64_t failedSeq = -1;
     Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failedSeq);
     log::get("runtime")->error("abort notice: {}", reason.toString());
-    breakCommunicator(reason, false, failedSeq);
+    // Relay it: this rank will now fail and leave, and a peer that waits on it must hear the
+    // root cause before it sees this rank's endpoint go (seen: "rank 0 has destroyed its
+    // communicator" instead of the mismatch rank 2 had reported).
+    breakCommunicator(reason, true, failedSeq);
   }
   postControlRecv();  // also while shutting down, until the receive is cancelled
   return true;
