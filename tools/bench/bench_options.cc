@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <map>
 
 namespace tsr::tools::bench {
@@ -17,6 +18,13 @@ const char* collectiveName(Collective c) {
 }
 
 bool isMarsit(const BenchOptions& o) { return o.algo == "marsit" || o.algo == "marsit-torus"; }
+bool isSparse(const BenchOptions& o) { return o.algo == "spardl" || o.algo == "topk-allgather"; }
+
+std::string densityText(double density) {
+  char buf[64];
+  auto end = std::to_chars(buf, buf + sizeof buf, density).ptr;
+  return std::string(buf, end);
+}
 
 namespace {
 
@@ -59,12 +67,15 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 1));
   app.add_option("--collective", coll, "allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
-                 "auto|ring|torus (sets TSR_ALGO; auto = Tessera's choice) or marsit|marsit-torus "
-                 "(sign-bit allreduce, f32)");
+                 "auto|ring|torus (sets TSR_ALGO; auto = Tessera's choice), marsit|marsit-torus "
+                 "(sign-bit allreduce, f32) or spardl|topk-allgather (sparse, f32)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
   app.add_option("--rate", o.rateGbit, "link rate in Gbit/s: adds the floor 2(N-1)/N*S*8/rate");
+  app.add_option("--density", o.density, "spardl density / topk-allgather k ratio, in (0, 1] (default 0.01)");
+  app.add_option("--teams", o.teams, "spardl teams (divides N; default 1)");
+  app.add_option("--sag", o.sag, "spardl across teams: auto|r|b")->check(CLI::IsMember({"auto", "r", "b"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -102,6 +113,26 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (Marsit takes f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
       return Status(Code::kInvalidArgument, why + "-o " + op + " is not accepted (Marsit estimates the average: sum|avg)");
+  }
+  if (!(o.density > 0.0 && o.density <= 1.0))
+    return Status(Code::kInvalidArgument, "--density " + densityText(o.density) + ": accepted values are in (0, 1]");
+  if (o.teams < 1)
+    return Status(Code::kInvalidArgument, "--teams " + std::to_string(o.teams) + ": accepted values are >= 1");
+  // SparDL sums and topk-allgather averages sparse f32 gradients: nothing else.
+  if (isSparse(o)) {
+    std::string why = "--algo " + o.algo + ": ";
+    if (o.collective != Collective::kAllreduce)
+      return Status(Code::kInvalidArgument, why + "--collective " + coll + " is not accepted (an allreduce only)");
+    if (o.dtype != DataType::kF32)
+      return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (f32 only)");
+    if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
+      return Status(Code::kInvalidArgument, why + "-o " + op + " is not accepted (sum|avg: spardl sums, "
+                                                               "topk-allgather averages)");
+    // Whether --teams divides N is known only under the communicator: the tensor says so then.
+    bool pow2 = (o.teams & (o.teams - 1)) == 0;
+    if (o.algo == "spardl" && o.sag == "r" && !pow2)
+      return Status(Code::kInvalidArgument, why + "--sag r needs a power-of-two --teams, not --teams " +
+                                                std::to_string(o.teams) + " (use --sag b or auto)");
   }
   return o;
 }

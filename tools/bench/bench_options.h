@@ -1,7 +1,7 @@
 // tsr-bench's command line, parsed into plain data (CLI11), nccl-tests style:
 //   tsr-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-d TYPE] [-o OP]
 //             [-c 0|1] [--op COLLECTIVE] [--algo NAME] [--json FILE] [-F table|csv|peer]
-//             [--min-busbw GBPS] [--rate GBIT]
+//             [--min-busbw GBPS] [--rate GBIT] [--density D] [--teams T] [--sag auto|r|b]
 // A repeated option takes its last value, so a script's defaults can be overridden.
 #pragma once
 
@@ -27,11 +27,16 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   Collective collective = Collective::kAllreduce;
-  std::string algo = "auto";     // auto|ring|torus (TSR_ALGO) or marsit|marsit-torus
+  std::string algo = "auto";     // auto|ring|torus (TSR_ALGO), marsit|marsit-torus, spardl|topk-allgather
   std::string jsonFile;
   std::string format = "table";  // table | csv | peer (the peer benchmarks' 11 columns)
   double minBusbw = 0;           // GB/s; below it the exit status is non-zero
   double rateGbit = 0;           // link rate for the floor column (0 = no floor)
+  // Sparse algorithms only; the others accept and ignore them, so one cluster.sh command line
+  // serves every algorithm of ALGOS.
+  double density = 0.01;         // spardl density, topk-allgather's k as a ratio
+  int teams = 1;                 // spardl teams
+  std::string sag = "auto";      // spardl sag=auto|r|b
 };
 
 // Parses argv; on --help returns kNotSupported with the help text as the message; errors name
@@ -41,6 +46,14 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv);
 // --algo marsit | marsit-torus: the Marsit sign-bit allreduce (algorithms/marsit) instead of a
 // dense collective; the parser accepts it only for f32 allreduce with -o sum|avg.
 bool isMarsit(const BenchOptions& o);
+
+// --algo spardl | topk-allgather: SparDL (algorithms/spardl) or its baseline, a top-k
+// CompressedTensor (algorithms/compressed); the parser accepts them only for f32 allreduce
+// with -o sum|avg (SparDL sums, topk-allgather averages, whatever -o says).
+bool isSparse(const BenchOptions& o);
+
+// The density as the shortest text that reads back as the same double ("0.01").
+std::string densityText(double density);
 
 // Sizes from min to max multiplied by factor (factor <= 1: min only, then max), each rounded
 // down to whole elements of `elementBytes` (and for allgather / reduce-scatter per-rank blocks).

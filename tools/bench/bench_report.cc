@@ -1,5 +1,7 @@
 #include "tools/bench/bench_report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace tsr::tools::bench {
@@ -37,6 +39,19 @@ double compressedFloorUs(size_t count, int n, double rateGbit) {
   return busFactor(Collective::kAllreduce, n) * wordsBytes * 8 / (rateGbit * 1e9) * 1e6;
 }
 
+double sparseFloorBytes(size_t count, int n, double density) {
+  if (n <= 1) return 0;
+  size_t block = (count + n - 1) / n;
+  // As SparDL sizes its blocks (spardl.cc): ceil in double, at most the block.
+  double kb = std::min(static_cast<double>(block), std::ceil(density * static_cast<double>(block)));
+  return 2.0 * (n - 1) * kb * 8;
+}
+
+double sparseFloorUs(size_t count, int n, double density, double rateGbit) {
+  if (rateGbit <= 0) return 0;
+  return sparseFloorBytes(count, n, density) * 8 / (rateGbit * 1e9) * 1e6;
+}
+
 std::string header(const BenchOptions& o, int n, const std::string& note) {
   if (o.format == "peer")
     return format("# tsr-bench %s %s %s, world=%d, rate=%g Gbit/s, %s\n", collectiveName(o.collective),
@@ -50,6 +65,12 @@ std::string header(const BenchOptions& o, int n, const std::string& note) {
          "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
          (isMarsit(o) ? "# " + o.algo + ": size is the logical f32 size (count*4, for algbw/busbw); split: "
                         "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
+                      : std::string()) +
+         (isSparse(o) ? "# " + o.algo + " density " + densityText(o.density) +
+                            (o.algo == "spardl" ? format(" teams %d sag %s", o.teams, o.sag.c_str()) : "") +
+                            ": size is the logical f32 size (count*4); split: median of the slowest rank "
+                            "per field; nnz: result non-zeros; floor: SparDL's 2(N-1)*k_b*8 B at --rate, "
+                            "k_b = ceil(density*ceil(count/N))\n"
                       : std::string()) +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop",
                 "algo", "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
@@ -105,6 +126,16 @@ std::string ratio(double timeUs, double floor) { return floor > 0 ? format("%.2f
 }  // namespace
 
 std::string splitLine(const BenchRow& r, const BenchOptions& o, int n) {
+  if (r.hasSparse) {
+    const SparseSplit& s = r.sparse;
+    double fl = sparseFloorUs(r.count, n, o.density, o.rateGbit);
+    std::string head = s.timed ? format("#   split(us) select %.1f merge %.1f local %.1f wire %.1f total %.1f",
+                                        s.select, s.merge, s.local, s.wire, s.total)
+                               : std::string("#   sparse");
+    return head + format(" nnz %llu sent(B) %llu floor(us) %.1f x_floor %s\n",
+                         static_cast<unsigned long long>(s.nonZeros), static_cast<unsigned long long>(r.wireBytes),
+                         fl, ratio(r.timeUs, fl).c_str());
+  }
   if (!r.hasSplit) return "";
   const StepSplit& s = r.split;
   double fl = compressedFloorUs(r.count, n, o.rateGbit);
@@ -124,6 +155,18 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
                    "\"decompress\": %.3f, \"compensate\": %.3f, \"total\": %.3f}, \"floor_us\": %.3f, "
                    "\"x_floor\": %s",
                    s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total, fl,
+                   x == "-" ? "null" : x.c_str());
+  }
+  if (r.hasSparse) {
+    const SparseSplit& s = r.sparse;
+    double fl = sparseFloorUs(r.count, n, o.density, o.rateGbit);
+    std::string x = ratio(r.timeUs, fl);
+    split = ", \"sparse\": {" +
+            (s.timed ? format("\"select\": %.3f, \"merge\": %.3f, \"local\": %.3f, \"wire\": %.3f, \"total\": %.3f, ",
+                              s.select, s.merge, s.local, s.wire, s.total)
+                     : std::string()) +
+            format("\"nnz\": %llu}, \"density\": %s, \"floor_us\": %.3f, \"x_floor\": %s",
+                   static_cast<unsigned long long>(s.nonZeros), densityText(o.density).c_str(), fl,
                    x == "-" ? "null" : x.c_str());
   }
   std::string err;

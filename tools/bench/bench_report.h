@@ -17,6 +17,14 @@ struct StepSplit {
   double prepare = 0, pack = 0, wire = 0, merge = 0, decompress = 0, compensate = 0, total = 0;
 };
 
+// A sparse step (SparDL's StepStats; topk-allgather has only the non-zeros): per field the
+// median over iterations of the max over ranks, microseconds.
+struct SparseSplit {
+  bool timed = false;  // select .. total filled (spardl)
+  double select = 0, merge = 0, local = 0, wire = 0, total = 0;
+  uint64_t nonZeros = 0;  // of the result
+};
+
 struct BenchRow {
   size_t bytes = 0;       // message size: the whole buffer (allgather: the gathered output)
   size_t count = 0;       // elements per rank, as passed to the collective
@@ -29,6 +37,8 @@ struct BenchRow {
   std::string error;      // a failed collective's message
   bool hasSplit = false;  // Marsit rows: `split` is filled and the compressed floor applies
   StepSplit split;
+  bool hasSparse = false; // spardl / topk-allgather rows: `sparse` is filled, the sparse floor applies
+  SparseSplit sparse;
 };
 
 // nccl-tests' bus bandwidth factor: allreduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n,
@@ -44,14 +54,23 @@ double floorUs(const BenchRow& r, Collective c, int nranks, double rateGbit);
 // element), in microseconds at rateGbit; 0 when rate is 0 or n is 1.
 double compressedFloorUs(size_t count, int nranks, double rateGbit);
 
+// SparDL's wire floor (SRS + Bruck, T = 1): each rank sends 2(n-1) blocks of k_b (u32 index,
+// f32 value) pairs, k_b = ceil(density * ceil(count/n)), headers not counted; microseconds at
+// rateGbit, 0 when rate is 0 or n is 1. Used as the reference for every sparse row.
+double sparseFloorBytes(size_t count, int nranks, double density);
+double sparseFloorUs(size_t count, int nranks, double density, double rateGbit);
+
 std::string header(const BenchOptions& o, int nranks, const std::string& transportNote);
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int nranks);
 std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int nranks);
 // Rows with a split: "#   split(us) prepare P pack ... total T sent(B) B floor(us) F x_floor X"
 // ('#' keeps the csv and peer formats parseable; sent: the row's wire bytes, which the peer
-// format has no column for); "" otherwise.
+// format has no column for); sparse rows: "#   split(us) select S merge M wire W total T
+// nnz Z sent(B) B floor(us) F x_floor X" (topk-allgather: "#   sparse nnz Z sent(B) ...");
+// "" otherwise.
 std::string splitLine(const BenchRow& r, const BenchOptions& o, int nranks);
-// Adds "split": {...}, "floor_us" and "x_floor" (the compressed floor) to rows with a split.
+// Adds "split": {...}, "floor_us" and "x_floor" (the compressed floor) to rows with a split;
+// sparse rows get "sparse": {...} (split fields when timed, "nnz") and the sparse floor.
 std::string jsonLine(const BenchRow& r, const BenchOptions& o, int nranks);
 double averageBusbw(const std::vector<BenchRow>& rows, Collective c, int nranks);
 

@@ -10,9 +10,11 @@
 # TSR_BUILD (default build), RANKS_PER_HOST (default 1; Tessera only, the peers run one per
 # host), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
 # "TSR_CHUNK_BYTES=262144"), ALGOS (space-separated tsr-bench --algo values, e.g.
-# "ring marsit": one tsr-bench run each, interleaved within every repeat, so their ratios come
-# from one cluster session), ITERS and WARMUP (tsr-bench -n and -w, default 5 and 1).
-# Extra arguments go to tsr-bench (e.g. -c 1, --algo ring when ALGOS is not set).
+# "ring marsit" or "ring spardl topk-allgather": one tsr-bench run each, interleaved within
+# every repeat, so their ratios come from one cluster session), ITERS and WARMUP (tsr-bench -n
+# and -w, default 5 and 1).
+# Extra arguments go to every tsr-bench run (e.g. -c 1, --density 0.01 --teams 2: dense
+# algorithms ignore the sparse options; --algo ring when ALGOS is not set).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 N RATE [tsr-bench args...]" >&2; exit 2; }
 n=$1 rate=$2; shift 2

@@ -71,6 +71,37 @@ TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
   }
 }
 
+TEST(BenchOptions, SparseTakesF32AllreduceAndItsOwnOptions) {
+  auto o = parse({"--algo", "spardl", "--density", "0.001", "--teams", "3", "--sag", "b", "-o", "avg"});
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_TRUE(isSparse(o.value()));
+  EXPECT_DOUBLE_EQ(o.value().density, 0.001);
+  EXPECT_EQ(o.value().teams, 3);
+  EXPECT_EQ(o.value().sag, "b");
+  EXPECT_TRUE(isSparse(parse({"--algo", "topk-allgather", "--teams", "2"}).value()));  // ignored there
+  auto dense = parse({"--algo", "ring", "--density", "0.5", "--teams", "2"});  // cluster.sh passes them to all
+  ASSERT_TRUE(dense.isOk()) << dense.status().toString();
+  EXPECT_FALSE(isSparse(dense.value()));
+  EXPECT_EQ(densityText(0.01), "0.01");
+  EXPECT_EQ(densityText(1), "1");
+  struct Case {
+    std::vector<const char*> args;
+    std::string named;
+  };
+  for (const Case& c : {Case{{"--algo", "spardl", "-d", "f16"}, "--algo spardl: -d f16"},
+                        Case{{"--algo", "topk-allgather", "--collective", "reduce_scatter"},
+                             "--algo topk-allgather: --collective reduce_scatter"},
+                        Case{{"--algo", "spardl", "-o", "min"}, "--algo spardl: -o min"},
+                        Case{{"--algo", "spardl", "--teams", "6", "--sag", "r"}, "--teams 6"},
+                        Case{{"--density", "1.5"}, "--density 1.5"},
+                        Case{{"--teams", "0"}, "--teams 0"},
+                        Case{{"--sag", "q"}, "--sag"}}) {
+    auto p = parse(c.args);
+    ASSERT_FALSE(p.isOk()) << c.named;
+    EXPECT_NE(p.status().message().find(c.named), std::string::npos) << p.status().message();
+  }
+}
+
 TEST(BenchOptions, SweepIsGeometricAndWholeElements) {
   BenchOptions o;
   o.minBytes = 8;
@@ -189,6 +220,39 @@ TEST(BenchReport, JsonLineOfAMarsitRowHasTheSplit) {
   o.rateGbit = 0;
   EXPECT_NE(jsonLine(marsitRow(), o, 4).find("\"x_floor\": null"), std::string::npos);
   EXPECT_EQ(jsonLine(BenchRow{}, o, 4).find("split"), std::string::npos);
+}
+
+TEST(BenchReport, SparseFloorIsSparDLsSrsPlusBruck) {
+  // N=6, 16 MiB f32: block ceil(4 Mi / 6) = 699051, k_b = ceil(6990.51) = 6991,
+  // 2 * 5 * 6991 * 8 B = 559280 B; at 100 Mbit/s 44742.4 us.
+  EXPECT_DOUBLE_EQ(sparseFloorBytes(size_t{4} << 20, 6, 0.01), 559280.0);
+  EXPECT_NEAR(sparseFloorUs(size_t{4} << 20, 6, 0.01, 0.1), 44742.4, 1e-6);
+  EXPECT_DOUBLE_EQ(sparseFloorBytes(10, 2, 1.0), 2.0 * 1 * 5 * 8);  // density 1: whole blocks
+  EXPECT_EQ(sparseFloorUs(1000, 1, 0.01, 1.0), 0.0);
+  EXPECT_EQ(sparseFloorUs(1000, 4, 0.01, 0.0), 0.0);
+}
+
+TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
+  BenchOptions o;
+  o.algo = "spardl";
+  o.rateGbit = 0.1;
+  BenchRow r = marsitRow();
+  r.hasSplit = false;
+  r.hasSparse = true;
+  r.algo = "spardl";
+  r.timeUs = 89484.8;  // twice the N=6 floor
+  r.wireBytes = 560000;
+  r.sparse = {true, 1, 2, 0.5, 3, 6.5, 41946};
+  std::string line = splitLine(r, o, 6);
+  EXPECT_EQ(line, "#   split(us) select 1.0 merge 2.0 local 0.5 wire 3.0 total 6.5 nnz 41946 sent(B) 560000 floor(us) 44742.4 "
+                  "x_floor 2.00\n") << line;
+  std::string j = jsonLine(r, o, 6);
+  for (const char* key : {"\"sparse\": {\"select\": 1.000, \"merge\": 2.000, \"local\": 0.500, \"wire\": 3.000, \"total\": 6.500, "
+                          "\"nnz\": 41946}", "\"density\": 0.01", "\"floor_us\": 44742.400", "\"x_floor\": 2.00"})
+    EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
+  r.sparse.timed = false;  // topk-allgather: no split, the same floor
+  EXPECT_EQ(splitLine(r, o, 6).rfind("#   sparse nnz 41946 sent(B) 560000 floor(us) 44742.4 x_floor 2.00", 0), 0u);
+  EXPECT_EQ(jsonLine(r, o, 6).find("select"), std::string::npos);
 }
 
 }  // namespace

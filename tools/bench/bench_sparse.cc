@@ -1,0 +1,239 @@
+#include "tools/bench/bench_sparse.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "algorithms/compressed/compressed_tensor.h"
+#include "algorithms/dense/partition.h"
+#include "algorithms/spardl/spardl.h"
+
+namespace tsr::tools::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status waitFor(Result<runtime::RequestPtr> posted) {
+  return posted.isOk() ? posted.value()->wait() : posted.status();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t k = v.size();
+  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+uint64_t mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A fresh gradient per rank and iteration (triangular in (-1, 1), nearly no ties): the dense
+// path's small integers would tie by the thousand and put top-k on its slow exact path, and a
+// gradient that never changes is not what training feeds a sparse allreduce.
+void fill(std::vector<float>& g, int rank, int iteration) {
+  const uint64_t seed = mix((static_cast<uint64_t>(rank) << 32) ^ static_cast<uint64_t>(iteration) ^ 0x5eedull);
+  for (size_t j = 0; j < g.size(); ++j) {
+    uint64_t h = mix(seed + j);
+    g[j] = static_cast<float>((static_cast<double>(h >> 32) + static_cast<double>(h & 0xffffffffu)) *
+                                  (1.0 / 4294967296.0) - 1.0);
+  }
+}
+
+uint64_t hashOf(const std::vector<float>& v) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (float x : v) {
+    uint32_t w;
+    std::memcpy(&w, &x, sizeof w);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+size_t nonZeros(const float* x, size_t n) {
+  size_t k = 0;
+  for (size_t j = 0; j < n; ++j) k += x[j] != 0.0f;
+  return k;
+}
+
+// Either tensor behind one face.
+struct SparseTensor {
+  std::unique_ptr<spardl::SparDLTensor> spardl;
+  std::unique_ptr<compressed::CompressedTensor> topk;
+  size_t count = 0;
+
+  Status allreduce(float* g) { return spardl ? spardl->allreduce(g) : topk->allreduce(g); }
+  void residual(std::vector<float>& out) const {
+    if (spardl) {
+      out = spardl->residual();
+    } else {
+      out.resize(count);
+      topk->residual(out.data());
+    }
+  }
+};
+
+Result<SparseTensor> makeTensor(runtime::Communicator& comm, const BenchOptions& o, size_t count) {
+  SparseTensor t;
+  t.count = count;
+  const std::string name = "tsr-bench-" + std::to_string(count * 4);
+  if (o.algo == "spardl") {
+    TSR_ASSIGN_OR_RETURN(t.spardl, spardl::SparDLTensor::create(comm, name, count,
+                                                                {{"density", densityText(o.density)},
+                                                                 {"teams", std::to_string(o.teams)},
+                                                                 {"sag", o.sag}}));
+  } else {
+    // The seed's TopA: k as a ratio of the tensor (the registry takes ratios below 1 only).
+    std::string k = o.density < 1.0 ? densityText(o.density) : std::to_string(std::max<size_t>(1, count));
+    TSR_ASSIGN_OR_RETURN(t.topk, compressed::CompressedTensor::create(comm, name, count,
+                                                                      {{"compressor", "topk"}, {"k", k}}));
+  }
+  return t;
+}
+
+// -c 1 (see bench_sparse.h). Counting, as for Marsit: an element that differs across ranks
+// counts on every rank; excess non-zeros count on the rank that holds them; a conservation
+// failure counts once, on the rank whose part of the reduce-scatter holds the element.
+Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, const std::vector<float>& result,
+                           const std::vector<float>& in, const std::vector<float>& oldRes,
+                           const std::vector<float>& newRes) {
+  const size_t d = result.size();
+  const int n = comm.size(), me = comm.rank();
+  int64_t wrong = 0;
+  uint64_t h = hashOf(result);
+  int64_t mine[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)}, most[2];
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 2, DataType::kI64, ReduceOp::kMax)));
+  if (most[0] != ~most[1]) {  // max(h) != min(h): some rank's result differs
+    std::vector<float> lo(d), hi(d);
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), lo.data(), d, DataType::kF32, ReduceOp::kMin)));
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), hi.data(), d, DataType::kF32, ReduceOp::kMax)));
+    for (size_t j = 0; j < d; ++j) wrong += std::memcmp(&lo[j], &hi[j], sizeof(float)) != 0;
+  }
+  if (o.algo == "spardl") {
+    // SparDL's blocks (spardl.cc): N/T balanced parts, k_b = ceil(density * block).
+    const size_t nb = static_cast<size_t>(n / o.teams);
+    for (size_t b = 0; b < nb; ++b) {
+      algorithms::Range r = algorithms::balancedPart(d, nb, b);
+      size_t kb = std::min(r.count, static_cast<size_t>(std::ceil(o.density * static_cast<double>(r.count))));
+      size_t z = nonZeros(result.data() + r.offset, r.count);
+      wrong += static_cast<int64_t>(z > kb ? z - kb : 0);
+    }
+  } else {
+    size_t k = o.density < 1.0 ? std::max<size_t>(1, static_cast<size_t>(std::ceil(o.density * static_cast<double>(d))))
+                               : d;
+    size_t cap = std::min(d, k * static_cast<size_t>(n)), z = nonZeros(result.data(), d);
+    wrong += static_cast<int64_t>(z > cap ? z - cap : 0);
+  }
+  // Conservation. The float64 sum of the three vectors is exact enough; what differs is the
+  // tensors' own float arithmetic: each result element went through at most ~N float additions
+  // of terms bounded by N * A, hence the tolerance.
+  const size_t part = d ? (d + n - 1) / n : 0;
+  std::vector<double> delta(part * n, 0.0), sum(part);
+  double a = 0;
+  for (size_t j = 0; j < d; ++j) {
+    delta[j] = static_cast<double>(in[j]) + oldRes[j] - newRes[j];
+    a = std::max({a, std::fabs(static_cast<double>(in[j])) + std::fabs(oldRes[j]), std::fabs(newRes[j]) + 0.0});
+  }
+  double amax = 0;
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&a, &amax, 1, DataType::kF64, ReduceOp::kMax)));
+  if (part) TSR_RETURN_IF_ERROR(waitFor(comm.reduceScatter(delta.data(), sum.data(), part, DataType::kF64, ReduceOp::kSum)));
+  const double tol = 4.0 * n * n * std::ldexp(1.0, -23) * amax;
+  const double scale = o.algo == "spardl" ? 1.0 : n;  // topk-allgather averages
+  for (size_t i = 0, j = me * part; i < part && j < d; ++i, ++j)
+    wrong += !(std::fabs(sum[i] - scale * result[j]) <= tol);  // NaN counts as wrong
+  return wrong;
+}
+
+}  // namespace
+
+Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
+                               const RunnerHooks& hooks) {
+  const int me = comm.rank();
+  BenchRow row;
+  row.count = bytes / sizeof(float);
+  row.bytes = row.count * sizeof(float);
+  row.iters = o.iters;
+  row.algo = o.algo;
+  auto made = makeTensor(comm, o, row.count);
+  if (!made.isOk()) {
+    // Every rank fails alike (e.g. --teams not dividing N): the row names the options.
+    row.error = "--algo " + o.algo + " --density " + densityText(o.density) +
+                (o.algo == "spardl" ? " --teams " + std::to_string(o.teams) + " --sag " + o.sag : "") + ": " +
+                made.status().toString();
+    return row;
+  }
+  SparseTensor t = made.take();
+  if (t.spardl) {
+    // "spardl-rsag T=2" -> "spardl-rsag-T2": one word, so the table stays split by blanks.
+    row.algo.clear();
+    for (char c : t.spardl->algorithm())
+      if (c != '=') row.algo += c == ' ' ? '-' : c;
+  }
+  std::vector<float> g(row.count), in, oldRes, newRes;
+  std::vector<double> times, fields[6];
+  double maxWire = 0;
+  int64_t wrong = 0;
+  for (int it = 0; it < o.warmup + o.iters; ++it) {
+    fill(g, me, it);
+    const bool check = o.check && it >= o.warmup;
+    if (check) {
+      in = g;
+      t.residual(oldRes);
+    }
+    TSR_RETURN_IF_ERROR(waitFor(comm.barrier()));
+    uint64_t sentBefore = comm.bytesSent();
+    auto t0 = Clock::now();
+    Status st = t.allreduce(g.data());
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (!st.isOk()) {
+      row.error = st.toString();
+      return row;  // the communicator may be broken now: the caller stops the sweep
+    }
+    spardl::StepStats s;
+    if (t.spardl) s = t.spardl->lastStats();
+    else s.resultNonZeros = nonZeros(g.data(), g.size());
+    double mine[8] = {us, static_cast<double>(comm.bytesSent() - sentBefore), s.select, s.merge, s.wire, s.total,
+                      static_cast<double>(s.resultNonZeros), s.local};
+    double most[8];
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 8, DataType::kF64, ReduceOp::kMax)));
+    if (it < o.warmup) continue;
+    times.push_back(most[0]);
+    maxWire = std::max(maxWire, most[1]);
+    for (int f = 0; f < 6; ++f) fields[f].push_back(most[2 + f]);
+    if (check) {
+      t.residual(newRes);
+      // Test hook: the first non-zero doubled on one rank: the cross-rank comparison sees it
+      // on every rank (N > 1), conservation only where that rank owns it (N = 1).
+      if (me == hooks.plantWrongOnRank) {
+        auto nz = std::find_if(g.begin(), g.end(), [](float x) { return x != 0.0f; });
+        if (nz != g.end()) *nz *= 2;
+      }
+      TSR_ASSIGN_OR_RETURN(int64_t w, countWrong(comm, o, g, in, oldRes, newRes));
+      wrong += w;
+    }
+  }
+  int64_t total = 0;
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
+  row.timeUs = median(times);
+  row.minUs = *std::min_element(times.begin(), times.end());
+  row.maxUs = *std::max_element(times.begin(), times.end());
+  row.wireBytes = static_cast<uint64_t>(maxWire);
+  row.wrong = o.check ? total : -1;
+  row.hasSparse = true;  // only now: a failed row has no split to show
+  SparseSplit& sp = row.sparse;
+  sp.timed = t.spardl != nullptr;
+  double* out[4] = {&sp.select, &sp.merge, &sp.wire, &sp.total};
+  for (int f = 0; f < 4; ++f) *out[f] = median(fields[f]);
+  sp.nonZeros = static_cast<uint64_t>(median(fields[4]));
+  sp.local = median(fields[5]);
+  return row;
+}
+
+}  // namespace tsr::tools::bench

@@ -1,0 +1,140 @@
+// tsr-bench --algo spardl | topk-allgather under the real tsrun: every check passes (identical
+// results, sparsity per block or in all, conservation with the residuals) for N = 1..4, teams
+// (R-SAG T=2 at N=4, B-SAG T=3 at N=3) and the baseline at N = 1..3, with a split line per row;
+// a planted error is counted exactly; combinations they cannot serve fail naming the option
+// and value; --json carries the sparse split and floor.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <tuple>
+
+#include "tools/tsrun/tests/child_process.h"
+
+namespace {
+
+using tsr::tools::tsrun::testing::ChildProcess;
+using tsr::tools::tsrun::testing::RunResult;
+
+RunResult bench(int n, std::vector<std::string> args) {
+  std::vector<std::string> argv{TSRUN_PATH, "-np", std::to_string(n), TSR_BENCH_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv);
+  return p.finish(120);
+}
+
+std::string describe(const RunResult& r) { return "exit " + std::to_string(r.exitCode()) + "\n" + r.out + r.err; }
+
+size_t countOf(const std::string& text, const std::string& needle) {
+  size_t k = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++k;
+  return k;
+}
+
+struct Case {
+  std::string algo;
+  int n, teams;
+  std::string row;  // the algo column
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.algo << " N=" << c.n << " T=" << c.teams; }
+
+class SparseBench : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SparseBench, ChecksCleanWithASplitPerRow) {
+  const Case& c = GetParam();
+  // 1000 B = 250 elements (k_b = 1..3), 32000 B, 1024000 B; 3 checked steps carry residuals.
+  RunResult r = bench(c.n, {"--algo", c.algo, "--teams", std::to_string(c.teams), "-b", "1000", "-e", "1024000",
+                            "-f", "32", "-n", "3", "-w", "1", "-c", "1", "--rate", "1"});
+  ASSERT_EQ(r.exitCode(), 0) << describe(r);
+  EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << describe(r);
+  EXPECT_EQ(countOf(r.out, " sum " + c.row + " "), 3u) << describe(r);
+  std::string split = c.algo == "spardl" ? "#   split(us) select " : "#   sparse nnz ";
+  EXPECT_EQ(countOf(r.out, split), 3u) << describe(r);
+  // One rank has no wire and no floor; several have both.
+  EXPECT_EQ(countOf(r.out, "x_floor -"), c.n == 1 ? 3u : 0u) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AlgoN, SparseBench,
+    ::testing::Values(Case{"spardl", 1, 1, "spardl"}, Case{"spardl", 2, 1, "spardl"}, Case{"spardl", 3, 1, "spardl"},
+                      Case{"spardl", 4, 1, "spardl"}, Case{"spardl", 4, 2, "spardl-rsag-T2"},
+                      Case{"spardl", 3, 3, "spardl-bsag-T3"}, Case{"topk-allgather", 1, 1, "topk-allgather"},
+                      Case{"topk-allgather", 2, 1, "topk-allgather"}, Case{"topk-allgather", 3, 1, "topk-allgather"}),
+    [](const auto& info) {
+      const Case& c = info.param;
+      return std::string(c.algo == "spardl" ? "SparDL" : "TopkAllgather") + "N" + std::to_string(c.n) + "T" +
+             std::to_string(c.teams);
+    });
+
+TEST(SparseBench, PlantedErrorsAreCountedExactly) {
+  for (const char* algo : {"spardl", "topk-allgather"}) {
+    // Rank 1 doubles its first non-zero in each of 2 checked steps: the result then differs
+    // across the 3 ranks and each counts it (3 * 2); rank 0 owns that element in the
+    // conservation check and its own copy is right.
+    RunResult r = bench(3, {"--algo", algo, "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "-c", "1",
+                            "--plant-wrong", "1"});
+    EXPECT_NE(r.exitCode(), 0) << describe(r);
+    EXPECT_NE(r.out.find("Out of bounds values : 6 FAILED"), std::string::npos) << algo << "\n" << describe(r);
+    // One rank: nothing to compare, conservation sees it: 1 per step.
+    RunResult one = bench(1, {"--algo", algo, "-b", "4K", "-e", "4K", "-n", "2", "-w", "0", "-c", "1",
+                              "--plant-wrong", "0"});
+    EXPECT_NE(one.exitCode(), 0) << describe(one);
+    EXPECT_NE(one.out.find("Out of bounds values : 2 FAILED"), std::string::npos) << algo << "\n" << describe(one);
+  }
+}
+
+TEST(SparseBench, CombinationsTheyCannotServeAreNamed) {
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Bad& c : {Bad{{"--algo", "spardl", "-d", "f64"}, "--algo spardl: -d f64"},
+                       Bad{{"--algo", "topk-allgather", "-d", "bf16"}, "--algo topk-allgather: -d bf16"},
+                       Bad{{"--algo", "spardl", "--collective", "allgather"}, "--algo spardl: --collective allgather"},
+                       Bad{{"--algo", "topk-allgather", "-o", "max"}, "--algo topk-allgather: -o max"},
+                       Bad{{"--algo", "spardl", "--teams", "3", "--sag", "r"}, "--sag r needs a power-of-two --teams"},
+                       Bad{{"--algo", "spardl", "--density", "0"}, "--density 0"},
+                       Bad{{"--algo", "spardl", "--sag", "x"}, "--sag"}}) {
+    RunResult r = bench(2, c.args);
+    EXPECT_NE(r.exitCode(), 0) << describe(r);
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << describe(r);
+  }
+  // Whether the teams divide N is known under the communicator: the row says so.
+  RunResult r = bench(3, {"--algo", "spardl", "--teams", "2", "-b", "4K", "-e", "4K", "-n", "1"});
+  EXPECT_NE(r.exitCode(), 0) << describe(r);
+  EXPECT_NE(r.out.find("error: --algo spardl --density 0.01 --teams 2 --sag auto: TSR_ERR_INVALID_ARGUMENT"),
+            std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("teams=2 is not accepted"), std::string::npos) << describe(r);
+}
+
+TEST(SparseBench, DenseAlgorithmsIgnoreTheSparseOptions) {
+  // cluster.sh passes one argument list to every algorithm of ALGOS.
+  RunResult r = bench(2, {"--algo", "ring", "--density", "0.01", "--teams", "2", "--sag", "b", "-b", "4K", "-e",
+                          "4K", "-n", "1", "-c", "1"});
+  ASSERT_EQ(r.exitCode(), 0) << describe(r);
+  EXPECT_EQ(countOf(r.out, "#   split"), 0u) << describe(r);
+  EXPECT_EQ(countOf(r.out, "#   sparse"), 0u) << describe(r);
+  EXPECT_EQ(countOf(r.out, "density"), 0u) << describe(r);
+}
+
+TEST(SparseBench, JsonCarriesTheSparseSplitAndFloor) {
+  std::string file = (std::filesystem::temp_directory_path() / "tsr_bench_sparse_test.json").string();
+  RunResult r = bench(2, {"--algo", "spardl", "-b", "64K", "-e", "128K", "-f", "2", "-n", "2", "-w", "0",
+                          "--rate", "10", "--json", file, "-F", "csv"});
+  ASSERT_EQ(r.exitCode(), 0) << describe(r);
+  std::ifstream in(file);
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines)
+    for (const char* key : {"\"algo\": \"spardl\"", "\"sparse\": {\"select\": ", "\"nnz\": ", "\"density\": 0.01",
+                            "\"floor_us\": ", "\"x_floor\": ", "\"wire_bytes\": "})
+      EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
+  EXPECT_EQ(lines, 2);
+  for (const std::string& line : r.outLines()) {
+    std::string body = line.substr(line.find(']') + 2);  // tsrun's "[0] " prefix
+    if (body.empty() || body[0] == '#') continue;
+    EXPECT_EQ(countOf(body, ","), 10u) << body;
+  }
+  std::filesystem::remove(file);
+}
+
+}  // namespace
