@@ -4,6 +4,7 @@
 
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_step.h"
+#include "runtime/tensor_step.h"
 
 namespace tsr::compressed {
 
@@ -62,19 +63,11 @@ CompressedTensor::CompressedTensor(runtime::Communicator& comm, std::shared_ptr<
 CompressedTensor::~CompressedTensor() = default;
 
 Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
-  CompressedState& s = *state_;
-  if (!g && s.count) return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": buffer is NULL");
-  if (busy())
-    return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": step " + std::to_string(s.step) +
-                                              " is still pending; wait for it before the next");
-  s.g = g;
-  auto make = [state = state_](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
-  };
-  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), 2, state_));
-  request->setAlgorithm(s.algorithm);
-  s.pending = request;
-  return request;
+  // Two sequence numbers: the NaN flag, then the all-gather of payloads.
+  return runtime::submitTensorStep(comm_, state_, "compressed tensor", g, 2,
+                                   [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
+                                     return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
+                                   });
 }
 
 Status CompressedTensor::allreduce(float* g) {
@@ -82,7 +75,7 @@ Status CompressedTensor::allreduce(float* g) {
   return request->wait();
 }
 
-bool CompressedTensor::busy() const { return state_->pending && !state_->pending->done(); }
+bool CompressedTensor::busy() const { return runtime::stepPending(*state_); }
 uint64_t CompressedTensor::step() const { return state_->step; }
 const std::string& CompressedTensor::algorithm() const { return state_->algorithm; }
 size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }

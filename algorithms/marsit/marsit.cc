@@ -6,6 +6,7 @@
 #include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_step.h"
+#include "runtime/tensor_step.h"
 
 namespace tsr::marsit {
 
@@ -124,24 +125,14 @@ MarsitTensor::MarsitTensor(runtime::Communicator& comm, std::shared_ptr<MarsitSt
 MarsitTensor::~MarsitTensor() = default;
 
 Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
-  MarsitState& s = *state_;
-  if (!g && s.count) return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": buffer is NULL");
-  if (busy())
-    return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": step " + std::to_string(s.step) +
-                                              " is still pending; wait for it before the next");
-  s.g = g;
-  auto make = [state = state_](const algorithms::TaskContext& ctx)
-      -> Result<std::unique_ptr<algorithms::Task>> {
-    if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
-    return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
-  };
   // Sequence numbers: the scalar allreduce and the bit plan run side by side; two-level runs
   // the intra-host average before them.
-  uint32_t span = state_->twoLevel ? 3 : 2;
-  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), span, state_));
-  request->setAlgorithm(s.algorithm);
-  s.pending = request;
-  return request;
+  return runtime::submitTensorStep(
+      comm_, state_, "marsit tensor", g, state_->twoLevel ? 3 : 2,
+      [](const std::shared_ptr<MarsitState>& state, const algorithms::TaskContext& ctx) {
+        if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
+        return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
+      });
 }
 
 Status MarsitTensor::allreduce(float* g) {
@@ -149,7 +140,7 @@ Status MarsitTensor::allreduce(float* g) {
   return request->wait();
 }
 
-bool MarsitTensor::busy() const { return state_->pending && !state_->pending->done(); }
+bool MarsitTensor::busy() const { return runtime::stepPending(*state_); }
 const std::vector<float>& MarsitTensor::compensation() const { return state_->comp; }
 const std::vector<float>& MarsitTensor::intraResidual() const { return state_->intraResidual; }
 void MarsitTensor::residual(float* out) const {

@@ -9,6 +9,7 @@
 #include "topology/bruck_schedule.h"
 #include "topology/recursive_schedule.h"
 #include "topology/spardl_schedule.h"
+#include "runtime/tensor_step.h"
 
 namespace tsr::spardl {
 
@@ -120,19 +121,10 @@ SparDLTensor::SparDLTensor(runtime::Communicator& comm, std::shared_ptr<SparDLSt
 SparDLTensor::~SparDLTensor() = default;
 
 Result<runtime::RequestPtr> SparDLTensor::allreduceAsync(float* g) {
-  SparDLState& s = *state_;
-  if (!g && s.count) return Status(Code::kInvalidArgument, "spardl tensor " + s.name + ": buffer is NULL");
-  if (busy())
-    return Status(Code::kInvalidArgument, "spardl tensor " + s.name + ": step " + std::to_string(s.step) +
-                                              " is still pending; wait for it before the next");
-  s.g = g;
-  auto make = [state = state_](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(new SparDLStepTask(state, ctx));
-  };
-  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, comm_.submitTask(std::move(make), 1, state_));
-  request->setAlgorithm(s.algorithm);
-  s.pending = request;
-  return request;
+  return runtime::submitTensorStep(comm_, state_, "spardl tensor", g, 1,
+                                   [](const std::shared_ptr<SparDLState>& state, const algorithms::TaskContext& ctx) {
+                                     return std::unique_ptr<algorithms::Task>(new SparDLStepTask(state, ctx));
+                                   });
 }
 
 Status SparDLTensor::allreduce(float* g) {
@@ -140,7 +132,7 @@ Status SparDLTensor::allreduce(float* g) {
   return request->wait();
 }
 
-bool SparDLTensor::busy() const { return state_->pending && !state_->pending->done(); }
+bool SparDLTensor::busy() const { return runtime::stepPending(*state_); }
 uint64_t SparDLTensor::step() const { return state_->step; }
 const std::string& SparDLTensor::algorithm() const { return state_->algorithm; }
 const StepStats& SparDLTensor::lastStats() const { return state_->stats; }
