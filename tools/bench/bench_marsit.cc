@@ -58,12 +58,21 @@ uint64_t hashOf(const std::vector<float>& v) {
 // differ. For the latter a 64-bit hash of each result is compared (max and min over ranks);
 // only when they differ does an element-wise min/max allreduce say which elements. Each rank
 // counts its own elements, so an element that differs across ranks counts on every rank.
-Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>& result, double localAbs) {
+// Two-level Marsit's eta is a mean over hosts of host averages (its float64 check is in
+// algorithms/marsit/tests); here every element must carry the same finite, non-zero
+// magnitude, the largest |result[0]| over ranks.
+Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>& result, double localAbs,
+                           bool twoLevel) {
   const size_t d = result.size();
   const int n = comm.size();
   double total = 0;
   TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&localAbs, &total, 1, DataType::kF64, ReduceOp::kSum)));
-  const double eta = d ? total / (static_cast<double>(d) * n) : 0;
+  double eta = d ? total / (static_cast<double>(d) * n) : 0;
+  if (twoLevel && d) {
+    double first = std::fabs(static_cast<double>(result[0]));
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&first, &eta, 1, DataType::kF64, ReduceOp::kMax)));
+    if (!(eta > 0 && std::isfinite(eta))) eta = std::nan("");  // then every element counts as wrong
+  }
   uint64_t h = hashOf(result);
   int64_t mine[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)}, most[2];
   TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 2, DataType::kI64, ReduceOp::kMax)));
@@ -93,16 +102,18 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
   row.count = bytes / sizeof(float);
   row.bytes = row.count * sizeof(float);
   row.iters = o.iters;
-  const std::string topology = o.algo == "marsit-torus" ? "torus" : "ring";
-  auto created = marsit::MarsitTensor::create(comm, "tsr-bench-" + std::to_string(row.bytes), row.count,
-                                              {{"topology", topology}, {"seed", "20261122"}});
+  const bool twoLevel = o.algo.rfind("marsit-2level", 0) == 0;
+  std::map<std::string, std::string> params{{"seed", "20261122"}};
+  if (twoLevel) params["intra"] = o.algo == "marsit-2level-fp16" ? "fp16" : "none";
+  else params["topology"] = o.algo == "marsit-torus" ? "torus" : "ring";
+  auto created = marsit::MarsitTensor::create(comm, "tsr-bench-" + std::to_string(row.bytes), row.count, params);
   if (!created.isOk()) {
     row.algo = o.algo;
     row.error = created.status().toString();
     return row;
   }
   marsit::MarsitTensor& tensor = *created.value();
-  row.algo = tensor.algorithm();
+  row.algo = twoLevel ? o.algo : tensor.algorithm();  // says whether the host average was f16
   std::vector<float> g(row.count), comp;
   std::vector<double> times, fields[7];
   double maxWire = 0;
@@ -112,8 +123,10 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
     const bool check = o.check && it >= o.warmup;
     double localAbs = 0;
     if (check) {
+      // Flat Marsit's compensation is per element; two-level's covers one row block (its
+      // check does not use this sum).
       comp = tensor.compensation();
-      localAbs = sumAbsWithCompensation(g, comp);
+      if (!twoLevel) localAbs = sumAbsWithCompensation(g, comp);
     }
     TSR_RETURN_IF_ERROR(waitFor(comm.barrier()));
     uint64_t sentBefore = comm.bytesSent();
@@ -136,7 +149,7 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
     if (check) {
       // Test hook: a sign flip only the cross-rank comparison sees, a doubling the eta check sees.
       if (me == hooks.plantWrongOnRank && row.count >= 2) g[0] = -g[0], g[1] *= 2;
-      TSR_ASSIGN_OR_RETURN(int64_t w, countWrong(comm, g, localAbs));
+      TSR_ASSIGN_OR_RETURN(int64_t w, countWrong(comm, g, localAbs, twoLevel));
       wrong += w;
     }
   }

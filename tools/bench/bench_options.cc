@@ -17,7 +17,9 @@ const char* collectiveName(Collective c) {
   return "?";
 }
 
-bool isMarsit(const BenchOptions& o) { return o.algo == "marsit" || o.algo == "marsit-torus"; }
+bool isMarsit(const BenchOptions& o) {
+  return o.algo == "marsit" || o.algo == "marsit-torus" || o.algo == "marsit-2level" || o.algo == "marsit-2level-fp16";
+}
 bool isSparse(const BenchOptions& o) { return o.algo == "spardl" || o.algo == "topk-allgather"; }
 
 std::string densityText(double density) {
@@ -67,8 +69,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 1));
   app.add_option("--collective", coll, "allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
-                 "auto|ring|torus (sets TSR_ALGO; auto = Tessera's choice), marsit|marsit-torus "
-                 "(sign-bit allreduce, f32) or spardl|topk-allgather (sparse, f32)");
+                 "auto|ring|torus (sets TSR_ALGO; auto = Tessera's choice), marsit|marsit-torus|"
+                 "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather (sparse, f32)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
