@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/marsit/marsit.h"
+#include "tools/bench/bench_common.h"
 #include "base/reference_values.h"
 
 namespace tsr::tools::bench {
@@ -14,17 +15,6 @@ namespace tsr::tools::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Status waitFor(Result<runtime::RequestPtr> posted) {
-  return posted.isOk() ? posted.value()->wait() : posted.status();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t k = v.size();
-  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-}
 
 // Same integers as the dense path (reference_values.h), exact zeros included: Marsit must take
 // those with its fair coin.
@@ -38,16 +28,6 @@ double sumAbsWithCompensation(const std::vector<float>& g, const std::vector<flo
   double s = 0;
   for (size_t j = 0; j < g.size(); ++j) s += std::fabs(static_cast<double>(g[j] + c[j]));
   return s;
-}
-
-uint64_t hashOf(const std::vector<float>& v) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (float x : v) {
-    uint32_t w;
-    std::memcpy(&w, &x, sizeof w);
-    h = (h ^ w) * 0x100000001b3ull;
-  }
-  return h;
 }
 
 // The check (-c 1). Compensation carries from step to step, so the expected magnitude comes
@@ -73,20 +53,11 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>
     TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&first, &eta, 1, DataType::kF64, ReduceOp::kMax)));
     if (!(eta > 0 && std::isfinite(eta))) eta = std::nan("");  // then every element counts as wrong
   }
-  uint64_t h = hashOf(result);
-  int64_t mine[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)}, most[2];
-  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 2, DataType::kI64, ReduceOp::kMax)));
-  std::vector<float> lo, hi;
-  if (most[0] != ~most[1]) {  // max(h) != min(h): some rank's result differs
-    lo.resize(d);
-    hi.resize(d);
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), lo.data(), d, DataType::kF32, ReduceOp::kMin)));
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), hi.data(), d, DataType::kF32, ReduceOp::kMax)));
-  }
+  TSR_ASSIGN_OR_RETURN(std::vector<bool> differ, differsAcrossRanks(comm, result));
   int64_t wrong = 0;
   const double tol = 1e-4 * eta;
   for (size_t j = 0; j < d; ++j) {
-    bool differs = !lo.empty() && std::memcmp(&lo[j], &hi[j], sizeof(float)) != 0;
+    bool differs = !differ.empty() && differ[j];
     // Written so that NaN counts as wrong.
     wrong += differs || !(std::fabs(std::fabs(static_cast<double>(result[j])) - eta) <= tol);
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/reference_values.h"
+#include "tools/bench/bench_common.h"
 
 namespace tsr::tools::bench {
 
@@ -14,12 +15,6 @@ using Clock = std::chrono::steady_clock;
 using reference::inputValue;
 using reference::loadValue;
 using reference::storeValue;
-
-Status waitFor(Result<runtime::RequestPtr> posted, std::string* algo = nullptr) {
-  if (!posted.isOk()) return posted.status();
-  if (algo) *algo = posted.value()->algorithm();
-  return posted.value()->wait();
-}
 
 struct Buffers {
   size_t count;                   // elements per rank (the collective's count argument)

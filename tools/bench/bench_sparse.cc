@@ -10,23 +10,13 @@
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/dense/partition.h"
 #include "algorithms/spardl/spardl.h"
+#include "tools/bench/bench_common.h"
 
 namespace tsr::tools::bench {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Status waitFor(Result<runtime::RequestPtr> posted) {
-  return posted.isOk() ? posted.value()->wait() : posted.status();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t k = v.size();
-  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-}
 
 uint64_t mix(uint64_t x) {  // splitmix64
   x += 0x9e3779b97f4a7c15ull;
@@ -45,16 +35,6 @@ void fill(std::vector<float>& g, int rank, int iteration) {
     g[j] = static_cast<float>((static_cast<double>(h >> 32) + static_cast<double>(h & 0xffffffffu)) *
                                   (1.0 / 4294967296.0) - 1.0);
   }
-}
-
-uint64_t hashOf(const std::vector<float>& v) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (float x : v) {
-    uint32_t w;
-    std::memcpy(&w, &x, sizeof w);
-    h = (h ^ w) * 0x100000001b3ull;
-  }
-  return h;
 }
 
 size_t nonZeros(const float* x, size_t n) {
@@ -107,15 +87,8 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
   const size_t d = result.size();
   const int n = comm.size(), me = comm.rank();
   int64_t wrong = 0;
-  uint64_t h = hashOf(result);
-  int64_t mine[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)}, most[2];
-  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 2, DataType::kI64, ReduceOp::kMax)));
-  if (most[0] != ~most[1]) {  // max(h) != min(h): some rank's result differs
-    std::vector<float> lo(d), hi(d);
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), lo.data(), d, DataType::kF32, ReduceOp::kMin)));
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(result.data(), hi.data(), d, DataType::kF32, ReduceOp::kMax)));
-    for (size_t j = 0; j < d; ++j) wrong += std::memcmp(&lo[j], &hi[j], sizeof(float)) != 0;
-  }
+  TSR_ASSIGN_OR_RETURN(std::vector<bool> differ, differsAcrossRanks(comm, result));
+  for (bool x : differ) wrong += x;
   if (o.algo == "spardl") {
     // SparDL's blocks (spardl.cc): N/T balanced parts, k_b = ceil(density * block).
     const size_t nb = static_cast<size_t>(n / o.teams);
