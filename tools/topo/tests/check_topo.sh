@@ -2,7 +2,9 @@
 # Runs tsr-topo on one case and checks key lines of its output.
 # usage: check_topo.sh TSR_TOPO FIXTURE_DIR WORK_DIR CASE
 set -u
-bin=$1 fixtures=$2 work=$3 case=$4
+# One work folder per case: ctest runs the cases in parallel, and a shared hosts.txt was
+# rewritten under a running case ("hostfile lists no hosts").
+bin=$1 fixtures=$2 work=$3/$4 case=$4
 mkdir -p "$work"
 out="$work/$case.out"
 failures=0
