@@ -25,6 +25,19 @@ Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count
 Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
                                                  ReduceOp op, const std::vector<std::vector<int>>& grid,
                                                  const DenseOptions& options);
+// Two-level allreduce on the same grid (rows are hosts): row reduce-scatter over each host's
+// ring, Rabenseifner across hosts among the ranks holding the same row block, row all-gather.
+// Unlike the torus it also serves one rank per host or one host (then it is plain
+// Rabenseifner or the ring's phases); NotSupported only for a grid that is not one.
+Result<std::shared_ptr<Plan>> hierAllreducePlan(int rank, int size, size_t count, DataType dtype,
+                                                ReduceOp op, const std::vector<std::vector<int>>& grid,
+                                                const DenseOptions& options);
+// allreduce by recursive halving then doubling (Rabenseifner), with the fold of the extra
+// ranks for N not a power of two (topology/recursive_schedule.h): 2 log2 P steps, so the
+// latency-bound choice for small and medium buffers.
+Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count,
+                                                        DataType dtype, ReduceOp op,
+                                                        const DenseOptions& options);
 // Marsit's torus on `words` 64-bit sign words (algorithms/marsit): the same phases, hops
 // merge bits (plan.h kRecvMerge) instead of adding; in place.
 Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
@@ -33,6 +46,9 @@ Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t word
 // allgather: input holds `count` elements, output size*count in rank order.
 Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count, DataType dtype,
                                                 const DenseOptions& options);
+// allgather by Bruck's algorithm (topology/bruck_schedule.h): ceil(log2 N) steps.
+Result<std::shared_ptr<Plan>> bruckAllgatherPlan(int rank, int size, size_t count, DataType dtype,
+                                                 const DenseOptions& options);
 // reduce-scatter: input holds size*count elements, output the `count` of block `rank`.
 Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t count,
                                                     DataType dtype, ReduceOp op,

@@ -11,6 +11,8 @@
 
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/dense/ring_phases.h"
+#include "algorithms/dense/schedule_phase.h"
+#include "topology/recursive_schedule.h"
 
 namespace tsr::algorithms {
 
@@ -45,16 +47,21 @@ Status locate(const std::vector<std::vector<int>>& grid, int rank, int size, int
   return Status::ok();
 }
 
-// The dense torus, or with signMerge Marsit's torus on 64-bit sign words: hops merge instead
+// How the column (across hosts) allreduces its row block: a ring (the torus), a ring that
+// merges sign bits (Marsit's torus), or Rabenseifner (two-level "hier").
+enum class Column { kRing, kSignMerge, kRabenseifner };
+
+// The dense torus, or with kSignMerge Marsit's torus on 64-bit sign words: hops merge instead
 // of reducing (row phase round 0, column phase round 1; a column hop's sides stand for whole
 // rows, (k+1)X : X workers, the same odds as (k+1) : 1) and nothing is divided.
 Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataType dtype, ReduceOp op,
                                          const std::vector<std::vector<int>>& grid,
-                                         const DenseOptions& options, bool signMerge) {
+                                         const DenseOptions& options, Column columnKind) {
+  const bool signMerge = columnKind == Column::kSignMerge;
   int row = -1, col = -1;
   TSR_RETURN_IF_ERROR(locate(grid, rank, size, &row, &col));
   const int x = static_cast<int>(grid[0].size()), y = static_cast<int>(grid.size());
-  if (x < 2 || y < 2)
+  if (columnKind != Column::kRabenseifner && (x < 2 || y < 2))
     return Status(Code::kNotSupported, "torus: a " + std::to_string(y) + " x " + std::to_string(x) +
                                            " grid is a ring; use the ring");
   std::vector<int> column;
@@ -63,7 +70,7 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
   TSR_ASSIGN_OR_RETURN(RingView colRing, makeGroupRing(rank, column));
 
   auto plan = std::make_shared<Plan>();
-  plan->algorithm = signMerge ? "marsit-torus" : "torus";
+  plan->algorithm = signMerge ? "marsit-torus" : columnKind == Column::kRing ? "torus" : "hier";
   plan->collective = CollectiveKind::kAllreduce;
   plan->dtype = dtype;
   plan->op = op;
@@ -90,13 +97,30 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
     uint32_t first = phase();
     addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0, signMerge, 0);
     uint32_t end1 = addPhaseEnd(*plan, first, start);
-    first = phase();
-    addReduceScatter(*plan, colRing, colL, Slot::kOutput, end1, 0, window, colStaging, rowIds,
-                     signMerge, 1);
-    uint32_t end2 = addPhaseEnd(*plan, first, end1);
-    first = phase();
-    addAllgather(*plan, colRing, colL, Slot::kOutput, std::vector<uint32_t>(colL.chunks, end2), rowIds + colIds);
-    uint32_t end3 = addPhaseEnd(*plan, first, end2);
+    uint32_t end3 = end1;
+    if (columnKind == Column::kRabenseifner) {
+      // Across hosts, the shards of one row block allreduce by halving and doubling (both
+      // row phases are done or not started, so the staging window at scratch 0 is free).
+      topology::Schedule halving = topology::rabenseifnerAllreduce(y);
+      SchedulePhase across{&halving, column, Slot::kOutput, mine.offset, mine.count, rowIds, 0};
+      TSR_ASSIGN_OR_RETURN(PhaseExtent extent, schedulePhaseExtent(across, esize, options));
+      plan->scratchBytes = std::max(plan->scratchBytes, extent.stagingBytes);
+      TSR_ASSIGN_OR_RETURN(end3, addSchedulePhase(*plan, rank, across, end1, options));
+      // The row all-gather's ids follow at rowIds + 2 colIds on every column: reserve room for
+      // the largest row block's phase, not this column's.
+      SchedulePhase largest = across;
+      largest.count = balancedPart(count, x, 0).count;
+      TSR_ASSIGN_OR_RETURN(PhaseExtent most, schedulePhaseExtent(largest, esize, options));
+      colIds = most.messageIds / 2 + 1;
+    } else {
+      first = phase();
+      addReduceScatter(*plan, colRing, colL, Slot::kOutput, end1, 0, window, colStaging, rowIds,
+                       signMerge, 1);
+      uint32_t end2 = addPhaseEnd(*plan, first, end1);
+      first = phase();
+      addAllgather(*plan, colRing, colL, Slot::kOutput, std::vector<uint32_t>(colL.chunks, end2), rowIds + colIds);
+      end3 = addPhaseEnd(*plan, first, end2);
+    }
     if (!signMerge && op == ReduceOp::kAvg && mine.count)
       end3 = plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, mine.offset * esize},
                         .count = mine.count, .divisor = static_cast<uint64_t>(size), .deps = {end3}});
@@ -112,13 +136,19 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
 Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
                                                  ReduceOp op, const std::vector<std::vector<int>>& grid,
                                                  const DenseOptions& options) {
-  return buildTorus(rank, size, count, dtype, op, grid, options, false);
+  return buildTorus(rank, size, count, dtype, op, grid, options, Column::kRing);
+}
+
+Result<std::shared_ptr<Plan>> hierAllreducePlan(int rank, int size, size_t count, DataType dtype,
+                                                ReduceOp op, const std::vector<std::vector<int>>& grid,
+                                                const DenseOptions& options) {
+  return buildTorus(rank, size, count, dtype, op, grid, options, Column::kRabenseifner);
 }
 
 Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
                                                  const std::vector<std::vector<int>>& grid,
                                                  const DenseOptions& options) {
-  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, true);
+  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, Column::kSignMerge);
 }
 
 }  // namespace tsr::algorithms

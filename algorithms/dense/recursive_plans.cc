@@ -1,0 +1,71 @@
+// Plans interpreted from topology's schedules (schedule_phase.h): Rabenseifner allreduce and
+// Bruck all-gather. The schedules carry the index math (and topology's simulator proves them);
+// these builders only place them on the caller's buffers.
+#include "algorithms/dense/dense_plans.h"
+#include "algorithms/dense/ring_phases.h"
+#include "algorithms/dense/schedule_phase.h"
+#include "topology/bruck_schedule.h"
+#include "topology/recursive_schedule.h"
+
+namespace tsr::algorithms {
+
+using namespace ring_detail;
+
+namespace {
+
+std::shared_ptr<Plan> newPlan(const char* algorithm, CollectiveKind kind, DataType dtype,
+                              ReduceOp op, size_t count) {
+  auto plan = std::make_shared<Plan>();
+  plan->algorithm = algorithm;
+  plan->collective = kind;
+  plan->dtype = dtype;
+  plan->op = op;
+  plan->count = count;
+  return plan;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count,
+                                                        DataType dtype, ReduceOp op,
+                                                        const DenseOptions& options) {
+  if (rank < 0 || rank >= size)
+    return Status(Code::kInvalidArgument, "rabenseifner: rank " + std::to_string(rank) +
+                                              " outside a " + std::to_string(size) + "-rank job");
+  auto plan = newPlan("rabenseifner", CollectiveKind::kAllreduce, dtype, op, count);
+  uint32_t start = addCopy(*plan, Slot::kOutput, 0, Slot::kInput, 0, count);
+  if (size > 1 && count > 0) {
+    topology::Schedule schedule = topology::rabenseifnerAllreduce(size);
+    SchedulePhase phase{&schedule, {}, Slot::kOutput, 0, count, 0, 0};
+    TSR_ASSIGN_OR_RETURN(PhaseExtent extent, schedulePhaseExtent(phase, dataTypeSize(dtype), options));
+    plan->scratchBytes = extent.stagingBytes;
+    TSR_ASSIGN_OR_RETURN(uint32_t end, addSchedulePhase(*plan, rank, phase, start, options));
+    // Every rank ends with the whole sum, so avg divides it all (one pass, after the sum).
+    if (op == ReduceOp::kAvg)
+      plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, 0}, .count = count,
+                 .divisor = static_cast<uint64_t>(size), .deps = {end}});
+  }
+  TSR_RETURN_IF_ERROR(plan->finalize());
+  return plan;
+}
+
+Result<std::shared_ptr<Plan>> bruckAllgatherPlan(int rank, int size, size_t count, DataType dtype,
+                                                 const DenseOptions& options) {
+  if (rank < 0 || rank >= size)
+    return Status(Code::kInvalidArgument, "bruck: rank " + std::to_string(rank) + " outside a " +
+                                              std::to_string(size) + "-rank job");
+  auto plan = newPlan("bruck", CollectiveKind::kAllgather, dtype, ReduceOp::kSum, count);
+  size_t esize = dataTypeSize(dtype);
+  uint32_t start = addCopy(*plan, Slot::kOutput, static_cast<size_t>(rank) * count * esize,
+                           Slot::kInput, 0, count);
+  if (size > 1 && count > 0) {
+    // N blocks of exactly `count` elements: block r is rank r's piece, at r * count.
+    topology::Schedule schedule = topology::bruckAllGather(size);
+    SchedulePhase phase{&schedule, {}, Slot::kOutput, 0, count * size, 0, 0};
+    TSR_RETURN_IF_ERROR(addSchedulePhase(*plan, rank, phase, start, options).status());
+  }
+  TSR_RETURN_IF_ERROR(plan->finalize());
+  return plan;
+}
+
+}  // namespace tsr::algorithms
