@@ -6,6 +6,7 @@
 
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/link_probe.h"
 #include "runtime/local_topology.h"
 #include "runtime/peer_card.h"
 #include "runtime/progress_engine.h"
@@ -82,13 +83,18 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   // The ring every ring algorithm uses: one host after the other, by locality inside a host.
   TSR_ASSIGN_OR_RETURN(topology::HostMap hostMap, topology::buildHostMap(placements));
   dense_.order = topology::ringOrder(hostMap);
-  allreduceAlgo_ = config.get("TSR_ALGO");
   auto shape = topology::torusShape(hostMap);
   auto layout = shape.isOk() ? topology::torusLayout(hostMap, shape.value())
                              : Result<topology::TorusLayout>(shape.status());
   if (layout.isOk()) torusGrid_ = layout.value().grid;
   else torusWhyNot_ = layout.status().message();
   torusAcrossHosts_ = layout.isOk() && shape.value().hostAxis;
+  SelectorSetup setup{rank_, size_, dense_, torusGrid_, torusWhyNot_, {}, config.get("TSR_ALGO")};
+  setup.shape.size = size_;
+  setup.shape.hosts = static_cast<int>(hostMap.hosts.size());
+  for (int n : hostMap.localSize) setup.shape.ranksPerHost = std::max(setup.shape.ranksPerHost, n);
+  setup.shape.hostGrid = torusAcrossHosts_;
+  selector_ = std::make_unique<DenseSelector>(std::move(setup));
   logger->debug("ring order: {} ({} host crossings)", fmt::join(dense_.order, " "),
                 topology::hostCrossings(hostMap, dense_.order));
   // Same-host peers: UCX shared memory (no UCX peer-failure mode there) unless
@@ -97,6 +103,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   if (config.get("TSR_ERR_MODE") == "auto")
     for (int r = 0; r < size_; ++r) fastLocal[r] = r != rank_ && hostIds_[r] == hostIds_[rank_];
   TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
+  TSR_RETURN_IF_ERROR(chooseLinks());
   // Nobody leaves creation before every rank has connected: a rank that destroyed its
   // communicator at once would otherwise pull its shared-memory segment from under a peer
   // still attaching to it (UCX "shmat failed", seen with 6 ranks as threads).
@@ -109,6 +116,45 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   engine_ = std::make_unique<ProgressEngine>(*transport_, engine);
   logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_,
                hosts_[rank_], launch.source);
+  return Status::ok();
+}
+
+// The cost model's links: TSR_LINK_BW / TSR_LINK_LAT, then the probe for the classes this
+// job uses that they left out (runtime/link_probe.h).
+Status Communicator::chooseLinks() {
+  algorithms::LinkModel links;
+  algorithms::LinkSpec bw, lat;
+  if (!config_.get("TSR_LINK_BW").empty()) {
+    TSR_ASSIGN_OR_RETURN(bw, algorithms::applyLinkBandwidth(config_.get("TSR_LINK_BW"), links));
+  }
+  if (!config_.get("TSR_LINK_LAT").empty()) {
+    TSR_ASSIGN_OR_RETURN(lat, algorithms::applyLinkLatency(config_.get("TSR_LINK_LAT"), links));
+  }
+  const algorithms::JobShape& job = selector_->shape();
+  ProbeNeeds needs;
+  needs.host = job.ranksPerHost > 1 && !(bw.hostGiven && lat.hostGiven);
+  needs.net = job.hosts > 1 && !(bw.netGiven && lat.netGiven);
+  selector_->setLinks(links);
+  if (needs.host || needs.net) {
+    algorithms::LinkModel probed = links;
+    ProbeSetup probe;
+    probe.transport = transport_.get();
+    probe.comm = EngineOptions{}.comm + 1;  // its own tags: collectives still start at #0
+    probe.ringOrder = dense_.order;
+    probe.hostIds = hostIds_;
+    probe.allGather = [this](const std::string& blob) { return bootstrap_->allGather(blob); };
+    probe.timeoutMs = config_.bootstrapTimeoutMs();
+    TSR_RETURN_IF_ERROR(probeLinks(probe, needs, probed));
+    // What the user set wins over what was measured.
+    if (bw.hostGiven) probed.host.bytesPerSec = links.host.bytesPerSec;
+    if (lat.hostGiven) probed.host.latencySec = links.host.latencySec;
+    if (bw.netGiven) probed.net.bytesPerSec = links.net.bytesPerSec;
+    if (lat.netGiven) probed.net.latencySec = links.net.latencySec;
+    links = probed;
+    selector_->setLinks(links);
+  }
+  log::get("runtime")->info("rank {}: cost model links: {}{}", rank_, algorithms::describe(links),
+                            needs.host || needs.net ? " (probed where not set)" : "");
   return Status::ok();
 }
 
@@ -151,22 +197,8 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   auto op = static_cast<ReduceOp>(opInt);
   Result<std::shared_ptr<algorithms::Plan>> plan = Status(Code::kInternal, "no plan");
   switch (kind) {
-    case kAllreducePlan:
-      // auto: the torus when it puts hosts on one axis (several hosts, several ranks each) and
-      // the message is large; measured 1.12-1.15x faster than the ring at 4-16 MiB on 2 hosts x 2
-      // ranks over 1 Gbit/s (docs/benchmarks.md). Otherwise the ring.
-      if (allreduceAlgo_ == "torus" ||
-          (allreduceAlgo_ == "auto" && torusAcrossHosts_ && count * dataTypeSize(dtype) >= (size_t{1} << 20))) {
-        plan = torusGrid_.empty() ? Result<std::shared_ptr<algorithms::Plan>>(Status(Code::kNotSupported, torusWhyNot_))
-                                  : algorithms::torusAllreducePlan(rank_, size_, count, dtype, op, torusGrid_, dense_);
-        if (plan.isOk()) break;
-        // The torus cannot serve this job: say so once and take the next algorithm.
-        if (!torusFallbackLogged_.exchange(true))
-          log::get("runtime")->info("rank {}: TSR_ALGO=torus: {}; using the ring", rank_, plan.status().message());
-      }
-      plan = algorithms::ringAllreducePlan(rank_, size_, count, dtype, op, dense_);
-      break;
-    case kAllgatherPlan: plan = algorithms::ringAllgatherPlan(rank_, size_, count, dtype, dense_); break;
+    case kAllreducePlan: plan = selector_->allreduce(count, dtype, op); break;
+    case kAllgatherPlan: plan = selector_->allgather(count, dtype); break;
     case kReduceScatterPlan: plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, dense_); break;
     case kBroadcastPlan: plan = algorithms::binomialBroadcastPlan(rank_, size_, root, count, dtype, dense_); break;
     case kBarrierPlan: plan = algorithms::disseminationBarrierPlan(rank_, size_); break;

@@ -19,6 +19,7 @@
 #include "base/dtype.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
+#include "runtime/dense_selector.h"
 #include "algorithms/plan/task.h"
 #include "runtime/request.h"
 
@@ -85,12 +86,15 @@ class Communicator {
   void abort(const std::string& why);
   // Ok, or the error that made this communicator unusable.
   Status health() const;
+  // The dense algorithm selection and its link model (cost_model.h), for tools and tests.
+  const DenseSelector& selector() const { return *selector_; }
   // Bytes this rank has sent through the transport so far.
   uint64_t bytesSent() const;
 
  private:
   Communicator() = default;
   Status init(const LaunchInfo& launch, const Config& config);
+  Status chooseLinks();
   Status checkArgs(const char* what, const void* input, const void* output, size_t count,
                    DataType dtype, const ReduceOp* op, int root) const;
   using PlanKey = std::tuple<int, size_t, int, int, int>;
@@ -106,8 +110,7 @@ class Communicator {
   std::vector<std::vector<int>> torusGrid_;  // empty when the job has no torus shape
   std::string torusWhyNot_;                  // why not, for the fallback message
   bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)
-  std::string allreduceAlgo_;                // TSR_ALGO
-  std::atomic<bool> torusFallbackLogged_{false};
+  std::unique_ptr<DenseSelector> selector_;  // which algorithm serves each dense collective
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
   std::unique_ptr<ProgressEngine> engine_;

@@ -75,16 +75,20 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
        "pipelining chunk of ring and tree collectives"},
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
-      {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus",
-       "allreduce algorithm: ring, torus (2D: hosts x local ranks; falls back to the ring when the "
-       "job has no torus shape), auto (torus for >= 1 MiB when there are several hosts with "
-       "several ranks each, else ring)"},
+      {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus|hier|rabenseifner|bruck",
+       "force an algorithm: allreduce ring, torus, hier (two-level) or rabenseifner; all-gather "
+       "ring or bruck; a collective the name does not fit, or a job it cannot serve, takes the "
+       "cost model's choice; auto = the cost model for everything"},
       {"TSR_BIND", ValueKind::kEnum, "numa", "none|numa|core",
        "bind each rank to the cores of the NUMA node nearest its GPU/NIC (numa), to a slice of them (core), or not"},
       {"TSR_TOPO_FILE", ValueKind::kString, "", "", "hwloc XML to use instead of discovery"},
       {"TSR_TOPO_DUMP_FILE", ValueKind::kString, "", "", "write the discovered topology here"},
-      {"TSR_LINK_BW", ValueKind::kString, "", "", "link bandwidth for the cost model"},
-      {"TSR_LINK_LAT", ValueKind::kString, "", "", "link latency for the cost model"},
+      {"TSR_LINK_BW", ValueKind::kString, "", "",
+       "cost model bandwidth: VALUE or host=VALUE,net=VALUE (bytes/s, or 10gbit, 1.25GB, ...); "
+       "a class left out is probed"},
+      {"TSR_LINK_LAT", ValueKind::kString, "", "",
+       "cost model latency: VALUE or host=VALUE,net=VALUE (microseconds, or 50us, 1ms); a class "
+       "left out is probed"},
       {"TSR_ERR_MODE", ValueKind::kEnum, "auto", "auto|peer",
        "UCX error handling: peer = UCX peer failure mode on every endpoint (same-host traffic then "
        "goes over TCP loopback); auto = shared memory to same-host peers"},

@@ -244,7 +244,9 @@ bool ProgressEngine::pollControl() {
   } else if (controlRecv_.status.isOk()) {
     int64_t failedSeq = -1;
     Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failedSeq);
-    log::get("runtime")->error("abort notice: {}", reason.toString());
+    // Every peer relays the notice: only the first one is news.
+    if (health().isOk()) log::get("runtime")->error("abort notice: {}", reason.toString());
+    else log::get("runtime")->debug("abort notice (already failed): {}", reason.toString());
     // Relay it: this rank will now fail and leave, and a peer that waits on it must hear the
     // root cause before it sees this rank's endpoint go (seen: "rank 0 has destroyed its
     // communicator" instead of the mismatch rank 2 had reported).

@@ -1,0 +1,166 @@
+// Dense algorithm selection over real UCX (ranks as threads): every algorithm TSR_ALGO can
+// force computes exact results for every dtype, op and awkward count; the cost model's choice
+// follows the configured links; the probe leaves every rank with the same link model.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "tests/support/thread_world.h"
+#include "tests/support/values.h"
+
+namespace tsr {
+namespace {
+
+using runtime::Communicator;
+using testing::inputValue;
+using testing::loadValue;
+using testing::storeValue;
+
+constexpr DataType kTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
+                               DataType::kBF16, DataType::kI32, DataType::kI64};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
+                             ReduceOp::kProd};
+
+// Runs one allreduce and checks it against the float64 reference; returns the algorithm used.
+std::string allreduceChecked(Communicator& comm, DataType t, ReduceOp op, size_t count, bool inPlace) {
+  size_t esize = dataTypeSize(t);
+  std::vector<char> in(count * esize + 1), out(count * esize + 1);
+  for (size_t j = 0; j < count; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
+  void* dst = inPlace ? in.data() : out.data();
+  auto req = comm.allreduce(in.data(), dst, count, t, op);
+  EXPECT_TRUE(req.isOk()) << req.status().toString();
+  if (!req.isOk()) return "";
+  Status st = req.value()->wait();
+  std::string where = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " count " +
+                      std::to_string(count) + " rank " + std::to_string(comm.rank()) + " algo " +
+                      req.value()->algorithm();
+  EXPECT_TRUE(st.isOk()) << where << ": " << st.toString();
+  for (size_t j = 0, bad = 0; j < count && bad < 3; ++j) {
+    double want = testing::reduceReference(comm.size(), j, op, t);
+    double got = loadValue(dst, j, t);
+    if (!testing::closeEnough(got, want, t)) {
+      ADD_FAILURE() << where << " element " << j << ": got " << got << " want " << want;
+      ++bad;
+    }
+  }
+  return req.value()->algorithm();
+}
+
+struct Forced {
+  int ranks;
+  const char* algo;
+};
+
+class ForcedAlgorithms : public ::testing::TestWithParam<Forced> {};
+
+TEST_P(ForcedAlgorithms, AllreduceEveryTypeOpAndCount) {
+  auto [n, algo] = GetParam();
+  testing::runRanks(n, [algo = std::string(algo)](Communicator& comm) {
+    int size = comm.size();
+    // hier needs a grid (4 = 2x2, 6 = 3x2 on one host); without one the next choice serves.
+    bool serves = algo != "hier" || !comm.torusGrid().empty();
+    for (DataType t : kTypes)
+      for (ReduceOp op : kOps)
+        for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(size - 1),
+                             static_cast<size_t>(size + 1), size_t{1000}}) {
+          std::string used = allreduceChecked(comm, t, op, count, count % 2 == 0);
+          if (serves) EXPECT_EQ(used, algo);
+          else EXPECT_NE(used, algo);
+        }
+    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
+              serves ? algo : comm.selector().allreduceOrder(4 << 20).at(1));
+  }, {{"TSR_ALGO", algo}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ForcedAlgorithms,
+                         ::testing::Values(Forced{2, "rabenseifner"}, Forced{3, "rabenseifner"},
+                                           Forced{5, "rabenseifner"}, Forced{6, "rabenseifner"},
+                                           Forced{4, "hier"}, Forced{5, "hier"}, Forced{6, "hier"},
+                                           Forced{3, "ring"}),
+                         [](const auto& info) {
+                           return std::string(info.param.algo) + "N" + std::to_string(info.param.ranks);
+                         });
+
+TEST(Selection, BruckAllgatherEveryTypeInPlaceAndOut) {
+  for (int n : {3, 5}) {
+    testing::runRanks(n, [](Communicator& comm) {
+      int size = comm.size();
+      for (DataType t : kTypes)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}})
+          for (bool inPlace : {false, true}) {
+            size_t esize = dataTypeSize(t);
+            std::vector<char> in(count * esize + 1), out(count * size * esize + 1);
+            char* src = inPlace ? out.data() + comm.rank() * count * esize : in.data();
+            for (size_t j = 0; j < count; ++j) storeValue(src, j, t, comm.rank() * 10.0 + (j % 5));
+            auto req = comm.allgather(src, out.data(), count, t);
+            ASSERT_TRUE(req.isOk()) << req.status().toString();
+            ASSERT_TRUE(req.value()->wait().isOk());
+            EXPECT_EQ(req.value()->algorithm(), "bruck");
+            for (int r = 0; r < size; ++r)
+              for (size_t j = 0; j < count; ++j)
+                ASSERT_EQ(loadValue(out.data(), r * count + j, t), r * 10.0 + (j % 5))
+                    << dataTypeName(t) << " count " << count << " block " << r;
+          }
+      // TSR_ALGO=bruck names no allreduce: allreduce takes the cost model's choice.
+      EXPECT_EQ(allreduceChecked(comm, DataType::kI32, ReduceOp::kSum, 100, false),
+                comm.selector().allreduceOrder(400).front());
+    }, {{"TSR_ALGO", "bruck"}});
+  }
+}
+
+// Links given in full (no probe): a latency-bound small allreduce on 6 ranks takes
+// Rabenseifner's 6 steps, a large one the ring (the fold would move the buffer twice).
+TEST(Selection, TheCostModelFollowsTheConfiguredLinks) {
+  testing::runRanks(6, [](Communicator& comm) {
+    EXPECT_DOUBLE_EQ(comm.selector().links().host.latencySec, 20e-6);
+    EXPECT_DOUBLE_EQ(comm.selector().links().host.bytesPerSec, 1e9);
+    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 2, false), "rabenseifner");
+    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "ring");
+  }, {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}});
+}
+
+// The probe runs when the links are not configured; every rank must end with the very same
+// model, or ranks would choose different algorithms for one collective.
+TEST(Selection, ProbedLinksAreTheSameOnEveryRank) {
+  testing::runRanks(3, [](Communicator& comm) {
+    const auto& host = comm.selector().links().host;
+    EXPECT_GT(host.latencySec, 0);
+    EXPECT_LT(host.latencySec, 0.1);
+    EXPECT_GT(host.bytesPerSec, 1e6);
+    EXPECT_NE(host.bytesPerSec, algorithms::LinkModel{}.host.bytesPerSec) << "not probed";
+    double mine[2] = {host.latencySec, host.bytesPerSec};
+    std::vector<double> all(2 * comm.size());
+    auto req = comm.allgather(mine, all.data(), 2, DataType::kF64);
+    ASSERT_TRUE(req.isOk());
+    ASSERT_TRUE(req.value()->wait().isOk());
+    for (int r = 0; r < comm.size(); ++r)
+      EXPECT_EQ(std::memcmp(&all[2 * r], mine, sizeof mine), 0) << "rank " << r << " differs";
+  });
+}
+
+}  // namespace
+}  // namespace tsr
+
+namespace tsr {
+namespace {
+
+// Mismatched counts can make ranks choose different algorithms (rank 1 the ring, the others
+// Rabenseifner): every rank must still get TSR_ERR_MISMATCH, not a timeout.
+TEST(Selection, MismatchAcrossAlgorithmsIsStillAMismatch) {
+  testing::runRanks(6, [](Communicator& comm) {
+    size_t count = comm.rank() == 1 ? (4 << 20) : 2;
+    std::vector<float> in(count), out(count);
+    EXPECT_EQ(comm.selector().allreduceOrder(count * 4).front(), comm.rank() == 1 ? "ring" : "rabenseifner");
+    auto t0 = std::chrono::steady_clock::now();
+    auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk());
+    Status st = req.value()->wait();
+    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }, {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}, {"TSR_TIMEOUT_MS", "15000"}});
+}
+
+}  // namespace
+}  // namespace tsr
