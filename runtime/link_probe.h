@@ -4,7 +4,8 @@
 // Every rank measures the link to its right ring neighbour (a host link or a net link; the
 // ring is ordered host after host, so the ranks at host boundaries measure the network):
 // latency as half the best of three 8-byte round trips, bandwidth from the best of two
-// 256 KiB transfers acknowledged by 8 bytes. The figures are all-gathered over the bootstrap
+// 1 MiB transfers acknowledged by 8 bytes (after one untimed exchange of each: connection
+// set-up). The figures are all-gathered over the bootstrap
 // and every rank takes, per class, the median of the ranks that measured it, so all ranks
 // hold the same model and choose the same algorithms. A class nobody measured keeps its
 // default. It runs inside creation, before the closing barrier, driving the transport from

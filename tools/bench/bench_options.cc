@@ -69,7 +69,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 1));
   app.add_option("--collective", coll, "allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
-                 "auto|ring|torus (sets TSR_ALGO; auto = Tessera's choice), marsit|marsit-torus|"
+                 "auto|ring|torus|hier|rabenseifner|bruck (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
                  "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather (sparse, f32)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
