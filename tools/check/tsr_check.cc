@@ -66,26 +66,28 @@ bool close(double got, double want, DataType t) {
 }
 
 struct Row {
-  std::string collective, dtype, op;
+  std::string collective, dtype, op, algo;
   size_t count;
   double usMedian;
   long wrong;
   std::string error;
 };
 
-// Runs `post` iters times; returns the median time in microseconds and the last status.
-Status timed(const std::function<Result<runtime::RequestPtr>()>& post, int iters, double* us) {
+// Runs `post` iters times; returns the median time in microseconds, the algorithm that
+// served it (the cost model's choice, or TSR_ALGO's) and the last status.
+Status timed(const std::function<Result<runtime::RequestPtr>()>& post, int iters, Row* row) {
   std::vector<double> times;
   for (int i = 0; i < iters; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     auto req = post();
     if (!req.isOk()) return req.status();
     Status st = req.value()->wait();
+    row->algo = req.value()->algorithm();
     if (!st.isOk()) return st;
     times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
-  *us = times[times.size() / 2];
+  row->usMedian = times[times.size() / 2];
   return Status::ok();
 }
 
@@ -109,8 +111,8 @@ int main() {
     size_t es = dataTypeSize(c.t);
     std::vector<char> in(c.count * es), out(c.count * es);
     for (size_t j = 0; j < c.count; ++j) store(in, j, c.t, value(me, j, c.op));
-    Row row{"allreduce", dataTypeName(c.t), reduceOpName(c.op), c.count, 0, 0, ""};
-    Status st = timed([&] { return comm.allreduce(in.data(), out.data(), c.count, c.t, c.op); }, iters, &row.usMedian);
+    Row row{"allreduce", dataTypeName(c.t), reduceOpName(c.op), "", c.count, 0, 0, ""};
+    Status st = timed([&] { return comm.allreduce(in.data(), out.data(), c.count, c.t, c.op); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (size_t j = 0; j < c.count && st.isOk(); ++j) row.wrong += !close(load(out, j, c.t), reduced(n, j, c.op, c.t), c.t);
     rows.push_back(row);
@@ -119,8 +121,8 @@ int main() {
     size_t count = 250000;
     std::vector<char> in(count * 4), out(count * 4 * n);
     for (size_t j = 0; j < count; ++j) store(in, j, DataType::kF32, me * 1000.0 + j % 100);
-    Row row{"allgather", "f32", "-", count, 0, 0, ""};
-    Status st = timed([&] { return comm.allgather(in.data(), out.data(), count, DataType::kF32); }, iters, &row.usMedian);
+    Row row{"allgather", "f32", "-", "", count, 0, 0, ""};
+    Status st = timed([&] { return comm.allgather(in.data(), out.data(), count, DataType::kF32); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (int r = 0; r < n && st.isOk(); ++r)
       for (size_t j = 0; j < count; ++j) row.wrong += load(out, r * count + j, DataType::kF32) != r * 1000.0 + j % 100;
@@ -130,8 +132,8 @@ int main() {
     size_t count = 250000;
     std::vector<char> in(count * 4 * n), out(count * 4);
     for (size_t j = 0; j < count * n; ++j) store(in, j, DataType::kF32, value(me, j, ReduceOp::kSum));
-    Row row{"reduce_scatter", "f32", "sum", count, 0, 0, ""};
-    Status st = timed([&] { return comm.reduceScatter(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum); }, iters, &row.usMedian);
+    Row row{"reduce_scatter", "f32", "sum", "", count, 0, 0, ""};
+    Status st = timed([&] { return comm.reduceScatter(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (size_t j = 0; j < count && st.isOk(); ++j)
       row.wrong += !close(load(out, j, DataType::kF32), reduced(n, me * count + j, ReduceOp::kSum, DataType::kF32), DataType::kF32);
@@ -141,18 +143,18 @@ int main() {
     size_t count = 500000;
     int root = n - 1;
     std::vector<char> buf(count * 8);
-    Row row{"broadcast", "i64", "-", count, 0, 0, ""};
+    Row row{"broadcast", "i64", "-", "", count, 0, 0, ""};
     Status st = timed([&] {
       for (size_t j = 0; j < count; ++j) store(buf, j, DataType::kI64, me == root ? static_cast<double>(j) : -1.0);
       return comm.broadcast(buf.data(), buf.data(), count, DataType::kI64, root);
-    }, iters, &row.usMedian);
+    }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (size_t j = 0; j < count && st.isOk(); ++j) row.wrong += load(buf, j, DataType::kI64) != static_cast<double>(j);
     rows.push_back(row);
   }
   {
-    Row row{"barrier", "-", "-", 0, 0, 0, ""};
-    Status st = timed([&] { return comm.barrier(); }, iters, &row.usMedian);
+    Row row{"barrier", "-", "-", "", 0, 0, 0, ""};
+    Status st = timed([&] { return comm.barrier(); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
     rows.push_back(row);
   }
@@ -169,12 +171,13 @@ int main() {
   int64_t bad = 0;
   if (me == 0) {
     std::printf("tessera check: %d ranks, UCX transport, %d iterations per case (median time)\n", n, iters);
-    std::printf("%-15s %-5s %-5s %10s %12s %8s  %s\n", "collective", "type", "op", "count", "time(us)", "#wrong", "result");
+    std::printf("%-15s %-5s %-5s %-13s %10s %12s %8s  %s\n", "collective", "type", "op", "algo", "count",
+                "time(us)", "#wrong", "result");
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       bool ok = total[i] == 0;
-      std::printf("%-15s %-5s %-5s %10zu %12.1f %8lld  %s\n", r.collective.c_str(), r.dtype.c_str(), r.op.c_str(),
-                  r.count, r.usMedian, static_cast<long long>(total[i] % 1000000), ok ? "OK" : (r.error.empty() ? "WRONG" : r.error.c_str()));
+      std::printf("%-15s %-5s %-5s %-13s %10zu %12.1f %8lld  %s\n", r.collective.c_str(), r.dtype.c_str(),
+                  r.op.c_str(), r.algo.c_str(), r.count, r.usMedian, static_cast<long long>(total[i] % 1000000), ok ? "OK" : (r.error.empty() ? "WRONG" : r.error.c_str()));
       bad += ok ? 0 : 1;
     }
     std::printf("%s: %zu cases, %lld failed\n", bad ? "FAILED" : "PASSED", rows.size(), static_cast<long long>(bad));
