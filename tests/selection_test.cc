@@ -75,7 +75,7 @@ TEST_P(ForcedAlgorithms, AllreduceEveryTypeOpAndCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ForcedAlgorithms,
-                         ::testing::Values(Forced{2, "rabenseifner"}, Forced{3, "rabenseifner"},
+                         ::testing::Values(Forced{2, "rabenseifner"}, Forced{3, "rabenseifner"}, Forced{4, "rabenseifner"},
                                            Forced{5, "rabenseifner"}, Forced{6, "rabenseifner"},
                                            Forced{4, "hier"}, Forced{5, "hier"}, Forced{6, "hier"},
                                            Forced{3, "ring"}),
