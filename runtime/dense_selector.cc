@@ -13,7 +13,7 @@ using algorithms::Candidate;
 using algorithms::Plan;
 
 namespace {
-const std::vector<std::string> kAllreduceNames = {"ring", "torus", "hier", "rabenseifner"};
+const std::vector<std::string> kAllreduceNames = {"ring", "torus", "hier", "rabenseifner", "doubling"};
 const std::vector<std::string> kAllgatherNames = {"ring", "bruck"};
 }  // namespace
 
@@ -62,6 +62,8 @@ Result<std::shared_ptr<Plan>> DenseSelector::build(const std::string& algorithm,
   }
   if (algorithm == "rabenseifner")
     return algorithms::rabenseifnerAllreducePlan(r, n, count, dtype, op, s_.dense);
+  if (algorithm == "doubling")
+    return algorithms::doublingAllreducePlan(r, n, count, dtype, op, s_.dense);
   if (algorithm == "torus" || algorithm == "hier") {
     if (s_.grid.empty()) return Status(Code::kNotSupported, s_.gridWhyNot);
     return algorithm == "torus" ? algorithms::torusAllreducePlan(r, n, count, dtype, op, s_.grid, s_.dense)

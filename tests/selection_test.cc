@@ -78,6 +78,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ForcedAlgorithms,
                          ::testing::Values(Forced{2, "rabenseifner"}, Forced{3, "rabenseifner"}, Forced{4, "rabenseifner"},
                                            Forced{5, "rabenseifner"}, Forced{6, "rabenseifner"},
                                            Forced{4, "hier"}, Forced{5, "hier"}, Forced{6, "hier"},
+                                           Forced{4, "doubling"}, Forced{5, "doubling"},
                                            Forced{3, "ring"}),
                          [](const auto& info) {
                            return std::string(info.param.algo) + "N" + std::to_string(info.param.ranks);
@@ -110,13 +111,14 @@ TEST(Selection, BruckAllgatherEveryTypeInPlaceAndOut) {
   }
 }
 
-// Links given in full (no probe): a latency-bound small allreduce on 6 ranks takes
-// Rabenseifner's 6 steps, a large one the ring (the fold would move the buffer twice).
+// Links given in full (no probe): a latency-bound small allreduce on 6 ranks takes recursive
+// doubling's 4 steps (Rabenseifner 6, the ring 10), a large one the ring (the fold would move
+// the buffer twice).
 TEST(Selection, TheCostModelFollowsTheConfiguredLinks) {
   testing::runRanks(6, [](Communicator& comm) {
     EXPECT_DOUBLE_EQ(comm.selector().links().host.latencySec, 20e-6);
     EXPECT_DOUBLE_EQ(comm.selector().links().host.bytesPerSec, 1e9);
-    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 2, false), "rabenseifner");
+    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 2, false), "doubling");
     EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "ring");
   }, {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}});
 }
@@ -147,12 +149,12 @@ namespace tsr {
 namespace {
 
 // Mismatched counts can make ranks choose different algorithms (rank 1 the ring, the others
-// Rabenseifner): every rank must still get TSR_ERR_MISMATCH, not a timeout.
+// recursive doubling): every rank must still get TSR_ERR_MISMATCH, not a timeout.
 TEST(Selection, MismatchAcrossAlgorithmsIsStillAMismatch) {
   testing::runRanks(6, [](Communicator& comm) {
     size_t count = comm.rank() == 1 ? (4 << 20) : 2;
     std::vector<float> in(count), out(count);
-    EXPECT_EQ(comm.selector().allreduceOrder(count * 4).front(), comm.rank() == 1 ? "ring" : "rabenseifner");
+    EXPECT_EQ(comm.selector().allreduceOrder(count * 4).front(), comm.rank() == 1 ? "ring" : "doubling");
     auto t0 = std::chrono::steady_clock::now();
     auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
     ASSERT_TRUE(req.isOk());

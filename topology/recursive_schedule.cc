@@ -1,5 +1,6 @@
 #include "topology/recursive_schedule.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tsr::topology {
@@ -55,6 +56,27 @@ Schedule rabenseifnerAllreduce(int n) {
     for (int i = 0; i < extra; ++i)
       builder.transfer(step, 2 * i + 1, 2 * i, {BlockRange{0, p}}, Combine::kCopy);
   }
+  return builder.finish();
+}
+
+Schedule recursiveDoublingAllreduce(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  int extra = n - p;
+  ScheduleBuilder builder("recursive-doubling-allreduce", Collective::kAllreduce, n, 1);
+  if (n <= 1) return builder.finish();
+  auto realRank = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  int step = 0;
+  if (extra > 0) {
+    for (int i = 0; i < extra; ++i)
+      builder.transfer(step, 2 * i, 2 * i + 1, {BlockRange{0, 1}}, Combine::kReduce);
+    ++step;
+  }
+  for (int mask = 1; mask < p; mask *= 2, ++step)
+    for (int v = 0; v < p; ++v)
+      builder.transfer(step, realRank(v), realRank(v ^ mask), {BlockRange{0, 1}}, Combine::kReduce);
+  for (int i = 0; i < extra; ++i)
+    builder.transfer(step, 2 * i + 1, 2 * i, {BlockRange{0, 1}}, Combine::kCopy);
   return builder.finish();
 }
 

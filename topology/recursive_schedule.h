@@ -23,6 +23,13 @@ namespace tsr::topology {
 
 Schedule rabenseifnerAllreduce(int n);
 
+// Recursive doubling allreduce for any N: the same fold, then log2 P steps in which partners
+// v and v^mask swap their whole buffer and both add, then the unfold. Half Rabenseifner's
+// steps but the whole buffer every step: the latency-bound choice for tiny buffers. (Every
+// rank adds the same pairs in the same tree, and IEEE addition commutes, so all ranks end
+// bit-identical.)
+Schedule recursiveDoublingAllreduce(int n);
+
 // Recursive doubling allreduce among `group` (size a power of two): in step k partners
 // group[i] and group[i ^ 2^k] swap `blocks` and both add. Returns steps used (log2 |group|).
 // This is R-SAG's cross-team phase (SparDL), where the payload cannot be halved.

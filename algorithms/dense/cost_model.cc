@@ -49,6 +49,18 @@ double rabenseifner(double bytes, int n, int perHost, bool severalHosts, const L
   return t;
 }
 
+// Recursive doubling: the same fold, then log2 P steps that each move the whole buffer.
+double doubling(double bytes, int n, int perHost, bool severalHosts, const LinkModel& links) {
+  if (n <= 1) return 0;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  double t = 0;
+  if (n > p) t += 2 * (severalHosts && perHost < 2 ? send(links.net, bytes) : send(links.host, bytes));
+  for (int mask = 1; mask < p; mask *= 2)
+    t += severalHosts && mask >= perHost ? send(links.net, bytes, perHost) : send(links.host, bytes);
+  return t;
+}
+
 }  // namespace
 
 std::vector<Candidate> rankAllreduce(size_t bytes, const JobShape& job, const LinkModel& links) {
@@ -59,6 +71,7 @@ std::vector<Candidate> rankAllreduce(size_t bytes, const JobShape& job, const Li
   out.push_back({"ring", 2.0 * (n - 1) * send(ringLink(job, links), s / n)});
   const int perHost = several ? job.ranksPerHost : n;
   out.push_back({"rabenseifner", rabenseifner(s, n, perHost, several, links, perHost)});
+  out.push_back({"doubling", doubling(s, n, perHost, several, links)});
   if (job.hostGrid && several) {
     const int x = job.ranksPerHost, y = job.hosts;
     double rows = 2.0 * (x - 1) * send(links.host, s / x);

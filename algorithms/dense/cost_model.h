@@ -40,8 +40,8 @@ struct Candidate {
   double seconds = 0;
 };
 
-// Allreduce of `bytes`: ring, rabenseifner, and with a host grid torus and hier; cheapest
-// first (stable: on a tie the earlier listed, the ring, wins).
+// Allreduce of `bytes`: ring, rabenseifner, doubling, and with a host grid torus and hier;
+// cheapest first (stable: on a tie the earlier listed, the ring, wins).
 std::vector<Candidate> rankAllreduce(size_t bytes, const JobShape& job, const LinkModel& links);
 // All-gather with `bytesPerRank` from each rank: ring and bruck, cheapest first.
 std::vector<Candidate> rankAllgather(size_t bytesPerRank, const JobShape& job, const LinkModel& links);

@@ -38,6 +38,11 @@ Result<std::shared_ptr<Plan>> hierAllreducePlan(int rank, int size, size_t count
 Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count,
                                                         DataType dtype, ReduceOp op,
                                                         const DenseOptions& options);
+// allreduce by recursive doubling (topology/recursive_schedule.h): log2 P steps, each moving
+// the whole buffer: for tiny buffers.
+Result<std::shared_ptr<Plan>> doublingAllreducePlan(int rank, int size, size_t count,
+                                                    DataType dtype, ReduceOp op,
+                                                    const DenseOptions& options);
 // Marsit's torus on `words` 64-bit sign words (algorithms/marsit): the same phases, hops
 // merge bits (plan.h kRecvMerge) instead of adding; in place.
 Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,

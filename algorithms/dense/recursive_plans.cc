@@ -24,29 +24,44 @@ std::shared_ptr<Plan> newPlan(const char* algorithm, CollectiveKind kind, DataTy
   return plan;
 }
 
-}  // namespace
-
-Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count,
-                                                        DataType dtype, ReduceOp op,
-                                                        const DenseOptions& options) {
+// Both recursive allreduces: the schedule does the work in place on the output; avg divides
+// the whole sum at the end (every rank ends with all of it).
+Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Schedule (*build)(int),
+                                                 int rank, int size, size_t count, DataType dtype,
+                                                 ReduceOp op, const DenseOptions& options) {
   if (rank < 0 || rank >= size)
-    return Status(Code::kInvalidArgument, "rabenseifner: rank " + std::to_string(rank) +
+    return Status(Code::kInvalidArgument, std::string(name) + ": rank " + std::to_string(rank) +
                                               " outside a " + std::to_string(size) + "-rank job");
-  auto plan = newPlan("rabenseifner", CollectiveKind::kAllreduce, dtype, op, count);
+  auto plan = newPlan(name, CollectiveKind::kAllreduce, dtype, op, count);
   uint32_t start = addCopy(*plan, Slot::kOutput, 0, Slot::kInput, 0, count);
   if (size > 1 && count > 0) {
-    topology::Schedule schedule = topology::rabenseifnerAllreduce(size);
+    topology::Schedule schedule = build(size);
     SchedulePhase phase{&schedule, {}, Slot::kOutput, 0, count, 0, 0};
     TSR_ASSIGN_OR_RETURN(PhaseExtent extent, schedulePhaseExtent(phase, dataTypeSize(dtype), options));
     plan->scratchBytes = extent.stagingBytes;
     TSR_ASSIGN_OR_RETURN(uint32_t end, addSchedulePhase(*plan, rank, phase, start, options));
-    // Every rank ends with the whole sum, so avg divides it all (one pass, after the sum).
     if (op == ReduceOp::kAvg)
       plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, 0}, .count = count,
                  .divisor = static_cast<uint64_t>(size), .deps = {end}});
   }
   TSR_RETURN_IF_ERROR(plan->finalize());
   return plan;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count,
+                                                        DataType dtype, ReduceOp op,
+                                                        const DenseOptions& options) {
+  return recursiveAllreduce("rabenseifner", topology::rabenseifnerAllreduce, rank, size, count,
+                            dtype, op, options);
+}
+
+Result<std::shared_ptr<Plan>> doublingAllreducePlan(int rank, int size, size_t count,
+                                                    DataType dtype, ReduceOp op,
+                                                    const DenseOptions& options) {
+  return recursiveAllreduce("doubling", topology::recursiveDoublingAllreduce, rank, size, count,
+                            dtype, op, options);
 }
 
 Result<std::shared_ptr<Plan>> bruckAllgatherPlan(int rank, int size, size_t count, DataType dtype,

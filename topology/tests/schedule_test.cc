@@ -68,6 +68,7 @@ TEST(Schedule, LogarithmicStepCounts) {
     int log = 0;
     while ((1 << log) < p) ++log;
     EXPECT_EQ(rabenseifnerAllreduce(n).numSteps(), 2 * log + folds) << n;
+    EXPECT_EQ(recursiveDoublingAllreduce(n).numSteps(), log + folds) << n;
   }
   // Rabenseifner on 6: ranks 0 and 2 fold into 1 and 3, sit out, and get the result back.
   Schedule s = rabenseifnerAllreduce(6);

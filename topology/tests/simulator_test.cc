@@ -50,6 +50,10 @@ TEST(Simulator, RabenseifnerAllN) {
   for (int n = 1; n <= kMaxRanks; ++n) expectValid(rabenseifnerAllreduce(n));
 }
 
+TEST(Simulator, RecursiveDoublingAllN) {
+  for (int n = 1; n <= kMaxRanks; ++n) expectValid(recursiveDoublingAllreduce(n));
+}
+
 TEST(Simulator, BruckAndBroadcastAllN) {
   for (int n = 1; n <= kMaxRanks; ++n) {
     expectValid(bruckAllGather(n));

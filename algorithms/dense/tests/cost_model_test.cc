@@ -19,7 +19,7 @@ TEST(CostModel, FewStepsWinSmallBuffersAndTheRingWinsLargeOnesWhenNIsNotAPowerOf
   LinkModel links;
   links.host = {10e-6, 1e9};
   JobShape six{6, 1, 6, false};
-  EXPECT_EQ(first(rankAllreduce(8, six, links)), "rabenseifner");  // 6 steps against 10
+  EXPECT_EQ(first(rankAllreduce(8, six, links)), "doubling");  // 4 steps against 6 and 10
   EXPECT_EQ(first(rankAllreduce(64 << 20, six, links)), "ring");   // the fold moves S twice
   // The ring's estimate is 2(N-1) (alpha + S/(N B)), by hand.
   double s = 64 << 20;
@@ -46,8 +46,12 @@ TEST(CostModel, TwoLevelOnlyWithAHostGridAndTiesKeepTheRingFirst) {
     EXPECT_NE(c.algorithm, "torus");
     EXPECT_NE(c.algorithm, "hier");
   }
-  JobShape two{2, 1, 2, false};  // N = 2: ring and Rabenseifner are the same exchange
-  EXPECT_EQ(first(rankAllreduce(1 << 20, two, links)), "ring");
+  // N = 2 without latency: ring, Rabenseifner and doubling all cost S / B; the ring stays first.
+  links.host.latencySec = 0;
+  JobShape two{2, 1, 2, false};
+  auto ranked = rankAllreduce(1 << 20, two, links);
+  EXPECT_DOUBLE_EQ(ranked[0].seconds, ranked[2].seconds);
+  EXPECT_EQ(first(ranked), "ring");
 }
 
 TEST(CostModel, BruckForSmallAllgathersTheRingForLargeOnesAcrossHosts) {
@@ -118,7 +122,8 @@ TEST(CostModel, AcrossHostsTheRingKeepsLargeBuffersOnOneHostRabenseifnerTakesThe
   JobShape fourHosts{4, 4, 1, false};
   EXPECT_EQ(first(rankAllreduce(1 << 20, fourHosts, links)), "ring");
   EXPECT_EQ(first(rankAllreduce(64 << 20, fourHosts, links)), "ring");
-  EXPECT_EQ(first(rankAllreduce(8, fourHosts, links)), "rabenseifner");
+  EXPECT_EQ(first(rankAllreduce(8, fourHosts, links)), "doubling");
+  EXPECT_EQ(first(rankAllreduce(64 << 10, fourHosts, links)), "rabenseifner");
   JobShape oneHost{4, 1, 4, false};
   EXPECT_EQ(first(rankAllreduce(64 << 20, oneHost, links)), "rabenseifner");
 }

@@ -64,6 +64,15 @@ TEST_P(RecursivePlans, RabenseifnerSumsAveragesAndMaxesExactly) {
   }, "rabenseifner");
 }
 
+TEST_P(RecursivePlans, DoublingSumsAveragesAndMaxesExactly) {
+  int n = GetParam();
+  DenseOptions opts;
+  opts.chunkBytes = 2048;
+  expectExactAllreduce(n, [&](int r, size_t count, ReduceOp op) {
+    return doublingAllreducePlan(r, n, count, DataType::kI64, op, opts);
+  }, "doubling");
+}
+
 TEST_P(RecursivePlans, RabenseifnerLargeF32AvgInPlaceMatchesFloat64) {
   int n = GetParam();
   World& world = worldOf(n);
