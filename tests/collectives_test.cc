@@ -51,20 +51,39 @@ void checkAllreduce(Communicator& comm, DataType t, ReduceOp op, size_t count, b
   }
 }
 
-void checkReduceScatter(Communicator& comm, DataType t, ReduceOp op, size_t count) {
+// Where reduce-scatter writes its block: a separate buffer, the input buffer itself (output ==
+// input: the block lands at its start), or this rank's own block of the input (MPI/NCCL style).
+enum class RsOutput { kSeparate, kSameBuffer, kOwnBlock };
+
+const char* rsOutputName(RsOutput where) {
+  switch (where) {
+    case RsOutput::kSeparate: return "out-of-place";
+    case RsOutput::kSameBuffer: return "in-place (output == input)";
+    case RsOutput::kOwnBlock: return "in-place (output == own block of input)";
+  }
+  return "?";
+}
+
+void checkReduceScatter(Communicator& comm, DataType t, ReduceOp op, size_t count,
+                        RsOutput where = RsOutput::kSeparate) {
   size_t esize = dataTypeSize(t);
   int n = comm.size();
   std::vector<char> in(count * n * esize + 1), out(count * esize + 1);
   for (size_t j = 0; j < count * n; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
-  auto req = comm.reduceScatter(in.data(), out.data(), count, t, op);
+  char* dst = where == RsOutput::kSeparate ? out.data()
+              : where == RsOutput::kSameBuffer ? in.data()
+                                               : in.data() + comm.rank() * count * esize;
+  std::string what = std::string("reduce_scatter ") + dataTypeName(t) + " " + reduceOpName(op) + " count " +
+                     std::to_string(count) + " " + rsOutputName(where) + " rank " + std::to_string(comm.rank());
+  auto req = comm.reduceScatter(in.data(), dst, count, t, op);
   ASSERT_TRUE(req.isOk()) << req.status().toString();
   Status st = req.value()->wait();
-  ASSERT_TRUE(st.isOk()) << label("reduce_scatter", t, op, count, false, comm.rank()) << st.toString();
+  ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
   for (size_t j = 0; j < count; ++j) {
     size_t global = comm.rank() * count + j;
     double want = testing::reduceReference(n, global, op, t);
-    ASSERT_TRUE(testing::closeEnough(loadValue(out.data(), j, t), want, t))
-        << label("reduce_scatter", t, op, count, false, comm.rank()) << " element " << j;
+    ASSERT_TRUE(testing::closeEnough(loadValue(dst, j, t), want, t))
+        << what << " element " << j << ": got " << loadValue(dst, j, t) << " want " << want;
   }
 }
 
@@ -83,17 +102,30 @@ void checkAllgather(Communicator& comm, DataType t, size_t count, bool inPlace) 
           << label("allgather", t, ReduceOp::kSum, count, inPlace, comm.rank()) << " block " << r;
 }
 
-void checkBroadcast(Communicator& comm, DataType t, size_t count, int root) {
+// In place (one buffer) or out of place: the root reads `input` and every rank's `output`
+// gets it; the input buffers (the root's included) stay untouched.
+void checkBroadcast(Communicator& comm, DataType t, size_t count, int root, bool inPlace = true) {
   size_t esize = dataTypeSize(t);
-  std::vector<char> buf(count * esize + 1);
-  for (size_t j = 0; j < count; ++j)
-    storeValue(buf.data(), j, t, comm.rank() == root ? static_cast<double>(j % 100) : -1.0);
-  auto req = comm.broadcast(buf.data(), buf.data(), count, t, root);
+  const bool isRoot = comm.rank() == root;
+  auto expected = [&](size_t j) { return static_cast<double>(j % 100) - 7.0; };
+  std::vector<char> in(count * esize + 1), out(count * esize + 1);
+  for (size_t j = 0; j < count; ++j) {
+    storeValue(in.data(), j, t, isRoot ? expected(j) : -1.0);
+    storeValue(out.data(), j, t, -2.0);
+  }
+  char* dst = inPlace ? in.data() : out.data();
+  std::string what = "broadcast " + std::string(dataTypeName(t)) + " root " + std::to_string(root) +
+                     " count " + std::to_string(count) + (inPlace ? " in-place" : " out-of-place") +
+                     " rank " + std::to_string(comm.rank());
+  auto req = comm.broadcast(in.data(), dst, count, t, root);
   ASSERT_TRUE(req.isOk()) << req.status().toString();
-  ASSERT_TRUE(req.value()->wait().isOk());
+  Status st = req.value()->wait();
+  ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
   for (size_t j = 0; j < count; ++j)
-    ASSERT_EQ(loadValue(buf.data(), j, t), static_cast<double>(j % 100))
-        << "broadcast root " << root << " count " << count << " rank " << comm.rank();
+    ASSERT_EQ(loadValue(dst, j, t), expected(j)) << what << " element " << j;
+  if (!inPlace)
+    for (size_t j = 0; j < count; ++j)
+      ASSERT_EQ(loadValue(in.data(), j, t), isRoot ? expected(j) : -1.0) << what << ": input changed at " << j;
 }
 
 class Collectives : public ::testing::TestWithParam<int> {};
@@ -134,6 +166,26 @@ TEST_P(Collectives, ReduceScatterAllgatherBroadcastBarrier) {
       ASSERT_TRUE(req.isOk());
       ASSERT_TRUE(req.value()->wait().isOk());
     }
+  });
+}
+
+// Reduce-scatter with its output inside its input (either at the start or at this rank's own
+// block), and broadcast out of place for every dtype and root.
+TEST_P(Collectives, InPlaceReduceScatterAndOutOfPlaceBroadcastEveryType) {
+  testing::runRanks(GetParam(), [](Communicator& comm) {
+    for (DataType t : kTypes) {
+      for (ReduceOp op : kOps)
+        for (size_t count : {size_t{1}, size_t{257}})
+          for (RsOutput where : {RsOutput::kSameBuffer, RsOutput::kOwnBlock})
+            checkReduceScatter(comm, t, op, count, where);
+      for (int root = 0; root < comm.size(); ++root)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{3001}}) checkBroadcast(comm, t, count, root, false);
+    }
+    // A large in-place reduce-scatter: several chunks per block, so the ring reads input
+    // blocks long after the first chunks of the result could have been written.
+    checkReduceScatter(comm, DataType::kF32, ReduceOp::kSum, (size_t{1} << 18) + 5, RsOutput::kSameBuffer);
+    checkReduceScatter(comm, DataType::kI64, ReduceOp::kMax, (size_t{1} << 17) + 3, RsOutput::kOwnBlock);
+    checkBroadcast(comm, DataType::kF64, (size_t{1} << 18) + 1, comm.size() / 2, false);
   });
 }
 
