@@ -2,6 +2,8 @@
 // over real UCX. Results are checked against a float64 reference (exactly for integers).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "tests/support/thread_world.h"
@@ -205,6 +207,26 @@ TEST_P(Collectives, ManyOutstandingRequestsCompleteInOrder) {
       ASSERT_TRUE(reqs[i]->wait().isOk());
       EXPECT_EQ(bufs[i][4098], n * (n - 1) / 2 + n * i);
     }
+  });
+}
+
+// Overlap: a posted allreduce finishes while the caller computes (sleeps) without ever calling
+// test or wait: the communicator's progress thread drives it, so the first test() afterwards
+// reports it done, and it had completed before that call.
+TEST(Overlap, ProgressThreadFinishesAllreduceWithoutTestOrWait) {
+  testing::runRanks(4, [](Communicator& comm) {
+    const size_t count = size_t{1} << 18;  // 1 MiB of f32: several chunks per ring step
+    std::vector<float> in(count, static_cast<float>(comm.rank() + 1)), out(count, 0.0f);
+    auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk()) << req.status().toString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // "compute"; no test/wait
+    auto beforeTest = std::chrono::steady_clock::now();
+    Status st = req.value()->test();
+    ASSERT_NE(st.code(), Code::kInProgress) << "rank " << comm.rank() << ": not done after 300 ms";
+    ASSERT_TRUE(st.isOk()) << st.toString();
+    EXPECT_LE(req.value()->completedAt(), beforeTest);
+    for (size_t j = 0; j < count; j += 4097) ASSERT_EQ(out[j], 10.0f) << j;
+    EXPECT_EQ(out[count - 1], 10.0f);
   });
 }
 
