@@ -83,6 +83,7 @@ const std::vector<ConfigEntry>& configTable() {
        "bind each rank to the cores of the NUMA node nearest its GPU/NIC (numa), to a slice of them (core), or not"},
       {"TSR_TOPO_FILE", ValueKind::kString, "", "", "hwloc XML to use instead of discovery"},
       {"TSR_TOPO_DUMP_FILE", ValueKind::kString, "", "", "write the discovered topology here"},
+      {"TSR_TEST_HOST_ID", ValueKind::kString, "", "", "tests only: appended to this rank's host identity, so ranks on one machine with different values act as different hosts"},
       {"TSR_LINK_BW", ValueKind::kString, "", "", "link bandwidth for the cost model"},
       {"TSR_LINK_LAT", ValueKind::kString, "", "", "link latency for the cost model"},
       {"TSR_ERR_MODE", ValueKind::kEnum, "auto", "auto|peer",
