@@ -56,7 +56,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   TSR_RETURN_IF_ERROR(topoError);
   logger->debug("rank {}: {}", rank_, placed.description);
   TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_));
-  PeerCard mine{transport_->localAddress(), localHostname(), localHostId(), placed.numaNode,
+  PeerCard mine{transport_->localAddress(), localHostname(), localHostId(config.get("TSR_TEST_HOST_ID")), placed.numaNode,
                 placed.locality};
   std::vector<std::string> blobs{mine.encode()};
   if (size_ > 1) {

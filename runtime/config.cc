@@ -89,6 +89,7 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_LINK_LAT", ValueKind::kString, "", "",
        "cost model latency: VALUE or host=VALUE,net=VALUE (microseconds, or 50us, 1ms); a class "
        "left out is probed"},
+      {"TSR_TEST_HOST_ID", ValueKind::kString, "", "", "tests only: appended to this rank's host identity, so ranks on one machine with different values act as different hosts"},
       {"TSR_ERR_MODE", ValueKind::kEnum, "auto", "auto|peer",
        "UCX error handling: peer = UCX peer failure mode on every endpoint (same-host traffic then "
        "goes over TCP loopback); auto = shared memory to same-host peers"},

@@ -55,11 +55,11 @@ std::string localHostname() {
   return name;
 }
 
-std::string localHostId() {
+std::string localHostId(const std::string& testHost) {
   std::string id;
   std::ifstream in("/etc/machine-id");
   std::getline(in, id);
-  return localHostname() + "/" + id;
+  return localHostname() + "/" + id + (testHost.empty() ? "" : "/test-host=" + testHost);
 }
 
 }  // namespace tsr::runtime

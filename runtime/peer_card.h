@@ -21,7 +21,9 @@ struct PeerCard {
 
 // This machine's card fields: hostname, and hostname + machine-id as the host id (network
 // namespaces on one machine have their own hostnames, so they count as separate hosts).
+// A non-empty testHost (TSR_TEST_HOST_ID, for tests) is appended to the id, so ranks on one
+// machine with different values count as separate hosts.
 std::string localHostname();
-std::string localHostId();
+std::string localHostId(const std::string& testHost = "");
 
 }  // namespace tsr::runtime

@@ -323,6 +323,10 @@ void ProgressEngine::run() {
   }
   // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are
   // consumed rather than left unmatched), and give in-flight operations a moment to settle.
+  // An abort the loop had no turn to act on (abort() then the destructor at once) still
+  // tells the peers, before the goodbye: else they would take this rank's exit as a clean
+  // leave and wait for it until their timeout.
+  if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   breakCommunicator(Status(Code::kAborted, "communicator destroyed"), false);
   neighbours_.sayGoodbye();
   sayGoodbye();

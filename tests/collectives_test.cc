@@ -2,6 +2,8 @@
 // over real UCX. Results are checked against a float64 reference (exactly for integers).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "tests/support/thread_world.h"
@@ -51,20 +53,39 @@ void checkAllreduce(Communicator& comm, DataType t, ReduceOp op, size_t count, b
   }
 }
 
-void checkReduceScatter(Communicator& comm, DataType t, ReduceOp op, size_t count) {
+// Where reduce-scatter writes its block: a separate buffer, the input buffer itself (output ==
+// input: the block lands at its start), or this rank's own block of the input (MPI/NCCL style).
+enum class RsOutput { kSeparate, kSameBuffer, kOwnBlock };
+
+const char* rsOutputName(RsOutput where) {
+  switch (where) {
+    case RsOutput::kSeparate: return "out-of-place";
+    case RsOutput::kSameBuffer: return "in-place (output == input)";
+    case RsOutput::kOwnBlock: return "in-place (output == own block of input)";
+  }
+  return "?";
+}
+
+void checkReduceScatter(Communicator& comm, DataType t, ReduceOp op, size_t count,
+                        RsOutput where = RsOutput::kSeparate) {
   size_t esize = dataTypeSize(t);
   int n = comm.size();
   std::vector<char> in(count * n * esize + 1), out(count * esize + 1);
   for (size_t j = 0; j < count * n; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
-  auto req = comm.reduceScatter(in.data(), out.data(), count, t, op);
+  char* dst = where == RsOutput::kSeparate ? out.data()
+              : where == RsOutput::kSameBuffer ? in.data()
+                                               : in.data() + comm.rank() * count * esize;
+  std::string what = std::string("reduce_scatter ") + dataTypeName(t) + " " + reduceOpName(op) + " count " +
+                     std::to_string(count) + " " + rsOutputName(where) + " rank " + std::to_string(comm.rank());
+  auto req = comm.reduceScatter(in.data(), dst, count, t, op);
   ASSERT_TRUE(req.isOk()) << req.status().toString();
   Status st = req.value()->wait();
-  ASSERT_TRUE(st.isOk()) << label("reduce_scatter", t, op, count, false, comm.rank()) << st.toString();
+  ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
   for (size_t j = 0; j < count; ++j) {
     size_t global = comm.rank() * count + j;
     double want = testing::reduceReference(n, global, op, t);
-    ASSERT_TRUE(testing::closeEnough(loadValue(out.data(), j, t), want, t))
-        << label("reduce_scatter", t, op, count, false, comm.rank()) << " element " << j;
+    ASSERT_TRUE(testing::closeEnough(loadValue(dst, j, t), want, t))
+        << what << " element " << j << ": got " << loadValue(dst, j, t) << " want " << want;
   }
 }
 
@@ -83,17 +104,30 @@ void checkAllgather(Communicator& comm, DataType t, size_t count, bool inPlace) 
           << label("allgather", t, ReduceOp::kSum, count, inPlace, comm.rank()) << " block " << r;
 }
 
-void checkBroadcast(Communicator& comm, DataType t, size_t count, int root) {
+// In place (one buffer) or out of place: the root reads `input` and every rank's `output`
+// gets it; the input buffers (the root's included) stay untouched.
+void checkBroadcast(Communicator& comm, DataType t, size_t count, int root, bool inPlace = true) {
   size_t esize = dataTypeSize(t);
-  std::vector<char> buf(count * esize + 1);
-  for (size_t j = 0; j < count; ++j)
-    storeValue(buf.data(), j, t, comm.rank() == root ? static_cast<double>(j % 100) : -1.0);
-  auto req = comm.broadcast(buf.data(), buf.data(), count, t, root);
+  const bool isRoot = comm.rank() == root;
+  auto expected = [&](size_t j) { return static_cast<double>(j % 100) - 7.0; };
+  std::vector<char> in(count * esize + 1), out(count * esize + 1);
+  for (size_t j = 0; j < count; ++j) {
+    storeValue(in.data(), j, t, isRoot ? expected(j) : -1.0);
+    storeValue(out.data(), j, t, -2.0);
+  }
+  char* dst = inPlace ? in.data() : out.data();
+  std::string what = "broadcast " + std::string(dataTypeName(t)) + " root " + std::to_string(root) +
+                     " count " + std::to_string(count) + (inPlace ? " in-place" : " out-of-place") +
+                     " rank " + std::to_string(comm.rank());
+  auto req = comm.broadcast(in.data(), dst, count, t, root);
   ASSERT_TRUE(req.isOk()) << req.status().toString();
-  ASSERT_TRUE(req.value()->wait().isOk());
+  Status st = req.value()->wait();
+  ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
   for (size_t j = 0; j < count; ++j)
-    ASSERT_EQ(loadValue(buf.data(), j, t), static_cast<double>(j % 100))
-        << "broadcast root " << root << " count " << count << " rank " << comm.rank();
+    ASSERT_EQ(loadValue(dst, j, t), expected(j)) << what << " element " << j;
+  if (!inPlace)
+    for (size_t j = 0; j < count; ++j)
+      ASSERT_EQ(loadValue(in.data(), j, t), isRoot ? expected(j) : -1.0) << what << ": input changed at " << j;
 }
 
 class Collectives : public ::testing::TestWithParam<int> {};
@@ -137,6 +171,26 @@ TEST_P(Collectives, ReduceScatterAllgatherBroadcastBarrier) {
   });
 }
 
+// Reduce-scatter with its output inside its input (either at the start or at this rank's own
+// block), and broadcast out of place for every dtype and root.
+TEST_P(Collectives, InPlaceReduceScatterAndOutOfPlaceBroadcastEveryType) {
+  testing::runRanks(GetParam(), [](Communicator& comm) {
+    for (DataType t : kTypes) {
+      for (ReduceOp op : kOps)
+        for (size_t count : {size_t{1}, size_t{257}})
+          for (RsOutput where : {RsOutput::kSameBuffer, RsOutput::kOwnBlock})
+            checkReduceScatter(comm, t, op, count, where);
+      for (int root = 0; root < comm.size(); ++root)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{3001}}) checkBroadcast(comm, t, count, root, false);
+    }
+    // A large in-place reduce-scatter: several chunks per block, so the ring reads input
+    // blocks long after the first chunks of the result could have been written.
+    checkReduceScatter(comm, DataType::kF32, ReduceOp::kSum, (size_t{1} << 18) + 5, RsOutput::kSameBuffer);
+    checkReduceScatter(comm, DataType::kI64, ReduceOp::kMax, (size_t{1} << 17) + 3, RsOutput::kOwnBlock);
+    checkBroadcast(comm, DataType::kF64, (size_t{1} << 18) + 1, comm.size() / 2, false);
+  });
+}
+
 TEST_P(Collectives, ManyOutstandingRequestsCompleteInOrder) {
   testing::runRanks(GetParam(), [](Communicator& comm) {
     constexpr int kInFlight = 16;
@@ -153,6 +207,26 @@ TEST_P(Collectives, ManyOutstandingRequestsCompleteInOrder) {
       ASSERT_TRUE(reqs[i]->wait().isOk());
       EXPECT_EQ(bufs[i][4098], n * (n - 1) / 2 + n * i);
     }
+  });
+}
+
+// Overlap: a posted allreduce finishes while the caller computes (sleeps) without ever calling
+// test or wait: the communicator's progress thread drives it, so the first test() afterwards
+// reports it done, and it had completed before that call.
+TEST(Overlap, ProgressThreadFinishesAllreduceWithoutTestOrWait) {
+  testing::runRanks(4, [](Communicator& comm) {
+    const size_t count = size_t{1} << 18;  // 1 MiB of f32: several chunks per ring step
+    std::vector<float> in(count, static_cast<float>(comm.rank() + 1)), out(count, 0.0f);
+    auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk()) << req.status().toString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // "compute"; no test/wait
+    auto beforeTest = std::chrono::steady_clock::now();
+    Status st = req.value()->test();
+    ASSERT_NE(st.code(), Code::kInProgress) << "rank " << comm.rank() << ": not done after 300 ms";
+    ASSERT_TRUE(st.isOk()) << st.toString();
+    EXPECT_LE(req.value()->completedAt(), beforeTest);
+    for (size_t j = 0; j < count; j += 4097) ASSERT_EQ(out[j], 10.0f) << j;
+    EXPECT_EQ(out[count - 1], 10.0f);
   });
 }
 

@@ -3,7 +3,12 @@
 // reports are read from tsrun's prefixed output.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -61,10 +66,36 @@ TEST_P(ProcessCollectives, EveryCollectiveTypeAndOpIsExact) {
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessCollectives, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
 
-TEST(ProcessFaults, KilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
-  RunResult r = runJob(4, {"kill", "2"}, {"TSR_TIMEOUT_MS=5000"}, 90);
+// UCX's own variables reach every rank through tsrun -x: with UCX_TLS=tcp,self even same-host
+// peers talk over TCP loopback (UCX's info log shows each rank's endpoint transports: tcp, and
+// none of the shared-memory ones it picks by default), and every collective is still exact.
+TEST(ProcessCollectivesOverTcp, EveryCollectiveIsExactWithUcxTlsTcpSelf) {
+  RunResult r = runJob(3, {"full"}, {"UCX_TLS=tcp,self", "UCX_LOG_LEVEL=info"}, 240);
   ASSERT_FALSE(r.timedOut) << describe(r);
-  EXPECT_NE(r.exitCode(), 0) << describe(r);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_NE(outcomeOf(r, rank).find(": OK "), std::string::npos) << "rank " << rank << "\n" << describe(r);
+  std::vector<int> tcpEndpoints(3, 0);
+  for (const auto& line : r.outLines()) {
+    if (line.find("ep_cfg[") == std::string::npos) continue;
+    for (const char* shm : {"sysv/", "posix/", "cma/", "xpmem/", "knem/"})
+      EXPECT_EQ(line.find(shm), std::string::npos) << "shared memory despite UCX_TLS=tcp,self: " << line;
+    for (int rank = 0; rank < 3; ++rank)
+      if (line.rfind("[" + std::to_string(rank) + "] ", 0) == 0 && line.find("tcp/") != std::string::npos)
+        ++tcpEndpoints[rank];
+  }
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_GT(tcpEndpoints[rank], 0) << "rank " << rank << " logged no tcp endpoint\n" << describe(r);
+}
+
+// Once with the default error mode (shared memory between same-host ranks, which UCX cannot
+// watch: the neighbour watch and the timeouts catch the death) and once with TSR_ERR_MODE=peer
+// (UCX peer-failure mode on every endpoint).
+class ProcessKilled : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProcessKilled, KilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
+  RunResult r = runJob(4, {"kill", "2"}, {"TSR_TIMEOUT_MS=5000", "TSR_ERR_MODE=" + GetParam()}, 90);
+  ASSERT_FALSE(r.timedOut) << describe(r);
   for (int rank : {0, 1, 3}) {
     std::string line = outcomeOf(r, rank);
     long ms = failedAfterMs(line);
@@ -72,9 +103,15 @@ TEST(ProcessFaults, KilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
     EXPECT_LE(ms, 5000 + 2000) << line;
     EXPECT_NE(line.find("rank 2"), std::string::npos) << "the dead rank is not named: " << line;
   }
-  // tsrun names the rank that failed first.
-  EXPECT_NE(r.err.find("rank 2"), std::string::npos) << describe(r);
+  // tsrun names the rank that failed first, how it ended, and exits with its status
+  // (128 + SIGKILL).
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("(^|\n)tsrun: rank 2 \\(host [^)]+\\) killed by signal SIGKILL\n")))
+      << describe(r);
+  EXPECT_EQ(r.exitCode(), 128 + 9) << describe(r);
 }
+
+INSTANTIATE_TEST_SUITE_P(ErrMode, ProcessKilled, ::testing::Values("auto", "peer"),
+                         [](const auto& info) { return info.param; });
 
 TEST(ProcessFaults, StoppedRankMakesTheOthersTimeOut) {
   RunResult r = runJob(4, {"stop", "1"}, {"TSR_TIMEOUT_MS=4000"}, 90);
@@ -106,10 +143,60 @@ TEST_P(ProcessMismatch, EveryRankGetsMismatchNamingTheField) {
     EXPECT_NE(line.find("TSR_ERR_MISMATCH"), std::string::npos) << "rank " << rank << ": " << line << "\n" << describe(r);
     EXPECT_NE(line.find(field), std::string::npos) << line;
     EXPECT_LT(failedAfterMs(line), 10000) << line;
+    // Both sides of the disagreement are named: rank 1 and the neighbour that compared
+    // headers with it ("<field> differs: rank A called ... but rank B called ...").
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, std::regex(field + " differs: rank ([0-9]+) called .* but rank ([0-9]+) called")))
+        << line;
+    int a = std::stoi(m[1]), b = std::stoi(m[2]);
+    EXPECT_NE(a, b) << line;
+    EXPECT_TRUE(a == 1 || b == 1) << "rank 1 (the odd one) is not named: " << line;
+    EXPECT_TRUE((a == 0 || a == 2 || b == 0 || b == 2)) << "rank 1's neighbour is not named: " << line;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fields, ProcessMismatch, ::testing::Values("count", "dtype", "op"));
+
+std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// TSR_LOG_FILE with %r and %h: one file per rank, named by rank and host, holding that rank's
+// lines (each tagged with its rank) and only lines at or above TSR_LOG_LEVEL.
+TEST(ProcessLogging, LogFilePerRankIsNamedByRankAndHostAndTagsEveryLine) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tsr_log_file_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  RunResult r = runJob(3, {"barrier"}, {"TSR_LOG_FILE=" + (dir / "job-%r-%h.log").string(), "TSR_LOG_LEVEL=info"}, 60);
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  ASSERT_EQ(r.exitCode(), 0) << describe(r);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) (void)entry, ++files;
+  EXPECT_EQ(files, 3) << "expected exactly job-<rank>-" << host << ".log for ranks 0..2";
+  for (int rank = 0; rank < 3; ++rank) {
+    fs::path file = dir / ("job-" + std::to_string(rank) + "-" + host + ".log");
+    ASSERT_TRUE(fs::exists(file)) << file;
+    std::string text = readFile(file);
+    std::string tag = "[tessera rank " + std::to_string(rank) + "]";
+    // Info lines are there (creation logs one), every line carries this rank's tag...
+    EXPECT_NE(text.find("communicator ready: rank " + std::to_string(rank) + " of 3"), std::string::npos) << text;
+    std::istringstream lines(text);
+    int count = 0;
+    for (std::string line; std::getline(lines, line); ++count)
+      EXPECT_NE(line.find(tag), std::string::npos) << file << ": " << line;
+    EXPECT_GT(count, 0);
+    // ... and debug lines (the ring order, logged at creation) are not, at level info.
+    EXPECT_EQ(text.find("[debug]"), std::string::npos) << text;
+    EXPECT_EQ(text.find("ring order"), std::string::npos) << text;
+  }
+  fs::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace tsr

@@ -3,6 +3,7 @@
 // rank's outcome from tsrun's output.
 //
 //   fault_worker full              every collective, dtype and op, in and out of place, checked
+//   fault_worker barrier           one barrier (for tests of what creation leaves behind: logs)
 //   fault_worker kill R            rank R SIGKILLs itself in the middle of a long allreduce
 //   fault_worker stop R            rank R SIGSTOPs itself in the middle of a long allreduce
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -86,7 +87,7 @@ int runMismatch(Communicator& comm, const std::string& field) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "full";
   std::string arg = argc > 2 ? argv[2] : "";
-  if (mode != "full") signal(SIGTERM, SIG_IGN);
+  if (mode != "full" && mode != "barrier") signal(SIGTERM, SIG_IGN);
   auto created = Communicator::createFromEnvironment();
   if (!created.isOk()) {
     std::printf("rank ?: cannot create the communicator: %s\n", created.status().toString().c_str());
@@ -94,6 +95,12 @@ int main(int argc, char** argv) {
   }
   Communicator& comm = *created.value();
   if (mode == "full") return runFull(comm);
+  if (mode == "barrier") {
+    auto req = comm.barrier();
+    Status st = req.isOk() ? req.value()->wait() : req.status();
+    std::printf("rank %d: %s\n", comm.rank(), st.isOk() ? "OK barrier" : st.toString().c_str());
+    return st.isOk() ? 0 : 1;
+  }
   if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL);
   if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP);
   if (mode == "mismatch") return runMismatch(comm, arg);

@@ -27,6 +27,11 @@ runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint1
 
 void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
               const std::map<std::string, std::string>& settings) {
+  runRanksEach(size, body, [&](int) { return settings; });
+}
+
+void runRanksEach(int size, const std::function<void(runtime::Communicator&)>& body,
+                  const std::function<Settings(int rank)>& settingsOf) {
   auto reserved = PortReservation::reserve(size, true);
   ASSERT_TRUE(reserved.isOk()) << reserved.status().toString();
   PortReservation reservation = reserved.take();  // held until every rank has finished
@@ -37,7 +42,7 @@ void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
     threads.emplace_back([&, r] {
       runtime::Config config;
       config.set("TSR_BOOTSTRAP_TIMEOUT_MS", "20000").ignore();
-      for (const auto& [k, v] : settings) {
+      for (const auto& [k, v] : settingsOf(r)) {
         Status st = config.set(k, v);
         if (!st.isOk()) failures[r] = st.toString();
       }

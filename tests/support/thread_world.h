@@ -23,4 +23,9 @@ runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint1
 void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
               const std::map<std::string, std::string>& settings = {});
 
+// Like runRanks, with settings that may differ per rank (settingsOf(rank)).
+using Settings = std::map<std::string, std::string>;
+void runRanksEach(int size, const std::function<void(runtime::Communicator&)>& body,
+                  const std::function<Settings(int rank)>& settingsOf);
+
 }  // namespace tsr::testing

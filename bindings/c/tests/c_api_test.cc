@@ -3,7 +3,10 @@
 // error path returning a status with a message in tsr_last_error() that names what was wrong.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <functional>
+#include <latch>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,8 +19,10 @@ namespace {
 std::string lastError() { return tsr_last_error(); }
 
 // Runs body(comm, rank) on n threads, each with its own communicator from explicit params.
+// local(r) gives rank r's (local_rank, local_size); by default every rank is on one host.
 template <typename Body>
-void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>> extra = {}) {
+void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>> extra = {},
+               std::function<std::pair<int, int>(int)> local = nullptr) {
   auto reserved = tsr::PortReservation::reserve(n, true);
   ASSERT_TRUE(reserved.isOk());
   std::string peers;
@@ -27,8 +32,10 @@ void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       std::string rank = std::to_string(r), size = std::to_string(n);
+      auto [lr, ls] = local ? local(r) : std::pair<int, int>{r, n};
+      std::string localRank = std::to_string(lr), localSize = std::to_string(ls);
       std::vector<tsr_param_t> params{{"rank", rank.c_str()}, {"size", size.c_str()},
-                                      {"local_rank", rank.c_str()}, {"local_size", size.c_str()},
+                                      {"local_rank", localRank.c_str()}, {"local_size", localSize.c_str()},
                                       {"peers", peers.c_str()}, {"secret", "c-api-test"}};
       for (const auto& [k, v] : extra) params.push_back({k.c_str(), v.c_str()});
       tsr_comm_t comm = nullptr;
@@ -113,16 +120,66 @@ TEST(CApi, UnknownOrBadConfigKeysAreNamed) {
   EXPECT_EQ(comm, nullptr);
 }
 
-TEST(CApi, MismatchReachesEveryRankAndAbortIsFinal) {
+// A mismatch fails the collective on every rank, naming both ranks and the field, and leaves
+// the communicator unusable (aborted) from then on.
+TEST(CApi, MismatchReachesEveryRankAndLeavesTheCommunicatorAborted) {
   runCRanks(3, [](tsr_comm_t comm, int r) {
     std::vector<float> x(100);
     size_t count = r == 1 ? 99 : 100;
     EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_MISMATCH) << lastError();
-    EXPECT_NE(lastError().find("count"), std::string::npos) << lastError();
+    std::string error = lastError();
+    EXPECT_NE(error.find("count differs"), std::string::npos) << error;
+    // Rank 1 (the odd one) and a neighbour that compared headers with it.
+    EXPECT_NE(error.find("rank 1 called"), std::string::npos) << error;
+    EXPECT_TRUE(error.find("rank 0 called") != std::string::npos || error.find("rank 2 called") != std::string::npos)
+        << error;
     // The communicator is unusable from then on, and says why.
     EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << lastError();
     EXPECT_NE(lastError().find("MISMATCH"), std::string::npos) << lastError();
   }, {{"timeout_ms", "20000"}});
+}
+
+// tsr_comm_abort on one rank: the peers' pending collective (posted, waiting for the aborting
+// rank) fails with TSR_ERR_ABORTED naming it, and every later collective fails the same way on
+// every rank, the aborting one included: abort is final. The aborting rank destroys its
+// communicator right after (runCRanks): the notice must still reach the peers first.
+TEST(CApi, AbortFailsThePeersPendingCollectiveAndIsFinal) {
+  std::latch posted(2);
+  runCRanks(3, [&](tsr_comm_t comm, int r) {
+    std::vector<float> x(4096, 1.0f);
+    if (r == 2) {
+      posted.wait();  // ranks 0 and 1 have posted the allreduce that waits for this rank
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ASSERT_EQ(tsr_comm_abort(comm), TSR_OK) << lastError();
+    } else {
+      tsr_request_t req = nullptr;
+      ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK) << lastError();
+      EXPECT_EQ(tsr_test(req), TSR_IN_PROGRESS) << "rank 2 has not joined yet";
+      posted.count_down();
+      EXPECT_EQ(tsr_wait(req), TSR_ERR_ABORTED) << lastError();
+      EXPECT_NE(lastError().find("rank 2 aborted"), std::string::npos) << lastError();
+      EXPECT_EQ(tsr_request_free(req), TSR_OK);
+    }
+    EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_ABORTED)
+        << "rank " << r << ": " << lastError();
+    EXPECT_NE(lastError().find("rank 2 aborted"), std::string::npos) << "rank " << r << ": " << lastError();
+    EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << "rank " << r << ": " << lastError();
+  }, {{"timeout_ms", "20000"}});
+}
+
+// Local rank and size come from the launch (here "local_rank"/"local_size" as a launcher
+// would set them for 2 hosts of 2 ranks), independent of the global rank.
+TEST(CApi, LocalRankIsTheLaunchersLocalRank) {
+  runCRanks(4, [](tsr_comm_t comm, int r) {
+    int rank = -1, localRank = -1;
+    ASSERT_EQ(tsr_comm_rank(comm, &rank), TSR_OK);
+    ASSERT_EQ(tsr_comm_local_rank(comm, &localRank), TSR_OK) << lastError();
+    EXPECT_EQ(rank, r);
+    EXPECT_EQ(localRank, r % 2);
+    EXPECT_EQ(tsr_comm_local_rank(comm, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("local_rank is NULL"), std::string::npos) << lastError();
+  }, {}, [](int r) { return std::pair<int, int>{r % 2, 2}; });
+  EXPECT_EQ(tsr_comm_local_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
 }
 
 TEST(CApi, SelSyncHandle) {

@@ -1,0 +1,100 @@
+// base/logging: TSR_LOG_FILE patterns (%r, %h), the rank in every line, and level filtering.
+// The logger registry is process-wide, so each test configures it afresh and writes to its own
+// file.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "base/logging.h"
+
+namespace tsr {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class LoggingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tsr_logging_test_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    log::configure({});  // back to stderr, closing the test's file
+    fs::remove_all(dir_);
+  }
+  // Configures a file sink, logs one line per level through `layer`, flushes, and returns the
+  // file's text.
+  std::string logAllLevels(const std::string& level, int rank, const std::string& layer) {
+    std::string pattern = (dir_ / "log-%r-%h.txt").string();
+    log::configure({level, pattern, rank, "nodeA"});
+    auto logger = log::get(layer);
+    logger->trace("trace line");
+    logger->debug("debug line");
+    logger->info("info line");
+    logger->warn("warn line");
+    logger->error("error line");
+    logger->flush();
+    fs::path file = dir_ / ("log-" + std::to_string(rank) + "-nodeA.txt");
+    EXPECT_TRUE(fs::exists(file)) << file;
+    return readFile(file);
+  }
+  fs::path dir_;
+};
+
+TEST(LogFilePattern, ExpandsRankAndHostEverywhereAndLeavesOtherPercentsAlone) {
+  EXPECT_EQ(log::expandFilePattern("/tmp/tsr-%r.log", 3, "nodeA"), "/tmp/tsr-3.log");
+  EXPECT_EQ(log::expandFilePattern("/logs/%h/rank%r-of-%h.txt", 12, "gpu-07"), "/logs/gpu-07/rank12-of-gpu-07.txt");
+  EXPECT_EQ(log::expandFilePattern("%r%r%h", 0, "h"), "00h");
+  EXPECT_EQ(log::expandFilePattern("plain.log", 5, "x"), "plain.log");
+  EXPECT_EQ(log::expandFilePattern("100%-%d-%", 1, "x"), "100%-%d-%");
+}
+
+TEST_F(LoggingTest, FileIsNamedByRankAndHostAndEveryLineCarriesTheRank) {
+  std::string text = logAllLevels("info", 7, "logging-test-a");
+  EXPECT_NE(text.find("info line"), std::string::npos) << text;
+  std::istringstream lines(text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    EXPECT_NE(line.find("[tessera rank 7]"), std::string::npos) << line;
+    EXPECT_NE(line.find("[logging-test-a]"), std::string::npos) << line;
+  }
+  EXPECT_EQ(count, 3) << text;  // info, warn, error
+}
+
+TEST_F(LoggingTest, LevelFiltersLowerLevels) {
+  std::string warn = logAllLevels("warn", 1, "logging-test-b");
+  EXPECT_EQ(warn.find("debug line"), std::string::npos) << warn;
+  EXPECT_EQ(warn.find("info line"), std::string::npos) << warn;
+  EXPECT_EQ(warn.find("trace line"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("warn line"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("error line"), std::string::npos) << warn;
+
+  std::string error = logAllLevels("error", 2, "logging-test-b");
+  EXPECT_EQ(error.find("warn line"), std::string::npos) << error;
+  EXPECT_NE(error.find("error line"), std::string::npos) << error;
+
+  // Reconfiguring applies to loggers that already exist: debug now shows, trace still not.
+  std::string debug = logAllLevels("debug", 3, "logging-test-b");
+  EXPECT_NE(debug.find("debug line"), std::string::npos) << debug;
+  EXPECT_NE(debug.find("[debug]"), std::string::npos) << debug;
+  EXPECT_EQ(debug.find("trace line"), std::string::npos) << debug;
+
+  std::string trace = logAllLevels("trace", 4, "logging-test-b");
+  EXPECT_NE(trace.find("trace line"), std::string::npos) << trace;
+}
+
+}  // namespace
+}  // namespace tsr
