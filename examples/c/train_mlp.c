@@ -107,7 +107,15 @@ static void parse_args(int argc, char** argv, options_t* o) {
     }
     i += takes;
   }
+  static const char* known[] = {"dense", "marsit", "spardl", "selsync", "covap"};
   for (char* tok = strtok(algo_list, ","); tok; tok = strtok(NULL, ",")) {
+    int ok = 0;
+    for (int k = 0; k < 5; ++k) ok |= !strcmp(tok, known[k]);
+    if (!ok) { /* checked before the job starts, not after the first algorithms ran */
+      fprintf(stderr, "train_mlp: --algo: unknown algorithm \"%s\" (dense, marsit, spardl, "
+              "selsync, covap)\n", tok);
+      exit(2);
+    }
     if (o->nalgos == kMaxAlgos) {
       fprintf(stderr, "train_mlp: --algo: more than %d algorithms\n", kMaxAlgos);
       exit(2);

@@ -19,6 +19,8 @@ typedef struct sync_state sync_t;
 /* NULL with a message in err for an unknown algorithm or a failed create (the C API's error). */
 sync_t* sync_create(const char* algo, tsr_comm_t comm, const mlp_shape_t* shape,
                     const sync_options_t* opt, char* err, size_t errlen);
+/* Before the forward pass: COVAP's step clock starts here, so the computation its CCR
+ * profile measures is forward plus backward. */
 tsr_status_t sync_begin(sync_t* s);
 /* mlp_layer_ready_fn: starts this layer's communication at once where the algorithm can. */
 void sync_layer_ready(void* s, int layer, float* grad_block);
