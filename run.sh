@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# ./run.sh: install what is missing, build, then run the main job: a 4-rank local job
-# launched by tsrun that runs every collective, checks the results and prints a table.
-# Extra arguments go to tsrun before the program (e.g. ./run.sh -np 3).
+# ./run.sh: install what is missing, build, then run the main job on 4 local ranks (tsrun):
+#   1. tsr-check: every collective, checked against a float64 reference, as a table;
+#   2. the MLP trainer (issue 7): the digits set trained with dense, Marsit, SparDL, SelSync
+#      and COVAP, one row each (time and bytes per step, test accuracy), written as JSON lines.
+# Both always run; the exit status is non-zero if either failed.
+# Extra arguments go to tsrun before each program (e.g. ./run.sh -np 3).
 set -euo pipefail
 source "$(dirname "$0")/scripts/common.sh"
 cd "$TSR_ROOT"
 tsr_install_missing
 tsr_build build -DCMAKE_BUILD_TYPE=Release >/dev/null
-exec build/bin/tsrun -np 4 --hostfile tools/hostfiles/local4 "$@" build/bin/tsr-check
+status=0
+build/bin/tsrun -np 4 --hostfile tools/hostfiles/local4 "$@" build/bin/tsr-check || status=$?
+
+json=$TSR_ROOT/build/mlp-trainer.jsonl
+rm -f "$json"
+if digits=$(tsr_fetch_digits); then
+  build/bin/tsrun -np 4 --hostfile tools/hostfiles/local4 "$@" build/bin/example-train-mlp \
+    --data "$digits" --epochs 30 --json "$json" || status=$?
+else
+  status=1
+fi
+[ -s "$json" ] && echo "tessera: MLP trainer results (JSON lines): $json"
+exit "$status"

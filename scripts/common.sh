@@ -4,7 +4,7 @@
 TSR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TSR_PACKAGES=(cmake ninja-build g++ pkg-config libucx-dev ucx-utils libhwloc-dev hwloc
               libboost-dev libspdlog-dev libfmt-dev libgtest-dev libssl-dev libcli11-dev
-              iproute2)
+              iproute2 zlib1g-dev)
 
 tsr_install_missing() {
   local missing=()
@@ -28,4 +28,41 @@ tsr_build() {
       cat "$dir.configure.log"; echo "tessera: configure failed ($dir)"; return 1; }
   fi
   cmake --build "$dir" -j"$(nproc)"
+}
+
+# tsr_fetch_digits [FILE]: the sklearn "digits" set (1797 8x8 images) for the MLP trainer,
+# taken from Debian's python3-sklearn .deb (fetched with apt-get download, not installed:
+# none of its dependencies are needed) only when FILE (default build/data/digits.csv.gz) is
+# missing. Prints FILE's path on stdout; messages go to stderr.
+tsr_fetch_digits() {
+  local dest=${1:-$TSR_ROOT/build/data/digits.csv.gz}
+  if [ -s "$dest" ]; then echo "$dest"; return 0; fi
+  mkdir -p "$(dirname "$dest")"
+  local tmp member pkg
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt's _apt user writes the download here when run as root
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  for pkg in python3-sklearn python3-sklearn-lib; do
+    # A machine that never ran apt-get update has no package lists: update once, retry.
+    (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1) ||
+      { $sudo apt-get update -qq >/dev/null 2>&1 && (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1); } ||
+      continue
+    member=$(dpkg-deb -c "$tmp"/"$pkg"_*.deb | awk '{print $NF}' | grep '/sklearn/datasets/data/digits.csv.gz$' | head -1)
+    [ -n "$member" ] || continue
+    dpkg-deb --fsys-tarfile "$tmp"/"$pkg"_*.deb | tar -xO "$member" >"$tmp/digits.csv.gz"
+    break
+  done
+  local rows
+  rows=$(gzip -dc "$tmp/digits.csv.gz" 2>/dev/null | wc -l)
+  if [ "$rows" != 1797 ]; then
+    echo "tessera: could not get digits.csv.gz from Debian's python3-sklearn (apt-get download;" \
+         "got ${rows:-0} rows, expected 1797). Put the file at $dest by hand." >&2
+    rm -rf "$tmp"
+    return 1
+  fi
+  mv "$tmp/digits.csv.gz" "$dest"
+  rm -rf "$tmp"
+  echo "tessera: fetched $dest (from the $pkg package)" >&2
+  echo "$dest"
 }
