@@ -56,6 +56,11 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   TSR_RETURN_IF_ERROR(topoError);
   logger->debug("rank {}: {}", rank_, placed.description);
   TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_));
+  // Scratch (staging chunks, work copies) is reused every step: register it with UCX once.
+  std::shared_ptr<transport::RegisteredMemory> registered = transport_->registeredMemory();
+  scratchPool_ = std::make_shared<ScratchPool>(std::make_shared<const ScratchMemory>(ScratchMemory{
+      "ucp_mem_map", [registered](size_t bytes) { return registered->allocate(bytes); },
+      [registered](void* block) { registered->release(block); }}));
   PeerCard mine{transport_->localAddress(), localHostname(), localHostId(config.get("TSR_TEST_HOST_ID")), placed.numaNode,
                 placed.locality};
   std::vector<std::string> blobs{mine.encode()};

@@ -88,6 +88,8 @@ class Communicator {
   Status health() const;
   // The dense algorithm selection and its link model (cost_model.h), for tools and tests.
   const DenseSelector& selector() const { return *selector_; }
+  // Where collectives' scratch comes from (registered with UCX), for tools and tests.
+  const ScratchPool& scratchPool() const { return *scratchPool_; }
   // Bytes this rank has sent through the transport so far.
   uint64_t bytesSent() const;
 

@@ -5,6 +5,28 @@
 
 namespace tsr::runtime {
 
+namespace {
+std::shared_ptr<const ScratchMemory> heapMemory() {
+  static const auto heap = std::make_shared<const ScratchMemory>(ScratchMemory{
+      "aligned_alloc",
+      [](size_t bytes) -> Result<void*> {
+        void* p = std::aligned_alloc(64, bytes);
+        if (!p) return Status(Code::kInternal, "cannot allocate " + std::to_string(bytes) + " bytes of scratch");
+        return p;
+      },
+      [](void* p) { std::free(p); }});
+  return heap;
+}
+}  // namespace
+
+ScratchPool::ScratchPool(std::shared_ptr<const ScratchMemory> memory)
+    : memory_(memory ? std::move(memory) : heapMemory()) {}
+
+size_t ScratchPool::blocksAllocated() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return allocated_;
+}
+
 Result<std::shared_ptr<void>> ScratchPool::acquire(size_t bytes) {
   bytes = (bytes + 63) / 64 * 64;
   void* block = nullptr;
@@ -21,14 +43,14 @@ Result<std::shared_ptr<void>> ScratchPool::acquire(size_t bytes) {
     }
   }
   if (!block) {
-    block = std::aligned_alloc(64, bytes);
-    if (!block)
-      return Status(Code::kInternal, "cannot allocate " + std::to_string(bytes) + " bytes of scratch");
+    TSR_ASSIGN_OR_RETURN(block, memory_->allocate(bytes));
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++allocated_;
   }
   std::weak_ptr<ScratchPool> pool = weak_from_this();
-  return std::shared_ptr<void>(block, [pool, size](void* p) {
+  return std::shared_ptr<void>(block, [pool, size, memory = memory_](void* p) {
     if (auto alive = pool.lock()) alive->giveBack(p, size);
-    else std::free(p);
+    else memory->release(p);
   });
 }
 
@@ -40,7 +62,7 @@ void ScratchPool::giveBack(void* block, size_t bytes) {
   while (freeBytes_ > kMaxFreeBytes && !free_.empty()) {
     auto largest = std::prev(free_.end());
     freeBytes_ -= largest->first;
-    std::free(largest->second);
+    memory_->release(largest->second);
     free_.erase(largest);
   }
 }
@@ -51,7 +73,7 @@ size_t ScratchPool::idleBytes() const {
 }
 
 ScratchPool::~ScratchPool() {
-  for (auto& [size, block] : free_) std::free(block);
+  for (auto& [size, block] : free_) memory_->release(block);
 }
 
 }  // namespace tsr::runtime

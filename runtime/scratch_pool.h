@@ -2,20 +2,38 @@
 // copies), so a training loop that calls the same collectives every step does not pay for
 // fresh pages (page faults) every time. Thread-safe; blocks come back when the last holder
 // (the running task) lets go. Keeps at most kMaxFreeBytes of idle memory.
+// Blocks come from a ScratchMemory: a communicator's pool uses its transport's registered
+// memory (ucp_mem_map), so UCX need not register scratch again on zero-copy paths; tests and
+// the default use aligned_alloc. A block held past the pool's life is released through the
+// ScratchMemory, which the block's deleter keeps alive.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "base/status.h"
 
 namespace tsr::runtime {
 
+struct ScratchMemory {
+  std::string name;                                 // for logs and tests
+  std::function<Result<void*>(size_t)> allocate;    // 64-byte aligned at least
+  std::function<void(void*)> release;
+};
+
 class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
  public:
   static constexpr size_t kMaxFreeBytes = size_t{512} << 20;
+
+  // memory: where blocks come from; null = aligned_alloc / free.
+  explicit ScratchPool(std::shared_ptr<const ScratchMemory> memory = nullptr);
+  const std::string& memoryName() const { return memory_->name; }
+  // Blocks obtained from the memory so far (reuse keeps this flat).
+  size_t blocksAllocated() const;
 
   // A 64-byte aligned block of at least `bytes`; returned to the pool when released.
   Result<std::shared_ptr<void>> acquire(size_t bytes);
@@ -24,6 +42,8 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
 
  private:
   void giveBack(void* block, size_t bytes);
+  std::shared_ptr<const ScratchMemory> memory_;
+  size_t allocated_ = 0;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> free_;  // size -> block
   size_t freeBytes_ = 0;

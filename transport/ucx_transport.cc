@@ -71,6 +71,7 @@ Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size) {
 }
 
 Status UcxTransport::init() {
+  TSR_ASSIGN_OR_RETURN(registered_, RegisteredMemory::create());
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
@@ -128,8 +129,6 @@ UcxTransport::~UcxTransport() {
       ucp_request_free(req);
     }
     discardUnexpected();
-    for (auto& [pointer, memh] : registrations_)
-      ucp_mem_unmap(static_cast<ucp_context_h>(context_->handle()), static_cast<ucp_mem_h>(memh));
     ucp_worker_destroy(worker);
   }
   if (epollFd_ >= 0) close(epollFd_);
@@ -318,33 +317,6 @@ void UcxTransport::waitForEvents(int timeoutMs) {
 void UcxTransport::wake() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t w = write(wakeFd_, &one, sizeof one);
-}
-
-Result<void*> UcxTransport::allocateRegistered(size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
-                  UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
-  mp.address = nullptr;
-  mp.length = bytes;
-  mp.flags = UCP_MEM_MAP_ALLOCATE;
-  ucp_mem_h memh = nullptr;
-  ucs_status_t st = ucp_mem_map(static_cast<ucp_context_h>(context_->handle()), &mp, &memh);
-  if (st != UCS_OK)
-    return Status(Code::kTransport, "ucp_mem_map of " + std::to_string(bytes) +
-                                        " bytes: " + ucs_status_string(st));
-  ucp_mem_attr_t attr{};
-  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-  ucp_mem_query(memh, &attr);
-  registrations_[attr.address] = memh;
-  return attr.address;
-}
-
-void UcxTransport::releaseRegistered(void* pointer) {
-  auto it = registrations_.find(pointer);
-  if (it == registrations_.end()) return;
-  ucp_mem_unmap(static_cast<ucp_context_h>(context_->handle()), static_cast<ucp_mem_h>(it->second));
-  registrations_.erase(it);
 }
 
 }  // namespace tsr::transport

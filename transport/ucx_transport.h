@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transport/registered_memory.h"
 #include "transport/transport.h"
 
 namespace tsr::transport {
@@ -49,9 +50,9 @@ class UcxTransport final : public Transport {
   bool supportsMemoryType(MemoryType type) const override;
   uint64_t bytesSent() const override { return bytesSent_.load(std::memory_order_relaxed); }
 
-  // Registered (ucp_mem_map) host memory for buffers that are reused across collectives.
-  Result<void*> allocateRegistered(size_t bytes);
-  void releaseRegistered(void* pointer);
+  // Registered (ucp_mem_map) host memory for buffers that are reused across collectives
+  // (transport/registered_memory.h); shared, so it may outlive this transport.
+  const std::shared_ptr<RegisteredMemory>& registeredMemory() const { return registered_; }
 
   // Marks a peer failed (error handler) and remembers why.
   void markPeerFailed(int peer, const std::string& why);
@@ -81,7 +82,7 @@ class UcxTransport final : public Transport {
   std::vector<bool> left_;  // said goodbye (see markPeerLeft)
   bool closing_ = false;
   bool abandonOnClose_ = false;
-  std::unordered_map<void*, void*> registrations_;  // pointer -> ucp_mem_h
+  std::shared_ptr<RegisteredMemory> registered_;
   std::atomic<uint64_t> bytesSent_{0};
 };
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "runtime/scratch_pool.h"
 
@@ -41,6 +42,40 @@ TEST(ScratchPool, IdleMemoryIsCappedAndBlocksOutliveThePool) {
   EXPECT_LE(pool->idleBytes(), ScratchPool::kMaxFreeBytes);
   pool.reset();  // a block still held is freed by its holder, not returned to a dead pool
   keep.reset();
+}
+
+// A pool over a counting memory: blocks come from it once, are reused, and every block goes
+// back to it exactly once, also a block still held when the pool dies.
+TEST(ScratchPool, BlocksComeFromAndReturnToItsMemory) {
+  struct Counts {
+    int allocated = 0, released = 0;
+  };
+  auto counts = std::make_shared<Counts>();
+  auto memory = std::make_shared<ScratchMemory>(ScratchMemory{
+      "counting",
+      [counts](size_t bytes) -> Result<void*> {
+        ++counts->allocated;
+        return std::aligned_alloc(64, bytes);
+      },
+      [counts](void* p) {
+        ++counts->released;
+        std::free(p);
+      }});
+  auto pool = std::make_shared<ScratchPool>(memory);
+  EXPECT_EQ(pool->memoryName(), "counting");
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(pool->acquire(4096).isOk());
+  EXPECT_EQ(counts->allocated, 1);
+  EXPECT_EQ(pool->blocksAllocated(), 1u);
+  auto held = pool->acquire(4096);
+  auto second = pool->acquire(4096);
+  ASSERT_TRUE(held.isOk() && second.isOk());
+  EXPECT_EQ(counts->allocated, 2);
+  std::shared_ptr<void> keep = held.take();
+  second = Status(Code::kInternal, "dropped");
+  pool.reset();  // frees the idle block through the memory
+  EXPECT_EQ(counts->released, 1);
+  keep.reset();  // the held block too, though its pool is gone
+  EXPECT_EQ(counts->released, 2);
 }
 
 }  // namespace

@@ -90,13 +90,26 @@ TEST(UcxTransport, CancelledReceiveCompletesWithAnError) {
   EXPECT_TRUE(r.status.isError());
 }
 
-TEST(UcxTransport, RegisteredMemoryIsUsable) {
+TEST(UcxTransport, RegisteredMemoryIsUsableAndOutlivesItsTransport) {
   auto world = makeWorld(1);
-  auto mem = world[0]->allocateRegistered(1 << 20);
-  ASSERT_TRUE(mem.isOk()) << mem.status().toString();
-  static_cast<char*>(mem.value())[(1 << 20) - 1] = 7;
-  world[0]->releaseRegistered(mem.value());
-  EXPECT_TRUE(world[0]->supportsMemoryType(MemoryType::kHost));
+  std::shared_ptr<RegisteredMemory> memory = world[0]->registeredMemory();
+  ASSERT_TRUE(memory);
+  auto a = memory->allocate(1 << 20);
+  auto b = memory->allocate(100);
+  ASSERT_TRUE(a.isOk() && b.isOk()) << a.status().toString() << b.status().toString();
+  static_cast<char*>(a.value())[(1 << 20) - 1] = 7;
+  EXPECT_TRUE(memory->contains(a.value()));
+  EXPECT_EQ(memory->blocks(), 2u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.value()) % 64, 0u);
+  memory->release(a.value());
+  EXPECT_FALSE(memory->contains(a.value()));
+  int local = 0;
+  memory->release(&local);  // not ours: ignored
+  EXPECT_EQ(memory->blocks(), 1u);
+  world.clear();  // the transport goes; the memory and its context stay
+  static_cast<char*>(b.value())[99] = 1;
+  memory->release(b.value());
+  EXPECT_EQ(memory->blocks(), 0u);
 }
 
 }  // namespace
