@@ -253,7 +253,7 @@ TEST_P(TorusCollectives, AllreduceEveryTypeOpAndCount) {
 INSTANTIATE_TEST_SUITE_P(Ranks, TorusCollectives, ::testing::Values(4, 5, 6, 8),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
+INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
 
 }  // namespace

@@ -62,6 +62,8 @@ TEST_P(ForcedAlgorithms, AllreduceEveryTypeOpAndCount) {
     int size = comm.size();
     // hier needs a grid (4 = 2x2, 6 = 3x2 on one host); without one the next choice serves.
     bool serves = algo != "hier" || !comm.torusGrid().empty();
+    // N = 2, 3, 5 have no grid: hier must fall back there (and only there).
+    if (algo == "hier") EXPECT_EQ(serves, size != 2 && size != 3 && size != 5) << size;
     for (DataType t : kTypes)
       for (ReduceOp op : kOps)
         for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(size - 1),
@@ -79,8 +81,57 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ForcedAlgorithms,
                          ::testing::Values(Forced{2, "rabenseifner"}, Forced{3, "rabenseifner"}, Forced{4, "rabenseifner"},
                                            Forced{5, "rabenseifner"}, Forced{6, "rabenseifner"},
                                            Forced{4, "hier"}, Forced{5, "hier"}, Forced{6, "hier"},
+                                           Forced{2, "hier"}, Forced{3, "hier"},
+                                           Forced{2, "doubling"}, Forced{3, "doubling"},
                                            Forced{4, "doubling"}, Forced{5, "doubling"},
-                                           Forced{3, "ring"}),
+                                           Forced{6, "doubling"},
+                                           Forced{2, "ring"}, Forced{3, "ring"}, Forced{4, "ring"},
+                                           Forced{5, "ring"}, Forced{6, "ring"}),
+                         [](const auto& info) {
+                           return std::string(info.param.algo) + "N" + std::to_string(info.param.ranks);
+                         });
+
+// TSR_ALGO=ring / bruck for all-gather: every dtype at counts 0, 1, N-1, N+1 and f32 at
+// 2^20+3 per rank, in place (input = own block of the output) and out of place.
+class ForcedAllgather : public ::testing::TestWithParam<Forced> {};
+
+TEST_P(ForcedAllgather, EveryTypeAndCountInPlaceAndOut) {
+  auto [n, algo] = GetParam();
+  testing::runRanks(n, [algo = std::string(algo)](Communicator& comm) {
+    int size = comm.size();
+    auto value = [](int rank, size_t j) { return rank * 13.0 + static_cast<double>(j % 11); };
+    auto check = [&](DataType t, size_t count, bool inPlace) {
+      size_t esize = dataTypeSize(t);
+      std::vector<char> in(count * esize + 1), out((count * size + 1) * esize);
+      char* src = inPlace ? out.data() + comm.rank() * count * esize : in.data();
+      for (size_t j = 0; j < count; ++j) storeValue(src, j, t, value(comm.rank(), j));
+      storeValue(out.data(), count * size, t, 77);
+      std::string what = std::string(dataTypeName(t)) + " count " + std::to_string(count) +
+                         (inPlace ? " in-place" : " out-of-place") + " rank " + std::to_string(comm.rank());
+      auto req = comm.allgather(src, out.data(), count, t);
+      ASSERT_TRUE(req.isOk()) << what << ": " << req.status().toString();
+      Status st = req.value()->wait();
+      ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
+      EXPECT_EQ(req.value()->algorithm(), algo) << what;
+      size_t step = count > 1000 ? 991 : 1;
+      for (int r = 0; r < size; ++r) {
+        for (size_t j = 0; j < count; j += step)
+          ASSERT_EQ(loadValue(out.data(), r * count + j, t), value(r, j)) << what << " block " << r << " element " << j;
+        if (count > 0)
+          ASSERT_EQ(loadValue(out.data(), r * count + count - 1, t), value(r, count - 1)) << what << " block " << r;
+      }
+      ASSERT_EQ(loadValue(out.data(), count * size, t), 77) << what << ": wrote past the end";
+    };
+    for (DataType t : kTypes)
+      for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(size - 1), static_cast<size_t>(size + 1)})
+        for (bool inPlace : {false, true}) check(t, count, inPlace);
+    for (bool inPlace : {false, true}) check(DataType::kF32, (size_t{1} << 20) + 3, inPlace);
+  }, {{"TSR_ALGO", algo}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ForcedAllgather,
+                         ::testing::Values(Forced{2, "ring"}, Forced{4, "ring"}, Forced{6, "ring"},
+                                           Forced{2, "bruck"}, Forced{4, "bruck"}, Forced{6, "bruck"}),
                          [](const auto& info) {
                            return std::string(info.param.algo) + "N" + std::to_string(info.param.ranks);
                          });

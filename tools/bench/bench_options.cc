@@ -64,12 +64,14 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
   app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64");
-  app.add_option("-o,--op", op, "sum|avg|min|max|prod");
+  // The spelling: --op names the collective, -o (long form --redop) the reduction;
+  // --collective stays as an alias of --op.
+  app.add_option("-o,--redop", op, "reduction: sum|avg|min|max|prod");
   app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")
       ->check(CLI::Range(0, 1));
-  app.add_option("--collective", coll, "allreduce|allgather|reduce_scatter|broadcast");
+  app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
-                 "auto|ring|torus|hier|rabenseifner|bruck (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
+                 "auto|ring|torus|hier|rabenseifner|doubling (allreduce), ring|bruck (allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
                  "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather (sparse, f32)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
@@ -102,7 +104,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       {"reduce_scatter", Collective::kReduceScatter}, {"broadcast", Collective::kBroadcast}};
   auto it = kColl.find(coll);
   if (it == kColl.end())
-    return Status(Code::kInvalidArgument, "--collective " + coll +
+    return Status(Code::kInvalidArgument, "--op " + coll +
                                               ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
   o.collective = it->second;
   o.check = check == 1;
@@ -110,7 +112,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   if (isMarsit(o)) {
     std::string why = "--algo " + o.algo + ": ";
     if (o.collective != Collective::kAllreduce)
-      return Status(Code::kInvalidArgument, why + "--collective " + coll + " is not accepted (Marsit is an allreduce)");
+      return Status(Code::kInvalidArgument, why + "--op " + coll + " is not accepted (Marsit is an allreduce)");
     if (o.dtype != DataType::kF32)
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (Marsit takes f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
@@ -124,7 +126,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   if (isSparse(o)) {
     std::string why = "--algo " + o.algo + ": ";
     if (o.collective != Collective::kAllreduce)
-      return Status(Code::kInvalidArgument, why + "--collective " + coll + " is not accepted (an allreduce only)");
+      return Status(Code::kInvalidArgument, why + "--op " + coll + " is not accepted (an allreduce only)");
     if (o.dtype != DataType::kF32)
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)

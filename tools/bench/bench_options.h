@@ -1,6 +1,8 @@
 // tsr-bench's command line, parsed into plain data (CLI11), nccl-tests style:
-//   tsr-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-d TYPE] [-o OP]
-//             [-c 0|1] [--op COLLECTIVE] [--algo NAME] [--json FILE] [-F table|csv|peer]
+//   tsr-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-d TYPE]
+//             [-o|--redop sum|avg|min|max|prod] [-c 0|1]
+//             [--op allreduce|allgather|reduce_scatter|broadcast] (alias --collective)
+//             [--algo NAME] [--json FILE] [-F table|csv|peer]
 //             [--min-busbw GBPS] [--rate GBIT] [--density D] [--teams T] [--sag auto|r|b]
 // A repeated option takes its last value, so a script's defaults can be overridden.
 #pragma once
@@ -27,7 +29,7 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   Collective collective = Collective::kAllreduce;
-  std::string algo = "auto";     // auto|ring|torus (TSR_ALGO), marsit|marsit-torus, spardl|topk-allgather
+  std::string algo = "auto";     // auto|ring|torus|hier|rabenseifner|doubling|bruck (TSR_ALGO), marsit|marsit-torus, spardl|topk-allgather
   std::string jsonFile;
   std::string format = "table";  // table | csv | peer (the peer benchmarks' 11 columns)
   double minBusbw = 0;           // GB/s; below it the exit status is non-zero

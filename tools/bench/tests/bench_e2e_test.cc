@@ -1,9 +1,13 @@
 // tsr-bench under the real tsrun: every collective checks clean for several N; a planted wrong
-// value is counted and makes the exit status non-zero; --json writes one object per size.
+// value is counted exactly and makes the exit status non-zero; --json writes one object per
+// size with every required field; -F csv a header and one line per size.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "tools/tsrun/tests/child_process.h"
 
@@ -21,12 +25,24 @@ RunResult bench(int n, std::vector<std::string> args) {
 
 std::string describe(const RunResult& r) { return "exit " + std::to_string(r.exitCode()) + "\n" + r.out + r.err; }
 
+// Rank 0's output lines without tsrun's "[0] " prefix; comments (#) only when asked.
+std::vector<std::string> rank0Lines(const std::string& out, bool comments) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("[0] ", 0) != 0) continue;
+    line = line.substr(4);
+    if (!line.empty() && (comments || line[0] != '#')) lines.push_back(line);
+  }
+  return lines;
+}
+
 class BenchRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(BenchRanks, EveryCollectiveChecksClean) {
   for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
     RunResult r = bench(GetParam(), {"-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "-c", "1",
-                                     "-d", "f64", "-o", "max", "--collective", coll});
+                                     "-d", "f64", "-o", "max", "--op", coll});
     EXPECT_EQ(r.exitCode(), 0) << coll << "\n" << describe(r);
     EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << coll << "\n" << describe(r);
   }
@@ -34,11 +50,58 @@ TEST_P(BenchRanks, EveryCollectiveChecksClean) {
 
 INSTANTIATE_TEST_SUITE_P(N, BenchRanks, ::testing::Values(1, 2, 3, 4));
 
+// Rank 1 corrupts one element of its result in every timed iteration: #wrong is exactly the
+// number of timed iterations (-n 3) in the row, the footer and the JSON line, whatever the
+// collective.
 TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
-  RunResult r = bench(3, {"-b", "1K", "-e", "1K", "-n", "2", "-w", "0", "-c", "1", "--plant-wrong", "1"});
-  EXPECT_NE(r.exitCode(), 0) << describe(r);
-  EXPECT_NE(r.out.find("FAILED"), std::string::npos) << describe(r);
-  EXPECT_EQ(r.out.find("Out of bounds values : 0 "), std::string::npos) << describe(r);
+  std::string file = (std::filesystem::temp_directory_path() / "tsr_bench_planted.json").string();
+  for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
+    RunResult r = bench(3, {"-b", "1K", "-e", "1K", "-n", "3", "-w", "1", "-c", "1", "--op", coll,
+                            "--json", file, "--plant-wrong", "1"});
+    EXPECT_NE(r.exitCode(), 0) << coll << "\n" << describe(r);
+    EXPECT_NE(r.out.find("# Out of bounds values : 3 FAILED"), std::string::npos) << coll << "\n" << describe(r);
+    std::ifstream in(file);
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line)) << coll << ": no JSON line\n" << describe(r);
+    EXPECT_NE(line.find("\"wrong\": 3}"), std::string::npos) << coll << ": " << line;
+    EXPECT_NE(line.find(std::string("\"collective\": \"") + coll + "\""), std::string::npos) << line;
+    // The table's one row; its last column is #wrong.
+    auto rows = rank0Lines(r.out, false);
+    ASSERT_EQ(rows.size(), 1u) << coll << "\n" << describe(r);
+    std::string last;
+    std::istringstream words(rows[0]);
+    for (std::string w; words >> w;) last = w;
+    EXPECT_EQ(last, "3") << rows[0];
+  }
+  std::filesystem::remove(file);
+}
+
+// -F csv: the header line and one line per size (8, 64, 512 B), every field in place.
+TEST(Bench, CsvHasTheHeaderAndOneRowPerSize) {
+  RunResult r = bench(2, {"-b", "8", "-e", "512", "-f", "8", "-n", "2", "-w", "0", "-c", "1", "-F", "csv",
+                          "-d", "i32", "-o", "max", "--algo", "ring"});
+  ASSERT_EQ(r.exitCode(), 0) << describe(r);
+  std::vector<std::string> lines = rank0Lines(r.out, true);  // csv has no comment lines at all
+  ASSERT_EQ(lines.size(), 4u) << describe(r);
+  EXPECT_EQ(lines[0], "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong");
+  const size_t sizes[] = {8, 64, 512};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> f;
+    std::istringstream row(lines[i + 1]);
+    for (std::string field; std::getline(row, field, ',');) f.push_back(field);
+    ASSERT_EQ(f.size(), 11u) << lines[i + 1];
+    EXPECT_EQ(f[0], std::to_string(sizes[i])) << lines[i + 1];
+    EXPECT_EQ(f[1], std::to_string(sizes[i] / 4)) << lines[i + 1];
+    EXPECT_EQ(f[2], "i32");
+    EXPECT_EQ(f[3], "max");
+    EXPECT_EQ(f[4], "ring");
+    EXPECT_EQ(f[5], "2");
+    EXPECT_GT(std::stod(f[6]), 0) << lines[i + 1];
+    EXPECT_GT(std::stod(f[7]), 0) << lines[i + 1];
+    EXPECT_GT(std::stod(f[8]), 0) << lines[i + 1];
+    EXPECT_GT(std::stoull(f[9]), 0u) << lines[i + 1];
+    EXPECT_EQ(f[10], "0") << lines[i + 1];
+  }
 }
 
 TEST(Bench, JsonAndMinBusbw) {
@@ -49,8 +112,16 @@ TEST(Bench, JsonAndMinBusbw) {
   std::ifstream in(file);
   int lines = 0;
   for (std::string line; std::getline(in, line); ++lines) {
-    EXPECT_NE(line.find("\"wire_bytes\""), std::string::npos) << line;
-    EXPECT_NE(line.find("\"nranks\": 2"), std::string::npos) << line;
+    // Every field the issue requires, with its value's shape.
+    for (const char* field : {"\"size\": ", "\"count\": ", "\"type\": \"f32\"", "\"redop\": \"sum\"",
+                              "\"algo\": \"", "\"nranks\": 2", "\"time_us\": ", "\"algbw\": ",
+                              "\"busbw\": ", "\"wire_bytes\": ", "\"wrong\": 0"})
+      EXPECT_NE(line.find(field), std::string::npos) << field << " missing in " << line;
+    size_t size = 64u << lines;
+    EXPECT_NE(line.find("\"size\": " + std::to_string(size) + ","), std::string::npos) << line;
+    EXPECT_NE(line.find("\"count\": " + std::to_string(size / 4) + ","), std::string::npos) << line;
+    EXPECT_EQ(line.front(), '{') << line;
+    EXPECT_EQ(line.back(), '}') << line;
   }
   EXPECT_EQ(lines, 3);
   std::filesystem::remove(file);

@@ -81,7 +81,7 @@ TEST(MarsitBench, CombinationsMarsitCannotServeAreNamed) {
     std::string message;
   };
   for (const Case& c : {Case{{"--algo", "marsit", "-d", "f64"}, "--algo marsit: -d f64"},
-                        Case{{"--algo", "marsit", "--collective", "allgather"}, "--algo marsit: --collective allgather"},
+                        Case{{"--algo", "marsit", "--op", "allgather"}, "--algo marsit: --op allgather"},
                         Case{{"--algo", "marsit-torus", "-o", "max"}, "--algo marsit-torus: -o max"}}) {
     RunResult r = bench(2, c.args);
     EXPECT_NE(r.exitCode(), 0) << describe(r);

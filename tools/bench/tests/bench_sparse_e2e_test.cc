@@ -90,7 +90,7 @@ TEST(SparseBench, CombinationsTheyCannotServeAreNamed) {
   };
   for (const Bad& c : {Bad{{"--algo", "spardl", "-d", "f64"}, "--algo spardl: -d f64"},
                        Bad{{"--algo", "topk-allgather", "-d", "bf16"}, "--algo topk-allgather: -d bf16"},
-                       Bad{{"--algo", "spardl", "--collective", "allgather"}, "--algo spardl: --collective allgather"},
+                       Bad{{"--algo", "spardl", "--op", "allgather"}, "--algo spardl: --op allgather"},
                        Bad{{"--algo", "topk-allgather", "-o", "max"}, "--algo topk-allgather: -o max"},
                        Bad{{"--algo", "spardl", "--teams", "3", "--sag", "r"}, "--sag r needs a power-of-two --teams"},
                        Bad{{"--algo", "spardl", "--density", "0"}, "--density 0"},

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI check on the emulated cluster: a short tsr-bench correctness pass (-c 1, a few sizes) on
-# N hosts at RATE through tools/bench/cluster.sh, which always tears the cluster down.
+# N hosts at RATE through tools/bench/cluster.sh, which tears the cluster down; so does this
+# script's own trap, on any exit or signal.
 #   cluster_check.sh N RATE BUILD_DIR [RANKS_PER_HOST [ALGOS]]
 # ALGOS: space-separated --algo values (default auto), all run in the same cluster session;
 # each must check clean.
@@ -11,9 +12,37 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
   echo "skipped: needs root and ip netns"; exit 77
 fi
-out=$(RANKS_PER_HOST=$per SIZES_MIB=1,4 PEERS=0 TSR_BUILD=$build BENCH_TIMEOUT_S=120 ALGOS=$algos \
-      "$here/../cluster.sh" "$n" "$rate" -c 1 -d f32 2>&1)
+# cluster.sh tears the cluster down itself, but not when it is killed outright or when this
+# script is stopped while it waits (CTest's timeout, Ctrl-C): our own trap then stops
+# cluster.sh's whole session (timeout, tsrun, the ranks) and takes the cluster down, on any
+# exit or signal.
+root=$(cd "$here/../../.." && pwd)
+net=${TSR_SHARED:-$root/../shared}/tools/netcluster.sh
+log=$(mktemp /tmp/tsr-cluster-check.XXXXXX)
+child=
+teardown() {
+  if [ -n "$child" ]; then
+    # The session, not just the process group: timeout(1) puts tsrun in a group of its own.
+    pkill -TERM -s "$child" 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -s "$child" >/dev/null || break; sleep 0.5; done
+    pkill -KILL -s "$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+  fi
+  [ ! -x "$net" ] || "$net" down >/dev/null 2>&1 || true
+  rm -f "$log"
+}
+trap teardown EXIT
+trap 'echo "cluster_check.sh: interrupted"; exit 130' INT
+trap 'echo "cluster_check.sh: terminated"; exit 143' TERM HUP
+# In the background, in a session of its own (setsid), so that the traps run at once (bash
+# defers them while a foreground child runs) and the session can be stopped as one.
+RANKS_PER_HOST=$per SIZES_MIB=1,4 PEERS=0 TSR_BUILD=$build BENCH_TIMEOUT_S=120 ALGOS=$algos \
+  setsid "$here/../cluster.sh" "$n" "$rate" -c 1 -d f32 >"$log" 2>&1 &
+child=$!
+wait "$child"
 status=$?
+child=
+out=$(cat "$log")
 echo "$out"
 leftover=$(ip netns list | grep -E '^tsr' || true)
 [ -z "$leftover" ] || { echo "FAIL: namespaces left behind: $leftover"; exit 1; }
