@@ -124,6 +124,23 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   return Status::ok();
 }
 
+Status Communicator::setBufferMemory(transport::MemoryType memory) {
+  if (memory == transport::MemoryType::kHost) {
+    bufferMemory_ = memory;
+    return Status::ok();
+  }
+  if (memory != transport::MemoryType::kCuda)
+    return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": memory type " +
+                                              std::to_string(static_cast<int>(memory)) +
+                                              " is neither host (0) nor CUDA (1)");
+  return Status(Code::kNotSupported,
+                "rank " + std::to_string(rank_) + ": CUDA buffers are not supported yet: " +
+                    (transport_->supportsMemoryType(memory)
+                         ? "UCX here can move CUDA memory, but Tessera has no GPU reduction yet"
+                         : "UCX here reports no CUDA memory support, and host staging is not built yet") +
+                    "; copy the data to host memory first");
+}
+
 // The cost model's links: TSR_LINK_BW / TSR_LINK_LAT, then the probe for the classes this
 // job uses that they left out (runtime/link_probe.h).
 Status Communicator::chooseLinks() {
@@ -230,8 +247,7 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
   if (plan->scratchBytes) {
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
-  algorithms::RunBuffers buffers{input, output, scratch.get(), transport::MemoryType::kHost,
-                                 rngSeed, rngStep};
+  algorithms::RunBuffers buffers{input, output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep};
   std::string algorithm = plan->algorithm;
   TaskFactory make = [plan = std::move(plan), buffers](const algorithms::TaskContext& ctx)
       -> Result<std::unique_ptr<algorithms::Task>> {

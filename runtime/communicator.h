@@ -22,6 +22,7 @@
 #include "runtime/dense_selector.h"
 #include "algorithms/plan/task.h"
 #include "runtime/request.h"
+#include "transport/transport.h"
 
 namespace tsr::transport {
 class UcxTransport;
@@ -82,6 +83,13 @@ class Communicator {
   // Why the job has no torus (empty when it has one).
   const std::string& torusWhyNot() const { return torusWhyNot_; }
 
+  // The memory the caller's buffers live in, for the collectives that follow (host by
+  // default). The seam for device buffers: CUDA memory would go to UCX directly when UCX
+  // reports CUDA support, else through pinned host staging; neither path (nor a GPU
+  // reduction) is built yet, so kCuda is refused with NotSupported and the setting unchanged.
+  Status setBufferMemory(transport::MemoryType memory);
+  transport::MemoryType bufferMemory() const { return bufferMemory_; }
+
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
   // Ok, or the error that made this communicator unusable.
@@ -112,7 +120,8 @@ class Communicator {
   std::vector<std::vector<int>> torusGrid_;  // empty when the job has no torus shape
   std::string torusWhyNot_;                  // why not, for the fallback message
   bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)
-  std::unique_ptr<DenseSelector> selector_;  // which algorithm serves each dense collective
+  std::unique_ptr<DenseSelector> selector_;
+  std::atomic<transport::MemoryType> bufferMemory_{transport::MemoryType::kHost};  // which algorithm serves each dense collective
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
   std::unique_ptr<ProgressEngine> engine_;

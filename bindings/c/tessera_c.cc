@@ -107,6 +107,17 @@ tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes) {
   return TSR_OK;
 }
 
+tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory) {
+  return guarded("tsr_comm_set_memory_type", [&] {
+    TSR_REQUIRE_COMM("tsr_comm_set_memory_type");
+    int value = static_cast<int>(memory);
+    if (value != TSR_MEM_HOST && value != TSR_MEM_CUDA)
+      return invalid("tsr_comm_set_memory_type: memory type " + std::to_string(value) +
+                     " is neither TSR_MEM_HOST (0) nor TSR_MEM_CUDA (1)");
+    return report(comm->impl->setBufferMemory(static_cast<tsr::transport::MemoryType>(value)));
+  });
+}
+
 tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
                            tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
   return guarded("tsr_allreduce", [&] {

@@ -182,6 +182,23 @@ TEST(CApi, LocalRankIsTheLaunchersLocalRank) {
   EXPECT_EQ(tsr_comm_local_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
 }
 
+// The memory-type seam: host buffers work; CUDA buffers are refused with the reason (no GPU
+// path is built yet) and the setting stays host; a value outside the enum is named.
+TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_HOST), TSR_OK) << lastError();
+    EXPECT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_ERR_NOT_SUPPORTED);
+    EXPECT_NE(lastError().find("CUDA buffers are not supported yet"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_comm_set_memory_type(comm, static_cast<tsr_memory_t>(7)), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("memory type 7"), std::string::npos) << lastError();
+    std::vector<float> x(1000, 1.0f + r);
+    ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK)
+        << lastError();
+    EXPECT_EQ(x[999], 3.0f);
+  });
+  EXPECT_EQ(tsr_comm_set_memory_type(nullptr, TSR_MEM_HOST), TSR_ERR_INVALID_ARGUMENT);
+}
+
 TEST(CApi, SelSyncHandle) {
   runCRanks(2, [](tsr_comm_t comm, int r) {
     size_t counts[] = {3, 2};

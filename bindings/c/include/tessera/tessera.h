@@ -65,6 +65,14 @@ typedef enum {
   TSR_OP_RANGE_MAX_ = 0x7fffffff
 } tsr_op_t;
 
+/* Where a collective's buffers live. */
+typedef enum {
+  TSR_MEM_HOST = 0,
+  TSR_MEM_CUDA = 1, /* not supported yet: tsr_comm_set_memory_type says why */
+  TSR_MEM_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
+  TSR_MEM_RANGE_MAX_ = 0x7fffffff
+} tsr_memory_t;
+
 typedef struct tsr_comm* tsr_comm_t;
 typedef struct tsr_request* tsr_request_t;
 
@@ -91,6 +99,12 @@ TSR_API tsr_status_t tsr_comm_size(tsr_comm_t comm, int* size);
 TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);
 /* Bytes this rank has sent so far (payload and headers). */
 TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
+
+/* The memory type of the buffers of this communicator's later collectives (TSR_MEM_HOST by
+ * default). TSR_MEM_CUDA returns TSR_ERR_NOT_SUPPORTED in this version (device buffers would
+ * go to UCX directly when it has CUDA support, else through pinned host staging; neither is
+ * built yet, and nothing has run on a GPU) and leaves the setting unchanged. */
+TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */
 TSR_API tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
