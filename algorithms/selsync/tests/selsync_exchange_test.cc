@@ -103,7 +103,7 @@ TEST(SelSyncStats, LssrAndExactSavedBytes) {
   EXPECT_EQ(savedBytesPerLocalStep(1, 1000), 0u);
   EXPECT_EQ(savedBytesPerLocalStep(2, 1000), 4000u);           // 2 x 1/2 x 4,000 B
   EXPECT_EQ(savedBytesPerLocalStep(3, 1000), 5333u);           // 2 x 2/3 x 4,000 B, rounded down
-  EXPECT_EQ(savedBytesPerLocalStep(3, 1020), 5440u);           // exact where floating point was not
+  EXPECT_EQ(savedBytesPerLocalStep(3, 1020), 5440u);           // 2 x 2/3 x 4,080 B
   EXPECT_EQ(savedBytesPerLocalStep(64, 1u << 20), 8257536u);   // 2 x 63/64 x 4 MiB
 }
 
