@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/logging.h"
+
 namespace tsr::covap {
 
 Result<std::unique_ptr<Covap>> Covap::create(runtime::Communicator& comm,
@@ -93,6 +95,11 @@ Status Covap::endProfile() {
   ccr_ = most;
   interval_ = intervalFromCcr(most);
   shards_ = shardBuckets(counts_, interval_);
+  log::get("covap")->info(
+      "rank {}: profile over {} steps: computation {:.3f} ms, communication {:.3f} ms, CCR {:.3f} "
+      "on this rank, {:.3f} the largest over ranks; interval I = {} ({} shards)",
+      comm_.rank(), params_.profileSteps, profileComp_ * 1e3, profileComm_ * 1e3, mine, most,
+      interval_, shards_.size());
   return Status::ok();
 }
 

@@ -9,7 +9,8 @@
 // communication time = the union of the ops' busy intervals (each op counted from when it
 // started or the previous one ended, whichever is later, so waiting on a straggler is not
 // counted twice). CCR = communication / computation, the largest over the ranks (one tiny
-// allreduce, so all ranks agree), and I = ceil(CCR).
+// allreduce, so all ranks agree), and I = ceil(CCR). The profile's times, the CCR and I are
+// logged at info level (logger "covap", TSR_LOG_LEVEL=info) when profiling ends.
 #pragma once
 
 #include <chrono>
@@ -37,6 +38,9 @@ class Covap {
 
   int interval() const { return interval_; }       // 1 while profiling
   double measuredCcr() const { return ccr_; }      // 0 until measured
+  // This rank's profile, seconds summed over the profile steps (0 with a given interval).
+  double profiledComputation() const { return profileComp_; }
+  double profiledCommunication() const { return profileComm_; }
   uint64_t step() const { return step_; }
   const std::vector<Shard>& shards() const { return shards_; }
   uint64_t bytesPosted() const { return bytesPosted_; }

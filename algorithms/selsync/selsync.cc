@@ -39,8 +39,7 @@ Result<StepResult> SelSync::step(double gradNormSquared, const std::vector<float
     ++stats_.syncSteps;
   } else {
     ++stats_.localSteps;
-    int n = comm_.size();
-    stats_.bytesSaved += n > 1 ? static_cast<uint64_t>(2.0 * (n - 1) / n * total_ * sizeof(float)) : 0;
+    stats_.bytesSaved += savedBytesPerLocalStep(comm_.size(), total_);
   }
   return r;
 }

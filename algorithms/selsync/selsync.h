@@ -6,6 +6,11 @@
 // rank decides for the others), then every rank sees the same bits and takes the same
 // decision. Synchronizing averages every bucket (parameters or gradients, as the trainer
 // chose) in one allreduce over a fused copy of the buckets.
+//
+// The first step has no previous norm, so no change can be measured: its flag is false and,
+// unless delta = 0 (synchronize every step), it is local. A delta above every observed change
+// therefore never synchronizes; each step then costs exactly one flag exchange. Trainers start
+// every rank from the same parameters.
 #pragma once
 
 #include <memory>
@@ -26,12 +31,22 @@ struct StepResult {
 struct Stats {
   uint64_t syncSteps = 0;
   uint64_t localSteps = 0;
-  uint64_t bytesSaved = 0;  // payload bytes not sent by this rank on local steps (ring estimate)
+  // Payload bytes this rank did not send on local steps: an estimate, the ring allreduce's
+  // payload for the fused model, savedBytesPerLocalStep() per local step (headers, and the
+  // algorithm the cost model would have chosen, are not accounted for).
+  uint64_t bytesSaved = 0;
   double lssr() const {     // the seed's local-step-to-step ratio
     uint64_t all = syncSteps + localSteps;
     return all ? static_cast<double>(localSteps) / all : 0.0;
   }
 };
+
+// The ring allreduce's payload per rank for `floats` f32 elements on N ranks:
+// 2 (N-1) / N x 4 x floats bytes, rounded down (integer arithmetic, so it is exact); 0 for N = 1.
+inline uint64_t savedBytesPerLocalStep(int worldSize, size_t floats) {
+  if (worldSize <= 1) return 0;
+  return 2ull * (worldSize - 1) * floats * sizeof(float) / worldSize;
+}
 
 class SelSync {
  public:

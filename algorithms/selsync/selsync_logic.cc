@@ -75,8 +75,11 @@ Result<double> GradientChange::add(double x) {
   while (history_.size() > window_) history_.pop_front();
   double s = smoothed();
   double prev = previous_;
+  bool first = !hasPrevious_;
   previous_ = s;
-  if (prev <= 0) return std::numeric_limits<double>::infinity();
+  hasPrevious_ = true;
+  if (first) return 0.0;  // no previous norm: no change can be measured
+  if (prev == 0) return s == 0 ? 0.0 : std::numeric_limits<double>::infinity();
   return std::fabs(s - prev) / prev;
 }
 

@@ -5,9 +5,11 @@
 // Relative gradient change (the seed's Eqn. 2, lost in conversion, reconstructed): with x_i =
 // ||g_i||^2 and s_i its EWMA over the last `window` steps (s = x_oldest; s = alpha*x + (1-alpha)*s
 // over the window, alpha = ewma_alpha, default N/100 as in the seed), the change at step i is
-// |s_i - s_{i-1}| / s_{i-1}. The first step has no predecessor: its change is +infinity, so
-// training starts synchronized. A worker flags step i when change >= delta; delta = 0 flags
-// every step (plain synchronous training).
+// |s_i - s_{i-1}| / s_{i-1}. The first step has no predecessor, so no change can be measured:
+// its change is 0 and, unless delta = 0, its flag is false (the trainer starts every rank from
+// the same parameters, so there is nothing to average yet). A growth from a smoothed value of 0
+// is an infinite change. A worker flags step i when change >= delta; delta = 0 flags every step
+// (plain synchronous training), so a delta above every observed change never synchronizes.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +38,9 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int wor
 class GradientChange {
  public:
   explicit GradientChange(const Params& p) : window_(p.ewmaWindow), alpha_(p.ewmaAlpha) {}
-  // Records ||g||^2 of this step and returns the relative change (+inf on the first step, or
-  // when the previous smoothed value was 0). NaN/Inf input is an error naming the value.
+  // Records ||g||^2 of this step and returns the relative change: 0 on the first step (nothing
+  // to compare with), +inf when the previous smoothed value was 0 and this one is not (0 when
+  // both are 0). NaN/Inf input is an error naming the value.
   Result<double> add(double gradNormSquared);
 
  private:
@@ -45,7 +48,8 @@ class GradientChange {
   size_t window_;
   double alpha_;
   std::deque<double> history_;
-  double previous_ = -1;
+  double previous_ = 0;
+  bool hasPrevious_ = false;
 };
 
 // One bit per rank in ceil(N/64) words: rank r's flag is bit r%64 of word r/64.

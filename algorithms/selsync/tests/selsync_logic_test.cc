@@ -31,7 +31,7 @@ TEST(GradientChange, EwmaOverTheWindowAndRelativeChange) {
   p.ewmaWindow = 3;
   p.ewmaAlpha = 0.5;
   GradientChange g(p);
-  EXPECT_TRUE(std::isinf(g.add(4.0).value()));  // first step: no predecessor
+  EXPECT_EQ(g.add(4.0).value(), 0.0);  // first step: no predecessor, no measurable change
   // history {4, 8}: s = 0.5*8 + 0.5*4 = 6; previous s = 4 -> change 0.5
   EXPECT_DOUBLE_EQ(g.add(8.0).value(), 0.5);
   // history {4, 8, 8}: s = 0.5*8 + 0.5*6 = 7 -> |7-6|/6
@@ -40,6 +40,16 @@ TEST(GradientChange, EwmaOverTheWindowAndRelativeChange) {
   EXPECT_DOUBLE_EQ(g.add(8.0).value(), 1.0 / 7.0);
   EXPECT_DOUBLE_EQ(g.add(8.0).value(), 0.0);
   EXPECT_EQ(g.add(std::nan("")).status().code(), Code::kNumericError);
+}
+
+TEST(GradientChange, FirstStepIsZeroAndGrowthFromZeroIsInfinite) {
+  Params p;
+  p.ewmaWindow = 1;
+  GradientChange g(p);
+  EXPECT_EQ(g.add(0.0).value(), 0.0);   // first step, even from 0
+  EXPECT_EQ(g.add(0.0).value(), 0.0);   // 0 -> 0: no change
+  EXPECT_TRUE(std::isinf(g.add(2.0).value()));  // 0 -> 2: infinite relative change
+  EXPECT_DOUBLE_EQ(g.add(3.0).value(), 0.5);
 }
 
 TEST(Flags, OneBitPerRank) {

@@ -31,7 +31,8 @@ TSR_API tsr_status_t tsr_covap_begin_step(tsr_covap_t covap);
 /* grad holds bucket_counts[bucket] floats and must stay valid until tsr_covap_finish_step. */
 TSR_API tsr_status_t tsr_covap_bucket_ready(tsr_covap_t covap, size_t bucket, float* grad);
 TSR_API tsr_status_t tsr_covap_finish_step(tsr_covap_t covap);
-/* The interval in use (1 while profiling) and the measured CCR (0 until measured). */
+/* The interval in use (1 while profiling) and the measured CCR (0 until measured). Both are
+ * also logged at info level when profiling ends (TSR_LOG_LEVEL=info, logger "covap"). */
 TSR_API tsr_status_t tsr_covap_info(tsr_covap_t covap, int* interval, double* ccr);
 TSR_API tsr_status_t tsr_covap_destroy(tsr_covap_t covap);
 

@@ -12,7 +12,11 @@
  *
  * Parameters: delta (>= 0; 0 = synchronize every step), ewma_window, ewma_alpha (default
  * N/100), aggregate=params|grads (which buffers the trainer passes). Bad keys or values fail
- * with TSR_ERR_INVALID_ARGUMENT naming the key and the value. */
+ * with TSR_ERR_INVALID_ARGUMENT naming the key and the value.
+ *
+ * The first step has no previous norm to compare with: unless delta is 0 it is local, so start
+ * every rank from the same parameters. A step whose reported norm jumps (e.g. norm * 1e6 + 1)
+ * makes every rank synchronize, which trainers use to end on one model. */
 #ifndef TESSERA_TESSERA_SELSYNC_H
 #define TESSERA_TESSERA_SELSYNC_H
 
@@ -30,7 +34,9 @@ TSR_API tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* para
  * every rank. */
 TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared,
                                       float* const* buckets, int* synchronized);
-/* Steps synchronized and local so far, and payload bytes this rank did not send. */
+/* Steps synchronized and local so far, and payload bytes this rank did not send: an estimate,
+ * the ring allreduce's payload 2 (N-1)/N x 4 x (sum of bucket_counts) bytes, rounded down, per
+ * local step (headers excluded). */
 TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps,
                                        uint64_t* local_steps, uint64_t* bytes_saved);
 TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
