@@ -71,6 +71,19 @@ Status Covap::finishStep() {
   posted_.clear();
   TSR_RETURN_IF_ERROR(first);
   if (params_.interval == 0 && static_cast<int>(step_) < params_.profileSteps) {
+    // Align the ranks' timelines at the end of each op (seed 000): an op ends at about the
+    // same moment everywhere, and the rank that posted it last waited for nobody, so the op's
+    // communication time is the shortest post-to-end span over ranks; a rank that posted
+    // early does not count its wait for that straggler. (Every rank posted the same ops.)
+    std::vector<double> mine, shortest(spans.size());
+    for (auto [start, end] : spans) mine.push_back(std::chrono::duration<double>(end - start).count());
+    if (!mine.empty()) {
+      auto req = comm_.allreduce(mine.data(), shortest.data(), mine.size(), DataType::kF64, ReduceOp::kMin);
+      TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
+    }
+    for (size_t i = 0; i < spans.size(); ++i)
+      spans[i].first = spans[i].second - std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(shortest[i]));
     std::sort(spans.begin(), spans.end());
     double comm = 0;
     Clock::time_point busyUntil{};

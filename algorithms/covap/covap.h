@@ -6,9 +6,10 @@
 //
 // Interval: given (interval=I), or measured over the first profile_steps steps, which
 // communicate everything: computation time = step start to the last bucket handed over;
-// communication time = the union of the ops' busy intervals (each op counted from when it
-// started or the previous one ended, whichever is later, so waiting on a straggler is not
-// counted twice). CCR = communication / computation, the largest over the ranks (one tiny
+// communication time = the union of the ops' busy intervals, with the ranks' timelines
+// aligned at the end of each op: an op counts from (its end - the shortest post-to-end span
+// over ranks), so a rank that posted early does not count waiting for the last one (one small
+// allreduce per profiled step), and overlapping ops are not counted twice. CCR = communication / computation, the largest over the ranks (one tiny
 // allreduce, so all ranks agree), and I = ceil(CCR). The profile's times, the CCR and I are
 // logged at info level (logger "covap", TSR_LOG_LEVEL=info) when profiling ends.
 #pragma once

@@ -1,4 +1,5 @@
 // The SelSync C API (tessera_selsync.h) over tsr::selsync::SelSync.
+#include "algorithms/selsync/injection.h"
 #include "algorithms/selsync/selsync.h"
 #include "bindings/c/c_api_internal.h"
 
@@ -27,6 +28,19 @@ tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size
                                              std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
     if (!made.isOk()) return report(made.status());
     *selsync = new tsr_selsync{made.take()};
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha,
+                                const float* share, size_t share_count, float* received,
+                                size_t capacity, size_t* received_count) {
+  return guarded("tsr_selsync_inject", [&] {
+    if (!comm) return invalid("tsr_selsync_inject: comm is NULL");
+    auto r = tsr::selsync::injectData(*comm->impl, seed, step, alpha, share, share_count, received,
+                                      capacity);
+    if (!r.isOk()) return report(r.status());
+    if (received_count) *received_count = r.value().receivedCount;
     return TSR_OK;
   });
 }

@@ -221,6 +221,14 @@ TEST(CApi, SelSyncHandle) {
     EXPECT_EQ(locals, 0u);
     EXPECT_EQ(tsr_selsync_step(s, std::nan(""), buckets, &synced), TSR_ERR_NUMERIC);
     EXPECT_EQ(tsr_selsync_destroy(s), TSR_OK);
+    // Data injection with alpha = 1 on 2 ranks: each receives the other's share.
+    float share[3] = {10.0f * r, 10.0f * r + 1, 10.0f * r + 2}, got[6] = {0};
+    size_t received = 99;
+    ASSERT_EQ(tsr_selsync_inject(comm, 7, 0, 1.0, share, 3, got, 6, &received), TSR_OK) << lastError();
+    EXPECT_EQ(received, 3u);
+    EXPECT_EQ(got[2], 10.0f * (1 - r) + 2);
+    EXPECT_EQ(tsr_selsync_inject(comm, 7, 1, -0.5, share, 3, got, 6, &received), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("alpha=-0.5"), std::string::npos) << lastError();
   });
 }
 

@@ -41,6 +41,15 @@ TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_ste
                                        uint64_t* local_steps, uint64_t* bytes_saved);
 TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
 
+/* Data injection for non-IID data (seed 004). Collective, same seed/step/alpha/share_count on
+ * every rank: the ceil(alpha*N) ranks chosen from (seed, step) send share_count floats (beta
+ * of their local batch) to every other rank point to point; received gets the chosen ranks' shares,
+ * own excluded, in ascending rank order (*received_count floats; capacity is received's size
+ * in floats, at most N * share_count needed). Shrink the local batch to b / (1 + alpha*beta*N). */
+TSR_API tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha,
+                                        const float* share, size_t share_count, float* received,
+                                        size_t capacity, size_t* received_count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,61 @@
+// Data injection as a plan of point-to-point transfers (see injection.h).
+#include "algorithms/selsync/injection.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "algorithms/selsync/selsync_logic.h"
+
+namespace tsr::selsync {
+
+using algorithms::OpKind;
+using algorithms::Plan;
+using algorithms::Slot;
+
+Result<Injection> injectData(runtime::Communicator& comm, uint64_t seed, uint64_t step,
+                             double alpha, const float* share, size_t shareCount, float* received,
+                             size_t capacity) {
+  const int me = comm.rank(), n = comm.size();
+  if (!(alpha >= 0.0 && alpha <= 1.0))
+    return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
+                                              ": alpha=" + std::to_string(alpha) + " is outside [0, 1]");
+  Injection out;
+  out.senders = injectionRanks(seed, step, n, alpha);
+  bool sending = std::binary_search(out.senders.begin(), out.senders.end(), me);
+  out.receivedCount = (out.senders.size() - (sending ? 1 : 0)) * shareCount;
+  if (shareCount > 0 && sending && !share)
+    return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
+                                              ": this rank sends at step " + std::to_string(step) +
+                                              " but its share is NULL");
+  if (capacity < out.receivedCount || (out.receivedCount > 0 && !received))
+    return Status(Code::kInvalidArgument,
+                  "data injection on rank " + std::to_string(me) + " at step " + std::to_string(step) +
+                      ": received holds " + std::to_string(received ? capacity : 0) + " floats, " +
+                      std::to_string(out.receivedCount) + " are coming (" +
+                      std::to_string(out.senders.size()) + " senders x " + std::to_string(shareCount) + ")");
+  auto plan = std::make_shared<Plan>();
+  plan->algorithm = "selsync-injection";
+  plan->collective = algorithms::CollectiveKind::kAllgather;
+  plan->dtype = DataType::kF32;
+  plan->count = shareCount;
+  if (shareCount > 0) {
+    size_t slot = 0;
+    for (int s : out.senders) {
+      if (s == me) {
+        for (int peer = 0; peer < n; ++peer)
+          if (peer != me)
+            plan->add({.kind = OpKind::kSend, .peer = peer, .msgId = 0, .src = {Slot::kInput, 0},
+                       .count = shareCount});
+      } else {
+        plan->add({.kind = OpKind::kRecv, .peer = s, .msgId = 0,
+                   .dst = {Slot::kOutput, slot++ * shareCount * sizeof(float)}, .count = shareCount});
+      }
+    }
+  }
+  TSR_RETURN_IF_ERROR(plan->finalize());
+  TSR_ASSIGN_OR_RETURN(auto request, comm.submitPlan(std::move(plan), share, received));
+  TSR_RETURN_IF_ERROR(request->wait());
+  return out;
+}
+
+}  // namespace tsr::selsync
