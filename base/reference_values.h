@@ -14,6 +14,12 @@
 
 namespace tsr::reference {
 
+// Every dtype and every reduction, for tests that sweep them all.
+inline constexpr DataType kAllTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
+                                         DataType::kBF16, DataType::kI32, DataType::kI64};
+inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin,
+                                       ReduceOp::kMax, ReduceOp::kProd};
+
 inline void storeValue(void* base, size_t i, DataType t, double v) {
   switch (t) {
     case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/collective_checks.h"
 #include "tests/support/thread_world.h"
 #include "tests/support/values.h"
 
@@ -17,10 +18,8 @@ using testing::inputValue;
 using testing::loadValue;
 using testing::storeValue;
 
-constexpr DataType kTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
-                               DataType::kBF16, DataType::kI32, DataType::kI64};
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kProd};
+constexpr auto& kTypes = reference::kAllTypes;
+constexpr auto& kOps = reference::kAllOps;
 
 std::vector<size_t> countsFor(int n) {
   return {0, 1, static_cast<size_t>(n > 1 ? n - 1 : 2), static_cast<size_t>(n + 1), 1000};
@@ -32,26 +31,7 @@ std::string label(const char* what, DataType t, ReduceOp op, size_t count, bool 
          std::to_string(rank);
 }
 
-void checkAllreduce(Communicator& comm, DataType t, ReduceOp op, size_t count, bool inPlace) {
-  size_t esize = dataTypeSize(t);
-  std::vector<char> in(count * esize + 1), out(count * esize + 1);
-  for (size_t j = 0; j < count; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
-  void* dst = inPlace ? in.data() : out.data();
-  auto req = comm.allreduce(in.data(), dst, count, t, op);
-  ASSERT_TRUE(req.isOk()) << req.status().toString();
-  Status st = req.value()->wait();
-  ASSERT_TRUE(st.isOk()) << label("allreduce", t, op, count, inPlace, comm.rank()) << ": " << st.toString();
-  int bad = 0;
-  for (size_t j = 0; j < count && bad < 3; ++j) {
-    double want = testing::reduceReference(comm.size(), j, op, t);
-    double got = loadValue(dst, j, t);
-    if (!testing::closeEnough(got, want, t)) {
-      ADD_FAILURE() << label("allreduce", t, op, count, inPlace, comm.rank()) << " element " << j
-                    << ": got " << got << " want " << want;
-      ++bad;
-    }
-  }
-}
+using testing::checkAllreduce;
 
 // Where reduce-scatter writes its block: a separate buffer, the input buffer itself (output ==
 // input: the block lands at its start), or this rank's own block of the input (MPI/NCCL style).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/scratch_pool.h"
+#include "tests/support/collective_checks.h"
 #include "tests/support/thread_world.h"
 #include "tests/support/values.h"
 
@@ -19,35 +20,8 @@ using testing::inputValue;
 using testing::loadValue;
 using testing::storeValue;
 
-constexpr DataType kTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
-                               DataType::kBF16, DataType::kI32, DataType::kI64};
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kProd};
-
-// Runs one allreduce and checks it against the float64 reference; returns the algorithm used.
-std::string allreduceChecked(Communicator& comm, DataType t, ReduceOp op, size_t count, bool inPlace) {
-  size_t esize = dataTypeSize(t);
-  std::vector<char> in(count * esize + 1), out(count * esize + 1);
-  for (size_t j = 0; j < count; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
-  void* dst = inPlace ? in.data() : out.data();
-  auto req = comm.allreduce(in.data(), dst, count, t, op);
-  EXPECT_TRUE(req.isOk()) << req.status().toString();
-  if (!req.isOk()) return "";
-  Status st = req.value()->wait();
-  std::string where = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " count " +
-                      std::to_string(count) + " rank " + std::to_string(comm.rank()) + " algo " +
-                      req.value()->algorithm();
-  EXPECT_TRUE(st.isOk()) << where << ": " << st.toString();
-  for (size_t j = 0, bad = 0; j < count && bad < 3; ++j) {
-    double want = testing::reduceReference(comm.size(), j, op, t);
-    double got = loadValue(dst, j, t);
-    if (!testing::closeEnough(got, want, t)) {
-      ADD_FAILURE() << where << " element " << j << ": got " << got << " want " << want;
-      ++bad;
-    }
-  }
-  return req.value()->algorithm();
-}
+constexpr auto& kTypes = reference::kAllTypes;
+constexpr auto& kOps = reference::kAllOps;
 
 struct Forced {
   int ranks;
@@ -68,11 +42,11 @@ TEST_P(ForcedAlgorithms, AllreduceEveryTypeOpAndCount) {
       for (ReduceOp op : kOps)
         for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(size - 1),
                              static_cast<size_t>(size + 1), size_t{1000}}) {
-          std::string used = allreduceChecked(comm, t, op, count, count % 2 == 0);
+          std::string used = testing::checkAllreduce(comm, t, op, count, count % 2 == 0);
           if (serves) EXPECT_EQ(used, algo);
           else EXPECT_NE(used, algo);
         }
-    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
               serves ? algo : comm.selector().allreduceOrder(4 << 20).at(1));
   }, {{"TSR_ALGO", algo}});
 }
@@ -157,7 +131,7 @@ TEST(Selection, BruckAllgatherEveryTypeInPlaceAndOut) {
                     << dataTypeName(t) << " count " << count << " block " << r;
           }
       // TSR_ALGO=bruck names no allreduce: allreduce takes the cost model's choice.
-      EXPECT_EQ(allreduceChecked(comm, DataType::kI32, ReduceOp::kSum, 100, false),
+      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kI32, ReduceOp::kSum, 100, false),
                 comm.selector().allreduceOrder(400).front());
     }, {{"TSR_ALGO", "bruck"}});
   }
@@ -170,8 +144,8 @@ TEST(Selection, TheCostModelFollowsTheConfiguredLinks) {
   testing::runRanks(6, [](Communicator& comm) {
     EXPECT_DOUBLE_EQ(comm.selector().links().host.latencySec, 20e-6);
     EXPECT_DOUBLE_EQ(comm.selector().links().host.bytesPerSec, 1e9);
-    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 2, false), "doubling");
-    EXPECT_EQ(allreduceChecked(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "ring");
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "doubling");
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "ring");
   }, {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}});
 }
 

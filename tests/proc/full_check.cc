@@ -17,10 +17,8 @@ using testing::inputValue;
 using testing::loadValue;
 using testing::storeValue;
 
-constexpr DataType kTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
-                               DataType::kBF16, DataType::kI32, DataType::kI64};
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kProd};
+constexpr auto& kTypes = reference::kAllTypes;
+constexpr auto& kOps = reference::kAllOps;
 
 struct Tally {
   int rank;

@@ -25,10 +25,8 @@ using reference::loadValue;
 using reference::reduceReference;
 using reference::storeValue;
 
-constexpr DataType kTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
-                               DataType::kBF16, DataType::kI32, DataType::kI64};
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kProd};
+constexpr auto& kTypes = reference::kAllTypes;
+constexpr auto& kOps = reference::kAllOps;
 constexpr size_t kBig = (size_t{1} << 20) + 3;
 constexpr double kSentinel = 77;  // fits every dtype exactly; no reference value is 77
 
