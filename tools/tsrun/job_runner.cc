@@ -206,6 +206,15 @@ void JobRunner::onSignalFd() {
 }
 
 void JobRunner::reapChildren() {
+  // Collect every rank that ended since the last pass before blaming one: when a rank dies, its
+  // peers fail within milliseconds, and on a busy machine both exits are often reaped in one
+  // pass, in pid order. A rank killed by a signal is then the root cause, not the peer that
+  // exited with an error because of it.
+  struct Ended {
+    Rank* rank;
+    int status;
+  };
+  std::vector<Ended> failed;
   int status = 0;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -214,12 +223,15 @@ void JobRunner::reapChildren() {
     if (it == ranks_.end()) continue;
     it->running = false;
     for (int s = 0; s < 2; ++s) readStream(*it, s, 16);
-    if (isFailure(status) && outcome_ == Outcome::kNone) {
-      report(describeExit(it->launch.slot.rank, it->launch.slot.host, status));
-      setOutcome(Outcome::kRankFailed, exitCodeOf(status));
-      stopAll(SIGTERM);
-    }
+    if (isFailure(status)) failed.push_back({&*it, status});
   }
+  if (failed.empty() || outcome_ != Outcome::kNone) return;
+  auto first = std::find_if(failed.begin(), failed.end(),
+                            [](const Ended& e) { return WIFSIGNALED(e.status); });
+  if (first == failed.end()) first = failed.begin();
+  report(describeExit(first->rank->launch.slot.rank, first->rank->launch.slot.host, first->status));
+  setOutcome(Outcome::kRankFailed, exitCodeOf(first->status));
+  stopAll(SIGTERM);
 }
 
 void JobRunner::onInterrupt(int signal) {
