@@ -105,9 +105,10 @@ void checkBroadcast(Communicator& comm, DataType t, size_t count, int root, bool
   ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
   for (size_t j = 0; j < count; ++j)
     ASSERT_EQ(loadValue(dst, j, t), expected(j)) << what << " element " << j;
-  if (!inPlace)
+  if (!inPlace) {
     for (size_t j = 0; j < count; ++j)
       ASSERT_EQ(loadValue(in.data(), j, t), isRoot ? expected(j) : -1.0) << what << ": input changed at " << j;
+  }
 }
 
 class Collectives : public ::testing::TestWithParam<int> {};

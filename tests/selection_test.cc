@@ -37,14 +37,19 @@ TEST_P(ForcedAlgorithms, AllreduceEveryTypeOpAndCount) {
     // hier needs a grid (4 = 2x2, 6 = 3x2 on one host); without one the next choice serves.
     bool serves = algo != "hier" || !comm.torusGrid().empty();
     // N = 2, 3, 5 have no grid: hier must fall back there (and only there).
-    if (algo == "hier") EXPECT_EQ(serves, size != 2 && size != 3 && size != 5) << size;
+    if (algo == "hier") {
+      EXPECT_EQ(serves, size != 2 && size != 3 && size != 5) << size;
+    }
     for (DataType t : kTypes)
       for (ReduceOp op : kOps)
         for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(size - 1),
                              static_cast<size_t>(size + 1), size_t{1000}}) {
           std::string used = testing::checkAllreduce(comm, t, op, count, count % 2 == 0);
-          if (serves) EXPECT_EQ(used, algo);
-          else EXPECT_NE(used, algo);
+          if (serves) {
+            EXPECT_EQ(used, algo);
+          } else {
+            EXPECT_NE(used, algo);
+          }
         }
     EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
               serves ? algo : comm.selector().allreduceOrder(4 << 20).at(1));
@@ -91,8 +96,9 @@ TEST_P(ForcedAllgather, EveryTypeAndCountInPlaceAndOut) {
       for (int r = 0; r < size; ++r) {
         for (size_t j = 0; j < count; j += step)
           ASSERT_EQ(loadValue(out.data(), r * count + j, t), value(r, j)) << what << " block " << r << " element " << j;
-        if (count > 0)
+        if (count > 0) {
           ASSERT_EQ(loadValue(out.data(), r * count + count - 1, t), value(r, count - 1)) << what << " block " << r;
+        }
       }
       ASSERT_EQ(loadValue(out.data(), count * size, t), 77) << what << ": wrote past the end";
     };

@@ -99,7 +99,9 @@ TEST_P(FakeHosts, RingGroupsHostsAndTorusRowsAreHosts) {
       ASSERT_TRUE(req.isOk()) << req.status().toString();
       Status st = req.value()->wait();
       ASSERT_TRUE(st.isOk()) << st.toString();
-      if (algo != "auto") EXPECT_EQ(req.value()->algorithm(), algo);
+      if (algo != "auto") {
+        EXPECT_EQ(req.value()->algorithm(), algo);
+      }
       for (size_t j = 0; j < count; ++j)
         ASSERT_EQ(x[j], n * (n + 1) / 2 * static_cast<int32_t>(1 + j % 13)) << "element " << j << " count " << count;
     }

@@ -87,7 +87,9 @@ TEST(Schedule, TorusShapes) {
     auto shape = torusShape(prime);
     ASSERT_FALSE(shape.isOk());
     EXPECT_EQ(shape.status().code(), Code::kNotSupported);
-    if (prime > 3) EXPECT_NE(shape.status().message().find("is prime"), std::string::npos);
+    if (prime > 3) {
+      EXPECT_NE(shape.status().message().find("is prime"), std::string::npos);
+    }
   }
   EXPECT_EQ(torusFactorizations(12).size(), 6u);
   Schedule s = torusAllreduce(torusLayout(4, 3));

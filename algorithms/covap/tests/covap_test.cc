@@ -39,7 +39,9 @@ TEST(CovapRanks, SelectedAveragedSkippedKeptAndNothingLost) {
         bool sel = selected(t, step, 2);
         for (size_t j = s.offset; j < s.offset + s.count; ++j) {
           float v = g[s.bucket][j];
-          if (!sel) ASSERT_EQ(v, 0.0f) << "skipped shard " << t << " step " << step;
+          if (!sel) {
+            ASSERT_EQ(v, 0.0f) << "skipped shard " << t << " step " << step;
+          }
         }
       }
       for (size_t b = 0; b < counts.size(); ++b)

@@ -144,9 +144,10 @@ void runAllreduce(int n, const Builder& b, DataType t, ReduceOp op, size_t count
                                              << ": got " << got << " want " << want;
     }
     ASSERT_EQ(loadValue(dst, count, t), kSentinel) << what << ": wrote past the end on rank " << r;
-    if (!inPlace)
+    if (!inPlace) {
       for (size_t j : sampled(count))
         ASSERT_EQ(loadValue(in[r].data(), j, t), inputValue(r, j, op)) << what << ": input changed";
+    }
   }
 }
 

@@ -88,7 +88,9 @@ TEST_P(HugeDelta, NeverSynchronizesAndSendsOnlyTheFlags) {
     float mine = model[0][0], all[8] = {};
     auto g = comm.allgather(&mine, all, 1, DataType::kF32);
     ASSERT_TRUE(g.isOk() && g.value()->wait().isOk());
-    if (n > 1) EXPECT_NE(all[0], all[n - 1]);
+    if (n > 1) {
+      EXPECT_NE(all[0], all[n - 1]);
+    }
   });
 }
 
