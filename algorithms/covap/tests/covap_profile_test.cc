@@ -97,10 +97,12 @@ TEST(CovapProfile, MeasuredCcrMatchesAKnownRatio) {
                  std::to_string(sleepPerBucket[r] * 1e3) + " ms per bucket, profiled computation " +
                  std::to_string(comp[r] * 1e3) + " ms and communication " + std::to_string(profComm[r] * 1e3) +
                  " ms over 3 steps, CCR " + std::to_string(ccr[r]));
-    // The trainer's timestamps: at least the slept time, and not wildly more.
+    // The trainer's timestamps: at least the slept time, and not wildly more (handing a 4 MiB
+    // bucket over includes COVAP's error-feedback pass: under ASan on a busy machine that
+    // added 0.26 s over 3 steps to 0.15 s of sleep, hence the loose bound).
     const double slept = 3 * kBuckets * sleepPerBucket[r];
     EXPECT_GE(comp[r], slept);
-    EXPECT_LT(comp[r], slept + 0.1);
+    EXPECT_LT(comp[r], 4 * slept + 0.5);
     // The profiled communication is the known cost, within a factor of 2.
     EXPECT_GT(profComm[r] / 3, refLo[r] / 2);
     EXPECT_LT(profComm[r] / 3, refHi[r] * 2);
