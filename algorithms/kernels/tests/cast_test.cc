@@ -174,7 +174,7 @@ TEST(Cast, NaNRulesOfHalfH) {
   EXPECT_EQ(floatToBf16(bitsFloat(0xff81ffffu)), 0xffc1);
 }
 
-// All 2^32 f32 inputs against the scalar conversions (about a minute; run by hand with
+// All 2^32 f32 inputs against the scalar conversions (8 s in Release here; run by hand with
 // --gtest_also_run_disabled_tests --gtest_filter='*Exhaustive*').
 TEST(Cast, DISABLED_ExhaustiveF32ToF16AndBf16) {
   if (bestIsa() != Isa::kAvx2) GTEST_SKIP() << "no AVX2";
