@@ -6,6 +6,7 @@
 #include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/detail/reduce_loops.h"
 #include "algorithms/kernels/sign_ops.h"
+#include "base/half.h"
 
 namespace tsr::kernels::avx2 {
 
@@ -269,6 +270,48 @@ size_t topkEmit(const float* x, size_t n, uint32_t t, size_t equalBudget, uint32
     }
   }
   return out;
+}
+
+}  // namespace tsr::kernels::avx2
+
+namespace tsr::kernels::avx2 {
+
+// floatToBf16 in integer AVX2: NaN -> (u >> 16) | 0x40 (quiet bit set, sign and top payload
+// kept), otherwise u + 0x7fff + ((u >> 16) & 1), top half (round to nearest even; overflow
+// carries into the exponent and gives Inf exactly as the scalar code does).
+void castF32ToBf16(const float* in, size_t count, uint16_t* out) {
+  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i infBits = _mm256_set1_epi32(0x7f800000);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i bias = _mm256_set1_epi32(0x7fff);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  auto convert8 = [&](const float* p) {
+    __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absMask), infBits);
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(hi, one))), 16);
+    return _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
+  };
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    // Lanes hold 0..0xffff, so the unsigned-saturating pack is exact; it interleaves the
+    // 128-bit halves, which the permute puts back in order.
+    __m256i packed = _mm256_packus_epi32(convert8(in + i), convert8(in + i + 8));
+    packed = _mm256_permute4x64_epi64(packed, 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+  }
+  for (; i < count; ++i) out[i] = floatToBf16(in[i]);
+}
+
+void castBf16ToF32(const uint16_t* in, size_t count, float* out) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  for (; i < count; ++i) out[i] = bf16ToFloat(in[i]);
 }
 
 }  // namespace tsr::kernels::avx2

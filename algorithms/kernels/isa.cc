@@ -33,6 +33,18 @@ bool setActiveIsa(Isa isa) {
   return true;
 }
 
+bool cpuHasF16c() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("f16c") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 const char* isaName(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "portable"; }
 
 }  // namespace tsr::kernels

@@ -14,5 +14,8 @@ Isa activeIsa();
 // Forces an instruction set; false (and no change) when the CPU does not support it.
 bool setActiveIsa(Isa isa);
 const char* isaName(Isa isa);
+// Whether the CPU has F16C (vcvtph2ps / vcvtps2ph). The f16 casts take their AVX2 path only
+// when it is active AND the CPU has F16C; the bf16 casts need AVX2 alone.
+bool cpuHasF16c();
 
 }  // namespace tsr::kernels

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/kernels/cast.h"
 #include "algorithms/kernels/isa.h"
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
@@ -112,6 +113,13 @@ int main(int argc, char** argv) {
   rows.push_back({"f32 sum reduceInto", bestSeconds(reps, [&] {
                     reduceInto(y.data(), x.data(), count, tsr::DataType::kF32, tsr::ReduceOp::kSum);
                   }), ""});
+  // Casts (fp16 / bf16 compressors, two-level Marsit intra=fp16): read D f32 and write D halves,
+  // or the reverse. The f16 ones need F16C besides AVX2 for their vector path.
+  std::vector<uint16_t> half(count);
+  rows.push_back({"cast f32 -> f16", bestSeconds(reps, [&] { castF32ToF16(x.data(), count, half.data()); }), ""});
+  rows.push_back({"cast f16 -> f32", bestSeconds(reps, [&] { castF16ToF32(half.data(), count, y.data()); }), ""});
+  rows.push_back({"cast f32 -> bf16", bestSeconds(reps, [&] { castF32ToBf16(x.data(), count, half.data()); }), ""});
+  rows.push_back({"cast bf16 -> f32", bestSeconds(reps, [&] { castBf16ToF32(half.data(), count, y.data()); }), ""});
   size_t got = 0;
   rows.push_back({"top-k", bestSeconds(reps, [&] {
                     got = topkSelect(x.data(), count, k, idx.data(), scratch.data(), scratch.size());
@@ -121,6 +129,7 @@ int main(int argc, char** argv) {
     std::printf("%-32s %10.2f %10.2f %10.2f %8s\n", r.name, r.seconds * 1e3, bytes / r.seconds / 1e9,
                 tMemcpy / r.seconds, r.target);
   }
+  std::printf("f16 casts: %s\n", activeIsa() == Isa::kAvx2 && cpuHasF16c() ? "F16C" : "portable");
   std::printf("top-k: k = %zu (density %g), selected %zu\n", k, density, got);
   return got == std::min(k, count) ? 0 : 1;
 }

@@ -27,4 +27,11 @@ size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mi
 // Emits indices with m > t, and the first `equalBudget` with m == t, in increasing order.
 size_t topkEmit(const float* x, size_t n, uint32_t t, size_t equalBudget, uint32_t* indices);
 
+// f32 <-> bf16 (avx2.cc) and f32 <-> f16 (cast_f16c.cc, compiled with -mavx2 -mf16c: call
+// only when cpuHasF16c()). Bit-identical to base/half.h per element.
+void castF32ToBf16(const float* in, size_t count, uint16_t* out);
+void castBf16ToF32(const uint16_t* in, size_t count, float* out);
+void castF32ToF16(const float* in, size_t count, uint16_t* out);
+void castF16ToF32(const uint16_t* in, size_t count, float* out);
+
 }  // namespace tsr::kernels::avx2

@@ -1,0 +1,59 @@
+// f32 <-> f16 array casts with F16C. This file alone is compiled with -mavx2 -mf16c (see
+// CMakeLists.txt) and is entered only when activeIsa() is AVX2 and cpuHasF16c(). The results
+// are bit-identical to base/half.h's floatToF16 / f16ToFloat for every input; the hardware
+// conversions differ from them on NaNs only, which are fixed up per lane as described below.
+#include <immintrin.h>
+
+#include "algorithms/kernels/detail/avx2.h"
+#include "base/half.h"
+
+namespace tsr::kernels::avx2 {
+
+// vcvtps2ph with imm 0 (round to nearest even, MXCSR ignored) agrees with floatToF16 on zeros,
+// f32 subnormals (-> +-0), f16 subnormals, ties, overflow to Inf (>= 65520 -> Inf) and Inf.
+// NaNs differ: the instruction keeps the top 10 payload bits (sign | 0x7e00 | mant >> 13) while
+// floatToF16 gives the canonical sign | 0x7e00. So NaN input lanes are first replaced by the
+// quiet NaN with an empty payload and the same sign (sign | 0x7fc00000), which converts to
+// exactly sign | 0x7e00.
+void castF32ToF16(const float* in, size_t count, uint16_t* out) {
+  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i infBits = _mm256_set1_epi32(0x7f800000);
+  const __m256i signMask = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  const __m256i qnan = _mm256_set1_epi32(0x7fc00000);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absMask), infBits);
+    __m256i canon = _mm256_or_si256(_mm256_and_si256(u, signMask), qnan);
+    u = _mm256_blendv_epi8(u, canon, nan);
+    __m128i h = _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < count; ++i) out[i] = floatToF16(in[i]);
+}
+
+// vcvtph2ps is exact on zeros, subnormals, normals and Inf. On NaNs f16ToFloat keeps the bits
+// as they are (sign | 0x7f800000 | mant << 13, a signaling NaN stays signaling) while the
+// instruction sets the quiet bit of a signaling NaN. So lanes with an all-ones exponent
+// (Inf and NaN) take the integer form of f16ToFloat instead.
+void castF16ToF32(const uint16_t* in, size_t count, float* out) {
+  const __m256i expMask = _mm256_set1_epi32(0x7c00);
+  const __m256i mantMask = _mm256_set1_epi32(0x3ff);
+  const __m256i signMask = _mm256_set1_epi32(0x8000);
+  const __m256i infBits = _mm256_set1_epi32(0x7f800000);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    __m256 f = _mm256_cvtph_ps(h);
+    __m256i w = _mm256_cvtepu16_epi32(h);
+    __m256i special = _mm256_cmpeq_epi32(_mm256_and_si256(w, expMask), expMask);
+    __m256i bits = _mm256_or_si256(
+        _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(w, signMask), 16), infBits),
+        _mm256_slli_epi32(_mm256_and_si256(w, mantMask), 13));
+    f = _mm256_blendv_ps(f, _mm256_castsi256_ps(bits), _mm256_castsi256_ps(special));
+    _mm256_storeu_ps(out + i, f);
+  }
+  for (; i < count; ++i) out[i] = f16ToFloat(in[i]);
+}
+
+}  // namespace tsr::kernels::avx2
