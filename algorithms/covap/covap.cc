@@ -106,7 +106,7 @@ Status Covap::endProfile() {
   auto req = comm_.allreduce(&mine, &most, 1, DataType::kF64, ReduceOp::kMax);
   TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
   ccr_ = most;
-  interval_ = intervalFromCcr(most);
+  interval_ = intervalFromCcr(most, params_.maxInterval);
   shards_ = shardBuckets(counts_, interval_);
   log::get("covap")->info(
       "rank {}: profile over {} steps: computation {:.3f} ms, communication {:.3f} ms, CCR {:.3f} "

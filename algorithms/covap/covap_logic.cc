@@ -39,6 +39,9 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
       if (value == "auto") p.interval = 0;
       else if (isInt && v >= 1 && v <= 1000000) p.interval = static_cast<int>(v);
       else return bad(key, value, "auto or an integer >= 1");
+    } else if (key == "max_interval") {
+      if (!isInt || v < 1 || v > 1000000) return bad(key, value, "an integer >= 1");
+      p.maxInterval = static_cast<int>(v);
     } else if (key == "profile_steps") {
       if (!isInt || v < 1 || v > 1000) return bad(key, value, "an integer in 1..1000");
       p.profileSteps = static_cast<int>(v);
@@ -53,16 +56,17 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
       p.efAscendRange = v;
     } else {
       return Status(Code::kInvalidArgument, "covap: unknown parameter " + key + "=" + value +
-                                                " (accepted: interval, profile_steps, ef_init, "
+                                                " (accepted: interval, max_interval, profile_steps, ef_init, "
                                                 "ef_ascend_steps, ef_ascend_range)");
     }
   }
   return p;
 }
 
-int intervalFromCcr(double ccr) {
+int intervalFromCcr(double ccr, int maxInterval) {
   if (!(ccr > 1)) return 1;
-  return static_cast<int>(std::ceil(std::min(ccr, 1e6)));
+  int interval = static_cast<int>(std::ceil(std::min(ccr, 1e6)));
+  return maxInterval > 0 ? std::min(interval, maxInterval) : interval;
 }
 
 double shardingMedian(const std::vector<size_t>& counts) {

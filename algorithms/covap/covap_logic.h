@@ -22,18 +22,22 @@ namespace tsr::covap {
 
 struct Params {
   int interval = 0;           // 0 = auto (from the profile)
+  int maxInterval = 0;        // auto: the largest I taken (0 = no cap, the seed's I = ceil(CCR))
   int profileSteps = 3;
   double efInit = 0.1;        // error-feedback coefficient schedule (seed 000, III-D)
   int efAscendSteps = 100;
   double efAscendRange = 0.1;
 };
 
-// Keys: interval=auto|<int >= 1>, profile_steps, ef_init, ef_ascend_steps, ef_ascend_range.
+// Keys: interval=auto|<int >= 1>, max_interval (auto's cap: a model whose step computes in
+// microseconds against milliseconds of communication would otherwise sync once in hundreds of
+// steps), profile_steps, ef_init, ef_ascend_steps, ef_ascend_range.
 // Errors name the key, the value and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 
 // I = ceil(CCR), at least 1 (CCR <= 1 means everything can overlap: communicate every step).
-int intervalFromCcr(double ccr);
+// maxInterval > 0 caps it.
+int intervalFromCcr(double ccr, int maxInterval = 0);
 
 // The sharding median (see the header comment). 0 for no buckets.
 double shardingMedian(const std::vector<size_t>& bucketCounts);

@@ -52,6 +52,9 @@ TEST(CovapInterval, CeilOfTheRatio) {
   EXPECT_EQ(intervalFromCcr(1.01), 2);
   EXPECT_EQ(intervalFromCcr(4.0), 4);
   EXPECT_EQ(intervalFromCcr(std::nan("")), 1);
+  EXPECT_EQ(intervalFromCcr(145.3, 6), 6);  // max_interval caps auto
+  EXPECT_EQ(intervalFromCcr(2.5, 6), 3);
+  EXPECT_EQ(intervalFromCcr(145.3), 146);
 }
 
 TEST(CovapErrorFeedback, CoefficientFollowsTheSchedule) {
@@ -71,8 +74,10 @@ TEST(CovapParams, NamedErrors) {
   ASSERT_TRUE(ok.isOk());
   EXPECT_EQ(ok.value().interval, 4);
   EXPECT_EQ(parseParams({{"interval", "auto"}}).value().interval, 0);
+  EXPECT_EQ(parseParams({{"max_interval", "6"}}).value().maxInterval, 6);
+  EXPECT_EQ(parseParams({}).value().maxInterval, 0);
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"interval", "0"}, {"interval", "fast"}, {"profile_steps", "1.5"}, {"ef_init", "2"},
+           {"interval", "0"}, {"interval", "fast"}, {"max_interval", "0"}, {"profile_steps", "1.5"}, {"ef_init", "2"},
            {"ef_ascend_steps", "0"}, {"shape", "round"}}) {
     auto bad = parseParams({{k, v}});
     ASSERT_FALSE(bad.isOk()) << k;

@@ -65,8 +65,11 @@ sync_t* sync_create(const char* algo, tsr_comm_t comm, const mlp_shape_t* shape,
   } else if (s->algo == kCovap) {
     /* Buckets in the order backprop produces them: the last layer first. */
     size_t counts[kLayers] = {shape->len[1], shape->len[0]};
-    tsr_param_t p[] = {{"interval", opt->covap_interval}};
-    st = tsr_covap_create(comm, p, 1, counts, kLayers, &s->covap);
+    /* auto's interval is capped at 6: this model computes a step in microseconds, so on a busy
+     * machine its CCR reaches the hundreds (seen: 145) and COVAP would sync a bucket once in
+     * ~146 steps and not train; 30 epochs at I = 6 stay within 2 points of dense. */
+    tsr_param_t p[] = {{"interval", opt->covap_interval}, {"max_interval", "6"}};
+    st = tsr_covap_create(comm, p, 2, counts, kLayers, &s->covap);
   }
   if (st != TSR_OK) {
     snprintf(err, errlen, "%s: %s", algo, tsr_last_error());
