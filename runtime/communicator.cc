@@ -116,6 +116,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   EngineOptions engine;
   engine.timeoutMs = config.timeoutMs();
   engine.spinUs = static_cast<int>(config.getInt("TSR_SPIN_US"));
+  engine.callerProgress = config.get("TSR_CALLER_PROGRESS") == "1";
   engine.hosts = hosts_;
   if (bootstrap_) engine.neighbourSockets = bootstrap_->neighbourSockets();
   engine_ = std::make_unique<ProgressEngine>(*transport_, engine);

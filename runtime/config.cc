@@ -95,6 +95,9 @@ const std::vector<ConfigEntry>& configTable() {
        "goes over TCP loopback); auto = shared memory to same-host peers"},
       {"TSR_SPIN_US", ValueKind::kInt, "50", "0..1000000",
        "how long the progress thread polls before it sleeps on the event fd"},
+      {"TSR_CALLER_PROGRESS", ValueKind::kEnum, "1", "0|1",
+       "1: a thread blocked in wait drives the communicator itself (no hand-off to the progress "
+       "thread); 0: only the progress thread drives"},
       // Set by tsrun (or derived from Open MPI / Slurm / torchrun); read by the bootstrap.
       {"TSR_RANK", ValueKind::kString, "", "", "this rank (set by tsrun)"},
       {"TSR_WORLD_SIZE", ValueKind::kString, "", "", "number of ranks (set by tsrun)"},

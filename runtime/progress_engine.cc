@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "runtime/control_message.h"
 #include "transport/tag.h"
 
 namespace tsr::runtime {
@@ -14,36 +15,16 @@ namespace tsr::runtime {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-constexpr size_t kControlBytes = 4096;
-// A control message is either an abort notice ("<code>\n<failed seq>\n<message>") or this
-// goodbye, sent
-// when a rank destroys its communicator so peers do not mistake its exit for a failure.
-constexpr char kGoodbye[] = "goodbye";
-
-std::string encodeControl(const Status& s, int64_t failedSeq) {
-  return std::to_string(static_cast<int>(s.code())) + "\n" + std::to_string(failedSeq) + "\n" +
-         s.message();
-}
-
-Status decodeControl(const char* data, size_t bytes, int from, int64_t* failedSeq) {
-  std::string text(data, bytes);
-  size_t first = text.find('\n');
-  size_t second = first == std::string::npos ? first : text.find('\n', first + 1);
-  int code = static_cast<int>(Code::kAborted);
-  *failedSeq = -1;
-  std::string message = text;
-  if (second != std::string::npos) {
-    code = std::atoi(text.c_str());
-    *failedSeq = std::atoll(text.c_str() + first + 1);
-    message = text.substr(second + 1);
-  }
-  if (code <= static_cast<int>(Code::kNotSupported) || code > static_cast<int>(Code::kNumericError))
-    code = static_cast<int>(Code::kAborted);
-  // A relayed notice already names the rank that reported it first.
-  if (message.find(" [reported by rank ") != std::string::npos) return Status(static_cast<Code>(code), message);
-  return Status(static_cast<Code>(code), message + " [reported by rank " + std::to_string(from) + "]");
-}
+constexpr auto kParkLimit = std::chrono::milliseconds(1);
+// Set while this thread runs a turn: driving again from inside one would re-lock driveMutex_.
+thread_local bool tDriving = false;
+struct DrivingScope {
+  bool was = tDriving;
+  DrivingScope() { tDriving = true; }
+  ~DrivingScope() { tDriving = was; }
+};
 }  // namespace
+
 
 ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions options)
     : transport_(transport),
@@ -60,19 +41,32 @@ void ProgressEngine::stop() {
   if (!thread_.joinable()) return;
   stop_ = true;
   transport_.wake();
+  {
+    std::lock_guard<std::mutex> lock(parkMutex_);
+    parkCv_.notify_all();
+  }
   thread_.join();
 }
 
 void ProgressEngine::submit(Submission submission) {
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (broken_.isOk() && !stop_) {
+      if (options_.callerProgress) submission.request->setDriver(this);
       incoming_.push_back(std::move(submission));
-      transport_.wake();
-      return;
+      queued = true;
     }
   }
-  submission.request->complete(refusal(submission));
+  if (!queued) {
+    submission.request->complete(refusal(submission));
+    return;
+  }
+  // Whoever drives next starts it: wake the progress thread only if it sleeps or parks.
+  if (sleeping_) transport_.wake();
+  // Parked just after a blocking wait: start it on this thread (no wake-up; the progress
+  // thread takes over within kParkLimit, or a wait or test drives it on).
+  if (parked_ && callers_ == 0) driveOnce();
 }
 
 Status ProgressEngine::refusal(const Submission& s) const {
@@ -292,35 +286,106 @@ void ProgressEngine::checkTimeouts() {
   }
 }
 
-void ProgressEngine::run() {
-  postControlRecv();
-  auto lastBusy = Clock::now();
-  while (!stop_) {
-    bool busy = startSubmissions();
-    busy |= transport_.progress();
-    // Notices first: when a peer's abort notice and the failure it causes (its endpoint
-    // closing) arrive together, the notice names the root cause.
-    busy |= pollControl();
-    busy |= driveActive();
-    if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
-    checkTimeouts();
-    watchNeighbours();
-    draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
-    controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
-    auto now = Clock::now();
-    if (busy) {
-      lastBusy = now;
-      continue;
-    }
-    // While a collective is pending, poll (yielding the core to the other ranks): UCX's
-    // shared-memory transports raise no wake-up event, so sleeping on the event fd would
-    // cost up to a millisecond per message. Idle, sleep until UCX or a submission wakes us.
-    if (!active_.empty() || now - lastBusy < std::chrono::microseconds(options_.spinUs)) {
+bool ProgressEngine::turn() {
+  DrivingScope scope;
+  bool busy = startSubmissions();
+  busy |= transport_.progress();
+  // Notices first: when a peer's abort notice and the failure it causes (its endpoint
+  // closing) arrive together, the notice names the root cause.
+  busy |= pollControl();
+  busy |= driveActive();
+  if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
+  checkTimeouts();
+  watchNeighbours();
+  draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
+  controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
+  if (busy) lastBusy_ = Clock::now();
+  return busy;
+}
+
+bool ProgressEngine::hasWork() const {
+  // Not draining_: runs that already failed or finished only need a turn some time to let go.
+  return !active_.empty() || !controlSends_.empty() || abortRequested_ || hasIncoming();
+}
+
+bool ProgressEngine::hasIncoming() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !incoming_.empty();
+}
+
+void ProgressEngine::driveUntilDone(const Request& request) {
+  if (tDriving) return;  // a wait from inside a turn (a task's code) cannot drive; it just waits
+  callers_.fetch_add(1);
+  while (!request.done() && !stop_) {
+    std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
+    if (!drive.owns_lock()) {  // the progress thread ends its turn, or another caller drives
       sched_yield();
       continue;
     }
-    transport_.waitForEvents(100);
+    bool busy = turn();
+    drive.unlock();
+    if (!busy && !request.done()) sched_yield();  // the peers' ranks may share these cores
   }
+  // Hand back: the progress thread resumes at once only when something is left to drive.
+  bool more = false;
+  {
+    std::lock_guard<std::mutex> drive(driveMutex_);
+    more = hasWork();
+  }
+  if (callers_.fetch_sub(1) == 1 && more) {
+    transport_.wake();
+    std::lock_guard<std::mutex> lock(parkMutex_);
+    resume_ = true;
+    parkCv_.notify_all();
+  }
+}
+
+void ProgressEngine::park() {
+  std::unique_lock<std::mutex> lock(parkMutex_);
+  // Bounded, and submit() does not wake it (that wake-up would cost every blocking call a
+  // futex and a context switch): a non-blocking collective posted while no caller drives
+  // starts within kParkLimit, or at once when the caller waits or tests it.
+  parked_ = true;
+  parkCv_.wait_for(lock, kParkLimit, [&] { return stop_ || resume_; });
+  parked_ = false;
+  resume_ = false;
+}
+
+void ProgressEngine::driveOnce() {
+  if (tDriving) return;
+  std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
+  if (drive.owns_lock() && !stop_) turn();
+}
+
+void ProgressEngine::run() {
+  lastBusy_ = Clock::now();
+  {
+    std::lock_guard<std::mutex> drive(driveMutex_);
+    postControlRecv();
+  }
+  while (!stop_) {
+    if (callers_ > 0) {
+      park();
+      continue;
+    }
+    std::unique_lock<std::mutex> drive(driveMutex_);
+    if (turn()) continue;
+    // While a collective is pending, poll (yielding the core to the other ranks): UCX's
+    // shared-memory transports raise no wake-up event, so sleeping on the event fd would
+    // cost up to a millisecond per message. Idle, sleep until UCX or a submission wakes us,
+    // without the lock, so a caller that comes meanwhile can drive at once.
+    if (!active_.empty() || Clock::now() - lastBusy_ < std::chrono::microseconds(options_.spinUs)) {
+      drive.unlock();
+      sched_yield();
+      continue;
+    }
+    sleeping_ = true;  // before looking at incoming_: a submitter then sees it and wakes us
+    bool armed = transport_.armEvents() && !hasIncoming();
+    drive.unlock();
+    if (armed && callers_ == 0) transport_.sleepUntilEvent(100);
+    sleeping_ = false;
+  }
+  std::lock_guard<std::mutex> drive(driveMutex_);
   // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are
   // consumed rather than left unmatched), and give in-flight operations a moment to settle.
   // An abort the loop had no turn to act on (abort() then the destructor at once) still

@@ -1,11 +1,18 @@
-// ProgressEngine: the thread that owns a communicator's transport. It starts posted
-// collectives, drives their executors, enforces timeouts, and spreads failures: when a rank
-// sees a mismatch, a dead peer or a timeout it sends an abort notice to every peer, so every
-// rank's pending collective fails with the same reason instead of hanging.
+// ProgressEngine: drives a communicator's transport. It starts posted collectives, drives
+// their executors, enforces timeouts, and spreads failures: when a rank sees a mismatch, a
+// dead peer or a timeout it sends an abort notice to every peer, so every rank's pending
+// collective fails with the same reason instead of hanging.
+//
+// Two kinds of thread drive it, one at a time (driveMutex_): its own progress thread, which
+// keeps non-blocking collectives moving while the caller computes, and a caller blocked in
+// Request::wait(), which drives the engine itself (as MPI_Wait does) while the progress
+// thread parks. The caller's thread so needs no hand-off and no wake-up: a small blocking
+// collective costs what its messages cost.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <list>
@@ -30,6 +37,8 @@ struct EngineOptions {
   // (rank, fd) of the bootstrap ring links: end-of-file there without a goodbye byte means
   // that neighbour died, which breaks the communicator at once with the rank named.
   std::vector<std::pair<int, int>> neighbourSockets;
+  // A caller blocked in Request::wait() drives the engine (TSR_CALLER_PROGRESS).
+  bool callerProgress = true;
 };
 
 using algorithms::TaskFactory;
@@ -56,6 +65,12 @@ class ProgressEngine {
   void abort(const Status& reason);
   // Ok, or the error that broke the communicator.
   Status health() const;
+  // Drives the engine on the calling thread until `request` is done (the progress thread
+  // parks meanwhile), or until the engine stops (which completes every request). Used by
+  // Request::wait().
+  void driveUntilDone(const Request& request);
+  // One turn on the calling thread if nobody else drives (Request::test()).
+  void driveOnce();
 
  private:
   struct Active {
@@ -69,6 +84,11 @@ class ProgressEngine {
   };
 
   void run();
+  // One turn of the loop (needs driveMutex_); true when anything happened.
+  bool turn();
+  bool hasWork() const;
+  bool hasIncoming() const;
+  void park();
   bool startSubmissions();
   bool driveActive();
   bool pollControl();
@@ -96,7 +116,18 @@ class ProgressEngine {
   Status broken_;
   int64_t brokenSeq_ = -1;
 
-  // Progress-thread state.
+  // Who drives: the progress thread or a waiting caller, one at a time. The progress thread
+  // parks (parkCv_) while callers_ > 0 and sleeps on the transport's events without the lock.
+  std::mutex driveMutex_;
+  std::atomic<int> callers_{0};
+  std::mutex parkMutex_;
+  std::condition_variable parkCv_;
+  bool resume_ = false;  // guarded by parkMutex_
+  std::atomic<bool> parked_{false};
+  std::atomic<bool> sleeping_{false};  // on the transport's events (submit must wake it)
+  std::chrono::steady_clock::time_point lastBusy_;
+
+  // Driving state (guarded by driveMutex_).
   NeighbourWatch neighbours_;
   std::list<Active> active_;
   std::list<Active> draining_;  // failed runs whose transport ops are still in flight

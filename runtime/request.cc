@@ -1,13 +1,21 @@
 #include "runtime/request.h"
 
+#include "runtime/progress_engine.h"
+
 namespace tsr::runtime {
 
 Status Request::test() const {
+  if (driver_ && !done()) driver_->driveOnce();
   std::lock_guard<std::mutex> lock(mutex_);
   return status_;
 }
 
 Status Request::wait() const {
+  if (driver_ && !done()) driver_->driveUntilDone(*this);
+  return waitWithoutDriving();
+}
+
+Status Request::waitWithoutDriving() const {
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] { return done_; });
   return status_;

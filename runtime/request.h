@@ -11,12 +11,18 @@
 
 namespace tsr::runtime {
 
+class ProgressEngine;
+
 class Request {
  public:
-  // InProgress until the collective ends, then its final status.
+  // InProgress until the collective ends, then its final status. With a driver, first drives
+  // the communicator one turn if no other thread is driving it.
   Status test() const;
-  // Blocks until the collective ends (the collective's own timeout bounds this).
+  // Blocks until the collective ends (the collective's own timeout bounds this). With a
+  // driver, the calling thread drives the communicator meanwhile (see ProgressEngine).
   Status wait() const;
+  // Set once, before the request is shared; the engine outlives every pending request.
+  void setDriver(ProgressEngine* engine) { driver_ = engine; }
   void complete(Status status);
   bool done() const;
   // The algorithm that serves this collective ("ring", "binomial", ...), set when posted.
@@ -26,6 +32,9 @@ class Request {
   void setAlgorithm(std::string name) { algorithm_ = std::move(name); }
 
  private:
+  Status waitWithoutDriving() const;
+
+  ProgressEngine* driver_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   bool done_ = false;

@@ -46,9 +46,13 @@ class Transport {
 
   // Drives communication; returns true when anything happened.
   virtual bool progress() = 0;
-  // Sleeps until the transport has work or wake() is called, at most timeoutMs.
-  virtual void waitForEvents(int timeoutMs) = 0;
-  // Thread-safe: interrupts waitForEvents from another thread.
+  // Sleeping in two halves, so the thread that sleeps need not hold the transport: armEvents()
+  // (with the same exclusive access as progress()) returns false when work is already
+  // pending; then sleepUntilEvent() (any thread, no exclusive access) waits until the
+  // transport has work or wake() is called, at most timeoutMs.
+  virtual bool armEvents() = 0;
+  virtual void sleepUntilEvent(int timeoutMs) = 0;
+  // Thread-safe: interrupts sleepUntilEvent from another thread.
   virtual void wake() = 0;
 
   // Ok while the peer is healthy; the failure that the transport saw otherwise.

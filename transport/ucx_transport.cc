@@ -74,7 +74,7 @@ Status UcxTransport::init() {
   TSR_ASSIGN_OR_RETURN(registered_, RegisteredMemory::create());
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the progress thread or a waiting caller, one at a time
   ucp_worker_h worker = nullptr;
   ucs_status_t st = ucp_worker_create(static_cast<ucp_context_h>(context_->handle()), &wp, &worker);
   if (st != UCS_OK) return Status(Code::kTransport, ucsError("ucp_worker_create", st));
@@ -300,9 +300,11 @@ bool UcxTransport::progress() {
   return any;
 }
 
-void UcxTransport::waitForEvents(int timeoutMs) {
-  ucs_status_t st = ucp_worker_arm(asWorker(worker_));
-  if (st == UCS_ERR_BUSY) return;  // events already pending: go progress them
+bool UcxTransport::armEvents() {
+  return ucp_worker_arm(asWorker(worker_)) != UCS_ERR_BUSY;  // busy: events already pending
+}
+
+void UcxTransport::sleepUntilEvent(int timeoutMs) {
   epoll_event events[2];
   int n = epoll_wait(epollFd_, events, 2, timeoutMs);
   for (int i = 0; i < n; ++i) {

@@ -41,7 +41,8 @@ class UcxTransport final : public Transport {
   void cancel(Completion* completion) override;
 
   bool progress() override;
-  void waitForEvents(int timeoutMs) override;
+  bool armEvents() override;
+  void sleepUntilEvent(int timeoutMs) override;
   void wake() override;
 
   Status peerStatus(int peer) const override;
