@@ -33,10 +33,16 @@ struct Params {
   int fullPrecisionEvery = 0;
   Topology topology = Topology::kRing;
   DataType intraType = DataType::kF32;  // two-level only
+  // Flat ring and torus: pack the signs chunk by chunk inside the bit plan, each chunk's first
+  // send waiting only for it (pack=chunked, the default); pack=whole packs the whole vector
+  // before the plan starts (the earlier schedule, same results bit for bit; for comparisons).
+  // The two-level schedule packs its shard whole either way.
+  bool chunkedPack = true;
 };
 
 // Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus, intra=none|fp16
-// (selects the two-level schedule over the job's host grid; not with topology=torus). Errors
+// (selects the two-level schedule over the job's host grid; not with topology=torus),
+// pack=chunked|whole. Errors
 // name the key, the value and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 
