@@ -49,6 +49,8 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 // Where this rank's last step spent its time (microseconds), for tsr-bench's split.
 // The flat ring and torus fuse passes (kernels signPrepare, signFinish): their packing is
 // counted in `prepare` and their compensation in `decompress` (pack and compensate are 0).
+// With pack=chunked the packing runs inside the bit plan: `prepare` is the sum of the chunks'
+// packing and `wire` leaves it out.
 struct StepTimes {
   double prepare = 0;     // g + c, NaN/Inf scan, sum |g'| (flat: and the sign packing)
   double pack = 0;        // sign packing (two-level)
