@@ -44,10 +44,11 @@ Result<std::shared_ptr<Plan>> doublingAllreducePlan(int rank, int size, size_t c
                                                     DataType dtype, ReduceOp op,
                                                     const DenseOptions& options);
 // Marsit's torus on `words` 64-bit sign words (algorithms/marsit): the same phases, hops
-// merge bits (plan.h kRecvMerge) instead of adding; in place.
+// merge bits (plan.h kRecvMerge) instead of adding; in place. localPrep: each row chunk is
+// packed by a kLocal op (ring_phases.h addLocalPrep) that its sends and merges wait for.
 Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
                                                  const std::vector<std::vector<int>>& grid,
-                                                 const DenseOptions& options);
+                                                 const DenseOptions& options, bool localPrep = false);
 // allgather: input holds `count` elements, output size*count in rank order.
 Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count, DataType dtype,
                                                 const DenseOptions& options);

@@ -53,7 +53,12 @@ size_t chunksPerBlock(size_t maxBlock, size_t elemSize, size_t chunkBytes, int s
 std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L,
                                        Slot work, uint32_t startDep, size_t stagingBase,
                                        int window, size_t stagingElems, uint32_t idBase,
-                                       bool signMerge, uint32_t mergeRound) {
+                                       bool signMerge, uint32_t mergeRound,
+                                       const std::vector<uint32_t>& localReady) {
+  // What this rank's own data of chunk c of position q's block waits for.
+  auto ready = [&](int q, size_t c) {
+    return localReady.empty() ? startDep : localReady[ring.blockOwner(q) * L.chunks + c];
+  };
   std::vector<uint32_t> lastRecv(L.chunks, kNone);
   std::vector<uint32_t> stagingUser(window, kNone);
   size_t slotTurn = 0;
@@ -65,7 +70,7 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
       if (out.count) {
         PlanOp send{.kind = OpKind::kSend, .peer = ring.right, .msgId = id,
                     .src = {work, out.offset * L.esize}, .count = out.count};
-        uint32_t dep = k == 0 ? startDep : lastRecv[c];
+        uint32_t dep = k == 0 ? ready(ring.pos - 1, c) : lastRecv[c];
         if (dep != kNone) send.deps.push_back(dep);
         plan.add(send);
       }
@@ -76,13 +81,27 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
                     .staging = {Slot::kScratch, stagingBase + slot * stagingElems * L.esize},
                     .count = in.count, .mergeA = static_cast<uint32_t>(k + 1), .mergeB = 1,
                     .mergeRound = mergeRound};
-        if (startDep != kNone) recv.deps.push_back(startDep);
+        if (uint32_t own = ready(ring.pos - 2 - k, c); own != kNone) recv.deps.push_back(own);
         if (stagingUser[slot] != kNone) recv.deps.push_back(stagingUser[slot]);
         stagingUser[slot] = lastRecv[c] = plan.add(recv);
       }
     }
   }
   return lastRecv;
+}
+
+std::vector<uint32_t> addLocalPrep(Plan& plan, const RingView& ring, const Layout& L, Slot work) {
+  std::vector<uint32_t> ops(static_cast<size_t>(ring.size) * L.chunks, kNone);
+  for (int k = 0; k < ring.size; ++k) {  // step k sends block pos-1-k, merged at step k-1
+    int q = ring.pos - 1 - k;
+    for (size_t c = 0; c < L.chunks; ++c) {
+      Range part = L.chunk(ring, q, c);
+      if (part.count)
+        ops[ring.blockOwner(q) * L.chunks + c] =
+            plan.add({.kind = OpKind::kLocal, .dst = {work, part.offset * L.esize}, .count = part.count});
+    }
+  }
+  return ops;
 }
 
 size_t maxChunkElems(const Layout& L, int size) {

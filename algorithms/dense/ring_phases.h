@@ -53,11 +53,19 @@ size_t maxChunkElems(const Layout& L, int size);
 // Received chunks land in one of `window` staging chunks at stagingBase (scratch) before they
 // are reduced (signMerge: Marsit-merged, the incoming bits standing for k+1 workers at step k,
 // random bits keyed by mergeRound).
+// localReady (optional, from addLocalPrep): per block id and chunk, the op that readies this
+// rank's own data of that chunk; a chunk's first send and its merge then wait for that op
+// (and not startDep), so a pipelined preparation overlaps the sends.
 // Returns, per chunk, the op that completes this rank's own block chunk.
 std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L,
                                        Slot work, uint32_t startDep, size_t stagingBase,
                                        int window, size_t stagingElems, uint32_t idBase = 0,
-                                       bool signMerge = false, uint32_t mergeRound = 0);
+                                       bool signMerge = false, uint32_t mergeRound = 0,
+                                       const std::vector<uint32_t>& localReady = {});
+// One kLocal op per non-empty chunk of the layout, listed in the order the reduce-scatter
+// first needs them (the block sent first, then the block merged first, ...). Returns the ops
+// indexed [blockId * L.chunks + chunk] (kNone for empty chunks), for addReduceScatter.
+std::vector<uint32_t> addLocalPrep(Plan& plan, const RingView& ring, const Layout& L, Slot work);
 // All-gather over the ring, each position starting from its own block; prev[c] is what chunk c
 // of this position's block waits for. Returns the last op per chunk.
 std::vector<uint32_t> addAllgather(Plan& plan, const RingView& ring, const Layout& L, Slot work,

@@ -56,7 +56,8 @@ enum class Column { kRing, kSignMerge, kRabenseifner };
 // rows, (k+1)X : X workers, the same odds as (k+1) : 1) and nothing is divided.
 Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataType dtype, ReduceOp op,
                                          const std::vector<std::vector<int>>& grid,
-                                         const DenseOptions& options, Column columnKind) {
+                                         const DenseOptions& options, Column columnKind,
+                                         bool localPrep = false) {
   const bool signMerge = columnKind == Column::kSignMerge;
   int row = -1, col = -1;
   TSR_RETURN_IF_ERROR(locate(grid, rank, size, &row, &col));
@@ -95,7 +96,11 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
     uint32_t colIds = static_cast<uint32_t>((y - 1) * colChunksMax);
     auto phase = [&] { return static_cast<uint32_t>(plan->ops.size()); };
     uint32_t first = phase();
-    addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0, signMerge, 0);
+    // Pipelined packing: each row chunk's sends and merges wait for that chunk's kLocal op.
+    std::vector<uint32_t> prep;
+    if (localPrep) prep = addLocalPrep(*plan, rowRing, rowL, Slot::kOutput);
+    addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0, signMerge, 0,
+                     prep);
     uint32_t end1 = addPhaseEnd(*plan, first, start);
     uint32_t end3 = end1;
     if (columnKind == Column::kRabenseifner) {
@@ -147,8 +152,9 @@ Result<std::shared_ptr<Plan>> hierAllreducePlan(int rank, int size, size_t count
 
 Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
                                                  const std::vector<std::vector<int>>& grid,
-                                                 const DenseOptions& options) {
-  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, Column::kSignMerge);
+                                                 const DenseOptions& options, bool localPrep) {
+  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, Column::kSignMerge,
+                    localPrep);
 }
 
 }  // namespace tsr::algorithms

@@ -105,7 +105,7 @@ void signCompensate(const float* g, const uint64_t* words, size_t count, float e
 }
 
 size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut) {
+                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut, double* blockSums) {
   const __m256 zero = _mm256_setzero_ps();
   const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const size_t fullWords = count / 64;
@@ -141,6 +141,7 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
         double part = 0.0;
         for (int k = 0; k < 8; ++k) part += l[k];
         total += part;
+        if (blockSums) blockSums[w / 16] = part;
         lanes = zero;
       }
     }
@@ -158,6 +159,7 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
     for (int k = 0; k < 8; ++k) part += l[k];
     for (; j < count; ++j) part += work[j] < 0 ? -work[j] : work[j];
     total += part;
+    if (blockSums) blockSums[fullWords / 16] = part;
   }
   if (fullWords * 64 < count) {
     size_t base = fullWords * 64;

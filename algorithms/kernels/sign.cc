@@ -1,5 +1,6 @@
 #include "algorithms/kernels/sign.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/kernels/detail/avx2.h"
@@ -92,6 +93,44 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
   for (size_t j = 0; j < count; ++j) work[j] = g[j] + c[j];
   *sumAbsOut = sumAbs(work, count);
   return signPack(work, count, words, rng, firstWord);
+}
+
+namespace {
+
+// signPrepare on one piece starting at a 1024-element boundary, each block's sum into blockSums.
+size_t prepareBlocks(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                     const RngStream& rng, uint64_t firstWord, double* blockSums) {
+  double total = 0;
+  if (activeIsa() == Isa::kAvx2)
+    return avx2::signPrepare(g, c, count, work, words, rng, firstWord, &total, blockSums);
+  for (size_t j = 0; j < count; ++j) work[j] = g[j] + c[j];
+  constexpr size_t kBlock = 1024;
+  for (size_t b = 0; b * kBlock < count; ++b)
+    blockSums[b] = sumAbs(work + b * kBlock, count - b * kBlock < kBlock ? count - b * kBlock : kBlock);
+  return signPack(work, count, words, rng, firstWord);
+}
+
+}  // namespace
+
+size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end, float* work,
+                        uint64_t* words, const RngStream& rng, double* blockSums) {
+  constexpr size_t kBlock = 1024;
+  size_t bad = end;
+  // The head, up to the next block boundary, belongs to a block that starts in an earlier
+  // piece: its sum is not this piece's to give.
+  size_t head = std::min(end, (begin + kBlock - 1) / kBlock * kBlock);
+  if (begin < head) {
+    double ignored = 0;
+    size_t b = signPrepare(g + begin, c + begin, head - begin, work + begin, words + begin / 64, rng,
+                           begin / 64, &ignored);
+    if (b < head - begin) bad = begin + b;
+  }
+  if (head < end) {
+    size_t b = prepareBlocks(g + head, c + head, end - head, work + head, words + head / 64, rng,
+                             head / 64, blockSums + head / kBlock);
+    if (bad == end && b < end - head) bad = head + b;
+  }
+  return bad;
 }
 
 void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp) {

@@ -38,6 +38,17 @@ void signCompensate(const float* g, const uint64_t* words, size_t count, float e
 size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
                    const RngStream& rng, uint64_t firstWord, double* sumAbsOut);
 
+// signPrepare on elements [begin, end) of a tensor, so a tensor can be prepared piece by piece
+// in any order (Marsit packs the chunk it sends first, first): g, c, work and words are the
+// whole tensor's arrays and the result is the whole call's, element for element. begin is a
+// multiple of 64; so is end unless it is the tensor's end. blockSums[b] gets the |work| sum (in
+// sumAbs's order) of 1024-element block b over [1024 b, min(1024 b + 1024, end)) for every
+// block starting inside [begin, end); a block that a later piece continues is summed only in
+// part, and is summed again once both are packed (marsit/piecewise_prepare.h). Returns the
+// first non-finite index in [begin, end), or end.
+size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end, float* work,
+                        uint64_t* words, const RngStream& rng, double* blockSums);
+
 // Marsit's last pass, fused: out[j] = eta * (2 bit_j - 1) and comp[j] = work[j] - out[j]
 // (signDecompress then signCompensate in one read of work and the words).
 void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,

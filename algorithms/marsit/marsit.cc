@@ -32,6 +32,10 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
       if (value == "ring") topologyRing = true;
       else if (value == "torus") p.topology = Topology::kTorus;
       else return bad("ring or torus");
+    } else if (key == "pack") {
+      if (value == "chunked") p.chunkedPack = true;
+      else if (value == "whole") p.chunkedPack = false;
+      else return bad("chunked or whole");
     } else if (key == "intra") {
       if (value == "none") p.intraType = DataType::kF32;
       else if (value == "fp16") p.intraType = DataType::kF16;
@@ -39,7 +43,7 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
       twoLevel = true;
     } else {
       return Status(Code::kInvalidArgument, "marsit: unknown parameter " + key + "=" + value +
-                                                " (accepted: seed, full_precision_every, algorithm, topology, intra)");
+                                                " (accepted: seed, full_precision_every, algorithm, topology, intra, pack)");
     }
   }
   if (twoLevel) {
@@ -98,8 +102,9 @@ Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator
     s->intraBuffer.assign((s->hier.padded * dataTypeSize(s->intraType) + 7) / 8, 0);
     s->rowScratch = scratchFor(*s->hier.rowReduceScatter);
   } else {
-    auto bitPlan = torus ? algorithms::torusSignMergePlan(s->rank, s->size, s->bits.size(), grid, options)
-                         : marsitRingPlan(s->rank, s->size, s->bits.size(), options);
+    const bool chunked = s->params.chunkedPack;
+    auto bitPlan = torus ? algorithms::torusSignMergePlan(s->rank, s->size, s->bits.size(), grid, options, chunked)
+                         : marsitRingPlan(s->rank, s->size, s->bits.size(), options, chunked);
     if (!bitPlan.isOk()) return named(bitPlan.status());
     s->bitPlan = bitPlan.take();
   }

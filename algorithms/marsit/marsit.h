@@ -33,16 +33,24 @@ struct Params {
   int fullPrecisionEvery = 0;
   Topology topology = Topology::kRing;
   DataType intraType = DataType::kF32;  // two-level only
+  // Flat ring and torus: pack the signs chunk by chunk inside the bit plan, each chunk's first
+  // send waiting only for it (pack=chunked, the default); pack=whole packs the whole vector
+  // before the plan starts (the earlier schedule, same results bit for bit; for comparisons).
+  // The two-level schedule packs its shard whole either way.
+  bool chunkedPack = true;
 };
 
 // Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus, intra=none|fp16
-// (selects the two-level schedule over the job's host grid; not with topology=torus). Errors
+// (selects the two-level schedule over the job's host grid; not with topology=torus),
+// pack=chunked|whole. Errors
 // name the key, the value and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 
 // Where this rank's last step spent its time (microseconds), for tsr-bench's split.
 // The flat ring and torus fuse passes (kernels signPrepare, signFinish): their packing is
 // counted in `prepare` and their compensation in `decompress` (pack and compensate are 0).
+// With pack=chunked the packing runs inside the bit plan: `prepare` is the sum of the chunks'
+// packing and `wire` leaves it out.
 struct StepTimes {
   double prepare = 0;     // g + c, NaN/Inf scan, sum |g'| (flat: and the sign packing)
   double pack = 0;        // sign packing (two-level)

@@ -10,7 +10,7 @@ using namespace algorithms;
 using namespace algorithms::ring_detail;
 
 Result<std::shared_ptr<Plan>> marsitRingPlan(int rank, int size, size_t words,
-                                             const DenseOptions& options) {
+                                             const DenseOptions& options, bool localPrep) {
   TSR_ASSIGN_OR_RETURN(RingView ring, makeRing(rank, size, options.order));
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "marsit-ring";
@@ -27,10 +27,14 @@ Result<std::shared_ptr<Plan>> marsitRingPlan(int rank, int size, size_t words,
     int window = std::max(1, options.window);
     plan->scratchBytes = window * stagingElems * esize;
     uint32_t first = static_cast<uint32_t>(plan->ops.size());
-    addReduceScatter(*plan, ring, L, Slot::kOutput, start, 0, window, stagingElems, 0, true);
+    std::vector<uint32_t> prep;
+    if (localPrep) prep = addLocalPrep(*plan, ring, L, Slot::kOutput);
+    addReduceScatter(*plan, ring, L, Slot::kOutput, start, 0, window, stagingElems, 0, true, 0, prep);
     uint32_t merged = addPhaseEnd(*plan, first, start);
     addAllgather(*plan, ring, L, Slot::kOutput, std::vector<uint32_t>(L.chunks, merged),
                  static_cast<uint32_t>((size - 1) * L.chunks));
+  } else if (localPrep && words > 0) {
+    plan->add({.kind = OpKind::kLocal, .dst = {Slot::kOutput, 0}, .count = words});  // one rank
   }
   TSR_RETURN_IF_ERROR(plan->finalize());
   return plan;

@@ -11,8 +11,12 @@
 namespace tsr::marsit {
 
 // One rank's plan; the run's RunBuffers rngSeed/rngStep key the merge randomness. In place:
-// input and output are the same word vector.
+// input and output are the same word vector. localPrep: the words are packed chunk by chunk
+// by kLocal ops (RunBuffers::local), listed in the order the ring needs them; each chunk's
+// first send and its merge wait for its own op only, so packing the next chunk overlaps
+// sending this one. Without it, the caller packs everything before the run.
 Result<std::shared_ptr<algorithms::Plan>> marsitRingPlan(int rank, int size, size_t words,
-                                                         const algorithms::DenseOptions& options);
+                                                         const algorithms::DenseOptions& options,
+                                                         bool localPrep = false);
 
 }  // namespace tsr::marsit

@@ -35,55 +35,100 @@ Status MarsitStepTask::start() {
   full_ = s.fullPrecisionStep();
   s.times.fullPrecision = full_;
   s.mergeNanos = 0;
-
-  // One small allreduce carries both the shared magnitude and whether any rank saw a NaN or
-  // Inf, so a bad value fails the step on every rank instead of leaving peers waiting.
-  double sumAbs = 0;
-  if (full_) {
-    for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.comp[j];
-    s.badIndex = kernels::firstNonFinite(s.work.data(), s.count);
+  chunked_ = !full_ && s.params.chunkedPack;
+  coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
+  packed_ = false;
+  if (chunked_) {
+    s.prep.reset(s.count);
+    if (s.count == 0) scalarsReady(0, 0.0);  // nothing to pack
   } else {
-    // g' = g + c, its signs and its magnitude in one pass over g and c.
-    kernels::RngStream coin{s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
-    s.badIndex = kernels::signPrepare(s.g, s.comp.data(), s.count, s.work.data(), s.bits.data(), coin, 0, &sumAbs);
+    prepareWhole();
   }
-  bool bad = s.badIndex < s.count;
+  algorithms::RunIdentity id = ctx_.id;
+  id.seq = ctx_.id.seq + 1;
+  bits_ = std::make_unique<algorithms::PlanExecutor>(full_ ? s.fullPlan : s.bitPlan, bitBuffers(), id,
+                                                     ctx_.transport);
+  bitsStartUs_ = nowUs();
+  // Chunked, the first chunk is packed and sent before start() returns; the scalar allreduce
+  // waits for the last chunk (its sum and NaN/Inf scan).
+  if (!chunked_) startScalar();
+  bitsStatus_ = bits_->start();
+  if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
+  if (packed_ && !scalar_) startScalar();
+  return drive();
+}
+
+// One small allreduce carries both the shared magnitude and whether any rank saw a NaN or
+// Inf, so a bad value fails the step on every rank instead of leaving peers waiting.
+void MarsitStepTask::scalarsReady(size_t badIndex, double sumAbs) {
+  MarsitState& s = *state_;
+  s.badIndex = badIndex;
+  bool bad = badIndex < s.count;
   s.scalarIn[0] = bad || s.count == 0 ? 0.0 : sumAbs / s.count;
   s.scalarIn[1] = bad ? 1.0 : 0.0;
-  s.times.prepare = nowUs() - startUs_;
+  packed_ = true;
+}
 
-  algorithms::RunIdentity id = ctx_.id;
-  scalar_ = std::make_unique<algorithms::PlanExecutor>(
-      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, id,
-      ctx_.transport);
-  id.seq = ctx_.id.seq + 1;
-  algorithms::RunBuffers bitBuffers;
+void MarsitStepTask::prepareWhole() {
+  MarsitState& s = *state_;
+  double sumAbs = 0;
+  size_t bad;
   if (full_) {
-    bitBuffers = {s.work.data(), s.work.data(), s.fullScratch.data()};
-    bits_ = std::make_unique<algorithms::PlanExecutor>(s.fullPlan, bitBuffers, id, ctx_.transport);
+    for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.comp[j];
+    bad = kernels::firstNonFinite(s.work.data(), s.count);
   } else {
-    bitBuffers = {s.bits.data(), s.bits.data(), s.bitScratch.data()};
-    bitBuffers.rngSeed = s.params.seed;
-    bitBuffers.rngStep = static_cast<uint32_t>(s.step);
-    bitBuffers.mergeNanos = &s.mergeNanos;
-    bits_ = std::make_unique<algorithms::PlanExecutor>(s.bitPlan, bitBuffers, id, ctx_.transport);
+    // g' = g + c, its signs and its magnitude in one pass over g and c.
+    bad = kernels::signPrepare(s.g, s.comp.data(), s.count, s.work.data(), s.bits.data(), coin_, 0, &sumAbs);
   }
-  bitsStartUs_ = nowUs();
-  Status a = scalar_->start();
-  Status b = bits_->start();
-  return drive(a, b);
+  scalarsReady(bad, sumAbs);
+  s.times.prepare = nowUs() - startUs_;
+}
+
+Status MarsitStepTask::packChunk(const algorithms::PlanOp& op) {
+  MarsitState& s = *state_;
+  double t = nowUs();
+  size_t firstWord = op.dst.offset / sizeof(uint64_t);
+  size_t begin = firstWord * 64, end = std::min(s.count, (firstWord + op.count) * 64);
+  s.prep.prepare(s.g, s.comp.data(), begin, end, s.work.data(), s.bits.data(), coin_);
+  if (s.prep.prepared() == s.count) {
+    size_t bad = s.prep.firstBad();
+    scalarsReady(bad, bad < s.count ? 0.0 : s.prep.sumAbs(s.work.data()));
+  }
+  s.times.prepare += nowUs() - t;
+  return Status::ok();
+}
+
+algorithms::RunBuffers MarsitStepTask::bitBuffers() {
+  MarsitState& s = *state_;
+  if (full_) return {s.work.data(), s.work.data(), s.fullScratch.data()};
+  algorithms::RunBuffers b{s.bits.data(), s.bits.data(), s.bitScratch.data()};
+  b.rngSeed = s.params.seed;
+  b.rngStep = static_cast<uint32_t>(s.step);
+  b.mergeNanos = &s.mergeNanos;
+  if (chunked_) b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
+  return b;
+}
+
+void MarsitStepTask::startScalar() {
+  MarsitState& s = *state_;
+  scalar_ = std::make_unique<algorithms::PlanExecutor>(
+      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, ctx_.id,
+      ctx_.transport);
+  scalarStatus_ = scalar_->start();
 }
 
 Status MarsitStepTask::progress() {
   if (!running(status_)) return status_;
-  return drive(running(scalarStatus_) ? scalar_->progress() : scalarStatus_,
-               running(bitsStatus_) ? bits_->progress() : bitsStatus_);
+  if (running(bitsStatus_)) {
+    bitsStatus_ = bits_->progress();
+    if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
+  }
+  if (!scalar_ && packed_) startScalar();
+  else if (scalar_ && running(scalarStatus_)) scalarStatus_ = scalar_->progress();
+  return drive();
 }
 
-Status MarsitStepTask::drive(Status scalar, Status bits) {
-  scalarStatus_ = std::move(scalar);
-  if (running(bitsStatus_) && !running(bits)) bitsEndUs_ = nowUs();
-  bitsStatus_ = std::move(bits);
+Status MarsitStepTask::drive() {
   if (!running(scalarStatus_) && !scalarStatus_.isOk()) return fail(scalarStatus_);
   if (!running(bitsStatus_) && !bitsStatus_.isOk()) return fail(bitsStatus_);
   if (running(scalarStatus_) || running(bitsStatus_)) return status_;
@@ -94,7 +139,8 @@ Status MarsitStepTask::finish() {
   MarsitState& s = *state_;
   double merge = s.mergeNanos / 1000.0;
   s.times.merge = merge;
-  s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - merge);
+  // Chunked, the packing ran inside the bit plan: it is prepare's, not the wire's.
+  s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - merge - (chunked_ ? s.times.prepare : 0.0));
   if (s.scalarOut[1] > 0) {
     bool mine = s.badIndex < s.count;
     return fail(numericError(s, mine ? s.badIndex : SIZE_MAX, mine ? s.work[s.badIndex] : 0.0f));

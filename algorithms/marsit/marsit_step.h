@@ -1,9 +1,12 @@
 // One Marsit step as a task on the communicator's progress thread (algorithms/plan/task.h).
 //
-// start():    g' = g + c, NaN/Inf scan, local mean |g'|, sign packing; then two plans run
-//             side by side: a 2-double allreduce (seq) carrying [sum of mean|g'|, ranks with
-//             NaN/Inf], and the Marsit bit plan (seq+1). On a full-precision step the second
-//             plan is a dense averaging allreduce of g' instead.
+// start():    starts the Marsit bit plan (seq+1), whose kLocal ops pack g' = g + c chunk by
+//             chunk (signs, NaN/Inf scan, sum |g'|: piecewise_prepare.h) in the order the ring
+//             sends them, so the first chunk goes out while the rest is packed. Once every
+//             chunk is packed, a 2-double allreduce (seq) starts beside it, carrying [sum of
+//             mean|g'|, ranks with NaN/Inf]. With pack=whole the whole vector is packed first
+//             and both plans start together. On a full-precision step the bit plan is a dense
+//             averaging allreduce of g' instead, after the whole g' is computed.
 // progress(): drives both; when both end, every rank knows eta and whether anyone had a bad
 //             value, so all ranks take the same decision: fail naming the tensor, or write
 //             G = eta * (2 bit - 1) into g and c = g' - G.
@@ -15,6 +18,7 @@
 
 #include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit.h"
+#include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
 
 namespace tsr::marsit {
@@ -38,6 +42,7 @@ struct MarsitState {
   double scalarIn[2] = {0, 0}, scalarOut[2] = {0, 0};
   size_t badIndex = 0;
   uint64_t mergeNanos = 0;
+  PiecewisePrepare prep;  // chunked packing's running sum and first bad index
 
   // Two-level (intra=none|fp16; marsit_hier_step.h): comp is then this rank's row block's
   // compensation (shardCount floats), intraResidual what the f16 cast dropped (count floats).
@@ -68,9 +73,14 @@ class MarsitStepTask final : public algorithms::Task {
   std::string describe() const override { return "marsit allreduce of tensor " + state_->name; }
 
  private:
-  Status drive(Status scalar, Status bits);
+  Status drive();
   Status finish();
   Status fail(Status status);
+  algorithms::RunBuffers bitBuffers();
+  void prepareWhole();
+  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan
+  void scalarsReady(size_t badIndex, double sumAbs);
+  void startScalar();
 
   std::shared_ptr<MarsitState> state_;
   algorithms::TaskContext ctx_;
@@ -78,6 +88,9 @@ class MarsitStepTask final : public algorithms::Task {
   Status scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
   Status status_{Code::kInProgress, ""};
   bool full_ = false;
+  bool chunked_ = false;  // packing inside the bit plan
+  bool packed_ = false;   // every element packed, the scalars set
+  kernels::RngStream coin_{};
   double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
 };
 

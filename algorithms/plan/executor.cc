@@ -105,7 +105,7 @@ Status PlanExecutor::start() {
     if (!st.isOk()) return fail(st);
   }
   for (uint32_t i = 0; i < p.ops.size(); ++i)
-    if (pending_[i] == 0) ready_.push_back(i);
+    if (pending_[i] == 0) enqueue(i);
   return progress();
 }
 
@@ -175,16 +175,39 @@ Status PlanExecutor::finishLocal(uint32_t index) {
     case OpKind::kDivide:
       kernels::divideInPlace(resolve(op.dst), op.count, plan_->dtype, op.divisor);
       break;
+    case OpKind::kLocal:
+      if (!buffers_.local)
+        return Status(Code::kInternal, plan_->algorithm + " plan: op " + std::to_string(index) +
+                                           " is a local op but the run has no handler for it");
+      return buffers_.local(op);
     default:
       break;
   }
   return Status::ok();
 }
 
+namespace {
+bool isTransfer(OpKind kind) {
+  return kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce ||
+         kind == OpKind::kRecvMerge;
+}
+}  // namespace
+
+void PlanExecutor::enqueue(uint32_t index) {
+  if (isTransfer(plan_->ops[index].kind)) readyTransfers_.push_back(index);
+  else readyLocal_.push_back(index);
+}
+
 void PlanExecutor::markDone(uint32_t index) {
   ++doneCount_;
   for (uint32_t next : plan_->dependents[index])
-    if (--pending_[next] == 0) ready_.push_back(next);
+    if (--pending_[next] == 0) enqueue(next);
+}
+
+Status PlanExecutor::postReadyTransfers() {
+  for (uint32_t index : readyTransfers_) TSR_RETURN_IF_ERROR(post(index));
+  readyTransfers_.clear();
+  return Status::ok();
 }
 
 Status PlanExecutor::collect() {
@@ -240,23 +263,24 @@ Status PlanExecutor::progress() {
   if (status_.code() != Code::kInProgress) return status_;
   Status st = collect();
   if (!st.isOk()) return fail(st);
-  // FIFO, so chunks go out in the order the plan lists them.
-  for (size_t head = 0; head < ready_.size(); ++head) {
-    {
-      uint32_t index = ready_[head];
-      OpKind kind = plan_->ops[index].kind;
-      if (kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce ||
-          kind == OpKind::kRecvMerge) {
-        st = post(index);
-        if (!st.isOk()) return fail(st);
-      } else {
-        st = finishLocal(index);
-        if (!st.isOk()) return fail(st);
-        markDone(index);
-      }
+  // FIFO, so chunks go out in the order the plan lists them; a transfer as soon as it is
+  // ready, local ops in between. A caller's kLocal op (a chunk's packing) may be long: after
+  // one, post what it unblocked and give the transport a turn before the next.
+  for (;;) {
+    st = postReadyTransfers();
+    if (!st.isOk()) return fail(st);
+    if (readyLocal_.empty()) break;
+    uint32_t index = readyLocal_.front();
+    readyLocal_.pop_front();
+    st = finishLocal(index);
+    if (!st.isOk()) return fail(st);
+    markDone(index);
+    if (plan_->ops[index].kind == OpKind::kLocal) {
+      st = postReadyTransfers();
+      if (!st.isOk()) return fail(st);
+      break;
     }
   }
-  ready_.clear();
   bool headersDone = headersChecked_ == headerRecvs_.size() &&
                      std::all_of(headerSends_.begin(), headerSends_.end(),
                                  [](const Completion& c) { return c.done; });

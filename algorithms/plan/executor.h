@@ -2,13 +2,17 @@
 //
 // start() posts every op whose deps are met; progress() collects transport completions, runs
 // local math (reduce, copy, divide) as soon as its inputs are ready and posts what that
-// unblocks. Before data moves, each pair of ranks that talks in the plan exchanges a 32-byte
+// unblocks. Ready transfers are posted before ready local ops run, and after a caller's kLocal
+// op progress() returns (what it unblocked posted), so the transport moves the chunk just
+// prepared while the next one waits its turn. Before data moves, each pair of ranks that talks in the plan exchanges a 32-byte
 // header with the collective's arguments; a difference is reported as TSR_ERR_MISMATCH naming
 // both ranks and the field. The executor owns no thread: the communicator's progress thread
 // calls it.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +33,8 @@ struct RunBuffers {
   uint32_t rngStep = 0;
   // When set, time spent in merges is added here (the progress thread is the only writer).
   uint64_t* mergeNanos = nullptr;
+  // Runs the plan's kLocal ops (on the progress thread); plans with none leave it empty.
+  std::function<Status(const PlanOp&)> local;
 };
 
 // What travels in the per-peer header message.
@@ -71,6 +77,8 @@ class PlanExecutor final : public Task {
   Status post(uint32_t index);
   Status finishLocal(uint32_t index);
   void markDone(uint32_t index);
+  void enqueue(uint32_t index);
+  Status postReadyTransfers();
   Status checkHeader(const WireHeader& theirs, int peer) const;
   Status fail(Status status);
   Status collect();
@@ -84,7 +92,8 @@ class PlanExecutor final : public Task {
   std::vector<uint32_t> pending_;             // deps not yet done, per op
   std::vector<transport::Completion> completions_;  // per op
   std::vector<uint32_t> inFlight_;            // ops posted to the transport
-  std::vector<uint32_t> ready_;               // ops whose deps are met, not yet started
+  std::vector<uint32_t> readyTransfers_;      // deps met, not yet posted (FIFO)
+  std::deque<uint32_t> readyLocal_;           // deps met, not yet run (FIFO)
   size_t doneCount_ = 0;
 
   WireHeader myHeader_;

@@ -33,7 +33,9 @@ struct BufferRef {
 
 // kRecvMerge: receive sign bits (64-bit words) into staging, then Marsit-merge them into dst
 // (the received vector stands for mergeA workers, dst for mergeB; kernels/sign.h).
-enum class OpKind : uint8_t { kSend, kRecv, kRecvReduce, kCopy, kReduce, kDivide, kRecvMerge };
+// kLocal: work the run's caller supplies (RunBuffers::local) on [dst, dst + count): Marsit
+// packs the signs of a chunk there, so the chunk's sends wait for it and no more.
+enum class OpKind : uint8_t { kSend, kRecv, kRecvReduce, kCopy, kReduce, kDivide, kRecvMerge, kLocal };
 
 struct PlanOp {
   OpKind kind = OpKind::kCopy;

@@ -16,8 +16,10 @@ size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& 
 void signDecompress(const uint64_t* words, size_t count, float eta, float* out);
 void signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c);
 size_t firstNonFinite(const float* x, size_t count);
+// blockSums (may be null): each 1024-element block's |work| sum, in block order.
 size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut);
+                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut,
+                   double* blockSums = nullptr);
 void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                 float* comp);
 // Top-k scan: counts |x| bits > hi, stores the magnitude bits of elements with lo <= m <= hi

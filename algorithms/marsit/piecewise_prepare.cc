@@ -1,0 +1,41 @@
+#include "algorithms/marsit/piecewise_prepare.h"
+
+#include <algorithm>
+
+#include "algorithms/kernels/sign.h"
+
+namespace tsr::marsit {
+
+namespace {
+constexpr size_t kBlock = 1024;  // kernels::sumAbs's block
+}
+
+void PiecewisePrepare::reset(size_t count) {
+  count_ = count;
+  firstBad_ = count;
+  prepared_ = 0;
+  blockSums_.assign((count + kBlock - 1) / kBlock, 0.0);
+  cutBlocks_.clear();
+}
+
+void PiecewisePrepare::prepare(const float* g, const float* c, size_t begin, size_t end, float* work,
+                               uint64_t* words, const kernels::RngStream& rng) {
+  size_t bad = kernels::signPrepareRange(g, c, begin, end, work, words, rng, blockSums_.data());
+  if (bad < end) firstBad_ = std::min(firstBad_, bad);
+  prepared_ += end - begin;
+  // A block cut by this piece's end is summed only in part: redo it when all are prepared.
+  if (end % kBlock != 0 && end < count_) cutBlocks_.push_back(end / kBlock);
+}
+
+double PiecewisePrepare::sumAbs(const float* work) {
+  for (size_t b : cutBlocks_) {
+    size_t start = b * kBlock;
+    blockSums_[b] = kernels::sumAbs(work + start, std::min(kBlock, count_ - start));
+  }
+  cutBlocks_.clear();
+  double total = 0;
+  for (double part : blockSums_) total += part;
+  return total;
+}
+
+}  // namespace tsr::marsit
