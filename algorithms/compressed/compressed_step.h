@@ -15,14 +15,17 @@
 
 namespace tsr::compressed {
 
+struct CompressedHier;  // compressed_hier.h
+
 struct CompressedState {
   std::string name;
   size_t count = 0;
   int rank = 0, size = 1;
   std::string algorithm;
-  std::unique_ptr<compress::Compressor> compressor;
+  std::unique_ptr<compress::Compressor> compressor;  // two-level: of the shard (null if empty)
+  std::shared_ptr<CompressedHier> hier;      // two-level (intra=); null: flat
   size_t slotWords = 0;                      // 8-byte words per rank's slot
-  std::vector<uint64_t> mine, all;           // one slot; size slots
+  std::vector<uint64_t> mine, all;           // one slot; size slots (two-level: column size)
   std::vector<float> decoded, sum;
   std::shared_ptr<const algorithms::Plan> flagPlan, gatherPlan;
   std::vector<uint64_t> flagScratch, gatherScratch;

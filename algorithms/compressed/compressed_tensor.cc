@@ -1,8 +1,11 @@
 #include "algorithms/compressed/compressed_tensor.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "algorithms/compress/registry.h"
+#include "algorithms/compressed/compressed_hier.h"
+#include "algorithms/compressed/compressed_hier_step.h"
 #include "algorithms/compressed/compressed_step.h"
 #include "runtime/tensor_step.h"
 
@@ -19,7 +22,8 @@ std::vector<uint64_t> scratchFor(const algorithms::Plan& plan) {
 Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(runtime::Communicator& comm, std::string name,
                                                                    size_t count,
                                                                    const std::map<std::string, std::string>& params) {
-  auto named = [&](const Status& st) { return Status(st.code(), "compressed tensor " + name + ": " + st.message()); };
+  const std::string who = "compressed tensor " + name + ": ";
+  auto named = [&](const Status& st) { return Status(st.code(), who + st.message()); };
   compress::Params kv = params;
   auto algo = kv.find("algorithm");
   if (algo != kv.end()) {
@@ -27,34 +31,47 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(runtime::Comm
       return named(Status(Code::kInvalidArgument, "algorithm=" + algo->second + " is not accepted here (compressed)"));
     kv.erase(algo);
   }
+  // intra= selects the two-level schedule; it is not a compressor key.
+  std::optional<DataType> intra;
+  if (auto it = kv.find("intra"); it != kv.end()) {
+    auto parsed = parseIntra(it->second);
+    if (!parsed.isOk()) return named(parsed.status());
+    intra = parsed.value();
+    kv.erase(it);
+  }
   auto withEnv = compress::withEnvironmentDefaults(kv);
   if (!withEnv.isOk()) return named(withEnv.status());
   kv = withEnv.take();
   kv.emplace("ef", "vanilla");  // nothing is lost unless the caller says ef=none
-  auto made = compress::createCompressor(kv, count);
-  if (!made.isOk()) return named(made.status());
 
   auto s = std::make_shared<CompressedState>();
   s->name = std::move(name);
   s->count = count;
   s->rank = comm.rank();
   s->size = comm.size();
-  s->compressor = made.take();
-  s->algorithm = "compressed:" + s->compressor->name();
-  s->slotWords = 1 + (s->compressor->maxCompressedBytes() + 7) / 8;
-  s->mine.assign(s->slotWords, 0);
-  s->all.assign(s->slotWords * s->size, 0);
-  s->decoded.resize(count);
-  s->sum.resize(count);
   const auto& options = comm.denseOptions();
   auto flag = algorithms::ringAllreducePlan(s->rank, s->size, 2, DataType::kF64, ReduceOp::kSum, options);
   if (!flag.isOk()) return named(flag.status());
-  auto gather = algorithms::ringAllgatherPlan(s->rank, s->size, s->slotWords, DataType::kI64, options);
-  if (!gather.isOk()) return named(gather.status());
+  if (intra) {
+    Status st = setUpTwoLevel(*s, comm, *intra, kv);
+    if (!st.isOk()) return named(st);
+  } else {
+    auto made = compress::createCompressor(kv, count);
+    if (!made.isOk()) return named(made.status());
+    s->compressor = made.take();
+    s->algorithm = "compressed:" + s->compressor->name();
+    s->slotWords = 1 + (s->compressor->maxCompressedBytes() + 7) / 8;
+    s->mine.assign(s->slotWords, 0);
+    s->all.assign(s->slotWords * s->size, 0);
+    s->decoded.resize(count);
+    s->sum.resize(count);
+    auto gather = algorithms::ringAllgatherPlan(s->rank, s->size, s->slotWords, DataType::kI64, options);
+    if (!gather.isOk()) return named(gather.status());
+    s->gatherPlan = gather.take();
+    s->gatherScratch = scratchFor(*s->gatherPlan);
+  }
   s->flagPlan = flag.take();
-  s->gatherPlan = gather.take();
   s->flagScratch = scratchFor(*s->flagPlan);
-  s->gatherScratch = scratchFor(*s->gatherPlan);
   return std::unique_ptr<CompressedTensor>(new CompressedTensor(comm, std::move(s)));
 }
 
@@ -63,9 +80,12 @@ CompressedTensor::CompressedTensor(runtime::Communicator& comm, std::shared_ptr<
 CompressedTensor::~CompressedTensor() = default;
 
 Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
-  // Two sequence numbers: the NaN flag, then the all-gather of payloads.
-  return runtime::submitTensorStep(comm_, state_, "compressed tensor", g, 2,
+  // Sequence numbers: the NaN flag, then the all-gather of payloads; two-level: the host
+  // average, the flag, the column gather of payloads, the row gather of blocks.
+  return runtime::submitTensorStep(comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
                                    [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
+                                     if (state->hier)
+                                       return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
                                      return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
                                    });
 }
@@ -81,6 +101,7 @@ const std::string& CompressedTensor::algorithm() const { return state_->algorith
 size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }
 
 void CompressedTensor::residual(float* out) const {
+  if (state_->hier) return twoLevelResidual(*state_, out);
   auto e = state_->compressor->feedbackError();
   if (e.empty()) std::fill(out, out + state_->count, 0.0f);
   else std::copy(e.begin(), e.end(), out);

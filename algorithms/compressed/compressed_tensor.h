@@ -8,6 +8,12 @@
 // from TSR_COMPRESS_* variables, plus algorithm=compressed. randomk draws the same indices on
 // every rank (shared seed, equal steps).
 //
+// intra=none|fp16 selects the two-level schedule on the communicator's host grid
+// (compressed_hier.h): average inside each host (f32, or f16 with the cast error kept), the
+// compressor across hosts on this rank's row block (the shard: its own compressor and error
+// feedback; a topk/randomk k given as a count is split among the shards), then an all-gather
+// inside the host. A job without a host grid (unequal hosts) fails with TSR_ERR_NOT_SUPPORTED.
+//
 // A NaN or Inf on any rank fails the step on every rank with TSR_ERR_NUMERIC naming the
 // tensor (a one-flag allreduce runs before compressing, so no compressor state changes).
 #pragma once
@@ -34,9 +40,13 @@ class CompressedTensor {
   Result<runtime::RequestPtr> allreduceAsync(float* g);
   bool busy() const;
   uint64_t step() const;
-  // "compressed:<compressor name>", e.g. "compressed:ef(topk(k=10))".
+  // "compressed:<compressor name>", e.g. "compressed:ef(topk(k=10))"; two-level
+  // "compressed-2level:" or "compressed-2level-fp16:" and the compressor of the first shard.
   const std::string& algorithm() const;
-  // What error feedback keeps back (count floats; zeros when ef=none).
+  // What this rank keeps back, count floats, in units of its own contribution, so that
+  // N * result + sum over ranks of residual = sum over ranks of (g + previous residual).
+  // Flat: the error-feedback error (zeros when ef=none); two-level: the f16 cast residual plus
+  // X (ranks per host) times the shard's error-feedback error, at the shard.
   void residual(float* out) const;
   // Bytes of one rank's payload slot on the wire (the all-gather block).
   size_t slotBytes() const;

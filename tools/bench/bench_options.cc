@@ -20,7 +20,10 @@ const char* collectiveName(Collective c) {
 bool isMarsit(const BenchOptions& o) {
   return o.algo == "marsit" || o.algo == "marsit-torus" || o.algo == "marsit-2level" || o.algo == "marsit-2level-fp16";
 }
-bool isSparse(const BenchOptions& o) { return o.algo == "spardl" || o.algo == "topk-allgather"; }
+bool isTopkAllgather(const std::string& algo) {
+  return algo == "topk-allgather" || algo == "topk-allgather-2level" || algo == "topk-allgather-2level-fp16";
+}
+bool isSparse(const BenchOptions& o) { return o.algo == "spardl" || isTopkAllgather(o.algo); }
 
 std::string densityText(double density) {
   char buf[64];
@@ -72,7 +75,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
                  "auto|ring|torus|hier|rabenseifner|doubling (allreduce), ring|bruck (allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
-                 "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather (sparse, f32)");
+                 "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather|"
+                 "topk-allgather-2level|topk-allgather-2level-fp16 (sparse, f32; two-level: average in each host, top-k across hosts)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");

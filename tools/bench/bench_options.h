@@ -29,7 +29,7 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   Collective collective = Collective::kAllreduce;
-  std::string algo = "auto";     // auto|ring|torus|hier|rabenseifner|doubling|bruck (TSR_ALGO), marsit|marsit-torus, spardl|topk-allgather
+  std::string algo = "auto";     // auto|ring|torus|hier|rabenseifner|doubling|bruck (TSR_ALGO), marsit|marsit-torus, spardl|topk-allgather[-2level[-fp16]]
   std::string jsonFile;
   std::string format = "table";  // table | csv | peer (the peer benchmarks' 11 columns)
   double minBusbw = 0;           // GB/s; below it the exit status is non-zero
@@ -52,7 +52,10 @@ bool isMarsit(const BenchOptions& o);
 // --algo spardl | topk-allgather: SparDL (algorithms/spardl) or its baseline, a top-k
 // CompressedTensor (algorithms/compressed); the parser accepts them only for f32 allreduce
 // with -o sum|avg (SparDL sums, topk-allgather averages, whatever -o says).
+// --algo topk-allgather-2level | topk-allgather-2level-fp16: the same tensor with intra=none |
+// fp16 (average inside each host, top-k across hosts on the shards, all-gather in the host).
 bool isSparse(const BenchOptions& o);
+bool isTopkAllgather(const std::string& algo);
 
 // The density as the shortest text that reads back as the same double ("0.01").
 std::string densityText(double density);

@@ -1,7 +1,7 @@
 // tsr-bench: nccl-tests style benchmark of Tessera's collectives; run it under tsrun.
 //   tsrun -np 4 build/bin/tsr-bench -b 8 -e 64M -f 2 -n 20 -w 5 -d f32 -o sum -c 1
 // --algo marsit | marsit-torus benchmarks the Marsit sign-bit allreduce instead (f32);
-// --algo spardl | topk-allgather the sparse allreduces (f32, --density, spardl --teams/--sag).
+// --algo spardl | topk-allgather[-2level[-fp16]] the sparse allreduces (f32, --density, spardl --teams/--sag).
 // Rank 0 prints one row per size; --json FILE adds one JSON object per size. Exit status:
 // 0, or 1 when a value is wrong, a collective failed or the average busbw is below
 // --min-busbw; 2 for usage errors.

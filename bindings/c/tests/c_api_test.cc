@@ -339,6 +339,39 @@ TEST(CApi, TensorHandles) {
   for (int r = 1; r < n; ++r) EXPECT_EQ(results[r], results[0]) << "rank " << r;
 }
 
+// algorithm=compressed with intra=fp16 on 4 ranks of one host (grid 2 x 2): the same result
+// everywhere, and N * result + sum of residuals = sum of inputs (to f16 sum rounding);
+// intra=bogus is named.
+TEST(CApi, TwoLevelCompressedTensor) {
+  const int n = 4;
+  const size_t count = 90;
+  std::vector<std::vector<float>> in(n), out(n), kept(n, std::vector<float>(count));
+  runCRanks(n, [&](tsr_comm_t comm, int r) {
+    tsr_tensor_t t = nullptr;
+    tsr_param_t bad[] = {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "5"}, {"intra", "bogus"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "h", count, TSR_FLOAT32, bad, 4, &t), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("intra=bogus"), std::string::npos) << lastError();
+    tsr_param_t p[] = {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "10"}, {"intra", "fp16"}};
+    ASSERT_EQ(tsr_tensor_create(comm, "h", count, TSR_FLOAT32, p, 4, &t), TSR_OK) << lastError();
+    const char* algo = nullptr;
+    ASSERT_EQ(tsr_tensor_info(t, nullptr, &algo), TSR_OK);
+    EXPECT_STREQ(algo, "compressed-2level-fp16:ef(topk(k=5))");  // k=10 split over 2 shards
+    std::vector<float> g(count);
+    for (size_t j = 0; j < count; ++j) g[j] = std::sin(0.7f * j + r);
+    in[r] = g;
+    ASSERT_EQ(tsr_tensor_allreduce(t, g.data(), nullptr), TSR_OK) << lastError();
+    out[r] = g;
+    ASSERT_EQ(tsr_tensor_residual(t, kept[r].data()), TSR_OK);
+    EXPECT_EQ(tsr_tensor_destroy(t), TSR_OK);
+  });
+  for (int r = 1; r < n; ++r) EXPECT_EQ(out[r], out[0]) << "rank " << r;
+  for (size_t j = 0; j < count; ++j) {
+    double lhs = n * static_cast<double>(out[0][j]), rhs = 0;
+    for (int r = 0; r < n; ++r) lhs += kept[r][j], rhs += in[r][j];
+    EXPECT_NEAR(lhs, rhs, 1e-2) << j;
+  }
+}
+
 TEST(CApi, EveryStatusHasAName) {
   for (int s = TSR_OK; s <= TSR_ERR_NUMERIC; ++s)
     EXPECT_STRNE(tsr_status_string(static_cast<tsr_status_t>(s)), "") << s;

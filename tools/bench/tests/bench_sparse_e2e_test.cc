@@ -1,6 +1,7 @@
 // tsr-bench --algo spardl | topk-allgather under the real tsrun: every check passes (identical
 // results, sparsity per block or in all, conservation with the residuals) for N = 1..4, teams
-// (R-SAG T=2 at N=4, B-SAG T=3 at N=3) and the baseline at N = 1..3, with a split line per row;
+// (R-SAG T=2 at N=4, B-SAG T=3 at N=3) and the baseline at N = 1..3 (two-level, f32 and f16
+// host averages, at N = 4), with a split line per row;
 // a planted error is counted exactly; combinations they cannot serve fail naming the option
 // and value; --json carries the sparse split and floor.
 #include <gtest/gtest.h>
@@ -59,11 +60,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"spardl", 1, 1, "spardl"}, Case{"spardl", 2, 1, "spardl"}, Case{"spardl", 3, 1, "spardl"},
                       Case{"spardl", 4, 1, "spardl"}, Case{"spardl", 4, 2, "spardl-rsag-T2"},
                       Case{"spardl", 3, 3, "spardl-bsag-T3"}, Case{"topk-allgather", 1, 1, "topk-allgather"},
-                      Case{"topk-allgather", 2, 1, "topk-allgather"}, Case{"topk-allgather", 3, 1, "topk-allgather"}),
+                      Case{"topk-allgather", 2, 1, "topk-allgather"}, Case{"topk-allgather", 3, 1, "topk-allgather"},
+                      // Two-level on one host: the grid of N = 4 is 2 x 2.
+                      Case{"topk-allgather-2level", 4, 1, "topk-allgather-2level"},
+                      Case{"topk-allgather-2level-fp16", 4, 1, "topk-allgather-2level-fp16"}),
     [](const auto& info) {
       const Case& c = info.param;
-      return std::string(c.algo == "spardl" ? "SparDL" : "TopkAllgather") + "N" + std::to_string(c.n) + "T" +
-             std::to_string(c.teams);
+      std::string name = c.algo == "spardl" ? "SparDL" : "TopkAllgather";
+      if (c.algo.find("2level") != std::string::npos) name += c.algo.find("fp16") != std::string::npos ? "2LevelFp16" : "2Level";
+      return name + "N" + std::to_string(c.n) + "T" + std::to_string(c.teams);
     });
 
 TEST(SparseBench, PlantedErrorsAreCountedExactly) {

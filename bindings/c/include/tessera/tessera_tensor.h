@@ -25,13 +25,18 @@
  *                     (default vanilla: what the compressor drops comes back next step),
  *                     momentum=nesterov|none, momentum_mu, seed; TSR_COMPRESS_<KEY> variables
  *                     give defaults. Payloads are all-gathered, decoded and averaged.
+ *                     intra=none|fp16: two-level (average inside each host in f32 or f16,
+ *                     the compressor across hosts on each rank's shard, then all-gather
+ *                     inside the host; a topk/randomk k count is split among the shards;
+ *                     needs equal hosts of 2+ ranks).
  *   algorithm=spardl  sparse-block allreduce (seed 001; TSR_FLOAT32): density (0, 1] (default
  *                     0.01), teams=T (divides N; a power of two: R-SAG), sag=auto|r. The result
  *                     is the SUM over ranks of the kept entries (divide by N to average); what
  *                     any selection drops stays in the residual of the rank that dropped it.
  * Every rank declares the same tensors with the same parameters. Bad keys or values fail with
  * TSR_ERR_INVALID_ARGUMENT naming the tensor, the key and the value; NaN or Inf in a Marsit
- * tensor fails that step on every rank with TSR_ERR_NUMERIC (tensor and residual unchanged). */
+ * tensor fails that step on every rank with TSR_ERR_NUMERIC (tensor and residual unchanged);
+ * so does a compressed one (two-level intra=fp16: also a value or host sum beyond f16). */
 #ifndef TESSERA_TESSERA_TENSOR_H
 #define TESSERA_TESSERA_TENSOR_H
 
@@ -49,12 +54,15 @@ TSR_API tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t
  * done, and one step at a time per tensor. */
 TSR_API tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t* request);
 /* Steps completed so far and the algorithm ("dense", "marsit-ring", "marsit-torus",
- * "marsit-2level", "compressed:ef(topk(k=10))", "spardl", "spardl-rsag T=2"); either
+ * "marsit-2level", "compressed:ef(topk(k=10))", "compressed-2level-fp16:ef(topk(k=5))",
+ * "spardl", "spardl-rsag T=2"); either
  * pointer may be NULL. The string lives as long as the tensor. */
 TSR_API tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** algorithm);
 /* Copies what compression has kept back so far (Marsit: the compensation, count floats;
  * two-level: the f16 cast residual plus, on this rank's row block, the compensation times the
- * ranks per host; compressed: the error-feedback error; spardl: its residual; dense: zeros).
+ * ranks per host; compressed: the error-feedback error, two-level: the f16 cast residual plus
+ * the shard's error-feedback error times the ranks per host; spardl: its residual; dense:
+ * zeros). Summed over ranks with N times the result it gives the sum of the inputs.
  * Not while a step is
  * pending. */
 TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
