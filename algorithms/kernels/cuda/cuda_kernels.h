@@ -1,5 +1,5 @@
 // CUDA versions of the sign, cast, random-k, top-k and dithering kernels, for tensors in device memory.
-// TSR_CUDA_ENABLED (target tsr_kernels_cuda, define TSR_HAVE_CUDA_KERNELS). Each kernel runs the
+// Built only when TSR_CUDA_ENABLED (target tsr_kernels_cuda, define TSR_HAVE_CUDA_KERNELS). Each kernel runs the
 // same TSR_HD per-element code as the CPU path (sign_ops.h, base/half.h), so results are
 // bit-identical to signPack / signMerge / signDecompress / castF32To* on the CPU.
 // NOT RUN ON A GPU in this project: no GPU is available; only compiled and linked.
