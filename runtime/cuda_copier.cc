@@ -84,8 +84,8 @@ class CudaCopier final : public DeviceCopier {
 Result<std::unique_ptr<DeviceCopier>> openCudaCopier() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return Status(Code::kNotSupported, "no CUDA device (cudaGetDeviceCount: " + cudaText(e) + ")");
-  if (count == 0) return Status(Code::kNotSupported, "no CUDA device (cudaGetDeviceCount found 0)");
+  if (e != cudaSuccess) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount: " + cudaText(e) + ")");
+  if (count == 0) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount found 0)");
   int device = 0;
   cudaGetDevice(&device);
   cudaDeviceProp prop{};
