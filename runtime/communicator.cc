@@ -135,11 +135,15 @@ Status Communicator::setBufferMemory(transport::MemoryType memory) {
                                               std::to_string(static_cast<int>(memory)) +
                                               " is neither host (0) nor CUDA (1)");
   return Status(Code::kNotSupported,
-                "rank " + std::to_string(rank_) + ": CUDA buffers are not supported yet: " +
-                    (transport_->supportsMemoryType(memory)
-                         ? "UCX here can move CUDA memory, but Tessera has no GPU reduction yet"
-                         : "UCX here reports no CUDA memory support, and host staging is not built yet") +
-                    "; copy the data to host memory first");
+                "rank " + std::to_string(rank_) +
+                    ": dense collectives take host buffers only (no GPU reduction; " +
+                    (transport_->supportsMemoryType(memory) ? "UCX here can move CUDA memory" : "UCX here reports no CUDA memory support") +
+                    "); copy the data to host memory first, or declare a tensor with memory=cuda "
+                    "(tsr_tensor_create), which stages device buffers through pinned host memory");
+}
+
+bool Communicator::transportMovesCuda() const {
+  return transport_ && transport_->supportsMemoryType(transport::MemoryType::kCuda);
 }
 
 // The cost model's links: TSR_LINK_BW / TSR_LINK_LAT, then the probe for the classes this

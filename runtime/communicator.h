@@ -83,12 +83,14 @@ class Communicator {
   // Why the job has no torus (empty when it has one).
   const std::string& torusWhyNot() const { return torusWhyNot_; }
 
-  // The memory the caller's buffers live in, for the collectives that follow (host by
-  // default). The seam for device buffers: CUDA memory would go to UCX directly when UCX
-  // reports CUDA support, else through pinned host staging; neither path (nor a GPU
-  // reduction) is built yet, so kCuda is refused with NotSupported and the setting unchanged.
+  // The memory the caller's buffers live in, for the dense collectives that follow (host by
+  // default). Dense collectives take host buffers only: kCuda is refused with NotSupported
+  // and the setting unchanged. Device gradients go through the per-tensor handles instead
+  // (memory=cuda: runtime/device_staging.h stages them through pinned host memory).
   Status setBufferMemory(transport::MemoryType memory);
   transport::MemoryType bufferMemory() const { return bufferMemory_; }
+  // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
+  bool transportMovesCuda() const;
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

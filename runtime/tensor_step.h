@@ -2,13 +2,16 @@
 // the buffer, refuse a second step while one is pending, hand one step task to the
 // communicator (in the ranks' common order) and remember its request.
 //
-// State needs: name, count, step, g (the step's buffer), pending (RequestPtr), algorithm.
+// State needs: name, count, step, g (the step's buffer), pending (RequestPtr), algorithm, and
+// staging (shared_ptr<DeviceStaging>, null for a host tensor): a device tensor's step runs on
+// the staging's pinned host buffer between two copies (device_staging.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "runtime/communicator.h"
+#include "runtime/device_staging.h"
 
 namespace tsr::runtime {
 
@@ -26,14 +29,30 @@ Result<RequestPtr> submitTensorStep(Communicator& comm, const std::shared_ptr<St
   if (stepPending(s))
     return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": step " + std::to_string(s.step) +
                                               " is still pending; wait for it before the next");
-  s.g = g;
-  auto make = [state, makeTask](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+  if (s.staging) TSR_RETURN_IF_ERROR(s.staging->checkDevice(g));
+  s.g = s.staging ? s.staging->host() : g;
+  algorithms::TaskFactory make = [state, makeTask](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
     return makeTask(state, ctx);
   };
+  if (s.staging) make = s.staging->wrap(g, std::move(make));
   TSR_ASSIGN_OR_RETURN(RequestPtr request, comm.submitTask(std::move(make), seqSpan, state));
   request->setAlgorithm(s.algorithm);
   s.pending = request;
   return request;
+}
+
+// Makes the tensor's later steps take device buffers through `staging` (null: host buffers
+// again). Not while a step is pending; the staging must hold the tensor's count floats.
+template <typename State>
+Status setTensorStaging(State& s, const char* what, std::shared_ptr<DeviceStaging> staging) {
+  if (stepPending(s))
+    return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": a step is pending; wait for it first");
+  if (staging && staging->count() != s.count)
+    return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": staging holds " +
+                                              std::to_string(staging->count()) + " floats, the tensor " +
+                                              std::to_string(s.count));
+  s.staging = std::move(staging);
+  return Status::ok();
 }
 
 }  // namespace tsr::runtime

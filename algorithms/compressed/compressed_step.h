@@ -12,6 +12,7 @@
 #include "algorithms/compress/compressor.h"
 #include "algorithms/plan/executor.h"
 #include "runtime/communicator.h"
+#include "runtime/device_staging.h"
 
 namespace tsr::compressed {
 
@@ -32,6 +33,7 @@ struct CompressedState {
   double flagIn[2] = {0, 0}, flagOut[2] = {0, 0};
   uint64_t step = 0;
   runtime::RequestPtr pending;
+  std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
   float* g = nullptr;
   size_t badIndex = 0;
 };

@@ -95,6 +95,9 @@ Status CompressedTensor::allreduce(float* g) {
   return request->wait();
 }
 
+Status CompressedTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+  return runtime::setTensorStaging(*state_, "compressed tensor", std::move(staging));
+}
 bool CompressedTensor::busy() const { return runtime::stepPending(*state_); }
 uint64_t CompressedTensor::step() const { return state_->step; }
 const std::string& CompressedTensor::algorithm() const { return state_->algorithm; }

@@ -24,6 +24,10 @@
 
 #include "runtime/communicator.h"
 
+namespace tsr::runtime {
+class DeviceStaging;
+}
+
 namespace tsr::compressed {
 
 struct CompressedState;
@@ -38,6 +42,9 @@ class CompressedTensor {
   Status allreduce(float* g);
   // Non-blocking: g untouched until the request is done; one step at a time.
   Result<runtime::RequestPtr> allreduceAsync(float* g);
+  // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
+  // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
+  Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
   bool busy() const;
   uint64_t step() const;
   // "compressed:<compressor name>", e.g. "compressed:ef(topk(k=10))"; two-level

@@ -6,6 +6,7 @@
 #include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/detail/reduce_loops.h"
 #include "algorithms/kernels/sign_ops.h"
+#include "algorithms/kernels/topk_ops.h"
 #include "base/half.h"
 
 namespace tsr::kernels::avx2 {
@@ -202,8 +203,6 @@ inline __m256i magnitudes8(const float* p) {
   return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
                           _mm256_set1_epi32(0x7fffffff));
 }
-
-inline uint32_t magnitudeBits(float x) { return floatBits(x) & 0x7fffffffu; }
 
 }  // namespace
 

@@ -6,15 +6,13 @@
 
 #include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/isa.h"
-#include "base/half.h"
+#include "algorithms/kernels/topk_ops.h"
 
 namespace tsr::kernels {
 namespace {
 
 constexpr size_t kMaxSample = 32768;
 constexpr uint32_t kMaxMagnitude = 0x7fffffffu;
-
-inline uint32_t magnitudeBits(float x) { return floatBits(x) & kMaxMagnitude; }
 
 size_t sampleSize(size_t n) { return std::min(n, kMaxSample); }
 

@@ -145,6 +145,9 @@ Status MarsitTensor::allreduce(float* g) {
   return request->wait();
 }
 
+Status MarsitTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+  return runtime::setTensorStaging(*state_, "marsit tensor", std::move(staging));
+}
 bool MarsitTensor::busy() const { return runtime::stepPending(*state_); }
 const std::vector<float>& MarsitTensor::compensation() const { return state_->comp; }
 const std::vector<float>& MarsitTensor::intraResidual() const { return state_->intraResidual; }

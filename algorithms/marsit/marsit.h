@@ -23,6 +23,10 @@
 
 #include "runtime/communicator.h"
 
+namespace tsr::runtime {
+class DeviceStaging;
+}
+
 namespace tsr::marsit {
 
 // kTwoLevel: intra-host average (f32 or f16), Marsit across hosts (marsit_hier_step.h).
@@ -78,6 +82,9 @@ class MarsitTensor {
   Result<runtime::RequestPtr> allreduceAsync(float* g);
 
   // True while a step is pending.
+  // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
+  // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
+  Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
   bool busy() const;
   // Valid while no step is pending. Flat: count floats. Two-level: the compensation of this
   // rank's row block (shardOffset(), in units of a host average), and intraResidual() what the

@@ -20,6 +20,7 @@
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
+#include "runtime/device_staging.h"
 
 namespace tsr::marsit {
 
@@ -37,6 +38,7 @@ struct MarsitState {
   uint64_t step = 0;
   StepTimes times;
   runtime::RequestPtr pending;  // the running step, if any
+  std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
   // The running step's arguments and scalars.
   float* g = nullptr;
   double scalarIn[2] = {0, 0}, scalarOut[2] = {0, 0};

@@ -132,6 +132,9 @@ Status SparDLTensor::allreduce(float* g) {
   return request->wait();
 }
 
+Status SparDLTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+  return runtime::setTensorStaging(*state_, "spardl tensor", std::move(staging));
+}
 bool SparDLTensor::busy() const { return runtime::stepPending(*state_); }
 uint64_t SparDLTensor::step() const { return state_->step; }
 const std::string& SparDLTensor::algorithm() const { return state_->algorithm; }

@@ -13,6 +13,10 @@
 
 #include "runtime/communicator.h"
 
+namespace tsr::runtime {
+class DeviceStaging;
+}
+
 namespace tsr::spardl {
 
 enum class Sag { kAuto, kR, kB };
@@ -49,6 +53,9 @@ class SparDLTensor {
   Status allreduce(float* g);
   // Non-blocking: g untouched until done; one step at a time.
   Result<runtime::RequestPtr> allreduceAsync(float* g);
+  // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
+  // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
+  Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
   bool busy() const;
   uint64_t step() const;
   const std::string& algorithm() const;  // "spardl", "spardl-rsag T=2", "spardl-bsag T=3"

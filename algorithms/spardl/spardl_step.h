@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "algorithms/plan/task.h"
+#include "runtime/device_staging.h"
 #include "algorithms/spardl/spardl.h"
 #include "topology/schedule.h"
 
@@ -62,6 +63,7 @@ struct SparDLState {
   uint64_t step = 0;
   StepStats stats;
   runtime::RequestPtr pending;
+  std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
   float* g = nullptr;
 };
 

@@ -8,7 +8,9 @@
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/spardl/spardl.h"
+#include "base/logging.h"
 #include "bindings/c/c_api_internal.h"
+#include "runtime/device_staging.h"
 
 struct tsr_tensor {
   tsr::runtime::Communicator* comm = nullptr;
@@ -52,6 +54,15 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
         return invalid(who + ": param " + std::to_string(i) + " has a NULL key or value");
       kv[params[i].key] = params[i].value;
     }
+    // memory=host|cuda: where this tensor's data lives (the caller's gradient buffer). Like a
+    // framework tensor's device, it is declared once per tensor, not per communicator.
+    bool cuda = false;
+    if (auto m = kv.find("memory"); m != kv.end()) {
+      if (m->second != "host" && m->second != "cuda")
+        return invalid(who + ": memory=" + m->second + " is not accepted (host or cuda)");
+      cuda = m->second == "cuda";
+      kv.erase(m);
+    }
     auto t = std::make_unique<tsr_tensor>();
     t->comm = comm->impl.get();
     t->name = name;
@@ -61,6 +72,10 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
     if (algorithm == "dense") {
       for (const auto& [k, v] : kv)
         if (k != "algorithm") return invalid(who + ": " + k + "=" + v + " is not a parameter of algorithm=dense");
+      if (cuda)
+        return report(tsr::Status(tsr::Code::kNotSupported,
+                                  who + ": memory=cuda is not offered with algorithm=dense (dense collectives take "
+                                        "host buffers); use marsit, compressed or spardl, or memory=host"));
       if (!isFloating(t->dtype))
         return invalid(who + ": algorithm=dense averages, so it needs a floating dtype, not " +
                        tsr::dataTypeName(t->dtype));
@@ -91,6 +106,16 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
       t->algorithm = t->spardl->algorithm();
     } else {
       return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense, marsit, compressed or spardl)");
+    }
+    if (cuda) {
+      auto staging = tsr::runtime::openDeviceStaging(name, count);
+      if (!staging.isOk()) return report(tsr::Status(staging.status().code(), "tsr_tensor_create: " + staging.status().message()));
+      tsr::Status set = t->marsit       ? t->marsit->setStaging(staging.value())
+                        : t->compressed ? t->compressed->setStaging(staging.value())
+                                        : t->spardl->setStaging(staging.value());
+      if (!set.isOk()) return report(set);
+      tsr::log::get("runtime")->info("tensor {}: memory=cuda on {}: {}", t->name, staging.value()->copier().describe(),
+                                     tsr::runtime::devicePathNote(t->comm->transportMovesCuda()));
     }
     *tensor = t.release();
     return TSR_OK;

@@ -1,5 +1,5 @@
-// CUDA versions of the sign and cast kernels, for tensors in device memory. Built only when
-// TSR_CUDA_ENABLED (target tsr_kernels_cuda, define TSR_HAVE_CUDA_KERNELS). Each kernel runs the
+// CUDA versions of the sign, cast, random-k, top-k and dithering kernels, for tensors in device memory.
+// Built only when TSR_CUDA_ENABLED (target tsr_kernels_cuda, define TSR_HAVE_CUDA_KERNELS). Each kernel runs the
 // same TSR_HD per-element code as the CPU path (sign_ops.h, base/half.h), so results are
 // bit-identical to signPack / signMerge / signDecompress / castF32To* on the CPU.
 // NOT RUN ON A GPU in this project: no GPU is available; only compiled and linked.
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/kernels/dithering.h"
 #include "algorithms/kernels/philox.h"
 
 namespace tsr::kernels::cuda {
@@ -28,5 +29,31 @@ int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
 int castF32ToBf16(const float* in, size_t count, uint16_t* out, void* stream);
 int castBf16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
+
+// Selection kernels (cuda/select_kernels.cu). Each needs device scratch of the size its
+// *ScratchBytes function gives (host function, no GPU needed), passed as `scratch`; a smaller
+// scratch fails with cudaErrorInvalidValue before anything is launched.
+//
+// Random-k: the same min(k, n) indices (increasing) as the CPU randomkSelect for the same
+// (seed, step). The draws run in parallel; Floyd's marking is one device thread (each step
+// depends on the ones before it: O(k) cheap bitmap operations); the bitmap becomes the index
+// list by a popcount scan (CUB) and a parallel emit.
+size_t randomkScratchBytes(size_t n, size_t k);
+int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices,
+                  void* scratch, size_t scratchBytes, void* stream);
+// Top-k by magnitude: the same min(k, n) indices (increasing) as the CPU topkSelect, ties to
+// the lower index. CUB's stable radix sort of |x| bits descending with the indices as values
+// keeps equal magnitudes in index order, so the first k are exactly the CPU's set; a second
+// sort puts them in increasing order. Callers reject NaN first (as on the CPU).
+size_t topkScratchBytes(size_t n, size_t k);
+int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch,
+               size_t scratchBytes, void* stream);
+// Dithering: codes bit-identical to the CPU ditherQuantize for the same scale (computed by the
+// caller, e.g. max |x| on the CPU or by a reduction: the L2 norm's sum order differs on a GPU,
+// so its float may differ in the last bit and is not offered here).
+int ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
+                   DitherPartition partition, const RngStream& rng, int16_t* codes, void* stream);
+int ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s,
+                     DitherPartition partition, float* out, void* stream);
 
 }  // namespace tsr::kernels::cuda

@@ -9,8 +9,11 @@
 
 #include "algorithms/kernels/cast.h"
 #include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/dithering.h"
+#include "algorithms/kernels/randomk.h"
 #include "algorithms/kernels/sign.h"
 #include "algorithms/kernels/sign_ops.h"
+#include "algorithms/kernels/topk.h"
 
 namespace tsr::kernels {
 namespace {
@@ -76,6 +79,85 @@ TEST(Cuda, SignKernelsMatchCpu) {
                   static_cast<void*>(dout), static_cast<void*>(dbad), static_cast<void*>(dy),
                   static_cast<void*>(d16)})
     cudaFree(p);
+}
+
+// Device scratch of `bytes`, freed at scope exit.
+struct DeviceScratch {
+  void* p = nullptr;
+  explicit DeviceScratch(size_t bytes) { cudaMalloc(&p, bytes ? bytes : 1); }
+  ~DeviceScratch() { cudaFree(p); }
+};
+
+TEST(Cuda, RandomkMatchesCpu) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: CUDA kernels linked but not run";
+  for (size_t n : {size_t{1}, size_t{64}, size_t{1000}, size_t{100003}}) {
+    for (size_t k : {size_t{1}, n / 10 + 1, n}) {
+      std::vector<uint64_t> bitmap(randomkBitmapWords(n));
+      std::vector<uint32_t> cpu(k);
+      cpu.resize(randomkSelect(n, k, 7, 3, bitmap.data(), cpu.data()));
+      uint32_t* d = toDevice(std::vector<uint32_t>(cpu.size(), 0));
+      const size_t bytes = cuda::randomkScratchBytes(n, k);
+      DeviceScratch scratch(bytes);
+      ASSERT_EQ(cuda::randomkSelect(n, k, 7, 3, d, scratch.p, bytes, nullptr), 0);
+      EXPECT_EQ(cuda::randomkSelect(n, k, 7, 3, d, scratch.p, bytes - 1, nullptr),
+                static_cast<int>(cudaErrorInvalidValue));
+      cudaDeviceSynchronize();
+      EXPECT_EQ(toHost(d, cpu.size()), cpu) << "n " << n << " k " << k;
+      cudaFree(d);
+    }
+  }
+}
+
+TEST(Cuda, TopkMatchesCpuWithTies) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: CUDA kernels linked but not run";
+  const size_t n = 200003;
+  std::mt19937 gen(2);
+  std::normal_distribution<float> dist;
+  std::vector<float> x(n);
+  // Few distinct magnitudes, both signs: most of the k-th magnitude's ties must be cut by index.
+  for (float& v : x) v = static_cast<float>(static_cast<int>(dist(gen) * 3)) * (gen() % 2 ? 1.f : -1.f);
+  float* dx = toDevice(x);
+  for (size_t k : {size_t{1}, size_t{100}, size_t{5000}, n / 3, n}) {
+    std::vector<uint32_t> scratchCpu(topkScratchCount(n, k)), cpu(k);
+    cpu.resize(topkSelect(x.data(), n, k, cpu.data(), scratchCpu.data(), scratchCpu.size()));
+    uint32_t* d = toDevice(std::vector<uint32_t>(cpu.size(), 0));
+    const size_t bytes = cuda::topkScratchBytes(n, k);
+    DeviceScratch scratch(bytes);
+    ASSERT_EQ(cuda::topkSelect(dx, n, k, d, scratch.p, bytes, nullptr), 0);
+    cudaDeviceSynchronize();
+    EXPECT_EQ(toHost(d, cpu.size()), cpu) << "k " << k;
+    cudaFree(d);
+  }
+  cudaFree(dx);
+}
+
+TEST(Cuda, DitherMatchesCpu) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: CUDA kernels linked but not run";
+  const size_t n = 100003;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> dist;
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(gen);
+  x[1] = 0.0f;
+  float* dx = toDevice(x);
+  int16_t* dcodes = toDevice(std::vector<int16_t>(n, 0));
+  float* dout = toDevice(std::vector<float>(n, 0.0f));
+  const RngStream rng{11, 1, 4};
+  for (auto partition : {DitherPartition::kLinear, DitherPartition::kNatural}) {
+    for (uint32_t s : {1u, 4u, 15u}) {
+      const float scale = ditherScale(x.data(), n, DitherNormalize::kMax);
+      std::vector<int16_t> codes(n);
+      std::vector<float> out(n);
+      ditherQuantize(x.data(), n, scale, s, partition, rng, codes.data());
+      ditherDequantize(codes.data(), n, scale, s, partition, out.data());
+      ASSERT_EQ(cuda::ditherQuantize(dx, n, scale, s, partition, rng, dcodes, nullptr), 0);
+      ASSERT_EQ(cuda::ditherDequantize(dcodes, n, scale, s, partition, dout, nullptr), 0);
+      cudaDeviceSynchronize();
+      EXPECT_EQ(toHost(dcodes, n), codes) << "s " << s;
+      EXPECT_EQ(toHost(dout, n), out) << "s " << s;
+    }
+  }
+  for (void* p : {static_cast<void*>(dx), static_cast<void*>(dcodes), static_cast<void*>(dout)}) cudaFree(p);
 }
 
 }  // namespace

@@ -11,44 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "base/port_reservation.h"
+#include "bindings/c/tests/c_ranks.h"
 #include "tessera/tessera.h"
 
+using tsr::ctest::lastError;
+using tsr::ctest::runCRanks;
+
 namespace {
-
-std::string lastError() { return tsr_last_error(); }
-
-// Runs body(comm, rank) on n threads, each with its own communicator from explicit params.
-// local(r) gives rank r's (local_rank, local_size); by default every rank is on one host.
-template <typename Body>
-void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>> extra = {},
-               std::function<std::pair<int, int>(int)> local = nullptr) {
-  auto reserved = tsr::PortReservation::reserve(n, true);
-  ASSERT_TRUE(reserved.isOk());
-  std::string peers;
-  for (uint16_t p : reserved.value().ports()) peers += (peers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
-  std::vector<std::thread> threads;
-  std::vector<std::string> failures(n);
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      std::string rank = std::to_string(r), size = std::to_string(n);
-      auto [lr, ls] = local ? local(r) : std::pair<int, int>{r, n};
-      std::string localRank = std::to_string(lr), localSize = std::to_string(ls);
-      std::vector<tsr_param_t> params{{"rank", rank.c_str()}, {"size", size.c_str()},
-                                      {"local_rank", localRank.c_str()}, {"local_size", localSize.c_str()},
-                                      {"peers", peers.c_str()}, {"secret", "c-api-test"}};
-      for (const auto& [k, v] : extra) params.push_back({k.c_str(), v.c_str()});
-      tsr_comm_t comm = nullptr;
-      if (tsr_comm_init_config(&comm, params.data(), params.size()) != TSR_OK) {
-        failures[r] = lastError();
-        return;
-      }
-      body(comm, r);
-      if (tsr_comm_destroy(comm) != TSR_OK) failures[r] = lastError();
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
-}
 
 TEST(CApi, BlockingAndNonBlockingCollectivesOverThreeRanks) {
   runCRanks(3, [](tsr_comm_t comm, int r) {
@@ -182,13 +151,15 @@ TEST(CApi, LocalRankIsTheLaunchersLocalRank) {
   EXPECT_EQ(tsr_comm_local_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
 }
 
-// The memory-type seam: host buffers work; CUDA buffers are refused with the reason (no GPU
-// path is built yet) and the setting stays host; a value outside the enum is named.
+// The memory-type seam: host buffers work; CUDA buffers are refused for dense collectives
+// with the reason (no GPU reduction; tensors take memory=cuda instead) and the setting stays
+// host; a value outside the enum is named.
 TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
   runCRanks(2, [](tsr_comm_t comm, int r) {
     ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_HOST), TSR_OK) << lastError();
     EXPECT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_ERR_NOT_SUPPORTED);
-    EXPECT_NE(lastError().find("CUDA buffers are not supported yet"), std::string::npos) << lastError();
+    EXPECT_NE(lastError().find("dense collectives take host buffers only"), std::string::npos) << lastError();
+    EXPECT_NE(lastError().find("memory=cuda"), std::string::npos) << lastError();
     EXPECT_EQ(tsr_comm_set_memory_type(comm, static_cast<tsr_memory_t>(7)), TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("memory type 7"), std::string::npos) << lastError();
     std::vector<float> x(1000, 1.0f + r);
@@ -197,6 +168,45 @@ TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
     EXPECT_EQ(x[999], 3.0f);
   });
   EXPECT_EQ(tsr_comm_set_memory_type(nullptr, TSR_MEM_HOST), TSR_ERR_INVALID_ARGUMENT);
+}
+
+// memory=host|cuda on tensors: host works as before; cuda without a device (here) or without
+// CUDA in the build fails with NOT_SUPPORTED naming the tensor and the reason; dense refuses
+// cuda; a bad value is named. Nothing crashes.
+TEST(CApi, TensorMemoryParameter) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    tsr_tensor_t t = nullptr;
+    tsr_param_t bad[] = {{"algorithm", "marsit"}, {"memory", "gpu"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "w", 64, TSR_FLOAT32, bad, 2, &t), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("memory=gpu is not accepted (host or cuda)"), std::string::npos) << lastError();
+    tsr_param_t dense[] = {{"memory", "cuda"}};
+    EXPECT_EQ(tsr_tensor_create(comm, "b", 64, TSR_FLOAT32, dense, 1, &t), TSR_ERR_NOT_SUPPORTED);
+    EXPECT_NE(lastError().find("tensor b: memory=cuda is not offered with algorithm=dense"), std::string::npos)
+        << lastError();
+    for (const char* algorithm : {"marsit", "compressed", "spardl"}) {
+      tsr_param_t cuda[] = {{"algorithm", algorithm}, {"memory", "cuda"}, {"compressor", "onebit"}};
+      tsr_status_t st = tsr_tensor_create(comm, "fc1.weight", 64, TSR_FLOAT32, cuda,
+                                          std::string(algorithm) == "compressed" ? 3 : 2, &t);
+      if (st == TSR_OK) {  // a machine with a GPU: the device test covers it
+        tsr_tensor_destroy(t);
+        continue;
+      }
+      EXPECT_EQ(st, TSR_ERR_NOT_SUPPORTED) << algorithm << ": " << lastError();
+      EXPECT_NE(lastError().find("tensor fc1.weight: memory=cuda is not possible here"), std::string::npos) << lastError();
+#ifdef TSR_HAVE_CUDA_COPIER
+      EXPECT_NE(lastError().find("no usable CUDA device"), std::string::npos) << lastError();
+#else
+      EXPECT_NE(lastError().find("built without CUDA"), std::string::npos) << lastError();
+#endif
+      EXPECT_EQ(t, nullptr);
+    }
+    tsr_param_t host[] = {{"algorithm", "marsit"}, {"memory", "host"}};
+    ASSERT_EQ(tsr_tensor_create(comm, "w", 64, TSR_FLOAT32, host, 2, &t), TSR_OK) << lastError();
+    std::vector<float> g(64, r ? 1.0f : -3.0f);
+    ASSERT_EQ(tsr_tensor_allreduce(t, g.data(), nullptr), TSR_OK) << lastError();
+    EXPECT_EQ(std::fabs(g[0]), 2.0f);  // eta = mean over ranks of mean |g|
+    tsr_tensor_destroy(t);
+  });
 }
 
 TEST(CApi, SelSyncHandle) {

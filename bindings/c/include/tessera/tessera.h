@@ -68,7 +68,7 @@ typedef enum {
 /* Where a collective's buffers live. */
 typedef enum {
   TSR_MEM_HOST = 0,
-  TSR_MEM_CUDA = 1, /* not supported yet: tsr_comm_set_memory_type says why */
+  TSR_MEM_CUDA = 1, /* dense collectives: refused; tensors: memory=cuda (tessera_tensor.h) */
   TSR_MEM_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
   TSR_MEM_RANGE_MAX_ = 0x7fffffff
 } tsr_memory_t;
@@ -100,10 +100,11 @@ TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);
 /* Bytes this rank has sent so far (payload and headers). */
 TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
 
-/* The memory type of the buffers of this communicator's later collectives (TSR_MEM_HOST by
- * default). TSR_MEM_CUDA returns TSR_ERR_NOT_SUPPORTED in this version (device buffers would
- * go to UCX directly when it has CUDA support, else through pinned host staging; neither is
- * built yet, and nothing has run on a GPU) and leaves the setting unchanged. */
+/* The memory type of the buffers of this communicator's later dense collectives (TSR_MEM_HOST
+ * by default). TSR_MEM_CUDA returns TSR_ERR_NOT_SUPPORTED (dense collectives take host buffers;
+ * there is no GPU reduction) and leaves the setting unchanged. Device gradients go through
+ * tensors declared with memory=cuda (tessera_tensor.h), staged through pinned host memory;
+ * nothing has run on a GPU. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */

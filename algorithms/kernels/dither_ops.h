@@ -1,0 +1,54 @@
+// Per-element dithering code shared by the CPU kernel (dithering.cc) and the CUDA kernel
+// (cuda/select_kernels.cu): the same float operations in the same order, so both give the
+// same codes bit for bit (the CPU target builds with -ffp-contract=off, the CUDA target with
+// --fmad=false; nothing here is a multiply-add anyway). See dithering.h for the scheme.
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#include "algorithms/kernels/dithering.h"
+#include "base/half.h"
+
+namespace tsr::kernels {
+
+// Largest code for s levels (s for linear, 2^(s-1) for natural); 0 when s is out of range.
+TSR_HD uint32_t ditherMaxCodeOf(uint32_t s, DitherPartition partition) {
+  if (s == 0) return 0;
+  if (partition == DitherPartition::kLinear) return s <= 32767 ? s : 0;
+  return s <= 15 ? (1u << (s - 1)) : 0;
+}
+
+// Element i takes 32-bit word i % 4 of Philox draw i / 4 (purpose kDither).
+TSR_HD uint32_t ditherRandom(const RngStream& rng, uint64_t i) {
+  return philoxDraw(rng, RngPurpose::kDither, i / 4).v[i % 4];
+}
+
+// The signed code of x, given scale > 0, maxCode > 0 (levels = maxCode as float) and the
+// element's 32-bit uniform.
+TSR_HD int16_t ditherCode(float x, float scale, float levels, uint32_t maxCode,
+                          DitherPartition partition, uint32_t random) {
+  const double u = static_cast<double>(random);
+  const float y = fminf(fabsf(x) / scale * levels, levels);
+  uint32_t code;
+  if (partition == DitherPartition::kLinear) {
+    float fl = floorf(y);
+    double p = static_cast<double>(y - fl);
+    code = static_cast<uint32_t>(fl) + (u < p * 4294967296.0 ? 1u : 0u);
+  } else {
+    float fl = y < 1.0f ? 0.0f : bitsFloat(floatBits(y) & 0x7f800000u);  // power of 2 <= y
+    float len = fl > 0.0f ? fl : 1.0f;
+    double p = static_cast<double>((y - fl) / len);
+    code = static_cast<uint32_t>(fl) + (u < p * 4294967296.0 ? static_cast<uint32_t>(len) : 0u);
+  }
+  if (code > maxCode) code = maxCode;
+  return static_cast<int16_t>(x < 0.0f ? -static_cast<int32_t>(code) : static_cast<int32_t>(code));
+}
+
+// The value a code stands for; d = maxCode (1 when maxCode is 0).
+TSR_HD float ditherValue(int16_t code, float scale, float d) {
+  return static_cast<float>(code) * scale / d;
+}
+
+}  // namespace tsr::kernels

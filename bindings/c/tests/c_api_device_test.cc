@@ -1,0 +1,65 @@
+// Device tensors through the C API on a real GPU: a memory=cuda tensor given cudaMalloc'd
+// gradients must give the host tensor's result bit for bit. Built only with CUDA; skipped
+// without a CUDA device, which is always the case on this project's machines: THIS TEST HAS
+// NEVER RUN. The staging orchestration itself is tested without a GPU by
+// runtime/tests/device_staging_test.cc and tests/device_tensor_test.cc (fake copier).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "bindings/c/tests/c_ranks.h"
+
+using tsr::ctest::lastError;
+using tsr::ctest::runCRanks;
+
+namespace {
+
+bool haveGpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+TEST(CApiDevice, CudaTensorsMatchHostTensors) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: memory=cuda tensors compiled but not run";
+  const size_t count = 10007;
+  runCRanks(2, [&](tsr_comm_t comm, int r) {
+    for (const char* algorithm : {"marsit", "compressed", "spardl"}) {
+      std::string algo = algorithm;
+      tsr_param_t host[] = {{"algorithm", algorithm}, {"compressor", "topk"}, {"k", "0.01"}};
+      tsr_param_t dev[] = {{"algorithm", algorithm}, {"compressor", "topk"}, {"k", "0.01"}, {"memory", "cuda"}};
+      size_t np = algo == "compressed" ? 3 : 1;
+      tsr_tensor_t h = nullptr, d = nullptr;
+      ASSERT_EQ(tsr_tensor_create(comm, "h", count, TSR_FLOAT32, host, np, &h), TSR_OK) << lastError();
+      tsr_param_t devParams[] = {dev[0], dev[3], dev[1], dev[2]};
+      ASSERT_EQ(tsr_tensor_create(comm, "d", count, TSR_FLOAT32, devParams, np + 1, &d), TSR_OK) << lastError();
+      float* gd = nullptr;
+      ASSERT_EQ(cudaMalloc(&gd, count * sizeof(float)), cudaSuccess);
+      std::vector<float> g(count), back(count), rh(count), rd(count);
+      for (int step = 0; step < 3; ++step) {
+        for (size_t j = 0; j < count; ++j) g[j] = std::sin(0.01f * j * (r + 1) + step);
+        cudaMemcpy(gd, g.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+        ASSERT_EQ(tsr_tensor_allreduce(h, g.data(), nullptr), TSR_OK) << lastError();
+        tsr_request_t req = nullptr;
+        ASSERT_EQ(tsr_tensor_allreduce(d, gd, &req), TSR_OK) << lastError();
+        ASSERT_EQ(tsr_wait(req), TSR_OK) << lastError();
+        tsr_request_free(req);
+        cudaMemcpy(back.data(), gd, count * sizeof(float), cudaMemcpyDeviceToHost);
+        EXPECT_EQ(std::memcmp(g.data(), back.data(), count * sizeof(float)), 0) << algo << " step " << step;
+        ASSERT_EQ(tsr_tensor_residual(h, rh.data()), TSR_OK);
+        ASSERT_EQ(tsr_tensor_residual(d, rd.data()), TSR_OK);  // residuals live in host memory
+        EXPECT_EQ(std::memcmp(rh.data(), rd.data(), count * sizeof(float)), 0) << algo << " step " << step;
+      }
+      // A host pointer given to a device tensor is refused, naming the tensor.
+      EXPECT_NE(tsr_tensor_allreduce(d, g.data(), nullptr), TSR_OK);
+      EXPECT_NE(lastError().find("device tensor d"), std::string::npos) << lastError();
+      cudaFree(gd);
+      tsr_tensor_destroy(h);
+      tsr_tensor_destroy(d);
+    }
+  });
+}
+
+}  // namespace

@@ -1,0 +1,105 @@
+// The CUDA DeviceCopier (device_copier.h). Plain C++ against the CUDA runtime API; compiled
+// only when TSR_CUDA_ENABLED. NOT RUN ON A GPU in this project: compiled and linked only.
+#include <cuda_runtime.h>
+
+#include "runtime/device_copier.h"
+
+namespace tsr::runtime {
+namespace {
+
+std::string cudaText(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+class CudaCopier final : public DeviceCopier {
+ public:
+  CudaCopier(int device, std::string deviceName, cudaStream_t stream, cudaEvent_t event)
+      : device_(device), name_(std::move(deviceName)), stream_(stream), event_(event) {}
+  ~CudaCopier() override {
+    cudaStreamSynchronize(stream_);  // no copy may outlive the buffers it targets
+    cudaEventDestroy(event_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string describe() const override {
+    return "CUDA device " + std::to_string(device_) + " (" + name_ + ")";
+  }
+
+  Result<void*> allocPinned(size_t bytes) override {
+    void* p = nullptr;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess)
+      return Status(Code::kInternal, "cudaMallocHost(" + std::to_string(bytes) + " bytes): " + cudaText(e));
+    return p;
+  }
+  void freePinned(void* p) override { cudaFreeHost(p); }
+
+  Status checkDevice(const void* p, size_t) const override {
+    cudaPointerAttributes a{};
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky-free error so later calls are unaffected
+      return Status(Code::kInvalidArgument, "cudaPointerGetAttributes: " + cudaText(e));
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+      return Status(Code::kInvalidArgument, "the buffer is not CUDA device memory (cudaMemoryType " +
+                                                std::to_string(static_cast<int>(a.type)) + ")");
+    return Status::ok();
+  }
+
+  Status postToHost(void* host, const void* device, size_t bytes) override {
+    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host");
+  }
+  Status postToDevice(void* device, const void* host, size_t bytes) override {
+    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device");
+  }
+
+  Result<bool> finished() override {
+    cudaError_t e = cudaEventQuery(event_);
+    if (e == cudaSuccess) return true;
+    if (e == cudaErrorNotReady) return false;
+    return Status(Code::kInternal, describe() + ": copy failed: " + cudaText(e));
+  }
+
+ private:
+  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what) {
+    // The progress thread posts the copies: make the tensor's device current there.
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
+    if (e == cudaSuccess) e = cudaEventRecord(event_, stream_);
+    if (e != cudaSuccess)
+      return Status(Code::kInternal, describe() + ": " + what + " copy of " + std::to_string(bytes) +
+                                         " bytes: " + cudaText(e));
+    return Status::ok();
+  }
+
+  int device_;
+  std::string name_;
+  cudaStream_t stream_;
+  cudaEvent_t event_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceCopier>> openCudaCopier() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount: " + cudaText(e) + ")");
+  if (count == 0) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount found 0)");
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaDeviceProp prop{};
+  std::string name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "unknown";
+  cudaStream_t stream = nullptr;
+  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return Status(Code::kNotSupported, "cudaStreamCreateWithFlags: " + cudaText(e));
+  cudaEvent_t event = nullptr;
+  e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    cudaStreamDestroy(stream);
+    return Status(Code::kNotSupported, "cudaEventCreateWithFlags: " + cudaText(e));
+  }
+  return std::unique_ptr<DeviceCopier>(new CudaCopier(device, std::move(name), stream, event));
+}
+
+}  // namespace tsr::runtime

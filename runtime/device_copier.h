@@ -1,0 +1,42 @@
+// DeviceCopier: the copies between a tensor's device memory and pinned host memory that
+// device staging (device_staging.h) needs, behind an interface so the staging orchestration
+// is tested without a GPU (a host-memcpy fake in runtime/tests). One copier per tensor: its
+// copies run in order on its own stream and never block the caller.
+//
+// The CUDA copier (cuda_copier.cc, built with TSR_CUDA_ENABLED): cudaMallocHost buffers,
+// cudaMemcpyAsync on a non-blocking stream, an event to poll for completion. NOT RUN ON A GPU
+// in this project (none is available): it is compiled and linked only; without a device,
+// openCudaCopier fails with the reason (cuda_copier_none.cc when built without CUDA).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace tsr::runtime {
+
+class DeviceCopier {
+ public:
+  virtual ~DeviceCopier() = default;
+  // "CUDA device 0 (<name>)", for messages.
+  virtual std::string describe() const = 0;
+  // Page-locked host memory (fast, asynchronous copies); freed by freePinned.
+  virtual Result<void*> allocPinned(size_t bytes) = 0;
+  virtual void freePinned(void* p) = 0;
+  // Ok when [p, p + bytes) is device memory this copier can read and write.
+  virtual Status checkDevice(const void* p, size_t bytes) const = 0;
+  // Post a copy after the ones already posted; returns at once.
+  virtual Status postToHost(void* host, const void* device, size_t bytes) = 0;
+  virtual Status postToDevice(void* device, const void* host, size_t bytes) = 0;
+  // True once every posted copy has finished; the copy's error if one failed.
+  virtual Result<bool> finished() = 0;
+};
+
+// The CUDA copier for the current device. Fails (NotSupported) naming why: Tessera built
+// without CUDA, no CUDA device (with the CUDA runtime's message), or a stream that could not
+// be created.
+Result<std::unique_ptr<DeviceCopier>> openCudaCopier();
+
+}  // namespace tsr::runtime

@@ -1,0 +1,88 @@
+// A DeviceCopier whose "device" memory is ordinary host memory and whose copies are plain
+// memcpy, for testing the staging ORCHESTRATION without a GPU (order of copies and host step,
+// polling, errors, residuals). It says nothing about CUDA itself: that needs a real device.
+//
+// Copies are deferred like real asynchronous ones: a posted copy happens only when finished()
+// has been asked `pollsPerCopy` more times, so a task that used the host buffer before its
+// copy had finished would read stale data and fail the tests.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "runtime/device_copier.h"
+
+namespace tsr::testing {
+
+struct FakeCopierLog {
+  int pollsPerCopy = 2;
+  int toHost = 0, toDevice = 0;   // copies posted
+  int pinnedLive = 0;             // pinned buffers not yet freed
+  bool failPost = false;          // the next post fails
+  bool failCopy = false;          // the next copy fails when it runs
+  const void* rejected = nullptr; // checkDevice refuses this pointer
+};
+
+class FakeCopier final : public runtime::DeviceCopier {
+ public:
+  explicit FakeCopier(std::shared_ptr<FakeCopierLog> log) : log_(std::move(log)) {}
+  std::string describe() const override { return "fake copier (host memcpy)"; }
+  Result<void*> allocPinned(size_t bytes) override {
+    ++log_->pinnedLive;
+    return std::malloc(bytes ? bytes : 1);
+  }
+  void freePinned(void* p) override {
+    --log_->pinnedLive;
+    std::free(p);
+  }
+  Status checkDevice(const void* p, size_t) const override {
+    if (p == log_->rejected) return Status(Code::kInvalidArgument, "the buffer is not CUDA device memory (fake)");
+    return Status::ok();
+  }
+  Status postToHost(void* host, const void* device, size_t bytes) override {
+    ++log_->toHost;
+    return post(host, device, bytes);
+  }
+  Status postToDevice(void* device, const void* host, size_t bytes) override {
+    ++log_->toDevice;
+    return post(device, host, bytes);
+  }
+  Result<bool> finished() override {
+    if (queue_.empty()) return true;
+    if (countdown_ > 0) {
+      --countdown_;
+      return false;
+    }
+    if (log_->failCopy) {
+      log_->failCopy = false;
+      queue_.clear();
+      return Status(Code::kInternal, "fake copy failed");
+    }
+    for (const Copy& c : queue_) std::memcpy(c.dst, c.src, c.bytes);
+    queue_.clear();
+    return true;
+  }
+
+ private:
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  Status post(void* dst, const void* src, size_t bytes) {
+    if (log_->failPost) {
+      log_->failPost = false;
+      return Status(Code::kInternal, "fake post failed");
+    }
+    queue_.push_back({dst, src, bytes});
+    countdown_ = log_->pollsPerCopy;
+    return Status::ok();
+  }
+  std::shared_ptr<FakeCopierLog> log_;
+  std::vector<Copy> queue_;
+  int countdown_ = 0;
+};
+
+}  // namespace tsr::testing
