@@ -94,7 +94,8 @@ class InertTransport final : public transport::Transport {
   }
   void cancel(transport::Completion*) override {}
   bool progress() override { return false; }
-  void waitForEvents(int) override {}
+  bool armEvents() override { return false; }
+  void sleepUntilEvent(int) override {}
   void wake() override {}
   Status peerStatus(int) const override { return Status::ok(); }
   void markPeerLeft(int) override {}

@@ -195,7 +195,8 @@ class RecordingTransport final : public transport::Transport {
   }
   void cancel(transport::Completion* c) override { c->done = true; }
   bool progress() override { return false; }
-  void waitForEvents(int) override {}
+  bool armEvents() override { return false; }
+  void sleepUntilEvent(int) override {}
   void wake() override {}
   Status peerStatus(int) const override { return Status::ok(); }
   void markPeerLeft(int) override {}
