@@ -106,9 +106,10 @@ void ProgressEngine::postControlRecv() {
 }
 
 bool ProgressEngine::startSubmissions() {
-  std::deque<Submission> batch;
+  std::deque<Submission> batch;  // libstdc++ allocates even an empty deque: only when needed
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (incoming_.empty()) return false;
     batch.swap(incoming_);
   }
   for (auto& s : batch) {
