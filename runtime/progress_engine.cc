@@ -55,6 +55,7 @@ void ProgressEngine::submit(Submission submission) {
     if (broken_.isOk() && !stop_) {
       if (options_.callerProgress) submission.request->setDriver(this);
       incoming_.push_back(std::move(submission));
+      ++incomingCount_;
       queued = true;
     }
   }
@@ -106,11 +107,12 @@ void ProgressEngine::postControlRecv() {
 }
 
 bool ProgressEngine::startSubmissions() {
-  std::deque<Submission> batch;  // libstdc++ allocates even an empty deque: only when needed
+  if (incomingCount_ == 0) return false;  // no lock taken on a turn with nothing new
+  std::deque<Submission> batch;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (incoming_.empty()) return false;
     batch.swap(incoming_);
+    incomingCount_ = 0;
   }
   for (auto& s : batch) {
     if (!this->health().isOk()) {
@@ -202,6 +204,7 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, i
   {
     std::lock_guard<std::mutex> lock(mutex_);
     rest.swap(incoming_);
+    incomingCount_ = 0;
   }
   for (auto& s : rest) s.request->complete(pendingFailure(s, reason));
 }
@@ -251,8 +254,8 @@ bool ProgressEngine::pollControl() {
   return true;
 }
 
-void ProgressEngine::watchNeighbours() {
-  auto event = neighbours_.poll(Clock::now(), !active_.empty());
+void ProgressEngine::watchNeighbours(Clock::time_point now) {
+  auto event = neighbours_.poll(now, !active_.empty());
   if (!event) return;
   Status st = event->kind == NeighbourWatch::Event::kDied
                   ? Status(Code::kPeerFailed, peerName(event->peer) +
@@ -267,8 +270,7 @@ void ProgressEngine::watchNeighbours() {
   breakCommunicator(st, true);
 }
 
-void ProgressEngine::checkTimeouts() {
-  auto now = Clock::now();
+void ProgressEngine::checkTimeouts(Clock::time_point now) {
   for (auto it = active_.begin(); it != active_.end();) {
     auto next = std::next(it);
     if (now >= it->deadline) {
@@ -296,11 +298,12 @@ bool ProgressEngine::turn() {
   busy |= pollControl();
   busy |= driveActive();
   if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
-  checkTimeouts();
-  watchNeighbours();
+  auto now = Clock::now();  // one clock read per turn
+  checkTimeouts(now);
+  watchNeighbours(now);
   draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
   controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
-  if (busy) lastBusy_ = Clock::now();
+  if (busy) lastBusy_ = now;
   return busy;
 }
 
@@ -309,10 +312,7 @@ bool ProgressEngine::hasWork() const {
   return !active_.empty() || !controlSends_.empty() || abortRequested_ || hasIncoming();
 }
 
-bool ProgressEngine::hasIncoming() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return !incoming_.empty();
-}
+bool ProgressEngine::hasIncoming() const { return incomingCount_ > 0; }
 
 void ProgressEngine::driveUntilDone(const Request& request) {
   if (tDriving) return;  // a wait from inside a turn (a task's code) cannot drive; it just waits

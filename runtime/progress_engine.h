@@ -92,14 +92,14 @@ class ProgressEngine {
   bool startSubmissions();
   bool driveActive();
   bool pollControl();
-  void checkTimeouts();
+  void checkTimeouts(std::chrono::steady_clock::time_point now);
   void finish(Active& active, Status status);
   // failedSeq: the last sequence number of the collective that failed (-1: none in particular).
   void breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq = -1);
   Status refusal(const Submission& s) const;
   Status pendingFailure(const Submission& s, const Status& reason) const;
   void postControlRecv();
-  void watchNeighbours();
+  void watchNeighbours(std::chrono::steady_clock::time_point now);
   void sendControl(const std::string& payload);
   void sayGoodbye();
   std::string peerName(int peer) const;
@@ -113,6 +113,7 @@ class ProgressEngine {
 
   mutable std::mutex mutex_;  // guards incoming_ and broken_
   std::deque<Submission> incoming_;
+  std::atomic<size_t> incomingCount_{0};  // incoming_.size(), read without the lock
   Status broken_;
   int64_t brokenSeq_ = -1;
 

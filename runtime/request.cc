@@ -17,7 +17,7 @@ Status Request::wait() const {
 
 Status Request::waitWithoutDriving() const {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return done_; });
+  cv_.wait(lock, [&] { return done_.load(); });
   return status_;
 }
 
@@ -26,18 +26,15 @@ std::chrono::steady_clock::time_point Request::completedAt() const {
   return completedAt_;
 }
 
-bool Request::done() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return done_;
-}
+bool Request::done() const { return done_.load(std::memory_order_acquire); }
 
 void Request::complete(Status status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;
-    done_ = true;
     status_ = std::move(status);
     completedAt_ = std::chrono::steady_clock::now();
+    done_.store(true, std::memory_order_release);  // last: a lock-free reader then sees the rest
   }
   cv_.notify_all();
 }

@@ -2,6 +2,7 @@
 // may test or wait on it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -37,7 +38,7 @@ class Request {
   ProgressEngine* driver_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};  // read without the lock by spinning waiters
   Status status_{Code::kInProgress, ""};
   std::string algorithm_;
   std::chrono::steady_clock::time_point completedAt_{};
