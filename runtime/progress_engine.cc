@@ -16,6 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr auto kParkLimit = std::chrono::milliseconds(1);
+constexpr auto kLeftGrace = std::chrono::milliseconds(100);
 // Set while this thread runs a turn: driving again from inside one would re-lock driveMutex_.
 thread_local bool tDriving = false;
 struct DrivingScope {
@@ -239,6 +240,7 @@ bool ProgressEngine::pollControl() {
   if (controlRecv_.status.isOk() &&
       std::string_view(controlBuffer_.data(), controlRecv_.bytes) == kGoodbye) {
     transport_.markPeerLeft(from);
+    if (from >= 0 && from < transport_.size()) left_.push_back({from, Clock::now()});
   } else if (controlRecv_.status.isOk()) {
     int64_t failedSeq = -1;
     Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failedSeq);
@@ -252,6 +254,23 @@ bool ProgressEngine::pollControl() {
   }
   postControlRecv();  // also while shutting down, until the receive is cancelled
   return true;
+}
+
+void ProgressEngine::failWaitsOnLeftPeers(Clock::time_point now) {
+  // A peer's messages come before its goodbye on the same endpoint, so what a pending
+  // collective still waits for from a peer that left will never come. (A short grace covers
+  // a last message still being delivered when the goodbye was read.)
+  for (auto& a : active_) {
+    int peer = a.executor->waitingOn();
+    auto it = std::find_if(left_.begin(), left_.end(), [&](const auto& l) { return l.first == peer; });
+    if (it == left_.end() || now - it->second < kLeftGrace) continue;
+    Status st(Code::kPeerFailed, peerName(peer) + " destroyed its communicator while rank " +
+                                     std::to_string(transport_.rank()) + " waited for it in " +
+                                     a.executor->describe() + " #" + std::to_string(a.submission.seq));
+    a.executor->abort(st);
+    finish(a, st);
+    return;  // finish() may have cleared the list; the next turn looks again
+  }
 }
 
 void ProgressEngine::watchNeighbours(Clock::time_point now) {
@@ -297,8 +316,9 @@ bool ProgressEngine::turn() {
   // closing) arrive together, the notice names the root cause.
   busy |= pollControl();
   busy |= driveActive();
-  if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   auto now = Clock::now();  // one clock read per turn
+  if (!left_.empty()) failWaitsOnLeftPeers(now);
+  if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   checkTimeouts(now);
   watchNeighbours(now);
   draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });

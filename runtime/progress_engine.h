@@ -91,6 +91,7 @@ class ProgressEngine {
   void park();
   bool startSubmissions();
   bool driveActive();
+  void failWaitsOnLeftPeers(std::chrono::steady_clock::time_point now);
   bool pollControl();
   void checkTimeouts(std::chrono::steady_clock::time_point now);
   void finish(Active& active, Status status);
@@ -133,6 +134,7 @@ class ProgressEngine {
   std::list<Active> active_;
   std::list<Active> draining_;  // failed runs whose transport ops are still in flight
   std::list<ControlSend> controlSends_;
+  std::vector<std::pair<int, std::chrono::steady_clock::time_point>> left_;  // goodbyes, when
   transport::Completion controlRecv_;
   std::vector<char> controlBuffer_;
 };

@@ -77,6 +77,26 @@ TEST_P(CallerProgress, TwoThreadsWaitingAtOnce) {
   }, {{"TSR_CALLER_PROGRESS", GetParam()}});
 }
 
+// A rank that destroys its communicator while the others wait for it in a collective: they
+// fail at once with the rank named (its goodbye comes after its last message), not after
+// the timeout (60 s here).
+TEST_P(CallerProgress, PeerThatLeavesFailsTheCollectivesWaitingForIt) {
+  testing::runRanks(3, [](Communicator& comm) {
+    if (comm.rank() == 2) {  // leaves cleanly (a goodbye) while the others wait for it
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return;
+    }
+    auto start = std::chrono::steady_clock::now();
+    int32_t in = 1, out = 0;
+    auto req = comm.allreduce(&in, &out, 1, DataType::kI32, ReduceOp::kSum);
+    Status st = req.isOk() ? req.value()->wait() : req.status();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(st.code(), Code::kPeerFailed) << st.toString();
+    EXPECT_NE(st.message().find("rank 2"), std::string::npos) << st.toString();
+    EXPECT_LT(seconds, 10.0) << st.toString();
+  }, {{"TSR_CALLER_PROGRESS", GetParam()}, {"TSR_TIMEOUT_MS", "60000"}});
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, CallerProgress, ::testing::Values("1", "0"),
                          [](const auto& info) { return std::string(info.param[0] == '1' ? "Caller" : "ThreadOnly"); });
 
