@@ -1,0 +1,150 @@
+// The progress engine's failure handling: breaking the communicator, the abort notices and
+// goodbyes peers exchange, and the watches that turn a dead, stalled or departed peer into an
+// error on every rank (timeouts, bootstrap-ring neighbours, goodbyes). Runs under the drive
+// lock, like the rest of a turn (progress_engine.cc).
+#include <algorithm>
+
+#include "base/logging.h"
+#include "runtime/control_message.h"
+#include "runtime/progress_engine.h"
+#include "transport/tag.h"
+
+namespace tsr::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+// A last message may still be being delivered when a peer's goodbye is read.
+constexpr auto kLeftGrace = std::chrono::milliseconds(100);
+}  // namespace
+
+void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq) {
+  if (reason.code() != Code::kAborted || !stop_) transport_.abandonPendingOnClose();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.isOk()) {
+      broken_ = reason;
+      brokenSeq_ = failedSeq;
+    }
+  }
+  if (notifyPeers && !notified_) {
+    notified_ = true;
+    sendControl(encodeControl(reason, failedSeq).substr(0, kControlBytes));
+  }
+  // Everything still pending fails: the failed collective (and earlier ones) with the
+  // reason, later ones as aborted because of it.
+  while (!active_.empty()) {
+    Active& a = active_.front();
+    a.executor->abort(reason);
+    a.submission.request->complete(pendingFailure(a.submission, reason));
+    if (!a.executor->quiescent()) draining_.splice(draining_.end(), active_, active_.begin());
+    else active_.pop_front();
+  }
+  std::deque<Submission> rest;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rest.swap(incoming_);
+    incomingCount_ = 0;
+  }
+  for (auto& s : rest) s.request->complete(pendingFailure(s, reason));
+}
+
+Status ProgressEngine::pendingFailure(const Submission& s, const Status& reason) const {
+  int64_t failedSeq;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failedSeq = brokenSeq_;
+  }
+  if (failedSeq < 0 || static_cast<int64_t>(s.seq) <= failedSeq) return reason;
+  return Status(Code::kAborted, "communicator is unusable after an earlier error: " + reason.toString());
+}
+
+void ProgressEngine::sendControl(const std::string& payload) {
+  for (int peer = 0; peer < transport_.size(); ++peer) {
+    if (peer == transport_.rank() || !transport_.peerStatus(peer).isOk()) continue;
+    controlSends_.emplace_back();
+    ControlSend& cs = controlSends_.back();
+    cs.payload = payload;
+    transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm),
+                    cs.payload.data(), cs.payload.size(), transport::MemoryType::kHost,
+                    &cs.completion).ignore();
+  }
+}
+
+void ProgressEngine::sayGoodbye() { sendControl(kGoodbye); }
+
+bool ProgressEngine::pollControl() {
+  if (!controlRecv_.done) return false;
+  int from = transport::tagSource(controlRecv_.tag);
+  if (controlRecv_.status.isOk() &&
+      std::string_view(controlBuffer_.data(), controlRecv_.bytes) == kGoodbye) {
+    transport_.markPeerLeft(from);
+    if (from >= 0 && from < transport_.size()) left_.push_back({from, Clock::now()});
+  } else if (controlRecv_.status.isOk()) {
+    int64_t failedSeq = -1;
+    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failedSeq);
+    // Every peer relays the notice: only the first one is news.
+    if (health().isOk()) log::get("runtime")->error("abort notice: {}", reason.toString());
+    else log::get("runtime")->debug("abort notice (already failed): {}", reason.toString());
+    // Relay it: this rank will now fail and leave, and a peer that waits on it must hear the
+    // root cause before it sees this rank's endpoint go (seen: "rank 0 has destroyed its
+    // communicator" instead of the mismatch rank 2 had reported).
+    breakCommunicator(reason, true, failedSeq);
+  }
+  postControlRecv();  // also while shutting down, until the receive is cancelled
+  return true;
+}
+
+void ProgressEngine::failWaitsOnLeftPeers(Clock::time_point now) {
+  // A peer's messages come before its goodbye on the same endpoint, so what a pending
+  // collective still waits for from a peer that left will never come. (A short grace covers
+  // a last message still being delivered when the goodbye was read.)
+  for (auto& a : active_) {
+    int peer = a.executor->waitingOn();
+    auto it = std::find_if(left_.begin(), left_.end(), [&](const auto& l) { return l.first == peer; });
+    if (it == left_.end() || now - it->second < kLeftGrace) continue;
+    Status st(Code::kPeerFailed, peerName(peer) + " destroyed its communicator while rank " +
+                                     std::to_string(transport_.rank()) + " waited for it in " +
+                                     a.executor->describe() + " #" + std::to_string(a.submission.seq));
+    a.executor->abort(st);
+    finish(a, st);
+    return;  // finish() may have cleared the list; the next turn looks again
+  }
+}
+
+void ProgressEngine::watchNeighbours(Clock::time_point now) {
+  auto event = neighbours_.poll(now, !active_.empty());
+  if (!event) return;
+  Status st = event->kind == NeighbourWatch::Event::kDied
+                  ? Status(Code::kPeerFailed, peerName(event->peer) +
+                                                  " died: its bootstrap connection to rank " +
+                                                  std::to_string(transport_.rank()) +
+                                                  " closed without a goodbye")
+                  : Status(Code::kTimeout, peerName(event->peer) + " stopped responding: rank " +
+                                               std::to_string(transport_.rank()) +
+                                               " has had no heartbeat from it for " +
+                                               std::to_string(event->silentFor.count()) + " ms");
+  log::get("runtime")->error("{}", st.toString());
+  breakCommunicator(st, true);
+}
+
+void ProgressEngine::checkTimeouts(Clock::time_point now) {
+  for (auto it = active_.begin(); it != active_.end();) {
+    auto next = std::next(it);
+    if (now >= it->deadline) {
+      int peer = it->executor->waitingOn();
+      Status st(Code::kTimeout,
+                "rank " + std::to_string(transport_.rank()) + ": " +
+                    it->executor->describe() + " #" +
+                    std::to_string(it->submission.seq) + " timed out after " +
+                    std::to_string(options_.timeoutMs) + " ms" +
+                    (peer >= 0 ? " waiting for " + peerName(peer) : std::string()));
+      it->executor->abort(st);
+      finish(*it, st);
+      return;  // finish() may have cleared the list
+    }
+    it = next;
+  }
+}
+
+}  // namespace tsr::runtime
