@@ -11,7 +11,7 @@ using namespace algorithms;
 using namespace algorithms::ring_detail;
 
 Result<HierPlans> marsitHierPlans(int rank, int size, size_t count, DataType intraType,
-                                  const std::vector<std::vector<int>>& grid, const DenseOptions& options) {
+                                  const std::vector<std::vector<int>>& grid, const DenseOptions& options, bool localPrep) {
   TSR_ASSIGN_OR_RETURN(GridPlace place, placeInGrid(grid, rank, size, "two-level marsit"));
   const int x = place.x, y = place.y;
   TSR_ASSIGN_OR_RETURN(RingView rowRing, makeGroupRing(rank, place.rowRanks));
@@ -46,8 +46,10 @@ Result<HierPlans> marsitHierPlans(int rank, int size, size_t count, DataType int
     bits->scratchBytes = window * maxChunkElems(colL, y) * 8;
     uint32_t colIds = static_cast<uint32_t>((y - 1) * colL.chunks);
     uint32_t first = static_cast<uint32_t>(bits->ops.size());
+    std::vector<uint32_t> prep;  // pipelined packing of this rank's row block
+    if (localPrep) prep = addLocalPrep(*bits, colRing, colL, Slot::kOutput);
     addReduceScatter(*bits, colRing, colL, Slot::kOutput, begin, 0, window, maxChunkElems(colL, y), 0,
-                     true, 0);
+                     true, 0, prep);
     uint32_t merged = addPhaseEnd(*bits, first, begin);
     first = static_cast<uint32_t>(bits->ops.size());
     addAllgather(*bits, colRing, colL, Slot::kOutput, std::vector<uint32_t>(colL.chunks, merged), colIds);

@@ -2,7 +2,10 @@
 // whose rows are hosts (grid[row][col] = rank, X = ranks per host, Y = hosts),
 //   1. rowReduceScatter: the ranks of a host average the padded vector (f32, or f16 for
 //      intra=fp16) over shared memory; column position c ends with row block c;
-//   2. (the task packs the signs of its row block + compensation)
+//   2. (the task packs the signs of its row block + compensation: before the bits plan, or
+//      with localPrep chunk by chunk inside it, one kLocal op per column reduce-scatter chunk
+//      of the block, in the order the column ring sends them; a chunk's first send and its
+//      merge wait only for that chunk's op)
 //   3. bits: Marsit across hosts on that block's words (column ring, merged hop by hop, then
 //      column all-gather), then a row all-gather of the blocks' words, so every rank ends with
 //      every bit.
@@ -25,6 +28,6 @@ struct HierPlans {
 
 Result<HierPlans> marsitHierPlans(int rank, int size, size_t count, DataType intraType,
                                   const std::vector<std::vector<int>>& grid,
-                                  const algorithms::DenseOptions& options);
+                                  const algorithms::DenseOptions& options, bool localPrep = false);
 
 }  // namespace tsr::marsit

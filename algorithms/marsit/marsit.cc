@@ -89,7 +89,8 @@ Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator
                       ": this job of " + std::to_string(comm.size()) + " ranks has no host grid (" +
                       comm.torusWhyNot() + "); use topology=ring");
   if (s->twoLevel) {
-    auto hier = marsitHierPlans(s->rank, s->size, count, s->params.intraType, grid, options);
+    auto hier = marsitHierPlans(s->rank, s->size, count, s->params.intraType, grid, options,
+                                s->params.chunkedPack);
     if (!hier.isOk()) return named(hier.status());
     s->hier = hier.take();
     s->bitPlan = s->hier.bits;

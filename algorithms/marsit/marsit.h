@@ -37,10 +37,10 @@ struct Params {
   int fullPrecisionEvery = 0;
   Topology topology = Topology::kRing;
   DataType intraType = DataType::kF32;  // two-level only
-  // Flat ring and torus: pack the signs chunk by chunk inside the bit plan, each chunk's first
-  // send waiting only for it (pack=chunked, the default); pack=whole packs the whole vector
-  // before the plan starts (the earlier schedule, same results bit for bit; for comparisons).
-  // The two-level schedule packs its shard whole either way.
+  // Pack the signs chunk by chunk inside the bit plan, each chunk's first send waiting only
+  // for it (pack=chunked, the default; two-level: the row block, by column ring chunks);
+  // pack=whole packs the whole vector (two-level: the row block) before the plan starts (the
+  // earlier schedule, same results bit for bit; for comparisons).
   bool chunkedPack = true;
 };
 

@@ -63,41 +63,111 @@ Status MarsitHierStepTask::start() {
 Status MarsitHierStepTask::startExchange() {
   MarsitState& s = *state_;
   algorithms::RunBuffers bitBuffers;
+  chunked_ = !full_ && s.params.chunkedPack;
+  packed_ = full_;
+  localUs_ = 0;
   if (!full_) {
-    double t = nowUs();
+    coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
     const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
-    if (s.intraType == DataType::kF16)
-      kernels::castF16ToF32(reinterpret_cast<const uint16_t*>(s.intraBuffer.data()) + off, n, s.shard.data());
-    else
-      std::copy_n(reinterpret_cast<const float*>(s.intraBuffer.data()) + off, n, s.shard.data());
-    for (size_t j = 0; j < n; ++j) s.shard[j] += s.comp[j];
-    const size_t real = s.count > off ? std::min(n, s.count - off) : 0;  // the rest is padding
-    size_t bad = kernels::firstNonFinite(s.shard.data(), real);
-    s.badIndex = bad < real ? off + bad : s.count;
-    s.scalarIn[0] = bad < real ? 0.0 : kernels::sumAbs(s.shard.data(), real);
-    s.scalarIn[1] = bad < real ? 1.0 : 0.0;
-    double t2 = nowUs();
-    s.times.prepare += t2 - t;
-    kernels::RngStream coin{s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
-    kernels::signPack(s.shard.data(), n, s.bits.data() + off / 64, coin, off / 64);
-    s.times.pack = nowUs() - t2;
+    if (chunked_) {
+      s.prep.reset(s.count > off ? std::min(n, s.count - off) : 0);  // the rest is padding
+      packedElems_ = 0;
+      if (n == 0) scalarsReady(0, 0.0);  // nothing to pack
+    } else {
+      packWhole();
+    }
     bitBuffers = {s.bits.data(), s.bits.data(), s.bitScratch.data()};
     bitBuffers.rngSeed = s.params.seed;
     bitBuffers.rngStep = static_cast<uint32_t>(s.step);
     bitBuffers.mergeNanos = &s.mergeNanos;
+    if (chunked_) bitBuffers.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
   } else {
     bitBuffers = {s.work.data(), s.work.data(), s.fullScratch.data()};
   }
-  scalar_ = std::make_unique<algorithms::PlanExecutor>(
-      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, seq(1),
-      ctx_.transport);
   bits_ = std::make_unique<algorithms::PlanExecutor>(full_ ? s.fullPlan : s.hier.bits, bitBuffers, seq(2),
                                                      ctx_.transport);
   bitsStartUs_ = nowUs();
-  scalarStatus_ = scalar_->start();
+  // Chunked, the first chunk is packed and sent inside start(); the scalar allreduce waits
+  // for the last chunk (its sum and NaN/Inf scan).
+  if (packed_) startScalar();
   bitsStatus_ = bits_->start();
   if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
+  if (packed_ && !scalar_) startScalar();
   return drive();
+}
+
+void MarsitHierStepTask::shardSum(size_t begin, size_t end) {
+  MarsitState& s = *state_;
+  const size_t off = s.hier.shardOffset;
+  if (s.intraType == DataType::kF16)
+    kernels::castF16ToF32(reinterpret_cast<const uint16_t*>(s.intraBuffer.data()) + off + begin, end - begin,
+                          s.shard.data() + begin);
+  else
+    std::copy_n(reinterpret_cast<const float*>(s.intraBuffer.data()) + off + begin, end - begin,
+                s.shard.data() + begin);
+  for (size_t j = begin; j < end; ++j) s.shard[j] += s.comp[j];
+}
+
+// The earlier schedule (pack=whole): the block in one go, before the bit plan starts.
+void MarsitHierStepTask::packWhole() {
+  MarsitState& s = *state_;
+  double t = nowUs();
+  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
+  shardSum(0, n);
+  const size_t real = s.count > off ? std::min(n, s.count - off) : 0;  // the rest is padding
+  size_t bad = kernels::firstNonFinite(s.shard.data(), real);
+  scalarsReady(bad, bad < real ? 0.0 : kernels::sumAbs(s.shard.data(), real));
+  double t2 = nowUs();
+  s.times.prepare += t2 - t;
+  kernels::signPack(s.shard.data(), n, s.bits.data() + off / 64, coin_, off / 64);
+  s.times.pack = nowUs() - t2;
+}
+
+// One column ring chunk of the block (op.dst: its words in the whole bit vector).
+Status MarsitHierStepTask::packChunk(const algorithms::PlanOp& op) {
+  MarsitState& s = *state_;
+  double t = nowUs();
+  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
+  const size_t firstWord = op.dst.offset / sizeof(uint64_t);
+  const size_t begin = firstWord * 64 - off, end = begin + op.count * 64;
+  if (firstWord * 64 < off || end > n)
+    return Status(Code::kInternal, "two-level marsit tensor " + s.name + ": pack op for words " +
+                                       std::to_string(firstWord) + "+" + std::to_string(op.count) +
+                                       " is outside rank " + std::to_string(s.rank) + "'s row block");
+  shardSum(begin, end);
+  s.prep.account(s.shard.data(), begin, end);
+  double t2 = nowUs();
+  s.times.prepare += t2 - t;
+  kernels::signPack(s.shard.data() + begin, end - begin, s.bits.data() + firstWord, coin_, firstWord);
+  double t3 = nowUs();
+  s.times.pack += t3 - t2;
+  localUs_ += t3 - t;
+  packedElems_ += end - begin;
+  if (packedElems_ == n) {
+    size_t bad = s.prep.firstBad();
+    scalarsReady(bad, bad < s.prep.prepared() ? 0.0 : s.prep.sumAbs(s.shard.data()));
+  }
+  return Status::ok();
+}
+
+// One small allreduce carries the block's |s'| sum and whether this rank saw a NaN or Inf.
+void MarsitHierStepTask::scalarsReady(size_t badInBlock, double sumAbs) {
+  MarsitState& s = *state_;
+  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
+  const size_t real = s.count > off ? std::min(n, s.count - off) : 0;
+  const bool bad = badInBlock < real;
+  s.badIndex = bad ? off + badInBlock : s.count;
+  s.scalarIn[0] = bad ? 0.0 : sumAbs;
+  s.scalarIn[1] = bad ? 1.0 : 0.0;
+  packed_ = true;
+}
+
+void MarsitHierStepTask::startScalar() {
+  MarsitState& s = *state_;
+  scalar_ = std::make_unique<algorithms::PlanExecutor>(
+      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, seq(1),
+      ctx_.transport);
+  scalarStatus_ = scalar_->start();
 }
 
 Status MarsitHierStepTask::progress() {
@@ -108,6 +178,7 @@ Status MarsitHierStepTask::progress() {
     bitsStatus_ = bits_->progress();
     if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
   }
+  if (bits_ && !scalar_ && packed_) startScalar();
   return drive();
 }
 
@@ -115,7 +186,7 @@ Status MarsitHierStepTask::drive() {
   for (const Status* st : {&intraStatus_, &scalarStatus_, &bitsStatus_})
     if (!running(*st) && !st->isOk()) return fail(*st);
   if (running(intraStatus_)) return status_;
-  if (!scalar_) return startExchange();
+  if (!bits_) return startExchange();
   if (running(scalarStatus_) || running(bitsStatus_)) return status_;
   return finish();
 }
@@ -123,7 +194,7 @@ Status MarsitHierStepTask::drive() {
 Status MarsitHierStepTask::finish() {
   MarsitState& s = *state_;
   s.times.merge = s.mergeNanos / 1000.0;
-  s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - s.times.merge);
+  s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - s.times.merge - localUs_);
   if (s.scalarOut[1] > 0) {
     bool mine = s.badIndex < s.count;
     float value = !mine ? 0.0f : full_ ? s.work[s.badIndex] : s.shard[s.badIndex - s.hier.shardOffset];

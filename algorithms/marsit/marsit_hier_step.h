@@ -2,8 +2,11 @@
 //   stage 1 (seq):     x = g + r (r: what the last f16 cast dropped), cast to the intra type
 //                      (r = x - f16(x)), average over the host's ranks: this rank gets its
 //                      row block s.
-//   stage 2 (seq+1,2): s' = s + c, sign packing of the block; the eta/NaN scalar allreduce
-//                      beside the bit plan (Marsit across hosts, then the row all-gather).
+//   stage 2 (seq+1,2): the bit plan (Marsit across hosts, then the row all-gather), whose
+//                      kLocal ops pack s' = s + c chunk by chunk (signs, NaN/Inf scan, block
+//                      sums of |s'|: piecewise_prepare.h) in the order the column ring sends
+//                      them; once the block is packed, the eta/NaN scalar allreduce beside it.
+//                      With pack=whole the block is packed first and both start together.
 //   end:               G = eta * (2 bit - 1) into g, c = s' - G on the block.
 // eta is the mean over hosts of mean |s'|: each host's ranks together hold every element once.
 // A full-precision step (every K) averages y = x + X c (c placed at the block, X = ranks per
@@ -27,6 +30,11 @@ class MarsitHierStepTask final : public algorithms::Task {
 
  private:
   Status startExchange();
+  void shardSum(size_t begin, size_t end);  // s' = s + c on [begin, end) of the block
+  void packWhole();
+  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan
+  void scalarsReady(size_t badInBlock, double sumAbs);
+  void startScalar();
   Status drive();
   Status finish();
   Status fail(Status status);
@@ -39,6 +47,11 @@ class MarsitHierStepTask final : public algorithms::Task {
       bitsStatus_{Code::kInProgress, ""};
   Status status_{Code::kInProgress, ""};
   bool full_ = false;
+  bool chunked_ = false;     // packing inside the bit plan
+  bool packed_ = false;      // the whole block packed, the scalars set
+  size_t packedElems_ = 0;   // of the block (padding included)
+  double localUs_ = 0;       // spent in kLocal ops: prepare's and pack's, not the wire's
+  kernels::RngStream coin_{};
   double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
 };
 

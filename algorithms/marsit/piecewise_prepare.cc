@@ -27,6 +27,18 @@ void PiecewisePrepare::prepare(const float* g, const float* c, size_t begin, siz
   if (end % kBlock != 0 && end < count_) cutBlocks_.push_back(end / kBlock);
 }
 
+void PiecewisePrepare::account(const float* work, size_t begin, size_t end) {
+  const size_t stop = std::min(end, count_);
+  if (begin >= stop) return;
+  size_t bad = begin + kernels::firstNonFinite(work + begin, stop - begin);
+  if (bad < stop) firstBad_ = std::min(firstBad_, bad);
+  // Blocks that start in this piece; the head belongs to a block an earlier piece starts.
+  for (size_t b = (begin + kBlock - 1) / kBlock; b * kBlock < stop; ++b)
+    blockSums_[b] = kernels::sumAbs(work + b * kBlock, std::min(kBlock, stop - b * kBlock));
+  prepared_ += stop - begin;
+  if (stop % kBlock != 0 && stop < count_) cutBlocks_.push_back(stop / kBlock);
+}
+
 double PiecewisePrepare::sumAbs(const float* work) {
   for (size_t b : cutBlocks_) {
     size_t start = b * kBlock;

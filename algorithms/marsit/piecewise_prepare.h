@@ -19,6 +19,10 @@ class PiecewisePrepare {
   // Prepares elements [begin, end) (begin a multiple of 64; end too, or count).
   void prepare(const float* g, const float* c, size_t begin, size_t end, float* work,
                uint64_t* words, const kernels::RngStream& rng);
+  // For a piece whose work is already computed (two-level: s' = host average + c): notes
+  // [begin, min(end, count))'s first non-finite element and block sums; the piece may run on
+  // into padding past count, which is neither scanned nor summed.
+  void account(const float* work, size_t begin, size_t end);
   // Once every element is prepared: sum |work| over the whole vector, in signPrepare's order.
   double sumAbs(const float* work);
   // The first non-finite element over the pieces prepared so far, or count.

@@ -4,7 +4,10 @@
 //  * the ring and torus plans pack in kLocal ops that partition the words, the first send
 //    waits for its own chunk's pack and nothing else (that pack comes first), and every merge
 //    waits for the pack of the words it merges into;
-//  * the executor posts a chunk's send right after packing it, before packing the next one.
+//  * the executor posts a chunk's send right after packing it, before packing the next one;
+//  * two-level: PiecewisePrepare::account over pieces that run on into padding gives the
+//    block's whole scan and sum; the bits plan's packs cover exactly this rank's row block,
+//    and its first send waits only for its own chunk's pack.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "algorithms/kernels/sign.h"
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/kernels/tests/isa_sweep.h"
+#include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
@@ -91,6 +95,34 @@ TEST(PiecewisePrepare, AnyPiecesInAnyOrderGiveTheWholeVectorsBits) {
           EXPECT_EQ(prep.sumAbs(work.data()), refSum) << n << " pieces " << pieces.size();
         }
       });
+    }
+  }
+}
+
+// Two-level blocks: the work is computed already, pieces end on word boundaries past the real
+// elements (padding, neither scanned nor summed), in any order.
+TEST(PiecewisePrepare, AccountedPiecesGiveTheWholeBlocksScanAndSum) {
+  std::mt19937 gen(7);
+  for (size_t real : {size_t{0}, size_t{1000}, size_t{64 * 16 * 5 + 37}, size_t{100003}}) {
+    for (bool withNan : {false, true}) {
+      const size_t words = kernels::wordsForElements(real) + 3, n = words * 64;
+      std::vector<float> work = normals(n, 3);
+      for (size_t j = 0; j < n; ++j) work[j] *= j < 1024 ? 0x1p60f : 16.0f;  // block order matters
+      for (size_t j = real; j < n; ++j) work[j] = j % 2 ? 0.0f : std::nanf("");  // never looked at
+      if (withNan && real > 900) work[real - 800] = -INFINITY, work[real - 900] = std::nanf("");
+      std::vector<size_t> cuts{0, words};
+      for (int k = 0; k < 9; ++k) cuts.push_back(std::uniform_int_distribution<size_t>(0, words)(gen));
+      std::sort(cuts.begin(), cuts.end());
+      std::vector<std::pair<size_t, size_t>> pieces;
+      for (size_t k = 0; k + 1 < cuts.size(); ++k)
+        if (cuts[k] < cuts[k + 1]) pieces.push_back({cuts[k] * 64, cuts[k + 1] * 64});
+      std::shuffle(pieces.begin(), pieces.end(), gen);
+      PiecewisePrepare prep;
+      prep.reset(real);
+      for (auto [begin, end] : pieces) prep.account(work.data(), begin, end);
+      EXPECT_EQ(prep.prepared(), real);
+      EXPECT_EQ(prep.firstBad(), kernels::firstNonFinite(work.data(), real)) << real;
+      if (!withNan) EXPECT_EQ(prep.sumAbs(work.data()), kernels::sumAbs(work.data(), real)) << real;
     }
   }
 }
@@ -172,6 +204,66 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PipelinedPlan,
                            return (info.param.rows ? "torus" : "ring") + std::to_string(info.param.n) +
                                   (info.param.rows ? "x" + std::to_string(info.param.rows) : "");
                          });
+
+// Two-level bits plans (rows = hosts), packed chunk by chunk: the packs cover exactly this
+// rank's row block, the first send (the column ring's) waits only for its own chunk's pack,
+// and every column merge waits for the pack of the words it merges into.
+TEST(PipelinedHierPlan, FirstSendWaitsOnlyForItsOwnChunksPack) {
+  algorithms::DenseOptions options;
+  options.chunkBytes = 1024;
+  for (auto [hosts, x] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3}}) {
+    const int n = hosts * x;
+    std::vector<std::vector<int>> grid(hosts);
+    for (int r = 0; r < n; ++r) grid[r % hosts].push_back(r);  // a host's ranks not neighbours
+    for (size_t count : {size_t{1000}, size_t{100003}}) {
+      for (int rank = 0; rank < n; ++rank) {
+        SCOPED_TRACE("grid " + std::to_string(hosts) + "x" + std::to_string(x) + " rank " + std::to_string(rank) +
+                     " count " + std::to_string(count));
+        auto hier = marsitHierPlans(rank, n, count, DataType::kF32, grid, options, true);
+        ASSERT_TRUE(hier.isOk()) << hier.status().toString();
+        const Plan& p = *hier.value().bits;
+        const size_t words = hier.value().padded / 64, first = hier.value().shardOffset / 64;
+        const size_t shardWords = hier.value().shardCount / 64;
+        auto wordOf = [](const algorithms::BufferRef& ref) { return ref.offset / sizeof(uint64_t); };
+        std::vector<int> covered(words, 0);
+        std::vector<uint32_t> packs;
+        for (uint32_t i = 0; i < p.ops.size(); ++i)
+          if (p.ops[i].kind == OpKind::kLocal) {
+            packs.push_back(i);
+            for (size_t w = 0; w < p.ops[i].count; ++w) ++covered[wordOf(p.ops[i].dst) + w];
+          }
+        ASSERT_GE(packs.size(), static_cast<size_t>(hosts));  // a column block at least
+        if (count > 10000) ASSERT_GT(packs.size(), static_cast<size_t>(hosts));  // blocks in chunks
+        for (size_t w = 0; w < words; ++w)
+          ASSERT_EQ(covered[w], w >= first && w < first + shardWords ? 1 : 0) << "word " << w;
+        auto sendIt = std::find_if(p.ops.begin(), p.ops.end(), [](const PlanOp& op) { return op.kind == OpKind::kSend; });
+        ASSERT_NE(sendIt, p.ops.end());
+        ASSERT_EQ(sendIt->deps.size(), 1u);
+        const PlanOp& pack = p.ops[sendIt->deps[0]];
+        EXPECT_EQ(sendIt->deps[0], packs[0]);
+        EXPECT_EQ(pack.kind, OpKind::kLocal);
+        EXPECT_EQ(wordOf(pack.dst), wordOf(sendIt->src));
+        EXPECT_EQ(pack.count, sendIt->count);
+        size_t merges = 0;
+        for (const PlanOp& op : p.ops) {
+          if (op.kind != OpKind::kRecvMerge) continue;
+          ++merges;
+          bool waits = std::any_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) {
+            return p.ops[d].kind == OpKind::kLocal && wordOf(p.ops[d].dst) == wordOf(op.dst) &&
+                   p.ops[d].count == op.count;
+          });
+          EXPECT_TRUE(waits) << "merge into word " << wordOf(op.dst);
+        }
+        EXPECT_GT(merges, 0u);
+        // pack=whole: no packs, the first send waits for the plan's start.
+        auto whole = marsitHierPlans(rank, n, count, DataType::kF32, grid, options, false);
+        ASSERT_TRUE(whole.isOk());
+        EXPECT_TRUE(std::none_of(whole.value().bits->ops.begin(), whole.value().bits->ops.end(),
+                                 [](const PlanOp& op) { return op.kind == OpKind::kLocal; }));
+      }
+    }
+  }
+}
 
 // Records what the executor posts; nothing ever completes.
 class RecordingTransport final : public transport::Transport {
