@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/device_staging.h"
+#include "transport/testing/stub_transport.h"
 #include "runtime/tests/fake_copier.h"
 #include "transport/transport.h"
 
@@ -80,35 +81,8 @@ Status drive(algorithms::Task& task, int* polls) {
 }
 
 // The staged tasks here never touch the transport; TaskContext only needs one to refer to.
-class InertTransport final : public transport::Transport {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  const std::string& localAddress() const override { return address_; }
-  Status connect(const std::vector<std::string>&) override { return Status::ok(); }
-  Status send(int, uint64_t, const void*, size_t, transport::MemoryType, transport::Completion*) override {
-    return Status(Code::kInternal, "inert");
-  }
-  Status recv(int, uint64_t, uint64_t, void*, size_t, transport::MemoryType, transport::Completion*) override {
-    return Status(Code::kInternal, "inert");
-  }
-  void cancel(transport::Completion*) override {}
-  bool progress() override { return false; }
-  bool armEvents() override { return false; }
-  void sleepUntilEvent(int) override {}
-  void wake() override {}
-  Status peerStatus(int) const override { return Status::ok(); }
-  void markPeerLeft(int) override {}
-  void abandonPendingOnClose() override {}
-  bool supportsMemoryType(transport::MemoryType t) const override { return t == transport::MemoryType::kHost; }
-  uint64_t bytesSent() const override { return 0; }
-
- private:
-  std::string address_;
-};
-
 transport::Transport& noTransport() {
-  static InertTransport inert;
+  static transport::testing::StubTransport inert;
   return inert;
 }
 

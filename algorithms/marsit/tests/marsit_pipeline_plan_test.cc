@@ -26,6 +26,7 @@
 #include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
+#include "transport/testing/stub_transport.h"
 
 namespace tsr::marsit {
 namespace {
@@ -266,15 +267,12 @@ TEST(PipelinedHierPlan, FirstSendWaitsOnlyForItsOwnChunksPack) {
 }
 
 // Records what the executor posts; nothing ever completes.
-class RecordingTransport final : public transport::Transport {
+class RecordingTransport final : public transport::testing::StubTransport {
  public:
   // Logs sends from [lo, hi) (the words; not the executor's headers).
-  RecordingTransport(std::vector<std::string>* l, const void* lo, const void* hi) : log(l), lo_(lo), hi_(hi) {}
+  RecordingTransport(std::vector<std::string>* l, const void* lo, const void* hi)
+      : StubTransport(0, 4), log(l), lo_(lo), hi_(hi) {}
   std::vector<std::string>* log;
-  int rank() const override { return 0; }
-  int size() const override { return 4; }
-  const std::string& localAddress() const override { return address_; }
-  Status connect(const std::vector<std::string>&) override { return Status::ok(); }
   Status send(int, uint64_t, const void* buffer, size_t, transport::MemoryType, transport::Completion* c) override {
     c->posted = true;
     if (std::less_equal<const void*>()(lo_, buffer) && std::less<const void*>()(buffer, hi_))
@@ -286,20 +284,10 @@ class RecordingTransport final : public transport::Transport {
     return Status::ok();
   }
   void cancel(transport::Completion* c) override { c->done = true; }
-  bool progress() override { return false; }
-  bool armEvents() override { return false; }
-  void sleepUntilEvent(int) override {}
-  void wake() override {}
-  Status peerStatus(int) const override { return Status::ok(); }
-  void markPeerLeft(int) override {}
-  void abandonPendingOnClose() override {}
-  bool supportsMemoryType(transport::MemoryType) const override { return true; }
-  uint64_t bytesSent() const override { return 0; }
 
  private:
   const void* lo_;
   const void* hi_;
-  std::string address_;
 };
 
 TEST(PipelinedExecutor, SendsEachPackedChunkBeforePackingTheNext) {
