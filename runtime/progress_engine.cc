@@ -16,6 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr auto kParkLimit = std::chrono::milliseconds(1);
+constexpr auto kNoticeGrace = std::chrono::milliseconds(50);
 // Set while this thread runs a turn: driving again from inside one would re-lock driveMutex_.
 thread_local bool tDriving = false;
 struct DrivingScope {
@@ -167,12 +168,22 @@ bool ProgressEngine::driveActive() {
   for (bool again = true; again;) {
     again = false;
     for (auto& a : active_) {
-      Status st = a.executor->progress();
-      if (st.code() != Code::kInProgress) {
-        finish(a, st);
-        any = again = true;
-        break;
+      Status st = a.heldFailure ? *a.heldFailure : a.executor->progress();
+      if (st.code() == Code::kInProgress) continue;
+      // A lost peer endpoint is often the echo of a failure elsewhere: the peer failed on a
+      // dead rank, told everyone, and left. Hold it briefly so that notice, naming the root
+      // cause, wins (it fails every pending collective when it comes).
+      bool lostPeer = st.code() == Code::kPeerFailed || st.code() == Code::kTransport;
+      auto now = Clock::now();
+      if (lostPeer && !a.heldFailure) {
+        a.heldFailure = st;
+        a.heldSince = now;
+        continue;
       }
+      if (a.heldFailure && now - a.heldSince < kNoticeGrace) continue;
+      finish(a, st);
+      any = again = true;
+      break;
     }
   }
   return any;

@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +78,9 @@ class ProgressEngine {
     Submission submission;
     std::unique_ptr<algorithms::Task> executor;
     std::chrono::steady_clock::time_point deadline;
+    // A lost-peer failure held back for a moment (driveActive), and since when.
+    std::optional<Status> heldFailure;
+    std::chrono::steady_clock::time_point heldSince;
   };
   struct ControlSend {
     std::string payload;
