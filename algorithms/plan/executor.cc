@@ -46,9 +46,13 @@ PlanExecutor::PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers,
   myHeader_.root = p.root;
   myHeader_.sender = id.rank;
   myHeader_.count = p.count;
-  peerHeaders_.resize(p.recvPeers.size());
-  headerRecvs_.resize(p.recvPeers.size());
-  headerSends_.resize(p.sendPeers.size());
+  in_.resize(p.recvPeers.size());
+  out_.resize(p.sendPeers.size());
+  size_t slots = p.recvPeers.size() + p.sendPeers.size();
+  if (slots) headerBytes_.reset(new uint8_t[slots * kHeaderSlot]);  // not zeroed: written first
+  inFlight_.reserve(p.ops.size());
+  readyTransfers_.reserve(p.ops.size());
+  readyLocal_.reserve(p.ops.size());
 }
 
 void* PlanExecutor::resolve(const BufferRef& ref) const {
@@ -63,7 +67,7 @@ void* PlanExecutor::resolve(const BufferRef& ref) const {
 Status PlanExecutor::fail(Status status) {
   if (status_.code() == Code::kInProgress) status_ = std::move(status);
   for (auto& c : completions_) transport_.cancel(&c);
-  for (auto& c : headerRecvs_) transport_.cancel(&c);
+  for (auto& h : in_) transport_.cancel(&h.header);
   return status_;
 }
 
@@ -72,13 +76,13 @@ void PlanExecutor::abort(const Status& reason) { fail(reason).ignore(); }
 bool PlanExecutor::quiescent() const {
   auto idle = [](const Completion& c) { return !c.posted || c.done; };
   return std::all_of(completions_.begin(), completions_.end(), idle) &&
-         std::all_of(headerRecvs_.begin(), headerRecvs_.end(), idle) &&
-         std::all_of(headerSends_.begin(), headerSends_.end(), idle);
+         std::all_of(in_.begin(), in_.end(), [&](const PeerIn& h) { return idle(h.header); }) &&
+         std::all_of(out_.begin(), out_.end(), [&](const PeerOut& h) { return idle(h.header); });
 }
 
 int PlanExecutor::waitingOn() const {
-  for (size_t i = 0; i < headerRecvs_.size(); ++i)
-    if (!headerRecvs_[i].done) return plan_->recvPeers[i];
+  for (size_t i = 0; i < in_.size(); ++i)
+    if (!in_[i].header.done) return plan_->recvPeers[i];
   for (uint32_t index : inFlight_) {
     const PlanOp& op = plan_->ops[index];
     if (op.kind != OpKind::kSend && !completions_[index].done) return op.peer;
@@ -91,17 +95,20 @@ int PlanExecutor::waitingOn() const {
 Status PlanExecutor::start() {
   const Plan& p = *plan_;
   const auto host = transport::MemoryType::kHost;
+  // Every header receive takes a header with a payload, whatever this rank's plan expects:
+  // a peer whose plan differs is then still heard, and its arguments named.
   for (size_t i = 0; i < p.recvPeers.size(); ++i) {
     int peer = p.recvPeers[i];
     uint64_t tag = transport::makeDataTag(peer, id_.comm, id_.seq, transport::kHeaderMessageId);
-    Status st = transport_.recv(peer, tag, transport::kTagFullMask, &peerHeaders_[i],
-                                sizeof(WireHeader), host, &headerRecvs_[i]);
+    Status st = transport_.recv(peer, tag, transport::kTagFullMask, headerBytes_.get() + i * kHeaderSlot,
+                                kHeaderSlot, host, &in_[i].header);
     if (!st.isOk()) return fail(st);
   }
   for (size_t i = 0; i < p.sendPeers.size(); ++i) {
+    if (inlinable(p.firstSendOp[i])) continue;  // sent with that first message
     int peer = p.sendPeers[i];
     uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
-    Status st = transport_.send(peer, tag, &myHeader_, sizeof(WireHeader), host, &headerSends_[i]);
+    Status st = transport_.send(peer, tag, &myHeader_, sizeof(WireHeader), host, &out_[i].header);
     if (!st.isOk()) return fail(st);
   }
   for (uint32_t i = 0; i < p.ops.size(); ++i)
@@ -127,9 +134,97 @@ Status PlanExecutor::checkHeader(const WireHeader& theirs, int peer) const {
                                      " (collective #" + std::to_string(id_.seq) + ")");
 }
 
-Status PlanExecutor::post(uint32_t index) {
+bool PlanExecutor::inlinable(uint32_t index) const {
+  size_t bytes = plan_->ops[index].count * dataTypeSize(plan_->dtype);
+  return bytes > 0 && bytes <= kInlineBytes && buffers_.memory == transport::MemoryType::kHost;
+}
+
+Status PlanExecutor::sendInline(uint32_t index, size_t slot) {
   const PlanOp& op = plan_->ops[index];
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  uint8_t* out = headerBytes_.get() + (in_.size() + slot) * kHeaderSlot;
+  std::memcpy(out, &myHeader_, sizeof(WireHeader));
+  std::memcpy(out + sizeof(WireHeader), resolve(op.src), bytes);
+  uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
+  TSR_RETURN_IF_ERROR(transport_.send(op.peer, tag, out, sizeof(WireHeader) + bytes,
+                                      transport::MemoryType::kHost, &completions_[index]));
+  inFlight_.push_back(index);
+  return Status::ok();
+}
+
+// The first receive from a peer, when small: its data may come with the header.
+Status PlanExecutor::postFirstRecv(uint32_t index, size_t slot) {
+  PeerIn& h = in_[slot];
+  switch (h.state) {
+    case HeaderIn::kPending: h.firstWaits = true; return Status::ok();
+    case HeaderIn::kWithPayload: land(index, slot); return Status::ok();
+    case HeaderIn::kAlone: break;  // the peer sent it on its own: receive it as usual
+  }
+  h.firstWaits = false;
+  return post(index, true);
+}
+
+// Copies a first message that came with the header to where the transport would have put it.
+void PlanExecutor::land(uint32_t index, size_t slot) {
+  const PlanOp& op = plan_->ops[index];
+  size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  void* into = op.kind == OpKind::kRecv ? resolve(op.dst) : resolve(op.staging);
+  std::memcpy(into, headerBytes_.get() + slot * kHeaderSlot + sizeof(WireHeader), bytes);
+  Completion& c = completions_[index];
+  c = Completion{};
+  c.posted = c.done = true;
+  c.bytes = bytes;
+  inFlight_.push_back(index);
+  in_[slot].firstWaits = false;
+  landed_ = true;
+}
+
+// A header arrived (alone or with the first message): check it, then let the first receive go.
+Status PlanExecutor::takeHeader(size_t slot) {
+  PeerIn& h = in_[slot];
+  int peer = plan_->recvPeers[slot];
+  const uint8_t* bytes = headerBytes_.get() + slot * kHeaderSlot;
+  auto where = [&] {  // built only for an error
+    return "rank " + std::to_string(id_.rank) + ": " + collectiveName(plan_->collective) + " #" +
+           std::to_string(id_.seq) + ": rank " + std::to_string(peer);
+  };
+  if (h.header.bytes < sizeof(WireHeader))
+    return Status(Code::kMismatch, where() + " sent a malformed header (" +
+                                       std::to_string(h.header.bytes) + " bytes)");
+  WireHeader theirs;
+  std::memcpy(&theirs, bytes, sizeof theirs);
+  TSR_RETURN_IF_ERROR(checkHeader(theirs, peer));
+  ++headersChecked_;
+  size_t payload = h.header.bytes - sizeof(WireHeader);
+  uint32_t first = plan_->firstRecvOp[slot];
+  if (payload == 0) {
+    h.state = HeaderIn::kAlone;
+    return h.firstWaits ? postFirstRecv(first, slot) : Status::ok();
+  }
+  size_t expected = plan_->ops[first].count * dataTypeSize(plan_->dtype);
+  if (!inlinable(first))
+    return Status(Code::kMismatch, where() + " sent its first message from host memory with the "
+                                           "header, but this rank's buffers are " +
+                                           (buffers_.memory == transport::MemoryType::kHost
+                                                ? "host memory expecting " + std::to_string(expected) + " bytes"
+                                                : std::string("device memory")) +
+                                           ": every rank must pass the same memory type");
+  if (payload != expected)
+    return Status(Code::kMismatch, where() + " sent " + std::to_string(payload) + " bytes where " +
+                                       std::to_string(expected) + " were expected (count or dtype differ)");
+  h.state = HeaderIn::kWithPayload;
+  if (h.firstWaits) land(first, slot);
+  return Status::ok();
+}
+
+Status PlanExecutor::post(uint32_t index, bool plain) {
+  const PlanOp& op = plan_->ops[index];
+  size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  int32_t slot = plan_->peerSlot[index];
+  if (!plain && slot >= 0 && inlinable(index)) {
+    if (op.kind == OpKind::kSend) return sendInline(index, static_cast<size_t>(slot));
+    return postFirstRecv(index, static_cast<size_t>(slot));
+  }
   Completion* c = &completions_[index];
   Status st;
   if (op.kind == OpKind::kSend) {
@@ -219,18 +314,15 @@ Status PlanExecutor::collect() {
     if (!health.isOk()) return Status(Code::kPeerFailed, where + health.message());
     return Status(st.code(), where + st.message());
   };
-  for (size_t i = 0; i < headerRecvs_.size(); ++i) {
-    Completion& c = headerRecvs_[i];
-    if (!c.done || c.posted == false) continue;
-    c.posted = false;  // checked once
-    int peer = plan_->recvPeers[i];
-    if (!c.status.isOk()) return context(peer, c.status, "header from");
-    TSR_RETURN_IF_ERROR(checkHeader(peerHeaders_[i], peer));
-    ++headersChecked_;
+  for (size_t i = 0; i < in_.size(); ++i) {
+    Completion& c = in_[i].header;
+    if (!c.done || in_[i].state != HeaderIn::kPending) continue;
+    if (!c.status.isOk()) return context(plan_->recvPeers[i], c.status, "header from");
+    TSR_RETURN_IF_ERROR(takeHeader(i));
   }
-  for (size_t i = 0; i < headerSends_.size(); ++i)
-    if (headerSends_[i].done && !headerSends_[i].status.isOk())
-      return context(plan_->sendPeers[i], headerSends_[i].status, "header to");
+  for (size_t i = 0; i < out_.size(); ++i)
+    if (out_[i].header.done && !out_[i].header.status.isOk())
+      return context(plan_->sendPeers[i], out_[i].header.status, "header to");
 
   size_t kept = 0;
   for (size_t k = 0; k < inFlight_.size(); ++k) {
@@ -269,9 +361,8 @@ Status PlanExecutor::progress() {
   for (;;) {
     st = postReadyTransfers();
     if (!st.isOk()) return fail(st);
-    if (readyLocal_.empty()) break;
-    uint32_t index = readyLocal_.front();
-    readyLocal_.pop_front();
+    if (localHead_ == readyLocal_.size()) break;
+    uint32_t index = readyLocal_[localHead_++];
     st = finishLocal(index);
     if (!st.isOk()) return fail(st);
     markDone(index);
@@ -281,10 +372,15 @@ Status PlanExecutor::progress() {
       break;
     }
   }
-  bool headersDone = headersChecked_ == headerRecvs_.size() &&
-                     std::all_of(headerSends_.begin(), headerSends_.end(),
-                                 [](const Completion& c) { return c.done; });
+  bool headersDone = headersChecked_ == in_.size() &&
+                     std::all_of(out_.begin(), out_.end(), [](const PeerOut& h) {
+                       return !h.header.posted || h.header.done;
+                     });
   if (doneCount_ == plan_->ops.size() && headersDone) status_ = Status::ok();
+  if (status_.code() == Code::kInProgress && landed_) {
+    landed_ = false;  // a first message landed while posting: finish it on this turn
+    return progress();
+  }
   return status_;
 }
 

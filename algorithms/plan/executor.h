@@ -4,14 +4,19 @@
 // local math (reduce, copy, divide) as soon as its inputs are ready and posts what that
 // unblocks. Ready transfers are posted before ready local ops run, and after a caller's kLocal
 // op progress() returns (what it unblocked posted), so the transport moves the chunk just
-// prepared while the next one waits its turn. Before data moves, each pair of ranks that talks in the plan exchanges a 32-byte
-// header with the collective's arguments; a difference is reported as TSR_ERR_MISMATCH naming
-// both ranks and the field. The executor owns no thread: the communicator's progress thread
-// calls it.
+// prepared while the next one waits its turn. The executor owns no thread: the communicator's
+// progress thread (or a caller that waits) calls it.
+//
+// Argument headers: each pair of ranks that talks in the plan exchanges a 32-byte header with
+// the collective's arguments; a difference is reported as TSR_ERR_MISMATCH naming both ranks
+// and the field. When the first message from one rank to the other (lowest message id) is
+// small (1..kInlineBytes, host memory), the header rides in front of it as one message instead
+// of two: a small collective then costs one message per transfer, as in MPI. The receiver
+// tells the two forms apart by length, so ranks whose plans differ still meet on the header
+// tag and report the mismatch; the receive of such a first message waits for the header.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,7 +42,7 @@ struct RunBuffers {
   std::function<Status(const PlanOp&)> local;
 };
 
-// What travels in the per-peer header message.
+// What travels in the per-peer header message (followed by the first payload when inlined).
 struct WireHeader {
   uint32_t magic = 0x54535231;  // "TSR1"
   uint8_t collective = 0;
@@ -54,6 +59,8 @@ static_assert(sizeof(WireHeader) == 32, "header is 32 bytes on the wire");
 
 class PlanExecutor final : public Task {
  public:
+  static constexpr size_t kInlineBytes = 1024;  // largest payload that rides with the header
+
   PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id,
                transport::Transport& transport);
   PlanExecutor(const PlanExecutor&) = delete;
@@ -74,12 +81,17 @@ class PlanExecutor final : public Task {
 
  private:
   void* resolve(const BufferRef& ref) const;
-  Status post(uint32_t index);
+  Status post(uint32_t index, bool plain = false);
   Status finishLocal(uint32_t index);
   void markDone(uint32_t index);
   void enqueue(uint32_t index);
   Status postReadyTransfers();
   Status checkHeader(const WireHeader& theirs, int peer) const;
+  Status takeHeader(size_t slot);
+  Status postFirstRecv(uint32_t index, size_t slot);
+  void land(uint32_t index, size_t slot);
+  Status sendInline(uint32_t index, size_t slot);
+  bool inlinable(uint32_t index) const;
   Status fail(Status status);
   Status collect();
 
@@ -93,14 +105,26 @@ class PlanExecutor final : public Task {
   std::vector<transport::Completion> completions_;  // per op
   std::vector<uint32_t> inFlight_;            // ops posted to the transport
   std::vector<uint32_t> readyTransfers_;      // deps met, not yet posted (FIFO)
-  std::deque<uint32_t> readyLocal_;           // deps met, not yet run (FIFO)
+  std::vector<uint32_t> readyLocal_;          // deps met, not yet run (FIFO from localHead_)
+  size_t localHead_ = 0;
   size_t doneCount_ = 0;
 
+  static constexpr size_t kHeaderSlot = sizeof(WireHeader) + kInlineBytes;
+  enum class HeaderIn : uint8_t { kPending, kAlone, kWithPayload };
+  struct PeerIn {  // per recv peer
+    transport::Completion header;
+    HeaderIn state = HeaderIn::kPending;
+    bool firstWaits = false;  // its first receive is ready and waits for the header
+  };
+  struct PeerOut {  // per send peer
+    transport::Completion header;  // unused when the header rides with the first message
+  };
   WireHeader myHeader_;
-  std::vector<WireHeader> peerHeaders_;        // one per recv peer
-  std::vector<transport::Completion> headerRecvs_;
-  std::vector<transport::Completion> headerSends_;
+  std::vector<PeerIn> in_;
+  std::vector<PeerOut> out_;
+  std::unique_ptr<uint8_t[]> headerBytes_;  // (recv peers + send peers) x kHeaderSlot
   size_t headersChecked_ = 0;
+  bool landed_ = false;  // a first message landed from its header: collect again
 };
 
 }  // namespace tsr::algorithms

@@ -27,6 +27,8 @@ Status Plan::finalize() {
   depCount.assign(ops.size(), 0);
   sendPeers.clear();
   recvPeers.clear();
+  firstSendOp.clear();
+  firstRecvOp.clear();
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const PlanOp& op = ops[i];
     for (uint32_t d : op.deps) {
@@ -41,10 +43,22 @@ Status Plan::finalize() {
     if (transfer && op.msgId > transport::kMaxMessageId)
       return Status(Code::kNotSupported, algorithm + " plan: message id " +
                                              std::to_string(op.msgId) + " exceeds the tag field");
-    auto& peers = op.kind == OpKind::kSend ? sendPeers : recvPeers;
-    if (transfer && std::find(peers.begin(), peers.end(), op.peer) == peers.end())
+    if (!transfer) continue;
+    bool send = op.kind == OpKind::kSend;
+    auto& peers = send ? sendPeers : recvPeers;
+    auto& first = send ? firstSendOp : firstRecvOp;
+    auto at = std::find(peers.begin(), peers.end(), op.peer);
+    if (at == peers.end()) {
       peers.push_back(op.peer);
+      first.push_back(i);
+    } else {
+      uint32_t& f = first[at - peers.begin()];
+      if (op.msgId < ops[f].msgId) f = i;
+    }
   }
+  peerSlot.assign(ops.size(), -1);
+  for (size_t k = 0; k < firstSendOp.size(); ++k) peerSlot[firstSendOp[k]] = static_cast<int32_t>(k);
+  for (size_t k = 0; k < firstRecvOp.size(); ++k) peerSlot[firstRecvOp[k]] = static_cast<int32_t>(k);
   return Status::ok();
 }
 

@@ -78,6 +78,11 @@ struct Plan {
   std::vector<uint32_t> depCount;
   std::vector<int> sendPeers;  // distinct peers this rank sends to
   std::vector<int> recvPeers;  // distinct peers this rank receives from
+  // Per peer above: the transfer with the lowest message id, the one a small collective's
+  // argument header rides on (executor.h). Both sides of a pair name the same message.
+  std::vector<uint32_t> firstSendOp;
+  std::vector<uint32_t> firstRecvOp;
+  std::vector<int32_t> peerSlot;  // per op: its peer's index above if it is that first one, else -1
 
   // Adds an op and returns its index.
   uint32_t add(PlanOp op);

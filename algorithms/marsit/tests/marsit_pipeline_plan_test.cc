@@ -291,9 +291,11 @@ class RecordingTransport final : public transport::testing::StubTransport {
 };
 
 TEST(PipelinedExecutor, SendsEachPackedChunkBeforePackingTheNext) {
-  const size_t words = 1563;
+  // Chunks above PlanExecutor::kInlineBytes, so none rides with a header (from another buffer).
+  const size_t words = 3127;
   algorithms::DenseOptions options;
-  options.chunkBytes = 1024;
+  options.chunkBytes = 2048;
+  static_assert(2048 > algorithms::PlanExecutor::kInlineBytes);
   auto plan = marsitRingPlan(0, 4, words, options, true);
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   std::vector<uint64_t> bits(words), scratch((plan.value()->scratchBytes + 7) / 8);
