@@ -63,7 +63,4 @@ class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
 // NotSupported naming the tensor and why (built without CUDA, no CUDA device).
 Result<std::shared_ptr<DeviceStaging>> openDeviceStaging(const std::string& tensor, size_t count);
 
-// One line for the log: which path a device tensor takes given what UCX reports, and why.
-std::string devicePathNote(bool ucxMovesCuda);
-
 }  // namespace tsr::runtime

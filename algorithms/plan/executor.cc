@@ -91,6 +91,9 @@ int PlanExecutor::waitingOn() const {
 Status PlanExecutor::start() {
   const Plan& p = *plan_;
   const auto host = transport::MemoryType::kHost;
+  if (buffers_.memory == transport::MemoryType::kCuda && !buffers_.kernels)
+    return fail(Status(Code::kInternal, p.algorithm + " plan on rank " + std::to_string(id_.rank) +
+                                            ": device buffers (memory=cuda) but no device kernels to do its local math"));
   for (size_t i = 0; i < p.recvPeers.size(); ++i) {
     int peer = p.recvPeers[i];
     uint64_t tag = transport::makeDataTag(peer, id_.comm, id_.seq, transport::kHeaderMessageId);
@@ -146,6 +149,7 @@ Status PlanExecutor::post(uint32_t index) {
 }
 
 Status PlanExecutor::finishLocal(uint32_t index) {
+  if (buffers_.memory == transport::MemoryType::kCuda) return finishOnDevice(index);
   const PlanOp& op = plan_->ops[index];
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
   switch (op.kind) {
@@ -184,6 +188,44 @@ Status PlanExecutor::finishLocal(uint32_t index) {
       break;
   }
   return Status::ok();
+}
+
+// The same ops on device buffers, through the run's kernels; a failed kernel names the op.
+Status PlanExecutor::finishOnDevice(uint32_t index) {
+  const PlanOp& op = plan_->ops[index];
+  StepKernels& k = *buffers_.kernels;
+  size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  Status st;
+  switch (op.kind) {
+    case OpKind::kCopy: st = k.copy(resolve(op.dst), resolve(op.src), bytes); break;
+    case OpKind::kReduce: st = k.reduce(resolve(op.dst), resolve(op.src), op.count, plan_->dtype, plan_->op); break;
+    case OpKind::kRecvReduce:
+      st = k.reduce(resolve(op.dst), resolve(op.staging), op.count, plan_->dtype, plan_->op);
+      break;
+    case OpKind::kRecvMerge: {
+      auto t0 = std::chrono::steady_clock::now();
+      kernels::RngStream rng{buffers_.rngSeed, static_cast<uint32_t>(id_.rank), buffers_.rngStep};
+      auto* dst = static_cast<uint64_t*>(resolve(op.dst));
+      uint64_t firstWord = op.dst.offset / sizeof(uint64_t) + uint64_t{op.mergeRound} * plan_->count;
+      st = k.signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count, op.mergeA, op.mergeB,
+                       rng, firstWord);
+      if (buffers_.mergeNanos)
+        *buffers_.mergeNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - t0).count();
+      break;
+    }
+    case OpKind::kDivide: st = k.divide(resolve(op.dst), op.count, plan_->dtype, op.divisor); break;
+    case OpKind::kLocal:
+      if (!buffers_.local)
+        return Status(Code::kInternal, plan_->algorithm + " plan: op " + std::to_string(index) +
+                                           " is a local op but the run has no handler for it");
+      return buffers_.local(op);
+    default:
+      break;
+  }
+  if (st.isOk()) return st;
+  return Status(st.code(), "rank " + std::to_string(id_.rank) + ": " + plan_->algorithm + " plan op " +
+                               std::to_string(index) + " on " + k.describe() + ": " + st.message());
 }
 
 namespace {
