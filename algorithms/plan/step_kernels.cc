@@ -27,7 +27,10 @@ Status HostStepKernels::copy(void* dst, const void* src, size_t bytes) {
   return Status::ok();
 }
 
-Status HostStepKernels::readToHost(void* host, const void* src, size_t bytes) { return copy(host, src, bytes); }
+Status HostStepKernels::readToHost(void* host, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(host, src, bytes);  // not copy(): a derived fake counts that as device-to-device
+  return Status::ok();
+}
 
 Status HostStepKernels::zero(void* p, size_t bytes) {
   if (bytes) std::memset(p, 0, bytes);
