@@ -55,7 +55,7 @@ __global__ void finishKernel(const float* work, const uint64_t* words, size_t co
                              float* comp) {
   size_t j = threadIndex();
   if (j >= count) return;
-  float w = work[j];  // out may alias nothing, but read first anyway
+  float w = work[j];
   float v = signValue(words[j / 64], static_cast<int>(j % 64), eta);
   out[j] = v;
   comp[j] = w - v;
