@@ -30,13 +30,18 @@ Result<std::unique_ptr<Communicator>> Communicator::createFromEnvironment() {
 
 Result<std::unique_ptr<Communicator>> Communicator::create(const LaunchInfo& launch,
                                                            const Config& config) {
+  return create(launch, config, nullptr);
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::create(const LaunchInfo& launch, const Config& config,
+                                                           TransportWrapper wrap) {
   std::unique_ptr<Communicator> comm(new Communicator());
-  Status st = comm->init(launch, config);
+  Status st = comm->init(launch, config, wrap);
   if (!st.isOk()) return st;
   return comm;
 }
 
-Status Communicator::init(const LaunchInfo& launch, const Config& config) {
+Status Communicator::init(const LaunchInfo& launch, const Config& config, const TransportWrapper& wrap) {
   rank_ = launch.rank;
   size_ = launch.size;
   localRank_ = launch.localRank;
@@ -119,7 +124,8 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config) {
   engine.callerProgress = config.get("TSR_CALLER_PROGRESS") == "1";
   engine.hosts = hosts_;
   if (bootstrap_) engine.neighbourSockets = bootstrap_->neighbourSockets();
-  engine_ = std::make_unique<ProgressEngine>(*transport_, engine);
+  if (wrap) wrapped_ = wrap(*transport_);
+  engine_ = std::make_unique<ProgressEngine>(active(), engine);
   logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_,
                hosts_[rank_], launch.source);
   return Status::ok();
@@ -142,8 +148,13 @@ Status Communicator::setBufferMemory(transport::MemoryType memory) {
                     "(tsr_tensor_create), which stages device buffers through pinned host memory");
 }
 
+transport::Transport& Communicator::active() const {
+  if (wrapped_) return *wrapped_;
+  return *transport_;
+}
+
 bool Communicator::transportMovesCuda() const {
-  return transport_ && transport_->supportsMemoryType(transport::MemoryType::kCuda);
+  return transport_ && active().supportsMemoryType(transport::MemoryType::kCuda);
 }
 
 // The cost model's links: TSR_LINK_BW / TSR_LINK_LAT, then the probe for the classes this
@@ -193,6 +204,7 @@ Communicator::~Communicator() {
   // Order matters: stop the thread, then close endpoints (their callbacks may still write
   // into the engine's completions), then free the engine.
   if (engine_) engine_->stop();
+  wrapped_.reset();
   transport_.reset();
   engine_.reset();
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,12 @@ class Communicator {
   // From the process environment (tsrun, Open MPI, Slurm, torchrun variables).
   static Result<std::unique_ptr<Communicator>> createFromEnvironment();
   static Result<std::unique_ptr<Communicator>> create(const LaunchInfo& launch, const Config& config);
+  // Tests: `wrap` gets the UCX transport once it is connected and returns the transport the
+  // progress engine and every collective use (a decorator that records or alters what is
+  // posted; it must forward to the one it got). transportMovesCuda() then asks the decorator.
+  using TransportWrapper = std::function<std::unique_ptr<transport::Transport>(transport::Transport& ucx)>;
+  static Result<std::unique_ptr<Communicator>> create(const LaunchInfo& launch, const Config& config,
+                                                      TransportWrapper wrap);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -105,7 +112,8 @@ class Communicator {
 
  private:
   Communicator() = default;
-  Status init(const LaunchInfo& launch, const Config& config);
+  Status init(const LaunchInfo& launch, const Config& config, const TransportWrapper& wrap);
+  transport::Transport& active() const;  // the wrapper if any, else UCX
   Status chooseLinks();
   Status checkArgs(const char* what, const void* input, const void* output, size_t count,
                    DataType dtype, const ReduceOp* op, int root) const;
@@ -126,6 +134,7 @@ class Communicator {
   std::atomic<transport::MemoryType> bufferMemory_{transport::MemoryType::kHost};  // which algorithm serves each dense collective
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
+  std::unique_ptr<transport::Transport> wrapped_;  // tests only (create with a wrapper)
   std::unique_ptr<ProgressEngine> engine_;
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();

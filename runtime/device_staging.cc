@@ -141,11 +141,4 @@ Result<std::shared_ptr<DeviceStaging>> openDeviceStaging(const std::string& tens
   return DeviceStaging::create(copier.take(), tensor, count);
 }
 
-std::string devicePathNote(bool ucxMovesCuda) {
-  if (ucxMovesCuda)
-    return "UCX reports CUDA memory support, but the direct device path (device kernels, device "
-           "buffers to UCX) is not built: device tensors are staged through pinned host memory";
-  return "UCX reports no CUDA memory support: device tensors are staged through pinned host memory";
-}
-
 }  // namespace tsr::runtime

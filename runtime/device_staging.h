@@ -1,6 +1,7 @@
 // Device staging: how a compressed tensor whose gradient lives in device (CUDA) memory runs
-// its step. The spec: device buffers go to UCX directly when UCX reports CUDA memory support,
-// otherwise through pinned host staging buffers. Only staging is built:
+// its step when it cannot take the direct path. The spec: device buffers go to UCX directly
+// when UCX reports CUDA memory support, otherwise through pinned host staging buffers. Which
+// of the two a tensor takes is chosen in runtime/device_path.h. Staging:
 //
 //   step on a device tensor = copy device -> pinned host buffer (the copier's stream),
 //                             the tensor's host step on that buffer (unchanged: same
@@ -13,13 +14,17 @@
 // path. When the host step fails (NaN/Inf, a peer died) nothing is copied back: the device
 // buffer keeps the caller's gradient.
 //
-// The direct path (not built, and not testable here: Debian's UCX reports no CUDA memory
-// and no GPU exists): when ucp_context_query lists UCS_MEMORY_TYPE_CUDA
-// (Communicator::transportMovesCuda), the step would run on the device with the CUDA kernels
-// (algorithms/kernels/cuda: sign pack/merge/decompress/compensate, casts, top-k, random-k,
-// dithering) on device scratch, and hand the device payload buffers to ucp_tag_send_nbx /
-// ucp_tag_recv_nbx with memory_type UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice.
-// Until it exists, both cases stage; devicePathNote says which one applies and why.
+// The direct path (built for Marsit ring and torus: algorithms/marsit/marsit_device_step.h):
+// when ucp_context_query lists UCS_MEMORY_TYPE_CUDA (Communicator::transportMovesCuda), the
+// step runs on the device through algorithms::StepKernels (plan/step_kernels.h: the CUDA
+// kernels of algorithms/kernels/cuda on cudaMalloc'd scratch), the compensation stays on the
+// device, and the plans hand the device payload buffers to ucp_tag_send_nbx /
+// ucp_tag_recv_nbx as UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice. Compressed
+// (registry) and SparDL tensors and two-level Marsit have no device step and always stage.
+// NOTHING OF EITHER PATH HAS RUN ON A GPU: no GPU exists here and Debian's UCX reports no CUDA
+// memory. Both are tested with fakes (a host-memcpy copier; a host-memory "device" running the
+// CPU kernels behind a transport wrapper that claims CUDA support: tests/device_direct_test.cc);
+// the CUDA code is compiled and linked only.
 #pragma once
 
 #include <memory>
@@ -62,8 +67,5 @@ class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
 // Staging for tensor `tensor` of `count` floats on the current CUDA device. Fails with
 // NotSupported naming the tensor and why (built without CUDA, no CUDA device).
 Result<std::shared_ptr<DeviceStaging>> openDeviceStaging(const std::string& tensor, size_t count);
-
-// One line for the log: which path a device tensor takes given what UCX reports, and why.
-std::string devicePathNote(bool ucxMovesCuda);
 
 }  // namespace tsr::runtime

@@ -4,7 +4,9 @@
 //
 // State needs: name, count, step, g (the step's buffer), pending (RequestPtr), algorithm, and
 // staging (shared_ptr<DeviceStaging>, null for a host tensor): a device tensor's step runs on
-// the staging's pinned host buffer between two copies (device_staging.h).
+// the staging's pinned host buffer between two copies (device_staging.h). A State that also
+// has `device` (Marsit: the direct device path) with it set takes g as it is, checked by
+// checkDirect(state, g), and its makeTask builds the device task.
 #pragma once
 
 #include <memory>
@@ -30,6 +32,9 @@ Result<RequestPtr> submitTensorStep(Communicator& comm, const std::shared_ptr<St
     return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": step " + std::to_string(s.step) +
                                               " is still pending; wait for it before the next");
   if (s.staging) TSR_RETURN_IF_ERROR(s.staging->checkDevice(g));
+  if constexpr (requires { s.device; }) {
+    if (s.device) TSR_RETURN_IF_ERROR(checkDirect(s, g));
+  }
   s.g = s.staging ? s.staging->host() : g;
   algorithms::TaskFactory make = [state, makeTask](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
     return makeTask(state, ctx);

@@ -68,20 +68,10 @@ size_t firstNonFinite(const float* x, size_t count) {
 }
 
 double sumAbs(const float* x, size_t count) {
-  // Blocks of float partial sums (vectorizable) accumulated in double.
+  // Blocks of float partial sums (vectorizable) accumulated in double (sign_ops.h).
   double total = 0.0;
-  constexpr size_t kBlock = 1024;
-  for (size_t base = 0; base < count; base += kBlock) {
-    size_t end = base + kBlock < count ? base + kBlock : count;
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t j = base;
-    for (; j + 8 <= end; j += 8)
-      for (int l = 0; l < 8; ++l) lanes[l] += x[j + l] < 0 ? -x[j + l] : x[j + l];
-    double part = 0.0;
-    for (int l = 0; l < 8; ++l) part += lanes[l];
-    for (; j < end; ++j) part += x[j] < 0 ? -x[j] : x[j];
-    total += part;
-  }
+  for (size_t base = 0; base < count; base += kSumAbsBlock)
+    total += sumAbsBlock(x + base, count - base < kSumAbsBlock ? count - base : kSumAbsBlock);
   return total;
 }
 

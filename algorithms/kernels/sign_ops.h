@@ -89,6 +89,23 @@ TSR_HD uint64_t mergeSignWord(uint64_t v, uint64_t s, uint64_t q64, const RngStr
   return s ^ c;
 }
 
+// Elements per block of sumAbs: each block is summed on its own (sumAbsBlock), the blocks in
+// double in order, so a GPU (one thread per block) gives the CPU's sum bit for bit.
+inline constexpr uint64_t kSumAbsBlock = 1024;
+
+// sum |x[j]| over one block (n <= kSumAbsBlock): eight float lanes (lane l takes the elements
+// j = l mod 8 in order), the lanes then the tail added in double.
+TSR_HD double sumAbsBlock(const float* x, uint64_t n) {
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += x[j + l] < 0 ? -x[j + l] : x[j + l];
+  double part = 0.0;
+  for (int l = 0; l < 8; ++l) part += lanes[l];
+  for (; j < n; ++j) part += x[j] < 0 ? -x[j] : x[j];
+  return part;
+}
+
 // Decompressed value of bit `bit` of `w`: eta * (2 bit - 1).
 TSR_HD float signValue(uint64_t w, int bit, float eta) { return ((w >> bit) & 1u) ? eta : -eta; }
 

@@ -4,8 +4,11 @@
 
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_plan.h"
+#include "algorithms/marsit/marsit_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_step.h"
+#include "base/logging.h"
+#include "runtime/device_path.h"
 #include "runtime/tensor_step.h"
 
 namespace tsr::marsit {
@@ -137,6 +140,7 @@ Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
       comm_, state_, "marsit tensor", g, state_->twoLevel ? 3 : 2,
       [](const std::shared_ptr<MarsitState>& state, const algorithms::TaskContext& ctx) {
         if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
+        if (state->device) return std::unique_ptr<algorithms::Task>(new MarsitDeviceStepTask(state, ctx));
         return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
       });
 }
@@ -147,15 +151,68 @@ Status MarsitTensor::allreduce(float* g) {
 }
 
 Status MarsitTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+  if (state_->device && staging)
+    return Status(Code::kInvalidArgument, "marsit tensor " + state_->name + ": it runs on the direct device path; "
+                                          "its compensation lives on the device and cannot be staged");
   return runtime::setTensorStaging(*state_, "marsit tensor", std::move(staging));
 }
+
+namespace {
+// Why this tensor has no device step (empty: it has one).
+std::string noDirectStep(const MarsitState& s) {
+  if (s.twoLevel) return "the two-level Marsit schedule (intra=) has no device step";
+  return "";
+}
+}  // namespace
+
+Status MarsitTensor::setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels) {
+  MarsitState& s = *state_;
+  auto refuse = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": direct device path: " + why);
+  };
+  if (runtime::stepPending(s)) return refuse("a step is pending; wait for it first");
+  if (!kernels) return refuse("no device kernels given");
+  if (std::string why = noDirectStep(s); !why.empty()) return refuse(why);
+  if (s.step > 0) return refuse("step " + std::to_string(s.step) + " has run; choose the memory before the first step");
+  if (s.staging) return refuse("the tensor is already staged (setStaging)");
+  TSR_ASSIGN_OR_RETURN(s.device, MarsitDeviceArrays::create(std::move(kernels), s));
+  return Status::ok();
+}
+
+Result<std::string> MarsitTensor::useDeviceMemory(const runtime::DeviceOpeners& open) {
+  const bool moves = comm_.transportMovesCuda();
+  const std::string noDirect = noDirectStep(*state_);
+  runtime::DevicePath path = runtime::chooseDevicePath(moves, noDirect);
+  std::string where;
+  if (path == runtime::DevicePath::kDirect) {
+    TSR_ASSIGN_OR_RETURN(auto kernels, open.kernels());
+    where = kernels->describe();
+    TSR_RETURN_IF_ERROR(setDeviceKernels(std::move(kernels)));
+  } else {
+    TSR_ASSIGN_OR_RETURN(auto staging, open.staging());
+    where = staging->copier().describe();
+    TSR_RETURN_IF_ERROR(setStaging(std::move(staging)));
+  }
+  std::string note = "tensor " + state_->name + ": memory=cuda on " + where + ": " +
+                     runtime::devicePathNote(path, moves, noDirect);
+  log::get("runtime")->info("{}", note);
+  return note;
+}
+
+bool MarsitTensor::directDevice() const { return state_->device != nullptr; }
 bool MarsitTensor::busy() const { return runtime::stepPending(*state_); }
-const std::vector<float>& MarsitTensor::compensation() const { return state_->comp; }
+const std::vector<float>& MarsitTensor::compensation() const {
+  MarsitState& s = *state_;
+  if (s.device)  // the copy that residual() and callers read; the device holds the real one
+    s.device->kernels->readToHost(s.comp.data(), s.device->comp.as<float>(), s.count * sizeof(float)).ignore();
+  return s.comp;
+}
 const std::vector<float>& MarsitTensor::intraResidual() const { return state_->intraResidual; }
 void MarsitTensor::residual(float* out) const {
   const MarsitState& s = *state_;
   if (!s.twoLevel) {
-    std::copy(s.comp.begin(), s.comp.end(), out);
+    const std::vector<float>& comp = compensation();
+    std::copy(comp.begin(), comp.end(), out);
     return;
   }
   std::copy(s.intraResidual.begin(), s.intraResidual.end(), out);

@@ -24,6 +24,8 @@
 
 namespace tsr::marsit {
 
+struct MarsitDeviceArrays;  // marsit_device_step.h
+
 // A tensor's state, shared by the handle and its running step (which may outlive the handle).
 struct MarsitState {
   std::string name;
@@ -39,6 +41,9 @@ struct MarsitState {
   StepTimes times;
   runtime::RequestPtr pending;  // the running step, if any
   std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  // The direct device path instead (memory=cuda, the transport moves CUDA memory): comp, work,
+  // bits and scratch live there, and the host vectors above are unused.
+  std::shared_ptr<MarsitDeviceArrays> device;
   // The running step's arguments and scalars.
   float* g = nullptr;
   double scalarIn[2] = {0, 0}, scalarOut[2] = {0, 0};

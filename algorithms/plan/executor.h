@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "algorithms/plan/plan.h"
+#include "algorithms/plan/step_kernels.h"
 #include "algorithms/plan/task.h"
 #include "transport/transport.h"
 
@@ -32,6 +33,9 @@ struct RunBuffers {
   const void* input = nullptr;
   void* output = nullptr;
   void* scratch = nullptr;
+  // kCuda: input, output and scratch are device memory. Payload transfers are posted as
+  // kCuda and the plan's local math (copy, reduce, divide, merge) runs through `kernels`
+  // (step_kernels.h), which must then be set; headers stay in host memory.
   transport::MemoryType memory = transport::MemoryType::kHost;
   // Random stream of this run's merges (Marsit): seed and step, with this rank, key the bits.
   uint64_t rngSeed = 0;
@@ -40,6 +44,8 @@ struct RunBuffers {
   uint64_t* mergeNanos = nullptr;
   // Runs the plan's kLocal ops (on the progress thread); plans with none leave it empty.
   std::function<Status(const PlanOp&)> local;
+  // memory == kCuda: the kernels of the plan's local math (see `memory`).
+  StepKernels* kernels = nullptr;
 };
 
 // What travels in the per-peer header message (followed by the first payload when inlined).
@@ -83,9 +89,11 @@ class PlanExecutor final : public Task {
   void* resolve(const BufferRef& ref) const;
   Status post(uint32_t index, bool plain = false);
   Status finishLocal(uint32_t index);
+  Status finishOnDevice(uint32_t index);
   void markDone(uint32_t index);
   void enqueue(uint32_t index);
   Status postReadyTransfers();
+  static WireHeader headerOf(const Plan& p, RunIdentity id);
   Status checkHeader(const WireHeader& theirs, int peer) const;
   Status takeHeader(size_t slot);
   Status postFirstRecv(uint32_t index, size_t slot);

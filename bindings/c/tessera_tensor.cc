@@ -10,7 +10,7 @@
 #include "algorithms/spardl/spardl.h"
 #include "base/logging.h"
 #include "bindings/c/c_api_internal.h"
-#include "runtime/device_staging.h"
+#include "runtime/device_path.h"
 
 struct tsr_tensor {
   tsr::runtime::Communicator* comm = nullptr;
@@ -108,14 +108,23 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
       return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense, marsit, compressed or spardl)");
     }
     if (cuda) {
-      auto staging = tsr::runtime::openDeviceStaging(name, count);
-      if (!staging.isOk()) return report(tsr::Status(staging.status().code(), "tsr_tensor_create: " + staging.status().message()));
-      tsr::Status set = t->marsit       ? t->marsit->setStaging(staging.value())
-                        : t->compressed ? t->compressed->setStaging(staging.value())
-                                        : t->spardl->setStaging(staging.value());
-      if (!set.isOk()) return report(set);
-      tsr::log::get("runtime")->info("tensor {}: memory=cuda on {}: {}", t->name, staging.value()->copier().describe(),
-                                     tsr::runtime::devicePathNote(t->comm->transportMovesCuda()));
+      // Marsit (ring, torus) may take the direct device path; the others stage (device_path.h).
+      tsr::runtime::DeviceOpeners open = tsr::runtime::cudaDeviceOpeners(name, count);
+      auto prefixed = [](const tsr::Status& st) { return tsr::Status(st.code(), "tsr_tensor_create: " + st.message()); };
+      if (t->marsit) {
+        auto placed = t->marsit->useDeviceMemory(open);
+        if (!placed.isOk()) return report(prefixed(placed.status()));
+      } else {
+        auto staging = open.staging();
+        if (!staging.isOk()) return report(prefixed(staging.status()));
+        tsr::Status set = t->compressed ? t->compressed->setStaging(staging.value()) : t->spardl->setStaging(staging.value());
+        if (!set.isOk()) return report(set);
+        const bool moves = t->comm->transportMovesCuda();
+        const std::string noDirect = "algorithm=" + algorithm + " has no device step";
+        tsr::log::get("runtime")->info("tensor {}: memory=cuda on {}: {}", t->name, staging.value()->copier().describe(),
+                                       tsr::runtime::devicePathNote(tsr::runtime::chooseDevicePath(moves, noDirect),
+                                                                    moves, noDirect));
+      }
     }
     *tensor = t.release();
     return TSR_OK;

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "runtime/device_path.h"
 #include "runtime/device_staging.h"
 #include "transport/testing/stub_transport.h"
 #include "runtime/tests/fake_copier.h"
@@ -177,10 +178,29 @@ TEST(DeviceStaging, OpenFailsClearlyWithoutCudaOrADevice) {
 #endif
 }
 
-TEST(DeviceStaging, PathNoteSaysStagingEitherWay) {
-  EXPECT_NE(devicePathNote(false).find("no CUDA memory support"), std::string::npos);
-  EXPECT_NE(devicePathNote(true).find("not built"), std::string::npos);
-  EXPECT_NE(devicePathNote(true).find("staged through pinned host memory"), std::string::npos);
+// Direct only when UCX moves CUDA memory and the algorithm has a device step; the note says
+// which path and why in each case.
+TEST(DevicePath, ChoiceAndNote) {
+  EXPECT_EQ(chooseDevicePath(true, ""), DevicePath::kDirect);
+  EXPECT_EQ(chooseDevicePath(false, ""), DevicePath::kStaged);
+  EXPECT_EQ(chooseDevicePath(true, "algorithm=spardl has no device step"), DevicePath::kStaged);
+  EXPECT_NE(devicePathNote(DevicePath::kStaged, false, "").find("UCX reports no CUDA memory support"), std::string::npos);
+  std::string why = devicePathNote(DevicePath::kStaged, true, "algorithm=spardl has no device step");
+  EXPECT_NE(why.find("staged through pinned host memory"), std::string::npos) << why;
+  EXPECT_NE(why.find("algorithm=spardl has no device step"), std::string::npos) << why;
+  std::string direct = devicePathNote(DevicePath::kDirect, true, "");
+  EXPECT_NE(direct.find("direct device path"), std::string::npos) << direct;
+  EXPECT_NE(direct.find("no host staging"), std::string::npos) << direct;
+}
+
+// The real openers fail here (no device, or no CUDA in the build) naming the tensor.
+TEST(DevicePath, CudaOpenersFailClearlyWithoutADevice) {
+  DeviceOpeners open = cudaDeviceOpeners("fc2.bias", 10);
+  auto kernels = open.kernels();
+  if (kernels.isOk()) GTEST_SKIP() << "a CUDA device is present: " << kernels.value()->describe();
+  EXPECT_EQ(kernels.status().code(), Code::kNotSupported);
+  EXPECT_NE(kernels.status().message().find("tensor fc2.bias: memory=cuda is not possible here"), std::string::npos)
+      << kernels.status().toString();
 }
 
 }  // namespace

@@ -32,6 +32,12 @@ void runRanks(int size, const std::function<void(runtime::Communicator&)>& body,
 
 void runRanksEach(int size, const std::function<void(runtime::Communicator&)>& body,
                   const std::function<Settings(int rank)>& settingsOf) {
+  runRanksWrapped(size, body, settingsOf, nullptr);
+}
+
+void runRanksWrapped(int size, const std::function<void(runtime::Communicator&)>& body,
+                     const std::function<Settings(int rank)>& settingsOf,
+                     const runtime::Communicator::TransportWrapper& wrap) {
   auto reserved = PortReservation::reserve(size, true);
   ASSERT_TRUE(reserved.isOk()) << reserved.status().toString();
   PortReservation reservation = reserved.take();  // held until every rank has finished
@@ -46,7 +52,7 @@ void runRanksEach(int size, const std::function<void(runtime::Communicator&)>& b
         Status st = config.set(k, v);
         if (!st.isOk()) failures[r] = st.toString();
       }
-      auto comm = runtime::Communicator::create(threadLaunchInfo(r, size, ports), config);
+      auto comm = runtime::Communicator::create(threadLaunchInfo(r, size, ports), config, wrap);
       if (!comm.isOk()) {
         failures[r] = comm.status().toString();
         return;

@@ -28,4 +28,9 @@ using Settings = std::map<std::string, std::string>;
 void runRanksEach(int size, const std::function<void(runtime::Communicator&)>& body,
                   const std::function<Settings(int rank)>& settingsOf);
 
+// Like runRanksEach, every rank's UCX transport wrapped by `wrap` (Communicator::create).
+void runRanksWrapped(int size, const std::function<void(runtime::Communicator&)>& body,
+                     const std::function<Settings(int rank)>& settingsOf,
+                     const runtime::Communicator::TransportWrapper& wrap);
+
 }  // namespace tsr::testing

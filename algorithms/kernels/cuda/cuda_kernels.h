@@ -25,6 +25,22 @@ int signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words,
 int signDecompress(const uint64_t* words, size_t count, float eta, float* out, void* stream);
 int signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c,
                    void* stream);
+// The direct device path's step (cuda/step_kernels.cu; plan/step_kernels.h). addPack: work =
+// g + c, its sign words and the first non-finite index (into *firstBad, preset to count);
+// addScan: the same without the words. sumAbsBlockwise: blockSums[b] = sum |x| of 1024-element
+// block b in kernels::sumAbs's order (sign_ops.h sumAbsBlock; sumAbsBlocks(count) blocks):
+// added in order on the host, it is sumAbs bit for bit. signFinish: out = eta (2 bit - 1),
+// comp = work - out. reduceSumF32: dst += src; divideF32: data /= divisor (IEEE division).
+int addPack(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+            uint64_t firstWord, unsigned long long* firstBad, void* stream);
+int addScan(const float* g, const float* c, size_t count, float* work, unsigned long long* firstBad, void* stream);
+size_t sumAbsBlocks(size_t count);
+int sumAbsBlockwise(const float* x, size_t count, double* blockSums, void* stream);
+int signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp,
+               void* stream);
+int reduceSumF32(float* dst, const float* src, size_t count, void* stream);
+int divideF32(float* data, size_t count, float divisor, void* stream);
+
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
 int castF32ToBf16(const float* in, size_t count, uint16_t* out, void* stream);

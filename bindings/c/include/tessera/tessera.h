@@ -103,8 +103,8 @@ TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
 /* The memory type of the buffers of this communicator's later dense collectives (TSR_MEM_HOST
  * by default). TSR_MEM_CUDA returns TSR_ERR_NOT_SUPPORTED (dense collectives take host buffers;
  * there is no GPU reduction) and leaves the setting unchanged. Device gradients go through
- * tensors declared with memory=cuda (tessera_tensor.h), staged through pinned host memory;
- * nothing has run on a GPU. */
+ * tensors declared with memory=cuda (tessera_tensor.h): Marsit directly on the device when UCX
+ * moves CUDA memory, else staged through pinned host memory; nothing has run on a GPU. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */

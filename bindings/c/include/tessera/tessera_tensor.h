@@ -34,10 +34,14 @@
  *                     is the SUM over ranks of the kept entries (divide by N to average); what
  *                     any selection drops stays in the residual of the rank that dropped it.
  *   memory=host|cuda  (any algorithm but dense; default host) where the data pointers given to
- *                     tsr_tensor_allreduce live. cuda: device pointers; each step copies the
- *                     gradient to pinned host memory, runs the host step and copies the result
- *                     back, all on the progress thread (the caller's stream must be synchronized
- *                     before the call). State and tsr_tensor_residual stay in host memory. Fails
+ *                     tsr_tensor_allreduce live. cuda: device pointers (the caller's stream
+ *                     must be synchronized before the call). Marsit ring/torus, when UCX
+ *                     reports CUDA memory support: the step runs on the device (CUDA kernels,
+ *                     compensation on the device, device buffers to UCX; tsr_tensor_residual
+ *                     reads it back). Otherwise each step copies the gradient to pinned host
+ *                     memory, runs the host step and copies the result back, all on the
+ *                     progress thread; state stays in host memory. The log (info) says which
+ *                     path and why. Fails
  *                     with TSR_ERR_NOT_SUPPORTED naming the tensor when Tessera was built without
  *                     CUDA or no CUDA device is usable. NEVER RUN ON A GPU: no GPU was available.
  * Every rank declares the same tensors with the same parameters. Bad keys or values fail with

@@ -1,0 +1,121 @@
+// CUDA kernels for a Marsit step and a dense plan on device memory (the direct device path,
+// algorithms/plan/step_kernels.h), over the shared TSR_HD code of sign_ops.h. NOT RUN ON A GPU
+// in this project: compiled and linked only.
+#include <cuda_runtime.h>
+
+#include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/sign_ops.h"
+
+namespace tsr::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocksFor(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+inline cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
+__device__ inline size_t threadIndex() { return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; }
+
+// One thread per word: its 64 elements of work = g + c, then their sign word (the thread reads
+// back what it wrote), and the first non-finite element into *firstBad.
+__global__ void addPackKernel(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                              RngStream rng, uint64_t firstWord, unsigned long long* firstBad) {
+  size_t w = threadIndex();
+  if (w >= wordsForElements(count)) return;
+  size_t base = w * 64;
+  int n = static_cast<int>(count - base < 64 ? count - base : 64);
+  bool bad = false;
+  for (int j = 0; j < n; ++j) {
+    float x = g[base + j] + c[base + j];
+    work[base + j] = x;
+    if (!bad && !isFiniteFloat(x)) {
+      atomicMin(firstBad, static_cast<unsigned long long>(base + j));
+      bad = true;
+    }
+  }
+  words[w] = packSignWord(work + base, n, rng, firstWord + w);
+}
+
+__global__ void addScanKernel(const float* g, const float* c, size_t count, float* work,
+                              unsigned long long* firstBad) {
+  size_t j = threadIndex();
+  if (j >= count) return;
+  float x = g[j] + c[j];
+  work[j] = x;
+  if (!isFiniteFloat(x)) atomicMin(firstBad, static_cast<unsigned long long>(j));
+}
+
+__global__ void blockSumKernel(const float* x, size_t count, double* blockSums) {
+  size_t b = threadIndex();
+  size_t base = b * kSumAbsBlock;
+  if (base >= count) return;
+  blockSums[b] = sumAbsBlock(x + base, count - base < kSumAbsBlock ? count - base : kSumAbsBlock);
+}
+
+__global__ void finishKernel(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                             float* comp) {
+  size_t j = threadIndex();
+  if (j >= count) return;
+  float w = work[j];
+  float v = signValue(words[j / 64], static_cast<int>(j % 64), eta);
+  out[j] = v;
+  comp[j] = w - v;
+}
+
+__global__ void sumF32Kernel(float* dst, const float* src, size_t count) {
+  size_t j = threadIndex();
+  if (j < count) dst[j] = dst[j] + src[j];
+}
+
+__global__ void divideF32Kernel(float* data, size_t count, float d) {
+  size_t j = threadIndex();
+  if (j < count) data[j] = data[j] / d;
+}
+
+int launched() { return static_cast<int>(cudaGetLastError()); }
+
+}  // namespace
+
+int addPack(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+            uint64_t firstWord, unsigned long long* firstBad, void* stream) {
+  size_t nwords = wordsForElements(count);
+  if (nwords == 0) return 0;
+  addPackKernel<<<blocksFor(nwords), kThreads, 0, asStream(stream)>>>(g, c, count, work, words, rng, firstWord,
+                                                                      firstBad);
+  return launched();
+}
+
+int addScan(const float* g, const float* c, size_t count, float* work, unsigned long long* firstBad, void* stream) {
+  if (count == 0) return 0;
+  addScanKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(g, c, count, work, firstBad);
+  return launched();
+}
+
+size_t sumAbsBlocks(size_t count) { return (count + kSumAbsBlock - 1) / kSumAbsBlock; }
+
+int sumAbsBlockwise(const float* x, size_t count, double* blockSums, void* stream) {
+  size_t blocks = sumAbsBlocks(count);
+  if (blocks == 0) return 0;
+  blockSumKernel<<<blocksFor(blocks), kThreads, 0, asStream(stream)>>>(x, count, blockSums);
+  return launched();
+}
+
+int signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp,
+               void* stream) {
+  if (count == 0) return 0;
+  finishKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(work, words, count, eta, out, comp);
+  return launched();
+}
+
+int reduceSumF32(float* dst, const float* src, size_t count, void* stream) {
+  if (count == 0) return 0;
+  sumF32Kernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(dst, src, count);
+  return launched();
+}
+
+int divideF32(float* data, size_t count, float divisor, void* stream) {
+  if (count == 0) return 0;
+  divideF32Kernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(data, count, divisor);
+  return launched();
+}
+
+}  // namespace tsr::kernels::cuda

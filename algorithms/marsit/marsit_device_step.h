@@ -1,0 +1,79 @@
+// One Marsit step on device memory: the direct device path (runtime/device_staging.h), taken
+// when the transport moves CUDA memory. The tensor's gradient, compensation, work vector,
+// packed bits and plan scratch all live where its StepKernels run (step_kernels.h); the bit
+// plan (ring or torus) and, every K steps, the full-precision plan run with
+// RunBuffers::memory = kCuda, so their payloads go to the transport as device buffers and the
+// executor's merges, copies and reductions run through the same kernels. Only the 2-double
+// scalar allreduce (eta, NaN/Inf count) and the plans' headers stay in host memory.
+//
+// The schedule is pack=whole's (the whole vector prepared before the plans start): results
+// equal the host path's bit for bit either way (marsit_step.h); packing chunk by chunk on the
+// device is not built. Two-level Marsit has no device step (it stages).
+#pragma once
+
+#include <memory>
+
+#include "algorithms/marsit/marsit_step.h"
+#include "algorithms/plan/step_kernels.h"
+
+namespace tsr::marsit {
+
+// A block of the kernels' memory, released through them.
+class DeviceBlock {
+ public:
+  DeviceBlock() = default;
+  DeviceBlock(std::shared_ptr<algorithms::StepKernels> k, void* p) : kernels_(std::move(k)), p_(p) {}
+  DeviceBlock(DeviceBlock&& o) noexcept : kernels_(std::move(o.kernels_)), p_(o.p_) { o.p_ = nullptr; }
+  DeviceBlock& operator=(DeviceBlock&& o) noexcept;
+  ~DeviceBlock() { reset(); }
+  void reset();
+  template <typename T>
+  T* as() const { return static_cast<T*>(p_); }
+
+ private:
+  std::shared_ptr<algorithms::StepKernels> kernels_;
+  void* p_ = nullptr;
+};
+
+// A tensor's state on the device (the compensation lives here, where the math runs).
+struct MarsitDeviceArrays {
+  std::shared_ptr<algorithms::StepKernels> kernels;
+  DeviceBlock comp, work, bits, bitScratch, fullScratch;
+  static Result<std::shared_ptr<MarsitDeviceArrays>> create(std::shared_ptr<algorithms::StepKernels> kernels,
+                                                           const MarsitState& s);
+};
+
+class MarsitDeviceStepTask final : public algorithms::Task {
+ public:
+  MarsitDeviceStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
+  Status start() override;
+  Status progress() override;
+  void abort(const Status& reason) override;
+  bool quiescent() const override;
+  int waitingOn() const override;
+  std::string describe() const override {
+    return "marsit allreduce of device tensor " + state_->name + " (direct: device kernels, device buffers to the transport)";
+  }
+
+ private:
+  Status drive();
+  Status finish();
+  Status fail(Status status);
+  Status named(const Status& st) const;
+
+  std::shared_ptr<MarsitState> state_;
+  algorithms::TaskContext ctx_;
+  std::unique_ptr<algorithms::PlanExecutor> scalar_, bits_;
+  Status scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
+  Status status_{Code::kInProgress, ""};
+  bool full_ = false;
+  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
+};
+
+}  // namespace tsr::marsit
+
+namespace tsr::marsit {
+// Ok when g holds the tensor's count floats in the direct path's device memory; else the
+// error names the tensor, the rank and the kernels (runtime/tensor_step.h calls it).
+Status checkDirect(const MarsitState& s, const float* g);
+}  // namespace tsr::marsit

@@ -1,0 +1,165 @@
+// The CUDA StepKernels (step_kernels.h): the .cu kernels (algorithms/kernels/cuda) on
+// cudaMalloc'd memory, each call launched on the backend's stream and synchronized before it
+// returns. Compiled only when TSR_CUDA_ENABLED. NOT RUN ON A GPU in this project (none is
+// available): compiled and linked only.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/reduce.h"
+#include "algorithms/plan/step_kernels.h"
+
+namespace tsr::algorithms {
+namespace {
+
+std::string cudaText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+class CudaStepKernels final : public StepKernels {
+ public:
+  CudaStepKernels(int device, std::string name, cudaStream_t stream)
+      : device_(device), name_(std::move(name)), stream_(stream) {}
+  ~CudaStepKernels() override {
+    cudaStreamSynchronize(stream_);
+    if (firstBad_) cudaFree(firstBad_);
+    if (blockSums_) cudaFree(blockSums_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string describe() const override { return "CUDA device " + std::to_string(device_) + " (" + name_ + ")"; }
+
+  Result<void*> allocate(size_t bytes) override {
+    void* p = nullptr;
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess) e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e == cudaSuccess) e = cudaMemset(p, 0, bytes ? bytes : 1);
+    if (e != cudaSuccess) return Status(Code::kInternal, "cudaMalloc(" + std::to_string(bytes) + " bytes): " + cudaText(e));
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+
+  Status checkMemory(const void* p, size_t) const override {
+    cudaPointerAttributes a{};
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // clear it so later calls are unaffected
+      return Status(Code::kInvalidArgument, "cudaPointerGetAttributes: " + cudaText(e));
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+      return Status(Code::kInvalidArgument, "the buffer is not CUDA device memory (cudaMemoryType " +
+                                                std::to_string(static_cast<int>(a.type)) + ")");
+    if (a.device != device_)
+      return Status(Code::kInvalidArgument, "the buffer is on CUDA device " + std::to_string(a.device) +
+                                                ", the tensor's kernels on device " + std::to_string(device_));
+    return Status::ok();
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    if (!bytes || dst == src) return Status::ok();
+    return sync(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
+  }
+  Status readToHost(void* host, const void* src, size_t bytes) override {
+    return sync(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_), "device to host read");
+  }
+  Status zero(void* p, size_t bytes) override { return sync(cudaMemsetAsync(p, 0, bytes, stream_), "memset"); }
+
+  Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) override {
+    if (dtype != DataType::kF32 || (op != ReduceOp::kSum && op != ReduceOp::kAvg))
+      return Status(Code::kNotSupported, std::string("device reduce of ") + dataTypeName(dtype) + " " +
+                                             reduceOpName(op) + ": only f32 sum/avg has a CUDA kernel");
+    return launched(kernels::cuda::reduceSumF32(static_cast<float*>(dst), static_cast<const float*>(src), count, stream_),
+                    "reduce");
+  }
+  Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) override {
+    if (divisor <= 1) return Status::ok();
+    if (dtype != DataType::kF32)
+      return Status(Code::kNotSupported, std::string("device divide of ") + dataTypeName(dtype) + ": only f32 has a CUDA kernel");
+    return launched(kernels::cuda::divideF32(static_cast<float*>(data), count, static_cast<float>(divisor), stream_), "divide");
+  }
+  Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+                   const kernels::RngStream& rng, uint64_t firstWord) override {
+    return launched(kernels::cuda::signMerge(v, s, out, words, a, b, rng, firstWord, stream_), "sign merge");
+  }
+
+  Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                             const kernels::RngStream& rng, double* sumAbs) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(count));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::addPack(g, c, count, work, words, rng, 0, firstBad_, stream_), "sign pack"));
+    // The blocks' sums, added in order here: kernels::sumAbs's sum bit for bit.
+    size_t blocks = kernels::cuda::sumAbsBlocks(count);
+    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumAbsBlockwise(work, count, blockSums_, stream_), "sum |g'|"));
+    std::vector<double> parts(blocks);
+    if (blocks) TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
+    double total = 0;
+    for (double part : parts) total += part;
+    *sumAbs = total;
+    return readFirstBad();
+  }
+  Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(count));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::addScan(g, c, count, work, firstBad_, stream_), "g + c"));
+    return readFirstBad();
+  }
+  Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                    float* comp) override {
+    return launched(kernels::cuda::signFinish(work, words, count, eta, out, comp, stream_), "decompress");
+  }
+
+ private:
+  Status sync(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": " + what + ": " + cudaText(e));
+    return Status::ok();
+  }
+  Status launched(int e, const char* what) { return sync(static_cast<cudaError_t>(e), what); }
+  Status presetFirstBad(size_t count) {
+    if (!firstBad_) {
+      cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&firstBad_), sizeof(unsigned long long));
+      if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc: " + cudaText(e));
+    }
+    host_ = count;
+    return sync(cudaMemcpyAsync(firstBad_, &host_, sizeof host_, cudaMemcpyHostToDevice, stream_), "preset");
+  }
+  Result<size_t> readFirstBad() {
+    TSR_RETURN_IF_ERROR(readToHost(&host_, firstBad_, sizeof host_));
+    return static_cast<size_t>(host_);
+  }
+  Status growBlockSums(size_t blocks) {
+    if (blocks <= blockCapacity_) return Status::ok();
+    if (blockSums_) cudaFree(blockSums_);
+    blockSums_ = nullptr;
+    blockCapacity_ = 0;
+    cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&blockSums_), blocks * sizeof(double));
+    if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc: " + cudaText(e));
+    blockCapacity_ = blocks;
+    return Status::ok();
+  }
+
+  int device_;
+  std::string name_;
+  cudaStream_t stream_;
+  unsigned long long* firstBad_ = nullptr;
+  unsigned long long host_ = 0;
+  double* blockSums_ = nullptr;
+  size_t blockCapacity_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<StepKernels>> openCudaStepKernels() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount: " + cudaText(e) + ")");
+  if (count == 0) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount found 0)");
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaDeviceProp prop{};
+  std::string name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "unknown";
+  cudaStream_t stream = nullptr;
+  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return Status(Code::kNotSupported, "cudaStreamCreateWithFlags: " + cudaText(e));
+  return std::shared_ptr<StepKernels>(new CudaStepKernels(device, std::move(name), stream));
+}
+
+}  // namespace tsr::algorithms

@@ -1,0 +1,72 @@
+#include "algorithms/plan/step_kernels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "algorithms/kernels/reduce.h"
+#include "algorithms/kernels/sign.h"
+
+namespace tsr::algorithms {
+
+Result<void*> HostStepKernels::allocate(size_t bytes) {
+  void* p = std::calloc(bytes ? bytes : 1, 1);
+  if (!p) return Status(Code::kInternal, "host step kernels: out of memory for " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void HostStepKernels::release(void* p) { std::free(p); }
+
+Status HostStepKernels::checkMemory(const void* p, size_t bytes) const {
+  if (!p && bytes) return Status(Code::kInvalidArgument, "the buffer is NULL");
+  return Status::ok();
+}
+
+Status HostStepKernels::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) std::memmove(dst, src, bytes);
+  return Status::ok();
+}
+
+Status HostStepKernels::readToHost(void* host, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(host, src, bytes);  // not copy(): a derived fake counts that as device-to-device
+  return Status::ok();
+}
+
+Status HostStepKernels::zero(void* p, size_t bytes) {
+  if (bytes) std::memset(p, 0, bytes);
+  return Status::ok();
+}
+
+Status HostStepKernels::reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+  kernels::reduceInto(dst, src, count, dtype, op);
+  return Status::ok();
+}
+
+Status HostStepKernels::divide(void* data, size_t count, DataType dtype, uint64_t divisor) {
+  kernels::divideInPlace(data, count, dtype, divisor);
+  return Status::ok();
+}
+
+Status HostStepKernels::signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
+                                  uint32_t b, const kernels::RngStream& rng, uint64_t firstWord) {
+  kernels::signMerge(v, s, out, words, a, b, rng, firstWord);
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::signPrepare(const float* g, const float* c, size_t count, float* work,
+                                            uint64_t* words, const kernels::RngStream& rng, double* sumAbs) {
+  return kernels::signPrepare(g, c, count, work, words, rng, 0, sumAbs);
+}
+
+Result<size_t> HostStepKernels::addScan(const float* g, const float* c, size_t count, float* work) {
+  for (size_t j = 0; j < count; ++j) work[j] = g[j] + c[j];
+  return kernels::firstNonFinite(work, count);
+}
+
+Status HostStepKernels::signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                                   float* comp) {
+  kernels::signFinish(work, words, count, eta, out, comp);
+  return Status::ok();
+}
+
+}  // namespace tsr::algorithms

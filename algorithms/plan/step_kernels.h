@@ -1,0 +1,94 @@
+// StepKernels: the local math of a collective step, for buffers that live where a backend's
+// kernels run. It is the seam of the direct device path (runtime/device_staging.h): a device
+// tensor's step keeps its buffers (gradient, compensation, packed bits, plan scratch) in device
+// memory, runs its math through a device backend, and hands the payload buffers to the
+// transport as MemoryType::kCuda. The PlanExecutor routes its own local math (copy, reduce,
+// divide, the Marsit merge of kRecvMerge) through the run's StepKernels when
+// RunBuffers::memory is kCuda; host runs keep calling the CPU kernels directly (no virtual
+// call on the hot path).
+//
+// Backends:
+//  * HostStepKernels (here): today's CPU kernels on host memory. Tests derive fakes from it
+//    (host memory posing as device memory, calls recorded).
+//  * the CUDA backend (openCudaStepKernels, plan/cuda_step_kernels.cc, built with
+//    TSR_CUDA_ENABLED): the .cu kernels (algorithms/kernels/cuda) on cudaMalloc'd scratch.
+//    NOT RUN ON A GPU in this project: compiled and linked only.
+//
+// Every call is complete when it returns (the CUDA backend launches on its stream and
+// synchronizes it): simple, and the executor may post a send of what a merge wrote right
+// after it. Polling an event instead would let the progress thread move other messages while
+// a kernel runs; not done yet. Results match the CPU kernels bit for bit (shared per-element
+// code, sums in kernels::sumAbs's order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "algorithms/kernels/philox.h"
+#include "base/dtype.h"
+#include "base/status.h"
+
+namespace tsr::algorithms {
+
+class StepKernels {
+ public:
+  virtual ~StepKernels() = default;
+  // "CUDA device 0 (<name>)", for messages and the log.
+  virtual std::string describe() const = 0;
+
+  // Memory the kernels work on (device memory for a device backend), zero-filled.
+  virtual Result<void*> allocate(size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  // Ok when [p, p + bytes) is memory these kernels can read and write.
+  virtual Status checkMemory(const void* p, size_t bytes) const = 0;
+  // Both in the backend's memory (may overlap: memmove).
+  virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  // From the backend's memory into host memory (small reads: a bad element's value).
+  virtual Status readToHost(void* host, const void* src, size_t bytes) = 0;
+  virtual Status zero(void* p, size_t bytes) = 0;
+
+  // The plan executor's math (kernels/reduce.h, kernels/sign.h semantics).
+  virtual Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) = 0;
+  virtual Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) = 0;
+  virtual Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
+                           uint32_t b, const kernels::RngStream& rng, uint64_t firstWord) = 0;
+
+  // Marsit's passes (kernels::signPrepare / signFinish): work = g + c, its sign words, sum
+  // |work| into *sumAbs (host); returns the first non-finite index of work, or count.
+  virtual Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work,
+                                     uint64_t* words, const kernels::RngStream& rng, double* sumAbs) = 0;
+  // work = g + c only (a full-precision step); returns the first non-finite index, or count.
+  virtual Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) = 0;
+  // out = eta * (2 bit - 1), comp = work - out.
+  virtual Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                            float* comp) = 0;
+};
+
+// The CPU kernels over host memory.
+class HostStepKernels : public StepKernels {
+ public:
+  std::string describe() const override { return "host CPU kernels"; }
+  Result<void*> allocate(size_t bytes) override;
+  void release(void* p) override;
+  Status checkMemory(const void* p, size_t bytes) const override;
+  Status copy(void* dst, const void* src, size_t bytes) override;
+  Status readToHost(void* host, const void* src, size_t bytes) override;
+  Status zero(void* p, size_t bytes) override;
+  Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) override;
+  Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) override;
+  Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+                   const kernels::RngStream& rng, uint64_t firstWord) override;
+  Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                             const kernels::RngStream& rng, double* sumAbs) override;
+  Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override;
+  Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
+                    float* comp) override;
+};
+
+// The CUDA backend on the current device. Fails (NotSupported) naming why: built without
+// CUDA, no CUDA device (with the CUDA runtime's message), a stream that could not be made.
+Result<std::shared_ptr<StepKernels>> openCudaStepKernels();
+
+}  // namespace tsr::algorithms

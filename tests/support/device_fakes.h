@@ -1,0 +1,175 @@
+// Fakes for the direct device path over real UCX, no GPU involved (none exists here):
+//  * FakeDeviceKernels: host memory posing as device memory. Its "device" is the blocks it
+//    allocated; checkMemory refuses anything else as host memory, every kernel call counts
+//    itself and counts a call given a pointer outside those blocks as a violation. The math is
+//    the CPU kernels' (HostStepKernels), so results can be compared bit for bit.
+//  * RecordingTransport: wraps the real UcxTransport, claims kCuda support (or not), records
+//    the MemoryType and size of every send and receive, and forwards kCuda buffers to UCX as
+//    host memory (which they are).
+// They test the orchestration (path choice, what runs where, what is posted as what); they
+// say nothing about the CUDA kernels or UCX's CUDA transports.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "algorithms/plan/executor.h"
+#include "algorithms/plan/step_kernels.h"
+#include "transport/tag.h"
+#include "transport/transport.h"
+
+namespace tsr::testing {
+
+class FakeDeviceKernels final : public algorithms::HostStepKernels {
+ public:
+  std::string describe() const override { return "fake device (host memory, CPU kernels)"; }
+  Result<void*> allocate(size_t bytes) override {
+    auto p = HostStepKernels::allocate(bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (p.isOk()) blocks_[static_cast<const char*>(p.value())] = bytes ? bytes : 1;
+    return p;
+  }
+  void release(void* p) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_.erase(static_cast<const char*>(p));
+    }
+    HostStepKernels::release(p);
+  }
+  Status checkMemory(const void* p, size_t bytes) const override {
+    if (!isDevice(p, bytes)) return Status(Code::kInvalidArgument, "the buffer is host memory, not memory of the fake device");
+    return Status::ok();
+  }
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    count(copies, {dst, src}, bytes);
+    return HostStepKernels::copy(dst, src, bytes);
+  }
+  Status zero(void* p, size_t bytes) override {
+    count(zeros, {p}, bytes);
+    return HostStepKernels::zero(p, bytes);
+  }
+  Status reduce(void* dst, const void* src, size_t n, DataType dtype, ReduceOp op) override {
+    count(reduces, {dst, src}, n * dataTypeSize(dtype));
+    return HostStepKernels::reduce(dst, src, n, dtype, op);
+  }
+  Status divide(void* data, size_t n, DataType dtype, uint64_t divisor) override {
+    count(divides, {data}, n * dataTypeSize(dtype));
+    return HostStepKernels::divide(data, n, dtype, divisor);
+  }
+  Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+                   const kernels::RngStream& rng, uint64_t firstWord) override {
+    count(merges, {v, s, out}, words * 8);
+    return HostStepKernels::signMerge(v, s, out, words, a, b, rng, firstWord);
+  }
+  Result<size_t> signPrepare(const float* g, const float* c, size_t n, float* work, uint64_t* words,
+                             const kernels::RngStream& rng, double* sumAbs) override {
+    count(prepares, {g, c, work}, n * 4);
+    count(prepares, {words}, (n + 63) / 64 * 8, false);
+    return HostStepKernels::signPrepare(g, c, n, work, words, rng, sumAbs);
+  }
+  Result<size_t> addScan(const float* g, const float* c, size_t n, float* work) override {
+    count(addScans, {g, c, work}, n * 4);
+    return HostStepKernels::addScan(g, c, n, work);
+  }
+  Status signFinish(const float* work, const uint64_t* words, size_t n, float eta, float* out, float* comp) override {
+    count(finishes, {work, out, comp}, n * 4);
+    return HostStepKernels::signFinish(work, words, n, eta, out, comp);
+  }
+
+  std::atomic<int> copies{0}, zeros{0}, reduces{0}, divides{0}, merges{0}, prepares{0}, addScans{0}, finishes{0};
+  std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
+
+ private:
+  bool isDevice(const void* p, size_t bytes) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const char* q = static_cast<const char*>(p);
+    auto it = blocks_.upper_bound(q);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return q >= it->first && q + bytes <= it->first + it->second;
+  }
+  void count(std::atomic<int>& calls, std::initializer_list<const void*> ptrs, size_t bytes, bool call = true) {
+    if (call) ++calls;
+    for (const void* p : ptrs)
+      if (bytes && !isDevice(p, bytes)) ++violations;
+  }
+  mutable std::mutex mutex_;
+  std::map<const char*, size_t> blocks_;
+};
+
+struct TransferCounts {
+  int cudaSends = 0, cudaRecvs = 0, hostSends = 0, hostRecvs = 0;
+  size_t cudaBytes = 0, largestHost = 0;  // largest host-memory payload (scalars), headers not counted
+  int control = 0;                         // control messages (not counted above)
+};
+
+class RecordingTransport final : public transport::Transport {
+ public:
+  RecordingTransport(transport::Transport& inner, bool claimCuda) : inner_(inner), claimCuda_(claimCuda) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  const std::string& localAddress() const override { return inner_.localAddress(); }
+  Status connect(const std::vector<std::string>& a) override { return inner_.connect(a); }
+  Status send(int peer, uint64_t tag, const void* b, size_t bytes, transport::MemoryType type,
+              transport::Completion* c) override {
+    record(true, type, bytes, tag);
+    return inner_.send(peer, tag, b, bytes, transport::MemoryType::kHost, c);
+  }
+  Status recv(int peer, uint64_t tag, uint64_t mask, void* b, size_t bytes, transport::MemoryType type,
+              transport::Completion* c) override {
+    record(false, type, bytes, tag);
+    return inner_.recv(peer, tag, mask, b, bytes, transport::MemoryType::kHost, c);
+  }
+  void cancel(transport::Completion* c) override { inner_.cancel(c); }
+  bool progress() override { return inner_.progress(); }
+  bool armEvents() override { return inner_.armEvents(); }
+  void sleepUntilEvent(int ms) override { inner_.sleepUntilEvent(ms); }
+  void wake() override { inner_.wake(); }
+  Status peerStatus(int peer) const override { return inner_.peerStatus(peer); }
+  void markPeerLeft(int peer) override { inner_.markPeerLeft(peer); }
+  void abandonPendingOnClose() override { inner_.abandonPendingOnClose(); }
+  bool supportsMemoryType(transport::MemoryType type) const override {
+    return type == transport::MemoryType::kHost || (type == transport::MemoryType::kCuda && claimCuda_);
+  }
+  uint64_t bytesSent() const override { return inner_.bytesSent(); }
+
+  void reset() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counts_ = {};
+  }
+  TransferCounts counts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+  }
+
+ private:
+  void record(bool send, transport::MemoryType type, size_t bytes, uint64_t tag) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tag >> transport::kTagCtlShift & 1) {  // the engine's control messages (abort, goodbye)
+      ++counts_.control;
+      return;
+    }
+    if (type == transport::MemoryType::kCuda) {
+      ++(send ? counts_.cudaSends : counts_.cudaRecvs);
+      counts_.cudaBytes += bytes;
+    } else {
+      ++(send ? counts_.hostSends : counts_.hostRecvs);
+      // Argument headers do not count: a header receive posts room for a small first
+      // message; a header send may carry one (algorithms/plan/executor.h), counted alone.
+      if ((tag & transport::kTagMsgMask) == transport::kHeaderMessageId) {
+        if (!send) return;
+        bytes -= std::min(bytes, sizeof(algorithms::WireHeader));
+      }
+      counts_.largestHost = std::max(counts_.largestHost, bytes);
+    }
+  }
+  transport::Transport& inner_;
+  bool claimCuda_;
+  mutable std::mutex mutex_;
+  TransferCounts counts_;
+};
+
+}  // namespace tsr::testing
