@@ -109,7 +109,7 @@ void ProgressEngine::postControlRecv() {
 
 bool ProgressEngine::startSubmissions() {
   if (incomingCount_ == 0) return false;  // no lock taken on a turn with nothing new
-  std::deque<Submission> batch;
+  std::vector<Submission>& batch = batch_;  // only the driving thread is here
   {
     std::lock_guard<std::mutex> lock(mutex_);
     batch.swap(incoming_);
@@ -138,7 +138,8 @@ bool ProgressEngine::startSubmissions() {
       finish(*it, st);
     }
   }
-  return !batch.empty();
+  batch.clear();  // moved-from submissions; the capacity stays for the next batch
+  return true;
 }
 
 void ProgressEngine::finish(Active& active, Status status) {

@@ -13,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
@@ -117,7 +116,8 @@ class ProgressEngine {
   bool notified_ = false;
 
   mutable std::mutex mutex_;  // guards incoming_ and broken_
-  std::deque<Submission> incoming_;
+  std::vector<Submission> incoming_;
+  std::vector<Submission> batch_;  // startSubmissions' swap partner: keeps its capacity
   std::atomic<size_t> incomingCount_{0};  // incoming_.size(), read without the lock
   Status broken_;
   int64_t brokenSeq_ = -1;

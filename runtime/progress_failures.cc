@@ -40,7 +40,7 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, i
     if (!a.executor->quiescent()) draining_.splice(draining_.end(), active_, active_.begin());
     else active_.pop_front();
   }
-  std::deque<Submission> rest;
+  std::vector<Submission> rest;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     rest.swap(incoming_);
