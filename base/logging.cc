@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -30,16 +31,32 @@ spdlog::level::level_enum parseLevel(const std::string& level) {
   return spdlog::level::warn;
 }
 
-std::string pattern(const Options& o) {
-  std::string who = o.rank >= 0 ? "rank " + std::to_string(o.rank) : "rank ?";
-  return "[%H:%M:%S.%e] [tessera " + who + "] [%n] [%l] %v";
-}
+thread_local int tRank = -1;
+
+// %* in the pattern: the thread's rank, else the configured one, else "?".
+class RankFlag final : public spdlog::custom_flag_formatter {
+ public:
+  explicit RankFlag(int configured) : configured_(configured) {}
+  void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
+    int rank = tRank >= 0 ? tRank : configured_;
+    std::string s = rank >= 0 ? std::to_string(rank) : "?";
+    dest.append(s.data(), s.data() + s.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<RankFlag>(configured_);
+  }
+
+ private:
+  int configured_;
+};
 
 void applyTo(Registry& r, spdlog::logger& logger) {
   logger.sinks().clear();
   logger.sinks().push_back(r.sink);
   logger.set_level(parseLevel(r.options.level));
-  logger.set_pattern(pattern(r.options));
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<RankFlag>('*', r.options.rank).set_pattern("[%H:%M:%S.%e] [tessera rank %*] [%n] [%l] %v");
+  logger.set_formatter(std::move(formatter));
   logger.flush_on(spdlog::level::warn);
 }
 
@@ -56,6 +73,11 @@ spdlog::sink_ptr makeSink(const Options& o) {
 }
 
 }  // namespace
+
+void setThreadRank(int rank) { tRank = rank; }
+
+ThreadRankScope::ThreadRankScope(int rank) : previous_(tRank) { tRank = rank; }
+ThreadRankScope::~ThreadRankScope() { tRank = previous_; }
 
 bool isValidLevel(const std::string& level) {
   return level == "error" || level == "warn" || level == "info" || level == "debug" ||

@@ -22,6 +22,23 @@ void configure(const Options& options);
 // The logger for one layer; created on first use with the current options.
 std::shared_ptr<spdlog::logger> get(const std::string& layer);
 
+// The rank this thread's lines carry, over Options::rank (-1: back to it). Ranks run as
+// threads of one process share the loggers: each rank's threads (the one that created its
+// communicator, its progress thread, a caller driving it) label their own lines.
+void setThreadRank(int rank);
+
+// Sets the thread's rank for a scope and restores the previous one after.
+class ThreadRankScope {
+ public:
+  explicit ThreadRankScope(int rank);
+  ~ThreadRankScope();
+  ThreadRankScope(const ThreadRankScope&) = delete;
+  ThreadRankScope& operator=(const ThreadRankScope&) = delete;
+
+ private:
+  int previous_;
+};
+
 // Expands %r and %h in a TSR_LOG_FILE pattern.
 std::string expandFilePattern(const std::string& pattern, int rank, const std::string& host);
 

@@ -48,6 +48,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   localSize_ = launch.localSize;
   config_ = config;
   log::configure({config.get("TSR_LOG_LEVEL"), config.get("TSR_LOG_FILE"), rank_, localHostname()});
+  log::setThreadRank(rank_);  // ranks as threads share the loggers: this thread is this rank
   auto logger = log::get("runtime");
   for (const auto& w : config.warnings()) logger->warn("{}", w);
   if (launch.secret.empty() && size_ > 1)

@@ -192,6 +192,7 @@ bool ProgressEngine::driveActive() {
 
 bool ProgressEngine::turn() {
   DrivingScope scope;
+  log::ThreadRankScope label(transport_.rank());  // a caller may drive another rank's engine
   bool busy = startSubmissions();
   busy |= transport_.progress();
   // Notices first: when a peer's abort notice and the failure it causes (its endpoint
@@ -261,6 +262,7 @@ void ProgressEngine::driveOnce() {
 }
 
 void ProgressEngine::run() {
+  log::setThreadRank(transport_.rank());
   lastBusy_ = Clock::now();
   {
     std::lock_guard<std::mutex> drive(driveMutex_);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "base/logging.h"
 
@@ -94,6 +95,35 @@ TEST_F(LoggingTest, LevelFiltersLowerLevels) {
 
   std::string trace = logAllLevels("trace", 4, "logging-test-b");
   EXPECT_NE(trace.find("trace line"), std::string::npos) << trace;
+}
+
+// Ranks run as threads of one process share the loggers: each thread's lines carry its own
+// rank, not the rank that configured the loggers last.
+TEST_F(LoggingTest, EachThreadsLinesCarryItsOwnRank) {
+  std::string pattern = (dir_ / "log-%r-%h.txt").string();
+  log::configure({"info", pattern, 3, "nodeA"});
+  auto logger = log::get("logging-test-threads");
+  std::thread one([&] {
+    log::setThreadRank(1);
+    logger->info("from the thread of rank 1");
+  });
+  one.join();
+  {
+    log::ThreadRankScope scope(2);
+    logger->info("from rank 2's scope");
+  }
+  logger->info("from the configured rank");
+  logger->flush();
+  std::string text = readFile(dir_ / "log-3-nodeA.txt");
+  std::istringstream lines(text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    std::string want = line.find("rank 1's") != std::string::npos || line.find("of rank 1") != std::string::npos
+                           ? "[tessera rank 1]"
+                           : line.find("rank 2's") != std::string::npos ? "[tessera rank 2]" : "[tessera rank 3]";
+    EXPECT_NE(line.find(want), std::string::npos) << line;
+  }
+  EXPECT_EQ(count, 3) << text;
 }
 
 }  // namespace
