@@ -212,17 +212,17 @@ Communicator::~Communicator() {
 
 Status Communicator::checkArgs(const char* what, const void* input, const void* output,
                                size_t count, DataType dtype, const ReduceOp* op, int root) const {
-  std::string where = std::string(what) + " on rank " + std::to_string(rank_) + ": ";
+  auto where = [&] { return std::string(what) + " on rank " + std::to_string(rank_) + ": "; };  // errors only
   if (!isValidDataType(static_cast<int>(dtype)))
-    return Status(Code::kInvalidArgument, where + "invalid dtype " + std::to_string(static_cast<int>(dtype)));
+    return Status(Code::kInvalidArgument, where() + "invalid dtype " + std::to_string(static_cast<int>(dtype)));
   if (op && !isValidReduceOp(static_cast<int>(*op)))
-    return Status(Code::kInvalidArgument, where + "invalid op " + std::to_string(static_cast<int>(*op)));
+    return Status(Code::kInvalidArgument, where() + "invalid op " + std::to_string(static_cast<int>(*op)));
   if (count > 0 && input == nullptr && (root < 0 || root == rank_))
-    return Status(Code::kInvalidArgument, where + "input buffer is NULL with count " + std::to_string(count));
+    return Status(Code::kInvalidArgument, where() + "input buffer is NULL with count " + std::to_string(count));
   if (count > 0 && output == nullptr)
-    return Status(Code::kInvalidArgument, where + "output buffer is NULL with count " + std::to_string(count));
+    return Status(Code::kInvalidArgument, where() + "output buffer is NULL with count " + std::to_string(count));
   if (count > (size_t{1} << 40))
-    return Status(Code::kInvalidArgument, where + "count " + std::to_string(count) + " is too large");
+    return Status(Code::kInvalidArgument, where() + "count " + std::to_string(count) + " is too large");
   return Status::ok();
 }
 
