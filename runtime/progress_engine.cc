@@ -18,7 +18,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 constexpr auto kParkLimit = std::chrono::milliseconds(1);
 constexpr auto kNoticeGrace = std::chrono::milliseconds(50);
-// Set while this thread runs a turn: driving again from inside one would re-lock driveMutex_.
+// Set while this thread drives (runs turns): driving again from inside a turn (a task's code
+// waiting) would re-lock driveMutex_.
 thread_local bool tDriving = false;
 
 // The monotonic clock as of the last timer tick (a few ms behind): for deadlines and watches,
@@ -40,6 +41,7 @@ struct DrivingScope {
 ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions options)
     : transport_(transport),
       options_(std::move(options)),
+      rank_(transport.rank()),
       neighbours_(options_.neighbourSockets,
                   std::chrono::milliseconds(std::clamp(options_.timeoutMs / 2, 1000, 30000))),
       controlBuffer_(kControlBytes) {
@@ -200,15 +202,19 @@ bool ProgressEngine::driveActive() {
   return any;
 }
 
-bool ProgressEngine::turn() {
-  DrivingScope scope;
-  log::ThreadRankScope label(transport_.rank());  // a caller may drive another rank's engine
+bool ProgressEngine::turn(bool spinning) {
   bool busy = startSubmissions();
   busy |= transport_.progress();
   // Notices first: when a peer's abort notice and the failure it causes (its endpoint
   // closing) arrive together, the notice names the root cause.
   busy |= pollControl();
   busy |= driveActive();
+  // Housekeeping (timeouts, watches, clean-up): when spinning, on busy turns and every 32nd
+  // idle one (a waiting rank spins through idle turns, and their cost delays what it waits
+  // for); an abort at once.
+  if (spinning && !busy && ++idleTurns_ < 32 && !abortRequested_.load(std::memory_order_relaxed))
+    return false;
+  idleTurns_ = 0;
   auto now = coarseNow();
   if (!left_.empty()) failWaitsOnLeftPeers(now);
   if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
@@ -229,6 +235,8 @@ bool ProgressEngine::hasIncoming() const { return incomingCount_ > 0; }
 
 void ProgressEngine::driveUntilDone(const Request& request) {
   if (tDriving) return;  // a wait from inside a turn (a task's code) cannot drive; it just waits
+  DrivingScope scope;
+  log::ThreadRankScope label(rank_);  // a caller may drive another rank's engine
   callers_.fetch_add(1);
   while (!request.done() && !stop_) {
     std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
@@ -236,7 +244,7 @@ void ProgressEngine::driveUntilDone(const Request& request) {
       sched_yield();
       continue;
     }
-    bool busy = turn();
+    bool busy = turn(true);
     drive.unlock();
     if (!busy && !request.done()) sched_yield();  // the peers' ranks may share these cores
   }
@@ -268,11 +276,15 @@ void ProgressEngine::park() {
 void ProgressEngine::driveOnce() {
   if (tDriving) return;
   std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
-  if (drive.owns_lock() && !stop_) turn();
+  if (!drive.owns_lock() || stop_) return;
+  DrivingScope scope;
+  log::ThreadRankScope label(rank_);
+  turn();
 }
 
 void ProgressEngine::run() {
-  log::setThreadRank(transport_.rank());
+  log::setThreadRank(rank_);
+  DrivingScope scope;  // this thread only drives: a task's wait here must not drive again
   lastBusy_ = Clock::now();
   {
     std::lock_guard<std::mutex> drive(driveMutex_);
@@ -284,7 +296,7 @@ void ProgressEngine::run() {
       continue;
     }
     std::unique_lock<std::mutex> drive(driveMutex_);
-    if (turn()) continue;
+    if (turn(!active_.empty())) continue;  // with work pending it spins
     // While a collective is pending, poll (yielding the core to the other ranks): UCX's
     // shared-memory transports raise no wake-up event, so sleeping on the event fd would
     // cost up to a millisecond per message. Idle, sleep until UCX or a submission wakes us,

@@ -87,8 +87,9 @@ class ProgressEngine {
   };
 
   void run();
-  // One turn of the loop (needs driveMutex_); true when anything happened.
-  bool turn();
+  // One turn of the loop (needs driveMutex_ and a DrivingScope); true when anything happened.
+  // `spinning`: the caller loops on idle turns, so housekeeping may wait a few of them.
+  bool turn(bool spinning = false);
   bool hasWork() const;
   bool hasIncoming() const;
   void park();
@@ -110,6 +111,7 @@ class ProgressEngine {
 
   transport::Transport& transport_;
   EngineOptions options_;
+  const int rank_;  // this rank (transport_.rank()), for log labels
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abortRequested_{false};
@@ -132,6 +134,7 @@ class ProgressEngine {
   std::atomic<bool> parked_{false};
   std::atomic<bool> sleeping_{false};  // on the transport's events (submit must wake it)
   std::chrono::steady_clock::time_point lastBusy_;
+  uint32_t idleTurns_ = 0;  // since the last housekeeping (turn)
 
   // Driving state (guarded by driveMutex_).
   NeighbourWatch neighbours_;
