@@ -106,6 +106,29 @@ class CudaStepKernels final : public StepKernels {
     return launched(kernels::cuda::signFinish(work, words, count, eta, out, comp, stream_), "decompress");
   }
 
+  Result<size_t> scanNonFinite(const float* x, size_t count) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(count));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::scanNonFinite(x, count, firstBad_, stream_), "non-finite scan"));
+    return readFirstBad();
+  }
+  Status writeFromHost(void* dst, const void* host, size_t bytes) override {
+    if (!bytes) return Status::ok();
+    return sync(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "host to device write");
+  }
+  Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override {
+    if (to == DataType::kF16) return launched(kernels::cuda::castF32ToF16(in, count, out, stream_), "cast to f16");
+    if (to == DataType::kBF16) return launched(kernels::cuda::castF32ToBf16(in, count, out, stream_), "cast to bf16");
+    return Status(Code::kInvalidArgument, std::string("cast of f32 to ") + dataTypeName(to) + ": only f16, bf16");
+  }
+  Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override {
+    if (from == DataType::kF16) return launched(kernels::cuda::castF16ToF32(in, count, out, stream_), "cast from f16");
+    if (from == DataType::kBF16) return launched(kernels::cuda::castBf16ToF32(in, count, out, stream_), "cast from bf16");
+    return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
+  }
+  Status scale(const float* in, size_t count, float factor, float* out) override {
+    return launched(kernels::cuda::scaleF32(in, count, factor, out, stream_), "scale");
+  }
+
  private:
   Status sync(cudaError_t e, const char* what) {
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algorithms/kernels/cast.h"
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
 
@@ -66,6 +67,34 @@ Result<size_t> HostStepKernels::addScan(const float* g, const float* c, size_t c
 Status HostStepKernels::signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                                    float* comp) {
   kernels::signFinish(work, words, count, eta, out, comp);
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::scanNonFinite(const float* x, size_t count) {
+  return kernels::firstNonFinite(x, count);
+}
+
+Status HostStepKernels::writeFromHost(void* dst, const void* host, size_t bytes) {
+  if (bytes) std::memcpy(dst, host, bytes);  // not copy(): see readToHost
+  return Status::ok();
+}
+
+Status HostStepKernels::castTo(DataType to, const float* in, size_t count, uint16_t* out) {
+  if (to == DataType::kF16) kernels::castF32ToF16(in, count, out);
+  else if (to == DataType::kBF16) kernels::castF32ToBf16(in, count, out);
+  else return Status(Code::kInvalidArgument, std::string("cast of f32 to ") + dataTypeName(to) + ": only f16, bf16");
+  return Status::ok();
+}
+
+Status HostStepKernels::castFrom(DataType from, const uint16_t* in, size_t count, float* out) {
+  if (from == DataType::kF16) kernels::castF16ToF32(in, count, out);
+  else if (from == DataType::kBF16) kernels::castBf16ToF32(in, count, out);
+  else return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
+  return Status::ok();
+}
+
+Status HostStepKernels::scale(const float* in, size_t count, float factor, float* out) {
+  for (size_t j = 0; j < count; ++j) out[j] = in[j] * factor;
   return Status::ok();
 }
 

@@ -64,6 +64,18 @@ class StepKernels {
   // out = eta * (2 bit - 1), comp = work - out.
   virtual Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                             float* comp) = 0;
+
+  // A compressed tensor's codec passes (algorithms/compressed/device_codec.h), the compressors'
+  // math (algorithms/compress) element for element.
+  // The first non-finite index of x, or count.
+  virtual Result<size_t> scanNonFinite(const float* x, size_t count) = 0;
+  // From host memory into the backend's (small writes: a payload's 8-byte header).
+  virtual Status writeFromHost(void* dst, const void* host, size_t bytes) = 0;
+  // f32 -> f16 or bf16 (`to`) and back (`from`): kernels/cast.h.
+  virtual Status castTo(DataType to, const float* in, size_t count, uint16_t* out) = 0;
+  virtual Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) = 0;
+  // out = in * factor (the average: the sum of the decompressed payloads times 1/N).
+  virtual Status scale(const float* in, size_t count, float factor, float* out) = 0;
 };
 
 // The CPU kernels over host memory.
@@ -85,6 +97,11 @@ class HostStepKernels : public StepKernels {
   Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override;
   Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                     float* comp) override;
+  Result<size_t> scanNonFinite(const float* x, size_t count) override;
+  Status writeFromHost(void* dst, const void* host, size_t bytes) override;
+  Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override;
+  Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override;
+  Status scale(const float* in, size_t count, float factor, float* out) override;
 };
 
 // The CUDA backend on the current device. Fails (NotSupported) naming why: built without

@@ -79,7 +79,32 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     return HostStepKernels::signFinish(work, words, n, eta, out, comp);
   }
 
+  // The compressed tensor's codec passes.
+  Result<size_t> scanNonFinite(const float* x, size_t n) override {
+    count(scans, {x}, n * 4);
+    return HostStepKernels::scanNonFinite(x, n);
+  }
+  Status writeFromHost(void* dst, const void* host, size_t bytes) override {
+    count(writes, {dst}, bytes);
+    return HostStepKernels::writeFromHost(dst, host, bytes);
+  }
+  Status castTo(DataType to, const float* in, size_t n, uint16_t* out) override {
+    count(casts, {in}, n * 4);
+    count(casts, {out}, n * 2, false);
+    return HostStepKernels::castTo(to, in, n, out);
+  }
+  Status castFrom(DataType from, const uint16_t* in, size_t n, float* out) override {
+    count(casts, {in}, n * 2);
+    count(casts, {out}, n * 4, false);
+    return HostStepKernels::castFrom(from, in, n, out);
+  }
+  Status scale(const float* in, size_t n, float factor, float* out) override {
+    count(scales, {in, out}, n * 4);
+    return HostStepKernels::scale(in, n, factor, out);
+  }
+
   std::atomic<int> copies{0}, zeros{0}, reduces{0}, divides{0}, merges{0}, prepares{0}, addScans{0}, finishes{0};
+  std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0};
   std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
 
  private:

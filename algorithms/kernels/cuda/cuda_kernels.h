@@ -41,6 +41,11 @@ int signFinish(const float* work, const uint64_t* words, size_t count, float eta
 int reduceSumF32(float* dst, const float* src, size_t count, void* stream);
 int divideF32(float* data, size_t count, float divisor, void* stream);
 
+// A compressed tensor's device codec (cuda/codec_kernels.cu): the first non-finite index of x
+// into *firstBad (preset to count); out = in * factor.
+int scanNonFinite(const float* x, size_t count, unsigned long long* firstBad, void* stream);
+int scaleF32(const float* in, size_t count, float factor, float* out, void* stream);
+
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
 int castF32ToBf16(const float* in, size_t count, uint16_t* out, void* stream);

@@ -1,0 +1,52 @@
+// DeviceCodec: the device form of a registry compressor chain (algorithms/compress), for a
+// compressed tensor on the direct device path (compressed_device_step.h). It reads the chain
+// the registry built (the same parameters, so the same payload layout and the same maths) and
+// runs it through a StepKernels backend (plan/step_kernels.h) on device memory; its state
+// (today: none beyond scratch) lives on the device. Payloads are byte-identical to the host
+// compressor's for the same input and step, so a direct rank and a host rank could share a job.
+//
+// Device forms exist for: none, fp16, bf16 with ef=none and momentum=none. Everything else
+// answers noDeviceForm() with why, and the tensor stages (runtime/device_path.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "algorithms/compress/compressor.h"
+#include "algorithms/plan/device_block.h"
+
+namespace tsr::compressed {
+
+class DeviceCodec {
+ public:
+  // Why `c` has no device form; empty when it has one.
+  static std::string noDeviceForm(const compress::Compressor& c);
+  // `who` prefixes errors ("compressed tensor w (rank 1, direct device path)").
+  static Result<std::unique_ptr<DeviceCodec>> create(std::shared_ptr<algorithms::StepKernels> kernels,
+                                                     const compress::Compressor& c, std::string who);
+
+  // g (count floats, device) into payload (device, 8-byte aligned, maxCompressedBytes of the
+  // host chain) at `step`; returns the bytes written. g must be finite (the step checks).
+  Result<size_t> compress(const float* g, std::byte* payload, uint32_t step);
+  // A payload of `bytes` (device) into out (count floats, device).
+  Status decompress(const std::byte* payload, size_t bytes, float* out);
+  // Error feedback's residual into host memory (count floats); zeros without ef.
+  Status readError(float* host) const;
+
+ private:
+  enum class Inner { kNone, kF16, kBf16 };
+  DeviceCodec(std::shared_ptr<algorithms::StepKernels> k, size_t count, std::string who)
+      : kernels_(std::move(k)), count_(count), who_(std::move(who)) {}
+  Status named(const Status& st) const;
+
+  std::shared_ptr<algorithms::StepKernels> kernels_;
+  size_t count_;
+  std::string who_;
+  Inner inner_ = Inner::kNone;
+  std::string innerName_;  // the host compressor's name, for messages
+  size_t innerBytes_ = 0;  // its payload size
+};
+
+}  // namespace tsr::compressed

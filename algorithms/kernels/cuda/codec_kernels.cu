@@ -1,0 +1,45 @@
+// CUDA kernels of a compressed tensor's device codec (algorithms/compressed/device_codec.h;
+// plan/step_kernels.h): the non-finite scan and the averaging scale. Elementwise f32 math with
+// --fmad=false, so each element rounds as on the CPU. NOT RUN ON A GPU in this project:
+// compiled and linked only.
+#include <cuda_runtime.h>
+
+#include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/sign_ops.h"
+
+namespace tsr::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocksFor(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+inline cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
+__device__ inline size_t threadIndex() { return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; }
+
+__global__ void scanKernel(const float* x, size_t count, unsigned long long* firstBad) {
+  size_t j = threadIndex();
+  if (j < count && !isFiniteFloat(x[j])) atomicMin(firstBad, static_cast<unsigned long long>(j));
+}
+
+__global__ void scaleKernel(const float* in, size_t count, float factor, float* out) {
+  size_t j = threadIndex();
+  if (j < count) out[j] = in[j] * factor;
+}
+
+int launched() { return static_cast<int>(cudaGetLastError()); }
+
+}  // namespace
+
+int scanNonFinite(const float* x, size_t count, unsigned long long* firstBad, void* stream) {
+  if (count == 0) return 0;
+  scanKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(x, count, firstBad);
+  return launched();
+}
+
+int scaleF32(const float* in, size_t count, float factor, float* out, void* stream) {
+  if (count == 0) return 0;
+  scaleKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(in, count, factor, out);
+  return launched();
+}
+
+}  // namespace tsr::kernels::cuda

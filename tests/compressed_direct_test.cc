@@ -1,0 +1,226 @@
+// The direct device path of the flat CompressedTensor (algorithms/compressed/
+// compressed_device_step.h) over real UCX, ranks as threads, with the fakes of
+// tests/support/device_fakes.h: a "device" of host memory running the CPU kernels, and a
+// transport wrapper that claims CUDA support and records what is posted as what. Checked: the
+// path chosen (and its note), results and residuals bit-identical to a host tensor and to a
+// staged one over several steps, payloads posted as kCuda, the codec's math run by the device
+// kernels on device memory only, no staging, bad input named. No GPU and no CUDA-capable UCX
+// are involved: the CUDA kernels themselves are not run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "algorithms/compressed/compressed_tensor.h"
+#include "tests/support/device_world.h"
+#include "tests/support/thread_world.h"
+
+namespace tsr {
+namespace {
+
+using testing::Opened;
+using testing::World;
+using Params = std::map<std::string, std::string>;
+
+constexpr int kSteps = 4;
+
+float inputOf(int rank, size_t j, int step) {
+  if (j % 89 == 3) return 0.0f;
+  if (j % 89 == 4) return -0.0f;
+  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
+         (j % 7 == 1 ? 1e-3f : 1.0f);
+}
+
+bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+// kSteps on a host tensor, a direct device tensor and a staged tensor; all three must agree
+// bit for bit, result and residual (the error-feedback state), at every step.
+void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
+  World world(n);
+  params["algorithm"] = "compressed";
+  testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
+    ASSERT_TRUE(comm.transportMovesCuda());
+    auto host = compressed::CompressedTensor::create(comm, "w-host", count, params);
+    auto direct = compressed::CompressedTensor::create(comm, "w-dev", count, params);
+    auto staged = compressed::CompressedTensor::create(comm, "w-stg", count, params);
+    ASSERT_TRUE(host.isOk() && direct.isOk() && staged.isOk()) << host.status().toString();
+    Opened opened, stagedOpened;
+    auto note = direct.value()->useDeviceMemory(opened.openers("w-dev", count));
+    ASSERT_TRUE(note.isOk()) << note.status().toString();
+    EXPECT_NE(note.value().find("direct device path"), std::string::npos) << note.value();
+    EXPECT_NE(note.value().find("tensor w-dev"), std::string::npos) << note.value();
+    ASSERT_TRUE(direct.value()->directDevice());
+    EXPECT_EQ(opened.kernelOpens, 1);
+    EXPECT_EQ(opened.stagingOpens, 0);
+    auto stg = stagedOpened.openers("w-stg", count).staging();
+    ASSERT_TRUE(stg.isOk());
+    ASSERT_TRUE(staged.value()->setStaging(stg.value()).isOk());
+
+    auto devMem = opened.kernels->allocate(count * sizeof(float));
+    ASSERT_TRUE(devMem.isOk());
+    float* d = static_cast<float*>(devMem.value());
+    std::vector<float> h(count), s(count), rh(count), rd(count), rs(count);
+    testing::RecordingTransport& wire = *world.transports[comm.rank()];
+    for (int step = 0; step < kSteps; ++step) {
+      for (size_t j = 0; j < count; ++j) h[j] = s[j] = d[j] = inputOf(comm.rank(), j, step);
+      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
+      wire.reset();
+      ASSERT_TRUE(staged.value()->allreduce(s.data()).isOk());
+      EXPECT_EQ(wire.counts().cudaSends + wire.counts().cudaRecvs, 0) << "staged step posted device buffers";
+      wire.reset();
+      if (step == 1) {  // the non-blocking form
+        auto request = direct.value()->allreduceAsync(d);
+        ASSERT_TRUE(request.isOk()) << request.status().toString();
+        ASSERT_TRUE(request.value()->wait().isOk());
+      } else {
+        Status st = direct.value()->allreduce(d);
+        ASSERT_TRUE(st.isOk()) << st.toString();
+      }
+      testing::TransferCounts c = wire.counts();
+      // The ring all-gather: N-1 slots out and in (in 1 KiB chunks), all of them device memory.
+      EXPECT_GE(c.cudaSends, n - 1) << "rank " << comm.rank() << " step " << step;
+      EXPECT_GE(c.cudaRecvs, n - 1) << "rank " << comm.rank() << " step " << step;
+      EXPECT_EQ(c.cudaBytes, 2 * (n - 1) * direct.value()->slotBytes()) << "rank " << comm.rank();
+      // In host memory only the argument headers and the 2-double NaN flag.
+      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(h.data(), d, count)) << "direct vs host, rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(h.data(), s.data(), count)) << "staged vs host, rank " << comm.rank() << " step " << step;
+      host.value()->residual(rh.data());
+      direct.value()->residual(rd.data());
+      staged.value()->residual(rs.data());
+      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+    }
+    EXPECT_EQ(direct.value()->step(), static_cast<uint64_t>(kSteps));
+    testing::FakeDeviceKernels& k = *opened.kernels;
+    EXPECT_EQ(k.scans, kSteps) << "the NaN scan did not run on the device";
+    EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
+    EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
+    if (params["compressor"] == "fp16" || params["compressor"] == "bf16") {
+      EXPECT_EQ(k.casts, kSteps * (1 + n)) << "compress and N decompresses per step";
+    }
+    EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
+    EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
+    EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
+    opened.kernels->release(d);
+  }, [](int) { return testing::Settings{{"TSR_CHUNK_BYTES", "1024"}}; }, world.wrapper(true));
+}
+
+void sweep(const Params& params, size_t count = 3001) {
+  for (int n = 2; n <= 5; ++n) {
+    SCOPED_TRACE("N=" + std::to_string(n));
+    expectDirectEqualsHostAndStaged(n, count, params);
+  }
+}
+
+TEST(CompressedDirect, NoneEqualsHostAndStaged) { sweep({{"compressor", "none"}, {"ef", "none"}}); }
+TEST(CompressedDirect, Fp16EqualsHostAndStaged) { sweep({{"compressor", "fp16"}, {"ef", "none"}}); }
+TEST(CompressedDirect, Bf16EqualsHostAndStaged) { sweep({{"compressor", "bf16"}, {"ef", "none"}}, 1000); }
+
+// The staged path is chosen, with its reason, without the claimed CUDA support, for a
+// compressor without a device form, and for the two-level schedule.
+TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
+  struct Case {
+    bool claim;
+    Params params;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
+      {true, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"ef", "none"}},
+       "compressor dithering(k=4, partition=linear, normalize=l2) has no device form"},
+      {true, {{"compressor", "fp16"}, {"ef", "none"}, {"intra", "none"}}, "two-level"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    World world(4);
+    testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
+      EXPECT_EQ(comm.transportMovesCuda(), c.claim);
+      auto t = compressed::CompressedTensor::create(comm, "emb", 1000, c.params);
+      ASSERT_TRUE(t.isOk()) << t.status().toString();
+      Opened opened;
+      auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
+      ASSERT_TRUE(note.isOk()) << note.status().toString();
+      EXPECT_FALSE(t.value()->directDevice());
+      EXPECT_EQ(opened.kernelOpens, 0);
+      EXPECT_EQ(opened.stagingOpens, 1);
+      EXPECT_NE(note.value().find("staged through pinned host memory"), std::string::npos) << note.value();
+      EXPECT_NE(note.value().find(c.why), std::string::npos) << note.value();
+      if (c.claim) {  // asked directly, the direct path is refused for the same reason
+        Status direct = t.value()->setDeviceKernels(opened.kernels);
+        EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
+        EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
+      }
+      std::vector<float> d(1000), h(1000);
+      for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(comm.rank(), j, 0);
+      auto host = compressed::CompressedTensor::create(comm, "emb-host", 1000, c.params);
+      ASSERT_TRUE(host.isOk());
+      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
+      world.transports[comm.rank()]->reset();
+      ASSERT_TRUE(t.value()->allreduce(d.data()).isOk());
+      EXPECT_TRUE(sameBits(h.data(), d.data(), d.size()));
+      EXPECT_EQ(world.transports[comm.rank()]->counts().cudaSends, 0);
+      EXPECT_EQ(opened.copies->toHost, 1);
+      EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);
+    }, [](int rank) { return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % 2)}}; },
+                             world.wrapper(c.claim));
+  }
+}
+
+// A host pointer is refused naming the tensor and rank; NaN (rank 1) and Inf (rank 2) fail the
+// step on every rank naming the element, leaving the buffer and the residual as they were;
+// the memory cannot be switched once chosen and stepped.
+void expectBadInputNamed(const Params& params) {
+  World world(3);
+  testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
+    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
+    ASSERT_TRUE(t.isOk()) << t.status().toString();
+    Opened opened;
+    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
+    ASSERT_TRUE(t.value()->directDevice());
+    std::vector<float> onHost(1000, 1.0f);
+    auto refused = t.value()->allreduceAsync(onHost.data());
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+    const std::string& m = refused.status().message();
+    EXPECT_NE(m.find("device tensor emb (memory=cuda, rank " + std::to_string(comm.rank())), std::string::npos) << m;
+    EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+
+    float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+    for (int step = 0; step < 2; ++step) {  // a good step first, so the residual is not trivially zero
+      for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, step);
+      if (step == 1 && comm.rank() == 1) d[17] = NAN;
+      if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
+      std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
+      t.value()->residual(residualBefore.data());
+      Status st = t.value()->allreduce(d);
+      if (step == 0) {
+        ASSERT_TRUE(st.isOk()) << st.toString();
+        continue;
+      }
+      EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+      EXPECT_NE(st.message().find("compressed tensor emb: 2 rank(s) had NaN or Inf"), std::string::npos) << st.toString();
+      if (comm.rank() == 1) EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+      if (comm.rank() == 2) EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+      EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
+      t.value()->residual(residualAfter.data());
+      EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
+      EXPECT_EQ(t.value()->step(), 1u);
+    }
+    for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
+    ASSERT_TRUE(t.value()->allreduce(d).isOk());
+    Status again = t.value()->setDeviceKernels(opened.kernels);
+    EXPECT_NE(again.message().find("step 2 has run"), std::string::npos) << again.toString();
+    auto stg = opened.openers("emb", 1000).staging();
+    ASSERT_TRUE(stg.isOk());
+    Status staged = t.value()->setStaging(stg.value());
+    EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
+    EXPECT_EQ(opened.kernels->violations, 0);
+    opened.kernels->release(d);
+  }, [](int) { return testing::Settings{}; }, world.wrapper(true));
+}
+
+TEST(CompressedDirect, BadInputIsNamed) { expectBadInputNamed({{"compressor", "fp16"}, {"ef", "none"}}); }
+
+}  // namespace
+}  // namespace tsr
