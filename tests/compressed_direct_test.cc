@@ -11,7 +11,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_tensor.h"
+#include "algorithms/compressed/device_codec.h"
 #include "tests/support/device_world.h"
 #include "tests/support/thread_world.h"
 
@@ -96,8 +98,15 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
     EXPECT_EQ(k.scans, kSteps) << "the NaN scan did not run on the device";
     EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
     EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
-    if (params["compressor"] == "fp16" || params["compressor"] == "bf16") {
+    const std::string& kind = params["compressor"];
+    if (kind == "fp16" || kind == "bf16") {
       EXPECT_EQ(k.casts, kSteps * (1 + n)) << "compress and N decompresses per step";
+    }
+    if (kind == "topk" || kind == "randomk") {
+      // randomk redraws its indices for each payload it decompresses.
+      EXPECT_EQ(k.selects, kSteps * (kind == "topk" ? 1 : 1 + n)) << "the selection did not run on the device";
+      EXPECT_EQ(k.gathers, kSteps);
+      EXPECT_EQ(k.scatters, kSteps * n);
     }
     EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
     EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
@@ -116,6 +125,70 @@ void sweep(const Params& params, size_t count = 3001) {
 TEST(CompressedDirect, NoneEqualsHostAndStaged) { sweep({{"compressor", "none"}, {"ef", "none"}}); }
 TEST(CompressedDirect, Fp16EqualsHostAndStaged) { sweep({{"compressor", "fp16"}, {"ef", "none"}}); }
 TEST(CompressedDirect, Bf16EqualsHostAndStaged) { sweep({{"compressor", "bf16"}, {"ef", "none"}}, 1000); }
+TEST(CompressedDirect, TopkEqualsHostAndStaged) { sweep({{"compressor", "topk"}, {"k", "0.01"}, {"ef", "none"}}); }
+TEST(CompressedDirect, RandomkEqualsHostAndStaged) {
+  sweep({{"compressor", "randomk"}, {"k", "50"}, {"seed", "9"}, {"ef", "none"}});
+}
+
+// The device codec alone, no network: its payloads are byte-identical to the host
+// compressor's at several steps, and malformed payloads get the host compressor's errors.
+void expectCodecMatchesHost(const Params& params) {
+  SCOPED_TRACE(params.at("compressor"));
+  const size_t count = 1000;
+  auto host = compress::createCompressor(params, count);
+  auto spec = compress::createCompressor(params, count);
+  ASSERT_TRUE(host.isOk() && spec.isOk()) << host.status().toString();
+  auto kernels = std::make_shared<testing::FakeDeviceKernels>();
+  auto codec = compressed::DeviceCodec::create(kernels, *spec.value(), "compressed tensor c");
+  ASSERT_TRUE(codec.isOk()) << codec.status().toString();
+  const size_t bytes = host.value()->maxCompressedBytes();
+  std::vector<uint64_t> hostPayload((bytes + 7) / 8 + 1);  // a word of room for the k+1 case below
+  auto* g = static_cast<float*>(kernels->allocate(count * 4).value());
+  auto* payload = static_cast<std::byte*>(kernels->allocate(bytes + 8).value());
+  auto* out = static_cast<float*>(kernels->allocate(count * 4).value());
+  std::vector<float> hostOut(count);
+  for (uint32_t step = 0; step < 3; ++step) {
+    for (size_t j = 0; j < count; ++j) g[j] = inputOf(1, j, static_cast<int>(step));
+    host.value()->setStep(step);
+    auto want = host.value()->compress({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
+    auto got = codec.value()->compress(g, payload, step);
+    ASSERT_TRUE(want.isOk() && got.isOk()) << got.status().toString();
+    ASSERT_EQ(got.value(), want.value());
+    EXPECT_EQ(std::memcmp(payload, hostPayload.data(), want.value()), 0) << "step " << step;
+    ASSERT_TRUE(codec.value()->decompress(payload, got.value(), out).isOk());
+    ASSERT_TRUE(host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), want.value()}, hostOut).isOk());
+    EXPECT_TRUE(sameBits(out, hostOut.data(), count)) << "step " << step;
+  }
+  // Malformed: one byte short; and (top-k) an index past the end.
+  Status shortHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), bytes - 8}, hostOut);
+  Status shortDev = codec.value()->decompress(payload, bytes - 8, out);
+  EXPECT_EQ(shortDev.code(), Code::kInvalidArgument) << shortDev.toString();
+  EXPECT_NE(shortDev.message().find(shortHost.message()), std::string::npos) << shortDev.toString() << " vs " << shortHost.toString();
+  if (params.at("compressor") == "topk") {
+    const uint32_t k = reinterpret_cast<const uint32_t*>(payload)[0];
+    reinterpret_cast<uint32_t*>(payload + 8)[k - 1] = 99999;
+    reinterpret_cast<uint32_t*>(hostPayload.data())[2 + k - 1] = 99999;
+    Status badHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k}}, hostOut);
+    Status badDev = codec.value()->decompress(payload, 8 + 8 * size_t{k}, out);
+    EXPECT_NE(badHost.message().find("payload index 99999 out of range 1000"), std::string::npos) << badHost.toString();
+    EXPECT_NE(badDev.message().find(badHost.message()), std::string::npos) << badDev.toString();
+    // A k above the compressor's, with the byte count to match.
+    reinterpret_cast<uint32_t*>(payload)[0] = reinterpret_cast<uint32_t*>(hostPayload.data())[0] = k + 1;
+    badHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k + 1}}, hostOut);
+    badDev = codec.value()->decompress(payload, 8 + 8 * size_t{k + 1}, out);
+    EXPECT_NE(badHost.message().find("malformed payload"), std::string::npos) << badHost.toString();
+    EXPECT_NE(badDev.message().find(badHost.message()), std::string::npos) << badDev.toString();
+  }
+  EXPECT_EQ(kernels->violations, 0);
+  for (void* p : {static_cast<void*>(g), static_cast<void*>(payload), static_cast<void*>(out)}) kernels->release(p);
+}
+
+TEST(CompressedDirect, CodecPayloadsEqualHost) {
+  expectCodecMatchesHost({{"compressor", "fp16"}});
+  expectCodecMatchesHost({{"compressor", "none"}});
+  expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}});
+  expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"seed", "3"}});
+}
 
 // The staged path is chosen, with its reason, without the claimed CUDA support, for a
 // compressor without a device form, and for the two-level schedule.
@@ -220,7 +293,10 @@ void expectBadInputNamed(const Params& params) {
   }, [](int) { return testing::Settings{}; }, world.wrapper(true));
 }
 
-TEST(CompressedDirect, BadInputIsNamed) { expectBadInputNamed({{"compressor", "fp16"}, {"ef", "none"}}); }
+TEST(CompressedDirect, BadInputIsNamed) {
+  expectBadInputNamed({{"compressor", "fp16"}, {"ef", "none"}});
+  expectBadInputNamed({{"compressor", "topk"}, {"k", "20"}, {"ef", "none"}});
+}
 
 }  // namespace
 }  // namespace tsr

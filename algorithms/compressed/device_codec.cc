@@ -5,6 +5,8 @@
 #include "algorithms/compress/cast_compressor.h"
 #include "algorithms/compress/error_feedback.h"
 #include "algorithms/compress/momentum.h"
+#include "algorithms/compress/randomk_compressor.h"
+#include "algorithms/compress/topk_compressor.h"
 
 namespace tsr::compressed {
 
@@ -15,20 +17,33 @@ std::string DeviceCodec::noDeviceForm(const compress::Compressor& c) {
     return "momentum=nesterov has no device form yet (" + c.name() + ")";
   if (dynamic_cast<const compress::ErrorFeedback*>(&c))
     return "ef=vanilla has no device form yet (" + c.name() + "; ef=none has one)";
-  if (dynamic_cast<const CastCompressor*>(&c)) return "";
-  return "compressor " + c.name() + " has no device form yet (none, fp16, bf16 have)";
+  if (dynamic_cast<const CastCompressor*>(&c) || dynamic_cast<const compress::TopkCompressor*>(&c) ||
+      dynamic_cast<const compress::RandomkCompressor*>(&c))
+    return "";
+  return "compressor " + c.name() + " has no device form yet (none, fp16, bf16, topk, randomk have)";
 }
 
 Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                          const compress::Compressor& c, std::string who) {
   if (std::string why = noDeviceForm(c); !why.empty()) return Status(Code::kNotSupported, who + ": " + why);
   std::unique_ptr<DeviceCodec> d(new DeviceCodec(std::move(kernels), c.count(), std::move(who)));
-  const auto& cast = dynamic_cast<const CastCompressor&>(c);
-  d->inner_ = cast.kind() == CastCompressor::Kind::kF16    ? Inner::kF16
-              : cast.kind() == CastCompressor::Kind::kBf16 ? Inner::kBf16
-                                                           : Inner::kNone;
-  d->innerName_ = cast.name();
-  d->innerBytes_ = cast.maxCompressedBytes();
+  const compress::Compressor& inner = c;
+  d->innerName_ = inner.name();
+  d->innerBytes_ = inner.maxCompressedBytes();
+  if (const auto* cast = dynamic_cast<const CastCompressor*>(&inner)) {
+    d->inner_ = cast->kind() == CastCompressor::Kind::kF16    ? Inner::kF16
+                : cast->kind() == CastCompressor::Kind::kBf16 ? Inner::kBf16
+                                                              : Inner::kNone;
+  } else if (const auto* topk = dynamic_cast<const compress::TopkCompressor*>(&inner)) {
+    d->inner_ = Inner::kTopk;
+    d->k_ = topk->k();
+  } else {
+    const auto& randomk = dynamic_cast<const compress::RandomkCompressor&>(inner);
+    d->inner_ = Inner::kRandomk;
+    d->k_ = randomk.k();
+    d->seed_ = randomk.seed();
+    TSR_RETURN_IF_ERROR(algorithms::DeviceBlock::make(d->kernels_, d->indices_, d->k_ * 4, d->who_, "random-k indices"));
+  }
   return d;
 }
 
@@ -37,19 +52,22 @@ Status DeviceCodec::named(const Status& st) const {
   return Status(st.code(), who_ + ": " + st.message());
 }
 
-Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_t) {
+Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_t step) {
+  if (inner_ == Inner::kTopk || inner_ == Inner::kRandomk) return compressSparse(g, payload, step);
   algorithms::StepKernels& k = *kernels_;
   Status st;
   switch (inner_) {
     case Inner::kNone: st = k.copy(payload, g, count_ * sizeof(float)); break;
     case Inner::kF16: st = k.castTo(DataType::kF16, g, count_, reinterpret_cast<uint16_t*>(payload)); break;
     case Inner::kBf16: st = k.castTo(DataType::kBF16, g, count_, reinterpret_cast<uint16_t*>(payload)); break;
+    default: break;
   }
   if (!st.isOk()) return named(st);
   return innerBytes_;
 }
 
 Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* out) {
+  if (inner_ == Inner::kTopk || inner_ == Inner::kRandomk) return decompressSparse(payload, bytes, out);
   if (bytes != innerBytes_)
     return Status(Code::kInvalidArgument, innerName_ + ": payload of " + std::to_string(bytes) + " bytes, expected " +
                                               std::to_string(innerBytes_));
@@ -58,6 +76,7 @@ Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* ou
     case Inner::kNone: return named(k.copy(out, payload, count_ * sizeof(float)));
     case Inner::kF16: return named(k.castFrom(DataType::kF16, reinterpret_cast<const uint16_t*>(payload), count_, out));
     case Inner::kBf16: return named(k.castFrom(DataType::kBF16, reinterpret_cast<const uint16_t*>(payload), count_, out));
+    default: break;
   }
   return Status::ok();
 }
@@ -65,6 +84,66 @@ Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* ou
 Status DeviceCodec::readError(float* host) const {
   std::fill(host, host + count_, 0.0f);
   return Status::ok();
+}
+
+// Payloads as compress/topk_compressor.h and randomk_compressor.h lay them out:
+//   topk:    [k u32, 0 u32][k indices u32][k values f32]
+//   randomk: [step u32, k u32][k values f32] (the indices are redrawn from seed and step).
+Result<size_t> DeviceCodec::compressSparse(const float* x, std::byte* payload, uint32_t step) {
+  algorithms::StepKernels& k = *kernels_;
+  uint32_t header[2] = {0, 0};
+  size_t bytes = 0;
+  if (inner_ == Inner::kTopk) {
+    auto* indices = reinterpret_cast<uint32_t*>(payload + 8);
+    auto kk = k.topkSelect(x, count_, k_, indices);
+    if (!kk.isOk()) return named(kk.status());
+    Status st = k.gather(x, indices, kk.value(), reinterpret_cast<float*>(payload + 8 + 4 * kk.value()));
+    if (!st.isOk()) return named(st);
+    header[0] = static_cast<uint32_t>(kk.value());
+    bytes = 8 + 8 * kk.value();
+  } else {
+    auto kk = k.randomkSelect(count_, k_, seed_, step, indices_.as<uint32_t>());
+    if (!kk.isOk()) return named(kk.status());
+    Status st = k.gather(x, indices_.as<uint32_t>(), kk.value(), reinterpret_cast<float*>(payload + 8));
+    if (!st.isOk()) return named(st);
+    header[0] = step;
+    header[1] = static_cast<uint32_t>(kk.value());
+    bytes = 8 + 4 * kk.value();
+  }
+  Status st = k.writeFromHost(payload, header, sizeof header);
+  if (!st.isOk()) return named(st);
+  return bytes;
+}
+
+Status DeviceCodec::decompressSparse(const std::byte* payload, size_t bytes, float* out) {
+  algorithms::StepKernels& k = *kernels_;
+  uint32_t header[2] = {0, 0};
+  if (bytes >= 8) TSR_RETURN_IF_ERROR(named(k.readToHost(header, payload, sizeof header)));
+  const bool topk = inner_ == Inner::kTopk;
+  const size_t kk = topk ? header[0] : header[1];
+  const bool malformed = bytes < 8 || (topk ? kk > k_ || bytes != 8 + 8 * kk : kk != k_ || bytes != 8 + 4 * k_);
+  if (malformed)
+    return Status(Code::kInvalidArgument, innerName_ + ": malformed payload of " + std::to_string(bytes) + " bytes (k=" +
+                                              std::to_string(kk) + ")");
+  const uint32_t* indices = indices_.as<uint32_t>();
+  const float* values = reinterpret_cast<const float*>(payload + 8);
+  if (topk) {
+    indices = reinterpret_cast<const uint32_t*>(payload + 8);
+    values = reinterpret_cast<const float*>(payload + 8 + 4 * kk);
+    auto bad = k.firstIndexOutOfRange(indices, kk, count_);
+    if (!bad.isOk()) return named(bad.status());
+    if (bad.value() < kk) {
+      uint32_t index = 0;
+      k.readToHost(&index, indices + bad.value(), sizeof index).ignore();  // for the message only
+      return Status(Code::kInvalidArgument, innerName_ + ": payload index " + std::to_string(index) +
+                                                " out of range " + std::to_string(count_));
+    }
+  } else {
+    auto drawn = k.randomkSelect(count_, k_, seed_, header[0], indices_.as<uint32_t>());
+    if (!drawn.isOk()) return named(drawn.status());
+  }
+  TSR_RETURN_IF_ERROR(named(k.zero(out, count_ * sizeof(float))));
+  return named(k.scatter(indices, values, kk, out));
 }
 
 }  // namespace tsr::compressed

@@ -5,8 +5,10 @@
 // (today: none beyond scratch) lives on the device. Payloads are byte-identical to the host
 // compressor's for the same input and step, so a direct rank and a host rank could share a job.
 //
-// Device forms exist for: none, fp16, bf16 with ef=none and momentum=none. Everything else
-// answers noDeviceForm() with why, and the tensor stages (runtime/device_path.h).
+// Device forms exist for: none, fp16, bf16, topk, randomk, with ef=none and momentum=none.
+// Everything else answers noDeviceForm() with why, and the tensor stages
+// (runtime/device_path.h). A sparse payload's 8-byte header is written from and read into the
+// host (its k and step drive the kernels).
 #pragma once
 
 #include <cstddef>
@@ -36,17 +38,22 @@ class DeviceCodec {
   Status readError(float* host) const;
 
  private:
-  enum class Inner { kNone, kF16, kBf16 };
+  enum class Inner { kNone, kF16, kBf16, kTopk, kRandomk };
   DeviceCodec(std::shared_ptr<algorithms::StepKernels> k, size_t count, std::string who)
       : kernels_(std::move(k)), count_(count), who_(std::move(who)) {}
   Status named(const Status& st) const;
+  Result<size_t> compressSparse(const float* x, std::byte* payload, uint32_t step);
+  Status decompressSparse(const std::byte* payload, size_t bytes, float* out);
 
   std::shared_ptr<algorithms::StepKernels> kernels_;
   size_t count_;
   std::string who_;
   Inner inner_ = Inner::kNone;
   std::string innerName_;  // the host compressor's name, for messages
-  size_t innerBytes_ = 0;  // its payload size
+  size_t innerBytes_ = 0;  // its payload size (sparse: the largest)
+  size_t k_ = 0;           // topk, randomk: min(k, count)
+  uint64_t seed_ = 0;      // randomk
+  algorithms::DeviceBlock indices_;  // randomk: the step's indices
 };
 
 }  // namespace tsr::compressed

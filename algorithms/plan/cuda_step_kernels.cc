@@ -4,6 +4,7 @@
 // available): compiled and linked only.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
@@ -23,6 +24,7 @@ class CudaStepKernels final : public StepKernels {
     cudaStreamSynchronize(stream_);
     if (firstBad_) cudaFree(firstBad_);
     if (blockSums_) cudaFree(blockSums_);
+    if (scratch_) cudaFree(scratch_);
     cudaStreamDestroy(stream_);
   }
 
@@ -128,6 +130,30 @@ class CudaStepKernels final : public StepKernels {
   Status scale(const float* in, size_t count, float factor, float* out) override {
     return launched(kernels::cuda::scaleF32(in, count, factor, out, stream_), "scale");
   }
+  Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override {
+    size_t bytes = kernels::cuda::topkScratchBytes(n, k);
+    TSR_RETURN_IF_ERROR(growScratch(bytes));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::topkSelect(x, n, k, indices, scratch_, bytes, stream_), "top-k select"));
+    return std::min(k, n);
+  }
+  Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override {
+    size_t bytes = kernels::cuda::randomkScratchBytes(n, k);
+    TSR_RETURN_IF_ERROR(growScratch(bytes));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::randomkSelect(n, k, seed, step, indices, scratch_, bytes, stream_),
+                                 "random-k select"));
+    return std::min(k, n);
+  }
+  Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override {
+    return launched(kernels::cuda::gatherF32(x, indices, k, out, stream_), "gather");
+  }
+  Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override {
+    return launched(kernels::cuda::scatterF32(indices, values, k, out, stream_), "scatter");
+  }
+  Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(k));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::indexOutOfRange(indices, k, n, firstBad_, stream_), "index check"));
+    return readFirstBad();
+  }
 
  private:
   Status sync(cudaError_t e, const char* what) {
@@ -148,6 +174,17 @@ class CudaStepKernels final : public StepKernels {
     TSR_RETURN_IF_ERROR(readToHost(&host_, firstBad_, sizeof host_));
     return static_cast<size_t>(host_);
   }
+  // The select kernels' scratch, grown to the largest asked for.
+  Status growScratch(size_t bytes) {
+    if (bytes <= scratchCapacity_) return Status::ok();
+    if (scratch_) cudaFree(scratch_);
+    scratch_ = nullptr;
+    scratchCapacity_ = 0;
+    cudaError_t e = cudaMalloc(&scratch_, bytes);
+    if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc(" + std::to_string(bytes) + "): " + cudaText(e));
+    scratchCapacity_ = bytes;
+    return Status::ok();
+  }
   Status growBlockSums(size_t blocks) {
     if (blocks <= blockCapacity_) return Status::ok();
     if (blockSums_) cudaFree(blockSums_);
@@ -166,6 +203,8 @@ class CudaStepKernels final : public StepKernels {
   unsigned long long host_ = 0;
   double* blockSums_ = nullptr;
   size_t blockCapacity_ = 0;
+  void* scratch_ = nullptr;
+  size_t scratchCapacity_ = 0;
 };
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <cstring>
 
 #include "algorithms/kernels/cast.h"
+#include "algorithms/kernels/randomk.h"
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
+#include "algorithms/kernels/topk.h"
 
 namespace tsr::algorithms {
 
@@ -96,6 +98,32 @@ Status HostStepKernels::castFrom(DataType from, const uint16_t* in, size_t count
 Status HostStepKernels::scale(const float* in, size_t count, float factor, float* out) {
   for (size_t j = 0; j < count; ++j) out[j] = in[j] * factor;
   return Status::ok();
+}
+
+Result<size_t> HostStepKernels::topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) {
+  topkScratch_.resize(std::max(topkScratch_.size(), kernels::topkScratchCount(n, k)));
+  return kernels::topkSelect(x, n, k, indices, topkScratch_.data(), topkScratch_.size());
+}
+
+Result<size_t> HostStepKernels::randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) {
+  randomkBitmap_.resize(std::max(randomkBitmap_.size(), kernels::randomkBitmapWords(n)));
+  return kernels::randomkSelect(n, k, seed, step, randomkBitmap_.data(), indices);
+}
+
+Status HostStepKernels::gather(const float* x, const uint32_t* indices, size_t k, float* out) {
+  kernels::gatherValues(x, indices, k, out);
+  return Status::ok();
+}
+
+Status HostStepKernels::scatter(const uint32_t* indices, const float* values, size_t k, float* out) {
+  kernels::scatterValues(indices, values, k, out);
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) {
+  for (size_t i = 0; i < k; ++i)
+    if (indices[i] >= n) return i;
+  return k;
 }
 
 }  // namespace tsr::algorithms

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/kernels/philox.h"
 #include "base/dtype.h"
@@ -76,6 +77,15 @@ class StepKernels {
   virtual Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) = 0;
   // out = in * factor (the average: the sum of the decompressed payloads times 1/N).
   virtual Status scale(const float* in, size_t count, float factor, float* out) = 0;
+  // Sparse codecs (kernels/topk.h, kernels/randomk.h): min(k, n) increasing indices into
+  // `indices`, returning that count; scratch is the backend's own.
+  virtual Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) = 0;
+  virtual Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) = 0;
+  // out[i] = x[indices[i]]; and out[indices[i]] = values[i] (other elements left alone).
+  virtual Status gather(const float* x, const uint32_t* indices, size_t k, float* out) = 0;
+  virtual Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) = 0;
+  // The first position i with indices[i] >= n (a malformed payload), or k.
+  virtual Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) = 0;
 };
 
 // The CPU kernels over host memory.
@@ -102,6 +112,15 @@ class HostStepKernels : public StepKernels {
   Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override;
   Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override;
   Status scale(const float* in, size_t count, float factor, float* out) override;
+  Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override;
+  Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override;
+  Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override;
+  Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override;
+  Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override;
+
+ private:
+  std::vector<uint32_t> topkScratch_;   // grown on first use, then reused
+  std::vector<uint64_t> randomkBitmap_;
 };
 
 // The CUDA backend on the current device. Fails (NotSupported) naming why: built without

@@ -103,8 +103,32 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     return HostStepKernels::scale(in, n, factor, out);
   }
 
+  Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override {
+    count(selects, {x}, n * 4);
+    count(selects, {indices}, std::min(n, k) * 4, false);
+    return HostStepKernels::topkSelect(x, n, k, indices);
+  }
+  Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override {
+    count(selects, {indices}, std::min(n, k) * 4);
+    return HostStepKernels::randomkSelect(n, k, seed, step, indices);
+  }
+  Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override {
+    count(gathers, {indices, out}, k * 4);
+    count(gathers, {x}, 4, false);  // x's extent is not known here; its start must be device memory
+    return HostStepKernels::gather(x, indices, k, out);
+  }
+  Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override {
+    count(scatters, {indices, values}, k * 4);
+    count(scatters, {out}, 4, false);
+    return HostStepKernels::scatter(indices, values, k, out);
+  }
+  Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override {
+    count(rangeChecks, {indices}, k * 4);
+    return HostStepKernels::firstIndexOutOfRange(indices, k, n);
+  }
+
   std::atomic<int> copies{0}, zeros{0}, reduces{0}, divides{0}, merges{0}, prepares{0}, addScans{0}, finishes{0};
-  std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0};
+  std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0}, selects{0}, gathers{0}, scatters{0}, rangeChecks{0};
   std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
 
  private:

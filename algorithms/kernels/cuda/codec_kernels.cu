@@ -1,6 +1,7 @@
 // CUDA kernels of a compressed tensor's device codec (algorithms/compressed/device_codec.h;
 // plan/step_kernels.h): the non-finite scan and the averaging scale. Elementwise f32 math with
-// --fmad=false, so each element rounds as on the CPU. NOT RUN ON A GPU in this project:
+// --fmad=false, so each element rounds as on the CPU; the sparse codecs' gather, scatter and
+// index check. NOT RUN ON A GPU in this project:
 // compiled and linked only.
 #include <cuda_runtime.h>
 
@@ -26,6 +27,21 @@ __global__ void scaleKernel(const float* in, size_t count, float factor, float* 
   if (j < count) out[j] = in[j] * factor;
 }
 
+__global__ void gatherKernel(const float* x, const uint32_t* indices, size_t k, float* out) {
+  size_t i = threadIndex();
+  if (i < k) out[i] = x[indices[i]];
+}
+
+__global__ void scatterKernel(const uint32_t* indices, const float* values, size_t k, float* out) {
+  size_t i = threadIndex();
+  if (i < k) out[indices[i]] = values[i];
+}
+
+__global__ void rangeKernel(const uint32_t* indices, size_t k, size_t n, unsigned long long* firstBad) {
+  size_t i = threadIndex();
+  if (i < k && indices[i] >= n) atomicMin(firstBad, static_cast<unsigned long long>(i));
+}
+
 int launched() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace
@@ -39,6 +55,24 @@ int scanNonFinite(const float* x, size_t count, unsigned long long* firstBad, vo
 int scaleF32(const float* in, size_t count, float factor, float* out, void* stream) {
   if (count == 0) return 0;
   scaleKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(in, count, factor, out);
+  return launched();
+}
+
+int gatherF32(const float* x, const uint32_t* indices, size_t k, float* out, void* stream) {
+  if (k == 0) return 0;
+  gatherKernel<<<blocksFor(k), kThreads, 0, asStream(stream)>>>(x, indices, k, out);
+  return launched();
+}
+
+int scatterF32(const uint32_t* indices, const float* values, size_t k, float* out, void* stream) {
+  if (k == 0) return 0;
+  scatterKernel<<<blocksFor(k), kThreads, 0, asStream(stream)>>>(indices, values, k, out);
+  return launched();
+}
+
+int indexOutOfRange(const uint32_t* indices, size_t k, size_t n, unsigned long long* firstBad, void* stream) {
+  if (k == 0) return 0;
+  rangeKernel<<<blocksFor(k), kThreads, 0, asStream(stream)>>>(indices, k, n, firstBad);
   return launched();
 }
 

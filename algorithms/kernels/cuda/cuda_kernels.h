@@ -45,6 +45,11 @@ int divideF32(float* data, size_t count, float divisor, void* stream);
 // into *firstBad (preset to count); out = in * factor.
 int scanNonFinite(const float* x, size_t count, unsigned long long* firstBad, void* stream);
 int scaleF32(const float* in, size_t count, float factor, float* out, void* stream);
+// out[i] = x[indices[i]]; out[indices[i]] = values[i]; the first i with indices[i] >= n into
+// *firstBad (preset to k).
+int gatherF32(const float* x, const uint32_t* indices, size_t k, float* out, void* stream);
+int scatterF32(const uint32_t* indices, const float* values, size_t k, float* out, void* stream);
+int indexOutOfRange(const uint32_t* indices, size_t k, size_t n, unsigned long long* firstBad, void* stream);
 
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
