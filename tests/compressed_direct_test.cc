@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "algorithms/compress/momentum.h"
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/compressed/device_codec.h"
@@ -92,22 +93,30 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
       staged.value()->residual(rs.data());
       EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
       EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      host.value()->momentum(rh.data());
+      direct.value()->momentum(rd.data());
+      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;
     }
     EXPECT_EQ(direct.value()->step(), static_cast<uint64_t>(kSteps));
     testing::FakeDeviceKernels& k = *opened.kernels;
-    EXPECT_EQ(k.scans, kSteps) << "the NaN scan did not run on the device";
+    // The NaN scan of g, and with momentum of the shifted gradient too.
+    EXPECT_EQ(k.scans, kSteps * (params.count("momentum") ? 2 : 1)) << "the scans did not run on the device";
     EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
     EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
-    const std::string& kind = params["compressor"];
+    const std::string kind = params.at("compressor");
+    const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
     if (kind == "fp16" || kind == "bf16") {
-      EXPECT_EQ(k.casts, kSteps * (1 + n)) << "compress and N decompresses per step";
+      EXPECT_EQ(k.casts, kSteps * (2 + n - (ef ? 0 : 1))) << "compress (ef: and its decompress), N decompresses";
     }
     if (kind == "topk" || kind == "randomk") {
       // randomk redraws its indices for each payload it decompresses.
-      EXPECT_EQ(k.selects, kSteps * (kind == "topk" ? 1 : 1 + n)) << "the selection did not run on the device";
+      EXPECT_EQ(k.selects, kSteps * (kind == "topk" ? 1 : 1 + n + (ef ? 1 : 0))) << "the selection did not run on the device";
       EXPECT_EQ(k.gathers, kSteps);
-      EXPECT_EQ(k.scatters, kSteps * n);
+      EXPECT_EQ(k.scatters, kSteps * n + (ef ? kSteps : 0));  // ef decompresses its own payload too
     }
+    EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
+    EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
+    EXPECT_EQ(k.nesterovs, params.count("momentum") ? kSteps : 0) << "the momentum did not run on the device";
     EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
     EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
     EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
@@ -128,6 +137,15 @@ TEST(CompressedDirect, Bf16EqualsHostAndStaged) { sweep({{"compressor", "bf16"},
 TEST(CompressedDirect, TopkEqualsHostAndStaged) { sweep({{"compressor", "topk"}, {"k", "0.01"}, {"ef", "none"}}); }
 TEST(CompressedDirect, RandomkEqualsHostAndStaged) {
   sweep({{"compressor", "randomk"}, {"k", "50"}, {"seed", "9"}, {"ef", "none"}});
+}
+
+TEST(CompressedDirect, ErrorFeedbackEqualsHostAndStaged) {
+  sweep({{"compressor", "fp16"}});  // ef=vanilla is the compressed tensor's default
+  sweep({{"compressor", "topk"}, {"k", "0.01"}, {"ef", "vanilla"}});
+}
+TEST(CompressedDirect, MomentumEqualsHostAndStaged) {
+  sweep({{"compressor", "randomk"}, {"k", "50"}, {"momentum", "nesterov"}, {"momentum_mu", "0.8"}});
+  sweep({{"compressor", "bf16"}, {"ef", "none"}, {"momentum", "nesterov"}}, 1000);
 }
 
 // The device codec alone, no network: its payloads are byte-identical to the host
@@ -158,6 +176,26 @@ void expectCodecMatchesHost(const Params& params) {
     ASSERT_TRUE(codec.value()->decompress(payload, got.value(), out).isOk());
     ASSERT_TRUE(host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), want.value()}, hostOut).isOk());
     EXPECT_TRUE(sameBits(out, hostOut.data(), count)) << "step " << step;
+    std::vector<float> state(count), zeros(count, 0.0f);
+    ASSERT_TRUE(codec.value()->readError(state.data()).isOk());
+    auto e = host.value()->feedbackError();
+    EXPECT_TRUE(sameBits(state.data(), e.empty() ? zeros.data() : e.data(), count)) << "residual, step " << step;
+    ASSERT_TRUE(codec.value()->readMomentum(state.data()).isOk());
+    const auto* m = dynamic_cast<const compress::NesterovMomentum*>(host.value().get());
+    EXPECT_TRUE(sameBits(state.data(), m ? m->momentum().data() : zeros.data(), count)) << "momentum, step " << step;
+  }
+  if (params.count("ef")) {  // g + e overflowing: refused naming the inner stage, as on the host
+    for (size_t j = 0; j < count; ++j) g[j] = j == 7 ? 3.0e38f : 1.0f;
+    for (int twice = 0; twice < 2; ++twice) {
+      auto want = host.value()->compress({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
+      auto got = codec.value()->compress(g, payload, 3);
+      ASSERT_EQ(want.isOk(), got.isOk()) << want.status().toString() << " vs " << got.status().toString();
+      if (!want.isOk()) {
+        EXPECT_EQ(got.status().code(), Code::kNumericError);
+        EXPECT_NE(got.status().message().find("compressed tensor c: " + want.status().message()), std::string::npos)
+            << got.status().toString() << " vs " << want.status().toString();
+      }
+    }
   }
   // Malformed: one byte short; and (top-k) an index past the end.
   Status shortHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), bytes - 8}, hostOut);
@@ -188,6 +226,9 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "none"}});
   expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}});
   expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"seed", "3"}});
+  expectCodecMatchesHost({{"compressor", "fp16"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}, {"ef", "vanilla"}, {"momentum", "nesterov"}});
+  expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"momentum", "nesterov"}, {"momentum_mu", "0.5"}});
 }
 
 // The staged path is chosen, with its reason, without the claimed CUDA support, for a
@@ -265,7 +306,9 @@ void expectBadInputNamed(const Params& params) {
       if (step == 1 && comm.rank() == 1) d[17] = NAN;
       if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
       std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
+      std::vector<float> momentumBefore(1000);
       t.value()->residual(residualBefore.data());
+      t.value()->momentum(momentumBefore.data());
       Status st = t.value()->allreduce(d);
       if (step == 0) {
         ASSERT_TRUE(st.isOk()) << st.toString();
@@ -278,6 +321,8 @@ void expectBadInputNamed(const Params& params) {
       EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
       t.value()->residual(residualAfter.data());
       EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
+      t.value()->momentum(residualAfter.data());
+      EXPECT_TRUE(sameBits(momentumBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
       EXPECT_EQ(t.value()->step(), 1u);
     }
     for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
@@ -295,7 +340,7 @@ void expectBadInputNamed(const Params& params) {
 
 TEST(CompressedDirect, BadInputIsNamed) {
   expectBadInputNamed({{"compressor", "fp16"}, {"ef", "none"}});
-  expectBadInputNamed({{"compressor", "topk"}, {"k", "20"}, {"ef", "none"}});
+  expectBadInputNamed({{"compressor", "topk"}, {"k", "20"}, {"momentum", "nesterov"}});  // ef=vanilla by default
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "algorithms/compress/momentum.h"
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_device_step.h"
 #include "algorithms/compressed/compressed_hier.h"
@@ -164,6 +165,20 @@ void CompressedTensor::residual(float* out) const {
   auto e = state_->compressor->feedbackError();
   if (e.empty()) std::fill(out, out + state_->count, 0.0f);
   else std::copy(e.begin(), e.end(), out);
+}
+
+void CompressedTensor::momentum(float* out) const {
+  const CompressedState& s = *state_;
+  if (s.device) {
+    s.device->codec->readMomentum(out).ignore();
+    return;
+  }
+  const auto* m = dynamic_cast<const compress::NesterovMomentum*>(s.compressor.get());
+  if (s.hier || !m) {
+    std::fill(out, out + s.count, 0.0f);
+    return;
+  }
+  std::copy(m->momentum().begin(), m->momentum().end(), out);
 }
 
 }  // namespace tsr::compressed

@@ -69,6 +69,9 @@ class CompressedTensor {
   // path); two-level: the f16 cast residual plus
   // X (ranks per host) times the shard's error-feedback error, at the shard.
   void residual(float* out) const;
+  // Flat with momentum=nesterov: the momentum (count floats; read from the device on the
+  // direct path); zeros otherwise.
+  void momentum(float* out) const;
   // Bytes of one rank's payload slot on the wire (the all-gather block).
   size_t slotBytes() const;
 

@@ -1,6 +1,7 @@
 #include "algorithms/compressed/device_codec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "algorithms/compress/cast_compressor.h"
 #include "algorithms/compress/error_feedback.h"
@@ -12,22 +13,45 @@ namespace tsr::compressed {
 
 using compress::CastCompressor;
 
+namespace {
+// The compressor under the decorators (the registry builds nesterov(ef(inner))).
+const compress::Compressor& innermost(const compress::Compressor& c) {
+  if (const auto* m = dynamic_cast<const compress::NesterovMomentum*>(&c)) return innermost(m->inner());
+  if (const auto* e = dynamic_cast<const compress::ErrorFeedback*>(&c)) return innermost(e->inner());
+  return c;
+}
+}  // namespace
+
 std::string DeviceCodec::noDeviceForm(const compress::Compressor& c) {
-  if (dynamic_cast<const compress::NesterovMomentum*>(&c))
-    return "momentum=nesterov has no device form yet (" + c.name() + ")";
-  if (dynamic_cast<const compress::ErrorFeedback*>(&c))
-    return "ef=vanilla has no device form yet (" + c.name() + "; ef=none has one)";
-  if (dynamic_cast<const CastCompressor*>(&c) || dynamic_cast<const compress::TopkCompressor*>(&c) ||
-      dynamic_cast<const compress::RandomkCompressor*>(&c))
+  const compress::Compressor& inner = innermost(c);
+  if (dynamic_cast<const CastCompressor*>(&inner) || dynamic_cast<const compress::TopkCompressor*>(&inner) ||
+      dynamic_cast<const compress::RandomkCompressor*>(&inner))
     return "";
-  return "compressor " + c.name() + " has no device form yet (none, fp16, bf16, topk, randomk have)";
+  return "compressor " + inner.name() + " has no device form yet (none, fp16, bf16, topk, randomk have)";
 }
 
 Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                          const compress::Compressor& c, std::string who) {
   if (std::string why = noDeviceForm(c); !why.empty()) return Status(Code::kNotSupported, who + ": " + why);
   std::unique_ptr<DeviceCodec> d(new DeviceCodec(std::move(kernels), c.count(), std::move(who)));
-  const compress::Compressor& inner = c;
+  using algorithms::DeviceBlock;
+  const size_t bytes = c.count() * sizeof(float);
+  const compress::Compressor* next = &c;
+  if (const auto* m = dynamic_cast<const compress::NesterovMomentum*>(next)) {
+    d->nesterov_ = true;
+    d->mu_ = m->mu();
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(d->kernels_, d->momentum_, bytes, d->who_, "momentum"));
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(d->kernels_, d->shifted_, bytes, d->who_, "shifted gradient"));
+    next = &m->inner();
+  }
+  if (const auto* e = dynamic_cast<const compress::ErrorFeedback*>(next)) {
+    d->ef_ = true;
+    d->efName_ = e->name();
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(d->kernels_, d->error_, bytes, d->who_, "error-feedback residual"));
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(d->kernels_, d->corrected_, bytes, d->who_, "corrected gradient"));
+    next = &e->inner();
+  }
+  const compress::Compressor& inner = *next;
   d->innerName_ = inner.name();
   d->innerBytes_ = inner.maxCompressedBytes();
   if (const auto* cast = dynamic_cast<const CastCompressor*>(&inner)) {
@@ -42,7 +66,7 @@ Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorit
     d->inner_ = Inner::kRandomk;
     d->k_ = randomk.k();
     d->seed_ = randomk.seed();
-    TSR_RETURN_IF_ERROR(algorithms::DeviceBlock::make(d->kernels_, d->indices_, d->k_ * 4, d->who_, "random-k indices"));
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(d->kernels_, d->indices_, d->k_ * 4, d->who_, "random-k indices"));
   }
   return d;
 }
@@ -52,14 +76,49 @@ Status DeviceCodec::named(const Status& st) const {
   return Status(st.code(), who_ + ": " + st.message());
 }
 
+// compress::checkFinite's message, for the stage that would have refused x on the host.
+Status DeviceCodec::finiteOrNamed(Result<size_t> bad, const float* x, const std::string& stage) const {
+  if (!bad.isOk()) return named(bad.status());
+  if (bad.value() >= count_) return Status::ok();
+  float v = 0.0f;
+  kernels_->readToHost(&v, x + bad.value(), sizeof v).ignore();  // for the message only
+  return named(Status(Code::kNumericError, stage + ": non-finite input value " +
+                                               (std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf")) + " at index " +
+                                               std::to_string(bad.value()) + " of " + std::to_string(count_)));
+}
+
+// The host chain's order: p = shifted g (momentum), c = p + e (error feedback), the inner
+// compressor on c, e = c - decompress(payload), then m updated; a refusal changes no state.
 Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_t step) {
-  if (inner_ == Inner::kTopk || inner_ == Inner::kRandomk) return compressSparse(g, payload, step);
+  algorithms::StepKernels& k = *kernels_;
+  const float* x = g;
+  if (nesterov_) {
+    TSR_RETURN_IF_ERROR(named(k.nesterovShift(g, momentum_.as<float>(), count_, mu_, shifted_.as<float>())));
+    x = shifted_.as<float>();
+    TSR_RETURN_IF_ERROR(finiteOrNamed(k.scanNonFinite(x, count_), x, ef_ ? efName_ : innerName_));
+  }
+  size_t bytes = 0;
+  if (ef_) {
+    float* c = corrected_.as<float>();
+    TSR_RETURN_IF_ERROR(finiteOrNamed(k.addScan(x, error_.as<float>(), count_, c), c, innerName_));
+    TSR_ASSIGN_OR_RETURN(bytes, compressInner(c, payload, step));
+    TSR_RETURN_IF_ERROR(decompress(payload, bytes, error_.as<float>()));
+    TSR_RETURN_IF_ERROR(named(k.efKeep(c, count_, error_.as<float>())));
+  } else {
+    TSR_ASSIGN_OR_RETURN(bytes, compressInner(x, payload, step));
+  }
+  if (nesterov_) TSR_RETURN_IF_ERROR(named(k.nesterovUpdate(g, count_, mu_, momentum_.as<float>())));
+  return bytes;
+}
+
+Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, uint32_t step) {
+  if (inner_ == Inner::kTopk || inner_ == Inner::kRandomk) return compressSparse(x, payload, step);
   algorithms::StepKernels& k = *kernels_;
   Status st;
   switch (inner_) {
-    case Inner::kNone: st = k.copy(payload, g, count_ * sizeof(float)); break;
-    case Inner::kF16: st = k.castTo(DataType::kF16, g, count_, reinterpret_cast<uint16_t*>(payload)); break;
-    case Inner::kBf16: st = k.castTo(DataType::kBF16, g, count_, reinterpret_cast<uint16_t*>(payload)); break;
+    case Inner::kNone: st = k.copy(payload, x, count_ * sizeof(float)); break;
+    case Inner::kF16: st = k.castTo(DataType::kF16, x, count_, reinterpret_cast<uint16_t*>(payload)); break;
+    case Inner::kBf16: st = k.castTo(DataType::kBF16, x, count_, reinterpret_cast<uint16_t*>(payload)); break;
     default: break;
   }
   if (!st.isOk()) return named(st);
@@ -82,8 +141,19 @@ Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* ou
 }
 
 Status DeviceCodec::readError(float* host) const {
-  std::fill(host, host + count_, 0.0f);
-  return Status::ok();
+  if (!ef_) {
+    std::fill(host, host + count_, 0.0f);
+    return Status::ok();
+  }
+  return named(kernels_->readToHost(host, error_.as<float>(), count_ * sizeof(float)));
+}
+
+Status DeviceCodec::readMomentum(float* host) const {
+  if (!nesterov_) {
+    std::fill(host, host + count_, 0.0f);
+    return Status::ok();
+  }
+  return named(kernels_->readToHost(host, momentum_.as<float>(), count_ * sizeof(float)));
 }
 
 // Payloads as compress/topk_compressor.h and randomk_compressor.h lay them out:

@@ -1,14 +1,17 @@
 // DeviceCodec: the device form of a registry compressor chain (algorithms/compress), for a
 // compressed tensor on the direct device path (compressed_device_step.h). It reads the chain
-// the registry built (the same parameters, so the same payload layout and the same maths) and
-// runs it through a StepKernels backend (plan/step_kernels.h) on device memory; its state
-// (today: none beyond scratch) lives on the device. Payloads are byte-identical to the host
-// compressor's for the same input and step, so a direct rank and a host rank could share a job.
+// the registry built, [nesterov(] [ef(] inner [)] [)], with the same parameters, so the same
+// payload layout and the same maths, and runs it through a StepKernels backend
+// (plan/step_kernels.h) on device memory. Its state lives on the device: the error-feedback
+// residual e, the momentum m, and their scratch (c = g + e, p = the shifted gradient).
+// Payloads and state are bit-identical to the host chain's for the same input and step (the
+// decorators share kernels/feedback_ops.h), so a direct rank and a host rank could share a job.
 //
-// Device forms exist for: none, fp16, bf16, topk, randomk, with ef=none and momentum=none.
-// Everything else answers noDeviceForm() with why, and the tensor stages
-// (runtime/device_path.h). A sparse payload's 8-byte header is written from and read into the
-// host (its k and step drive the kernels).
+// Inner compressors with a device form: none, fp16, bf16, topk, randomk; with or without
+// ef=vanilla and momentum=nesterov. Everything else answers noDeviceForm() with why, and the
+// tensor stages (runtime/device_path.h). A sparse payload's 8-byte header is written from and
+// read into the host (its k and step drive the kernels). As on the host, a stage whose input
+// is not finite (g + e or the shifted gradient overflowing) fails naming it, state unchanged.
 #pragma once
 
 #include <cstddef>
@@ -36,12 +39,16 @@ class DeviceCodec {
   Status decompress(const std::byte* payload, size_t bytes, float* out);
   // Error feedback's residual into host memory (count floats); zeros without ef.
   Status readError(float* host) const;
+  // The momentum into host memory (count floats); zeros without momentum.
+  Status readMomentum(float* host) const;
 
  private:
   enum class Inner { kNone, kF16, kBf16, kTopk, kRandomk };
   DeviceCodec(std::shared_ptr<algorithms::StepKernels> k, size_t count, std::string who)
       : kernels_(std::move(k)), count_(count), who_(std::move(who)) {}
   Status named(const Status& st) const;
+  Result<size_t> compressInner(const float* x, std::byte* payload, uint32_t step);
+  Status finiteOrNamed(Result<size_t> bad, const float* x, const std::string& stage) const;
   Result<size_t> compressSparse(const float* x, std::byte* payload, uint32_t step);
   Status decompressSparse(const std::byte* payload, size_t bytes, float* out);
 
@@ -54,6 +61,11 @@ class DeviceCodec {
   size_t k_ = 0;           // topk, randomk: min(k, count)
   uint64_t seed_ = 0;      // randomk
   algorithms::DeviceBlock indices_;  // randomk: the step's indices
+  bool ef_ = false, nesterov_ = false;
+  float mu_ = 0;
+  std::string efName_;                    // "ef(topk(k=10))", for messages
+  algorithms::DeviceBlock error_, corrected_;   // ef: e and c = g + e
+  algorithms::DeviceBlock momentum_, shifted_;  // nesterov: m and p
 };
 
 }  // namespace tsr::compressed

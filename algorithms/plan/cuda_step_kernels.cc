@@ -149,6 +149,15 @@ class CudaStepKernels final : public StepKernels {
   Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override {
     return launched(kernels::cuda::scatterF32(indices, values, k, out, stream_), "scatter");
   }
+  Status efKeep(const float* c, size_t count, float* e) override {
+    return launched(kernels::cuda::efKeep(c, count, e, stream_), "error feedback");
+  }
+  Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) override {
+    return launched(kernels::cuda::nesterovShift(g, m, count, mu, p, stream_), "nesterov shift");
+  }
+  Status nesterovUpdate(const float* g, size_t count, float mu, float* m) override {
+    return launched(kernels::cuda::nesterovUpdate(g, count, mu, m, stream_), "nesterov update");
+  }
   Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override {
     TSR_RETURN_IF_ERROR(presetFirstBad(k));
     TSR_RETURN_IF_ERROR(launched(kernels::cuda::indexOutOfRange(indices, k, n, firstBad_, stream_), "index check"));

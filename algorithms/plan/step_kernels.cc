@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "algorithms/kernels/cast.h"
+#include "algorithms/kernels/feedback_ops.h"
 #include "algorithms/kernels/randomk.h"
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
@@ -124,6 +125,21 @@ Result<size_t> HostStepKernels::firstIndexOutOfRange(const uint32_t* indices, si
   for (size_t i = 0; i < k; ++i)
     if (indices[i] >= n) return i;
   return k;
+}
+
+Status HostStepKernels::efKeep(const float* c, size_t count, float* e) {
+  for (size_t j = 0; j < count; ++j) e[j] = kernels::efKept(c[j], e[j]);
+  return Status::ok();
+}
+
+Status HostStepKernels::nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) {
+  for (size_t j = 0; j < count; ++j) p[j] = kernels::nesterovShifted(g[j], m[j], mu);
+  return Status::ok();
+}
+
+Status HostStepKernels::nesterovUpdate(const float* g, size_t count, float mu, float* m) {
+  for (size_t j = 0; j < count; ++j) m[j] = kernels::nesterovNext(g[j], m[j], mu);
+  return Status::ok();
 }
 
 }  // namespace tsr::algorithms

@@ -86,6 +86,11 @@ class StepKernels {
   virtual Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) = 0;
   // The first position i with indices[i] >= n (a malformed payload), or k.
   virtual Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) = 0;
+  // Error feedback and Nesterov momentum (kernels/feedback_ops.h; c = g + e is addScan):
+  // e = efKept(c, e); p = nesterovShifted(g, m, mu); m = nesterovNext(g, m, mu).
+  virtual Status efKeep(const float* c, size_t count, float* e) = 0;
+  virtual Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) = 0;
+  virtual Status nesterovUpdate(const float* g, size_t count, float mu, float* m) = 0;
 };
 
 // The CPU kernels over host memory.
@@ -117,6 +122,9 @@ class HostStepKernels : public StepKernels {
   Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override;
   Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override;
   Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override;
+  Status efKeep(const float* c, size_t count, float* e) override;
+  Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) override;
+  Status nesterovUpdate(const float* g, size_t count, float mu, float* m) override;
 
  private:
   std::vector<uint32_t> topkScratch_;   // grown on first use, then reused

@@ -127,8 +127,22 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     return HostStepKernels::firstIndexOutOfRange(indices, k, n);
   }
 
+  Status efKeep(const float* c, size_t n, float* e) override {
+    count(efKeeps, {c, e}, n * 4);
+    return HostStepKernels::efKeep(c, n, e);
+  }
+  Status nesterovShift(const float* g, const float* m, size_t n, float mu, float* p) override {
+    count(nesterovs, {g, m, p}, n * 4);
+    return HostStepKernels::nesterovShift(g, m, n, mu, p);
+  }
+  Status nesterovUpdate(const float* g, size_t n, float mu, float* m) override {
+    count(nesterovs, {g, m}, n * 4, false);
+    return HostStepKernels::nesterovUpdate(g, n, mu, m);
+  }
+
   std::atomic<int> copies{0}, zeros{0}, reduces{0}, divides{0}, merges{0}, prepares{0}, addScans{0}, finishes{0};
   std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0}, selects{0}, gathers{0}, scatters{0}, rangeChecks{0};
+  std::atomic<int> efKeeps{0}, nesterovs{0};
   std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
 
  private:

@@ -1,11 +1,12 @@
 // CUDA kernels of a compressed tensor's device codec (algorithms/compressed/device_codec.h;
 // plan/step_kernels.h): the non-finite scan and the averaging scale. Elementwise f32 math with
 // --fmad=false, so each element rounds as on the CPU; the sparse codecs' gather, scatter and
-// index check. NOT RUN ON A GPU in this project:
+// index check; the error-feedback and momentum updates (feedback_ops.h). NOT RUN ON A GPU in this project:
 // compiled and linked only.
 #include <cuda_runtime.h>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/feedback_ops.h"
 #include "algorithms/kernels/sign_ops.h"
 
 namespace tsr::kernels::cuda {
@@ -42,6 +43,21 @@ __global__ void rangeKernel(const uint32_t* indices, size_t k, size_t n, unsigne
   if (i < k && indices[i] >= n) atomicMin(firstBad, static_cast<unsigned long long>(i));
 }
 
+__global__ void efKeepKernel(const float* c, size_t count, float* e) {
+  size_t j = threadIndex();
+  if (j < count) e[j] = efKept(c[j], e[j]);
+}
+
+__global__ void nesterovShiftKernel(const float* g, const float* m, size_t count, float mu, float* p) {
+  size_t j = threadIndex();
+  if (j < count) p[j] = nesterovShifted(g[j], m[j], mu);
+}
+
+__global__ void nesterovUpdateKernel(const float* g, size_t count, float mu, float* m) {
+  size_t j = threadIndex();
+  if (j < count) m[j] = nesterovNext(g[j], m[j], mu);
+}
+
 int launched() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace
@@ -73,6 +89,24 @@ int scatterF32(const uint32_t* indices, const float* values, size_t k, float* ou
 int indexOutOfRange(const uint32_t* indices, size_t k, size_t n, unsigned long long* firstBad, void* stream) {
   if (k == 0) return 0;
   rangeKernel<<<blocksFor(k), kThreads, 0, asStream(stream)>>>(indices, k, n, firstBad);
+  return launched();
+}
+
+int efKeep(const float* c, size_t count, float* e, void* stream) {
+  if (count == 0) return 0;
+  efKeepKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(c, count, e);
+  return launched();
+}
+
+int nesterovShift(const float* g, const float* m, size_t count, float mu, float* p, void* stream) {
+  if (count == 0) return 0;
+  nesterovShiftKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(g, m, count, mu, p);
+  return launched();
+}
+
+int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* stream) {
+  if (count == 0) return 0;
+  nesterovUpdateKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(g, count, mu, m);
   return launched();
 }
 

@@ -50,6 +50,10 @@ int scaleF32(const float* in, size_t count, float factor, float* out, void* stre
 int gatherF32(const float* x, const uint32_t* indices, size_t k, float* out, void* stream);
 int scatterF32(const uint32_t* indices, const float* values, size_t k, float* out, void* stream);
 int indexOutOfRange(const uint32_t* indices, size_t k, size_t n, unsigned long long* firstBad, void* stream);
+// The decorators' state updates (feedback_ops.h): e = c - e; p = g + mu (mu m + g); m = mu m + g.
+int efKeep(const float* c, size_t count, float* e, void* stream);
+int nesterovShift(const float* g, const float* m, size_t count, float mu, float* p, void* stream);
+int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* stream);
 
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
