@@ -114,6 +114,12 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
       EXPECT_EQ(k.gathers, kSteps);
       EXPECT_EQ(k.scatters, kSteps * n + (ef ? kSteps : 0));  // ef decompresses its own payload too
     }
+    if (kind == "onebit" || kind == "dithering") {
+      EXPECT_EQ(k.packs, kSteps) << "the encoding did not run on the device";
+      EXPECT_EQ(k.unpacks, kSteps * (n + (ef ? 1 : 0))) << "the decoding did not run on the device";
+      const bool scaled = kind == "dithering" || (params.count("scaling") && params.at("scaling") == "true");
+      EXPECT_EQ(k.sums, scaled ? kSteps : 0) << "the scale was not computed on the device";
+    }
     EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
     EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
     EXPECT_EQ(k.nesterovs, params.count("momentum") ? kSteps : 0) << "the momentum did not run on the device";
@@ -146,6 +152,16 @@ TEST(CompressedDirect, ErrorFeedbackEqualsHostAndStaged) {
 TEST(CompressedDirect, MomentumEqualsHostAndStaged) {
   sweep({{"compressor", "randomk"}, {"k", "50"}, {"momentum", "nesterov"}, {"momentum_mu", "0.8"}});
   sweep({{"compressor", "bf16"}, {"ef", "none"}, {"momentum", "nesterov"}}, 1000);
+}
+
+TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
+  sweep({{"compressor", "onebit"}, {"scaling", "true"}, {"seed", "5"}});
+  sweep({{"compressor", "onebit"}, {"ef", "none"}}, 1000);  // unscaled: +-1
+}
+TEST(CompressedDirect, DitheringEqualsHostAndStaged) {
+  sweep({{"compressor", "dithering"}, {"k", "7"}, {"seed", "11"}});
+  sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"ef", "none"},
+         {"momentum", "nesterov"}}, 1000);
 }
 
 // The device codec alone, no network: its payloads are byte-identical to the host
@@ -229,6 +245,8 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "fp16"}, {"ef", "vanilla"}});
   expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}, {"ef", "vanilla"}, {"momentum", "nesterov"}});
   expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"momentum", "nesterov"}, {"momentum_mu", "0.5"}});
+  expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
 }
 
 // The staged path is chosen, with its reason, without the claimed CUDA support, for a

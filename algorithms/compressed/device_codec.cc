@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "algorithms/compress/cast_compressor.h"
+#include "algorithms/compress/dithering_compressor.h"
 #include "algorithms/compress/error_feedback.h"
 #include "algorithms/compress/momentum.h"
+#include "algorithms/compress/onebit_compressor.h"
 #include "algorithms/compress/randomk_compressor.h"
 #include "algorithms/compress/topk_compressor.h"
 
@@ -24,10 +27,15 @@ const compress::Compressor& innermost(const compress::Compressor& c) {
 
 std::string DeviceCodec::noDeviceForm(const compress::Compressor& c) {
   const compress::Compressor& inner = innermost(c);
+  if (const auto* d = dynamic_cast<const compress::DitheringCompressor*>(&inner);
+      d && d->normalize() == kernels::DitherNormalize::kL2)
+    return "compressor " + inner.name() + " has no device form (dithering_normalize=l2: an L2 norm summed on a GPU "
+           "rounds differently from the CPU's; dithering_normalize=max has one)";
   if (dynamic_cast<const CastCompressor*>(&inner) || dynamic_cast<const compress::TopkCompressor*>(&inner) ||
-      dynamic_cast<const compress::RandomkCompressor*>(&inner))
+      dynamic_cast<const compress::RandomkCompressor*>(&inner) || dynamic_cast<const compress::OnebitCompressor*>(&inner) ||
+      dynamic_cast<const compress::DitheringCompressor*>(&inner))
     return "";
-  return "compressor " + inner.name() + " has no device form yet (none, fp16, bf16, topk, randomk have)";
+  return "compressor " + inner.name() + " has no device form";
 }
 
 Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorithms::StepKernels> kernels,
@@ -61,6 +69,15 @@ Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorit
   } else if (const auto* topk = dynamic_cast<const compress::TopkCompressor*>(&inner)) {
     d->inner_ = Inner::kTopk;
     d->k_ = topk->k();
+  } else if (const auto* onebit = dynamic_cast<const compress::OnebitCompressor*>(&inner)) {
+    d->inner_ = Inner::kOnebit;
+    d->scaling_ = onebit->scaling();
+    d->seed_ = onebit->seed();
+  } else if (const auto* dither = dynamic_cast<const compress::DitheringCompressor*>(&inner)) {
+    d->inner_ = Inner::kDither;
+    d->levels_ = dither->levels();
+    d->partition_ = dither->partition();
+    d->seed_ = dither->seed();
   } else {
     const auto& randomk = dynamic_cast<const compress::RandomkCompressor&>(inner);
     d->inner_ = Inner::kRandomk;
@@ -113,6 +130,7 @@ Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_
 
 Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, uint32_t step) {
   if (inner_ == Inner::kTopk || inner_ == Inner::kRandomk) return compressSparse(x, payload, step);
+  if (inner_ == Inner::kOnebit || inner_ == Inner::kDither) return compressScaled(x, payload, step);
   algorithms::StepKernels& k = *kernels_;
   Status st;
   switch (inner_) {
@@ -130,6 +148,7 @@ Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* ou
   if (bytes != innerBytes_)
     return Status(Code::kInvalidArgument, innerName_ + ": payload of " + std::to_string(bytes) + " bytes, expected " +
                                               std::to_string(innerBytes_));
+  if (inner_ == Inner::kOnebit || inner_ == Inner::kDither) return decompressScaled(payload, out);
   algorithms::StepKernels& k = *kernels_;
   switch (inner_) {
     case Inner::kNone: return named(k.copy(out, payload, count_ * sizeof(float)));
@@ -214,6 +233,41 @@ Status DeviceCodec::decompressSparse(const std::byte* payload, size_t bytes, flo
   }
   TSR_RETURN_IF_ERROR(named(k.zero(out, count_ * sizeof(float))));
   return named(k.scatter(indices, values, kk, out));
+}
+
+// Payloads as compress/onebit_compressor.h and dithering_compressor.h lay them out:
+//   [scale f32, 0 u32][sign words u64 | codes i16]; the scale is computed on the device
+//   (sum |x| in the CPU's block order, or max |x|, exact) and read back for the header.
+Result<size_t> DeviceCodec::compressScaled(const float* x, std::byte* payload, uint32_t step) {
+  algorithms::StepKernels& k = *kernels_;
+  const kernels::RngStream rng{seed_, 0, step};
+  float scale = 1.0f;
+  if (inner_ == Inner::kOnebit) {
+    if (scaling_ && count_ > 0) {
+      double sum = 0;
+      TSR_RETURN_IF_ERROR(named(k.sumAbs(x, count_, &sum)));
+      scale = static_cast<float>(sum / static_cast<double>(count_));
+    }
+    auto* words = reinterpret_cast<uint64_t*>(payload + 8);
+    TSR_RETURN_IF_ERROR(finiteOrNamed(k.signPack(x, count_, words, rng), x, innerName_));
+  } else {
+    TSR_RETURN_IF_ERROR(named(k.maxAbs(x, count_, &scale)));
+    TSR_RETURN_IF_ERROR(named(
+        k.ditherQuantize(x, count_, scale, levels_, partition_, rng, reinterpret_cast<int16_t*>(payload + 8))));
+  }
+  uint32_t header[2] = {0, 0};
+  std::memcpy(header, &scale, sizeof scale);
+  TSR_RETURN_IF_ERROR(named(k.writeFromHost(payload, header, sizeof header)));
+  return innerBytes_;
+}
+
+Status DeviceCodec::decompressScaled(const std::byte* payload, float* out) {
+  algorithms::StepKernels& k = *kernels_;
+  float scale = 0.0f;
+  TSR_RETURN_IF_ERROR(named(k.readToHost(&scale, payload, sizeof scale)));
+  if (inner_ == Inner::kOnebit)
+    return named(k.signDecompress(reinterpret_cast<const uint64_t*>(payload + 8), count_, scale, out));
+  return named(k.ditherDequantize(reinterpret_cast<const int16_t*>(payload + 8), count_, scale, levels_, partition_, out));
 }
 
 }  // namespace tsr::compressed

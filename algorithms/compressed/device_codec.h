@@ -7,9 +7,11 @@
 // Payloads and state are bit-identical to the host chain's for the same input and step (the
 // decorators share kernels/feedback_ops.h), so a direct rank and a host rank could share a job.
 //
-// Inner compressors with a device form: none, fp16, bf16, topk, randomk; with or without
-// ef=vanilla and momentum=nesterov. Everything else answers noDeviceForm() with why, and the
-// tensor stages (runtime/device_path.h). A sparse payload's 8-byte header is written from and
+// Inner compressors with a device form: all of the registry's (none, fp16, bf16, topk,
+// randomk, onebit, dithering) except dithering with dithering_normalize=l2 (its norm, summed
+// on a GPU, would round differently from the CPU's sum); with or without ef=vanilla and
+// momentum=nesterov. The rest answers noDeviceForm() with why, and the tensor stages
+// (runtime/device_path.h). A sparse payload's 8-byte header is written from and
 // read into the host (its k and step drive the kernels). As on the host, a stage whose input
 // is not finite (g + e or the shifted gradient overflowing) fails naming it, state unchanged.
 #pragma once
@@ -43,7 +45,7 @@ class DeviceCodec {
   Status readMomentum(float* host) const;
 
  private:
-  enum class Inner { kNone, kF16, kBf16, kTopk, kRandomk };
+  enum class Inner { kNone, kF16, kBf16, kTopk, kRandomk, kOnebit, kDither };
   DeviceCodec(std::shared_ptr<algorithms::StepKernels> k, size_t count, std::string who)
       : kernels_(std::move(k)), count_(count), who_(std::move(who)) {}
   Status named(const Status& st) const;
@@ -51,6 +53,8 @@ class DeviceCodec {
   Status finiteOrNamed(Result<size_t> bad, const float* x, const std::string& stage) const;
   Result<size_t> compressSparse(const float* x, std::byte* payload, uint32_t step);
   Status decompressSparse(const std::byte* payload, size_t bytes, float* out);
+  Result<size_t> compressScaled(const float* x, std::byte* payload, uint32_t step);
+  Status decompressScaled(const std::byte* payload, float* out);
 
   std::shared_ptr<algorithms::StepKernels> kernels_;
   size_t count_;
@@ -59,7 +63,10 @@ class DeviceCodec {
   std::string innerName_;  // the host compressor's name, for messages
   size_t innerBytes_ = 0;  // its payload size (sparse: the largest)
   size_t k_ = 0;           // topk, randomk: min(k, count)
-  uint64_t seed_ = 0;      // randomk
+  uint64_t seed_ = 0;      // randomk, onebit, dithering
+  bool scaling_ = false;   // onebit
+  uint32_t levels_ = 0;    // dithering
+  kernels::DitherPartition partition_ = kernels::DitherPartition::kLinear;
   algorithms::DeviceBlock indices_;  // randomk: the step's indices
   bool ef_ = false, nesterov_ = false;
   float mu_ = 0;

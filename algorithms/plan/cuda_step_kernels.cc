@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
@@ -87,15 +88,7 @@ class CudaStepKernels final : public StepKernels {
                              const kernels::RngStream& rng, double* sumAbs) override {
     TSR_RETURN_IF_ERROR(presetFirstBad(count));
     TSR_RETURN_IF_ERROR(launched(kernels::cuda::addPack(g, c, count, work, words, rng, 0, firstBad_, stream_), "sign pack"));
-    // The blocks' sums, added in order here: kernels::sumAbs's sum bit for bit.
-    size_t blocks = kernels::cuda::sumAbsBlocks(count);
-    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumAbsBlockwise(work, count, blockSums_, stream_), "sum |g'|"));
-    std::vector<double> parts(blocks);
-    if (blocks) TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
-    double total = 0;
-    for (double part : parts) total += part;
-    *sumAbs = total;
+    TSR_RETURN_IF_ERROR(this->sumAbs(work, count, sumAbs));
     return readFirstBad();
   }
   Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override {
@@ -148,6 +141,44 @@ class CudaStepKernels final : public StepKernels {
   }
   Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override {
     return launched(kernels::cuda::scatterF32(indices, values, k, out, stream_), "scatter");
+  }
+  // The blocks' sums, added in order here: kernels::sumAbs's sum bit for bit.
+  Status sumAbs(const float* x, size_t count, double* sum) override {
+    size_t blocks = kernels::cuda::sumAbsBlocks(count);
+    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumAbsBlockwise(x, count, blockSums_, stream_), "sum |x|"));
+    std::vector<double> parts(blocks);
+    if (blocks) TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
+    double total = 0;
+    for (double part : parts) total += part;
+    *sum = total;
+    return Status::ok();
+  }
+  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(count));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::signPack(x, count, words, rng, 0, firstBad_, stream_), "sign pack"));
+    return readFirstBad();
+  }
+  Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override {
+    return launched(kernels::cuda::signDecompress(words, count, eta, out, stream_), "sign decompress");
+  }
+  Status maxAbs(const float* x, size_t count, float* max) override {
+    // firstBad_ doubles as the 32-bit accumulator (preset to 0: the bits of +0.0f).
+    TSR_RETURN_IF_ERROR(presetFirstBad(0));
+    auto* bits = reinterpret_cast<unsigned int*>(firstBad_);
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::maxAbsBits(x, count, bits, stream_), "max |x|"));
+    unsigned int host = 0;
+    TSR_RETURN_IF_ERROR(readToHost(&host, bits, sizeof host));
+    std::memcpy(max, &host, sizeof host);
+    return Status::ok();
+  }
+  Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels, kernels::DitherPartition partition,
+                        const kernels::RngStream& rng, int16_t* codes) override {
+    return launched(kernels::cuda::ditherQuantize(x, count, scale, levels, partition, rng, codes, stream_), "dither");
+  }
+  Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                          kernels::DitherPartition partition, float* out) override {
+    return launched(kernels::cuda::ditherDequantize(codes, count, scale, levels, partition, out, stream_), "undither");
   }
   Status efKeep(const float* c, size_t count, float* e) override {
     return launched(kernels::cuda::efKeep(c, count, e, stream_), "error feedback");

@@ -142,4 +142,36 @@ Status HostStepKernels::nesterovUpdate(const float* g, size_t count, float mu, f
   return Status::ok();
 }
 
+Result<size_t> HostStepKernels::signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) {
+  return kernels::signPack(x, count, words, rng, 0);
+}
+
+Status HostStepKernels::sumAbs(const float* x, size_t count, double* sum) {
+  *sum = kernels::sumAbs(x, count);
+  return Status::ok();
+}
+
+Status HostStepKernels::signDecompress(const uint64_t* words, size_t count, float eta, float* out) {
+  kernels::signDecompress(words, count, eta, out);
+  return Status::ok();
+}
+
+Status HostStepKernels::maxAbs(const float* x, size_t count, float* max) {
+  *max = kernels::ditherScale(x, count, kernels::DitherNormalize::kMax);
+  return Status::ok();
+}
+
+Status HostStepKernels::ditherQuantize(const float* x, size_t count, float scale, uint32_t levels,
+                                       kernels::DitherPartition partition, const kernels::RngStream& rng,
+                                       int16_t* codes) {
+  kernels::ditherQuantize(x, count, scale, levels, partition, rng, codes);
+  return Status::ok();
+}
+
+Status HostStepKernels::ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                                         kernels::DitherPartition partition, float* out) {
+  kernels::ditherDequantize(codes, count, scale, levels, partition, out);
+  return Status::ok();
+}
+
 }  // namespace tsr::algorithms

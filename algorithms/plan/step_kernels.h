@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/kernels/dithering.h"
 #include "algorithms/kernels/philox.h"
 #include "base/dtype.h"
 #include "base/status.h"
@@ -91,6 +92,18 @@ class StepKernels {
   virtual Status efKeep(const float* c, size_t count, float* e) = 0;
   virtual Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) = 0;
   virtual Status nesterovUpdate(const float* g, size_t count, float mu, float* m) = 0;
+  // onebit (kernels/sign.h): sign words of x (firstWord 0), returning the first non-finite
+  // index or count; sum |x| (into host memory, kernels::sumAbs's order); out = eta (2 bit - 1).
+  virtual Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) = 0;
+  virtual Status sumAbs(const float* x, size_t count, double* sum) = 0;
+  virtual Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) = 0;
+  // dithering (kernels/dithering.h): max |x| into host memory (exact in any order), and the
+  // codes for a given scale and back.
+  virtual Status maxAbs(const float* x, size_t count, float* max) = 0;
+  virtual Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels,
+                                kernels::DitherPartition partition, const kernels::RngStream& rng, int16_t* codes) = 0;
+  virtual Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                                  kernels::DitherPartition partition, float* out) = 0;
 };
 
 // The CPU kernels over host memory.
@@ -125,6 +138,14 @@ class HostStepKernels : public StepKernels {
   Status efKeep(const float* c, size_t count, float* e) override;
   Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) override;
   Status nesterovUpdate(const float* g, size_t count, float mu, float* m) override;
+  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) override;
+  Status sumAbs(const float* x, size_t count, double* sum) override;
+  Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override;
+  Status maxAbs(const float* x, size_t count, float* max) override;
+  Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels, kernels::DitherPartition partition,
+                        const kernels::RngStream& rng, int16_t* codes) override;
+  Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                          kernels::DitherPartition partition, float* out) override;
 
  private:
   std::vector<uint32_t> topkScratch_;   // grown on first use, then reused

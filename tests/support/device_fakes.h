@@ -140,9 +140,41 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     return HostStepKernels::nesterovUpdate(g, n, mu, m);
   }
 
+  Result<size_t> signPack(const float* x, size_t n, uint64_t* words, const kernels::RngStream& rng) override {
+    count(packs, {x}, n * 4);
+    count(packs, {words}, (n + 63) / 64 * 8, false);
+    return HostStepKernels::signPack(x, n, words, rng);
+  }
+  Status sumAbs(const float* x, size_t n, double* sum) override {
+    count(sums, {x}, n * 4);
+    return HostStepKernels::sumAbs(x, n, sum);
+  }
+  Status signDecompress(const uint64_t* words, size_t n, float eta, float* out) override {
+    count(unpacks, {out}, n * 4);
+    count(unpacks, {words}, (n + 63) / 64 * 8, false);
+    return HostStepKernels::signDecompress(words, n, eta, out);
+  }
+  Status maxAbs(const float* x, size_t n, float* max) override {
+    count(sums, {x}, n * 4);
+    return HostStepKernels::maxAbs(x, n, max);
+  }
+  Status ditherQuantize(const float* x, size_t n, float scale, uint32_t levels, kernels::DitherPartition partition,
+                        const kernels::RngStream& rng, int16_t* codes) override {
+    count(packs, {x}, n * 4);
+    count(packs, {codes}, n * 2, false);
+    return HostStepKernels::ditherQuantize(x, n, scale, levels, partition, rng, codes);
+  }
+  Status ditherDequantize(const int16_t* codes, size_t n, float scale, uint32_t levels,
+                          kernels::DitherPartition partition, float* out) override {
+    count(unpacks, {codes}, n * 2);
+    count(unpacks, {out}, n * 4, false);
+    return HostStepKernels::ditherDequantize(codes, n, scale, levels, partition, out);
+  }
+
   std::atomic<int> copies{0}, zeros{0}, reduces{0}, divides{0}, merges{0}, prepares{0}, addScans{0}, finishes{0};
   std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0}, selects{0}, gathers{0}, scatters{0}, rangeChecks{0};
   std::atomic<int> efKeeps{0}, nesterovs{0};
+  std::atomic<int> packs{0}, unpacks{0}, sums{0};  // onebit and dithering: encode, decode, scale
   std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
 
  private:

@@ -1,7 +1,7 @@
 // CUDA kernels of a compressed tensor's device codec (algorithms/compressed/device_codec.h;
 // plan/step_kernels.h): the non-finite scan and the averaging scale. Elementwise f32 math with
 // --fmad=false, so each element rounds as on the CPU; the sparse codecs' gather, scatter and
-// index check; the error-feedback and momentum updates (feedback_ops.h). NOT RUN ON A GPU in this project:
+// index check; max |x| for dithering; the error-feedback and momentum updates (feedback_ops.h). NOT RUN ON A GPU in this project:
 // compiled and linked only.
 #include <cuda_runtime.h>
 
@@ -58,6 +58,12 @@ __global__ void nesterovUpdateKernel(const float* g, size_t count, float mu, flo
   if (j < count) m[j] = nesterovNext(g[j], m[j], mu);
 }
 
+// Non-negative floats order as their bits do, so an integer atomicMax finds max |x| exactly.
+__global__ void maxAbsKernel(const float* x, size_t count, unsigned int* maxBits) {
+  size_t j = threadIndex();
+  if (j < count) atomicMax(maxBits, floatBits(fabsf(x[j])));
+}
+
 int launched() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace
@@ -107,6 +113,12 @@ int nesterovShift(const float* g, const float* m, size_t count, float mu, float*
 int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* stream) {
   if (count == 0) return 0;
   nesterovUpdateKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(g, count, mu, m);
+  return launched();
+}
+
+int maxAbsBits(const float* x, size_t count, unsigned int* maxBits, void* stream) {
+  if (count == 0) return 0;
+  maxAbsKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(x, count, maxBits);
   return launched();
 }
 

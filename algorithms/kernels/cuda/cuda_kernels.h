@@ -54,6 +54,8 @@ int indexOutOfRange(const uint32_t* indices, size_t k, size_t n, unsigned long l
 int efKeep(const float* c, size_t count, float* e, void* stream);
 int nesterovShift(const float* g, const float* m, size_t count, float mu, float* p, void* stream);
 int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* stream);
+// max |x| as float bits into *maxBits (preset to 0, the bits of +0.0f): dithering's max scale.
+int maxAbsBits(const float* x, size_t count, unsigned int* maxBits, void* stream);
 
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
