@@ -16,6 +16,11 @@
 //
 // A NaN or Inf on any rank fails the step on every rank with TSR_ERR_NUMERIC naming the
 // tensor (a one-flag allreduce runs before compressing, so no compressor state changes).
+//
+// Device tensors (memory=cuda, useDeviceMemory): a flat tensor whose compressor has a device
+// form runs its whole step on the device when the transport moves CUDA memory
+// (compressed_device_step.h); otherwise, and for two-level tensors, it stages
+// (runtime/device_staging.h). Neither has run on a GPU here: tested with a fake device.
 #pragma once
 
 #include <map>
