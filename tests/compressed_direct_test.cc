@@ -154,6 +154,12 @@ TEST(CompressedDirect, MomentumEqualsHostAndStaged) {
   sweep({{"compressor", "bf16"}, {"ef", "none"}, {"momentum", "nesterov"}}, 1000);
 }
 
+// Tiny tensors: one element, fewer elements than ranks.
+TEST(CompressedDirect, TinyTensorsEqualHostAndStaged) {
+  sweep({{"compressor", "topk"}, {"k", "1"}, {"momentum", "nesterov"}}, 1);
+  sweep({{"compressor", "onebit"}, {"scaling", "true"}}, 3);
+}
+
 TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
   sweep({{"compressor", "onebit"}, {"scaling", "true"}, {"seed", "5"}});
   sweep({{"compressor", "onebit"}, {"ef", "none"}}, 1000);  // unscaled: +-1
