@@ -11,9 +11,7 @@
 #include <cstring>
 
 #include "algorithms/marsit/marsit.h"
-#include "runtime/device_path.h"
-#include "runtime/tests/fake_copier.h"
-#include "tests/support/device_fakes.h"
+#include "tests/support/device_world.h"
 #include "tests/support/thread_world.h"
 
 namespace tsr {
@@ -28,42 +26,14 @@ float inputOf(int rank, size_t j, int step) {
 
 bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-// Openers that hand out the fakes and count what was opened.
-struct Opened {
-  std::shared_ptr<testing::FakeDeviceKernels> kernels = std::make_shared<testing::FakeDeviceKernels>();
-  std::shared_ptr<testing::FakeCopierLog> copies = std::make_shared<testing::FakeCopierLog>();
-  int kernelOpens = 0, stagingOpens = 0;
-  runtime::DeviceOpeners openers(const std::string& name, size_t count) {
-    runtime::DeviceOpeners o;
-    o.kernels = [this]() -> Result<std::shared_ptr<algorithms::StepKernels>> {
-      ++kernelOpens;
-      return std::shared_ptr<algorithms::StepKernels>(kernels);
-    };
-    o.staging = [this, name, count]() {
-      ++stagingOpens;
-      return runtime::DeviceStaging::create(std::make_unique<testing::FakeCopier>(copies), name, count);
-    };
-    return o;
-  }
-};
-
-struct World {
-  std::vector<testing::RecordingTransport*> transports;
-  runtime::Communicator::TransportWrapper wrapper(bool claimCuda) {
-    return [this, claimCuda](transport::Transport& ucx) {
-      auto t = std::make_unique<testing::RecordingTransport>(ucx, claimCuda);
-      transports[ucx.rank()] = t.get();
-      return std::unique_ptr<transport::Transport>(std::move(t));
-    };
-  }
-};
+using testing::Opened;
+using testing::World;
 
 // kSteps on a host tensor, a direct device tensor and a staged tensor; all three must agree
 // bit for bit, result and residual, at every step.
 void expectDirectEqualsHostAndStaged(int n, size_t count, std::map<std::string, std::string> params,
                                      const std::function<testing::Settings(int)>& settingsOf) {
-  World world;
-  world.transports.resize(n);
+  World world(n);
   testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
     ASSERT_TRUE(comm.transportMovesCuda());
     auto host = marsit::MarsitTensor::create(comm, "w-host", count, params);
@@ -155,8 +125,7 @@ TEST(DeviceDirect, TorusEqualsHostAndStaged) {
 // with it, naming its reason.
 TEST(DeviceDirect, StagesWithoutCudaSupportOrADeviceStep) {
   for (bool claim : {false, true}) {
-    World world;
-    world.transports.resize(4);
+    World world(4);
     testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
       EXPECT_EQ(comm.transportMovesCuda(), claim);
       std::map<std::string, std::string> params;
@@ -191,8 +160,7 @@ TEST(DeviceDirect, StagesWithoutCudaSupportOrADeviceStep) {
 // the step on every rank naming the element, leaving the buffer and the compensation as they
 // were; the memory cannot be switched once chosen and stepped.
 TEST(DeviceDirect, BadInputIsNamed) {
-  World world;
-  world.transports.resize(3);
+  World world(3);
   testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
     auto t = marsit::MarsitTensor::create(comm, "emb", 1000, {});
     ASSERT_TRUE(t.isOk());

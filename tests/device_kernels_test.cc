@@ -1,11 +1,12 @@
 // The CUDA StepKernels (algorithms/plan/cuda_step_kernels.cc) against the host ones, bit for
-// bit: the direct device path's math. Needs a GPU: skipped without one (always, here), so it
+// bit: the direct device path's math (Marsit's step, the compressed tensor's codec). Needs a GPU: skipped without one (always, here), so it
 // has NEVER RUN; built only with CUDA.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -67,6 +68,91 @@ TEST(CudaStepKernels, MatchHostKernelsBitForBit) {
   EXPECT_FALSE(dev.checkMemory(g.data(), n * 4).isOk()) << "a host pointer passed as device memory";
   for (void* p : {static_cast<void*>(dg), static_cast<void*>(dc), static_cast<void*>(dwork), static_cast<void*>(dout),
                   static_cast<void*>(dcomp), static_cast<void*>(dbits), static_cast<void*>(dother)})
+    cudaFree(p);
+}
+
+// The compressed tensor's codec passes (compressed/device_codec.h), CUDA against host.
+TEST(CudaStepKernels, CodecKernelsMatchHostBitForBit) {
+  auto cuda = algorithms::openCudaStepKernels();
+  if (!cuda.isOk()) GTEST_SKIP() << cuda.status().message();
+  algorithms::StepKernels& dev = *cuda.value();
+  algorithms::HostStepKernels host;
+  const size_t n = 5003, k = 61, words = (n + 63) / 64;
+  std::vector<float> x(n), m(n), hostOut(n);
+  for (size_t j = 0; j < n; ++j) {
+    x[j] = j % 89 == 3 ? 0.0f : std::sin(0.37f * static_cast<float>(j + 1)) * 3.0f;
+    m[j] = std::cos(0.11f * static_cast<float>(j)) * 0.25f;
+  }
+  float *dx = toDevice(x), *dm = toDevice(m), *dout = toDevice(hostOut);
+  auto same = [&](const char* what) {
+    EXPECT_EQ(std::memcmp(fromDevice(dout, n).data(), hostOut.data(), n * 4), 0) << what;
+  };
+  auto scan = dev.scanNonFinite(dx, n);
+  ASSERT_TRUE(scan.isOk()) << scan.status().toString();
+  EXPECT_EQ(scan.value(), n);
+  std::vector<uint16_t> half(n);
+  uint16_t* dhalf = toDevice(half);
+  for (DataType t : {DataType::kF16, DataType::kBF16}) {
+    ASSERT_TRUE(host.castTo(t, x.data(), n, half.data()).isOk());
+    ASSERT_TRUE(dev.castTo(t, dx, n, dhalf).isOk());
+    EXPECT_EQ(fromDevice(dhalf, n), half);
+    ASSERT_TRUE(host.castFrom(t, half.data(), n, hostOut.data()).isOk());
+    ASSERT_TRUE(dev.castFrom(t, dhalf, n, dout).isOk());
+    same("cast back");
+  }
+  ASSERT_TRUE(host.scale(x.data(), n, 1.0f / 3, hostOut.data()).isOk());
+  ASSERT_TRUE(dev.scale(dx, n, 1.0f / 3, dout).isOk());
+  same("scale");
+  std::vector<uint32_t> idx(k);
+  uint32_t* didx = toDevice(idx);
+  for (bool topk : {true, false}) {
+    auto hk = topk ? host.topkSelect(x.data(), n, k, idx.data()) : host.randomkSelect(n, k, 9, 4, idx.data());
+    auto dk = topk ? dev.topkSelect(dx, n, k, didx) : dev.randomkSelect(n, k, 9, 4, didx);
+    ASSERT_TRUE(hk.isOk() && dk.isOk()) << dk.status().toString();
+    EXPECT_EQ(hk.value(), dk.value());
+    EXPECT_EQ(fromDevice(didx, k), idx);
+    std::fill(hostOut.begin(), hostOut.end(), 0.0f);
+    ASSERT_TRUE(dev.zero(dout, n * 4).isOk());
+    ASSERT_TRUE(host.scatter(idx.data(), x.data(), k, hostOut.data()).isOk());
+    ASSERT_TRUE(dev.scatter(didx, dx, k, dout).isOk());
+    same("scatter");
+  }
+  EXPECT_EQ(dev.firstIndexOutOfRange(didx, k, idx[k / 2]).value(), host.firstIndexOutOfRange(idx.data(), k, idx[k / 2]).value());
+  hostOut = m;
+  ASSERT_TRUE(dev.copy(dout, dm, n * 4).isOk());
+  ASSERT_TRUE(host.nesterovUpdate(x.data(), n, 0.9f, hostOut.data()).isOk());
+  ASSERT_TRUE(dev.nesterovUpdate(dx, n, 0.9f, dout).isOk());
+  same("nesterov update");
+  ASSERT_TRUE(host.nesterovShift(x.data(), m.data(), n, 0.9f, hostOut.data()).isOk());
+  ASSERT_TRUE(dev.nesterovShift(dx, dm, n, 0.9f, dout).isOk());
+  same("nesterov shift");
+  ASSERT_TRUE(host.efKeep(x.data(), n, hostOut.data()).isOk());
+  ASSERT_TRUE(dev.efKeep(dx, n, dout).isOk());
+  same("ef keep");
+  const kernels::RngStream rng{0x5eed, 0, 3};
+  std::vector<uint64_t> bits(words);
+  uint64_t* dbits = toDevice(bits);
+  EXPECT_EQ(host.signPack(x.data(), n, bits.data(), rng).value(), dev.signPack(dx, n, dbits, rng).value());
+  EXPECT_EQ(fromDevice(dbits, words), bits);
+  double sh = 0, sd = 0;
+  float mh = 0, md = 0;
+  ASSERT_TRUE(host.sumAbs(x.data(), n, &sh).isOk() && dev.sumAbs(dx, n, &sd).isOk());
+  ASSERT_TRUE(host.maxAbs(x.data(), n, &mh).isOk() && dev.maxAbs(dx, n, &md).isOk());
+  EXPECT_EQ(std::memcmp(&sh, &sd, sizeof sh), 0);
+  EXPECT_EQ(std::memcmp(&mh, &md, sizeof mh), 0);
+  ASSERT_TRUE(host.signDecompress(bits.data(), n, 0.5f, hostOut.data()).isOk());
+  ASSERT_TRUE(dev.signDecompress(dbits, n, 0.5f, dout).isOk());
+  same("sign decompress");
+  std::vector<int16_t> codes(n);
+  int16_t* dcodes = toDevice(codes);
+  ASSERT_TRUE(host.ditherQuantize(x.data(), n, mh, 7, kernels::DitherPartition::kNatural, rng, codes.data()).isOk());
+  ASSERT_TRUE(dev.ditherQuantize(dx, n, md, 7, kernels::DitherPartition::kNatural, rng, dcodes).isOk());
+  EXPECT_EQ(fromDevice(dcodes, n), codes);
+  ASSERT_TRUE(host.ditherDequantize(codes.data(), n, mh, 7, kernels::DitherPartition::kNatural, hostOut.data()).isOk());
+  ASSERT_TRUE(dev.ditherDequantize(dcodes, n, md, 7, kernels::DitherPartition::kNatural, dout).isOk());
+  same("dither dequantize");
+  for (void* p : {static_cast<void*>(dx), static_cast<void*>(dm), static_cast<void*>(dout), static_cast<void*>(dhalf),
+                  static_cast<void*>(didx), static_cast<void*>(dbits), static_cast<void*>(dcodes)})
     cudaFree(p);
 }
 

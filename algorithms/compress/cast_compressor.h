@@ -18,6 +18,7 @@ class CastCompressor final : public Compressor {
   size_t maxCompressedBytes() const override;
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override;
+  Kind kind() const { return kind_; }
 
  private:
   Kind kind_;

@@ -20,6 +20,10 @@ class DitheringCompressor final : public Compressor {
   size_t maxCompressedBytes() const override;
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override;
+  uint32_t levels() const { return levels_; }
+  kernels::DitherPartition partition() const { return partition_; }
+  kernels::DitherNormalize normalize() const { return normalize_; }
+  uint64_t seed() const { return seed_; }
 
  private:
   uint32_t levels_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms/kernels/feedback_ops.h"
+
 namespace tsr::compress {
 
 ErrorFeedback::ErrorFeedback(std::unique_ptr<Compressor> inner)
@@ -26,12 +28,12 @@ Result<size_t> ErrorFeedback::compress(std::span<const float> input, std::span<s
   float* __restrict c = corrected_.data();
   float* __restrict e = error_.data();
   const float* __restrict g = input.data();
-  for (size_t i = 0; i < n; ++i) c[i] = g[i] + e[i];
+  for (size_t i = 0; i < n; ++i) c[i] = kernels::efCorrected(g[i], e[i]);
   Result<size_t> bytes = inner_->compress(corrected_, output);
   if (!bytes.isOk()) return bytes.status();  // e.g. g + e overflowed to Inf: e is unchanged
   // e <- corrected - decompress(payload), decompressing straight into e.
   TSR_RETURN_IF_ERROR(inner_->decompress(std::span<const std::byte>(output.data(), bytes.value()), error_));
-  for (size_t i = 0; i < n; ++i) e[i] = c[i] - e[i];
+  for (size_t i = 0; i < n; ++i) e[i] = kernels::efKept(c[i], e[i]);
   advanceStep();
   return bytes.value();
 }

@@ -26,6 +26,7 @@ class ErrorFeedback final : public Compressor {
     return inner_->decompress(compressed, output);
   }
   void setStep(uint32_t step) override;
+  const Compressor& inner() const { return *inner_; }
 
   std::span<const float> error() const { return error_; }
   std::span<const float> feedbackError() const override { return error_; }

@@ -1,5 +1,7 @@
 #include "algorithms/compress/momentum.h"
 
+#include "algorithms/kernels/feedback_ops.h"
+
 namespace tsr::compress {
 
 NesterovMomentum::NesterovMomentum(std::unique_ptr<Compressor> inner, float mu)
@@ -27,10 +29,10 @@ Result<size_t> NesterovMomentum::compress(std::span<const float> input,
   const float* __restrict g = input.data();
   float* __restrict m = momentum_.data();
   float* __restrict p = shifted_.data();
-  for (size_t i = 0; i < n; ++i) p[i] = g[i] + mu * (mu * m[i] + g[i]);
+  for (size_t i = 0; i < n; ++i) p[i] = kernels::nesterovShifted(g[i], m[i], mu);
   Result<size_t> bytes = inner_->compress(shifted_, output);
   if (!bytes.isOk()) return bytes;  // m is unchanged when the inner compressor refuses g'
-  for (size_t i = 0; i < n; ++i) m[i] = mu * m[i] + g[i];
+  for (size_t i = 0; i < n; ++i) m[i] = kernels::nesterovNext(g[i], m[i], mu);
   advanceStep();
   return bytes;
 }

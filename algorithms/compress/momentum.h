@@ -26,6 +26,7 @@ class NesterovMomentum final : public Compressor {
     return inner_->decompress(compressed, output);
   }
   void setStep(uint32_t step) override;
+  const Compressor& inner() const { return *inner_; }
   std::span<const float> feedbackError() const override { return inner_->feedbackError(); }
 
   std::span<const float> momentum() const { return momentum_; }

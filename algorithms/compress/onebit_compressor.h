@@ -18,6 +18,8 @@ class OnebitCompressor final : public Compressor {
   size_t maxCompressedBytes() const override;
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override;
+  bool scaling() const { return scaling_; }
+  uint64_t seed() const { return seed_; }
 
  private:
   bool scaling_;

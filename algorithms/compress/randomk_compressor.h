@@ -24,6 +24,8 @@ class RandomkCompressor final : public Compressor {
 
   // The indices compress uses at `step` (increasing).
   std::span<const uint32_t> indicesFor(uint32_t step);
+  size_t k() const { return k_; }
+  uint64_t seed() const { return seed_; }
 
  private:
   size_t k_;

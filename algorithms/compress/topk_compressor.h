@@ -17,6 +17,7 @@ class TopkCompressor final : public Compressor {
   size_t maxCompressedBytes() const override;
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override;
+  size_t k() const { return k_; }
 
  private:
   size_t k_;

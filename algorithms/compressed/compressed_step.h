@@ -16,7 +16,8 @@
 
 namespace tsr::compressed {
 
-struct CompressedHier;  // compressed_hier.h
+struct CompressedHier;    // compressed_hier.h
+struct CompressedDevice;  // compressed_device_step.h
 
 struct CompressedState {
   std::string name;
@@ -34,6 +35,7 @@ struct CompressedState {
   uint64_t step = 0;
   runtime::RequestPtr pending;
   std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  std::shared_ptr<CompressedDevice> device;         // the direct device path (flat only)
   float* g = nullptr;
   size_t badIndex = 0;
 };

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <optional>
 
+#include "algorithms/compress/momentum.h"
 #include "algorithms/compress/registry.h"
+#include "algorithms/compressed/compressed_device_step.h"
 #include "algorithms/compressed/compressed_hier.h"
 #include "algorithms/compressed/compressed_hier_step.h"
 #include "algorithms/compressed/compressed_step.h"
+#include "runtime/device_path.h"
+#include "base/logging.h"
 #include "runtime/tensor_step.h"
 
 namespace tsr::compressed {
@@ -86,6 +90,8 @@ Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
                                    [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
                                      if (state->hier)
                                        return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
+                                     if (state->device)
+                                       return std::unique_ptr<algorithms::Task>(new CompressedDeviceStepTask(state, ctx));
                                      return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
                                    });
 }
@@ -96,8 +102,55 @@ Status CompressedTensor::allreduce(float* g) {
 }
 
 Status CompressedTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+  if (state_->device && staging)
+    return Status(Code::kInvalidArgument, "compressed tensor " + state_->name + ": it runs on the direct device path; "
+                                          "its compressor state lives on the device and cannot be staged");
   return runtime::setTensorStaging(*state_, "compressed tensor", std::move(staging));
 }
+
+namespace {
+// Why this tensor has no device step (empty: it has one).
+std::string noDirectStep(const CompressedState& s) {
+  if (s.hier) return "the two-level compressed schedule (intra=) has no device step";
+  return DeviceCodec::noDeviceForm(*s.compressor);
+}
+}  // namespace
+
+Status CompressedTensor::setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels) {
+  CompressedState& s = *state_;
+  auto refuse = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": direct device path: " + why);
+  };
+  if (runtime::stepPending(s)) return refuse("a step is pending; wait for it first");
+  if (!kernels) return refuse("no device kernels given");
+  if (std::string why = noDirectStep(s); !why.empty()) return refuse(why);
+  if (s.step > 0) return refuse("step " + std::to_string(s.step) + " has run; choose the memory before the first step");
+  if (s.staging) return refuse("the tensor is already staged (setStaging)");
+  TSR_ASSIGN_OR_RETURN(s.device, CompressedDevice::create(std::move(kernels), s));
+  return Status::ok();
+}
+
+Result<std::string> CompressedTensor::useDeviceMemory(const runtime::DeviceOpeners& open) {
+  const bool moves = comm_.transportMovesCuda();
+  const std::string noDirect = noDirectStep(*state_);
+  runtime::DevicePath path = runtime::chooseDevicePath(moves, noDirect);
+  std::string where;
+  if (path == runtime::DevicePath::kDirect) {
+    TSR_ASSIGN_OR_RETURN(auto kernels, open.kernels());
+    where = kernels->describe();
+    TSR_RETURN_IF_ERROR(setDeviceKernels(std::move(kernels)));
+  } else {
+    TSR_ASSIGN_OR_RETURN(auto staging, open.staging());
+    where = staging->copier().describe();
+    TSR_RETURN_IF_ERROR(setStaging(std::move(staging)));
+  }
+  std::string note = "tensor " + state_->name + ": memory=cuda on " + where + ": " +
+                     runtime::devicePathNote(path, moves, noDirect);
+  log::get("runtime")->info("{}", note);
+  return note;
+}
+
+bool CompressedTensor::directDevice() const { return state_->device != nullptr; }
 bool CompressedTensor::busy() const { return runtime::stepPending(*state_); }
 uint64_t CompressedTensor::step() const { return state_->step; }
 const std::string& CompressedTensor::algorithm() const { return state_->algorithm; }
@@ -105,9 +158,27 @@ size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }
 
 void CompressedTensor::residual(float* out) const {
   if (state_->hier) return twoLevelResidual(*state_, out);
+  if (state_->device) {
+    state_->device->codec->readError(out).ignore();
+    return;
+  }
   auto e = state_->compressor->feedbackError();
   if (e.empty()) std::fill(out, out + state_->count, 0.0f);
   else std::copy(e.begin(), e.end(), out);
+}
+
+void CompressedTensor::momentum(float* out) const {
+  const CompressedState& s = *state_;
+  if (s.device) {
+    s.device->codec->readMomentum(out).ignore();
+    return;
+  }
+  const auto* m = dynamic_cast<const compress::NesterovMomentum*>(s.compressor.get());
+  if (s.hier || !m) {
+    std::fill(out, out + s.count, 0.0f);
+    return;
+  }
+  std::copy(m->momentum().begin(), m->momentum().end(), out);
 }
 
 }  // namespace tsr::compressed

@@ -16,6 +16,11 @@
 //
 // A NaN or Inf on any rank fails the step on every rank with TSR_ERR_NUMERIC naming the
 // tensor (a one-flag allreduce runs before compressing, so no compressor state changes).
+//
+// Device tensors (memory=cuda, useDeviceMemory): a flat tensor whose compressor has a device
+// form runs its whole step on the device when the transport moves CUDA memory
+// (compressed_device_step.h); otherwise, and for two-level tensors, it stages
+// (runtime/device_staging.h). Neither has run on a GPU here: tested with a fake device.
 #pragma once
 
 #include <map>
@@ -26,6 +31,10 @@
 
 namespace tsr::runtime {
 class DeviceStaging;
+struct DeviceOpeners;
+}  // namespace tsr::runtime
+namespace tsr::algorithms {
+class StepKernels;
 }
 
 namespace tsr::compressed {
@@ -45,6 +54,15 @@ class CompressedTensor {
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
   // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
   Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
+  // The direct device path (compressed_device_step.h): later steps take pointers into the
+  // kernels' memory and run there, compressor state included. Flat tensors whose compressor
+  // has a device form only (device_codec.h); before the first step.
+  Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);
+  // A memory=cuda tensor: the direct path when the transport moves CUDA memory and the tensor
+  // has a device step, else staging; opens what that path needs through `open`. Returns the
+  // log line saying which path and why (runtime/device_path.h).
+  Result<std::string> useDeviceMemory(const runtime::DeviceOpeners& open);
+  bool directDevice() const;
   bool busy() const;
   uint64_t step() const;
   // "compressed:<compressor name>", e.g. "compressed:ef(topk(k=10))"; two-level
@@ -52,9 +70,13 @@ class CompressedTensor {
   const std::string& algorithm() const;
   // What this rank keeps back, count floats, in units of its own contribution, so that
   // N * result + sum over ranks of residual = sum over ranks of (g + previous residual).
-  // Flat: the error-feedback error (zeros when ef=none); two-level: the f16 cast residual plus
+  // Flat: the error-feedback error (zeros when ef=none; read from the device on the direct
+  // path); two-level: the f16 cast residual plus
   // X (ranks per host) times the shard's error-feedback error, at the shard.
   void residual(float* out) const;
+  // Flat with momentum=nesterov: the momentum (count floats; read from the device on the
+  // direct path); zeros otherwise.
+  void momentum(float* out) const;
   // Bytes of one rank's payload slot on the wire (the all-gather block).
   size_t slotBytes() const;
 

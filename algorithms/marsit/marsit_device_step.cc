@@ -5,21 +5,6 @@
 
 namespace tsr::marsit {
 
-DeviceBlock& DeviceBlock::operator=(DeviceBlock&& o) noexcept {
-  if (this != &o) {
-    reset();
-    kernels_ = std::move(o.kernels_);
-    p_ = o.p_;
-    o.p_ = nullptr;
-  }
-  return *this;
-}
-
-void DeviceBlock::reset() {
-  if (p_ && kernels_) kernels_->release(p_);
-  p_ = nullptr;
-}
-
 Result<std::shared_ptr<MarsitDeviceArrays>> MarsitDeviceArrays::create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                                        const MarsitState& s) {
   auto d = std::make_shared<MarsitDeviceArrays>();

@@ -14,26 +14,12 @@
 #include <memory>
 
 #include "algorithms/marsit/marsit_step.h"
+#include "algorithms/plan/device_block.h"
 #include "algorithms/plan/step_kernels.h"
 
 namespace tsr::marsit {
 
-// A block of the kernels' memory, released through them.
-class DeviceBlock {
- public:
-  DeviceBlock() = default;
-  DeviceBlock(std::shared_ptr<algorithms::StepKernels> k, void* p) : kernels_(std::move(k)), p_(p) {}
-  DeviceBlock(DeviceBlock&& o) noexcept : kernels_(std::move(o.kernels_)), p_(o.p_) { o.p_ = nullptr; }
-  DeviceBlock& operator=(DeviceBlock&& o) noexcept;
-  ~DeviceBlock() { reset(); }
-  void reset();
-  template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
-
- private:
-  std::shared_ptr<algorithms::StepKernels> kernels_;
-  void* p_ = nullptr;
-};
+using algorithms::DeviceBlock;  // plan/device_block.h
 
 // A tensor's state on the device (the compensation lives here, where the math runs).
 struct MarsitDeviceArrays {

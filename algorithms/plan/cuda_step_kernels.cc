@@ -4,6 +4,8 @@
 // available): compiled and linked only.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
@@ -23,6 +25,7 @@ class CudaStepKernels final : public StepKernels {
     cudaStreamSynchronize(stream_);
     if (firstBad_) cudaFree(firstBad_);
     if (blockSums_) cudaFree(blockSums_);
+    if (scratch_) cudaFree(scratch_);
     cudaStreamDestroy(stream_);
   }
 
@@ -85,15 +88,7 @@ class CudaStepKernels final : public StepKernels {
                              const kernels::RngStream& rng, double* sumAbs) override {
     TSR_RETURN_IF_ERROR(presetFirstBad(count));
     TSR_RETURN_IF_ERROR(launched(kernels::cuda::addPack(g, c, count, work, words, rng, 0, firstBad_, stream_), "sign pack"));
-    // The blocks' sums, added in order here: kernels::sumAbs's sum bit for bit.
-    size_t blocks = kernels::cuda::sumAbsBlocks(count);
-    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumAbsBlockwise(work, count, blockSums_, stream_), "sum |g'|"));
-    std::vector<double> parts(blocks);
-    if (blocks) TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
-    double total = 0;
-    for (double part : parts) total += part;
-    *sumAbs = total;
+    TSR_RETURN_IF_ERROR(this->sumAbs(work, count, sumAbs));
     return readFirstBad();
   }
   Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override {
@@ -104,6 +99,100 @@ class CudaStepKernels final : public StepKernels {
   Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                     float* comp) override {
     return launched(kernels::cuda::signFinish(work, words, count, eta, out, comp, stream_), "decompress");
+  }
+
+  Result<size_t> scanNonFinite(const float* x, size_t count) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(count));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::scanNonFinite(x, count, firstBad_, stream_), "non-finite scan"));
+    return readFirstBad();
+  }
+  Status writeFromHost(void* dst, const void* host, size_t bytes) override {
+    if (!bytes) return Status::ok();
+    return sync(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "host to device write");
+  }
+  Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override {
+    if (to == DataType::kF16) return launched(kernels::cuda::castF32ToF16(in, count, out, stream_), "cast to f16");
+    if (to == DataType::kBF16) return launched(kernels::cuda::castF32ToBf16(in, count, out, stream_), "cast to bf16");
+    return Status(Code::kInvalidArgument, std::string("cast of f32 to ") + dataTypeName(to) + ": only f16, bf16");
+  }
+  Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override {
+    if (from == DataType::kF16) return launched(kernels::cuda::castF16ToF32(in, count, out, stream_), "cast from f16");
+    if (from == DataType::kBF16) return launched(kernels::cuda::castBf16ToF32(in, count, out, stream_), "cast from bf16");
+    return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
+  }
+  Status scale(const float* in, size_t count, float factor, float* out) override {
+    return launched(kernels::cuda::scaleF32(in, count, factor, out, stream_), "scale");
+  }
+  Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override {
+    size_t bytes = kernels::cuda::topkScratchBytes(n, k);
+    TSR_RETURN_IF_ERROR(growScratch(bytes));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::topkSelect(x, n, k, indices, scratch_, bytes, stream_), "top-k select"));
+    return std::min(k, n);
+  }
+  Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override {
+    size_t bytes = kernels::cuda::randomkScratchBytes(n, k);
+    TSR_RETURN_IF_ERROR(growScratch(bytes));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::randomkSelect(n, k, seed, step, indices, scratch_, bytes, stream_),
+                                 "random-k select"));
+    return std::min(k, n);
+  }
+  Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override {
+    return launched(kernels::cuda::gatherF32(x, indices, k, out, stream_), "gather");
+  }
+  Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override {
+    return launched(kernels::cuda::scatterF32(indices, values, k, out, stream_), "scatter");
+  }
+  // The blocks' sums, added in order here: kernels::sumAbs's sum bit for bit.
+  Status sumAbs(const float* x, size_t count, double* sum) override {
+    size_t blocks = kernels::cuda::sumAbsBlocks(count);
+    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumAbsBlockwise(x, count, blockSums_, stream_), "sum |x|"));
+    std::vector<double> parts(blocks);
+    if (blocks) TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
+    double total = 0;
+    for (double part : parts) total += part;
+    *sum = total;
+    return Status::ok();
+  }
+  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(count));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::signPack(x, count, words, rng, 0, firstBad_, stream_), "sign pack"));
+    return readFirstBad();
+  }
+  Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override {
+    return launched(kernels::cuda::signDecompress(words, count, eta, out, stream_), "sign decompress");
+  }
+  Status maxAbs(const float* x, size_t count, float* max) override {
+    // firstBad_ doubles as the 32-bit accumulator (preset to 0: the bits of +0.0f).
+    TSR_RETURN_IF_ERROR(presetFirstBad(0));
+    auto* bits = reinterpret_cast<unsigned int*>(firstBad_);
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::maxAbsBits(x, count, bits, stream_), "max |x|"));
+    unsigned int host = 0;
+    TSR_RETURN_IF_ERROR(readToHost(&host, bits, sizeof host));
+    std::memcpy(max, &host, sizeof host);
+    return Status::ok();
+  }
+  Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels, kernels::DitherPartition partition,
+                        const kernels::RngStream& rng, int16_t* codes) override {
+    return launched(kernels::cuda::ditherQuantize(x, count, scale, levels, partition, rng, codes, stream_), "dither");
+  }
+  Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                          kernels::DitherPartition partition, float* out) override {
+    return launched(kernels::cuda::ditherDequantize(codes, count, scale, levels, partition, out, stream_), "undither");
+  }
+  Status efKeep(const float* c, size_t count, float* e) override {
+    return launched(kernels::cuda::efKeep(c, count, e, stream_), "error feedback");
+  }
+  Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) override {
+    return launched(kernels::cuda::nesterovShift(g, m, count, mu, p, stream_), "nesterov shift");
+  }
+  Status nesterovUpdate(const float* g, size_t count, float mu, float* m) override {
+    return launched(kernels::cuda::nesterovUpdate(g, count, mu, m, stream_), "nesterov update");
+  }
+  Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override {
+    TSR_RETURN_IF_ERROR(presetFirstBad(k));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::indexOutOfRange(indices, k, n, firstBad_, stream_), "index check"));
+    return readFirstBad();
   }
 
  private:
@@ -125,6 +214,17 @@ class CudaStepKernels final : public StepKernels {
     TSR_RETURN_IF_ERROR(readToHost(&host_, firstBad_, sizeof host_));
     return static_cast<size_t>(host_);
   }
+  // The select kernels' scratch, grown to the largest asked for.
+  Status growScratch(size_t bytes) {
+    if (bytes <= scratchCapacity_) return Status::ok();
+    if (scratch_) cudaFree(scratch_);
+    scratch_ = nullptr;
+    scratchCapacity_ = 0;
+    cudaError_t e = cudaMalloc(&scratch_, bytes);
+    if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc(" + std::to_string(bytes) + "): " + cudaText(e));
+    scratchCapacity_ = bytes;
+    return Status::ok();
+  }
   Status growBlockSums(size_t blocks) {
     if (blocks <= blockCapacity_) return Status::ok();
     if (blockSums_) cudaFree(blockSums_);
@@ -143,6 +243,8 @@ class CudaStepKernels final : public StepKernels {
   unsigned long long host_ = 0;
   double* blockSums_ = nullptr;
   size_t blockCapacity_ = 0;
+  void* scratch_ = nullptr;
+  size_t scratchCapacity_ = 0;
 };
 
 }  // namespace

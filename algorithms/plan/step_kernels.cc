@@ -4,8 +4,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algorithms/kernels/cast.h"
+#include "algorithms/kernels/feedback_ops.h"
+#include "algorithms/kernels/randomk.h"
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
+#include "algorithms/kernels/topk.h"
 
 namespace tsr::algorithms {
 
@@ -66,6 +70,107 @@ Result<size_t> HostStepKernels::addScan(const float* g, const float* c, size_t c
 Status HostStepKernels::signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                                    float* comp) {
   kernels::signFinish(work, words, count, eta, out, comp);
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::scanNonFinite(const float* x, size_t count) {
+  return kernels::firstNonFinite(x, count);
+}
+
+Status HostStepKernels::writeFromHost(void* dst, const void* host, size_t bytes) {
+  if (bytes) std::memcpy(dst, host, bytes);  // not copy(): see readToHost
+  return Status::ok();
+}
+
+Status HostStepKernels::castTo(DataType to, const float* in, size_t count, uint16_t* out) {
+  if (to == DataType::kF16) kernels::castF32ToF16(in, count, out);
+  else if (to == DataType::kBF16) kernels::castF32ToBf16(in, count, out);
+  else return Status(Code::kInvalidArgument, std::string("cast of f32 to ") + dataTypeName(to) + ": only f16, bf16");
+  return Status::ok();
+}
+
+Status HostStepKernels::castFrom(DataType from, const uint16_t* in, size_t count, float* out) {
+  if (from == DataType::kF16) kernels::castF16ToF32(in, count, out);
+  else if (from == DataType::kBF16) kernels::castBf16ToF32(in, count, out);
+  else return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
+  return Status::ok();
+}
+
+Status HostStepKernels::scale(const float* in, size_t count, float factor, float* out) {
+  for (size_t j = 0; j < count; ++j) out[j] = in[j] * factor;
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) {
+  topkScratch_.resize(std::max(topkScratch_.size(), kernels::topkScratchCount(n, k)));
+  return kernels::topkSelect(x, n, k, indices, topkScratch_.data(), topkScratch_.size());
+}
+
+Result<size_t> HostStepKernels::randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) {
+  randomkBitmap_.resize(std::max(randomkBitmap_.size(), kernels::randomkBitmapWords(n)));
+  return kernels::randomkSelect(n, k, seed, step, randomkBitmap_.data(), indices);
+}
+
+Status HostStepKernels::gather(const float* x, const uint32_t* indices, size_t k, float* out) {
+  kernels::gatherValues(x, indices, k, out);
+  return Status::ok();
+}
+
+Status HostStepKernels::scatter(const uint32_t* indices, const float* values, size_t k, float* out) {
+  kernels::scatterValues(indices, values, k, out);
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) {
+  for (size_t i = 0; i < k; ++i)
+    if (indices[i] >= n) return i;
+  return k;
+}
+
+Status HostStepKernels::efKeep(const float* c, size_t count, float* e) {
+  for (size_t j = 0; j < count; ++j) e[j] = kernels::efKept(c[j], e[j]);
+  return Status::ok();
+}
+
+Status HostStepKernels::nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) {
+  for (size_t j = 0; j < count; ++j) p[j] = kernels::nesterovShifted(g[j], m[j], mu);
+  return Status::ok();
+}
+
+Status HostStepKernels::nesterovUpdate(const float* g, size_t count, float mu, float* m) {
+  for (size_t j = 0; j < count; ++j) m[j] = kernels::nesterovNext(g[j], m[j], mu);
+  return Status::ok();
+}
+
+Result<size_t> HostStepKernels::signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) {
+  return kernels::signPack(x, count, words, rng, 0);
+}
+
+Status HostStepKernels::sumAbs(const float* x, size_t count, double* sum) {
+  *sum = kernels::sumAbs(x, count);
+  return Status::ok();
+}
+
+Status HostStepKernels::signDecompress(const uint64_t* words, size_t count, float eta, float* out) {
+  kernels::signDecompress(words, count, eta, out);
+  return Status::ok();
+}
+
+Status HostStepKernels::maxAbs(const float* x, size_t count, float* max) {
+  *max = kernels::ditherScale(x, count, kernels::DitherNormalize::kMax);
+  return Status::ok();
+}
+
+Status HostStepKernels::ditherQuantize(const float* x, size_t count, float scale, uint32_t levels,
+                                       kernels::DitherPartition partition, const kernels::RngStream& rng,
+                                       int16_t* codes) {
+  kernels::ditherQuantize(x, count, scale, levels, partition, rng, codes);
+  return Status::ok();
+}
+
+Status HostStepKernels::ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                                         kernels::DitherPartition partition, float* out) {
+  kernels::ditherDequantize(codes, count, scale, levels, partition, out);
   return Status::ok();
 }
 

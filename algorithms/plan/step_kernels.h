@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "algorithms/kernels/dithering.h"
 #include "algorithms/kernels/philox.h"
 #include "base/dtype.h"
 #include "base/status.h"
@@ -64,6 +66,44 @@ class StepKernels {
   // out = eta * (2 bit - 1), comp = work - out.
   virtual Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                             float* comp) = 0;
+
+  // A compressed tensor's codec passes (algorithms/compressed/device_codec.h), the compressors'
+  // math (algorithms/compress) element for element.
+  // The first non-finite index of x, or count.
+  virtual Result<size_t> scanNonFinite(const float* x, size_t count) = 0;
+  // From host memory into the backend's (small writes: a payload's 8-byte header).
+  virtual Status writeFromHost(void* dst, const void* host, size_t bytes) = 0;
+  // f32 -> f16 or bf16 (`to`) and back (`from`): kernels/cast.h.
+  virtual Status castTo(DataType to, const float* in, size_t count, uint16_t* out) = 0;
+  virtual Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) = 0;
+  // out = in * factor (the average: the sum of the decompressed payloads times 1/N).
+  virtual Status scale(const float* in, size_t count, float factor, float* out) = 0;
+  // Sparse codecs (kernels/topk.h, kernels/randomk.h): min(k, n) increasing indices into
+  // `indices`, returning that count; scratch is the backend's own.
+  virtual Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) = 0;
+  virtual Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) = 0;
+  // out[i] = x[indices[i]]; and out[indices[i]] = values[i] (other elements left alone).
+  virtual Status gather(const float* x, const uint32_t* indices, size_t k, float* out) = 0;
+  virtual Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) = 0;
+  // The first position i with indices[i] >= n (a malformed payload), or k.
+  virtual Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) = 0;
+  // Error feedback and Nesterov momentum (kernels/feedback_ops.h; c = g + e is addScan):
+  // e = efKept(c, e); p = nesterovShifted(g, m, mu); m = nesterovNext(g, m, mu).
+  virtual Status efKeep(const float* c, size_t count, float* e) = 0;
+  virtual Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) = 0;
+  virtual Status nesterovUpdate(const float* g, size_t count, float mu, float* m) = 0;
+  // onebit (kernels/sign.h): sign words of x (firstWord 0), returning the first non-finite
+  // index or count; sum |x| (into host memory, kernels::sumAbs's order); out = eta (2 bit - 1).
+  virtual Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) = 0;
+  virtual Status sumAbs(const float* x, size_t count, double* sum) = 0;
+  virtual Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) = 0;
+  // dithering (kernels/dithering.h): max |x| into host memory (exact in any order), and the
+  // codes for a given scale and back.
+  virtual Status maxAbs(const float* x, size_t count, float* max) = 0;
+  virtual Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels,
+                                kernels::DitherPartition partition, const kernels::RngStream& rng, int16_t* codes) = 0;
+  virtual Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                                  kernels::DitherPartition partition, float* out) = 0;
 };
 
 // The CPU kernels over host memory.
@@ -85,6 +125,31 @@ class HostStepKernels : public StepKernels {
   Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override;
   Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                     float* comp) override;
+  Result<size_t> scanNonFinite(const float* x, size_t count) override;
+  Status writeFromHost(void* dst, const void* host, size_t bytes) override;
+  Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override;
+  Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override;
+  Status scale(const float* in, size_t count, float factor, float* out) override;
+  Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override;
+  Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override;
+  Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override;
+  Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override;
+  Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override;
+  Status efKeep(const float* c, size_t count, float* e) override;
+  Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) override;
+  Status nesterovUpdate(const float* g, size_t count, float mu, float* m) override;
+  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) override;
+  Status sumAbs(const float* x, size_t count, double* sum) override;
+  Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override;
+  Status maxAbs(const float* x, size_t count, float* max) override;
+  Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels, kernels::DitherPartition partition,
+                        const kernels::RngStream& rng, int16_t* codes) override;
+  Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
+                          kernels::DitherPartition partition, float* out) override;
+
+ private:
+  std::vector<uint32_t> topkScratch_;   // grown on first use, then reused
+  std::vector<uint64_t> randomkBitmap_;
 };
 
 // The CUDA backend on the current device. Fails (NotSupported) naming why: built without

@@ -108,16 +108,17 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
       return invalid(who + ": algorithm=" + algorithm + " is not accepted (dense, marsit, compressed or spardl)");
     }
     if (cuda) {
-      // Marsit (ring, torus) may take the direct device path; the others stage (device_path.h).
+      // Marsit (ring, torus) and flat compressed tensors may take the direct device path; SparDL
+      // stages (device_path.h).
       tsr::runtime::DeviceOpeners open = tsr::runtime::cudaDeviceOpeners(name, count);
       auto prefixed = [](const tsr::Status& st) { return tsr::Status(st.code(), "tsr_tensor_create: " + st.message()); };
-      if (t->marsit) {
-        auto placed = t->marsit->useDeviceMemory(open);
+      if (t->marsit || t->compressed) {
+        auto placed = t->marsit ? t->marsit->useDeviceMemory(open) : t->compressed->useDeviceMemory(open);
         if (!placed.isOk()) return report(prefixed(placed.status()));
       } else {
         auto staging = open.staging();
         if (!staging.isOk()) return report(prefixed(staging.status()));
-        tsr::Status set = t->compressed ? t->compressed->setStaging(staging.value()) : t->spardl->setStaging(staging.value());
+        tsr::Status set = t->spardl->setStaging(staging.value());
         if (!set.isOk()) return report(set);
         const bool moves = t->comm->transportMovesCuda();
         const std::string noDirect = "algorithm=" + algorithm + " has no device step";

@@ -79,7 +79,102 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     return HostStepKernels::signFinish(work, words, n, eta, out, comp);
   }
 
+  // The compressed tensor's codec passes.
+  Result<size_t> scanNonFinite(const float* x, size_t n) override {
+    count(scans, {x}, n * 4);
+    return HostStepKernels::scanNonFinite(x, n);
+  }
+  Status writeFromHost(void* dst, const void* host, size_t bytes) override {
+    count(writes, {dst}, bytes);
+    return HostStepKernels::writeFromHost(dst, host, bytes);
+  }
+  Status castTo(DataType to, const float* in, size_t n, uint16_t* out) override {
+    count(casts, {in}, n * 4);
+    count(casts, {out}, n * 2, false);
+    return HostStepKernels::castTo(to, in, n, out);
+  }
+  Status castFrom(DataType from, const uint16_t* in, size_t n, float* out) override {
+    count(casts, {in}, n * 2);
+    count(casts, {out}, n * 4, false);
+    return HostStepKernels::castFrom(from, in, n, out);
+  }
+  Status scale(const float* in, size_t n, float factor, float* out) override {
+    count(scales, {in, out}, n * 4);
+    return HostStepKernels::scale(in, n, factor, out);
+  }
+
+  Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override {
+    count(selects, {x}, n * 4);
+    count(selects, {indices}, std::min(n, k) * 4, false);
+    return HostStepKernels::topkSelect(x, n, k, indices);
+  }
+  Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override {
+    count(selects, {indices}, std::min(n, k) * 4);
+    return HostStepKernels::randomkSelect(n, k, seed, step, indices);
+  }
+  Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override {
+    count(gathers, {indices, out}, k * 4);
+    count(gathers, {x}, 4, false);  // x's extent is not known here; its start must be device memory
+    return HostStepKernels::gather(x, indices, k, out);
+  }
+  Status scatter(const uint32_t* indices, const float* values, size_t k, float* out) override {
+    count(scatters, {indices, values}, k * 4);
+    count(scatters, {out}, 4, false);
+    return HostStepKernels::scatter(indices, values, k, out);
+  }
+  Result<size_t> firstIndexOutOfRange(const uint32_t* indices, size_t k, size_t n) override {
+    count(rangeChecks, {indices}, k * 4);
+    return HostStepKernels::firstIndexOutOfRange(indices, k, n);
+  }
+
+  Status efKeep(const float* c, size_t n, float* e) override {
+    count(efKeeps, {c, e}, n * 4);
+    return HostStepKernels::efKeep(c, n, e);
+  }
+  Status nesterovShift(const float* g, const float* m, size_t n, float mu, float* p) override {
+    count(nesterovs, {g, m, p}, n * 4);
+    return HostStepKernels::nesterovShift(g, m, n, mu, p);
+  }
+  Status nesterovUpdate(const float* g, size_t n, float mu, float* m) override {
+    count(nesterovs, {g, m}, n * 4, false);
+    return HostStepKernels::nesterovUpdate(g, n, mu, m);
+  }
+
+  Result<size_t> signPack(const float* x, size_t n, uint64_t* words, const kernels::RngStream& rng) override {
+    count(packs, {x}, n * 4);
+    count(packs, {words}, (n + 63) / 64 * 8, false);
+    return HostStepKernels::signPack(x, n, words, rng);
+  }
+  Status sumAbs(const float* x, size_t n, double* sum) override {
+    count(sums, {x}, n * 4);
+    return HostStepKernels::sumAbs(x, n, sum);
+  }
+  Status signDecompress(const uint64_t* words, size_t n, float eta, float* out) override {
+    count(unpacks, {out}, n * 4);
+    count(unpacks, {words}, (n + 63) / 64 * 8, false);
+    return HostStepKernels::signDecompress(words, n, eta, out);
+  }
+  Status maxAbs(const float* x, size_t n, float* max) override {
+    count(sums, {x}, n * 4);
+    return HostStepKernels::maxAbs(x, n, max);
+  }
+  Status ditherQuantize(const float* x, size_t n, float scale, uint32_t levels, kernels::DitherPartition partition,
+                        const kernels::RngStream& rng, int16_t* codes) override {
+    count(packs, {x}, n * 4);
+    count(packs, {codes}, n * 2, false);
+    return HostStepKernels::ditherQuantize(x, n, scale, levels, partition, rng, codes);
+  }
+  Status ditherDequantize(const int16_t* codes, size_t n, float scale, uint32_t levels,
+                          kernels::DitherPartition partition, float* out) override {
+    count(unpacks, {codes}, n * 2);
+    count(unpacks, {out}, n * 4, false);
+    return HostStepKernels::ditherDequantize(codes, n, scale, levels, partition, out);
+  }
+
   std::atomic<int> copies{0}, zeros{0}, reduces{0}, divides{0}, merges{0}, prepares{0}, addScans{0}, finishes{0};
+  std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0}, selects{0}, gathers{0}, scatters{0}, rangeChecks{0};
+  std::atomic<int> efKeeps{0}, nesterovs{0};
+  std::atomic<int> packs{0}, unpacks{0}, sums{0};  // onebit and dithering: encode, decode, scale
   std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
 
  private:

@@ -41,6 +41,22 @@ int signFinish(const float* work, const uint64_t* words, size_t count, float eta
 int reduceSumF32(float* dst, const float* src, size_t count, void* stream);
 int divideF32(float* data, size_t count, float divisor, void* stream);
 
+// A compressed tensor's device codec (cuda/codec_kernels.cu): the first non-finite index of x
+// into *firstBad (preset to count); out = in * factor.
+int scanNonFinite(const float* x, size_t count, unsigned long long* firstBad, void* stream);
+int scaleF32(const float* in, size_t count, float factor, float* out, void* stream);
+// out[i] = x[indices[i]]; out[indices[i]] = values[i]; the first i with indices[i] >= n into
+// *firstBad (preset to k).
+int gatherF32(const float* x, const uint32_t* indices, size_t k, float* out, void* stream);
+int scatterF32(const uint32_t* indices, const float* values, size_t k, float* out, void* stream);
+int indexOutOfRange(const uint32_t* indices, size_t k, size_t n, unsigned long long* firstBad, void* stream);
+// The decorators' state updates (feedback_ops.h): e = c - e; p = g + mu (mu m + g); m = mu m + g.
+int efKeep(const float* c, size_t count, float* e, void* stream);
+int nesterovShift(const float* g, const float* m, size_t count, float mu, float* p, void* stream);
+int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* stream);
+// max |x| as float bits into *maxBits (preset to 0, the bits of +0.0f): dithering's max scale.
+int maxAbsBits(const float* x, size_t count, unsigned int* maxBits, void* stream);
+
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
 int castF32ToBf16(const float* in, size_t count, uint16_t* out, void* stream);

@@ -49,7 +49,7 @@ TEST(CApiDevice, CudaTensorsMatchHostTensors) {
         cudaMemcpy(back.data(), gd, count * sizeof(float), cudaMemcpyDeviceToHost);
         EXPECT_EQ(std::memcmp(g.data(), back.data(), count * sizeof(float)), 0) << algo << " step " << step;
         ASSERT_EQ(tsr_tensor_residual(h, rh.data()), TSR_OK);
-        ASSERT_EQ(tsr_tensor_residual(d, rd.data()), TSR_OK);  // residuals live in host memory
+        ASSERT_EQ(tsr_tensor_residual(d, rd.data()), TSR_OK);  // read back from the device on the direct path
         EXPECT_EQ(std::memcmp(rh.data(), rd.data(), count * sizeof(float)), 0) << algo << " step " << step;
       }
       // A host pointer given to a device tensor is refused, naming the tensor.

@@ -1,0 +1,371 @@
+// The direct device path of the flat CompressedTensor (algorithms/compressed/
+// compressed_device_step.h) over real UCX, ranks as threads, with the fakes of
+// tests/support/device_fakes.h: a "device" of host memory running the CPU kernels, and a
+// transport wrapper that claims CUDA support and records what is posted as what. Checked: the
+// path chosen (and its note), results and residuals bit-identical to a host tensor and to a
+// staged one over several steps, payloads posted as kCuda, the codec's math run by the device
+// kernels on device memory only, no staging, bad input named. No GPU and no CUDA-capable UCX
+// are involved: the CUDA kernels themselves are not run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "algorithms/compress/momentum.h"
+#include "algorithms/compress/registry.h"
+#include "algorithms/compressed/compressed_tensor.h"
+#include "algorithms/compressed/device_codec.h"
+#include "tests/support/device_world.h"
+#include "tests/support/thread_world.h"
+
+namespace tsr {
+namespace {
+
+using testing::Opened;
+using testing::World;
+using Params = std::map<std::string, std::string>;
+
+constexpr int kSteps = 4;
+
+float inputOf(int rank, size_t j, int step) {
+  if (j % 89 == 3) return 0.0f;
+  if (j % 89 == 4) return -0.0f;
+  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
+         (j % 7 == 1 ? 1e-3f : 1.0f);
+}
+
+bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+// kSteps on a host tensor, a direct device tensor and a staged tensor; all three must agree
+// bit for bit, result and residual (the error-feedback state), at every step.
+void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
+  World world(n);
+  params["algorithm"] = "compressed";
+  testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
+    ASSERT_TRUE(comm.transportMovesCuda());
+    auto host = compressed::CompressedTensor::create(comm, "w-host", count, params);
+    auto direct = compressed::CompressedTensor::create(comm, "w-dev", count, params);
+    auto staged = compressed::CompressedTensor::create(comm, "w-stg", count, params);
+    ASSERT_TRUE(host.isOk() && direct.isOk() && staged.isOk()) << host.status().toString();
+    Opened opened, stagedOpened;
+    auto note = direct.value()->useDeviceMemory(opened.openers("w-dev", count));
+    ASSERT_TRUE(note.isOk()) << note.status().toString();
+    EXPECT_NE(note.value().find("direct device path"), std::string::npos) << note.value();
+    EXPECT_NE(note.value().find("tensor w-dev"), std::string::npos) << note.value();
+    ASSERT_TRUE(direct.value()->directDevice());
+    EXPECT_EQ(opened.kernelOpens, 1);
+    EXPECT_EQ(opened.stagingOpens, 0);
+    auto stg = stagedOpened.openers("w-stg", count).staging();
+    ASSERT_TRUE(stg.isOk());
+    ASSERT_TRUE(staged.value()->setStaging(stg.value()).isOk());
+
+    auto devMem = opened.kernels->allocate(count * sizeof(float));
+    ASSERT_TRUE(devMem.isOk());
+    float* d = static_cast<float*>(devMem.value());
+    std::vector<float> h(count), s(count), rh(count), rd(count), rs(count);
+    testing::RecordingTransport& wire = *world.transports[comm.rank()];
+    for (int step = 0; step < kSteps; ++step) {
+      for (size_t j = 0; j < count; ++j) h[j] = s[j] = d[j] = inputOf(comm.rank(), j, step);
+      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
+      wire.reset();
+      ASSERT_TRUE(staged.value()->allreduce(s.data()).isOk());
+      EXPECT_EQ(wire.counts().cudaSends + wire.counts().cudaRecvs, 0) << "staged step posted device buffers";
+      wire.reset();
+      if (step == 1) {  // the non-blocking form
+        auto request = direct.value()->allreduceAsync(d);
+        ASSERT_TRUE(request.isOk()) << request.status().toString();
+        ASSERT_TRUE(request.value()->wait().isOk());
+      } else {
+        Status st = direct.value()->allreduce(d);
+        ASSERT_TRUE(st.isOk()) << st.toString();
+      }
+      testing::TransferCounts c = wire.counts();
+      // The ring all-gather: N-1 slots out and in (in 1 KiB chunks), all of them device memory.
+      EXPECT_GE(c.cudaSends, n - 1) << "rank " << comm.rank() << " step " << step;
+      EXPECT_GE(c.cudaRecvs, n - 1) << "rank " << comm.rank() << " step " << step;
+      EXPECT_EQ(c.cudaBytes, 2 * (n - 1) * direct.value()->slotBytes()) << "rank " << comm.rank();
+      // In host memory only the argument headers and the 2-double NaN flag.
+      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(h.data(), d, count)) << "direct vs host, rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(h.data(), s.data(), count)) << "staged vs host, rank " << comm.rank() << " step " << step;
+      host.value()->residual(rh.data());
+      direct.value()->residual(rd.data());
+      staged.value()->residual(rs.data());
+      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      host.value()->momentum(rh.data());
+      direct.value()->momentum(rd.data());
+      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;
+    }
+    EXPECT_EQ(direct.value()->step(), static_cast<uint64_t>(kSteps));
+    testing::FakeDeviceKernels& k = *opened.kernels;
+    // The NaN scan of g, and with momentum of the shifted gradient too.
+    EXPECT_EQ(k.scans, kSteps * (params.count("momentum") ? 2 : 1)) << "the scans did not run on the device";
+    EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
+    EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
+    const std::string kind = params.at("compressor");
+    const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
+    if (kind == "fp16" || kind == "bf16") {
+      EXPECT_EQ(k.casts, kSteps * (2 + n - (ef ? 0 : 1))) << "compress (ef: and its decompress), N decompresses";
+    }
+    if (kind == "topk" || kind == "randomk") {
+      // randomk redraws its indices for each payload it decompresses.
+      EXPECT_EQ(k.selects, kSteps * (kind == "topk" ? 1 : 1 + n + (ef ? 1 : 0))) << "the selection did not run on the device";
+      EXPECT_EQ(k.gathers, kSteps);
+      EXPECT_EQ(k.scatters, kSteps * n + (ef ? kSteps : 0));  // ef decompresses its own payload too
+    }
+    if (kind == "onebit" || kind == "dithering") {
+      EXPECT_EQ(k.packs, kSteps) << "the encoding did not run on the device";
+      EXPECT_EQ(k.unpacks, kSteps * (n + (ef ? 1 : 0))) << "the decoding did not run on the device";
+      const bool scaled = kind == "dithering" || (params.count("scaling") && params.at("scaling") == "true");
+      EXPECT_EQ(k.sums, scaled ? kSteps : 0) << "the scale was not computed on the device";
+    }
+    EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
+    EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
+    EXPECT_EQ(k.nesterovs, params.count("momentum") ? kSteps : 0) << "the momentum did not run on the device";
+    EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
+    EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
+    EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
+    opened.kernels->release(d);
+  }, [](int) { return testing::Settings{{"TSR_CHUNK_BYTES", "1024"}}; }, world.wrapper(true));
+}
+
+void sweep(const Params& params, size_t count = 3001) {
+  for (int n = 2; n <= 5; ++n) {
+    SCOPED_TRACE("N=" + std::to_string(n));
+    expectDirectEqualsHostAndStaged(n, count, params);
+  }
+}
+
+TEST(CompressedDirect, NoneEqualsHostAndStaged) { sweep({{"compressor", "none"}, {"ef", "none"}}); }
+TEST(CompressedDirect, Fp16EqualsHostAndStaged) { sweep({{"compressor", "fp16"}, {"ef", "none"}}); }
+TEST(CompressedDirect, Bf16EqualsHostAndStaged) { sweep({{"compressor", "bf16"}, {"ef", "none"}}, 1000); }
+TEST(CompressedDirect, TopkEqualsHostAndStaged) { sweep({{"compressor", "topk"}, {"k", "0.01"}, {"ef", "none"}}); }
+TEST(CompressedDirect, RandomkEqualsHostAndStaged) {
+  sweep({{"compressor", "randomk"}, {"k", "50"}, {"seed", "9"}, {"ef", "none"}});
+}
+
+TEST(CompressedDirect, ErrorFeedbackEqualsHostAndStaged) {
+  sweep({{"compressor", "fp16"}});  // ef=vanilla is the compressed tensor's default
+  sweep({{"compressor", "topk"}, {"k", "0.01"}, {"ef", "vanilla"}});
+}
+TEST(CompressedDirect, MomentumEqualsHostAndStaged) {
+  sweep({{"compressor", "randomk"}, {"k", "50"}, {"momentum", "nesterov"}, {"momentum_mu", "0.8"}});
+  sweep({{"compressor", "bf16"}, {"ef", "none"}, {"momentum", "nesterov"}}, 1000);
+}
+
+// Tiny tensors: one element, fewer elements than ranks.
+TEST(CompressedDirect, TinyTensorsEqualHostAndStaged) {
+  sweep({{"compressor", "topk"}, {"k", "1"}, {"momentum", "nesterov"}}, 1);
+  sweep({{"compressor", "onebit"}, {"scaling", "true"}}, 3);
+}
+
+TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
+  sweep({{"compressor", "onebit"}, {"scaling", "true"}, {"seed", "5"}});
+  sweep({{"compressor", "onebit"}, {"ef", "none"}}, 1000);  // unscaled: +-1
+}
+TEST(CompressedDirect, DitheringEqualsHostAndStaged) {
+  sweep({{"compressor", "dithering"}, {"k", "7"}, {"seed", "11"}});
+  sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"ef", "none"},
+         {"momentum", "nesterov"}}, 1000);
+}
+
+// The device codec alone, no network: its payloads are byte-identical to the host
+// compressor's at several steps, and malformed payloads get the host compressor's errors.
+void expectCodecMatchesHost(const Params& params) {
+  SCOPED_TRACE(params.at("compressor"));
+  const size_t count = 1000;
+  auto host = compress::createCompressor(params, count);
+  auto spec = compress::createCompressor(params, count);
+  ASSERT_TRUE(host.isOk() && spec.isOk()) << host.status().toString();
+  auto kernels = std::make_shared<testing::FakeDeviceKernels>();
+  auto codec = compressed::DeviceCodec::create(kernels, *spec.value(), "compressed tensor c");
+  ASSERT_TRUE(codec.isOk()) << codec.status().toString();
+  const size_t bytes = host.value()->maxCompressedBytes();
+  std::vector<uint64_t> hostPayload((bytes + 7) / 8 + 1);  // a word of room for the k+1 case below
+  auto* g = static_cast<float*>(kernels->allocate(count * 4).value());
+  auto* payload = static_cast<std::byte*>(kernels->allocate(bytes + 8).value());
+  auto* out = static_cast<float*>(kernels->allocate(count * 4).value());
+  std::vector<float> hostOut(count);
+  for (uint32_t step = 0; step < 3; ++step) {
+    for (size_t j = 0; j < count; ++j) g[j] = inputOf(1, j, static_cast<int>(step));
+    host.value()->setStep(step);
+    auto want = host.value()->compress({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
+    auto got = codec.value()->compress(g, payload, step);
+    ASSERT_TRUE(want.isOk() && got.isOk()) << got.status().toString();
+    ASSERT_EQ(got.value(), want.value());
+    EXPECT_EQ(std::memcmp(payload, hostPayload.data(), want.value()), 0) << "step " << step;
+    ASSERT_TRUE(codec.value()->decompress(payload, got.value(), out).isOk());
+    ASSERT_TRUE(host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), want.value()}, hostOut).isOk());
+    EXPECT_TRUE(sameBits(out, hostOut.data(), count)) << "step " << step;
+    std::vector<float> state(count), zeros(count, 0.0f);
+    ASSERT_TRUE(codec.value()->readError(state.data()).isOk());
+    auto e = host.value()->feedbackError();
+    EXPECT_TRUE(sameBits(state.data(), e.empty() ? zeros.data() : e.data(), count)) << "residual, step " << step;
+    ASSERT_TRUE(codec.value()->readMomentum(state.data()).isOk());
+    const auto* m = dynamic_cast<const compress::NesterovMomentum*>(host.value().get());
+    EXPECT_TRUE(sameBits(state.data(), m ? m->momentum().data() : zeros.data(), count)) << "momentum, step " << step;
+  }
+  if (params.count("ef")) {  // g + e overflowing: refused naming the inner stage, as on the host
+    for (size_t j = 0; j < count; ++j) g[j] = j == 7 ? 3.0e38f : 1.0f;
+    for (int twice = 0; twice < 2; ++twice) {
+      auto want = host.value()->compress({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
+      auto got = codec.value()->compress(g, payload, 3);
+      ASSERT_EQ(want.isOk(), got.isOk()) << want.status().toString() << " vs " << got.status().toString();
+      if (!want.isOk()) {
+        EXPECT_EQ(got.status().code(), Code::kNumericError);
+        EXPECT_NE(got.status().message().find("compressed tensor c: " + want.status().message()), std::string::npos)
+            << got.status().toString() << " vs " << want.status().toString();
+      }
+    }
+  }
+  // Malformed: one byte short; and (top-k) an index past the end.
+  Status shortHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), bytes - 8}, hostOut);
+  Status shortDev = codec.value()->decompress(payload, bytes - 8, out);
+  EXPECT_EQ(shortDev.code(), Code::kInvalidArgument) << shortDev.toString();
+  EXPECT_NE(shortDev.message().find(shortHost.message()), std::string::npos) << shortDev.toString() << " vs " << shortHost.toString();
+  if (params.at("compressor") == "topk") {
+    const uint32_t k = reinterpret_cast<const uint32_t*>(payload)[0];
+    reinterpret_cast<uint32_t*>(payload + 8)[k - 1] = 99999;
+    reinterpret_cast<uint32_t*>(hostPayload.data())[2 + k - 1] = 99999;
+    Status badHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k}}, hostOut);
+    Status badDev = codec.value()->decompress(payload, 8 + 8 * size_t{k}, out);
+    EXPECT_NE(badHost.message().find("payload index 99999 out of range 1000"), std::string::npos) << badHost.toString();
+    EXPECT_NE(badDev.message().find(badHost.message()), std::string::npos) << badDev.toString();
+    // A k above the compressor's, with the byte count to match.
+    reinterpret_cast<uint32_t*>(payload)[0] = reinterpret_cast<uint32_t*>(hostPayload.data())[0] = k + 1;
+    badHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k + 1}}, hostOut);
+    badDev = codec.value()->decompress(payload, 8 + 8 * size_t{k + 1}, out);
+    EXPECT_NE(badHost.message().find("malformed payload"), std::string::npos) << badHost.toString();
+    EXPECT_NE(badDev.message().find(badHost.message()), std::string::npos) << badDev.toString();
+  }
+  EXPECT_EQ(kernels->violations, 0);
+  for (void* p : {static_cast<void*>(g), static_cast<void*>(payload), static_cast<void*>(out)}) kernels->release(p);
+}
+
+TEST(CompressedDirect, CodecPayloadsEqualHost) {
+  expectCodecMatchesHost({{"compressor", "fp16"}});
+  expectCodecMatchesHost({{"compressor", "none"}});
+  expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}});
+  expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"seed", "3"}});
+  expectCodecMatchesHost({{"compressor", "fp16"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}, {"ef", "vanilla"}, {"momentum", "nesterov"}});
+  expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"momentum", "nesterov"}, {"momentum_mu", "0.5"}});
+  expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
+}
+
+// The staged path is chosen, with its reason, without the claimed CUDA support, for a
+// compressor without a device form, and for the two-level schedule.
+TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
+  struct Case {
+    bool claim;
+    Params params;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
+      {true, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"ef", "none"}},
+       "compressor dithering(k=4, partition=linear, normalize=l2) has no device form"},
+      {true, {{"compressor", "fp16"}, {"ef", "none"}, {"intra", "none"}}, "two-level"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    World world(4);
+    testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
+      EXPECT_EQ(comm.transportMovesCuda(), c.claim);
+      auto t = compressed::CompressedTensor::create(comm, "emb", 1000, c.params);
+      ASSERT_TRUE(t.isOk()) << t.status().toString();
+      Opened opened;
+      auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
+      ASSERT_TRUE(note.isOk()) << note.status().toString();
+      EXPECT_FALSE(t.value()->directDevice());
+      EXPECT_EQ(opened.kernelOpens, 0);
+      EXPECT_EQ(opened.stagingOpens, 1);
+      EXPECT_NE(note.value().find("staged through pinned host memory"), std::string::npos) << note.value();
+      EXPECT_NE(note.value().find(c.why), std::string::npos) << note.value();
+      if (c.claim) {  // asked directly, the direct path is refused for the same reason
+        Status direct = t.value()->setDeviceKernels(opened.kernels);
+        EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
+        EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
+      }
+      std::vector<float> d(1000), h(1000);
+      for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(comm.rank(), j, 0);
+      auto host = compressed::CompressedTensor::create(comm, "emb-host", 1000, c.params);
+      ASSERT_TRUE(host.isOk());
+      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
+      world.transports[comm.rank()]->reset();
+      ASSERT_TRUE(t.value()->allreduce(d.data()).isOk());
+      EXPECT_TRUE(sameBits(h.data(), d.data(), d.size()));
+      EXPECT_EQ(world.transports[comm.rank()]->counts().cudaSends, 0);
+      EXPECT_EQ(opened.copies->toHost, 1);
+      EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);
+    }, [](int rank) { return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % 2)}}; },
+                             world.wrapper(c.claim));
+  }
+}
+
+// A host pointer is refused naming the tensor and rank; NaN (rank 1) and Inf (rank 2) fail the
+// step on every rank naming the element, leaving the buffer and the residual as they were;
+// the memory cannot be switched once chosen and stepped.
+void expectBadInputNamed(const Params& params) {
+  World world(3);
+  testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
+    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
+    ASSERT_TRUE(t.isOk()) << t.status().toString();
+    Opened opened;
+    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
+    ASSERT_TRUE(t.value()->directDevice());
+    std::vector<float> onHost(1000, 1.0f);
+    auto refused = t.value()->allreduceAsync(onHost.data());
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+    const std::string& m = refused.status().message();
+    EXPECT_NE(m.find("device tensor emb (memory=cuda, rank " + std::to_string(comm.rank())), std::string::npos) << m;
+    EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+
+    float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+    for (int step = 0; step < 2; ++step) {  // a good step first, so the residual is not trivially zero
+      for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, step);
+      if (step == 1 && comm.rank() == 1) d[17] = NAN;
+      if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
+      std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
+      std::vector<float> momentumBefore(1000);
+      t.value()->residual(residualBefore.data());
+      t.value()->momentum(momentumBefore.data());
+      Status st = t.value()->allreduce(d);
+      if (step == 0) {
+        ASSERT_TRUE(st.isOk()) << st.toString();
+        continue;
+      }
+      EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+      EXPECT_NE(st.message().find("compressed tensor emb: 2 rank(s) had NaN or Inf"), std::string::npos) << st.toString();
+      if (comm.rank() == 1) EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+      if (comm.rank() == 2) EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+      EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
+      t.value()->residual(residualAfter.data());
+      EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
+      t.value()->momentum(residualAfter.data());
+      EXPECT_TRUE(sameBits(momentumBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
+      EXPECT_EQ(t.value()->step(), 1u);
+    }
+    for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
+    ASSERT_TRUE(t.value()->allreduce(d).isOk());
+    Status again = t.value()->setDeviceKernels(opened.kernels);
+    EXPECT_NE(again.message().find("step 2 has run"), std::string::npos) << again.toString();
+    auto stg = opened.openers("emb", 1000).staging();
+    ASSERT_TRUE(stg.isOk());
+    Status staged = t.value()->setStaging(stg.value());
+    EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
+    EXPECT_EQ(opened.kernels->violations, 0);
+    opened.kernels->release(d);
+  }, [](int) { return testing::Settings{}; }, world.wrapper(true));
+}
+
+TEST(CompressedDirect, BadInputIsNamed) {
+  expectBadInputNamed({{"compressor", "fp16"}, {"ef", "none"}});
+  expectBadInputNamed({{"compressor", "topk"}, {"k", "20"}, {"momentum", "nesterov"}});  // ef=vanilla by default
+}
+
+}  // namespace
+}  // namespace tsr
