@@ -158,6 +158,7 @@ TEST(CompressedDirect, MomentumEqualsHostAndStaged) {
 TEST(CompressedDirect, TinyTensorsEqualHostAndStaged) {
   sweep({{"compressor", "topk"}, {"k", "1"}, {"momentum", "nesterov"}}, 1);
   sweep({{"compressor", "onebit"}, {"scaling", "true"}}, 3);
+  sweep({{"compressor", "dithering"}, {"k", "3"}, {"dithering_normalize", "l2"}}, 3);
 }
 
 TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
@@ -168,6 +169,13 @@ TEST(CompressedDirect, DitheringEqualsHostAndStaged) {
   sweep({{"compressor", "dithering"}, {"k", "7"}, {"seed", "11"}});
   sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"ef", "none"},
          {"momentum", "nesterov"}}, 1000);
+}
+// dithering_normalize=l2: the norm's sum of squares on the device in the CPU's block order
+// (3001 elements: two full blocks and a tail).
+TEST(CompressedDirect, DitheringL2EqualsHostAndStaged) {
+  sweep({{"compressor", "dithering"}, {"k", "7"}, {"dithering_normalize", "l2"}, {"seed", "11"}});
+  sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"dithering_normalize", "l2"},
+         {"ef", "none"}, {"momentum", "nesterov"}});
 }
 
 // The device codec alone, no network: its payloads are byte-identical to the host
@@ -253,11 +261,15 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"momentum", "nesterov"}, {"momentum_mu", "0.5"}});
   expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"ef", "vanilla"}});
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
+  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"dithering_normalize", "l2"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "3"}, {"dithering_partition", "natural"},
+                          {"dithering_normalize", "l2"}, {"momentum", "nesterov"}});
 }
 
-// The staged path is chosen, with its reason, without the claimed CUDA support, for a
-// compressor without a device form, and for the two-level schedule.
-TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
+// The staged path is chosen, with its reason, without the claimed CUDA support and for the
+// two-level schedule (every registry compressor has a device form now, dithering_normalize=l2
+// included).
+TEST(CompressedDirect, StagesWithoutCudaSupportOrForTwoLevel) {
   struct Case {
     bool claim;
     Params params;
@@ -265,8 +277,6 @@ TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
   };
   const std::vector<Case> cases = {
       {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
-      {true, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"ef", "none"}},
-       "compressor dithering(k=4, partition=linear, normalize=l2) has no device form"},
       {true, {{"compressor", "fp16"}, {"ef", "none"}, {"intra", "none"}}, "two-level"},
   };
   for (const Case& c : cases) {
