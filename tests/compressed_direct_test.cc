@@ -15,6 +15,7 @@
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/compressed/device_codec.h"
+#include "algorithms/kernels/dithering.h"
 #include "tests/support/device_world.h"
 #include "tests/support/thread_world.h"
 
@@ -176,6 +177,26 @@ TEST(CompressedDirect, DitheringL2EqualsHostAndStaged) {
   sweep({{"compressor", "dithering"}, {"k", "7"}, {"dithering_normalize", "l2"}, {"seed", "11"}});
   sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"dithering_normalize", "l2"},
          {"ef", "none"}, {"momentum", "nesterov"}});
+}
+
+// The StepKernels seam's sum of squares (what the device codec's L2 scale is rooted from) is
+// kernels::ditherSumSquares's double bit for bit, on an input where a plain left-to-right sum
+// gives other bits: a change of order there would rarely show in the float scale above.
+TEST(CompressedDirect, SumOfSquaresInTheCpuOrder) {
+  testing::FakeDeviceKernels k;
+  const size_t n = 40000;
+  auto* x = static_cast<float*>(k.allocate(n * sizeof(float)).value());
+  for (size_t j = 0; j < n; ++j) x[j] = inputOf(0, j, 0) * (j / 1024 % 2 == 1 ? 3e-4f : 1.0f);
+  x[1] = 1.0e8f;
+  double sum = 0, sequential = 0;
+  ASSERT_TRUE(k.sumSquares(x, n, &sum).isOk());
+  const double want = kernels::ditherSumSquares(x, n);
+  EXPECT_EQ(std::memcmp(&sum, &want, sizeof sum), 0) << sum << " vs " << want;
+  for (size_t j = 0; j < n; ++j) sequential += static_cast<double>(x[j]) * x[j];
+  EXPECT_NE(std::memcmp(&sequential, &want, sizeof want), 0) << "the input does not tell the orders apart";
+  EXPECT_EQ(k.sums, 1);
+  EXPECT_EQ(k.violations, 0);
+  k.release(x);
 }
 
 // The device codec alone, no network: its payloads are byte-identical to the host
