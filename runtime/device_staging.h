@@ -20,10 +20,9 @@
 // step runs on the device through algorithms::StepKernels (plan/step_kernels.h: the CUDA
 // kernels of algorithms/kernels/cuda on cudaMalloc'd scratch), the compensation stays on the
 // device, and the plans hand the device payload buffers to ucp_tag_send_nbx /
-// ucp_tag_recv_nbx as UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice. Compressed tensors
-// whose compressor has no device form (dithering with an L2 norm: compressed/device_codec.h),
-// SparDL tensors and two-level Marsit and compressed tensors have no device step and always
-// stage.
+// ucp_tag_recv_nbx as UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice. Every registry
+// compressor has a device form (compressed/device_codec.h); SparDL tensors and two-level Marsit
+// and compressed tensors have no device step and always stage.
 // NOTHING OF EITHER PATH HAS RUN ON A GPU: no GPU exists here and Debian's UCX reports no CUDA
 // memory. Both are tested with fakes (a host-memcpy copier; a host-memory "device" running the
 // CPU kernels behind a transport wrapper that claims CUDA support: tests/device_direct_test.cc);

@@ -15,6 +15,7 @@
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/compressed/device_codec.h"
+#include "algorithms/kernels/dithering.h"
 #include "tests/support/device_world.h"
 #include "tests/support/thread_world.h"
 
@@ -158,6 +159,7 @@ TEST(CompressedDirect, MomentumEqualsHostAndStaged) {
 TEST(CompressedDirect, TinyTensorsEqualHostAndStaged) {
   sweep({{"compressor", "topk"}, {"k", "1"}, {"momentum", "nesterov"}}, 1);
   sweep({{"compressor", "onebit"}, {"scaling", "true"}}, 3);
+  sweep({{"compressor", "dithering"}, {"k", "3"}, {"dithering_normalize", "l2"}}, 3);
 }
 
 TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
@@ -168,6 +170,33 @@ TEST(CompressedDirect, DitheringEqualsHostAndStaged) {
   sweep({{"compressor", "dithering"}, {"k", "7"}, {"seed", "11"}});
   sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"ef", "none"},
          {"momentum", "nesterov"}}, 1000);
+}
+// dithering_normalize=l2: the norm's sum of squares on the device in the CPU's block order
+// (3001 elements: two full blocks and a tail).
+TEST(CompressedDirect, DitheringL2EqualsHostAndStaged) {
+  sweep({{"compressor", "dithering"}, {"k", "7"}, {"dithering_normalize", "l2"}, {"seed", "11"}});
+  sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"dithering_normalize", "l2"},
+         {"ef", "none"}, {"momentum", "nesterov"}});
+}
+
+// The StepKernels seam's sum of squares (what the device codec's L2 scale is rooted from) is
+// kernels::ditherSumSquares's double bit for bit, on an input where a plain left-to-right sum
+// gives other bits: a change of order there would rarely show in the float scale above.
+TEST(CompressedDirect, SumOfSquaresInTheCpuOrder) {
+  testing::FakeDeviceKernels k;
+  const size_t n = 40000;
+  auto* x = static_cast<float*>(k.allocate(n * sizeof(float)).value());
+  for (size_t j = 0; j < n; ++j) x[j] = inputOf(0, j, 0) * (j / 1024 % 2 == 1 ? 3e-4f : 1.0f);
+  x[1] = 1.0e8f;
+  double sum = 0, sequential = 0;
+  ASSERT_TRUE(k.sumSquares(x, n, &sum).isOk());
+  const double want = kernels::ditherSumSquares(x, n);
+  EXPECT_EQ(std::memcmp(&sum, &want, sizeof sum), 0) << sum << " vs " << want;
+  for (size_t j = 0; j < n; ++j) sequential += static_cast<double>(x[j]) * x[j];
+  EXPECT_NE(std::memcmp(&sequential, &want, sizeof want), 0) << "the input does not tell the orders apart";
+  EXPECT_EQ(k.sums, 1);
+  EXPECT_EQ(k.violations, 0);
+  k.release(x);
 }
 
 // The device codec alone, no network: its payloads are byte-identical to the host
@@ -253,11 +282,15 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"momentum", "nesterov"}, {"momentum_mu", "0.5"}});
   expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"ef", "vanilla"}});
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
+  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"dithering_normalize", "l2"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "3"}, {"dithering_partition", "natural"},
+                          {"dithering_normalize", "l2"}, {"momentum", "nesterov"}});
 }
 
-// The staged path is chosen, with its reason, without the claimed CUDA support, for a
-// compressor without a device form, and for the two-level schedule.
-TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
+// The staged path is chosen, with its reason, without the claimed CUDA support and for the
+// two-level schedule (every registry compressor has a device form now, dithering_normalize=l2
+// included).
+TEST(CompressedDirect, StagesWithoutCudaSupportOrForTwoLevel) {
   struct Case {
     bool claim;
     Params params;
@@ -265,8 +298,6 @@ TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
   };
   const std::vector<Case> cases = {
       {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
-      {true, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"ef", "none"}},
-       "compressor dithering(k=4, partition=linear, normalize=l2) has no device form"},
       {true, {{"compressor", "fp16"}, {"ef", "none"}, {"intra", "none"}}, "two-level"},
   };
   for (const Case& c : cases) {

@@ -151,6 +151,20 @@ TEST(CudaStepKernels, CodecKernelsMatchHostBitForBit) {
   ASSERT_TRUE(host.ditherDequantize(codes.data(), n, mh, 7, kernels::DitherPartition::kNatural, hostOut.data()).isOk());
   ASSERT_TRUE(dev.ditherDequantize(dcodes, n, md, 7, kernels::DitherPartition::kNatural, dout).isOk());
   same("dither dequantize");
+  // L2-normalized dithering: sum x^2 in the CPU's block order (doubles equal bit for bit, so
+  // the scale, their float square root, too), then the same codes.
+  double qh = 0, qd = 0;
+  ASSERT_TRUE(host.sumSquares(x.data(), n, &qh).isOk());
+  ASSERT_TRUE(dev.sumSquares(dx, n, &qd).isOk());
+  EXPECT_EQ(std::memcmp(&qh, &qd, sizeof qh), 0) << qh << " vs " << qd;
+  const float lh = kernels::ditherL2Scale(qh), ld = kernels::ditherL2Scale(qd);
+  ASSERT_TRUE(host.ditherQuantize(x.data(), n, lh, 5, kernels::DitherPartition::kLinear, rng, codes.data()).isOk());
+  ASSERT_TRUE(dev.ditherQuantize(dx, n, ld, 5, kernels::DitherPartition::kLinear, rng, dcodes).isOk());
+  EXPECT_EQ(fromDevice(dcodes, n), codes);
+  for (size_t m : {size_t{0}, size_t{1}, size_t{1024}, size_t{1025}}) {  // empty, one element, block edges
+    ASSERT_TRUE(host.sumSquares(x.data(), m, &qh).isOk() && dev.sumSquares(dx, m, &qd).isOk());
+    EXPECT_EQ(std::memcmp(&qh, &qd, sizeof qh), 0) << "m=" << m << ": " << qh << " vs " << qd;
+  }
   for (void* p : {static_cast<void*>(dx), static_cast<void*>(dm), static_cast<void*>(dout), static_cast<void*>(dhalf),
                   static_cast<void*>(didx), static_cast<void*>(dbits), static_cast<void*>(dcodes)})
     cudaFree(p);

@@ -27,10 +27,6 @@ const compress::Compressor& innermost(const compress::Compressor& c) {
 
 std::string DeviceCodec::noDeviceForm(const compress::Compressor& c) {
   const compress::Compressor& inner = innermost(c);
-  if (const auto* d = dynamic_cast<const compress::DitheringCompressor*>(&inner);
-      d && d->normalize() == kernels::DitherNormalize::kL2)
-    return "compressor " + inner.name() + " has no device form (dithering_normalize=l2: an L2 norm summed on a GPU "
-           "rounds differently from the CPU's; dithering_normalize=max has one)";
   if (dynamic_cast<const CastCompressor*>(&inner) || dynamic_cast<const compress::TopkCompressor*>(&inner) ||
       dynamic_cast<const compress::RandomkCompressor*>(&inner) || dynamic_cast<const compress::OnebitCompressor*>(&inner) ||
       dynamic_cast<const compress::DitheringCompressor*>(&inner))
@@ -77,6 +73,7 @@ Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorit
     d->inner_ = Inner::kDither;
     d->levels_ = dither->levels();
     d->partition_ = dither->partition();
+    d->l2_ = dither->normalize() == kernels::DitherNormalize::kL2;
     d->seed_ = dither->seed();
   } else {
     const auto& randomk = dynamic_cast<const compress::RandomkCompressor&>(inner);
@@ -237,7 +234,8 @@ Status DeviceCodec::decompressSparse(const std::byte* payload, size_t bytes, flo
 
 // Payloads as compress/onebit_compressor.h and dithering_compressor.h lay them out:
 //   [scale f32, 0 u32][sign words u64 | codes i16]; the scale is computed on the device
-//   (sum |x| in the CPU's block order, or max |x|, exact) and read back for the header.
+//   (sum |x| or sum x^2 in the CPU's block order, or max |x|, exact) and read back for the
+//   header; the L2 norm's square root is taken on the host (ditherL2Scale, as the CPU's).
 Result<size_t> DeviceCodec::compressScaled(const float* x, std::byte* payload, uint32_t step) {
   algorithms::StepKernels& k = *kernels_;
   const kernels::RngStream rng{seed_, 0, step};
@@ -251,7 +249,13 @@ Result<size_t> DeviceCodec::compressScaled(const float* x, std::byte* payload, u
     auto* words = reinterpret_cast<uint64_t*>(payload + 8);
     TSR_RETURN_IF_ERROR(finiteOrNamed(k.signPack(x, count_, words, rng), x, innerName_));
   } else {
-    TSR_RETURN_IF_ERROR(named(k.maxAbs(x, count_, &scale)));
+    if (l2_) {
+      double squares = 0;
+      TSR_RETURN_IF_ERROR(named(k.sumSquares(x, count_, &squares)));
+      scale = kernels::ditherL2Scale(squares);
+    } else {
+      TSR_RETURN_IF_ERROR(named(k.maxAbs(x, count_, &scale)));
+    }
     TSR_RETURN_IF_ERROR(named(
         k.ditherQuantize(x, count_, scale, levels_, partition_, rng, reinterpret_cast<int16_t*>(payload + 8))));
   }

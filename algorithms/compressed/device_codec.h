@@ -8,9 +8,9 @@
 // decorators share kernels/feedback_ops.h), so a direct rank and a host rank could share a job.
 //
 // Inner compressors with a device form: all of the registry's (none, fp16, bf16, topk,
-// randomk, onebit, dithering) except dithering with dithering_normalize=l2 (its norm, summed
-// on a GPU, would round differently from the CPU's sum); with or without ef=vanilla and
-// momentum=nesterov. The rest answers noDeviceForm() with why, and the tensor stages
+// randomk, onebit, dithering with either normalization: the L2 norm's sum of squares runs in
+// the CPU's block order, kernels::ditherSumSquares); with or without ef=vanilla and
+// momentum=nesterov. Anything else answers noDeviceForm() with why, and the tensor stages
 // (runtime/device_path.h). A sparse payload's 8-byte header is written from and
 // read into the host (its k and step drive the kernels). As on the host, a stage whose input
 // is not finite (g + e or the shifted gradient overflowing) fails naming it, state unchanged.
@@ -67,6 +67,7 @@ class DeviceCodec {
   bool scaling_ = false;   // onebit
   uint32_t levels_ = 0;    // dithering
   kernels::DitherPartition partition_ = kernels::DitherPartition::kLinear;
+  bool l2_ = false;        // dithering: dithering_normalize=l2 (else max |x|)
   algorithms::DeviceBlock indices_;  // randomk: the step's indices
   bool ef_ = false, nesterov_ = false;
   float mu_ = 0;

@@ -1,7 +1,9 @@
-// Per-element dithering code shared by the CPU kernel (dithering.cc) and the CUDA kernel
-// (cuda/select_kernels.cu): the same float operations in the same order, so both give the
-// same codes bit for bit (the CPU target builds with -ffp-contract=off, the CUDA target with
-// --fmad=false; nothing here is a multiply-add anyway). See dithering.h for the scheme.
+// Per-element dithering code shared by the CPU kernel (dithering.cc) and the CUDA kernels
+// (cuda/select_kernels.cu, cuda/codec_kernels.cu): the same float operations in the same order,
+// so both give the same codes bit for bit (the CPU target builds with -ffp-contract=off, the
+// CUDA target with --fmad=false; nothing here is a multiply-add anyway). Also the block sum of
+// squares behind the L2 scale, so a GPU sums it in the CPU's order. See dithering.h for the
+// scheme.
 #pragma once
 
 #include <math.h>
@@ -18,6 +20,31 @@ TSR_HD uint32_t ditherMaxCodeOf(uint32_t s, DitherPartition partition) {
   if (s == 0) return 0;
   if (partition == DitherPartition::kLinear) return s <= 32767 ? s : 0;
   return s <= 15 ? (1u << (s - 1)) : 0;
+}
+
+// Elements per block of ditherSumSquares: each block is summed on its own (sumSquaresBlock),
+// the blocks' sums added in double in block order, so a GPU (one thread per block, the blocks
+// added on the host) gives the CPU's sum bit for bit.
+inline constexpr uint64_t kSumSquaresBlock = 1024;
+
+// sum x[j]^2 over one block (n <= kSumSquaresBlock) in double: eight double lanes (lane l takes
+// the elements j = l mod 8 in order), the lanes in order, then the tail. Each square of a float
+// is exact in double (24-bit significands), so a contracted multiply-add would round the same.
+TSR_HD double sumSquaresBlock(const float* x, uint64_t n) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double v = static_cast<double>(x[j + l]);
+      lanes[l] += v * v;
+    }
+  double part = 0.0;
+  for (int l = 0; l < 8; ++l) part += lanes[l];
+  for (; j < n; ++j) {
+    const double v = static_cast<double>(x[j]);
+    part += v * v;
+  }
+  return part;
 }
 
 // Element i takes 32-bit word i % 4 of Philox draw i / 4 (purpose kDither).

@@ -19,10 +19,17 @@ float ditherScale(const float* x, size_t count, DitherNormalize normalize) {
     }
     return m;
   }
-  double sq = 0.0;
-  for (size_t i = 0; i < count; ++i) sq += static_cast<double>(x[i]) * x[i];
-  return static_cast<float>(std::sqrt(sq));
+  return ditherL2Scale(ditherSumSquares(x, count));
 }
+
+double ditherSumSquares(const float* x, size_t count) {
+  double total = 0.0;
+  for (size_t base = 0; base < count; base += kSumSquaresBlock)
+    total += sumSquaresBlock(x + base, count - base < kSumSquaresBlock ? count - base : kSumSquaresBlock);
+  return total;
+}
+
+float ditherL2Scale(double sumSquares) { return static_cast<float>(std::sqrt(sumSquares)); }
 
 void ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
                     DitherPartition partition, const RngStream& rng, int16_t* codes) {

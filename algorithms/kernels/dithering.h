@@ -26,8 +26,13 @@ enum class DitherNormalize { kMax, kL2 };
 // Largest code for s levels (s for linear, 2^(s-1) for natural); 0 when s is out of range.
 uint32_t ditherMaxCode(uint32_t s, DitherPartition partition);
 
-// max |x| or the L2 norm, as float.
+// max |x| or the L2 norm, as float. The norm is float(sqrt(ditherSumSquares(x))).
 float ditherScale(const float* x, size_t count, DitherNormalize normalize);
+// sum x^2 in double, in 1024-element blocks (dither_ops.h sumSquaresBlock) added in block
+// order: the order a GPU reproduces (cuda/codec_kernels.cu), so its L2 norm is the same float.
+double ditherSumSquares(const float* x, size_t count);
+// The L2 scale from a sum of squares: float(sqrt(sum)) (sqrt is correctly rounded everywhere).
+float ditherL2Scale(double sumSquares);
 
 void ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
                     DitherPartition partition, const RngStream& rng, int16_t* codes);

@@ -172,6 +172,18 @@ class CudaStepKernels final : public StepKernels {
     std::memcpy(max, &host, sizeof host);
     return Status::ok();
   }
+  // The same for sum x^2: kernels::ditherSumSquares bit for bit.
+  Status sumSquares(const float* x, size_t count, double* sum) override {
+    size_t blocks = kernels::cuda::sumSquaresBlocks(count);
+    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumSquaresBlockwise(x, count, blockSums_, stream_), "sum x^2"));
+    std::vector<double> parts(blocks);
+    if (blocks) TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
+    double total = 0;
+    for (double part : parts) total += part;
+    *sum = total;
+    return Status::ok();
+  }
   Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels, kernels::DitherPartition partition,
                         const kernels::RngStream& rng, int16_t* codes) override {
     return launched(kernels::cuda::ditherQuantize(x, count, scale, levels, partition, rng, codes, stream_), "dither");

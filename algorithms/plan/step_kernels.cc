@@ -161,6 +161,11 @@ Status HostStepKernels::maxAbs(const float* x, size_t count, float* max) {
   return Status::ok();
 }
 
+Status HostStepKernels::sumSquares(const float* x, size_t count, double* sum) {
+  *sum = kernels::ditherSumSquares(x, count);
+  return Status::ok();
+}
+
 Status HostStepKernels::ditherQuantize(const float* x, size_t count, float scale, uint32_t levels,
                                        kernels::DitherPartition partition, const kernels::RngStream& rng,
                                        int16_t* codes) {

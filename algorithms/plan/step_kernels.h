@@ -18,7 +18,7 @@
 // synchronizes it): simple, and the executor may post a send of what a merge wrote right
 // after it. Polling an event instead would let the progress thread move other messages while
 // a kernel runs; not done yet. Results match the CPU kernels bit for bit (shared per-element
-// code, sums in kernels::sumAbs's order).
+// code, sums in kernels::sumAbs's and kernels::ditherSumSquares's block orders).
 #pragma once
 
 #include <cstddef>
@@ -97,9 +97,11 @@ class StepKernels {
   virtual Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) = 0;
   virtual Status sumAbs(const float* x, size_t count, double* sum) = 0;
   virtual Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) = 0;
-  // dithering (kernels/dithering.h): max |x| into host memory (exact in any order), and the
-  // codes for a given scale and back.
+  // dithering (kernels/dithering.h): max |x| into host memory (exact in any order); sum x^2
+  // into host memory (kernels::ditherSumSquares's order: the L2 scale is its float square
+  // root, kernels::ditherL2Scale); the codes for a given scale and back.
   virtual Status maxAbs(const float* x, size_t count, float* max) = 0;
+  virtual Status sumSquares(const float* x, size_t count, double* sum) = 0;
   virtual Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels,
                                 kernels::DitherPartition partition, const kernels::RngStream& rng, int16_t* codes) = 0;
   virtual Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
@@ -142,6 +144,7 @@ class HostStepKernels : public StepKernels {
   Status sumAbs(const float* x, size_t count, double* sum) override;
   Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override;
   Status maxAbs(const float* x, size_t count, float* max) override;
+  Status sumSquares(const float* x, size_t count, double* sum) override;
   Status ditherQuantize(const float* x, size_t count, float scale, uint32_t levels, kernels::DitherPartition partition,
                         const kernels::RngStream& rng, int16_t* codes) override;
   Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,

@@ -158,6 +158,10 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     count(sums, {x}, n * 4);
     return HostStepKernels::maxAbs(x, n, max);
   }
+  Status sumSquares(const float* x, size_t n, double* sum) override {
+    count(sums, {x}, n * 4);
+    return HostStepKernels::sumSquares(x, n, sum);
+  }
   Status ditherQuantize(const float* x, size_t n, float scale, uint32_t levels, kernels::DitherPartition partition,
                         const kernels::RngStream& rng, int16_t* codes) override {
     count(packs, {x}, n * 4);

@@ -1,11 +1,13 @@
 // CUDA kernels of a compressed tensor's device codec (algorithms/compressed/device_codec.h;
 // plan/step_kernels.h): the non-finite scan and the averaging scale. Elementwise f32 math with
 // --fmad=false, so each element rounds as on the CPU; the sparse codecs' gather, scatter and
-// index check; max |x| for dithering; the error-feedback and momentum updates (feedback_ops.h). NOT RUN ON A GPU in this project:
-// compiled and linked only.
+// index check; max |x| and the block sums of x^2 (dither_ops.h sumSquaresBlock, one thread per
+// 1024-element block) for dithering's scales; the error-feedback and momentum updates
+// (feedback_ops.h). NOT RUN ON A GPU in this project: compiled and linked only.
 #include <cuda_runtime.h>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/dither_ops.h"
 #include "algorithms/kernels/feedback_ops.h"
 #include "algorithms/kernels/sign_ops.h"
 
@@ -64,6 +66,14 @@ __global__ void maxAbsKernel(const float* x, size_t count, unsigned int* maxBits
   if (j < count) atomicMax(maxBits, floatBits(fabsf(x[j])));
 }
 
+// One thread per block of kSumSquaresBlock elements, summed in the CPU's order.
+__global__ void sumSquaresKernel(const float* x, size_t count, double* blockSums) {
+  size_t b = threadIndex();
+  size_t base = b * kSumSquaresBlock;
+  if (base >= count) return;
+  blockSums[b] = sumSquaresBlock(x + base, count - base < kSumSquaresBlock ? count - base : kSumSquaresBlock);
+}
+
 int launched() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace
@@ -119,6 +129,15 @@ int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* strea
 int maxAbsBits(const float* x, size_t count, unsigned int* maxBits, void* stream) {
   if (count == 0) return 0;
   maxAbsKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(x, count, maxBits);
+  return launched();
+}
+
+size_t sumSquaresBlocks(size_t count) { return (count + kSumSquaresBlock - 1) / kSumSquaresBlock; }
+
+int sumSquaresBlockwise(const float* x, size_t count, double* blockSums, void* stream) {
+  size_t blocks = sumSquaresBlocks(count);
+  if (blocks == 0) return 0;
+  sumSquaresKernel<<<blocksFor(blocks), kThreads, 0, asStream(stream)>>>(x, count, blockSums);
   return launched();
 }
 

@@ -56,6 +56,11 @@ int nesterovShift(const float* g, const float* m, size_t count, float mu, float*
 int nesterovUpdate(const float* g, size_t count, float mu, float* m, void* stream);
 // max |x| as float bits into *maxBits (preset to 0, the bits of +0.0f): dithering's max scale.
 int maxAbsBits(const float* x, size_t count, unsigned int* maxBits, void* stream);
+// Dithering's L2 scale: blockSums[b] = sum x^2 of 1024-element block b in
+// kernels::ditherSumSquares's order (dither_ops.h sumSquaresBlock; sumSquaresBlocks(count)
+// blocks): added in order on the host, it is ditherSumSquares bit for bit.
+size_t sumSquaresBlocks(size_t count);
+int sumSquaresBlockwise(const float* x, size_t count, double* blockSums, void* stream);
 
 int castF32ToF16(const float* in, size_t count, uint16_t* out, void* stream);
 int castF16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
@@ -81,8 +86,7 @@ size_t topkScratchBytes(size_t n, size_t k);
 int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch,
                size_t scratchBytes, void* stream);
 // Dithering: codes bit-identical to the CPU ditherQuantize for the same scale (computed by the
-// caller, e.g. max |x| on the CPU or by a reduction: the L2 norm's sum order differs on a GPU,
-// so its float may differ in the last bit and is not offered here).
+// caller: maxAbsBits, or ditherL2Scale of sumSquaresBlockwise's blocks added in order).
 int ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
                    DitherPartition partition, const RngStream& rng, int16_t* codes, void* stream);
 int ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s,
