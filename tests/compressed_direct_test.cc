@@ -255,8 +255,8 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
 }
 
-// The staged path is chosen, with its reason, without the claimed CUDA support, for a
-// compressor without a device form, and for the two-level schedule.
+// The staged path is chosen, with its reason, without the claimed CUDA support and for a
+// compressor without a device form (flat or two-level: the shard's compressor).
 TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
   struct Case {
     bool claim;
@@ -267,7 +267,8 @@ TEST(CompressedDirect, StagesWithoutCudaSupportOrADeviceForm) {
       {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
       {true, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"ef", "none"}},
        "compressor dithering(k=4, partition=linear, normalize=l2) has no device form"},
-      {true, {{"compressor", "fp16"}, {"ef", "none"}, {"intra", "none"}}, "two-level"},
+      {true, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"intra", "none"}},
+       "normalize=l2) has no device form"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);
