@@ -1,8 +1,9 @@
 // Which path a compressed tensor declared memory=cuda takes (device_staging.h describes both):
 //   direct  when the transport moves CUDA memory (Communicator::transportMovesCuda: UCX's
 //           ucp_context_query lists UCS_MEMORY_TYPE_CUDA) and the tensor's algorithm has a
-//           device step (Marsit ring and torus; a flat compressed tensor whose compressor
-//           has a device form, compressed/device_codec.h): device kernels, device buffers
+//           device step (Marsit ring, torus and two-level; a flat or two-level compressed
+//           tensor whose compressor has a device form, compressed/device_codec.h): device
+//           kernels, device buffers
 //           to UCX. NOT RUN ON A GPU here: tested with a host-memory fake device only;
 //   staged  otherwise: pinned host buffers around the host step.
 // The openers make the path's resources, so tests substitute fakes for CUDA; the choice and

@@ -15,17 +15,20 @@
 // buffer keeps the caller's gradient.
 //
 // The direct path (built for Marsit ring and torus: algorithms/marsit/marsit_device_step.h,
-// and the flat compressed tensor: algorithms/compressed/compressed_device_step.h):
+// two-level Marsit: marsit_hier_device_step.h, the flat compressed tensor:
+// algorithms/compressed/compressed_device_step.h, and the two-level one:
+// compressed_hier_device_step.h):
 // when ucp_context_query lists UCS_MEMORY_TYPE_CUDA (Communicator::transportMovesCuda), the
 // step runs on the device through algorithms::StepKernels (plan/step_kernels.h: the CUDA
 // kernels of algorithms/kernels/cuda on cudaMalloc'd scratch), the compensation stays on the
 // device, and the plans hand the device payload buffers to ucp_tag_send_nbx /
 // ucp_tag_recv_nbx as UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice. Every registry
-// compressor has a device form (compressed/device_codec.h); SparDL tensors and two-level Marsit
-// and compressed tensors have no device step and always stage.
+// compressor has a device form (compressed/device_codec.h), flat or two-level; SparDL tensors
+// have no device step and always stage.
 // NOTHING OF EITHER PATH HAS RUN ON A GPU: no GPU exists here and Debian's UCX reports no CUDA
 // memory. Both are tested with fakes (a host-memcpy copier; a host-memory "device" running the
-// CPU kernels behind a transport wrapper that claims CUDA support: tests/device_direct_test.cc);
+// CPU kernels behind a transport wrapper that claims CUDA support: tests/device_direct_test.cc,
+// compressed_direct_test.cc, marsit_hier_direct_test.cc, compressed_hier_direct_test.cc);
 // the CUDA code is compiled and linked only.
 #pragma once
 

@@ -287,10 +287,9 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
                           {"dithering_normalize", "l2"}, {"momentum", "nesterov"}});
 }
 
-// The staged path is chosen, with its reason, without the claimed CUDA support and for the
-// two-level schedule (every registry compressor has a device form now, dithering_normalize=l2
-// included).
-TEST(CompressedDirect, StagesWithoutCudaSupportOrForTwoLevel) {
+// The staged path is chosen, with its reason, without the claimed CUDA support (flat and
+// two-level; with it, every registry compressor has a device form, L2 dithering included).
+TEST(CompressedDirect, StagesWithoutCudaSupport) {
   struct Case {
     bool claim;
     Params params;
@@ -298,7 +297,8 @@ TEST(CompressedDirect, StagesWithoutCudaSupportOrForTwoLevel) {
   };
   const std::vector<Case> cases = {
       {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
-      {true, {{"compressor", "fp16"}, {"ef", "none"}, {"intra", "none"}}, "two-level"},
+      {false, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"intra", "none"}},
+       "UCX reports no CUDA memory support"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);

@@ -170,5 +170,41 @@ TEST(CudaStepKernels, CodecKernelsMatchHostBitForBit) {
     cudaFree(p);
 }
 
+// Two-level Marsit's kernels: the f16 intra-host average (reduce, divide), the cast residual
+// (an overflowing element keeps 0) and a row block's sign words at its place (firstWord).
+TEST(CudaStepKernels, TwoLevelKernelsMatchHostBitForBit) {
+  auto cuda = algorithms::openCudaStepKernels();
+  if (!cuda.isOk()) GTEST_SKIP() << cuda.status().message();
+  algorithms::StepKernels& dev = *cuda.value();
+  algorithms::HostStepKernels host;
+  const size_t n = 3001;
+  std::vector<float> x(n), r(n);
+  for (size_t j = 0; j < n; ++j) x[j] = j % 97 == 5 ? 0.0f : std::sin(0.37f * static_cast<float>(j + 1)) * 3.0f;
+  x[7] = 1e6f;  // overflows f16: no finite residual
+  std::vector<uint16_t> a(n), b(n);
+  ASSERT_TRUE(host.castTo(DataType::kF16, x.data(), n, a.data()).isOk());
+  std::reverse_copy(a.begin(), a.end(), b.begin());
+  float *dx = toDevice(x), *dr = toDevice(r);
+  uint16_t *da = toDevice(a), *db = toDevice(b);
+  ASSERT_TRUE(host.castResidual(DataType::kF16, x.data(), a.data(), n, r.data()).isOk());
+  ASSERT_TRUE(dev.castResidual(DataType::kF16, dx, da, n, dr).isOk());
+  EXPECT_EQ(r[7], 0.0f);
+  EXPECT_EQ(std::memcmp(fromDevice(dr, n).data(), r.data(), n * sizeof(float)), 0);
+  ASSERT_TRUE(host.reduce(a.data(), b.data(), n, DataType::kF16, ReduceOp::kSum).isOk());
+  ASSERT_TRUE(dev.reduce(da, db, n, DataType::kF16, ReduceOp::kSum).isOk());
+  ASSERT_TRUE(host.divide(a.data(), n, DataType::kF16, 3).isOk());
+  ASSERT_TRUE(dev.divide(da, n, DataType::kF16, 3).isOk());
+  EXPECT_EQ(fromDevice(da, n), a);
+  const kernels::RngStream rng{0x5eed, 1, 4};
+  std::vector<uint64_t> words((n + 63) / 64);
+  uint64_t* dwords = toDevice(words);
+  auto badHost = host.signPack(x.data(), n, words.data(), rng, 37);
+  auto badDev = dev.signPack(dx, n, dwords, rng, 37);
+  ASSERT_TRUE(badDev.isOk()) << badDev.status().toString();
+  EXPECT_EQ(badHost.value(), badDev.value());
+  EXPECT_EQ(fromDevice(dwords, words.size()), words);
+  for (void* p : std::initializer_list<void*>{dx, dr, da, db, dwords}) cudaFree(p);
+}
+
 }  // namespace
 }  // namespace tsr

@@ -1,5 +1,7 @@
 #include "algorithms/compressed/compressed_device_step.h"
 
+#include "algorithms/compressed/compressed_hier_device_step.h"
+
 #include <cmath>
 
 namespace tsr::compressed {
@@ -16,8 +18,21 @@ Result<std::shared_ptr<CompressedDevice>> CompressedDevice::create(std::shared_p
   auto d = std::make_shared<CompressedDevice>();
   d->kernels = kernels;
   const std::string who = whoOf(s);
-  TSR_ASSIGN_OR_RETURN(d->codec, DeviceCodec::create(kernels, *s.compressor, who));
   using algorithms::DeviceBlock;
+  if (s.hier) {
+    if (s.compressor) {
+      TSR_ASSIGN_OR_RETURN(d->codec, DeviceCodec::create(kernels, *s.compressor, who));
+    }
+    const size_t slot = s.slotWords * 8, real = s.hier->shardReal * sizeof(float);
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->mine, slot, who, "payload slot"));
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->all, slot * s.hier->place.y, who, "column's slots"));
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->decoded, real, who, "decoded payload"));
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->sum, real, who, "sum"));
+    d->hier = std::make_shared<CompressedHierDevice>();
+    TSR_RETURN_IF_ERROR(CompressedHierDevice::create(kernels, s, who, *d->hier));
+    return d;
+  }
+  TSR_ASSIGN_OR_RETURN(d->codec, DeviceCodec::create(kernels, *s.compressor, who));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->mine, s.slotWords * 8, who, "payload slot"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->all, s.slotWords * 8 * s.size, who, "gathered slots"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->gatherScratch, s.gatherPlan->scratchBytes, who, "all-gather scratch"));

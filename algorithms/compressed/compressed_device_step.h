@@ -19,11 +19,16 @@
 
 namespace tsr::compressed {
 
+struct CompressedHierDevice;  // compressed_hier_device_step.h
+
 // A tensor's device arrays: its slot, the gathered slots, plan scratch, decode and sum.
+// Two-level (s.hier): the codec is the shard's (null when the shard is empty), `all` holds the
+// column's slots, decoded and sum the shard's elements, and `hier` the rest.
 struct CompressedDevice {
   std::shared_ptr<algorithms::StepKernels> kernels;
   std::unique_ptr<DeviceCodec> codec;
   algorithms::DeviceBlock mine, all, gatherScratch, decoded, sum;
+  std::shared_ptr<CompressedHierDevice> hier;
   static Result<std::shared_ptr<CompressedDevice>> create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                           const CompressedState& s);
 };

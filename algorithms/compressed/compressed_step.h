@@ -35,7 +35,7 @@ struct CompressedState {
   uint64_t step = 0;
   runtime::RequestPtr pending;
   std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
-  std::shared_ptr<CompressedDevice> device;         // the direct device path (flat only)
+  std::shared_ptr<CompressedDevice> device;         // the direct device path (flat or two-level)
   float* g = nullptr;
   size_t badIndex = 0;
 };

@@ -7,6 +7,7 @@
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_device_step.h"
 #include "algorithms/compressed/compressed_hier.h"
+#include "algorithms/compressed/compressed_hier_device_step.h"
 #include "algorithms/compressed/compressed_hier_step.h"
 #include "algorithms/compressed/compressed_step.h"
 #include "runtime/device_path.h"
@@ -88,6 +89,9 @@ Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
   // average, the flag, the column gather of payloads, the row gather of blocks.
   return runtime::submitTensorStep(comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
                                    [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
+                                     if (state->hier && state->device)
+                                       return std::unique_ptr<algorithms::Task>(
+                                           new CompressedHierDeviceStepTask(state, ctx));
                                      if (state->hier)
                                        return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
                                      if (state->device)
@@ -109,9 +113,10 @@ Status CompressedTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> stag
 }
 
 namespace {
-// Why this tensor has no device step (empty: it has one).
+// Why this tensor has no device step (empty: it has one): its compressor (two-level: its
+// shard's; an empty shard has none and nothing to compress) has no device form.
 std::string noDirectStep(const CompressedState& s) {
-  if (s.hier) return "the two-level compressed schedule (intra=) has no device step";
+  if (!s.compressor) return "";
   return DeviceCodec::noDeviceForm(*s.compressor);
 }
 }  // namespace
@@ -157,6 +162,7 @@ const std::string& CompressedTensor::algorithm() const { return state_->algorith
 size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }
 
 void CompressedTensor::residual(float* out) const {
+  if (state_->hier && state_->device) return twoLevelDeviceResidual(*state_, out);
   if (state_->hier) return twoLevelResidual(*state_, out);
   if (state_->device) {
     state_->device->codec->readError(out).ignore();
@@ -169,7 +175,7 @@ void CompressedTensor::residual(float* out) const {
 
 void CompressedTensor::momentum(float* out) const {
   const CompressedState& s = *state_;
-  if (s.device) {
+  if (s.device && !s.hier) {
     s.device->codec->readMomentum(out).ignore();
     return;
   }

@@ -17,9 +17,9 @@
 // A NaN or Inf on any rank fails the step on every rank with TSR_ERR_NUMERIC naming the
 // tensor (a one-flag allreduce runs before compressing, so no compressor state changes).
 //
-// Device tensors (memory=cuda, useDeviceMemory): a flat tensor whose compressor has a device
-// form runs its whole step on the device when the transport moves CUDA memory
-// (compressed_device_step.h); otherwise, and for two-level tensors, it stages
+// Device tensors (memory=cuda, useDeviceMemory): a tensor whose compressor has a device form
+// runs its whole step on the device when the transport moves CUDA memory (flat:
+// compressed_device_step.h; two-level: compressed_hier_device_step.h); otherwise it stages
 // (runtime/device_staging.h). Neither has run on a GPU here: tested with a fake device.
 #pragma once
 
@@ -54,9 +54,9 @@ class CompressedTensor {
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
   // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
   Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
-  // The direct device path (compressed_device_step.h): later steps take pointers into the
-  // kernels' memory and run there, compressor state included. Flat tensors whose compressor
-  // has a device form only (device_codec.h); before the first step.
+  // The direct device path (compressed_device_step.h, compressed_hier_device_step.h): later
+  // steps take pointers into the kernels' memory and run there, compressor state included.
+  // Tensors whose compressor has a device form only (device_codec.h); before the first step.
   Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);
   // A memory=cuda tensor: the direct path when the transport moves CUDA memory and the tensor
   // has a device step, else staging; opens what that path needs through `open`. Returns the

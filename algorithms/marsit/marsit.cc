@@ -5,6 +5,7 @@
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/marsit_device_step.h"
+#include "algorithms/marsit/marsit_hier_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_step.h"
 #include "base/logging.h"
@@ -139,6 +140,8 @@ Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
   return runtime::submitTensorStep(
       comm_, state_, "marsit tensor", g, state_->twoLevel ? 3 : 2,
       [](const std::shared_ptr<MarsitState>& state, const algorithms::TaskContext& ctx) {
+        if (state->twoLevel && state->device)
+          return std::unique_ptr<algorithms::Task>(new MarsitHierDeviceStepTask(state, ctx));
         if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
         if (state->device) return std::unique_ptr<algorithms::Task>(new MarsitDeviceStepTask(state, ctx));
         return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
@@ -158,11 +161,9 @@ Status MarsitTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging)
 }
 
 namespace {
-// Why this tensor has no device step (empty: it has one).
-std::string noDirectStep(const MarsitState& s) {
-  if (s.twoLevel) return "the two-level Marsit schedule (intra=) has no device step";
-  return "";
-}
+// Why this tensor has no device step (empty: it has one). Ring, torus and two-level
+// (intra=none|fp16, marsit_hier_device_step.h) all have one.
+std::string noDirectStep(const MarsitState&) { return ""; }
 }  // namespace
 
 Status MarsitTensor::setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels) {
@@ -204,15 +205,23 @@ bool MarsitTensor::busy() const { return runtime::stepPending(*state_); }
 const std::vector<float>& MarsitTensor::compensation() const {
   MarsitState& s = *state_;
   if (s.device)  // the copy that residual() and callers read; the device holds the real one
-    s.device->kernels->readToHost(s.comp.data(), s.device->comp.as<float>(), s.count * sizeof(float)).ignore();
+    s.device->kernels->readToHost(s.comp.data(), s.device->comp.as<float>(), s.comp.size() * sizeof(float)).ignore();
   return s.comp;
 }
-const std::vector<float>& MarsitTensor::intraResidual() const { return state_->intraResidual; }
+const std::vector<float>& MarsitTensor::intraResidual() const {
+  MarsitState& s = *state_;
+  if (s.device && s.twoLevel)  // read back, as compensation()
+    s.device->kernels
+        ->readToHost(s.intraResidual.data(), s.device->intraResidual.as<float>(), s.count * sizeof(float))
+        .ignore();
+  return s.intraResidual;
+}
 void MarsitTensor::residual(float* out) const {
   const MarsitState& s = *state_;
+  compensation();
+  intraResidual();
   if (!s.twoLevel) {
-    const std::vector<float>& comp = compensation();
-    std::copy(comp.begin(), comp.end(), out);
+    std::copy(s.comp.begin(), s.comp.end(), out);
     return;
   }
   std::copy(s.intraResidual.begin(), s.intraResidual.end(), out);

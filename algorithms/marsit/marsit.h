@@ -91,7 +91,7 @@ class MarsitTensor {
   Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
   // The direct device path (marsit_device_step.h): later steps take device pointers and run
   // on `kernels`, compensation included, payloads handed to the transport as CUDA memory.
-  // Ring and torus only; before the first step (the compensation starts on the device).
+  // Ring, torus and two-level; before the first step (the compensation starts on the device).
   Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);
   // memory=cuda: the direct path when the communicator's transport moves CUDA memory (and the
   // topology has a device step), else staging; opens what that path needs through `open`.
@@ -99,8 +99,8 @@ class MarsitTensor {
   Result<std::string> useDeviceMemory(const runtime::DeviceOpeners& open);
   bool directDevice() const;
   bool busy() const;
-  // Valid while no step is pending. Flat: count floats (direct device path: read back from
-  // the device). Two-level: the compensation of this
+  // Valid while no step is pending (direct device path: read back from the device). Flat:
+  // count floats. Two-level: the compensation of this
   // rank's row block (shardOffset(), in units of a host average), and intraResidual() what the
   // f16 cast dropped (count floats; zeros for intra=none).
   const std::vector<float>& compensation() const;

@@ -17,11 +17,18 @@ Result<std::shared_ptr<MarsitDeviceArrays>> MarsitDeviceArrays::create(std::shar
     into = DeviceBlock(kernels, made.value());
     return Status::ok();
   };
-  TSR_RETURN_IF_ERROR(block(d->comp, s.count * sizeof(float), "compensation"));
+  TSR_RETURN_IF_ERROR(block(d->comp, s.comp.size() * sizeof(float), "compensation"));
   TSR_RETURN_IF_ERROR(block(d->work, s.count * sizeof(float), "work vector"));
   TSR_RETURN_IF_ERROR(block(d->bits, s.bits.size() * sizeof(uint64_t), "sign bits"));
   TSR_RETURN_IF_ERROR(block(d->bitScratch, s.bitPlan->scratchBytes, "bit plan scratch"));
   if (s.fullPlan) TSR_RETURN_IF_ERROR(block(d->fullScratch, s.fullPlan->scratchBytes, "full-precision scratch"));
+  if (s.twoLevel) {
+    TSR_RETURN_IF_ERROR(block(d->intra, s.intraBuffer.size() * sizeof(uint64_t), "intra-host vector"));
+    TSR_RETURN_IF_ERROR(block(d->rowScratch, s.hier.rowReduceScatter->scratchBytes, "intra-host plan scratch"));
+    TSR_RETURN_IF_ERROR(block(d->intraResidual, s.count * sizeof(float), "f16 cast residual"));
+    TSR_RETURN_IF_ERROR(block(d->shard, s.hier.shardCount * sizeof(float), "row block"));
+    TSR_RETURN_IF_ERROR(block(d->shardOut, s.hier.shardCount * sizeof(float), "row block estimate"));
+  }
   return d;
 }
 

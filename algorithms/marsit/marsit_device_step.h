@@ -8,7 +8,7 @@
 //
 // The schedule is pack=whole's (the whole vector prepared before the plans start): results
 // equal the host path's bit for bit either way (marsit_step.h); packing chunk by chunk on the
-// device is not built. Two-level Marsit has no device step (it stages).
+// device is not built. Two-level Marsit's device step is marsit_hier_device_step.h.
 #pragma once
 
 #include <memory>
@@ -25,6 +25,9 @@ using algorithms::DeviceBlock;  // plan/device_block.h
 struct MarsitDeviceArrays {
   std::shared_ptr<algorithms::StepKernels> kernels;
   DeviceBlock comp, work, bits, bitScratch, fullScratch;
+  // Two-level only (marsit_hier_device_step.h): the padded intra-host vector (intraType) and
+  // its plan's scratch, what the f16 cast dropped (count floats), the row block's s' and G.
+  DeviceBlock intra, rowScratch, intraResidual, shard, shardOut;
   static Result<std::shared_ptr<MarsitDeviceArrays>> create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                            const MarsitState& s);
 };

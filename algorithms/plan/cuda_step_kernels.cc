@@ -67,16 +67,23 @@ class CudaStepKernels final : public StepKernels {
   Status zero(void* p, size_t bytes) override { return sync(cudaMemsetAsync(p, 0, bytes, stream_), "memset"); }
 
   Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) override {
-    if (dtype != DataType::kF32 || (op != ReduceOp::kSum && op != ReduceOp::kAvg))
+    if ((dtype != DataType::kF32 && dtype != DataType::kF16) || (op != ReduceOp::kSum && op != ReduceOp::kAvg))
       return Status(Code::kNotSupported, std::string("device reduce of ") + dataTypeName(dtype) + " " +
-                                             reduceOpName(op) + ": only f32 sum/avg has a CUDA kernel");
+                                             reduceOpName(op) + ": only f32 and f16 sum/avg have a CUDA kernel");
+    if (dtype == DataType::kF16)
+      return launched(kernels::cuda::reduceSumF16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                                                  stream_),
+                      "reduce");
     return launched(kernels::cuda::reduceSumF32(static_cast<float*>(dst), static_cast<const float*>(src), count, stream_),
                     "reduce");
   }
   Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) override {
     if (divisor <= 1) return Status::ok();
+    if (dtype == DataType::kF16)
+      return launched(kernels::cuda::divideF16(static_cast<uint16_t*>(data), count, static_cast<float>(divisor), stream_),
+                      "divide");
     if (dtype != DataType::kF32)
-      return Status(Code::kNotSupported, std::string("device divide of ") + dataTypeName(dtype) + ": only f32 has a CUDA kernel");
+      return Status(Code::kNotSupported, std::string("device divide of ") + dataTypeName(dtype) + ": only f32, f16 have a CUDA kernel");
     return launched(kernels::cuda::divideF32(static_cast<float*>(data), count, static_cast<float>(divisor), stream_), "divide");
   }
   Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
@@ -123,6 +130,11 @@ class CudaStepKernels final : public StepKernels {
   Status scale(const float* in, size_t count, float factor, float* out) override {
     return launched(kernels::cuda::scaleF32(in, count, factor, out, stream_), "scale");
   }
+  Status castResidual(DataType from, const float* x, const uint16_t* h, size_t count, float* r) override {
+    if (from != DataType::kF16 && from != DataType::kBF16)
+      return Status(Code::kInvalidArgument, std::string("cast residual of ") + dataTypeName(from) + ": only f16, bf16");
+    return launched(kernels::cuda::castResidual(x, h, count, from == DataType::kF16, r, stream_), "cast residual");
+  }
   Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override {
     size_t bytes = kernels::cuda::topkScratchBytes(n, k);
     TSR_RETURN_IF_ERROR(growScratch(bytes));
@@ -154,9 +166,10 @@ class CudaStepKernels final : public StepKernels {
     *sum = total;
     return Status::ok();
   }
-  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) override {
+  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,
+                          uint64_t firstWord) override {
     TSR_RETURN_IF_ERROR(presetFirstBad(count));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::signPack(x, count, words, rng, 0, firstBad_, stream_), "sign pack"));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::signPack(x, count, words, rng, firstWord, firstBad_, stream_), "sign pack"));
     return readFirstBad();
   }
   Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "algorithms/kernels/cast.h"
+#include "algorithms/kernels/cast_ops.h"
 #include "algorithms/kernels/feedback_ops.h"
 #include "algorithms/kernels/randomk.h"
 #include "algorithms/kernels/reduce.h"
@@ -101,6 +102,13 @@ Status HostStepKernels::scale(const float* in, size_t count, float factor, float
   return Status::ok();
 }
 
+Status HostStepKernels::castResidual(DataType from, const float* x, const uint16_t* h, size_t count, float* r) {
+  if (from != DataType::kF16 && from != DataType::kBF16)
+    return Status(Code::kInvalidArgument, std::string("cast residual of ") + dataTypeName(from) + ": only f16, bf16");
+  for (size_t j = 0; j < count; ++j) r[j] = kernels::castResidualOf(x[j], h[j], from == DataType::kF16);
+  return Status::ok();
+}
+
 Result<size_t> HostStepKernels::topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) {
   topkScratch_.resize(std::max(topkScratch_.size(), kernels::topkScratchCount(n, k)));
   return kernels::topkSelect(x, n, k, indices, topkScratch_.data(), topkScratch_.size());
@@ -142,8 +150,9 @@ Status HostStepKernels::nesterovUpdate(const float* g, size_t count, float mu, f
   return Status::ok();
 }
 
-Result<size_t> HostStepKernels::signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) {
-  return kernels::signPack(x, count, words, rng, 0);
+Result<size_t> HostStepKernels::signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,
+                                         uint64_t firstWord) {
+  return kernels::signPack(x, count, words, rng, firstWord);
 }
 
 Status HostStepKernels::sumAbs(const float* x, size_t count, double* sum) {

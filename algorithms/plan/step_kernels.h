@@ -51,7 +51,8 @@ class StepKernels {
   virtual Status readToHost(void* host, const void* src, size_t bytes) = 0;
   virtual Status zero(void* p, size_t bytes) = 0;
 
-  // The plan executor's math (kernels/reduce.h, kernels/sign.h semantics).
+  // The plan executor's math (kernels/reduce.h, kernels/sign.h semantics); the CUDA backend's
+  // reduce and divide cover f32 and f16 (two-level Marsit's intra-host average).
   virtual Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) = 0;
   virtual Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) = 0;
   virtual Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
@@ -78,6 +79,9 @@ class StepKernels {
   virtual Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) = 0;
   // out = in * factor (the average: the sum of the decompressed payloads times 1/N).
   virtual Status scale(const float* in, size_t count, float factor, float* out) = 0;
+  // Two-level Marsit's intra-host cast (marsit_hier_device_step.h): r = x - from(h) element
+  // by element, a non-finite difference (an element that overflows f16) stored as 0.
+  virtual Status castResidual(DataType from, const float* x, const uint16_t* h, size_t count, float* r) = 0;
   // Sparse codecs (kernels/topk.h, kernels/randomk.h): min(k, n) increasing indices into
   // `indices`, returning that count; scratch is the backend's own.
   virtual Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) = 0;
@@ -92,9 +96,12 @@ class StepKernels {
   virtual Status efKeep(const float* c, size_t count, float* e) = 0;
   virtual Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) = 0;
   virtual Status nesterovUpdate(const float* g, size_t count, float mu, float* m) = 0;
-  // onebit (kernels/sign.h): sign words of x (firstWord 0), returning the first non-finite
-  // index or count; sum |x| (into host memory, kernels::sumAbs's order); out = eta (2 bit - 1).
-  virtual Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) = 0;
+  // onebit (kernels/sign.h): sign words of x (the coin of an exact zero drawn for word
+  // firstWord + w: two-level Marsit packs its row block at its place in the whole vector),
+  // returning the first non-finite index or count; sum |x| (into host memory, kernels::sumAbs's
+  // order); out = eta (2 bit - 1).
+  virtual Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,
+                                  uint64_t firstWord = 0) = 0;
   virtual Status sumAbs(const float* x, size_t count, double* sum) = 0;
   virtual Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) = 0;
   // dithering (kernels/dithering.h): max |x| into host memory (exact in any order); sum x^2
@@ -132,6 +139,7 @@ class HostStepKernels : public StepKernels {
   Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override;
   Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override;
   Status scale(const float* in, size_t count, float factor, float* out) override;
+  Status castResidual(DataType from, const float* x, const uint16_t* h, size_t count, float* r) override;
   Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override;
   Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override;
   Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override;
@@ -140,7 +148,8 @@ class HostStepKernels : public StepKernels {
   Status efKeep(const float* c, size_t count, float* e) override;
   Status nesterovShift(const float* g, const float* m, size_t count, float mu, float* p) override;
   Status nesterovUpdate(const float* g, size_t count, float mu, float* m) override;
-  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng) override;
+  Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,
+                          uint64_t firstWord = 0) override;
   Status sumAbs(const float* x, size_t count, double* sum) override;
   Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override;
   Status maxAbs(const float* x, size_t count, float* max) override;

@@ -140,10 +140,16 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     return HostStepKernels::nesterovUpdate(g, n, mu, m);
   }
 
-  Result<size_t> signPack(const float* x, size_t n, uint64_t* words, const kernels::RngStream& rng) override {
+  Result<size_t> signPack(const float* x, size_t n, uint64_t* words, const kernels::RngStream& rng,
+                          uint64_t firstWord = 0) override {
     count(packs, {x}, n * 4);
     count(packs, {words}, (n + 63) / 64 * 8, false);
-    return HostStepKernels::signPack(x, n, words, rng);
+    return HostStepKernels::signPack(x, n, words, rng, firstWord);
+  }
+  Status castResidual(DataType from, const float* x, const uint16_t* h, size_t n, float* r) override {
+    count(casts, {x, r}, n * 4);
+    count(casts, {h}, n * 2, false);
+    return HostStepKernels::castResidual(from, x, h, n, r);
   }
   Status sumAbs(const float* x, size_t n, double* sum) override {
     count(sums, {x}, n * 4);

@@ -40,6 +40,11 @@ int signFinish(const float* work, const uint64_t* words, size_t count, float eta
                void* stream);
 int reduceSumF32(float* dst, const float* src, size_t count, void* stream);
 int divideF32(float* data, size_t count, float divisor, void* stream);
+// Two-level Marsit: the f16 intra-host average (dst = f16(f32(dst) + f32(src)); data =
+// f16(f32(data) / divisor)) and the cast residual r = x - back(h), non-finite to 0 (cast_ops.h).
+int reduceSumF16(uint16_t* dst, const uint16_t* src, size_t count, void* stream);
+int divideF16(uint16_t* data, size_t count, float divisor, void* stream);
+int castResidual(const float* x, const uint16_t* h, size_t count, bool f16, float* r, void* stream);
 
 // A compressed tensor's device codec (cuda/codec_kernels.cu): the first non-finite index of x
 // into *firstBad (preset to count); out = in * factor.

@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/cast_ops.h"
 #include "algorithms/kernels/sign_ops.h"
+#include "base/half.h"
 
 namespace tsr::kernels::cuda {
 namespace {
@@ -71,6 +73,22 @@ __global__ void divideF32Kernel(float* data, size_t count, float d) {
   if (j < count) data[j] = data[j] / d;
 }
 
+// Two-level Marsit's intra-host average in f16 (kernels/reduce.cc's f16 sum and division).
+__global__ void sumF16Kernel(uint16_t* dst, const uint16_t* src, size_t count) {
+  size_t j = threadIndex();
+  if (j < count) dst[j] = floatToF16(f16ToFloat(dst[j]) + f16ToFloat(src[j]));
+}
+
+__global__ void divideF16Kernel(uint16_t* data, size_t count, float d) {
+  size_t j = threadIndex();
+  if (j < count) data[j] = floatToF16(f16ToFloat(data[j]) / d);
+}
+
+__global__ void castResidualKernel(const float* x, const uint16_t* h, size_t count, bool f16, float* r) {
+  size_t j = threadIndex();
+  if (j < count) r[j] = castResidualOf(x[j], h[j], f16);
+}
+
 int launched() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace
@@ -115,6 +133,24 @@ int reduceSumF32(float* dst, const float* src, size_t count, void* stream) {
 int divideF32(float* data, size_t count, float divisor, void* stream) {
   if (count == 0) return 0;
   divideF32Kernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(data, count, divisor);
+  return launched();
+}
+
+int reduceSumF16(uint16_t* dst, const uint16_t* src, size_t count, void* stream) {
+  if (count == 0) return 0;
+  sumF16Kernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(dst, src, count);
+  return launched();
+}
+
+int divideF16(uint16_t* data, size_t count, float divisor, void* stream) {
+  if (count == 0) return 0;
+  divideF16Kernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(data, count, divisor);
+  return launched();
+}
+
+int castResidual(const float* x, const uint16_t* h, size_t count, bool f16, float* r, void* stream) {
+  if (count == 0) return 0;
+  castResidualKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(x, h, count, f16, r);
   return launched();
 }
 

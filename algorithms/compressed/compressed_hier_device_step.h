@@ -1,0 +1,69 @@
+// One two-level compressed step (compressed_hier.h) on device memory: the direct device path
+// (runtime/device_path.h) for intra=none|fp16, the stages of compressed_hier_step.h with every
+// vector where the tensor's StepKernels run:
+//   seq:   x = g + q, the f16 cast and what it drops (q' = x - f16(x)) on the device, the row
+//          ring's average with RunBuffers::memory = kCuda (f16 or f32 reduce and divide);
+//   seq+1: the flag allreduce in host memory (the scans ran on the device);
+//   seq+2: the shard compressed by the device codec (device_codec.h, the shard's compressor
+//          chain, EF state on the device) into this rank's device slot, the column all-gather
+//          of the slots on device buffers;
+//   seq+3: the slots decoded and averaged in row order on the device, the row all-gather of
+//          the blocks on device buffers; then g = the result, q = q'.
+// Results and state equal the host step's bit for bit (the same per-element code and order).
+// NOT RUN ON A GPU here: tested with a host-memory fake device over UCX only.
+#pragma once
+
+#include <memory>
+
+#include "algorithms/compressed/compressed_device_step.h"
+#include "algorithms/compressed/compressed_hier.h"
+
+namespace tsr::compressed {
+
+// A two-level tensor's device arrays (CompressedDevice::create makes them when s.hier is set).
+struct CompressedHierDevice {
+  algorithms::DeviceBlock work, intraResidual, nextResidual, intra, rowScratch, shard, columnScratch, block, result,
+      rowGatherScratch;
+  static Status create(const std::shared_ptr<algorithms::StepKernels>& kernels, const CompressedState& s,
+                       const std::string& who, CompressedHierDevice& into);
+};
+
+// twoLevelResidual (compressed_hier.h) of a direct tensor: q and the shard's EF error read
+// back from the device.
+void twoLevelDeviceResidual(const CompressedState& s, float* out);
+
+class CompressedHierDeviceStepTask final : public algorithms::Task {
+ public:
+  CompressedHierDeviceStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
+  Status start() override;
+  Status progress() override;
+  void abort(const Status& reason) override;
+  bool quiescent() const override;
+  int waitingOn() const override;
+  std::string describe() const override {
+    return "two-level compressed allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
+  }
+
+ private:
+  enum Stage { kIntra, kFlag, kColumn, kRow, kStages };
+  Status run(Stage stage, std::shared_ptr<const algorithms::Plan> plan, const void* in, void* out, void* scratch,
+             bool device);
+  Status drive();
+  Status afterIntra();
+  Status afterFlag();
+  Status afterColumn();
+  Status finish();
+  Status fail(Status status);
+  Status named(const Status& st) const;
+
+  std::shared_ptr<CompressedState> state_;
+  CompressedHier& h_;
+  algorithms::TaskContext ctx_;
+  std::unique_ptr<algorithms::PlanExecutor> exec_[kStages];
+  Stage stage_ = kIntra;
+  Status stageStatus_{Code::kInProgress, ""};
+  Status result_{Code::kInProgress, ""};
+};
+
+}  // namespace tsr::compressed

@@ -1,0 +1,54 @@
+// One two-level Marsit step on device memory (the direct device path, runtime/device_path.h):
+// the schedule of marsit_hier_step.h with every vector where the tensor's StepKernels run,
+//   stage 1 (seq):     x = g + r on the device, cast to the intra type there (r = x - f16(x),
+//                      StepKernels::castResidual), then the row reduce-scatter average with
+//                      RunBuffers::memory = kCuda (f16 or f32 reduce and divide on the device);
+//   stage 2 (seq+1,2): s' = s + c on the row block, its NaN/Inf scan, sum |s'| and sign words
+//                      at the block's place (signPack's firstWord) on the device, then the bit
+//                      plan (Marsit across hosts and the row all-gather) on device buffers and
+//                      the 2-double scalar allreduce in host memory beside it;
+//   end:               G = eta (2 bit - 1) into g, c = s' - G on the block, on the device.
+// A full-precision step: y = x + X c on the device, the dense plan on device buffers.
+// The pack=whole schedule (the block packed before the plan starts; results equal pack=
+// chunked's bit for bit, marsit_hier_step.h): a pack=chunked plan's kLocal ops do nothing.
+// NOT RUN ON A GPU here: tested with a host-memory fake device over UCX only.
+#pragma once
+
+#include "algorithms/marsit/marsit_device_step.h"
+
+namespace tsr::marsit {
+
+class MarsitHierDeviceStepTask final : public algorithms::Task {
+ public:
+  MarsitHierDeviceStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
+  Status start() override;
+  Status progress() override;
+  void abort(const Status& reason) override;
+  bool quiescent() const override;
+  int waitingOn() const override;
+  std::string describe() const override {
+    return "two-level marsit allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
+  }
+
+ private:
+  Status startExchange();
+  Status packBlock();
+  Status drive();
+  Status finish();
+  Status fail(Status status);
+  Status named(const Status& st) const;
+  algorithms::RunBuffers deviceBuffers(void* data, void* scratch) const;
+  algorithms::RunIdentity seq(uint32_t offset) const;
+
+  std::shared_ptr<MarsitState> state_;
+  algorithms::TaskContext ctx_;
+  std::unique_ptr<algorithms::PlanExecutor> intra_, scalar_, bits_;
+  Status intraStatus_{Code::kInProgress, ""}, scalarStatus_{Code::kInProgress, ""},
+      bitsStatus_{Code::kInProgress, ""};
+  Status status_{Code::kInProgress, ""};
+  bool full_ = false;
+  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
+};
+
+}  // namespace tsr::marsit

@@ -1,0 +1,226 @@
+// The direct device path of the two-level CompressedTensor (algorithms/compressed/
+// compressed_hier_device_step.h) over real UCX, ranks as threads on fake hosts
+// (TSR_TEST_HOST_ID), with the fakes of tests/support/device_fakes.h (a "device" of host memory
+// running the CPU kernels; a transport wrapper claiming CUDA support and recording what is
+// posted as what). Checked, for intra=none and intra=fp16 on 2x2, 3x2 and 2x3 grids and the
+// compressors with a device form (with and without error feedback): results and residuals (f16
+// cast residual plus X times the shard's EF error) bit-identical to host and staged tensors over
+// several steps, payloads and blocks posted as kCuda, the math on the fake device only, no
+// staging; staging without the claimed support; a host pointer, a NaN and an f16 overflow named.
+// No GPU and no CUDA-capable UCX are involved: the CUDA kernels themselves are not run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "algorithms/compressed/compressed_tensor.h"
+#include "tests/support/device_world.h"
+#include "tests/support/thread_world.h"
+
+namespace tsr {
+namespace {
+
+using testing::Opened;
+using testing::World;
+using Params = std::map<std::string, std::string>;
+
+constexpr int kSteps = 4;
+
+float inputOf(int rank, size_t j, int step) {
+  if (j % 89 == 3) return 0.0f;
+  if (j % 89 == 4) return -0.0f;
+  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
+         (j % 7 == 1 ? 1e-3f : 1.0f);
+}
+
+bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+testing::Settings onHost(int rank, int hosts) {
+  return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % hosts)}, {"TSR_CHUNK_BYTES", "1024"}};
+}
+
+void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, Params params) {
+  params["algorithm"] = "compressed";
+  std::string trace = "N=" + std::to_string(n) + " hosts=" + std::to_string(hosts) + " count=" + std::to_string(count);
+  for (const auto& [key, value] : params) trace += " " + key + "=" + value;
+  SCOPED_TRACE(trace);
+  const bool f16 = params.at("intra") == "fp16";
+  World world(n);
+  testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
+    ASSERT_TRUE(comm.transportMovesCuda());
+    auto host = compressed::CompressedTensor::create(comm, "h-host", count, params);
+    auto direct = compressed::CompressedTensor::create(comm, "h-dev", count, params);
+    auto staged = compressed::CompressedTensor::create(comm, "h-stg", count, params);
+    ASSERT_TRUE(host.isOk() && direct.isOk() && staged.isOk()) << host.status().toString();
+    ASSERT_EQ(direct.value()->algorithm().rfind("compressed-2level", 0), 0u) << direct.value()->algorithm();
+    Opened opened, stagedOpened;
+    auto note = direct.value()->useDeviceMemory(opened.openers("h-dev", count));
+    ASSERT_TRUE(note.isOk()) << note.status().toString();
+    EXPECT_NE(note.value().find("direct device path"), std::string::npos) << note.value();
+    ASSERT_TRUE(direct.value()->directDevice());
+    EXPECT_EQ(opened.kernelOpens, 1);
+    EXPECT_EQ(opened.stagingOpens, 0);
+    auto stg = stagedOpened.openers("h-stg", count).staging();
+    ASSERT_TRUE(stg.isOk());
+    ASSERT_TRUE(staged.value()->setStaging(stg.value()).isOk());
+
+    float* d = static_cast<float*>(opened.kernels->allocate(count * sizeof(float)).value());
+    std::vector<float> h(count), s(count), rh(count), rd(count), rs(count);
+    testing::RecordingTransport& wire = *world.transports[comm.rank()];
+    bool residualSeen = false;
+    for (int step = 0; step < kSteps; ++step) {
+      for (size_t j = 0; j < count; ++j) h[j] = s[j] = d[j] = inputOf(comm.rank(), j, step);
+      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
+      wire.reset();
+      ASSERT_TRUE(staged.value()->allreduce(s.data()).isOk());
+      EXPECT_EQ(wire.counts().cudaSends + wire.counts().cudaRecvs, 0) << "staged step posted device buffers";
+      wire.reset();
+      if (step == 1) {  // the non-blocking form
+        auto request = direct.value()->allreduceAsync(d);
+        ASSERT_TRUE(request.isOk()) << request.status().toString();
+        ASSERT_TRUE(request.value()->wait().isOk());
+      } else {
+        Status st = direct.value()->allreduce(d);
+        ASSERT_TRUE(st.isOk()) << st.toString();
+      }
+      testing::TransferCounts c = wire.counts();
+      EXPECT_GT(c.cudaSends, 0) << "rank " << comm.rank() << " step " << step;
+      EXPECT_GT(c.cudaRecvs, 0) << "rank " << comm.rank() << " step " << step;
+      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;  // the flags only
+      EXPECT_TRUE(sameBits(h.data(), d, count)) << "direct vs host, rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(h.data(), s.data(), count)) << "staged vs host, rank " << comm.rank() << " step " << step;
+      host.value()->residual(rh.data());
+      direct.value()->residual(rd.data());
+      staged.value()->residual(rs.data());
+      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      for (float r : rh) residualSeen |= r != 0.0f;
+    }
+    const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
+    if (count > 100 && (f16 || (ef && params.at("compressor") != "none"))) {
+      EXPECT_TRUE(residualSeen) << "nothing was ever kept back: the residual is not tested";
+    }
+    testing::FakeDeviceKernels& k = *opened.kernels;
+    if (count > 100) {  // x = g + q (and the codec's g + e: a tiny tensor's empty shard has no codec)
+      EXPECT_EQ(k.addScans, kSteps * (ef ? 2 : 1));
+    } else {
+      EXPECT_GE(k.addScans, kSteps);
+    }
+    EXPECT_EQ(k.scales, kSteps) << "the column average did not run on the device";
+    EXPECT_GT(k.reduces, 0) << "the host average and the payload sums did not run on the device";
+    if (f16) {
+      EXPECT_GE(k.casts, 3 * kSteps) << "the f16 casts did not run on the device kernels";
+      EXPECT_GE(k.efKeeps, kSteps) << "the f16 cast residual was not taken on the device";
+    }
+    EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
+    EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
+    EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
+    opened.kernels->release(d);
+  }, [hosts](int rank) { return onHost(rank, hosts); }, world.wrapper(true));
+}
+
+void grids(Params params, size_t count = 3001) {
+  for (const char* intra : {"none", "fp16"}) {
+    params["intra"] = intra;
+    expectDirectEqualsHostAndStaged(4, 2, count, params);  // 2 hosts x 2 ranks
+    expectDirectEqualsHostAndStaged(6, 3, count, params);  // 3 hosts x 2 ranks
+    expectDirectEqualsHostAndStaged(6, 2, count, params);  // 2 hosts x 3 ranks
+  }
+}
+
+TEST(CompressedHierDirect, NoneEqualsHostAndStaged) { grids({{"compressor", "none"}, {"ef", "none"}}); }
+TEST(CompressedHierDirect, Fp16EqualsHostAndStaged) { grids({{"compressor", "fp16"}}); }
+TEST(CompressedHierDirect, TopkEqualsHostAndStaged) { grids({{"compressor", "topk"}, {"k", "0.01"}}); }
+TEST(CompressedHierDirect, RandomkEqualsHostAndStaged) {
+  grids({{"compressor", "randomk"}, {"k", "30"}, {"seed", "5"}, {"ef", "none"}});
+}
+TEST(CompressedHierDirect, OnebitEqualsHostAndStaged) { grids({{"compressor", "onebit"}}); }
+TEST(CompressedHierDirect, DitheringEqualsHostAndStaged) { grids({{"compressor", "dithering"}, {"k", "5"}}); }
+// 1 element on 2 ranks a host: the second column's shard is empty (no compressor there).
+TEST(CompressedHierDirect, TinyTensorsEqualHostAndStaged) {
+  for (size_t count : {1, 3}) grids({{"compressor", "topk"}, {"k", "1"}}, count);
+}
+
+// Without the claimed support, a two-level memory=cuda tensor stages and says why.
+TEST(CompressedHierDirect, StagesWithoutCudaSupport) {
+  World world(4);
+  testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
+    EXPECT_FALSE(comm.transportMovesCuda());
+    Params params{{"algorithm", "compressed"}, {"compressor", "fp16"}, {"intra", "fp16"}};
+    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
+    auto host = compressed::CompressedTensor::create(comm, "emb-host", 1000, params);
+    ASSERT_TRUE(t.isOk() && host.isOk()) << t.status().toString();
+    Opened opened;
+    auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
+    ASSERT_TRUE(note.isOk()) << note.status().toString();
+    EXPECT_FALSE(t.value()->directDevice());
+    EXPECT_EQ(opened.kernelOpens, 0);
+    EXPECT_EQ(opened.stagingOpens, 1);
+    EXPECT_NE(note.value().find("UCX reports no CUDA memory support"), std::string::npos) << note.value();
+    std::vector<float> d(1000), h(1000);
+    for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(comm.rank(), j, 0);
+    ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
+    world.transports[comm.rank()]->reset();
+    ASSERT_TRUE(t.value()->allreduce(d.data()).isOk());
+    EXPECT_TRUE(sameBits(h.data(), d.data(), d.size()));
+    EXPECT_EQ(world.transports[comm.rank()]->counts().cudaSends, 0);
+    EXPECT_EQ(opened.copies->toHost, 1);
+  }, [](int rank) { return onHost(rank, 2); }, world.wrapper(false));
+}
+
+// A host pointer is refused naming the tensor and rank; a NaN and an f16 overflow fail the step
+// on every rank with the host tensor's message, the buffer unchanged, and the next step equals
+// the host tensor's (state unchanged by the failed ones).
+TEST(CompressedHierDirect, BadInputIsNamed) {
+  World world(4);
+  testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
+    Params params{{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.05"}, {"intra", "fp16"}};
+    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
+    auto host = compressed::CompressedTensor::create(comm, "emb", 1000, params);
+    ASSERT_TRUE(t.isOk() && host.isOk());
+    Opened opened;
+    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
+    ASSERT_TRUE(t.value()->directDevice());
+    std::vector<float> onHostMem(1000, 1.0f);
+    auto refused = t.value()->allreduceAsync(onHostMem.data());
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+    const std::string& m = refused.status().message();
+    EXPECT_NE(m.find("device tensor emb (memory=cuda, rank " + std::to_string(comm.rank())), std::string::npos) << m;
+    EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+
+    float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+    std::vector<float> h(1000), rh(1000), rd(1000);
+    for (int step = 0; step < 4; ++step) {
+      for (size_t j = 0; j < 1000; ++j) h[j] = d[j] = inputOf(comm.rank(), j, step);
+      if (step == 0 && comm.rank() == 1) h[17] = d[17] = NAN;
+      if (step == 1 && comm.rank() == 2) h[40] = d[40] = 1e6f;  // finite, beyond f16
+      std::vector<float> before(d, d + 1000);
+      Status hs = host.value()->allreduce(h.data());
+      Status st = t.value()->allreduce(d);
+      if (step < 2) {
+        EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+        EXPECT_EQ(st.message(), hs.message());
+        EXPECT_NE(st.message().find("compressed tensor emb"), std::string::npos) << st.toString();
+        if (step == 0 && comm.rank() == 1) {
+          EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+        }
+        if (step == 1 && comm.rank() == 2) {
+          EXPECT_NE(st.message().find("element 40 is 1000000.000000, beyond f16"), std::string::npos) << st.toString();
+        }
+        EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
+      } else {
+        ASSERT_TRUE(st.isOk()) << st.toString();
+        EXPECT_TRUE(sameBits(h.data(), d, 1000)) << "after the failed steps, rank " << comm.rank();
+      }
+      host.value()->residual(rh.data());
+      t.value()->residual(rd.data());
+      EXPECT_TRUE(sameBits(rh.data(), rd.data(), 1000)) << "residual, rank " << comm.rank() << " step " << step;
+    }
+    EXPECT_EQ(opened.kernels->violations, 0);
+    opened.kernels->release(d);
+  }, [](int rank) { return onHost(rank, 2); }, world.wrapper(true));
+}
+
+}  // namespace
+}  // namespace tsr
