@@ -12,7 +12,9 @@
 #include <memory>
 #include <string>
 
+#include "base/logging.h"
 #include "runtime/communicator.h"
+#include "runtime/device_path.h"
 #include "runtime/device_staging.h"
 
 namespace tsr::runtime {
@@ -58,6 +60,43 @@ Status setTensorStaging(State& s, const char* what, std::shared_ptr<DeviceStagin
                                               std::to_string(s.count));
   s.staging = std::move(staging);
   return Status::ok();
+}
+
+// Whether a tensor may switch to the direct device path now (its setDeviceKernels): before its
+// first step, not staged, with kernels, and with a device step (`noDirect` empty).
+template <typename State>
+Status checkDirectSwitch(const State& s, const char* what, bool haveKernels, const std::string& noDirect) {
+  auto refuse = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": direct device path: " + why);
+  };
+  if (stepPending(s)) return refuse("a step is pending; wait for it first");
+  if (!haveKernels) return refuse("no device kernels given");
+  if (!noDirect.empty()) return refuse(noDirect);
+  if (s.step > 0) return refuse("step " + std::to_string(s.step) + " has run; choose the memory before the first step");
+  if (s.staging) return refuse("the tensor is already staged (setStaging)");
+  return Status::ok();
+}
+
+// A tensor's useDeviceMemory: takes the direct path (tensor.setDeviceKernels) or the staged one
+// (tensor.setStaging) as chooseDevicePath says, logs the choice and its reason, returns that line.
+template <typename Tensor>
+Result<std::string> useTensorDeviceMemory(Tensor& tensor, const std::string& name, bool transportMovesCuda,
+                                          const std::string& noDirect, const DeviceOpeners& open) {
+  DevicePath path = chooseDevicePath(transportMovesCuda, noDirect);
+  std::string where;
+  if (path == DevicePath::kDirect) {
+    TSR_ASSIGN_OR_RETURN(auto kernels, open.kernels());
+    where = kernels->describe();
+    TSR_RETURN_IF_ERROR(tensor.setDeviceKernels(std::move(kernels)));
+  } else {
+    TSR_ASSIGN_OR_RETURN(auto staging, open.staging());
+    where = staging->copier().describe();
+    TSR_RETURN_IF_ERROR(tensor.setStaging(std::move(staging)));
+  }
+  std::string note = "tensor " + name + ": memory=cuda on " + where + ": " +
+                     devicePathNote(path, transportMovesCuda, noDirect);
+  log::get("runtime")->info("{}", note);
+  return note;
 }
 
 }  // namespace tsr::runtime

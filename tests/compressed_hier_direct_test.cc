@@ -136,6 +136,9 @@ TEST(CompressedHierDirect, RandomkEqualsHostAndStaged) {
 }
 TEST(CompressedHierDirect, OnebitEqualsHostAndStaged) { grids({{"compressor", "onebit"}}); }
 TEST(CompressedHierDirect, DitheringEqualsHostAndStaged) { grids({{"compressor", "dithering"}, {"k", "5"}}); }
+TEST(CompressedHierDirect, DitheringL2EqualsHostAndStaged) {
+  grids({{"compressor", "dithering"}, {"k", "5"}, {"dithering_normalize", "l2"}, {"momentum", "nesterov"}});
+}
 // 1 element on 2 ranks a host: the second column's shard is empty (no compressor there).
 TEST(CompressedHierDirect, TinyTensorsEqualHostAndStaged) {
   for (size_t count : {1, 3}) grids({{"compressor", "topk"}, {"k", "1"}}, count);

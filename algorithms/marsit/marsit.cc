@@ -8,7 +8,6 @@
 #include "algorithms/marsit/marsit_hier_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_step.h"
-#include "base/logging.h"
 #include "runtime/device_path.h"
 #include "runtime/tensor_step.h"
 
@@ -168,36 +167,13 @@ std::string noDirectStep(const MarsitState&) { return ""; }
 
 Status MarsitTensor::setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels) {
   MarsitState& s = *state_;
-  auto refuse = [&](const std::string& why) {
-    return Status(Code::kInvalidArgument, "marsit tensor " + s.name + ": direct device path: " + why);
-  };
-  if (runtime::stepPending(s)) return refuse("a step is pending; wait for it first");
-  if (!kernels) return refuse("no device kernels given");
-  if (std::string why = noDirectStep(s); !why.empty()) return refuse(why);
-  if (s.step > 0) return refuse("step " + std::to_string(s.step) + " has run; choose the memory before the first step");
-  if (s.staging) return refuse("the tensor is already staged (setStaging)");
+  TSR_RETURN_IF_ERROR(runtime::checkDirectSwitch(s, "marsit tensor", kernels != nullptr, noDirectStep(s)));
   TSR_ASSIGN_OR_RETURN(s.device, MarsitDeviceArrays::create(std::move(kernels), s));
   return Status::ok();
 }
 
 Result<std::string> MarsitTensor::useDeviceMemory(const runtime::DeviceOpeners& open) {
-  const bool moves = comm_.transportMovesCuda();
-  const std::string noDirect = noDirectStep(*state_);
-  runtime::DevicePath path = runtime::chooseDevicePath(moves, noDirect);
-  std::string where;
-  if (path == runtime::DevicePath::kDirect) {
-    TSR_ASSIGN_OR_RETURN(auto kernels, open.kernels());
-    where = kernels->describe();
-    TSR_RETURN_IF_ERROR(setDeviceKernels(std::move(kernels)));
-  } else {
-    TSR_ASSIGN_OR_RETURN(auto staging, open.staging());
-    where = staging->copier().describe();
-    TSR_RETURN_IF_ERROR(setStaging(std::move(staging)));
-  }
-  std::string note = "tensor " + state_->name + ": memory=cuda on " + where + ": " +
-                     runtime::devicePathNote(path, moves, noDirect);
-  log::get("runtime")->info("{}", note);
-  return note;
+  return runtime::useTensorDeviceMemory(*this, state_->name, comm_.transportMovesCuda(), noDirectStep(*state_), open);
 }
 
 bool MarsitTensor::directDevice() const { return state_->device != nullptr; }
