@@ -128,13 +128,17 @@ Status PlanExecutor::takeHeader(size_t slot) {
     return h.firstWaits ? postFirstRecv(first, slot) : Status::ok();
   }
   size_t expected = plan_->ops[first].count * dataTypeSize(plan_->dtype);
-  if (!inlinable(first))
-    return Status(Code::kMismatch, where() + " sent its first message from host memory with the "
-                                           "header, but this rank's buffers are " +
-                                           (buffers_.memory == transport::MemoryType::kHost
-                                                ? "host memory expecting " + std::to_string(expected) + " bytes"
-                                                : std::string("device memory")) +
-                                           ": every rank must pass the same memory type");
+  if (!inlinable(first)) {  // same arguments, yet only the peer inlined
+    if (buffers_.memory != transport::MemoryType::kHost)
+      return Status(Code::kMismatch, where() + " sent its first message from host memory with the header, but "
+                                             "this rank's buffers are device memory: every rank must pass the "
+                                             "same memory type");
+    return Status(Code::kMismatch, where() + " sent its first message (" + std::to_string(payload) +
+                                       " bytes) with the header, where this rank expects " +
+                                       std::to_string(expected) + " bytes on their own (up to " +
+                                       std::to_string(kInlineBytes) + " ride with it here: are the ranks "
+                                       "running different Tessera builds?)");
+  }
   if (payload != expected)
     return Status(Code::kMismatch, where() + " sent " + std::to_string(payload) + " bytes where " +
                                        std::to_string(expected) + " were expected (count or dtype differ)");
@@ -142,6 +146,5 @@ Status PlanExecutor::takeHeader(size_t slot) {
   if (h.firstWaits) land(first, slot);
   return Status::ok();
 }
-
 
 }  // namespace tsr::algorithms
