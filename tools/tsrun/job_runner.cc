@@ -17,6 +17,9 @@ namespace tsr::tools::tsrun {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
+// How long a rank that exited with an error waits to be blamed, in case a rank killed by a
+// signal (the likelier root cause) is reaped after it.
+constexpr auto kBlameGrace = std::chrono::milliseconds(300);
 
 sigset_t handledSignals() {
   sigset_t set;
@@ -127,6 +130,8 @@ void JobRunner::loop() {
   std::vector<std::pair<Rank*, int>> owners;
   while (true) {
     Clock::time_point now = Clock::now();
+    if (pendingBlame_ && outcome_ == Outcome::kNone && (now >= *blameDeadline_ || !anyRunning()))
+      blame(*pendingBlame_);
     if (jobDeadline_ && now >= *jobDeadline_ && outcome_ == Outcome::kNone) {
       report("the job ran longer than --timeout " + formatSeconds(settings_.timeoutSeconds) +
              " s; stopping it");
@@ -156,6 +161,7 @@ void JobRunner::loop() {
       if (d && (!wake || *d < *wake)) wake = d;
     };
     if (outcome_ == Outcome::kNone) consider(jobDeadline_);
+    if (outcome_ == Outcome::kNone) consider(blameDeadline_);
     if (!killed_) consider(killDeadline_);
     consider(giveUpDeadline_);
     consider(drainDeadline_);
@@ -209,12 +215,10 @@ void JobRunner::reapChildren() {
   // Collect every rank that ended since the last pass before blaming one: when a rank dies, its
   // peers fail within milliseconds, and on a busy machine both exits are often reaped in one
   // pass, in pid order. A rank killed by a signal is then the root cause, not the peer that
-  // exited with an error because of it.
-  struct Ended {
-    Rank* rank;
-    int status;
-  };
-  std::vector<Ended> failed;
+  // exited with an error because of it. A killed process may even be reaped after such a peer
+  // (its exit unmaps a large address space first: seen under ASan), so a rank that exited with
+  // an error is blamed only after kBlameGrace, unless a killed one turns up meanwhile.
+  std::vector<Failure> failed;
   int status = 0;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -226,11 +230,20 @@ void JobRunner::reapChildren() {
     if (isFailure(status)) failed.push_back({&*it, status});
   }
   if (failed.empty() || outcome_ != Outcome::kNone) return;
-  auto first = std::find_if(failed.begin(), failed.end(),
-                            [](const Ended& e) { return WIFSIGNALED(e.status); });
-  if (first == failed.end()) first = failed.begin();
-  report(describeExit(first->rank->launch.slot.rank, first->rank->launch.slot.host, first->status));
-  setOutcome(Outcome::kRankFailed, exitCodeOf(first->status));
+  auto killed = std::find_if(failed.begin(), failed.end(),
+                             [](const Failure& f) { return WIFSIGNALED(f.status); });
+  if (killed != failed.end()) return blame(*killed);
+  if (!pendingBlame_) {
+    pendingBlame_ = failed.front();
+    blameDeadline_ = Clock::now() + kBlameGrace;
+  }
+}
+
+void JobRunner::blame(const Failure& failure) {
+  pendingBlame_.reset();
+  blameDeadline_.reset();
+  report(describeExit(failure.rank->launch.slot.rank, failure.rank->launch.slot.host, failure.status));
+  setOutcome(Outcome::kRankFailed, exitCodeOf(failure.status));
   stopAll(SIGTERM);
 }
 

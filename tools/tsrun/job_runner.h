@@ -6,12 +6,14 @@
 //   running  -> all ranks exit 0                        -> exit 0
 //   running  -> first rank exits non-zero / by a signal -> print it, SIGTERM every rank's
 //               process group, SIGKILL after the grace period -> exit with that rank's code
+//               (a rank killed by a signal is blamed over one that exited non-zero up to
+//               300 ms earlier: the killed one is the likelier root cause)
 //   running  -> SIGINT/SIGTERM to tsrun -> forward it, SIGKILL after the grace period
 //               (a second signal: SIGKILL at once)      -> exit 128 + signal
 //   running  -> --timeout expires -> stop as above       -> exit 124
 // Only the first of these events sets the exit code; ranks dying from tsrun's own signals
 // afterwards are not reported as failures. After SIGKILL tsrun waits at most kReapSeconds
-// more, so a job is gone within grace + kReapSeconds of the first failure.
+// more, so a job is gone within 0.3 s + grace + kReapSeconds of the first failure.
 #pragma once
 
 #include <sys/types.h>
@@ -65,8 +67,15 @@ class JobRunner {
                                           LinePrefixer(launch.slot.rank)} {}
   };
 
+  struct Failure {
+    Rank* rank;
+    int status;
+  };
+
   void startAll();
   void loop();
+  // Names the failed rank, sets the job's outcome and stops the others.
+  void blame(const Failure& failure);
   void onSignalFd();
   void reapChildren();
   void onInterrupt(int signal);
@@ -94,6 +103,10 @@ class JobRunner {
   std::optional<Clock::time_point> killDeadline_;
   std::optional<Clock::time_point> giveUpDeadline_;
   std::optional<Clock::time_point> drainDeadline_;
+  // A rank that exited with an error, blamed at blameDeadline_ unless a rank killed by a
+  // signal ends meanwhile (reapChildren).
+  std::optional<Failure> pendingBlame_;
+  std::optional<Clock::time_point> blameDeadline_;
 };
 
 }  // namespace tsr::tools::tsrun
