@@ -261,18 +261,17 @@ Result<RequestPtr> Communicator::submitPlan(std::shared_ptr<const algorithms::Pl
 Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> plan,
                                         const void* input, void* output, uint64_t rngSeed,
                                         uint32_t rngStep) {
+  // Small scratch comes with the executor's own state (RunBuffers::scratch); larger from
+  // the pool of registered memory, reused across steps.
   std::shared_ptr<void> scratch;
-  if (plan->scratchBytes) {
+  if (plan->scratchBytes > kPooledScratchFrom) {
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
-  algorithms::RunBuffers buffers{input, output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep};
+  Submission s;
+  s.buffers = algorithms::RunBuffers{input, output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep, nullptr, {}, nullptr};
   std::string algorithm = plan->algorithm;
-  TaskFactory make = [plan = std::move(plan), buffers](const algorithms::TaskContext& ctx)
-      -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(
-        new algorithms::PlanExecutor(plan, buffers, ctx.id, ctx.transport));
-  };
-  auto posted = submitTask(std::move(make), 1, std::move(scratch));
+  s.plan = std::move(plan);
+  auto posted = post(std::move(s), 1, std::move(scratch));
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;
 }
@@ -284,6 +283,10 @@ Result<RequestPtr> Communicator::submitTask(TaskFactory make, uint32_t seqSpan,
                                               std::to_string(seqSpan));
   Submission s;
   s.make = std::move(make);
+  return post(std::move(s), seqSpan, std::move(keepAlive));
+}
+
+Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive) {
   s.keepAlive = std::move(keepAlive);
   s.request = std::make_shared<Request>();
   s.seqSpan = seqSpan;

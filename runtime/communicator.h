@@ -33,6 +33,7 @@ namespace tsr::runtime {
 
 class Bootstrap;
 class ProgressEngine;
+struct Submission;
 class ScratchPool;
 
 using RequestPtr = std::shared_ptr<Request>;
@@ -121,6 +122,11 @@ class Communicator {
   Result<std::shared_ptr<const algorithms::Plan>> cachedPlan(const PlanKey& key);
   Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input,
                             void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
+  // Numbers a submission (seq .. seq+seqSpan-1), gives it a request and hands it to the engine.
+  Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive);
+  // Plans with more scratch than this take it from scratchPool_ (registered, reused);
+  // smaller ones get it with their executor's state.
+  static constexpr size_t kPooledScratchFrom = 4096;
 
   int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
   std::vector<std::string> hosts_;

@@ -132,19 +132,26 @@ bool ProgressEngine::startSubmissions() {
       s.request->complete(refusal(s));
       continue;
     }
-    Active a;
-    a.deadline = coarseNow() + std::chrono::milliseconds(options_.timeoutMs);
     algorithms::TaskContext context{transport_, {transport_.rank(), options_.comm, s.seq},
                                     s.seqSpan, transport_.size()};
-    auto task = s.make(context);
-    if (!task.isOk()) {
-      s.request->complete(task.status());
-      continue;
+    std::unique_ptr<algorithms::Task> executor;
+    if (s.make) {
+      auto task = s.make(context);
+      if (!task.isOk()) {
+        s.request->complete(task.status());
+        continue;
+      }
+      executor = task.take();
+    } else {
+      executor = std::make_unique<algorithms::PlanExecutor>(s.plan, s.buffers, context.id, transport_);
     }
-    a.executor = task.take();
+    if (spare_.empty()) spare_.emplace_back();
+    active_.splice(active_.end(), spare_, spare_.begin());
+    Active& a = active_.back();
+    a.deadline = coarseNow() + std::chrono::milliseconds(options_.timeoutMs);
+    a.executor = std::move(executor);
     a.submission = std::move(s);
-    active_.push_back(std::move(a));
-    Status st = active_.back().executor->start();
+    Status st = a.executor->start();
     if (st.code() != Code::kInProgress) {
       auto it = std::prev(active_.end());
       finish(*it, st);
@@ -172,7 +179,13 @@ void ProgressEngine::finish(Active& active, Status status) {
     if (spread) breakCommunicator(status, true, seq);
   }
   a.submission.request->complete(status);
-  if (!a.executor->quiescent()) draining_.splice(draining_.end(), done);
+  if (!a.executor->quiescent()) {
+    draining_.splice(draining_.end(), done);
+    return;
+  }
+  // Let go of the run (its scratch, request and plan) and keep the entry for the next one.
+  a = Active{};
+  if (spare_.size() < 16) spare_.splice(spare_.end(), done);
 }
 
 bool ProgressEngine::driveActive() {
@@ -187,13 +200,12 @@ bool ProgressEngine::driveActive() {
       // dead rank, told everyone, and left. Hold it briefly so that notice, naming the root
       // cause, wins (it fails every pending collective when it comes).
       bool lostPeer = st.code() == Code::kPeerFailed || st.code() == Code::kTransport;
-      auto now = Clock::now();
       if (lostPeer && !a.heldFailure) {
         a.heldFailure = st;
-        a.heldSince = now;
+        a.heldSince = Clock::now();
         continue;
       }
-      if (a.heldFailure && now - a.heldSince < kNoticeGrace) continue;
+      if (a.heldFailure && Clock::now() - a.heldSince < kNoticeGrace) continue;
       finish(a, st);
       any = again = true;
       break;
@@ -222,7 +234,6 @@ bool ProgressEngine::turn(bool spinning) {
   watchNeighbours(now);
   draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
   controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
-  if (busy) lastBusy_ = Clock::now();  // the spin window (spinUs) needs the fine clock
   return busy;
 }
 
@@ -296,7 +307,10 @@ void ProgressEngine::run() {
       continue;
     }
     std::unique_lock<std::mutex> drive(driveMutex_);
-    if (turn(!active_.empty())) continue;  // with work pending it spins
+    if (turn(!active_.empty())) {  // with work pending it spins
+      lastBusy_ = Clock::now();  // the spin window (spinUs) needs the fine clock
+      continue;
+    }
     // While a collective is pending, poll (yielding the core to the other ranks): UCX's
     // shared-memory transports raise no wake-up event, so sleeping on the event fd would
     // cost up to a millisecond per message. Idle, sleep until UCX or a submission wakes us,

@@ -45,6 +45,9 @@ using algorithms::TaskFactory;
 
 struct Submission {
   TaskFactory make;
+  // Without `make`: a static plan's run, whose PlanExecutor the engine builds directly.
+  std::shared_ptr<const algorithms::Plan> plan;
+  algorithms::RunBuffers buffers;
   std::shared_ptr<void> keepAlive;  // scratch or task state, kept until the task is quiescent
   std::shared_ptr<Request> request;
   uint32_t seq = 0;
@@ -140,6 +143,7 @@ class ProgressEngine {
   NeighbourWatch neighbours_;
   std::list<Active> active_;
   std::list<Active> draining_;  // failed runs whose transport ops are still in flight
+  std::list<Active> spare_;     // finished entries, reused by the next runs (no allocation)
   std::list<ControlSend> controlSends_;
   std::vector<std::pair<int, std::chrono::steady_clock::time_point>> left_;  // goodbyes, when
   transport::Completion controlRecv_;

@@ -220,5 +220,23 @@ TEST(Scratch, RegisteredOnceAndReused) {
   }, {{"TSR_ALGO", "ring"}});
 }
 
+// Small runs take their scratch with the executor's state, not from the pool (whose
+// bookkeeping would cost a small collective more than its messages).
+TEST(Scratch, SmallCollectivesLeaveThePoolAlone) {
+  for (const char* algo : {"ring", "doubling", "rabenseifner"}) {
+    testing::runRanks(3, [&](Communicator& comm) {
+      std::vector<float> in(16, 2.0f), out(16);
+      for (int step = 0; step < 5; ++step) {
+        auto req = comm.allreduce(in.data(), out.data(), in.size(), DataType::kF32, ReduceOp::kSum);
+        ASSERT_TRUE(req.isOk());
+        ASSERT_TRUE(req.value()->wait().isOk()) << algo;
+        ASSERT_EQ(out[15], 6.0f) << algo;
+        EXPECT_EQ(req.value()->algorithm(), algo);
+      }
+      EXPECT_EQ(comm.scratchPool().blocksAllocated(), 0u) << algo;
+    }, {{"TSR_ALGO", algo}});
+  }
+}
+
 }  // namespace
 }  // namespace tsr

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
@@ -12,20 +15,37 @@ namespace tsr::algorithms {
 
 using transport::Completion;
 
+namespace {
+size_t roundUp64(size_t n) { return (n + 63) / 64 * 64; }
+}  // namespace
+
 PlanExecutor::PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id,
                            transport::Transport& transport)
     : plan_(std::move(plan)), buffers_(buffers), id_(id), transport_(transport) {
   const Plan& p = *plan_;
-  pending_ = p.depCount;
-  completions_.resize(p.ops.size());
+  const size_t ops = p.ops.size(), recvPeers = p.recvPeers.size();
+  completions_.resize(ops + recvPeers + p.sendPeers.size());
   myHeader_ = headerOf(p, id);
-  in_.resize(p.recvPeers.size());
-  out_.resize(p.sendPeers.size());
-  size_t slots = p.recvPeers.size() + p.sendPeers.size();
-  if (slots) headerBytes_.reset(new uint8_t[slots * kHeaderSlot]);  // not zeroed: written first
-  inFlight_.reserve(p.ops.size());
-  readyTransfers_.reserve(p.ops.size());
-  readyLocal_.reserve(p.ops.size());
+  bool ownScratch = !buffers_.scratch && p.scratchBytes > 0 && buffers_.memory == transport::MemoryType::kHost;
+  // Block layout (64-byte aligned parts): header slots, scratch, op index lists, in_.
+  size_t headers = roundUp64((recvPeers + p.sendPeers.size()) * kHeaderSlot);
+  size_t scratch = ownScratch ? roundUp64(p.scratchBytes) : 0;
+  size_t lists = roundUp64(4 * ops * sizeof(uint32_t));
+  size_t peers = recvPeers * sizeof(PeerIn);
+  size_t total = std::max<size_t>(64, headers + scratch + lists + roundUp64(peers));
+  block_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
+  if (!block_) throw std::bad_alloc();
+  uint8_t* at = block_.get();
+  headerBytes_ = at;  // not zeroed: written before read
+  if (ownScratch) buffers_.scratch = at + headers;
+  auto* words = reinterpret_cast<uint32_t*>(at + headers + scratch);
+  pending_ = words;
+  std::copy(p.depCount.begin(), p.depCount.end(), pending_);
+  inFlight_.data = words + ops;
+  readyTransfers_.data = words + 2 * ops;
+  readyLocal_.data = words + 3 * ops;
+  in_ = reinterpret_cast<PeerIn*>(at + headers + scratch + lists);
+  std::uninitialized_value_construct_n(in_, recvPeers);
 }
 
 void* PlanExecutor::resolve(const BufferRef& ref) const {
@@ -39,23 +59,20 @@ void* PlanExecutor::resolve(const BufferRef& ref) const {
 
 Status PlanExecutor::fail(Status status) {
   if (status_.code() == Code::kInProgress) status_ = std::move(status);
-  for (auto& c : completions_) transport_.cancel(&c);
-  for (auto& h : in_) transport_.cancel(&h.header);
+  for (auto& c : completions_) transport_.cancel(&c);  // the header receives too
   return status_;
 }
 
 void PlanExecutor::abort(const Status& reason) { fail(reason).ignore(); }
 
 bool PlanExecutor::quiescent() const {
-  auto idle = [](const Completion& c) { return !c.posted || c.done; };
-  return std::all_of(completions_.begin(), completions_.end(), idle) &&
-         std::all_of(in_.begin(), in_.end(), [&](const PeerIn& h) { return idle(h.header); }) &&
-         std::all_of(out_.begin(), out_.end(), [&](const PeerOut& h) { return idle(h.header); });
+  return std::all_of(completions_.begin(), completions_.end(),
+                     [](const Completion& c) { return !c.posted || c.done; });
 }
 
 int PlanExecutor::waitingOn() const {
-  for (size_t i = 0; i < in_.size(); ++i)
-    if (!in_[i].header.done) return plan_->recvPeers[i];
+  for (size_t i = 0; i < plan_->recvPeers.size(); ++i)
+    if (!completions_[plan_->ops.size() + i].done) return plan_->recvPeers[i];
   for (uint32_t index : inFlight_) {
     const PlanOp& op = plan_->ops[index];
     if (op.kind != OpKind::kSend && !completions_[index].done) return op.peer;
@@ -76,15 +93,15 @@ Status PlanExecutor::start() {
   for (size_t i = 0; i < p.recvPeers.size(); ++i) {
     int peer = p.recvPeers[i];
     uint64_t tag = transport::makeDataTag(peer, id_.comm, id_.seq, transport::kHeaderMessageId);
-    Status st = transport_.recv(peer, tag, transport::kTagFullMask, headerBytes_.get() + i * kHeaderSlot,
-                                kHeaderSlot, host, &in_[i].header);
+    Status st = transport_.recv(peer, tag, transport::kTagFullMask, headerBytes_ + i * kHeaderSlot,
+                                kHeaderSlot, host, &inHeader(i));
     if (!st.isOk()) return fail(st);
   }
   for (size_t i = 0; i < p.sendPeers.size(); ++i) {
     if (inlinable(p.firstSendOp[i])) continue;  // sent with that first message
     int peer = p.sendPeers[i];
     uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
-    Status st = transport_.send(peer, tag, &myHeader_, sizeof(WireHeader), host, &out_[i].header);
+    Status st = transport_.send(peer, tag, &myHeader_, sizeof(WireHeader), host, &outHeader(i));
     if (!st.isOk()) return fail(st);
   }
   for (uint32_t i = 0; i < p.ops.size(); ++i)
@@ -228,15 +245,15 @@ Status PlanExecutor::collect() {
     if (!health.isOk()) return Status(Code::kPeerFailed, where + health.message());
     return Status(st.code(), where + st.message());
   };
-  for (size_t i = 0; i < in_.size(); ++i) {
-    Completion& c = in_[i].header;
+  for (size_t i = 0; i < plan_->recvPeers.size(); ++i) {
+    Completion& c = inHeader(i);
     if (!c.done || in_[i].state != HeaderIn::kPending) continue;
     if (!c.status.isOk()) return context(plan_->recvPeers[i], c.status, "header from");
     TSR_RETURN_IF_ERROR(takeHeader(i));
   }
-  for (size_t i = 0; i < out_.size(); ++i)
-    if (out_[i].header.done && !out_[i].header.status.isOk())
-      return context(plan_->sendPeers[i], out_[i].header.status, "header to");
+  for (size_t i = 0; i < plan_->sendPeers.size(); ++i)
+    if (outHeader(i).done && !outHeader(i).status.isOk())
+      return context(plan_->sendPeers[i], outHeader(i).status, "header to");
 
   size_t kept = 0;
   for (size_t k = 0; k < inFlight_.size(); ++k) {
@@ -286,10 +303,9 @@ Status PlanExecutor::progress() {
       break;
     }
   }
-  bool headersDone = headersChecked_ == in_.size() &&
-                     std::all_of(out_.begin(), out_.end(), [](const PeerOut& h) {
-                       return !h.header.posted || h.header.done;
-                     });
+  bool headersDone = headersChecked_ == plan_->recvPeers.size();
+  for (size_t i = 0; headersDone && i < plan_->sendPeers.size(); ++i)
+    headersDone = !outHeader(i).posted || outHeader(i).done;
   if (doneCount_ == plan_->ops.size() && headersDone) status_ = Status::ok();
   if (status_.code() == Code::kInProgress && landed_) {
     landed_ = false;  // a first message landed while posting: finish it on this turn

@@ -32,6 +32,8 @@ namespace tsr::algorithms {
 struct RunBuffers {
   const void* input = nullptr;
   void* output = nullptr;
+  // Null with plan.scratchBytes > 0 and host memory: the executor allocates it with its own
+  // state (one allocation; for small runs, where a pool's bookkeeping would cost more).
   void* scratch = nullptr;
   // kCuda: input, output and scratch are device memory. Payload transfers are posted as
   // kCuda and the plan's local math (copy, reduce, divide, merge) runs through `kernels`
@@ -105,34 +107,57 @@ class PlanExecutor final : public Task {
   Status fail(Status status);
   Status collect();
 
+  // A list of op indices in the executor's block (each op enters each list at most once, so
+  // the plan's op count bounds it).
+  struct IndexList {
+    uint32_t* data = nullptr;
+    size_t count = 0;
+    void push_back(uint32_t v) { data[count++] = v; }
+    void clear() { count = 0; }
+    void resize(size_t n) { count = n; }
+    size_t size() const { return count; }
+    uint32_t* begin() const { return data; }
+    uint32_t* end() const { return data + count; }
+    uint32_t& operator[](size_t i) const { return data[i]; }
+  };
+  enum class HeaderIn : uint8_t { kPending, kAlone, kWithPayload };
+  struct PeerIn {  // per recv peer
+    HeaderIn state = HeaderIn::kPending;
+    bool firstWaits = false;  // its first receive is ready and waits for the header
+  };
+  static constexpr size_t kHeaderSlot = sizeof(WireHeader) + kInlineBytes;
+
+  // The header completions follow the ops' in completions_: recv peers', then send peers'
+  // (a send peer's is unused when the header rides with the first message).
+  transport::Completion& inHeader(size_t slot) { return completions_[plan_->ops.size() + slot]; }
+  transport::Completion& outHeader(size_t slot) {
+    return completions_[plan_->ops.size() + plan_->recvPeers.size() + slot];
+  }
+
   std::shared_ptr<const Plan> plan_;
   RunBuffers buffers_;
   RunIdentity id_;
   transport::Transport& transport_;
   Status status_{Code::kInProgress, ""};
 
-  std::vector<uint32_t> pending_;             // deps not yet done, per op
-  std::vector<transport::Completion> completions_;  // per op
-  std::vector<uint32_t> inFlight_;            // ops posted to the transport
-  std::vector<uint32_t> readyTransfers_;      // deps met, not yet posted (FIFO)
-  std::vector<uint32_t> readyLocal_;          // deps met, not yet run (FIFO from localHead_)
+  // Per-run state in two allocations (a small collective's cost is mostly its bookkeeping):
+  // completions_ (per op, then per peer header) and block_: the header slots ((recv peers +
+  // send peers) x kHeaderSlot), the scratch when the run brings none, the index lists, and in_.
+  std::vector<transport::Completion> completions_;
+  struct FreeBlock {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeBlock> block_;
+  uint8_t* headerBytes_ = nullptr;
+  uint32_t* pending_ = nullptr;  // deps not yet done, per op
+  IndexList inFlight_;           // ops posted to the transport
+  IndexList readyTransfers_;     // deps met, not yet posted (FIFO)
+  IndexList readyLocal_;         // deps met, not yet run (FIFO from localHead_)
+  PeerIn* in_ = nullptr;         // per recv peer
   size_t localHead_ = 0;
   size_t doneCount_ = 0;
 
-  static constexpr size_t kHeaderSlot = sizeof(WireHeader) + kInlineBytes;
-  enum class HeaderIn : uint8_t { kPending, kAlone, kWithPayload };
-  struct PeerIn {  // per recv peer
-    transport::Completion header;
-    HeaderIn state = HeaderIn::kPending;
-    bool firstWaits = false;  // its first receive is ready and waits for the header
-  };
-  struct PeerOut {  // per send peer
-    transport::Completion header;  // unused when the header rides with the first message
-  };
   WireHeader myHeader_;
-  std::vector<PeerIn> in_;
-  std::vector<PeerOut> out_;
-  std::unique_ptr<uint8_t[]> headerBytes_;  // (recv peers + send peers) x kHeaderSlot
   size_t headersChecked_ = 0;
   bool landed_ = false;  // a first message landed from its header: collect again
 };

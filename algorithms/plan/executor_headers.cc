@@ -68,7 +68,7 @@ bool PlanExecutor::inlinable(uint32_t index) const {
 Status PlanExecutor::sendInline(uint32_t index, size_t slot) {
   const PlanOp& op = plan_->ops[index];
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
-  uint8_t* out = headerBytes_.get() + (in_.size() + slot) * kHeaderSlot;
+  uint8_t* out = headerBytes_ + (plan_->recvPeers.size() + slot) * kHeaderSlot;
   std::memcpy(out, &myHeader_, sizeof(WireHeader));
   std::memcpy(out + sizeof(WireHeader), resolve(op.src), bytes);
   uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
@@ -95,7 +95,7 @@ void PlanExecutor::land(uint32_t index, size_t slot) {
   const PlanOp& op = plan_->ops[index];
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
   void* into = op.kind == OpKind::kRecv ? resolve(op.dst) : resolve(op.staging);
-  std::memcpy(into, headerBytes_.get() + slot * kHeaderSlot + sizeof(WireHeader), bytes);
+  std::memcpy(into, headerBytes_ + slot * kHeaderSlot + sizeof(WireHeader), bytes);
   Completion& c = completions_[index];
   c = Completion{};
   c.posted = c.done = true;
@@ -109,19 +109,19 @@ void PlanExecutor::land(uint32_t index, size_t slot) {
 Status PlanExecutor::takeHeader(size_t slot) {
   PeerIn& h = in_[slot];
   int peer = plan_->recvPeers[slot];
-  const uint8_t* bytes = headerBytes_.get() + slot * kHeaderSlot;
+  const uint8_t* bytes = headerBytes_ + slot * kHeaderSlot;
   auto where = [&] {  // built only for an error
     return "rank " + std::to_string(id_.rank) + ": " + collectiveName(plan_->collective) + " #" +
            std::to_string(id_.seq) + ": rank " + std::to_string(peer);
   };
-  if (h.header.bytes < sizeof(WireHeader))
-    return Status(Code::kMismatch, where() + " sent a malformed header (" +
-                                       std::to_string(h.header.bytes) + " bytes)");
+  const size_t received = inHeader(slot).bytes;
+  if (received < sizeof(WireHeader))
+    return Status(Code::kMismatch, where() + " sent a malformed header (" + std::to_string(received) + " bytes)");
   WireHeader theirs;
   std::memcpy(&theirs, bytes, sizeof theirs);
   TSR_RETURN_IF_ERROR(checkHeader(theirs, peer));
   ++headersChecked_;
-  size_t payload = h.header.bytes - sizeof(WireHeader);
+  size_t payload = received - sizeof(WireHeader);
   uint32_t first = plan_->firstRecvOp[slot];
   if (payload == 0) {
     h.state = HeaderIn::kAlone;

@@ -43,9 +43,13 @@ inline uint32_t nextSeq() {
   return ++seq;
 }
 
+// Where a run's scratch comes from: the test (a vector per rank), or the executor's own
+// state (RunBuffers::scratch left null, as the communicator does for small runs).
+enum class ScratchFrom { kTest, kExecutor };
+
 // Runs plans[r] with buffers[r] on every rank to completion; returns each rank's status.
 inline std::vector<Status> runAll(World& world, const std::vector<std::shared_ptr<Plan>>& plans,
-                           std::vector<RunBuffers> buffers) {
+                           std::vector<RunBuffers> buffers, ScratchFrom from = ScratchFrom::kTest) {
   int n = static_cast<int>(plans.size());
   uint32_t seq = nextSeq();
   std::vector<std::vector<char>> scratch(n);
@@ -53,7 +57,7 @@ inline std::vector<Status> runAll(World& world, const std::vector<std::shared_pt
   std::vector<Status> st(n);
   for (int r = 0; r < n; ++r) {
     scratch[r].resize(plans[r]->scratchBytes + 1);
-    buffers[r].scratch = scratch[r].data();
+    buffers[r].scratch = from == ScratchFrom::kTest ? scratch[r].data() : nullptr;
     ex.push_back(std::make_unique<PlanExecutor>(plans[r], buffers[r], RunIdentity{r, 0, seq},
                                                 *world.transports[r]));
     st[r] = ex[r]->start();
