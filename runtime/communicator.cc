@@ -11,6 +11,7 @@
 #include "runtime/peer_card.h"
 #include "runtime/progress_engine.h"
 #include "runtime/scratch_pool.h"
+#include "runtime/shm_segment.h"
 #include "topology/host_map.h"
 #include "topology/torus_schedule.h"
 #include "transport/ucx_transport.h"
@@ -115,6 +116,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
     for (int r = 0; r < size_; ++r) fastLocal[r] = r != rank_ && hostIds_[r] == hostIds_[rank_];
   TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
   TSR_RETURN_IF_ERROR(chooseLinks());
+  TSR_RETURN_IF_ERROR(setUpShmBoard());
   // Nobody leaves creation before every rank has connected: a rank that destroyed its
   // communicator at once would otherwise pull its shared-memory segment from under a peer
   // still attaching to it (UCX "shmat failed", seen with 6 ranks as threads).
@@ -270,8 +272,10 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
   Submission s;
   s.buffers = algorithms::RunBuffers{input, output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep, nullptr, {}, nullptr};
   std::string algorithm = plan->algorithm;
+  algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),
+                          static_cast<uint8_t>(plan->op), plan->count};
   s.plan = std::move(plan);
-  auto posted = post(std::move(s), 1, std::move(scratch));
+  auto posted = post(std::move(s), 1, std::move(scratch), algorithms::ShmRoute::kPlan, call);
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;
 }
@@ -283,10 +287,11 @@ Result<RequestPtr> Communicator::submitTask(TaskFactory make, uint32_t seqSpan,
                                               std::to_string(seqSpan));
   Submission s;
   s.make = std::move(make);
-  return post(std::move(s), seqSpan, std::move(keepAlive));
+  return post(std::move(s), seqSpan, std::move(keepAlive), algorithms::ShmRoute::kTask);
 }
 
-Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive) {
+Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive,
+                                      algorithms::ShmRoute route, const algorithms::ShmCall& call) {
   s.keepAlive = std::move(keepAlive);
   s.request = std::make_shared<Request>();
   s.seqSpan = seqSpan;
@@ -295,6 +300,7 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
     s.seq = seq_;
     seq_ += seqSpan;
   }
+  if (shmSegment_) shmBoard_.announce(rank_, s.seq, route, call);
   RequestPtr request = s.request;
   engine_->submit(std::move(s));
   return request;
@@ -303,6 +309,7 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
 Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count,
                                            DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
+  if (shmServes(count * dataTypeSize(dtype))) return shmCollective({input, output, count, dtype, op, false});
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
   return submit(std::move(plan), input, output);
 }
@@ -335,6 +342,7 @@ Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size
 }
 
 Result<RequestPtr> Communicator::barrier() {
+  if (shmSegment_ && shmAllowed_) return shmCollective({nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true});
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBarrierPlan, 0, 0, 0, -1}));
   return submit(std::move(plan), nullptr, nullptr);
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "algorithms/dense/dense_plans.h"
+#include "algorithms/dense/shm_allreduce.h"
 #include "base/dtype.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
@@ -35,6 +36,7 @@ class Bootstrap;
 class ProgressEngine;
 struct Submission;
 class ScratchPool;
+class ShmSegment;
 
 using RequestPtr = std::shared_ptr<Request>;
 using algorithms::TaskFactory;
@@ -122,8 +124,14 @@ class Communicator {
   Result<std::shared_ptr<const algorithms::Plan>> cachedPlan(const PlanKey& key);
   Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input,
                             void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
-  // Numbers a submission (seq .. seq+seqSpan-1), gives it a request and hands it to the engine.
-  Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive);
+  // Numbers a submission (seq .. seq+seqSpan-1), announces it on the shared-memory board (if
+  // any) as `call` by `route`, gives it a request and hands it to the engine.
+  Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive,
+                          algorithms::ShmRoute route, const algorithms::ShmCall& call = {});
+  // The tiny-allreduce board (communicator_shm.cc): set up when every rank is on this host.
+  Status setUpShmBoard();
+  bool shmServes(size_t bytes);
+  Result<RequestPtr> shmCollective(const algorithms::ShmAllreduceArgs& args);
   // Plans with more scratch than this take it from scratchPool_ (registered, reused);
   // smaller ones get it with their executor's state.
   static constexpr size_t kPooledScratchFrom = 4096;
@@ -138,6 +146,14 @@ class Communicator {
   bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)
   std::unique_ptr<DenseSelector> selector_;
   std::atomic<transport::MemoryType> bufferMemory_{transport::MemoryType::kHost};  // which algorithm serves each dense collective
+  // The shared-memory board: mapped while the engine runs (declared before it, freed after).
+  std::unique_ptr<ShmSegment> shmSegment_;
+  algorithms::ShmBoard shmBoard_;
+  std::string shmWhyNot_;              // why there is none, for TSR_ALGO=shm
+  bool shmAllowed_ = false, shmForced_ = false;  // TSR_ALGO is auto or shm; is shm
+  std::atomic<bool> shmRefusalSaid_{false};
+  uint64_t shmIndex_ = 0;              // shared-memory allreduces so far (guarded by mutex_)
+
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
   std::unique_ptr<transport::Transport> wrapped_;  // tests only (create with a wrapper)
@@ -145,7 +161,7 @@ class Communicator {
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();
 
-  std::mutex mutex_;  // guards seq_ and plans_
+  std::mutex mutex_;  // guards seq_, shmIndex_ and plans_
   uint32_t seq_ = 0;
   std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;
 };

@@ -113,6 +113,33 @@ TEST_P(ProcessKilled, KilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
 INSTANTIATE_TEST_SUITE_P(ErrMode, ProcessKilled, ::testing::Values("auto", "peer"),
                          [](const auto& info) { return info.param; });
 
+// The same with 8-byte allreduces, which meet in shared memory on one host: the others wait on
+// the dead rank's slot, not on a message, and still name it within the timeout.
+TEST(ProcessFaults, KilledRankIsNamedDuringSharedMemoryAllreduces) {
+  RunResult r = runJob(4, {"kill", "2", "2"}, {"TSR_TIMEOUT_MS=5000"}, 90);
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank : {0, 1, 3}) {
+    std::string line = outcomeOf(r, rank);
+    long ms = failedAfterMs(line);
+    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
+    EXPECT_LE(ms, 5000 + 2000) << line;
+    EXPECT_NE(line.find("rank 2"), std::string::npos) << "the dead rank is not named: " << line;
+  }
+}
+
+TEST(ProcessFaults, StoppedRankTimesOutSharedMemoryAllreduces) {
+  RunResult r = runJob(4, {"stop", "1", "2"}, {"TSR_TIMEOUT_MS=4000"}, 90);
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank : {0, 2, 3}) {
+    std::string line = outcomeOf(r, rank);
+    long ms = failedAfterMs(line);
+    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
+    EXPECT_LE(ms, 4000 + 3000) << line;
+    EXPECT_NE(line.find("TSR_ERR_TIMEOUT"), std::string::npos) << line;
+    EXPECT_NE(line.find("rank 1"), std::string::npos) << "the stopped rank is not named: " << line;
+  }
+}
+
 TEST(ProcessFaults, StoppedRankMakesTheOthersTimeOut) {
   RunResult r = runJob(4, {"stop", "1"}, {"TSR_TIMEOUT_MS=4000"}, 90);
   ASSERT_FALSE(r.timedOut) << describe(r);

@@ -4,8 +4,9 @@
 //
 //   fault_worker full              every collective, dtype and op, in and out of place, checked
 //   fault_worker barrier           one barrier (for tests of what creation leaves behind: logs)
-//   fault_worker kill R            rank R SIGKILLs itself in the middle of a long allreduce
-//   fault_worker stop R            rank R SIGSTOPs itself in the middle of a long allreduce
+//   fault_worker kill R [COUNT]    rank R SIGKILLs itself in the middle of a long allreduce (of
+//                                  COUNT floats, 2^22 by default; 2: the shared-memory board)
+//   fault_worker stop R [COUNT]    rank R SIGSTOPs itself likewise
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
 //
 // In the fault modes the other ranks report "rank R: FAILED after <ms> ms: <status>" and exit 3.
@@ -40,9 +41,8 @@ int reportFailure(int rank, Clock::time_point since, const Status& st) {
   return 3;
 }
 
-// Long allreduces until `victim` kills or stops itself during one of them.
-int runFault(Communicator& comm, int victim, int sig) {
-  const size_t count = size_t{1} << 22;  // 16 MiB of f32: each allreduce takes a while
+// Allreduces until `victim` kills or stops itself during one of them.
+int runFault(Communicator& comm, int victim, int sig, size_t count) {
   std::vector<float> buf(count, 1.0f);
   auto since = Clock::now();
   for (int i = 0; i < 200; ++i) {
@@ -101,8 +101,10 @@ int main(int argc, char** argv) {
     std::printf("rank %d: %s\n", comm.rank(), st.isOk() ? "OK barrier" : st.toString().c_str());
     return st.isOk() ? 0 : 1;
   }
-  if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL);
-  if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP);
+  // 16 MiB of f32 by default: each allreduce takes a while.
+  size_t count = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : size_t{1} << 22;
+  if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL, count);
+  if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP, count);
   if (mode == "mismatch") return runMismatch(comm, arg);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

@@ -1,0 +1,78 @@
+// ShmBoard: the layout of a one-machine communicator's shared-memory segment, where tiny
+// allreduces meet without messages (shm_allreduce.h), as Open MPI's coll/sm and UCC's tl/shm
+// do. The segment itself (POSIX shm) is runtime/shm_segment.h; this is only its layout, so
+// tests can lay it over plain memory.
+//
+// Per rank, 64-byte aligned so ranks never share a cache line:
+//  * done: how many shared-memory allreduces this rank has finished;
+//  * two payload slots, used alternately: a rank posts allreduce k into slot k % 2 once every
+//    peer has finished k - 2 (done >= k - 1), so it can post the next while slow peers still
+//    read the last;
+//  * a ring of announcements: which collective each sequence number is and by which route
+//    (written when the rank submits it), so a rank waiting on a peer that called something
+//    else (another count that took a UCX plan, another collective) names it rather than waits.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "base/dtype.h"
+
+namespace tsr::algorithms {
+
+constexpr size_t kShmPayloadBytes = 256;  // the largest allreduce the board carries
+constexpr size_t kShmAnnounceRing = 64;
+
+// How a rank runs a sequence number (ShmAnnounce::route).
+enum class ShmRoute : uint8_t { kNone = 0, kBoard = 1, kPlan = 2, kTask = 3 };
+
+struct ShmCall {  // what a rank called: a collective's arguments
+  uint8_t collective = 0;  // CollectiveKind
+  uint8_t dtype = 0;
+  uint8_t op = 0;
+  uint64_t count = 0;
+};
+
+struct alignas(64) ShmSlot {
+  std::atomic<uint64_t> seq{0};  // the content's sequence number + 1 (0: never written)
+  ShmCall call;
+  alignas(64) unsigned char payload[kShmPayloadBytes];
+};
+
+struct ShmAnnounce {
+  std::atomic<uint64_t> seq{0};  // sequence number + 1; written last
+  ShmRoute route = ShmRoute::kNone;
+  ShmCall call;
+};
+
+struct alignas(64) ShmRankArea {
+  std::atomic<uint64_t> done{0};
+  ShmSlot slots[2];
+  alignas(64) ShmAnnounce ring[kShmAnnounceRing];
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the board's counters live in shared memory");
+
+class ShmBoard {
+ public:
+  static size_t bytesFor(int size) { return sizeof(ShmRankArea) * static_cast<size_t>(size); }
+  // Constructs the layout in fresh memory of bytesFor(size) bytes (by the segment's creator).
+  static void format(void* memory, int size);
+
+  ShmBoard() = default;
+  ShmBoard(void* memory, int size) : areas_(static_cast<ShmRankArea*>(memory)), size_(size) {}
+  int size() const { return size_; }
+  ShmRankArea& area(int rank) const { return areas_[rank]; }
+
+  // Records that `rank` runs sequence number `seq` as `call` by `route`.
+  void announce(int rank, uint64_t seq, ShmRoute route, const ShmCall& call) const;
+  // What `rank` announced for `seq`, if it has (false: not yet, as far as the ring tells).
+  bool announced(int rank, uint64_t seq, ShmRoute* route, ShmCall* call) const;
+
+ private:
+  ShmRankArea* areas_ = nullptr;
+  int size_ = 0;
+};
+
+}  // namespace tsr::algorithms

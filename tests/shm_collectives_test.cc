@@ -1,0 +1,123 @@
+// Tiny allreduces and barriers through the shared-memory board (runtime/communicator_shm.cc)
+// with ranks as threads: which calls it serves, that its results match the reference, that
+// TSR_ALGO and multi-host jobs turn it off, and that its segment leaves no name behind.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "runtime/communicator.h"
+#include "tests/support/collective_checks.h"
+#include "tests/support/thread_world.h"
+
+namespace tsr {
+namespace {
+
+using runtime::Communicator;
+
+size_t boardNamesInDevShm() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    n += e.path().filename().string().rfind("tsr-", 0) == 0;
+  return n;
+}
+
+TEST(ShmCollectives, TinyAllreducesUseTheBoardAndMatchTheReference) {
+  testing::runRanks(4, [](Communicator& comm) {
+    for (DataType t : reference::kAllTypes)
+      for (ReduceOp op : reference::kAllOps)
+        for (size_t count : {size_t{1}, size_t{3}, size_t{5}, 256 / dataTypeSize(t)})
+          for (bool inPlace : {false, true})
+            ASSERT_EQ(testing::checkAllreduce(comm, t, op, count, inPlace), "shm")
+                << dataTypeName(t) << " " << reduceOpName(op) << " count " << count;
+    // One element past the board's 256 bytes goes as messages.
+    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 65, false), "shm");
+    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 0, false), "shm");
+  });
+}
+
+// Non-blocking: many posted before any wait, in place, then waited in reverse order.
+TEST(ShmCollectives, ManyPostedAtOnceComeOutRight) {
+  testing::runRanks(3, [](Communicator& comm) {
+    const int kCalls = 12;
+    std::vector<std::vector<int32_t>> bufs(kCalls, std::vector<int32_t>(7));
+    std::vector<runtime::RequestPtr> reqs;
+    for (int c = 0; c < kCalls; ++c) {
+      for (int j = 0; j < 7; ++j) bufs[c][j] = c * 1000 + comm.rank() * 10 + j;
+      auto r = comm.allreduce(bufs[c].data(), bufs[c].data(), 7, DataType::kI32, ReduceOp::kSum);
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      reqs.push_back(r.take());
+    }
+    for (int c = kCalls - 1; c >= 0; --c) {
+      ASSERT_TRUE(reqs[c]->wait().isOk()) << "call " << c;
+      EXPECT_EQ(reqs[c]->algorithm(), "shm");
+      for (int j = 0; j < 7; ++j) ASSERT_EQ(bufs[c][j], 3 * c * 1000 + 30 + 3 * j) << "call " << c;
+    }
+  });
+}
+
+TEST(ShmCollectives, BarrierWaitsForTheLastRank) {
+  testing::runRanks(3, [](Communicator& comm) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (comm.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto req = comm.barrier();
+    ASSERT_TRUE(req.isOk());
+    ASSERT_TRUE(req.value()->wait().isOk());
+    EXPECT_EQ(req.value()->algorithm(), "shm barrier");
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(290)) << "rank " << comm.rank();
+  });
+}
+
+TEST(ShmCollectives, TheSegmentNameIsGoneOnceEveryRankHasIt) {
+  size_t before = boardNamesInDevShm();
+  testing::runRanks(3, [&](Communicator& comm) {
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
+    EXPECT_EQ(boardNamesInDevShm(), before) << "rank " << comm.rank();
+  });
+}
+
+TEST(ShmCollectives, ForcedAlgorithmsTurnTheBoardOff) {
+  testing::runRanks(3, [](Communicator& comm) {
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "ring");
+    auto req = comm.barrier();
+    ASSERT_TRUE(req.isOk() && req.value()->wait().isOk());
+    EXPECT_NE(req.value()->algorithm(), "shm barrier");
+  }, {{"TSR_ALGO", "ring"}});
+}
+
+// TSR_ALGO=shm with a buffer the board cannot carry: the cost model's choice instead.
+TEST(ShmCollectives, ForcedShmFallsBackWhenItCannotServe) {
+  testing::runRanks(3, [](Communicator& comm) {
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 1000, false),
+              comm.selector().allreduceOrder(4000).front());
+  }, {{"TSR_ALGO", "shm"}});
+}
+
+// Ranks that count as different hosts share no memory: no board, messages instead.
+TEST(ShmCollectives, NoBoardAcrossHosts) {
+  testing::runRanksEach(4, [](Communicator& comm) {
+    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
+  }, [](int rank) { return testing::Settings{{"TSR_TEST_HOST_ID", std::to_string(rank / 2)}}; });
+}
+
+// Rank 1 calls with a count above the board's limit (messages), the others below it (the
+// board): every rank reports the mismatch, none waits for the timeout.
+TEST(ShmCollectives, ACallerOnAnotherRouteIsAMismatchEverywhere) {
+  testing::runRanks(4, [](Communicator& comm) {
+    size_t count = comm.rank() == 1 ? 100 : 2;
+    std::vector<float> in(count, 1.0f), out(count);
+    auto t0 = std::chrono::steady_clock::now();
+    auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk());
+    Status st = req.value()->wait();
+    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
+    EXPECT_NE(st.message().find("count"), std::string::npos) << st.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }, {{"TSR_TIMEOUT_MS", "15000"}});
+}
+
+}  // namespace
+}  // namespace tsr
