@@ -128,7 +128,7 @@ class Communicator {
   // any) as `call` by `route`, gives it a request and hands it to the engine.
   Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive,
                           algorithms::ShmRoute route, const algorithms::ShmCall& call = {});
-  // The tiny-allreduce board (communicator_shm.cc): set up when every rank is on this host.
+  // The small-allreduce board (communicator_shm.cc): set up when every rank is on this host.
   Status setUpShmBoard();
   bool shmServes(size_t bytes);
   Result<RequestPtr> shmCollective(const algorithms::ShmAllreduceArgs& args);

@@ -1,5 +1,5 @@
-// The communicator's tiny-allreduce board (algorithms/dense/shm_allreduce.h): when every rank
-// runs on this host, allreduces of 1..256 bytes and barriers meet in a shared-memory segment
+// The communicator's small-allreduce board (algorithms/dense/shm_allreduce.h): when every rank
+// runs on this host, allreduces of 1 B..4 KiB and barriers meet in a shared-memory segment
 // instead of going through UCX as messages.
 #include <algorithm>
 
@@ -53,7 +53,7 @@ Status Communicator::setUpShmBoard() {
   for (int r = 0; r < size_; ++r) {
     if (problems[r].empty()) continue;
     shmWhyNot_ = "rank " + std::to_string(r) + " cannot use the shared-memory board: " + problems[r];
-    logger->warn("rank {}: tiny allreduces go as messages: {}", rank_, shmWhyNot_);
+    logger->warn("rank {}: small allreduces go as messages: {}", rank_, shmWhyNot_);
     return Status::ok();
   }
   shmSegment_ = std::move(segment);

@@ -77,7 +77,7 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
       {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus|hier|rabenseifner|doubling|bruck|shm",
        "force an algorithm: allreduce ring, torus, hier (two-level), rabenseifner, doubling or shm "
-       "(1..256 bytes through shared memory, every rank on one host); all-gather "
+       "(1 B..4 KiB through shared memory, every rank on one host); all-gather "
        "ring or bruck; a collective the name does not fit, or a job it cannot serve, takes the "
        "cost model's choice; auto = the cost model for everything"},
       {"TSR_BIND", ValueKind::kEnum, "numa", "none|numa|core",

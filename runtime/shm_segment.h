@@ -1,5 +1,5 @@
 // ShmSegment: a POSIX shared-memory segment mapped by every rank of a one-machine
-// communicator (the tiny-allreduce board, algorithms/dense/shm_board.h). Rank 0 creates it
+// communicator (the small-allreduce board, algorithms/dense/shm_board.h). Rank 0 creates it
 // under a random name, the others open it by that name, and once all have it mapped rank 0
 // unlinks the name, so nothing is left in /dev/shm when the job ends, however it ends after
 // that point.

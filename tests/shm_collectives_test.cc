@@ -1,4 +1,4 @@
-// Tiny allreduces and barriers through the shared-memory board (runtime/communicator_shm.cc)
+// Small allreduces (up to 4 KiB) and barriers through the shared-memory board (runtime/communicator_shm.cc)
 // with ranks as threads: which calls it serves, that its results match the reference, that
 // TSR_ALGO and multi-host jobs turn it off, and that its segment leaves no name behind.
 #include <gtest/gtest.h>
@@ -28,12 +28,13 @@ TEST(ShmCollectives, TinyAllreducesUseTheBoardAndMatchTheReference) {
   testing::runRanks(4, [](Communicator& comm) {
     for (DataType t : reference::kAllTypes)
       for (ReduceOp op : reference::kAllOps)
-        for (size_t count : {size_t{1}, size_t{3}, size_t{5}, 256 / dataTypeSize(t)})
+        for (size_t count : {size_t{1}, size_t{3}, size_t{5}, algorithms::kShmPayloadBytes / dataTypeSize(t)})
           for (bool inPlace : {false, true})
             ASSERT_EQ(testing::checkAllreduce(comm, t, op, count, inPlace), "shm")
                 << dataTypeName(t) << " " << reduceOpName(op) << " count " << count;
-    // One element past the board's 256 bytes goes as messages.
-    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 65, false), "shm");
+    // One element past what the board carries goes as messages.
+    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, algorithms::kShmPayloadBytes / 4 + 1, false),
+              "shm");
     EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 0, false), "shm");
   });
 }
@@ -91,8 +92,9 @@ TEST(ShmCollectives, ForcedAlgorithmsTurnTheBoardOff) {
 TEST(ShmCollectives, ForcedShmFallsBackWhenItCannotServe) {
   testing::runRanks(3, [](Communicator& comm) {
     EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 1000, false),
-              comm.selector().allreduceOrder(4000).front());
+    const size_t count = algorithms::kShmPayloadBytes / 4 + 1;
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, count, false),
+              comm.selector().allreduceOrder(count * 4).front());
   }, {{"TSR_ALGO", "shm"}});
 }
 
@@ -107,7 +109,7 @@ TEST(ShmCollectives, NoBoardAcrossHosts) {
 // board): every rank reports the mismatch, none waits for the timeout.
 TEST(ShmCollectives, ACallerOnAnotherRouteIsAMismatchEverywhere) {
   testing::runRanks(4, [](Communicator& comm) {
-    size_t count = comm.rank() == 1 ? 100 : 2;
+    size_t count = comm.rank() == 1 ? algorithms::kShmPayloadBytes / 4 + 1 : 2;
     std::vector<float> in(count, 1.0f), out(count);
     auto t0 = std::chrono::steady_clock::now();
     auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);

@@ -1,4 +1,4 @@
-// ShmAllreduce: a tiny allreduce (1..kShmPayloadBytes), or a barrier (no data), among the
+// ShmAllreduce: a small allreduce (1 B..kShmPayloadBytes), or a barrier (no data), among the
 // ranks of one machine through the shared-memory board (shm_board.h) instead of messages:
 // each rank copies its input into its slot, then, once every peer's slot holds the same
 // collective, sums the slots in rank order (0, 1, ..., N-1) into its output. One write and

@@ -1,4 +1,4 @@
-// ShmBoard: the layout of a one-machine communicator's shared-memory segment, where tiny
+// ShmBoard: the layout of a one-machine communicator's shared-memory segment, where small
 // allreduces meet without messages (shm_allreduce.h), as Open MPI's coll/sm and UCC's tl/shm
 // do. The segment itself (POSIX shm) is runtime/shm_segment.h; this is only its layout, so
 // tests can lay it over plain memory.
@@ -21,7 +21,9 @@
 
 namespace tsr::algorithms {
 
-constexpr size_t kShmPayloadBytes = 256;  // the largest allreduce the board carries
+// The largest allreduce the board carries: up to here one write and N-1 reads beat messages
+// (docs/benchmarks.md, "Small messages").
+constexpr size_t kShmPayloadBytes = 4096;
 constexpr size_t kShmAnnounceRing = 64;
 
 // How a rank runs a sequence number (ShmAnnounce::route).
