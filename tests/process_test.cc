@@ -88,6 +88,20 @@ TEST(ProcessCollectivesOverTcp, EveryCollectiveIsExactWithUcxTlsTcpSelf) {
     EXPECT_GT(tcpEndpoints[rank], 0) << "rank " << rank << " logged no tcp endpoint\n" << describe(r);
 }
 
+// Every rank in `ranks` reported a failure within limitMs of the fault, naming each of `names`.
+void expectFailedNaming(const RunResult& r, const std::vector<int>& ranks, long limitMs,
+                        const std::vector<std::string>& names) {
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank : ranks) {
+    std::string line = outcomeOf(r, rank);
+    long ms = failedAfterMs(line);
+    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
+    EXPECT_LE(ms, limitMs) << line;
+    for (const std::string& name : names)
+      EXPECT_NE(line.find(name), std::string::npos) << "\"" << name << "\" is not named: " << line;
+  }
+}
+
 // Once with the default error mode (shared memory between same-host ranks, which UCX cannot
 // watch: the neighbour watch and the timeouts catch the death) and once with TSR_ERR_MODE=peer
 // (UCX peer-failure mode on every endpoint).
@@ -95,14 +109,7 @@ class ProcessKilled : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ProcessKilled, KilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
   RunResult r = runJob(4, {"kill", "2"}, {"TSR_TIMEOUT_MS=5000", "TSR_ERR_MODE=" + GetParam()}, 90);
-  ASSERT_FALSE(r.timedOut) << describe(r);
-  for (int rank : {0, 1, 3}) {
-    std::string line = outcomeOf(r, rank);
-    long ms = failedAfterMs(line);
-    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
-    EXPECT_LE(ms, 5000 + 2000) << line;
-    EXPECT_NE(line.find("rank 2"), std::string::npos) << "the dead rank is not named: " << line;
-  }
+  expectFailedNaming(r, {0, 1, 3}, 5000 + 2000, {"rank 2"});
   // tsrun names the rank that failed first, how it ended, and exits with its status
   // (128 + SIGKILL).
   EXPECT_TRUE(std::regex_search(r.err, std::regex("(^|\n)tsrun: rank 2 \\(host [^)]+\\) killed by signal SIGKILL\n")))
@@ -116,46 +123,21 @@ INSTANTIATE_TEST_SUITE_P(ErrMode, ProcessKilled, ::testing::Values("auto", "peer
 // The same with 8-byte allreduces, which meet in shared memory on one host: the others wait on
 // the dead rank's slot, not on a message, and still name it within the timeout.
 TEST(ProcessFaults, KilledRankIsNamedDuringSharedMemoryAllreduces) {
-  RunResult r = runJob(4, {"kill", "2", "2"}, {"TSR_TIMEOUT_MS=5000"}, 90);
-  ASSERT_FALSE(r.timedOut) << describe(r);
-  for (int rank : {0, 1, 3}) {
-    std::string line = outcomeOf(r, rank);
-    long ms = failedAfterMs(line);
-    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
-    EXPECT_LE(ms, 5000 + 2000) << line;
-    EXPECT_NE(line.find("rank 2"), std::string::npos) << "the dead rank is not named: " << line;
-  }
+  expectFailedNaming(runJob(4, {"kill", "2", "2"}, {"TSR_TIMEOUT_MS=5000"}, 90), {0, 1, 3}, 5000 + 2000,
+                     {"rank 2"});
 }
 
 TEST(ProcessFaults, StoppedRankTimesOutSharedMemoryAllreduces) {
-  RunResult r = runJob(4, {"stop", "1", "2"}, {"TSR_TIMEOUT_MS=4000"}, 90);
-  ASSERT_FALSE(r.timedOut) << describe(r);
-  for (int rank : {0, 2, 3}) {
-    std::string line = outcomeOf(r, rank);
-    long ms = failedAfterMs(line);
-    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
-    EXPECT_LE(ms, 4000 + 3000) << line;
-    EXPECT_NE(line.find("TSR_ERR_TIMEOUT"), std::string::npos) << line;
-    EXPECT_NE(line.find("rank 1"), std::string::npos) << "the stopped rank is not named: " << line;
-  }
+  expectFailedNaming(runJob(4, {"stop", "1", "2"}, {"TSR_TIMEOUT_MS=4000"}, 90), {0, 2, 3}, 4000 + 3000,
+                     {"TSR_ERR_TIMEOUT", "rank 1 ("});
 }
 
+// Its neighbours miss its heartbeats and name it, before anyone blames the rank it happens to
+// wait on.
 TEST(ProcessFaults, StoppedRankMakesTheOthersTimeOut) {
   RunResult r = runJob(4, {"stop", "1"}, {"TSR_TIMEOUT_MS=4000"}, 90);
-  ASSERT_FALSE(r.timedOut) << describe(r);
   EXPECT_NE(r.exitCode(), 0) << describe(r);
-  for (int rank : {0, 2, 3}) {
-    std::string line = outcomeOf(r, rank);
-    long ms = failedAfterMs(line);
-    EXPECT_GE(ms, 0) << "rank " << rank << " did not report a failure\n" << describe(r);
-    EXPECT_LE(ms, 4000 + 3000) << line;
-    EXPECT_NE(line.find("TSR_ERR_TIMEOUT"), std::string::npos) << line;
-    EXPECT_NE(line.find("stopped responding"), std::string::npos) << line;
-  }
-  // Its neighbours miss its heartbeats and name it, before anyone blames the rank it
-  // happens to wait on.
-  for (int rank : {0, 2, 3})
-    EXPECT_NE(outcomeOf(r, rank).find("rank 1 (") , std::string::npos) << outcomeOf(r, rank);
+  expectFailedNaming(r, {0, 2, 3}, 4000 + 3000, {"TSR_ERR_TIMEOUT", "stopped responding", "rank 1 ("});
 }
 
 class ProcessMismatch : public ::testing::TestWithParam<std::string> {};
