@@ -121,5 +121,24 @@ TEST(ShmCollectives, ACallerOnAnotherRouteIsAMismatchEverywhere) {
   }, {{"TSR_TIMEOUT_MS", "15000"}});
 }
 
+// One rank forces recursive doubling (messages), the others let the board serve: the board's
+// announcements make it a mismatch on every rank, with the likely cause named.
+TEST(ShmCollectives, ARankWithAnotherTsrAlgoIsNamed) {
+  testing::runRanksEach(3, [](Communicator& comm) {
+    std::vector<float> in(2, 1.0f), out(2);
+    auto t0 = std::chrono::steady_clock::now();
+    auto req = comm.allreduce(in.data(), out.data(), 2, DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk());
+    Status st = req.value()->wait();
+    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
+    EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }, [](int rank) {
+    testing::Settings s{{"TSR_TIMEOUT_MS", "15000"}};
+    if (rank == 1) s["TSR_ALGO"] = "doubling";
+    return s;
+  });
+}
+
 }  // namespace
 }  // namespace tsr
