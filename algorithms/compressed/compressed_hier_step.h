@@ -5,6 +5,8 @@
 //   seq+2: compress the shard into this rank's slot, all-gather the slots over the column;
 //   seq+3: decode and average them into the block, all-gather the blocks over the row;
 //   end:   g = the gathered result, q = q'.
+// The staging is TwoLevelStepSequence's (compressed_hier_step_sequence.h); this task does the
+// host math.
 #pragma once
 
 #include <memory>

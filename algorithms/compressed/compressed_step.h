@@ -3,6 +3,7 @@
 //          that fails);
 //   seq+1: compress into this rank's slot (8-byte length, then the payload), ring all-gather
 //          of the slots, decompress each and average into g.
+// The sequencing is FlatStepSequence's (compressed_step_sequence.h); this task does the host math.
 #pragma once
 
 #include <memory>
