@@ -7,7 +7,6 @@
 namespace tsr::compressed {
 
 namespace {
-bool running(const Status& s) { return s.code() == Code::kInProgress; }
 std::string whoOf(const CompressedState& s) {
   return "compressed tensor " + s.name + " (rank " + std::to_string(s.rank) + ", direct device path)";
 }
@@ -43,73 +42,41 @@ Result<std::shared_ptr<CompressedDevice>> CompressedDevice::create(std::shared_p
 
 CompressedDeviceStepTask::CompressedDeviceStepTask(std::shared_ptr<CompressedState> state,
                                                    const algorithms::TaskContext& ctx)
-    : state_(std::move(state)), ctx_(ctx) {}
+    : FlatStepSequence(std::move(state), ctx) {}
 
 Status CompressedDeviceStepTask::named(const Status& st) const {
   if (st.isOk() || st.message().rfind("compressed tensor ", 0) == 0) return st;
   return Status(st.code(), whoOf(*state_) + ": " + st.message());
 }
 
-Status CompressedDeviceStepTask::start() {
-  CompressedState& s = *state_;
-  auto bad = s.device->kernels->scanNonFinite(s.g, s.count);
-  if (!bad.isOk()) return fail(named(bad.status()));
-  s.badIndex = bad.value();
-  s.flagIn[0] = s.badIndex < s.count ? 1.0 : 0.0;
-  flag_ = std::make_unique<algorithms::PlanExecutor>(
-      s.flagPlan, algorithms::RunBuffers{s.flagIn, s.flagOut, s.flagScratch.data()}, ctx_.id, ctx_.transport);
-  flagStatus_ = flag_->start();
-  return drive();
+Result<size_t> CompressedDeviceStepTask::findNonFinite() {
+  auto bad = state_->device->kernels->scanNonFinite(state_->g, state_->count);
+  if (!bad.isOk()) return named(bad.status());
+  return bad;
 }
 
-Status CompressedDeviceStepTask::progress() {
-  if (!running(status_)) return status_;
-  if (flag_ && running(flagStatus_)) flagStatus_ = flag_->progress();
-  if (gather_ && running(gatherStatus_)) gatherStatus_ = gather_->progress();
-  return drive();
+float CompressedDeviceStepTask::valueOfG(size_t index) {
+  float value = 0.0f;
+  state_->device->kernels->readToHost(&value, state_->g + index, sizeof value).ignore();  // for the message only
+  return value;
 }
 
-Status CompressedDeviceStepTask::drive() {
-  for (const Status* st : {&flagStatus_, &gatherStatus_})
-    if (!running(*st) && !st->isOk()) return fail(*st);
-  if (running(flagStatus_)) return status_;
-  if (!gather_) return startGather();
-  if (running(gatherStatus_)) return status_;
-  return finish();
-}
-
-Status CompressedDeviceStepTask::startGather() {
+Result<algorithms::RunBuffers> CompressedDeviceStepTask::fillSlot() {
   CompressedState& s = *state_;
   CompressedDevice& d = *s.device;
-  if (s.flagOut[0] > 0) {
-    bool mine = s.badIndex < s.count;
-    float value = 0.0f;
-    if (mine) d.kernels->readToHost(&value, s.g + s.badIndex, sizeof value).ignore();  // for the message only
-    return fail(Status(Code::kNumericError,
-                       "compressed tensor " + s.name + ": " + std::to_string(static_cast<int>(s.flagOut[0])) +
-                           " rank(s) had NaN or Inf" +
-                           (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(s.badIndex) +
-                                       " is " + std::to_string(value) + ")"
-                                 : std::string()) +
-                           "; the tensor and its residual are unchanged"));
-  }
   auto* payload = reinterpret_cast<std::byte*>(d.mine.as<uint64_t>() + 1);
   auto written = d.codec->compress(s.g, payload, static_cast<uint32_t>(s.step));
-  if (!written.isOk()) return fail(named(written.status()));
+  if (!written.isOk()) return named(written.status());
   const uint64_t length = written.value();
   Status st = d.kernels->writeFromHost(d.mine.as<uint64_t>(), &length, sizeof length);
-  if (!st.isOk()) return fail(named(st));
-  algorithms::RunIdentity id = ctx_.id;
-  id.seq += 1;
+  if (!st.isOk()) return named(st);
   algorithms::RunBuffers b{d.mine.as<uint64_t>(), d.all.as<uint64_t>(), d.gatherScratch.as<void>()};
   b.memory = transport::MemoryType::kCuda;
   b.kernels = d.kernels.get();
-  gather_ = std::make_unique<algorithms::PlanExecutor>(s.gatherPlan, b, id, ctx_.transport);
-  gatherStatus_ = gather_->start();
-  return drive();
+  return b;
 }
 
-Status CompressedDeviceStepTask::finish() {
+Status CompressedDeviceStepTask::averageSlots() {
   CompressedState& s = *state_;
   CompressedDevice& d = *s.device;
   algorithms::StepKernels& k = *d.kernels;
@@ -121,40 +88,13 @@ Status CompressedDeviceStepTask::finish() {
     uint64_t length = 0;
     st = k.readToHost(&length, slot, sizeof length);
     if (!st.isOk()) break;
-    if (length > room)
-      return fail(Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": rank " + std::to_string(r) +
-                                                     " sent a payload of " + std::to_string(length) +
-                                                     " bytes, more than its slot holds"));
+    if (length > room) return oversizedPayload(s, r, length);
     st = d.codec->decompress(reinterpret_cast<const std::byte*>(slot + 1), length, d.decoded.as<float>());
-    if (!st.isOk())
-      return fail(Status(st.code(), "compressed tensor " + s.name + ": payload of rank " + std::to_string(r) + ": " +
-                                        st.message()));
+    if (!st.isOk()) return undecodablePayload(s, r, st);
     st = k.reduce(d.sum.as<float>(), d.decoded.as<float>(), s.count, DataType::kF32, ReduceOp::kSum);
   }
   if (st.isOk()) st = k.scale(d.sum.as<float>(), s.count, 1.0f / static_cast<float>(s.size), s.g);
-  if (!st.isOk()) return fail(named(st));
-  ++s.step;
-  status_ = Status::ok();
-  return status_;
-}
-
-Status CompressedDeviceStepTask::fail(Status status) {
-  if (running(status_)) status_ = std::move(status);
-  if (flag_ && running(flagStatus_)) flag_->abort(status_);
-  if (gather_ && running(gatherStatus_)) gather_->abort(status_);
-  return status_;
-}
-
-void CompressedDeviceStepTask::abort(const Status& reason) { fail(reason).ignore(); }
-
-bool CompressedDeviceStepTask::quiescent() const {
-  return (!flag_ || flag_->quiescent()) && (!gather_ || gather_->quiescent());
-}
-
-int CompressedDeviceStepTask::waitingOn() const {
-  if (flag_ && running(flagStatus_)) return flag_->waitingOn();
-  if (gather_ && running(gatherStatus_)) return gather_->waitingOn();
-  return -1;
+  return named(st);
 }
 
 Status checkDirect(const CompressedState& s, const float* g) {

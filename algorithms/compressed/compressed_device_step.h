@@ -33,30 +33,20 @@ struct CompressedDevice {
                                                           const CompressedState& s);
 };
 
-class CompressedDeviceStepTask final : public algorithms::Task {
+class CompressedDeviceStepTask final : public FlatStepSequence {
  public:
   CompressedDeviceStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override {
     return "compressed allreduce of device tensor " + state_->name + " (direct: device kernels, device buffers to the transport)";
   }
 
  private:
-  Status drive();
-  Status startGather();
-  Status finish();
-  Status fail(Status status);
+  Result<size_t> findNonFinite() override;
+  float valueOfG(size_t index) override;
+  Result<algorithms::RunBuffers> fillSlot() override;
+  Status averageSlots() override;
+  // The kernels' and codec's errors, prefixed with the tensor, rank and path.
   Status named(const Status& st) const;
-
-  std::shared_ptr<CompressedState> state_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> flag_, gather_;
-  Status flagStatus_{Code::kInProgress, ""}, gatherStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
 };
 
 // Ok when g holds the tensor's count floats in the direct path's device memory; else the error

@@ -17,6 +17,7 @@
 
 #include "algorithms/compressed/compressed_device_step.h"
 #include "algorithms/compressed/compressed_hier.h"
+#include "algorithms/compressed/compressed_hier_step_sequence.h"
 
 namespace tsr::compressed {
 
@@ -32,38 +33,24 @@ struct CompressedHierDevice {
 // back from the device.
 void twoLevelDeviceResidual(const CompressedState& s, float* out);
 
-class CompressedHierDeviceStepTask final : public algorithms::Task {
+class CompressedHierDeviceStepTask final : public TwoLevelStepSequence {
  public:
   CompressedHierDeviceStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override {
     return "two-level compressed allreduce of device tensor " + state_->name +
            " (direct: device kernels, device buffers to the transport)";
   }
 
  private:
-  enum Stage { kIntra, kFlag, kColumn, kRow, kStages };
-  Status run(Stage stage, std::shared_ptr<const algorithms::Plan> plan, const void* in, void* out, void* scratch,
-             bool device);
-  Status drive();
-  Status afterIntra();
-  Status afterFlag();
-  Status afterColumn();
-  Status finish();
-  Status fail(Status status);
+  Status prepareIntra() override;
+  Result<size_t> takeShard() override;
+  float workValue(size_t index) override;
+  Status fillSlot() override;
+  Status averageColumn() override;
+  Status writeResult() override;
+  algorithms::RunBuffers stageBuffers(Stage stage) override;
+  // The kernels' and codec's errors, prefixed with the tensor, rank and path.
   Status named(const Status& st) const;
-
-  std::shared_ptr<CompressedState> state_;
-  CompressedHier& h_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> exec_[kStages];
-  Stage stage_ = kIntra;
-  Status stageStatus_{Code::kInProgress, ""};
-  Status result_{Code::kInProgress, ""};
 };
 
 }  // namespace tsr::compressed

@@ -3,6 +3,7 @@
 //          that fails);
 //   seq+1: compress into this rank's slot (8-byte length, then the payload), ring all-gather
 //          of the slots, decompress each and average into g.
+// The sequencing is FlatStepSequence's (compressed_step_sequence.h); this task does the host math.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/compress/compressor.h"
+#include "algorithms/compressed/compressed_step_sequence.h"
 #include "algorithms/plan/executor.h"
 #include "runtime/communicator.h"
 #include "runtime/device_staging.h"
@@ -40,27 +42,16 @@ struct CompressedState {
   size_t badIndex = 0;
 };
 
-class CompressedStepTask final : public algorithms::Task {
+class CompressedStepTask final : public FlatStepSequence {
  public:
   CompressedStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override { return "compressed allreduce of tensor " + state_->name; }
 
  private:
-  Status drive();
-  Status startGather();
-  Status finish();
-  Status fail(Status status);
-
-  std::shared_ptr<CompressedState> state_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> flag_, gather_;
-  Status flagStatus_{Code::kInProgress, ""}, gatherStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
+  Result<size_t> findNonFinite() override;
+  float valueOfG(size_t index) override;
+  Result<algorithms::RunBuffers> fillSlot() override;
+  Status averageSlots() override;
 };
 
 }  // namespace tsr::compressed
