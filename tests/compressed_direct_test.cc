@@ -30,12 +30,7 @@ using testing::World;
 
 constexpr int kSteps = 4;
 
-float inputOf(int rank, size_t j, int step) {
-  if (j % 89 == 3) return 0.0f;
-  if (j % 89 == 4) return -0.0f;
-  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
-         (j % 7 == 1 ? 1e-3f : 1.0f);
-}
+constexpr testing::InputOf inputOf = testing::compressedInputOf;
 
 // kSteps on a host tensor, a direct device tensor and a staged tensor; all three must agree
 // bit for bit, result and residual (the error-feedback state), at every step.
@@ -266,20 +261,14 @@ TEST(CompressedDirect, StagesWithoutCudaSupport) {
     World world(4);
     testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
       EXPECT_EQ(comm.transportMovesCuda(), c.claim);
-      auto t = CompressedTensor::create(comm, "emb", 1000, c.params);
-      ASSERT_TRUE(t.isOk()) << t.status().toString();
       Opened opened;
-      auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-      ASSERT_NO_FATAL_FAILURE(testing::expectChoseStaging(*t.value(), opened, note, c.why));
-      if (c.claim) {  // asked directly, the direct path is refused for the same reason
-        Status direct = t.value()->setDeviceKernels(opened.kernels);
-        EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
-        EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
-      }
-      auto host = CompressedTensor::create(comm, "emb-host", 1000, c.params);
-      ASSERT_TRUE(host.isOk());
-      ASSERT_NO_FATAL_FAILURE(testing::expectStagedStepEqualsHost(*t.value(), *host.value(), opened,
-                                                                  *world.transports[comm.rank()], comm.rank(), inputOf));
+      ASSERT_NO_FATAL_FAILURE(testing::expectStagesAndEqualsHost<CompressedTensor>(
+          comm, c.params, c.why, *world.transports[comm.rank()], inputOf, opened, [&](CompressedTensor& t) {
+            if (!c.claim) return;  // asked directly, the direct path is refused for the same reason
+            Status direct = t.setDeviceKernels(opened.kernels);
+            EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
+            EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
+          }));
       EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);  // the kernels were never used
     }, [](int rank) { return testing::onFakeHosts(rank, 2); },
                              world.wrapper(c.claim));
@@ -292,12 +281,9 @@ TEST(CompressedDirect, StagesWithoutCudaSupport) {
 void expectBadInputNamed(const Params& params) {
   World world(3);
   testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
-    auto t = CompressedTensor::create(comm, "emb", 1000, params);
-    ASSERT_TRUE(t.isOk()) << t.status().toString();
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_TRUE(t.value()->directDevice());
-    ASSERT_NO_FATAL_FAILURE(testing::expectHostPointerRefused(*t.value(), "emb", comm.rank()));
+    std::unique_ptr<CompressedTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     for (int step = 0; step < 2; ++step) {  // a good step first, so the residual is not trivially zero
@@ -306,31 +292,35 @@ void expectBadInputNamed(const Params& params) {
       if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
       std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
       std::vector<float> momentumBefore(1000);
-      t.value()->residual(residualBefore.data());
-      t.value()->momentum(momentumBefore.data());
-      Status st = t.value()->allreduce(d);
+      t->residual(residualBefore.data());
+      t->momentum(momentumBefore.data());
+      Status st = t->allreduce(d);
       if (step == 0) {
         ASSERT_TRUE(st.isOk()) << st.toString();
         continue;
       }
       EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
       EXPECT_NE(st.message().find("compressed tensor emb: 2 rank(s) had NaN or Inf"), std::string::npos) << st.toString();
-      if (comm.rank() == 1) EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
-      if (comm.rank() == 2) EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+      if (comm.rank() == 1) {
+        EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+      }
+      if (comm.rank() == 2) {
+        EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+      }
       EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
-      t.value()->residual(residualAfter.data());
+      t->residual(residualAfter.data());
       EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
-      t.value()->momentum(residualAfter.data());
+      t->momentum(residualAfter.data());
       EXPECT_TRUE(sameBits(momentumBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
-      EXPECT_EQ(t.value()->step(), 1u);
+      EXPECT_EQ(t->step(), 1u);
     }
     for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
-    ASSERT_TRUE(t.value()->allreduce(d).isOk());
-    Status again = t.value()->setDeviceKernels(opened.kernels);
+    ASSERT_TRUE(t->allreduce(d).isOk());
+    Status again = t->setDeviceKernels(opened.kernels);
     EXPECT_NE(again.message().find("step 2 has run"), std::string::npos) << again.toString();
     auto stg = opened.openers("emb", 1000).staging();
     ASSERT_TRUE(stg.isOk());
-    Status staged = t.value()->setStaging(stg.value());
+    Status staged = t->setStaging(stg.value());
     EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
     EXPECT_EQ(opened.kernels->violations, 0);
     opened.kernels->release(d);

@@ -27,12 +27,7 @@ using testing::World;
 
 constexpr int kSteps = 4;
 
-float inputOf(int rank, size_t j, int step) {
-  if (j % 89 == 3) return 0.0f;
-  if (j % 89 == 4) return -0.0f;
-  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
-         (j % 7 == 1 ? 1e-3f : 1.0f);
-}
+constexpr testing::InputOf inputOf = testing::compressedInputOf;
 
 testing::Settings onHost(int rank, int hosts) { return testing::withSmallChunks(testing::onFakeHosts(rank, hosts)); }
 
@@ -110,15 +105,10 @@ TEST(CompressedHierDirect, StagesWithoutCudaSupport) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
     EXPECT_FALSE(comm.transportMovesCuda());
-    Params params{{"algorithm", "compressed"}, {"compressor", "fp16"}, {"intra", "fp16"}};
-    auto t = CompressedTensor::create(comm, "emb", 1000, params);
-    auto host = CompressedTensor::create(comm, "emb-host", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk()) << t.status().toString();
     Opened opened;
-    auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-    ASSERT_NO_FATAL_FAILURE(testing::expectChoseStaging(*t.value(), opened, note, "UCX reports no CUDA memory support"));
-    testing::expectStagedStepEqualsHost(*t.value(), *host.value(), opened, *world.transports[comm.rank()], comm.rank(),
-                                        inputOf);
+    testing::expectStagesAndEqualsHost<CompressedTensor>(
+        comm, {{"algorithm", "compressed"}, {"compressor", "fp16"}, {"intra", "fp16"}},
+        "UCX reports no CUDA memory support", *world.transports[comm.rank()], inputOf, opened);
   }, [](int rank) { return onHost(rank, 2); }, world.wrapper(false));
 }
 
@@ -129,13 +119,11 @@ TEST(CompressedHierDirect, BadInputIsNamed) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
     Params params{{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.05"}, {"intra", "fp16"}};
-    auto t = CompressedTensor::create(comm, "emb", 1000, params);
-    auto host = CompressedTensor::create(comm, "emb", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk());
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_TRUE(t.value()->directDevice());
-    ASSERT_NO_FATAL_FAILURE(testing::expectHostPointerRefused(*t.value(), "emb", comm.rank()));
+    std::unique_ptr<CompressedTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
+    auto host = CompressedTensor::create(comm, "emb", 1000, params);  // the same name: the same messages
+    ASSERT_TRUE(host.isOk());
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     std::vector<float> h(1000), rh(1000), rd(1000);
@@ -145,7 +133,7 @@ TEST(CompressedHierDirect, BadInputIsNamed) {
       if (step == 1 && comm.rank() == 2) h[40] = d[40] = 1e6f;  // finite, beyond f16
       std::vector<float> before(d, d + 1000);
       Status hs = host.value()->allreduce(h.data());
-      Status st = t.value()->allreduce(d);
+      Status st = t->allreduce(d);
       if (step < 2) {
         EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
         EXPECT_EQ(st.message(), hs.message());
@@ -162,7 +150,7 @@ TEST(CompressedHierDirect, BadInputIsNamed) {
         EXPECT_TRUE(sameBits(h.data(), d, 1000)) << "after the failed steps, rank " << comm.rank();
       }
       host.value()->residual(rh.data());
-      t.value()->residual(rd.data());
+      t->residual(rd.data());
       EXPECT_TRUE(sameBits(rh.data(), rd.data(), 1000)) << "residual, rank " << comm.rank() << " step " << step;
     }
     EXPECT_EQ(opened.kernels->violations, 0);

@@ -88,16 +88,9 @@ TEST(DeviceDirect, StagesWithoutCudaSupport) {
     World world(4);
     testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
       EXPECT_EQ(comm.transportMovesCuda(), claim);
-      testing::Params params;
-      auto t = MarsitTensor::create(comm, "emb", 1000, params);
-      ASSERT_TRUE(t.isOk()) << t.status().toString();
       Opened opened;
-      auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-      ASSERT_NO_FATAL_FAILURE(testing::expectChoseStaging(*t.value(), opened, note, "UCX reports no CUDA memory support"));
-      auto host = MarsitTensor::create(comm, "emb-host", 1000, params);
-      ASSERT_TRUE(host.isOk());
-      testing::expectStagedStepEqualsHost(*t.value(), *host.value(), opened, *world.transports[comm.rank()],
-                                          comm.rank(), inputOf);
+      testing::expectStagesAndEqualsHost<MarsitTensor>(comm, {}, "UCX reports no CUDA memory support",
+                                                       *world.transports[comm.rank()], inputOf, opened);
     }, [](int rank) { return testing::onFakeHosts(rank, 2); }, world.wrapper(claim));
   }
 }
@@ -108,17 +101,15 @@ TEST(DeviceDirect, StagesWithoutCudaSupport) {
 TEST(DeviceDirect, BadInputIsNamed) {
   World world(3);
   testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
-    auto t = MarsitTensor::create(comm, "emb", 1000, {});
-    ASSERT_TRUE(t.isOk());
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_NO_FATAL_FAILURE(testing::expectHostPointerRefused(*t.value(), "emb", comm.rank()));
+    std::unique_ptr<MarsitTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", {}, opened, t));
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 0);
     if (comm.rank() == 1) d[17] = NAN;
     std::vector<float> before(d, d + 1000);
-    Status st = t.value()->allreduce(d);
+    Status st = t->allreduce(d);
     EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
     EXPECT_NE(st.message().find("marsit tensor emb"), std::string::npos) << st.toString();
     if (comm.rank() == 1) {
@@ -126,16 +117,16 @@ TEST(DeviceDirect, BadInputIsNamed) {
     }
     EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
     std::vector<float> comp(1000);
-    t.value()->residual(comp.data());
+    t->residual(comp.data());
     EXPECT_TRUE(std::all_of(comp.begin(), comp.end(), [](float x) { return x == 0.0f; }));
 
     d[17] = 1.0f;
-    ASSERT_TRUE(t.value()->allreduce(d).isOk());
-    Status again = t.value()->setDeviceKernels(opened.kernels);
+    ASSERT_TRUE(t->allreduce(d).isOk());
+    Status again = t->setDeviceKernels(opened.kernels);
     EXPECT_NE(again.message().find("step 1 has run"), std::string::npos) << again.toString();
     auto stg = opened.openers("emb", 1000).staging();
     ASSERT_TRUE(stg.isOk());
-    Status staged = t.value()->setStaging(stg.value());
+    Status staged = t->setStaging(stg.value());
     EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
     opened.kernels->release(d);
   }, [](int) { return testing::Settings{}; }, world.wrapper(true));

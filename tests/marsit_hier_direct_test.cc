@@ -99,15 +99,9 @@ TEST(MarsitHierDirect, StagesWithoutCudaSupport) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
     EXPECT_FALSE(comm.transportMovesCuda());
-    testing::Params params{{"intra", "fp16"}};
-    auto t = MarsitTensor::create(comm, "emb", 1000, params);
-    auto host = MarsitTensor::create(comm, "emb-host", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk()) << t.status().toString();
     Opened opened;
-    auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-    ASSERT_NO_FATAL_FAILURE(testing::expectChoseStaging(*t.value(), opened, note, "UCX reports no CUDA memory support"));
-    testing::expectStagedStepEqualsHost(*t.value(), *host.value(), opened, *world.transports[comm.rank()], comm.rank(),
-                                        inputOf);
+    testing::expectStagesAndEqualsHost<MarsitTensor>(comm, {{"intra", "fp16"}}, "UCX reports no CUDA memory support",
+                                                     *world.transports[comm.rank()], inputOf, opened);
   }, [](int rank) { return onHost(rank, 2); }, world.wrapper(false));
 }
 
@@ -117,14 +111,12 @@ TEST(MarsitHierDirect, StagesWithoutCudaSupport) {
 TEST(MarsitHierDirect, BadInputIsNamed) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
-    testing::Params params{{"intra", "fp16"}};
-    auto t = MarsitTensor::create(comm, "emb", 1000, params);
-    auto host = MarsitTensor::create(comm, "emb-host", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk());
+    const testing::Params params{{"intra", "fp16"}};
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_TRUE(t.value()->directDevice());
-    ASSERT_NO_FATAL_FAILURE(testing::expectHostPointerRefused(*t.value(), "emb", comm.rank()));
+    std::unique_ptr<MarsitTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
+    auto host = MarsitTensor::create(comm, "emb-host", 1000, params);
+    ASSERT_TRUE(host.isOk());
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     std::vector<float> h(1000);
@@ -133,7 +125,7 @@ TEST(MarsitHierDirect, BadInputIsNamed) {
       if (step == 0 && comm.rank() == 1) h[17] = d[17] = NAN;
       std::vector<float> before(d, d + 1000);
       Status hs = host.value()->allreduce(h.data());
-      Status st = t.value()->allreduce(d);
+      Status st = t->allreduce(d);
       if (step == 0) {
         EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
         EXPECT_EQ(hs.code(), Code::kNumericError) << hs.toString();
@@ -146,7 +138,7 @@ TEST(MarsitHierDirect, BadInputIsNamed) {
         ASSERT_TRUE(st.isOk()) << st.toString();
         EXPECT_TRUE(sameBits(h.data(), d, 1000)) << "after the failed step, rank " << comm.rank();
       }
-      EXPECT_EQ(host.value()->intraResidual(), t.value()->intraResidual()) << "rank " << comm.rank();
+      EXPECT_EQ(host.value()->intraResidual(), t->intraResidual()) << "rank " << comm.rank();
     }
     EXPECT_EQ(opened.kernels->violations, 0);
     opened.kernels->release(d);

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +24,15 @@ namespace tsr::testing {
 
 using Params = std::map<std::string, std::string>;
 using InputOf = float (*)(int rank, size_t j, int step);
+
+// The compressed tensors' inputs (flat and two-level): signed zeros, and every 7th value small
+// so that top-k and the casts have something to drop or round.
+inline float compressedInputOf(int rank, size_t j, int step) {
+  if (j % 89 == 3) return 0.0f;
+  if (j % 89 == 4) return -0.0f;
+  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
+         (j % 7 == 1 ? 1e-3f : 1.0f);
+}
 
 inline bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
@@ -156,6 +167,22 @@ void expectStagedStepEqualsHost(Tensor& staged, Tensor& host, const Opened& open
   EXPECT_EQ(opened.copies->toHost, 1);
 }
 
+// memory=cuda without the claimed CUDA support, on this rank: a tensor "emb" of 1000 floats
+// chooses staging (expectChoseStaging, `opened` is the caller's for checks of its own), then
+// `beforeStep` (if any) and one step that equals an "emb-host" tensor's (expectStagedStepEqualsHost).
+template <class Tensor>
+void expectStagesAndEqualsHost(runtime::Communicator& comm, const Params& params, const std::string& why,
+                               RecordingTransport& wire, InputOf inputOf, Opened& opened,
+                               const std::function<void(Tensor&)>& beforeStep = {}) {
+  auto t = Tensor::create(comm, "emb", 1000, params);
+  auto host = Tensor::create(comm, "emb-host", 1000, params);
+  ASSERT_TRUE(t.isOk() && host.isOk()) << t.status().toString() << " / " << host.status().toString();
+  auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
+  ASSERT_NO_FATAL_FAILURE(expectChoseStaging(*t.value(), opened, note, why));
+  if (beforeStep) beforeStep(*t.value());
+  expectStagedStepEqualsHost(*t.value(), *host.value(), opened, wire, comm.rank(), inputOf);
+}
+
 // A host pointer given to a direct tensor named `name` is refused naming the tensor and rank.
 template <class Tensor>
 void expectHostPointerRefused(Tensor& t, const std::string& name, int rank) {
@@ -166,6 +193,19 @@ void expectHostPointerRefused(Tensor& t, const std::string& name, int rank) {
   const std::string& m = refused.status().message();
   EXPECT_NE(m.find("device tensor " + name + " (memory=cuda, rank " + std::to_string(rank)), std::string::npos) << m;
   EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+}
+
+// A direct tensor `name` of 1000 floats on this rank for the bad input tests: it must take the
+// direct path and refuse a host pointer (expectHostPointerRefused).
+template <class Tensor>
+void openDirectRefusingHostMemory(runtime::Communicator& comm, const std::string& name, const Params& params,
+                                  Opened& opened, std::unique_ptr<Tensor>& t) {
+  auto created = Tensor::create(comm, name, 1000, params);
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  t = created.take();
+  ASSERT_TRUE(t->useDeviceMemory(opened.openers(name, 1000)).isOk());
+  ASSERT_TRUE(t->directDevice());
+  ASSERT_NO_FATAL_FAILURE(expectHostPointerRefused(*t, name, comm.rank()));
 }
 
 }  // namespace tsr::testing
