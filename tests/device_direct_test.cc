@@ -43,10 +43,8 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, const testing::Params&
     for (int step = 0; step < kSteps; ++step) {
       testing::TransferCounts c;
       ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
-      EXPECT_GT(c.cudaSends, 0) << "rank " << comm.rank() << " step " << step;
-      EXPECT_GT(c.cudaRecvs, 0) << "rank " << comm.rank() << " step " << step;
       // In host memory only the argument headers and the 2-double scalar allreduce.
-      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
+      testing::expectPayloadsOnDevice(c, comm.rank(), step);
       fullSteps += t.direct->lastTimes().fullPrecision ? 1 : 0;
       testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
     }
@@ -122,12 +120,7 @@ TEST(DeviceDirect, BadInputIsNamed) {
 
     d[17] = 1.0f;
     ASSERT_TRUE(t->allreduce(d).isOk());
-    Status again = t->setDeviceKernels(opened.kernels);
-    EXPECT_NE(again.message().find("step 1 has run"), std::string::npos) << again.toString();
-    auto stg = opened.openers("emb", 1000).staging();
-    ASSERT_TRUE(stg.isOk());
-    Status staged = t->setStaging(stg.value());
-    EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
+    ASSERT_NO_FATAL_FAILURE(testing::expectMemoryFixedAfterSteps(*t, opened, "emb", 1));
     opened.kernels->release(d);
   }, [](int) { return testing::Settings{}; }, world.wrapper(true));
 }

@@ -90,6 +90,14 @@ void openDirectHostStaged(runtime::Communicator& comm, const std::string& prefix
   t.s.resize(count);
 }
 
+// What a direct step posted: payloads both ways as device memory, and in host memory nothing
+// larger than 16 bytes (the argument headers and the 2-double scalars or flags).
+inline void expectPayloadsOnDevice(const TransferCounts& c, int rank, int step) {
+  EXPECT_GT(c.cudaSends, 0) << "rank " << rank << " step " << step;
+  EXPECT_GT(c.cudaRecvs, 0) << "rank " << rank << " step " << step;
+  EXPECT_LE(c.largestHost, 16u) << "rank " << rank << " step " << step;
+}
+
 // One step of all three on the same input. The staged step must post no device buffer; the
 // direct one runs in the non-blocking form at step 1 (blocking otherwise). `direct` gets what
 // the direct step posted.
@@ -206,6 +214,19 @@ void openDirectRefusingHostMemory(runtime::Communicator& comm, const std::string
   ASSERT_TRUE(t->useDeviceMemory(opened.openers(name, 1000)).isOk());
   ASSERT_TRUE(t->directDevice());
   ASSERT_NO_FATAL_FAILURE(expectHostPointerRefused(*t, name, comm.rank()));
+}
+
+// Once a direct tensor `name` has run `stepsRun` steps its memory is fixed: it refuses the
+// device kernels again (naming the steps run) and refuses staging (naming the direct path).
+template <class Tensor>
+void expectMemoryFixedAfterSteps(Tensor& t, Opened& opened, const std::string& name, int stepsRun) {
+  Status again = t.setDeviceKernels(opened.kernels);
+  EXPECT_NE(again.message().find("step " + std::to_string(stepsRun) + " has run"), std::string::npos)
+      << again.toString();
+  auto stg = opened.openers(name, 1000).staging();
+  ASSERT_TRUE(stg.isOk());
+  Status staged = t.setStaging(stg.value());
+  EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
 }
 
 }  // namespace tsr::testing
