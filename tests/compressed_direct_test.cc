@@ -6,6 +6,7 @@
 // staged one over several steps, payloads posted as kCuda, the codec's math run by the device
 // kernels on device memory only, no staging, bad input named. No GPU and no CUDA-capable UCX
 // are involved: the CUDA kernels themselves are not run.
+// The checks every direct path test shares are in tests/support/direct_path_checks.h.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,26 +17,20 @@
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/compressed/device_codec.h"
 #include "algorithms/kernels/dithering.h"
-#include "tests/support/device_world.h"
-#include "tests/support/thread_world.h"
+#include "tests/support/direct_path_checks.h"
 
 namespace tsr {
 namespace {
 
+using compressed::CompressedTensor;
 using testing::Opened;
+using testing::Params;
+using testing::sameBits;
 using testing::World;
-using Params = std::map<std::string, std::string>;
 
 constexpr int kSteps = 4;
 
-float inputOf(int rank, size_t j, int step) {
-  if (j % 89 == 3) return 0.0f;
-  if (j % 89 == 4) return -0.0f;
-  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
-         (j % 7 == 1 ? 1e-3f : 1.0f);
-}
-
-bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+constexpr testing::InputOf inputOf = testing::compressedInputOf;
 
 // kSteps on a host tensor, a direct device tensor and a staged tensor; all three must agree
 // bit for bit, result and residual (the error-feedback state), at every step.
@@ -44,62 +39,26 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
   params["algorithm"] = "compressed";
   testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
     ASSERT_TRUE(comm.transportMovesCuda());
-    auto host = compressed::CompressedTensor::create(comm, "w-host", count, params);
-    auto direct = compressed::CompressedTensor::create(comm, "w-dev", count, params);
-    auto staged = compressed::CompressedTensor::create(comm, "w-stg", count, params);
-    ASSERT_TRUE(host.isOk() && direct.isOk() && staged.isOk()) << host.status().toString();
-    Opened opened, stagedOpened;
-    auto note = direct.value()->useDeviceMemory(opened.openers("w-dev", count));
-    ASSERT_TRUE(note.isOk()) << note.status().toString();
-    EXPECT_NE(note.value().find("direct device path"), std::string::npos) << note.value();
-    EXPECT_NE(note.value().find("tensor w-dev"), std::string::npos) << note.value();
-    ASSERT_TRUE(direct.value()->directDevice());
-    EXPECT_EQ(opened.kernelOpens, 1);
-    EXPECT_EQ(opened.stagingOpens, 0);
-    auto stg = stagedOpened.openers("w-stg", count).staging();
-    ASSERT_TRUE(stg.isOk());
-    ASSERT_TRUE(staged.value()->setStaging(stg.value()).isOk());
-
-    auto devMem = opened.kernels->allocate(count * sizeof(float));
-    ASSERT_TRUE(devMem.isOk());
-    float* d = static_cast<float*>(devMem.value());
-    std::vector<float> h(count), s(count), rh(count), rd(count), rs(count);
+    testing::DirectHostStaged<CompressedTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", count, params, t));
     testing::RecordingTransport& wire = *world.transports[comm.rank()];
+    std::vector<float> rh, mh(count), md(count);
     for (int step = 0; step < kSteps; ++step) {
-      for (size_t j = 0; j < count; ++j) h[j] = s[j] = d[j] = inputOf(comm.rank(), j, step);
-      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
-      wire.reset();
-      ASSERT_TRUE(staged.value()->allreduce(s.data()).isOk());
-      EXPECT_EQ(wire.counts().cudaSends + wire.counts().cudaRecvs, 0) << "staged step posted device buffers";
-      wire.reset();
-      if (step == 1) {  // the non-blocking form
-        auto request = direct.value()->allreduceAsync(d);
-        ASSERT_TRUE(request.isOk()) << request.status().toString();
-        ASSERT_TRUE(request.value()->wait().isOk());
-      } else {
-        Status st = direct.value()->allreduce(d);
-        ASSERT_TRUE(st.isOk()) << st.toString();
-      }
-      testing::TransferCounts c = wire.counts();
+      testing::TransferCounts c;
+      ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
       // The ring all-gather: N-1 slots out and in (in 1 KiB chunks), all of them device memory.
       EXPECT_GE(c.cudaSends, n - 1) << "rank " << comm.rank() << " step " << step;
       EXPECT_GE(c.cudaRecvs, n - 1) << "rank " << comm.rank() << " step " << step;
-      EXPECT_EQ(c.cudaBytes, 2 * (n - 1) * direct.value()->slotBytes()) << "rank " << comm.rank();
+      EXPECT_EQ(c.cudaBytes, 2 * (n - 1) * t.direct->slotBytes()) << "rank " << comm.rank();
       // In host memory only the argument headers and the 2-double NaN flag.
       EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(h.data(), d, count)) << "direct vs host, rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(h.data(), s.data(), count)) << "staged vs host, rank " << comm.rank() << " step " << step;
-      host.value()->residual(rh.data());
-      direct.value()->residual(rd.data());
-      staged.value()->residual(rs.data());
-      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
-      host.value()->momentum(rh.data());
-      direct.value()->momentum(rd.data());
-      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;
+      testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
+      t.host->momentum(mh.data());
+      t.direct->momentum(md.data());
+      EXPECT_TRUE(sameBits(mh.data(), md.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;
     }
-    EXPECT_EQ(direct.value()->step(), static_cast<uint64_t>(kSteps));
-    testing::FakeDeviceKernels& k = *opened.kernels;
+    EXPECT_EQ(t.direct->step(), static_cast<uint64_t>(kSteps));
+    testing::FakeDeviceKernels& k = *t.opened.kernels;
     // The NaN scan of g, and with momentum of the shifted gradient too.
     EXPECT_EQ(k.scans, kSteps * (params.count("momentum") ? 2 : 1)) << "the scans did not run on the device";
     EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
@@ -124,11 +83,8 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
     EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
     EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
     EXPECT_EQ(k.nesterovs, params.count("momentum") ? kSteps : 0) << "the momentum did not run on the device";
-    EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
-    EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
-    EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
-    opened.kernels->release(d);
-  }, [](int) { return testing::Settings{{"TSR_CHUNK_BYTES", "1024"}}; }, world.wrapper(true));
+    testing::expectDeviceOnlyAndNoStaging(t, kSteps);
+  }, [](int) { return testing::withSmallChunks({}); }, world.wrapper(true));
 }
 
 void sweep(const Params& params, size_t count = 3001) {
@@ -305,33 +261,16 @@ TEST(CompressedDirect, StagesWithoutCudaSupport) {
     World world(4);
     testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
       EXPECT_EQ(comm.transportMovesCuda(), c.claim);
-      auto t = compressed::CompressedTensor::create(comm, "emb", 1000, c.params);
-      ASSERT_TRUE(t.isOk()) << t.status().toString();
       Opened opened;
-      auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-      ASSERT_TRUE(note.isOk()) << note.status().toString();
-      EXPECT_FALSE(t.value()->directDevice());
-      EXPECT_EQ(opened.kernelOpens, 0);
-      EXPECT_EQ(opened.stagingOpens, 1);
-      EXPECT_NE(note.value().find("staged through pinned host memory"), std::string::npos) << note.value();
-      EXPECT_NE(note.value().find(c.why), std::string::npos) << note.value();
-      if (c.claim) {  // asked directly, the direct path is refused for the same reason
-        Status direct = t.value()->setDeviceKernels(opened.kernels);
-        EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
-        EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
-      }
-      std::vector<float> d(1000), h(1000);
-      for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(comm.rank(), j, 0);
-      auto host = compressed::CompressedTensor::create(comm, "emb-host", 1000, c.params);
-      ASSERT_TRUE(host.isOk());
-      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
-      world.transports[comm.rank()]->reset();
-      ASSERT_TRUE(t.value()->allreduce(d.data()).isOk());
-      EXPECT_TRUE(sameBits(h.data(), d.data(), d.size()));
-      EXPECT_EQ(world.transports[comm.rank()]->counts().cudaSends, 0);
-      EXPECT_EQ(opened.copies->toHost, 1);
-      EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);
-    }, [](int rank) { return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % 2)}}; },
+      ASSERT_NO_FATAL_FAILURE(testing::expectStagesAndEqualsHost<CompressedTensor>(
+          comm, c.params, c.why, *world.transports[comm.rank()], inputOf, opened, [&](CompressedTensor& t) {
+            if (!c.claim) return;  // asked directly, the direct path is refused for the same reason
+            Status direct = t.setDeviceKernels(opened.kernels);
+            EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
+            EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
+          }));
+      EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);  // the kernels were never used
+    }, [](int rank) { return testing::onFakeHosts(rank, 2); },
                              world.wrapper(c.claim));
   }
 }
@@ -342,18 +281,9 @@ TEST(CompressedDirect, StagesWithoutCudaSupport) {
 void expectBadInputNamed(const Params& params) {
   World world(3);
   testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
-    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
-    ASSERT_TRUE(t.isOk()) << t.status().toString();
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_TRUE(t.value()->directDevice());
-    std::vector<float> onHost(1000, 1.0f);
-    auto refused = t.value()->allreduceAsync(onHost.data());
-    ASSERT_FALSE(refused.isOk());
-    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
-    const std::string& m = refused.status().message();
-    EXPECT_NE(m.find("device tensor emb (memory=cuda, rank " + std::to_string(comm.rank())), std::string::npos) << m;
-    EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+    std::unique_ptr<CompressedTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     for (int step = 0; step < 2; ++step) {  // a good step first, so the residual is not trivially zero
@@ -362,32 +292,31 @@ void expectBadInputNamed(const Params& params) {
       if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
       std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
       std::vector<float> momentumBefore(1000);
-      t.value()->residual(residualBefore.data());
-      t.value()->momentum(momentumBefore.data());
-      Status st = t.value()->allreduce(d);
+      t->residual(residualBefore.data());
+      t->momentum(momentumBefore.data());
+      Status st = t->allreduce(d);
       if (step == 0) {
         ASSERT_TRUE(st.isOk()) << st.toString();
         continue;
       }
       EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
       EXPECT_NE(st.message().find("compressed tensor emb: 2 rank(s) had NaN or Inf"), std::string::npos) << st.toString();
-      if (comm.rank() == 1) EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
-      if (comm.rank() == 2) EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+      if (comm.rank() == 1) {
+        EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+      }
+      if (comm.rank() == 2) {
+        EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+      }
       EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
-      t.value()->residual(residualAfter.data());
+      t->residual(residualAfter.data());
       EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
-      t.value()->momentum(residualAfter.data());
+      t->momentum(residualAfter.data());
       EXPECT_TRUE(sameBits(momentumBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
-      EXPECT_EQ(t.value()->step(), 1u);
+      EXPECT_EQ(t->step(), 1u);
     }
     for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
-    ASSERT_TRUE(t.value()->allreduce(d).isOk());
-    Status again = t.value()->setDeviceKernels(opened.kernels);
-    EXPECT_NE(again.message().find("step 2 has run"), std::string::npos) << again.toString();
-    auto stg = opened.openers("emb", 1000).staging();
-    ASSERT_TRUE(stg.isOk());
-    Status staged = t.value()->setStaging(stg.value());
-    EXPECT_NE(staged.message().find("direct device path"), std::string::npos) << staged.toString();
+    ASSERT_TRUE(t->allreduce(d).isOk());
+    ASSERT_NO_FATAL_FAILURE(testing::expectMemoryFixedAfterSteps(*t, opened, "emb", 2));
     EXPECT_EQ(opened.kernels->violations, 0);
     opened.kernels->release(d);
   }, [](int) { return testing::Settings{}; }, world.wrapper(true));

@@ -8,36 +8,28 @@
 // several steps, payloads and blocks posted as kCuda, the math on the fake device only, no
 // staging; staging without the claimed support; a host pointer, a NaN and an f16 overflow named.
 // No GPU and no CUDA-capable UCX are involved: the CUDA kernels themselves are not run.
+// The checks every direct path test shares are in tests/support/direct_path_checks.h.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "algorithms/compressed/compressed_tensor.h"
-#include "tests/support/device_world.h"
-#include "tests/support/thread_world.h"
+#include "tests/support/direct_path_checks.h"
 
 namespace tsr {
 namespace {
 
+using compressed::CompressedTensor;
 using testing::Opened;
+using testing::Params;
+using testing::sameBits;
 using testing::World;
-using Params = std::map<std::string, std::string>;
 
 constexpr int kSteps = 4;
 
-float inputOf(int rank, size_t j, int step) {
-  if (j % 89 == 3) return 0.0f;
-  if (j % 89 == 4) return -0.0f;
-  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank) *
-         (j % 7 == 1 ? 1e-3f : 1.0f);
-}
+constexpr testing::InputOf inputOf = testing::compressedInputOf;
 
-bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-
-testing::Settings onHost(int rank, int hosts) {
-  return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % hosts)}, {"TSR_CHUNK_BYTES", "1024"}};
-}
+testing::Settings onHost(int rank, int hosts) { return testing::withSmallChunks(testing::onFakeHosts(rank, hosts)); }
 
 void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, Params params) {
   params["algorithm"] = "compressed";
@@ -48,59 +40,24 @@ void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, Params para
   World world(n);
   testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
     ASSERT_TRUE(comm.transportMovesCuda());
-    auto host = compressed::CompressedTensor::create(comm, "h-host", count, params);
-    auto direct = compressed::CompressedTensor::create(comm, "h-dev", count, params);
-    auto staged = compressed::CompressedTensor::create(comm, "h-stg", count, params);
-    ASSERT_TRUE(host.isOk() && direct.isOk() && staged.isOk()) << host.status().toString();
-    ASSERT_EQ(direct.value()->algorithm().rfind("compressed-2level", 0), 0u) << direct.value()->algorithm();
-    Opened opened, stagedOpened;
-    auto note = direct.value()->useDeviceMemory(opened.openers("h-dev", count));
-    ASSERT_TRUE(note.isOk()) << note.status().toString();
-    EXPECT_NE(note.value().find("direct device path"), std::string::npos) << note.value();
-    ASSERT_TRUE(direct.value()->directDevice());
-    EXPECT_EQ(opened.kernelOpens, 1);
-    EXPECT_EQ(opened.stagingOpens, 0);
-    auto stg = stagedOpened.openers("h-stg", count).staging();
-    ASSERT_TRUE(stg.isOk());
-    ASSERT_TRUE(staged.value()->setStaging(stg.value()).isOk());
-
-    float* d = static_cast<float*>(opened.kernels->allocate(count * sizeof(float)).value());
-    std::vector<float> h(count), s(count), rh(count), rd(count), rs(count);
+    testing::DirectHostStaged<CompressedTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "h", count, params, t));
+    ASSERT_EQ(t.direct->algorithm().rfind("compressed-2level", 0), 0u) << t.direct->algorithm();
     testing::RecordingTransport& wire = *world.transports[comm.rank()];
+    std::vector<float> rh;
     bool residualSeen = false;
     for (int step = 0; step < kSteps; ++step) {
-      for (size_t j = 0; j < count; ++j) h[j] = s[j] = d[j] = inputOf(comm.rank(), j, step);
-      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
-      wire.reset();
-      ASSERT_TRUE(staged.value()->allreduce(s.data()).isOk());
-      EXPECT_EQ(wire.counts().cudaSends + wire.counts().cudaRecvs, 0) << "staged step posted device buffers";
-      wire.reset();
-      if (step == 1) {  // the non-blocking form
-        auto request = direct.value()->allreduceAsync(d);
-        ASSERT_TRUE(request.isOk()) << request.status().toString();
-        ASSERT_TRUE(request.value()->wait().isOk());
-      } else {
-        Status st = direct.value()->allreduce(d);
-        ASSERT_TRUE(st.isOk()) << st.toString();
-      }
-      testing::TransferCounts c = wire.counts();
-      EXPECT_GT(c.cudaSends, 0) << "rank " << comm.rank() << " step " << step;
-      EXPECT_GT(c.cudaRecvs, 0) << "rank " << comm.rank() << " step " << step;
-      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;  // the flags only
-      EXPECT_TRUE(sameBits(h.data(), d, count)) << "direct vs host, rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(h.data(), s.data(), count)) << "staged vs host, rank " << comm.rank() << " step " << step;
-      host.value()->residual(rh.data());
-      direct.value()->residual(rd.data());
-      staged.value()->residual(rs.data());
-      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
+      testing::TransferCounts c;
+      ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
+      testing::expectPayloadsOnDevice(c, comm.rank(), step);  // in host memory the flags only
+      testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
       for (float r : rh) residualSeen |= r != 0.0f;
     }
     const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
     if (count > 100 && (f16 || (ef && params.at("compressor") != "none"))) {
       EXPECT_TRUE(residualSeen) << "nothing was ever kept back: the residual is not tested";
     }
-    testing::FakeDeviceKernels& k = *opened.kernels;
+    testing::FakeDeviceKernels& k = *t.opened.kernels;
     if (count > 100) {  // x = g + q (and the codec's g + e: a tiny tensor's empty shard has no codec)
       EXPECT_EQ(k.addScans, kSteps * (ef ? 2 : 1));
     } else {
@@ -112,10 +69,7 @@ void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, Params para
       EXPECT_GE(k.casts, 3 * kSteps) << "the f16 casts did not run on the device kernels";
       EXPECT_GE(k.efKeeps, kSteps) << "the f16 cast residual was not taken on the device";
     }
-    EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
-    EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
-    EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
-    opened.kernels->release(d);
+    testing::expectDeviceOnlyAndNoStaging(t, kSteps);
   }, [hosts](int rank) { return onHost(rank, hosts); }, world.wrapper(true));
 }
 
@@ -149,25 +103,10 @@ TEST(CompressedHierDirect, StagesWithoutCudaSupport) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
     EXPECT_FALSE(comm.transportMovesCuda());
-    Params params{{"algorithm", "compressed"}, {"compressor", "fp16"}, {"intra", "fp16"}};
-    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
-    auto host = compressed::CompressedTensor::create(comm, "emb-host", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk()) << t.status().toString();
     Opened opened;
-    auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-    ASSERT_TRUE(note.isOk()) << note.status().toString();
-    EXPECT_FALSE(t.value()->directDevice());
-    EXPECT_EQ(opened.kernelOpens, 0);
-    EXPECT_EQ(opened.stagingOpens, 1);
-    EXPECT_NE(note.value().find("UCX reports no CUDA memory support"), std::string::npos) << note.value();
-    std::vector<float> d(1000), h(1000);
-    for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(comm.rank(), j, 0);
-    ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
-    world.transports[comm.rank()]->reset();
-    ASSERT_TRUE(t.value()->allreduce(d.data()).isOk());
-    EXPECT_TRUE(sameBits(h.data(), d.data(), d.size()));
-    EXPECT_EQ(world.transports[comm.rank()]->counts().cudaSends, 0);
-    EXPECT_EQ(opened.copies->toHost, 1);
+    testing::expectStagesAndEqualsHost<CompressedTensor>(
+        comm, {{"algorithm", "compressed"}, {"compressor", "fp16"}, {"intra", "fp16"}},
+        "UCX reports no CUDA memory support", *world.transports[comm.rank()], inputOf, opened);
   }, [](int rank) { return onHost(rank, 2); }, world.wrapper(false));
 }
 
@@ -178,19 +117,11 @@ TEST(CompressedHierDirect, BadInputIsNamed) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
     Params params{{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.05"}, {"intra", "fp16"}};
-    auto t = compressed::CompressedTensor::create(comm, "emb", 1000, params);
-    auto host = compressed::CompressedTensor::create(comm, "emb", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk());
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_TRUE(t.value()->directDevice());
-    std::vector<float> onHostMem(1000, 1.0f);
-    auto refused = t.value()->allreduceAsync(onHostMem.data());
-    ASSERT_FALSE(refused.isOk());
-    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
-    const std::string& m = refused.status().message();
-    EXPECT_NE(m.find("device tensor emb (memory=cuda, rank " + std::to_string(comm.rank())), std::string::npos) << m;
-    EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+    std::unique_ptr<CompressedTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
+    auto host = CompressedTensor::create(comm, "emb", 1000, params);  // the same name: the same messages
+    ASSERT_TRUE(host.isOk());
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     std::vector<float> h(1000), rh(1000), rd(1000);
@@ -200,7 +131,7 @@ TEST(CompressedHierDirect, BadInputIsNamed) {
       if (step == 1 && comm.rank() == 2) h[40] = d[40] = 1e6f;  // finite, beyond f16
       std::vector<float> before(d, d + 1000);
       Status hs = host.value()->allreduce(h.data());
-      Status st = t.value()->allreduce(d);
+      Status st = t->allreduce(d);
       if (step < 2) {
         EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
         EXPECT_EQ(st.message(), hs.message());
@@ -217,7 +148,7 @@ TEST(CompressedHierDirect, BadInputIsNamed) {
         EXPECT_TRUE(sameBits(h.data(), d, 1000)) << "after the failed steps, rank " << comm.rank();
       }
       host.value()->residual(rh.data());
-      t.value()->residual(rd.data());
+      t->residual(rd.data());
       EXPECT_TRUE(sameBits(rh.data(), rd.data(), 1000)) << "residual, rank " << comm.rank() << " step " << step;
     }
     EXPECT_EQ(opened.kernels->violations, 0);

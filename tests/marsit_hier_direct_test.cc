@@ -7,14 +7,13 @@
 // one among them), payloads posted as kCuda, the math on the fake device only, no staging;
 // staging without the claimed support; a host pointer and a NaN named.
 // No GPU and no CUDA-capable UCX are involved: the CUDA kernels themselves are not run.
+// The checks every direct path test shares are in tests/support/direct_path_checks.h.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "algorithms/marsit/marsit.h"
-#include "tests/support/device_world.h"
-#include "tests/support/thread_world.h"
+#include "tests/support/direct_path_checks.h"
 
 namespace tsr {
 namespace {
@@ -27,77 +26,40 @@ float inputOf(int rank, size_t j, int step) {
          (1.0f + rank) * 1.001f;
 }
 
-bool sameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-
+using marsit::MarsitTensor;
 using testing::Opened;
+using testing::sameBits;
 using testing::World;
 
-testing::Settings onHost(int rank, int hosts) {
-  return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % hosts)}, {"TSR_CHUNK_BYTES", "1024"}};
-}
+testing::Settings onHost(int rank, int hosts) { return testing::withSmallChunks(testing::onFakeHosts(rank, hosts)); }
 
-void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, std::map<std::string, std::string> params) {
+void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, testing::Params params) {
   SCOPED_TRACE("N=" + std::to_string(n) + " hosts=" + std::to_string(hosts) + " count=" + std::to_string(count) +
                " intra=" + params["intra"]);
   const bool f16 = params["intra"] == "fp16";
   World world(n);
   testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
     ASSERT_TRUE(comm.transportMovesCuda());
-    auto host = marsit::MarsitTensor::create(comm, "h-host", count, params);
-    auto direct = marsit::MarsitTensor::create(comm, "h-dev", count, params);
-    auto staged = marsit::MarsitTensor::create(comm, "h-stg", count, params);
-    ASSERT_TRUE(host.isOk() && direct.isOk() && staged.isOk()) << host.status().toString();
-    ASSERT_EQ(direct.value()->algorithm(), "marsit-2level");
-    Opened opened, stagedOpened;
-    auto note = direct.value()->useDeviceMemory(opened.openers("h-dev", count));
-    ASSERT_TRUE(note.isOk()) << note.status().toString();
-    EXPECT_NE(note.value().find("direct device path"), std::string::npos) << note.value();
-    EXPECT_TRUE(direct.value()->directDevice());
-    EXPECT_EQ(opened.kernelOpens, 1);
-    EXPECT_EQ(opened.stagingOpens, 0);
-    auto stg = stagedOpened.openers("h-stg", count).staging();
-    ASSERT_TRUE(stg.isOk());
-    ASSERT_TRUE(staged.value()->setStaging(stg.value()).isOk());
-
-    float* d = static_cast<float*>(opened.kernels->allocate(count * sizeof(float)).value());
-    std::vector<float> h(count), s(count), rh(count), rd(count), rs(count);
+    testing::DirectHostStaged<MarsitTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "h", count, params, t));
+    ASSERT_EQ(t.direct->algorithm(), "marsit-2level");
     testing::RecordingTransport& wire = *world.transports[comm.rank()];
+    std::vector<float> rh;
     int fullSteps = 0;
     bool residualSeen = false;
     for (int step = 0; step < kSteps; ++step) {
-      for (size_t j = 0; j < count; ++j) h[j] = s[j] = d[j] = inputOf(comm.rank(), j, step);
-      ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
-      wire.reset();
-      ASSERT_TRUE(staged.value()->allreduce(s.data()).isOk());
-      EXPECT_EQ(wire.counts().cudaSends + wire.counts().cudaRecvs, 0) << "staged step posted device buffers";
-      wire.reset();
-      if (step == 1) {  // the non-blocking form
-        auto request = direct.value()->allreduceAsync(d);
-        ASSERT_TRUE(request.isOk()) << request.status().toString();
-        ASSERT_TRUE(request.value()->wait().isOk());
-      } else {
-        Status st = direct.value()->allreduce(d);
-        ASSERT_TRUE(st.isOk()) << st.toString();
-      }
-      testing::TransferCounts c = wire.counts();
-      EXPECT_GT(c.cudaSends, 0) << "rank " << comm.rank() << " step " << step;
-      EXPECT_GT(c.cudaRecvs, 0) << "rank " << comm.rank() << " step " << step;
-      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;  // the scalars only
-      fullSteps += direct.value()->lastTimes().fullPrecision ? 1 : 0;
-      EXPECT_TRUE(sameBits(h.data(), d, count)) << "direct vs host, rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(h.data(), s.data(), count)) << "staged vs host, rank " << comm.rank() << " step " << step;
+      testing::TransferCounts c;
+      ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
+      testing::expectPayloadsOnDevice(c, comm.rank(), step);  // in host memory the scalars only
+      fullSteps += t.direct->lastTimes().fullPrecision ? 1 : 0;
       // The parts apart (f16 residual, row block compensation), then their sum.
-      EXPECT_EQ(host.value()->intraResidual(), direct.value()->intraResidual()) << "rank " << comm.rank();
-      EXPECT_EQ(host.value()->compensation(), direct.value()->compensation()) << "rank " << comm.rank();
-      host.value()->residual(rh.data());
-      direct.value()->residual(rd.data());
-      staged.value()->residual(rs.data());
-      EXPECT_TRUE(sameBits(rh.data(), rd.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
-      EXPECT_TRUE(sameBits(rh.data(), rs.data(), count)) << "residual, rank " << comm.rank() << " step " << step;
-      for (float r : host.value()->intraResidual()) residualSeen |= r != 0.0f;
+      EXPECT_EQ(t.host->intraResidual(), t.direct->intraResidual()) << "rank " << comm.rank();
+      EXPECT_EQ(t.host->compensation(), t.direct->compensation()) << "rank " << comm.rank();
+      testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
+      for (float r : t.host->intraResidual()) residualSeen |= r != 0.0f;
     }
     EXPECT_EQ(residualSeen, f16) << "the f16 cast residual was never exercised (or intra=none kept one)";
-    testing::FakeDeviceKernels& k = *opened.kernels;
+    testing::FakeDeviceKernels& k = *t.opened.kernels;
     EXPECT_EQ(fullSteps, 1);
     EXPECT_EQ(k.packs, kSteps - fullSteps);     // the row block's sign words
     EXPECT_EQ(k.finishes, kSteps - fullSteps);  // c = s' - G
@@ -110,10 +72,7 @@ void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, std::map<st
     if (f16) {
       EXPECT_GE(k.casts, 3 * (kSteps - fullSteps)) << "the f16 casts did not run on the device kernels";
     }
-    EXPECT_EQ(k.violations, 0) << "device kernels were given host memory";
-    EXPECT_EQ(opened.copies->toHost + opened.copies->toDevice, 0) << "the direct tensor staged";
-    EXPECT_EQ(stagedOpened.copies->toHost, kSteps);
-    opened.kernels->release(d);
+    testing::expectDeviceOnlyAndNoStaging(t, kSteps);
   }, [hosts](int rank) { return onHost(rank, hosts); }, world.wrapper(true));
 }
 
@@ -138,25 +97,9 @@ TEST(MarsitHierDirect, StagesWithoutCudaSupport) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
     EXPECT_FALSE(comm.transportMovesCuda());
-    std::map<std::string, std::string> params{{"intra", "fp16"}};
-    auto t = marsit::MarsitTensor::create(comm, "emb", 1000, params);
-    auto host = marsit::MarsitTensor::create(comm, "emb-host", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk()) << t.status().toString();
     Opened opened;
-    auto note = t.value()->useDeviceMemory(opened.openers("emb", 1000));
-    ASSERT_TRUE(note.isOk()) << note.status().toString();
-    EXPECT_FALSE(t.value()->directDevice());
-    EXPECT_EQ(opened.kernelOpens, 0);
-    EXPECT_EQ(opened.stagingOpens, 1);
-    EXPECT_NE(note.value().find("UCX reports no CUDA memory support"), std::string::npos) << note.value();
-    std::vector<float> d(1000), h(1000);
-    for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(comm.rank(), j, 0);
-    ASSERT_TRUE(host.value()->allreduce(h.data()).isOk());
-    world.transports[comm.rank()]->reset();
-    ASSERT_TRUE(t.value()->allreduce(d.data()).isOk());
-    EXPECT_TRUE(sameBits(h.data(), d.data(), d.size()));
-    EXPECT_EQ(world.transports[comm.rank()]->counts().cudaSends, 0);
-    EXPECT_EQ(opened.copies->toHost, 1);
+    testing::expectStagesAndEqualsHost<MarsitTensor>(comm, {{"intra", "fp16"}}, "UCX reports no CUDA memory support",
+                                                     *world.transports[comm.rank()], inputOf, opened);
   }, [](int rank) { return onHost(rank, 2); }, world.wrapper(false));
 }
 
@@ -166,20 +109,12 @@ TEST(MarsitHierDirect, StagesWithoutCudaSupport) {
 TEST(MarsitHierDirect, BadInputIsNamed) {
   World world(4);
   testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
-    std::map<std::string, std::string> params{{"intra", "fp16"}};
-    auto t = marsit::MarsitTensor::create(comm, "emb", 1000, params);
-    auto host = marsit::MarsitTensor::create(comm, "emb-host", 1000, params);
-    ASSERT_TRUE(t.isOk() && host.isOk());
+    const testing::Params params{{"intra", "fp16"}};
     Opened opened;
-    ASSERT_TRUE(t.value()->useDeviceMemory(opened.openers("emb", 1000)).isOk());
-    ASSERT_TRUE(t.value()->directDevice());
-    std::vector<float> onHostMem(1000, 1.0f);
-    auto refused = t.value()->allreduceAsync(onHostMem.data());
-    ASSERT_FALSE(refused.isOk());
-    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
-    const std::string& m = refused.status().message();
-    EXPECT_NE(m.find("device tensor emb (memory=cuda, rank " + std::to_string(comm.rank())), std::string::npos) << m;
-    EXPECT_NE(m.find("host memory"), std::string::npos) << m;
+    std::unique_ptr<MarsitTensor> t;
+    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
+    auto host = MarsitTensor::create(comm, "emb-host", 1000, params);
+    ASSERT_TRUE(host.isOk());
 
     float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
     std::vector<float> h(1000);
@@ -188,7 +123,7 @@ TEST(MarsitHierDirect, BadInputIsNamed) {
       if (step == 0 && comm.rank() == 1) h[17] = d[17] = NAN;
       std::vector<float> before(d, d + 1000);
       Status hs = host.value()->allreduce(h.data());
-      Status st = t.value()->allreduce(d);
+      Status st = t->allreduce(d);
       if (step == 0) {
         EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
         EXPECT_EQ(hs.code(), Code::kNumericError) << hs.toString();
@@ -201,7 +136,7 @@ TEST(MarsitHierDirect, BadInputIsNamed) {
         ASSERT_TRUE(st.isOk()) << st.toString();
         EXPECT_TRUE(sameBits(h.data(), d, 1000)) << "after the failed step, rank " << comm.rank();
       }
-      EXPECT_EQ(host.value()->intraResidual(), t.value()->intraResidual()) << "rank " << comm.rank();
+      EXPECT_EQ(host.value()->intraResidual(), t->intraResidual()) << "rank " << comm.rank();
     }
     EXPECT_EQ(opened.kernels->violations, 0);
     opened.kernels->release(d);
