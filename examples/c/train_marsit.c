@@ -8,28 +8,8 @@
  * averaged. Exit status 0 only when the loss fell 100-fold, the residual is finite and the
  * weights are identical on every rank. */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "tessera/tessera.h"
-
-enum { kDim = 32, kSamples = 256 };
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    tsr_status_t st_ = (call);                                                       \
-    if (st_ != TSR_OK) {                                                             \
-      fprintf(stderr, "%s failed: %s\n", #call, tsr_last_error());                   \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
-
-/* Small deterministic generator, so every run and rank is reproducible. */
-static double uniform(unsigned long long* state) {
-  *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (double)(*state >> 11) / (double)(1ULL << 53) * 2.0 - 1.0;
-}
+#include "linear_problem.h"
 
 int main(int argc, char** argv) {
   int steps = argc > 1 ? atoi(argv[1]) : 300;
@@ -42,15 +22,8 @@ int main(int argc, char** argv) {
   CHECK(tsr_comm_size(comm, &size));
 
   static float x[kSamples][kDim], y[kSamples];
-  float w_true[kDim], w[kDim], grad[kDim], residual[kDim];
-  unsigned long long seed = 12345;
-  for (int d = 0; d < kDim; ++d) w_true[d] = (float)uniform(&seed);
-  seed = 1000 + (unsigned long long)rank; /* each rank its own shard */
-  for (int i = 0; i < kSamples; ++i) {
-    double dot = 0;
-    for (int d = 0; d < kDim; ++d) dot += w_true[d] * (x[i][d] = (float)uniform(&seed));
-    y[i] = (float)(dot + 0.001 * uniform(&seed));
-  }
+  float w[kDim], grad[kDim], residual[kDim];
+  make_shard(rank, x, y);
   for (int d = 0; d < kDim; ++d) w[d] = rank == 0 ? 0.5f : 99.0f; /* only rank 0's survive */
   CHECK(tsr_broadcast(comm, w, w, kDim, TSR_FLOAT32, 0, NULL));
 
@@ -63,14 +36,7 @@ int main(int argc, char** argv) {
 
   double first_loss = -1, loss = 0;
   for (int step = 0; step < steps; ++step) {
-    memset(grad, 0, sizeof grad);
-    double local_loss = 0;
-    for (int i = 0; i < kSamples; ++i) {
-      double err = -y[i];
-      for (int d = 0; d < kDim; ++d) err += w[d] * x[i][d];
-      for (int d = 0; d < kDim; ++d) grad[d] += (float)(2.0 * err * x[i][d] / kSamples);
-      local_loss += err * err / kSamples;
-    }
+    double local_loss = local_gradient(w, x, y, grad);
     tsr_request_t req;
     CHECK(tsr_tensor_allreduce(tensor, grad, &req));
     /* Overlap: the loss is averaged while the gradient is in flight. */
@@ -90,8 +56,7 @@ int main(int argc, char** argv) {
   /* Every rank must hold the same weights. */
   float* all = malloc(sizeof(float) * kDim * (size_t)size);
   CHECK(tsr_allgather(comm, w, all, kDim, TSR_FLOAT32, NULL));
-  int agree = 1;
-  for (int r = 0; r < size; ++r) agree &= memcmp(all + r * kDim, w, sizeof w) == 0;
+  int agree = same_on_every_rank(all, w, size);
   free(all);
   CHECK(tsr_tensor_residual(tensor, residual));
   double residual_norm = 0;

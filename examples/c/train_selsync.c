@@ -8,27 +8,8 @@
  * Exit status 0 when the loss fell 100-fold, some steps were local and the ranks end with
  * identical parameters (the last step is forced to synchronize with a huge gradient change). */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "tessera/tessera.h"
-
-enum { kDim = 32, kSamples = 256 };
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    tsr_status_t st_ = (call);                                                       \
-    if (st_ != TSR_OK) {                                                             \
-      fprintf(stderr, "%s failed: %s\n", #call, tsr_last_error());                   \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
-
-static double uniform(unsigned long long* state) {
-  *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (double)(*state >> 11) / (double)(1ULL << 53) * 2.0 - 1.0;
-}
+#include "linear_problem.h"
 
 int main(int argc, char** argv) {
   int steps = argc > 1 ? atoi(argv[1]) : 300;
@@ -40,15 +21,8 @@ int main(int argc, char** argv) {
   CHECK(tsr_comm_size(comm, &size));
 
   static float x[kSamples][kDim], y[kSamples];
-  float w_true[kDim], w[kDim];
-  unsigned long long seed = 12345;
-  for (int d = 0; d < kDim; ++d) w_true[d] = (float)uniform(&seed);
-  seed = 1000 + (unsigned long long)rank;
-  for (int i = 0; i < kSamples; ++i) {
-    double dot = 0;
-    for (int d = 0; d < kDim; ++d) dot += w_true[d] * (x[i][d] = (float)uniform(&seed));
-    y[i] = (float)(dot + 0.001 * uniform(&seed));
-  }
+  float w[kDim];
+  make_shard(rank, x, y);
   for (int d = 0; d < kDim; ++d) w[d] = 0.5f;
 
   tsr_selsync_t sel;
@@ -57,14 +31,8 @@ int main(int argc, char** argv) {
   CHECK(tsr_selsync_create(comm, params, 3, counts, 1, &sel));
   double first_loss = -1, loss = 0;
   for (int step = 0; step < steps; ++step) {
-    float grad[kDim] = {0};
-    double local_loss = 0, norm2 = 0;
-    for (int i = 0; i < kSamples; ++i) {
-      double err = -y[i];
-      for (int d = 0; d < kDim; ++d) err += w[d] * x[i][d];
-      for (int d = 0; d < kDim; ++d) grad[d] += (float)(2.0 * err * x[i][d] / kSamples);
-      local_loss += err * err / kSamples;
-    }
+    float grad[kDim];
+    double local_loss = local_gradient(w, x, y, grad), norm2 = 0;
     for (int d = 0; d < kDim; ++d) {
       norm2 += (double)grad[d] * grad[d];
       w[d] -= 0.1f * grad[d];  /* the local update */
@@ -83,8 +51,7 @@ int main(int argc, char** argv) {
   CHECK(tsr_allreduce(comm, &loss, &loss_sum, 1, TSR_FLOAT64, TSR_SUM, NULL));
   float* all = malloc(sizeof(float) * kDim * (size_t)size);
   CHECK(tsr_allgather(comm, w, all, kDim, TSR_FLOAT32, NULL));
-  int agree = 1;
-  for (int r = 0; r < size; ++r) agree &= memcmp(all + r * kDim, w, sizeof w) == 0;
+  int agree = same_on_every_rank(all, w, size);
   free(all);
   double mean_loss = loss_sum / size;
   int ok = agree && mean_loss < first_loss / 100 && local_steps > 0;

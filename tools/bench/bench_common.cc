@@ -47,4 +47,30 @@ Result<std::vector<bool>> differsAcrossRanks(runtime::Communicator& comm, const 
   return differs;
 }
 
+Status keepSlowest(runtime::Communicator& comm, const TimedStep& step, const std::vector<double>& fields, bool timed,
+                   SlowestRank& into) {
+  std::vector<double> mine{step.us, step.sentBytes};
+  mine.insert(mine.end(), fields.begin(), fields.end());
+  std::vector<double> most(mine.size());
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine.data(), most.data(), mine.size(), DataType::kF64, ReduceOp::kMax)));
+  if (!timed) return Status();
+  into.times.push_back(most[0]);
+  into.maxWire = std::max(into.maxWire, most[1]);
+  for (size_t f = 0; f < into.fields.size(); ++f) into.fields[f].push_back(most[2 + f]);
+  return Status();
+}
+
+Status fillTimingColumns(runtime::Communicator& comm, const SlowestRank& slowest, int64_t wrong, bool checked,
+                         BenchRow& row) {
+  int64_t total = 0;
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
+  const std::vector<double>& times = slowest.times;
+  row.timeUs = median(times);
+  row.minUs = *std::min_element(times.begin(), times.end());
+  row.maxUs = *std::max_element(times.begin(), times.end());
+  row.wireBytes = static_cast<uint64_t>(slowest.maxWire);
+  row.wrong = checked ? total : -1;
+  return Status();
+}
+
 }  // namespace tsr::tools::bench

@@ -1,7 +1,6 @@
 #include "tools/bench/bench_marsit.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -13,8 +12,6 @@
 namespace tsr::tools::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Same integers as the dense path (reference_values.h), exact zeros included: Marsit must take
 // those with its fair coin.
@@ -86,8 +83,7 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
   marsit::MarsitTensor& tensor = *created.value();
   row.algo = twoLevel ? o.algo : tensor.algorithm();  // says whether the host average was f16
   std::vector<float> g(row.count), comp;
-  std::vector<double> times, fields[7];
-  double maxWire = 0;
+  SlowestRank slowest(7);
   int64_t wrong = 0;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
     fill(g, me);
@@ -99,24 +95,15 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
       comp = tensor.compensation();
       if (!twoLevel) localAbs = sumAbsWithCompensation(g, comp);
     }
-    TSR_RETURN_IF_ERROR(waitFor(comm.barrier()));
-    uint64_t sentBefore = comm.bytesSent();
-    auto t0 = Clock::now();
-    Status st = tensor.allreduce(g.data());
-    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    if (!st.isOk()) {
-      row.error = st.toString();
+    TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return tensor.allreduce(g.data()); }));
+    if (!step.status.isOk()) {
+      row.error = step.status.toString();
       return row;  // the communicator may be broken now: the caller stops the sweep
     }
     const marsit::StepTimes& s = tensor.lastTimes();
-    double mine[9] = {us, static_cast<double>(comm.bytesSent() - sentBefore), s.prepare, s.pack, s.wire,
-                      s.merge, s.decompress, s.compensate, s.total};
-    double most[9];
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 9, DataType::kF64, ReduceOp::kMax)));
+    TSR_RETURN_IF_ERROR(keepSlowest(comm, step, {s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total},
+                                    it >= o.warmup, slowest));
     if (it < o.warmup) continue;
-    times.push_back(most[0]);
-    maxWire = std::max(maxWire, most[1]);
-    for (int f = 0; f < 7; ++f) fields[f].push_back(most[2 + f]);
     if (check) {
       // Test hook: a sign flip only the cross-rank comparison sees, a doubling the eta check sees.
       if (me == hooks.plantWrongOnRank && row.count >= 2) g[0] = -g[0], g[1] *= 2;
@@ -124,17 +111,11 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
       wrong += w;
     }
   }
-  int64_t total = 0;
-  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
-  row.timeUs = median(times);
-  row.minUs = *std::min_element(times.begin(), times.end());
-  row.maxUs = *std::max_element(times.begin(), times.end());
-  row.wireBytes = static_cast<uint64_t>(maxWire);
-  row.wrong = o.check ? total : -1;
+  TSR_RETURN_IF_ERROR(fillTimingColumns(comm, slowest, wrong, o.check, row));
   row.hasSplit = true;  // only now: a failed row has no split to show
   StepSplit& sp = row.split;
   double* out[7] = {&sp.prepare, &sp.pack, &sp.wire, &sp.merge, &sp.decompress, &sp.compensate, &sp.total};
-  for (int f = 0; f < 7; ++f) *out[f] = median(fields[f]);
+  for (int f = 0; f < 7; ++f) *out[f] = median(slowest.fields[f]);
   return row;
 }
 

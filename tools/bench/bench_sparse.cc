@@ -1,7 +1,6 @@
 #include "tools/bench/bench_sparse.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -15,8 +14,6 @@
 namespace tsr::tools::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 uint64_t mix(uint64_t x) {  // splitmix64
   x += 0x9e3779b97f4a7c15ull;
@@ -153,8 +150,7 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
       if (c != '=') row.algo += c == ' ' ? '-' : c;
   }
   std::vector<float> g(row.count), in, oldRes, newRes;
-  std::vector<double> times, fields[6];
-  double maxWire = 0;
+  SlowestRank slowest(6);
   int64_t wrong = 0;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
     fill(g, me, it);
@@ -163,26 +159,18 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
       in = g;
       t.residual(oldRes);
     }
-    TSR_RETURN_IF_ERROR(waitFor(comm.barrier()));
-    uint64_t sentBefore = comm.bytesSent();
-    auto t0 = Clock::now();
-    Status st = t.allreduce(g.data());
-    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    if (!st.isOk()) {
-      row.error = st.toString();
+    TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return t.allreduce(g.data()); }));
+    if (!step.status.isOk()) {
+      row.error = step.status.toString();
       return row;  // the communicator may be broken now: the caller stops the sweep
     }
     spardl::StepStats s;
     if (t.spardl) s = t.spardl->lastStats();
     else s.resultNonZeros = nonZeros(g.data(), g.size());
-    double mine[8] = {us, static_cast<double>(comm.bytesSent() - sentBefore), s.select, s.merge, s.wire, s.total,
-                      static_cast<double>(s.resultNonZeros), s.local};
-    double most[8];
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(mine, most, 8, DataType::kF64, ReduceOp::kMax)));
+    TSR_RETURN_IF_ERROR(keepSlowest(comm, step,
+                                    {s.select, s.merge, s.wire, s.total, static_cast<double>(s.resultNonZeros), s.local},
+                                    it >= o.warmup, slowest));
     if (it < o.warmup) continue;
-    times.push_back(most[0]);
-    maxWire = std::max(maxWire, most[1]);
-    for (int f = 0; f < 6; ++f) fields[f].push_back(most[2 + f]);
     if (check) {
       t.residual(newRes);
       // Test hook: the first non-zero doubled on one rank: the cross-rank comparison sees it
@@ -195,20 +183,14 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
       wrong += w;
     }
   }
-  int64_t total = 0;
-  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
-  row.timeUs = median(times);
-  row.minUs = *std::min_element(times.begin(), times.end());
-  row.maxUs = *std::max_element(times.begin(), times.end());
-  row.wireBytes = static_cast<uint64_t>(maxWire);
-  row.wrong = o.check ? total : -1;
+  TSR_RETURN_IF_ERROR(fillTimingColumns(comm, slowest, wrong, o.check, row));
   row.hasSparse = true;  // only now: a failed row has no split to show
   SparseSplit& sp = row.sparse;
   sp.timed = t.spardl != nullptr;
   double* out[4] = {&sp.select, &sp.merge, &sp.wire, &sp.total};
-  for (int f = 0; f < 4; ++f) *out[f] = median(fields[f]);
-  sp.nonZeros = static_cast<uint64_t>(median(fields[4]));
-  sp.local = median(fields[5]);
+  for (int f = 0; f < 4; ++f) *out[f] = median(slowest.fields[f]);
+  sp.nonZeros = static_cast<uint64_t>(median(slowest.fields[4]));
+  sp.local = median(slowest.fields[5]);
   return row;
 }
 

@@ -9,21 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "tools/tsrun/tests/child_process.h"
+#include "tools/bench/tests/bench_e2e_support.h"
 
 namespace {
 
-using tsr::tools::tsrun::testing::ChildProcess;
-using tsr::tools::tsrun::testing::RunResult;
-
-RunResult bench(int n, std::vector<std::string> args) {
-  std::vector<std::string> argv{TSRUN_PATH, "-np", std::to_string(n), TSR_BENCH_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv);
-  return p.finish(120);
-}
-
-std::string describe(const RunResult& r) { return "exit " + std::to_string(r.exitCode()) + "\n" + r.out + r.err; }
+using namespace tsr::tools::bench::testing;
 
 // Rank 0's output lines without tsrun's "[0] " prefix; comments (#) only when asked.
 std::vector<std::string> rank0Lines(const std::string& out, bool comments) {
@@ -54,7 +44,7 @@ INSTANTIATE_TEST_SUITE_P(N, BenchRanks, ::testing::Values(1, 2, 3, 4));
 // number of timed iterations (-n 3) in the row, the footer and the JSON line, whatever the
 // collective.
 TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
-  std::string file = (std::filesystem::temp_directory_path() / "tsr_bench_planted.json").string();
+  std::string file = tempFile("tsr_bench_planted.json");
   for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
     RunResult r = bench(3, {"-b", "1K", "-e", "1K", "-n", "3", "-w", "1", "-c", "1", "--op", coll,
                             "--json", file, "--plant-wrong", "1"});
@@ -105,7 +95,7 @@ TEST(Bench, CsvHasTheHeaderAndOneRowPerSize) {
 }
 
 TEST(Bench, JsonAndMinBusbw) {
-  std::string file = (std::filesystem::temp_directory_path() / "tsr_bench_test.json").string();
+  std::string file = tempFile("tsr_bench_test.json");
   RunResult r = bench(2, {"-b", "64", "-e", "256", "-f", "2", "-n", "2", "-w", "0", "--json", file,
                           "--min-busbw", "1000000"});
   EXPECT_NE(r.exitCode(), 0) << "an impossible --min-busbw must fail\n" << describe(r);

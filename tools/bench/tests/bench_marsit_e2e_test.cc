@@ -7,30 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <tuple>
 
-#include "tools/tsrun/tests/child_process.h"
+#include "tools/bench/tests/bench_e2e_support.h"
 
 namespace {
 
-using tsr::tools::tsrun::testing::ChildProcess;
-using tsr::tools::tsrun::testing::RunResult;
-
-RunResult bench(int n, std::vector<std::string> args) {
-  std::vector<std::string> argv{TSRUN_PATH, "-np", std::to_string(n), TSR_BENCH_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv);
-  return p.finish(120);
-}
-
-std::string describe(const RunResult& r) { return "exit " + std::to_string(r.exitCode()) + "\n" + r.out + r.err; }
-
-size_t countOf(const std::string& text, const std::string& needle) {
-  size_t k = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++k;
-  return k;
-}
+using namespace tsr::tools::bench::testing;
 
 class MarsitBench : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
@@ -90,23 +73,15 @@ TEST(MarsitBench, CombinationsMarsitCannotServeAreNamed) {
 }
 
 TEST(MarsitBench, JsonCarriesTheSplitAndTheCompressedFloor) {
-  std::string file = (std::filesystem::temp_directory_path() / "tsr_bench_marsit_test.json").string();
+  std::string file = tempFile("tsr_bench_marsit_test.json");
   RunResult r = bench(2, {"--algo", "marsit", "-b", "64K", "-e", "128K", "-f", "2", "-n", "2", "-w", "0",
                           "--rate", "10", "--json", file, "-F", "csv"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
-  std::ifstream in(file);
-  int lines = 0;
-  for (std::string line; std::getline(in, line); ++lines)
-    for (const char* key : {"\"algo\": \"marsit-ring\"", "\"split\": {\"prepare\": ", "\"compensate\": ",
-                            "\"floor_us\": ", "\"x_floor\": ", "\"wire_bytes\": "})
-      EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
+  int lines = expectEveryJsonLineHolds(file, {"\"algo\": \"marsit-ring\"", "\"split\": {\"prepare\": ",
+                                              "\"compensate\": ", "\"floor_us\": ", "\"x_floor\": ",
+                                              "\"wire_bytes\": "});
   EXPECT_EQ(lines, 2);
-  // CSV stays parseable: every line is a header, a row of 11 fields or a '#' comment.
-  for (const std::string& line : r.outLines()) {
-    std::string body = line.substr(line.find(']') + 2);  // tsrun's "[0] " prefix
-    if (body.empty() || body[0] == '#') continue;
-    EXPECT_EQ(countOf(body, ","), 10u) << body;
-  }
+  expectCsvRowsOf11Fields(r);
   std::filesystem::remove(file);
 }
 
