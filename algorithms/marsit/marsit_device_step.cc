@@ -64,10 +64,7 @@ algorithms::RunBuffers MarsitDeviceStepTask::bitBuffers() {
   if (full_) {
     b = {d.work.as<float>(), d.work.as<float>(), d.fullScratch.as<void>()};
   } else {
-    b = {d.bits.as<uint64_t>(), d.bits.as<uint64_t>(), d.bitScratch.as<void>()};
-    b.rngSeed = s.params.seed;
-    b.rngStep = static_cast<uint32_t>(s.step);
-    b.mergeNanos = &s.mergeNanos;
+    b = signBitBuffers(s, d.bits.as<uint64_t>(), d.bitScratch.as<void>());
     // A pack=chunked plan's kLocal ops pack a chunk: done already, whole, in prepare().
     b.local = [](const algorithms::PlanOp&) { return Status::ok(); };
   }

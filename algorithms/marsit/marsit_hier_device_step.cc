@@ -88,10 +88,9 @@ algorithms::RunBuffers MarsitHierDeviceStepTask::bitBuffers() {
   MarsitState& s = *state_;
   MarsitDeviceArrays& d = *s.device;
   if (full_) return deviceBuffers(d.work.as<void>(), d.fullScratch.as<void>());
-  algorithms::RunBuffers b = deviceBuffers(d.bits.as<void>(), d.bitScratch.as<void>());
-  b.rngSeed = s.params.seed;
-  b.rngStep = static_cast<uint32_t>(s.step);
-  b.mergeNanos = &s.mergeNanos;
+  algorithms::RunBuffers b = signBitBuffers(s, d.bits.as<void>(), d.bitScratch.as<void>());
+  b.memory = transport::MemoryType::kCuda;
+  b.kernels = d.kernels.get();
   // A pack=chunked plan's kLocal ops pack a chunk: done already, whole, in packBlock().
   b.local = [](const algorithms::PlanOp&) { return Status::ok(); };
   return b;

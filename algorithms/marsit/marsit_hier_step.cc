@@ -62,10 +62,7 @@ Status MarsitHierStepTask::packBlock() {
 algorithms::RunBuffers MarsitHierStepTask::bitBuffers() {
   MarsitState& s = *state_;
   if (full_) return {s.work.data(), s.work.data(), s.fullScratch.data()};
-  algorithms::RunBuffers b{s.bits.data(), s.bits.data(), s.bitScratch.data()};
-  b.rngSeed = s.params.seed;
-  b.rngStep = static_cast<uint32_t>(s.step);
-  b.mergeNanos = &s.mergeNanos;
+  algorithms::RunBuffers b = signBitBuffers(s, s.bits.data(), s.bitScratch.data());
   if (chunked_) b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
   return b;
 }

@@ -25,6 +25,14 @@ Status numericError(const MarsitState& s, size_t badIndex, float badValue) {
                     "; the tensor and its compensation are unchanged");
 }
 
+algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch) {
+  algorithms::RunBuffers b{bits, bits, scratch};
+  b.rngSeed = s.params.seed;
+  b.rngStep = static_cast<uint32_t>(s.step);
+  b.mergeNanos = &s.mergeNanos;
+  return b;
+}
+
 MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
     : FlatMarsitSequence(std::move(state), ctx) {}
 
@@ -73,10 +81,7 @@ Status MarsitStepTask::packChunk(const algorithms::PlanOp& op) {
 algorithms::RunBuffers MarsitStepTask::bitBuffers() {
   MarsitState& s = *state_;
   if (full_) return {s.work.data(), s.work.data(), s.fullScratch.data()};
-  algorithms::RunBuffers b{s.bits.data(), s.bits.data(), s.bitScratch.data()};
-  b.rngSeed = s.params.seed;
-  b.rngStep = static_cast<uint32_t>(s.step);
-  b.mergeNanos = &s.mergeNanos;
+  algorithms::RunBuffers b = signBitBuffers(s, s.bits.data(), s.bitScratch.data());
   if (chunked_) b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
   return b;
 }

@@ -69,6 +69,9 @@ struct MarsitState {
 double nowUs();
 inline bool running(const Status& s) { return s.code() == Code::kInProgress; }
 Status numericError(const MarsitState& s, size_t badIndex, float badValue);
+// The bit plan's buffers on a sign step (bits in place, its coin stream, the merge clock),
+// host or device: the caller sets where they live and what a kLocal op does.
+algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch);
 
 // The host form: g, c, the work vector and the bits in host memory; packing chunk by chunk
 // inside the bit plan when params.chunkedPack (the sequencing: marsit_step_sequence.h).
