@@ -26,14 +26,13 @@ Status TwoLevelMarsitSequence::start() {
   s.mergeNanos = 0;
   Status st = prepareIntra();
   if (!st.isOk()) return fail(st);
-  if (full_) {
+  s.times.prepare = nowUs() - startUs_;
+  if (full_) {  // no intra stage: y goes to the dense plan whole
     s.scalarIn[0] = 0;
     s.scalarIn[1] = s.badIndex < s.count ? 1.0 : 0.0;
-    s.times.prepare = nowUs() - startUs_;
     intraStatus_ = Status::ok();
     return startExchange();
   }
-  s.times.prepare = nowUs() - startUs_;
   intra_ = std::make_unique<algorithms::PlanExecutor>(s.hier.rowReduceScatter, intraBuffers(), seq(0),
                                                       ctx_.transport);
   intraStatus_ = intra_->start();
