@@ -33,7 +33,7 @@ Result<std::shared_ptr<MarsitDeviceArrays>> MarsitDeviceArrays::create(std::shar
 }
 
 MarsitDeviceStepTask::MarsitDeviceStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
-    : state_(std::move(state)), ctx_(ctx) {}
+    : FlatMarsitSequence(std::move(state), ctx) {}
 
 Status MarsitDeviceStepTask::named(const Status& st) const {
   if (st.isOk()) return st;
@@ -41,83 +41,49 @@ Status MarsitDeviceStepTask::named(const Status& st) const {
                                ", direct device path): " + st.message());
 }
 
-Status MarsitDeviceStepTask::start() {
+// g' = g + c (and on a sign step its bits and sum |g'|), on the device, whole.
+Status MarsitDeviceStepTask::prepare() {
   MarsitState& s = *state_;
   MarsitDeviceArrays& d = *s.device;
   algorithms::StepKernels& k = *d.kernels;
-  startUs_ = nowUs();
-  s.times = StepTimes{};
-  full_ = s.fullPrecisionStep();
-  s.times.fullPrecision = full_;
-  s.mergeNanos = 0;
-  // g' = g + c (and on a sign step its bits and sum |g'|), on the device.
   double sumAbs = 0;
   const kernels::RngStream coin{s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
   auto bad = full_ ? k.addScan(s.g, d.comp.as<float>(), s.count, d.work.as<float>())
                    : k.signPrepare(s.g, d.comp.as<float>(), s.count, d.work.as<float>(), d.bits.as<uint64_t>(), coin,
                                    &sumAbs);
-  if (!bad.isOk()) return fail(named(bad.status()));
-  s.badIndex = bad.value();
-  const bool mine = s.badIndex < s.count;
-  s.scalarIn[0] = mine || s.count == 0 ? 0.0 : sumAbs / s.count;
-  s.scalarIn[1] = mine ? 1.0 : 0.0;
+  if (!bad.isOk()) return named(bad.status());
+  scalarsReady(bad.value(), sumAbs);
   s.times.prepare = nowUs() - startUs_;
+  return Status::ok();
+}
 
+algorithms::RunBuffers MarsitDeviceStepTask::bitBuffers() {
+  MarsitState& s = *state_;
+  MarsitDeviceArrays& d = *s.device;
   algorithms::RunBuffers b;
   if (full_) {
     b = {d.work.as<float>(), d.work.as<float>(), d.fullScratch.as<void>()};
   } else {
-    b = {d.bits.as<uint64_t>(), d.bits.as<uint64_t>(), d.bitScratch.as<void>()};
-    b.rngSeed = s.params.seed;
-    b.rngStep = static_cast<uint32_t>(s.step);
-    b.mergeNanos = &s.mergeNanos;
-    // A pack=chunked plan's kLocal ops pack a chunk: done already, whole, above.
+    b = signBitBuffers(s, d.bits.as<uint64_t>(), d.bitScratch.as<void>());
+    // A pack=chunked plan's kLocal ops pack a chunk: done already, whole, in prepare().
     b.local = [](const algorithms::PlanOp&) { return Status::ok(); };
   }
   b.memory = transport::MemoryType::kCuda;
   b.kernels = d.kernels.get();
-  algorithms::RunIdentity id = ctx_.id;
-  id.seq = ctx_.id.seq + 1;
-  bits_ = std::make_unique<algorithms::PlanExecutor>(full_ ? s.fullPlan : s.bitPlan, b, id, ctx_.transport);
-  scalar_ = std::make_unique<algorithms::PlanExecutor>(
-      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, ctx_.id, ctx_.transport);
-  scalarStatus_ = scalar_->start();
-  bitsStartUs_ = nowUs();
-  bitsStatus_ = bits_->start();
-  if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
-  return drive();
+  return b;
 }
 
-Status MarsitDeviceStepTask::progress() {
-  if (!running(status_)) return status_;
-  if (running(bitsStatus_)) {
-    bitsStatus_ = bits_->progress();
-    if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
-  }
-  if (running(scalarStatus_)) scalarStatus_ = scalar_->progress();
-  return drive();
+float MarsitDeviceStepTask::workValue(size_t index) {
+  MarsitDeviceArrays& d = *state_->device;
+  float value = 0.0f;
+  d.kernels->readToHost(&value, d.work.as<float>() + index, sizeof value).ignore();  // for the message only
+  return value;
 }
 
-Status MarsitDeviceStepTask::drive() {
-  if (!running(scalarStatus_) && !scalarStatus_.isOk()) return fail(scalarStatus_);
-  if (!running(bitsStatus_) && !bitsStatus_.isOk()) return fail(bitsStatus_);
-  if (running(scalarStatus_) || running(bitsStatus_)) return status_;
-  return finish();
-}
-
-Status MarsitDeviceStepTask::finish() {
+Status MarsitDeviceStepTask::writeResult() {
   MarsitState& s = *state_;
   MarsitDeviceArrays& d = *s.device;
   algorithms::StepKernels& k = *d.kernels;
-  s.times.merge = s.mergeNanos / 1000.0;
-  s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - s.times.merge);
-  if (s.scalarOut[1] > 0) {
-    bool mine = s.badIndex < s.count;
-    float value = 0.0f;
-    if (mine) k.readToHost(&value, d.work.as<float>() + s.badIndex, sizeof value).ignore();  // for the message only
-    return fail(numericError(s, mine ? s.badIndex : SIZE_MAX, value));
-  }
-  double t = nowUs();
   Status st;
   if (full_) {
     st = k.copy(s.g, d.work.as<float>(), s.count * sizeof(float));
@@ -126,31 +92,7 @@ Status MarsitDeviceStepTask::finish() {
     float eta = static_cast<float>(s.scalarOut[0] / s.size);
     st = k.signFinish(d.work.as<float>(), d.bits.as<uint64_t>(), s.count, eta, s.g, d.comp.as<float>());
   }
-  if (!st.isOk()) return fail(named(st));
-  s.times.decompress = nowUs() - t;
-  ++s.step;
-  s.times.total = nowUs() - startUs_;
-  status_ = Status::ok();
-  return status_;
-}
-
-Status MarsitDeviceStepTask::fail(Status status) {
-  if (running(status_)) status_ = std::move(status);
-  if (scalar_ && running(scalarStatus_)) scalar_->abort(status_);
-  if (bits_ && running(bitsStatus_)) bits_->abort(status_);
-  return status_;
-}
-
-void MarsitDeviceStepTask::abort(const Status& reason) { fail(reason).ignore(); }
-
-bool MarsitDeviceStepTask::quiescent() const {
-  return (!scalar_ || scalar_->quiescent()) && (!bits_ || bits_->quiescent());
-}
-
-int MarsitDeviceStepTask::waitingOn() const {
-  if (scalar_ && running(scalarStatus_) && scalar_->waitingOn() >= 0) return scalar_->waitingOn();
-  if (bits_ && running(bitsStatus_)) return bits_->waitingOn();
-  return -1;
+  return named(st);
 }
 
 }  // namespace tsr::marsit

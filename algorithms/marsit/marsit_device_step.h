@@ -32,31 +32,19 @@ struct MarsitDeviceArrays {
                                                            const MarsitState& s);
 };
 
-class MarsitDeviceStepTask final : public algorithms::Task {
+class MarsitDeviceStepTask final : public FlatMarsitSequence {
  public:
   MarsitDeviceStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override {
     return "marsit allreduce of device tensor " + state_->name + " (direct: device kernels, device buffers to the transport)";
   }
 
  private:
-  Status drive();
-  Status finish();
-  Status fail(Status status);
+  Status prepare() override;
+  algorithms::RunBuffers bitBuffers() override;
+  float workValue(size_t index) override;
+  Status writeResult() override;
   Status named(const Status& st) const;
-
-  std::shared_ptr<MarsitState> state_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> scalar_, bits_;
-  Status scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
-  bool full_ = false;
-  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
 };
 
 }  // namespace tsr::marsit

@@ -15,40 +15,28 @@
 #pragma once
 
 #include "algorithms/marsit/marsit_device_step.h"
+#include "algorithms/marsit/marsit_hier_step_sequence.h"
 
 namespace tsr::marsit {
 
-class MarsitHierDeviceStepTask final : public algorithms::Task {
+class MarsitHierDeviceStepTask final : public TwoLevelMarsitSequence {
  public:
   MarsitHierDeviceStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override {
     return "two-level marsit allreduce of device tensor " + state_->name +
            " (direct: device kernels, device buffers to the transport)";
   }
 
  private:
-  Status startExchange();
-  Status packBlock();
-  Status drive();
-  Status finish();
-  Status fail(Status status);
+  Status prepareIntra() override;
+  algorithms::RunBuffers intraBuffers() override;
+  Status packBlock() override;
+  algorithms::RunBuffers bitBuffers() override;
+  float workValue(size_t index) override;
+  Status writeResult() override;
+  Status packWhole();
   Status named(const Status& st) const;
   algorithms::RunBuffers deviceBuffers(void* data, void* scratch) const;
-  algorithms::RunIdentity seq(uint32_t offset) const;
-
-  std::shared_ptr<MarsitState> state_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> intra_, scalar_, bits_;
-  Status intraStatus_{Code::kInProgress, ""}, scalarStatus_{Code::kInProgress, ""},
-      bitsStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
-  bool full_ = false;
-  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
 };
 
 }  // namespace tsr::marsit

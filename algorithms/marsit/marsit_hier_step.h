@@ -14,45 +14,31 @@
 // that was kept back, and resets c and r.
 #pragma once
 
+#include "algorithms/marsit/marsit_hier_step_sequence.h"
 #include "algorithms/marsit/marsit_step.h"
 
 namespace tsr::marsit {
 
-class MarsitHierStepTask final : public algorithms::Task {
+// The host form, packing chunk by chunk inside the bit plan when params.chunkedPack (the
+// sequencing: marsit_hier_step_sequence.h).
+class MarsitHierStepTask final : public TwoLevelMarsitSequence {
  public:
   MarsitHierStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override { return "two-level marsit allreduce of tensor " + state_->name; }
 
  private:
-  Status startExchange();
+  Status prepareIntra() override;
+  algorithms::RunBuffers intraBuffers() override;
+  Status packBlock() override;
+  algorithms::RunBuffers bitBuffers() override;
+  float workValue(size_t index) override;
+  Status writeResult() override;
   void shardSum(size_t begin, size_t end);  // s' = s + c on [begin, end) of the block
   void packWhole();
   Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan
-  void scalarsReady(size_t badInBlock, double sumAbs);
-  void startScalar();
-  Status drive();
-  Status finish();
-  Status fail(Status status);
-  algorithms::RunIdentity seq(uint32_t offset) const;
 
-  std::shared_ptr<MarsitState> state_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> intra_, scalar_, bits_;
-  Status intraStatus_{Code::kInProgress, ""}, scalarStatus_{Code::kInProgress, ""},
-      bitsStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
-  bool full_ = false;
-  bool chunked_ = false;     // packing inside the bit plan
-  bool packed_ = false;      // the whole block packed, the scalars set
-  size_t packedElems_ = 0;   // of the block (padding included)
-  double localUs_ = 0;       // spent in kLocal ops: prepare's and pack's, not the wire's
+  size_t packedElems_ = 0;  // of the block (padding included)
   kernels::RngStream coin_{};
-  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
 };
 
 }  // namespace tsr::marsit

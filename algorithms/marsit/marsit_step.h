@@ -18,6 +18,7 @@
 
 #include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit.h"
+#include "algorithms/marsit/marsit_step_sequence.h"
 #include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
 #include "runtime/device_staging.h"
@@ -68,37 +69,26 @@ struct MarsitState {
 double nowUs();
 inline bool running(const Status& s) { return s.code() == Code::kInProgress; }
 Status numericError(const MarsitState& s, size_t badIndex, float badValue);
+// The bit plan's buffers on a sign step (bits in place, its coin stream, the merge clock),
+// host or device: the caller sets where they live and what a kLocal op does.
+algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch);
 
-class MarsitStepTask final : public algorithms::Task {
+// The host form: g, c, the work vector and the bits in host memory; packing chunk by chunk
+// inside the bit plan when params.chunkedPack (the sequencing: marsit_step_sequence.h).
+class MarsitStepTask final : public FlatMarsitSequence {
  public:
   MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  Status start() override;
-  Status progress() override;
-  void abort(const Status& reason) override;
-  bool quiescent() const override;
-  int waitingOn() const override;
   std::string describe() const override { return "marsit allreduce of tensor " + state_->name; }
 
  private:
-  Status drive();
-  Status finish();
-  Status fail(Status status);
-  algorithms::RunBuffers bitBuffers();
+  Status prepare() override;
+  algorithms::RunBuffers bitBuffers() override;
+  float workValue(size_t index) override;
+  Status writeResult() override;
   void prepareWhole();
   Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan
-  void scalarsReady(size_t badIndex, double sumAbs);
-  void startScalar();
 
-  std::shared_ptr<MarsitState> state_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> scalar_, bits_;
-  Status scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
-  bool full_ = false;
-  bool chunked_ = false;  // packing inside the bit plan
-  bool packed_ = false;   // every element packed, the scalars set
   kernels::RngStream coin_{};
-  double startUs_ = 0, bitsStartUs_ = 0, bitsEndUs_ = 0;
 };
 
 }  // namespace tsr::marsit
