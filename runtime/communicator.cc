@@ -1,5 +1,6 @@
 #include "runtime/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/ranges.h>
@@ -125,6 +126,12 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   engine.timeoutMs = config.timeoutMs();
   engine.spinUs = static_cast<int>(config.getInt("TSR_SPIN_US"));
   engine.callerProgress = config.get("TSR_CALLER_PROGRESS") == "1";
+  // Waiting ranks sleep on UCX's events only where every peer's messages raise one: not
+  // over UCX's shared memory (TSR_WAIT).
+  const std::string wait = config.get("TSR_WAIT");
+  bool sharedMemoryPeers = std::find(fastLocal.begin(), fastLocal.end(), true) != fastLocal.end();
+  engine.sleepWhileWaiting = wait == "sleep" || (wait == "auto" && !sharedMemoryPeers);
+  logger->debug("rank {}: waits by {} (TSR_WAIT={})", rank_, engine.sleepWhileWaiting ? "sleeping" : "spinning", wait);
   engine.hosts = hosts_;
   if (bootstrap_) engine.neighbourSockets = bootstrap_->neighbourSockets();
   if (wrap) wrapped_ = wrap(*transport_);

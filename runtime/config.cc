@@ -95,7 +95,13 @@ const std::vector<ConfigEntry>& configTable() {
        "UCX error handling: peer = UCX peer failure mode on every endpoint (same-host traffic then "
        "goes over TCP loopback); auto = shared memory to same-host peers"},
       {"TSR_SPIN_US", ValueKind::kInt, "50", "0..1000000",
-       "how long the progress thread polls before it sleeps on the event fd"},
+       "how long the progress thread (and, with TSR_WAIT=sleep, a waiting caller) polls before "
+       "it sleeps on the event fd"},
+      {"TSR_WAIT", ValueKind::kEnum, "auto", "auto|spin|sleep",
+       "how a rank waits for its peers during a collective: spin = poll, yielding the core; "
+       "sleep = poll for TSR_SPIN_US, then sleep on the transport's events; auto = sleep when "
+       "no other rank shares this host (every message then comes over the network and wakes it), "
+       "else spin"},
       {"TSR_CALLER_PROGRESS", ValueKind::kEnum, "1", "0|1",
        "1: a thread blocked in wait drives the communicator itself (no hand-off to the progress "
        "thread); 0: only the progress thread drives"},

@@ -17,6 +17,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr auto kParkLimit = std::chrono::milliseconds(1);
+// Longest sleep on the transport's events while a collective is pending (TSR_WAIT=sleep):
+// bounds what a missed wake-up costs, and how late timeouts and watches are looked at.
+constexpr int kWaitSliceMs = 1;
 constexpr auto kNoticeGrace = std::chrono::milliseconds(50);
 // Set while this thread drives (runs turns): driving again from inside a turn (a task's code
 // waiting) would re-lock driveMutex_.
@@ -249,6 +252,7 @@ void ProgressEngine::driveUntilDone(const Request& request) {
   DrivingScope scope;
   log::ThreadRankScope label(rank_);  // a caller may drive another rank's engine
   callers_.fetch_add(1);
+  auto lastBusy = Clock::now();
   while (!request.done() && !stop_) {
     std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
     if (!drive.owns_lock()) {  // the progress thread ends its turn, or another caller drives
@@ -256,6 +260,13 @@ void ProgressEngine::driveUntilDone(const Request& request) {
       continue;
     }
     bool busy = turn(true);
+    if (busy) {
+      if (options_.sleepWhileWaiting) lastBusy = Clock::now();
+    } else if (options_.sleepWhileWaiting && !request.done() &&
+               Clock::now() - lastBusy >= std::chrono::microseconds(options_.spinUs)) {
+      sleepOnEvents(drive, kWaitSliceMs, true);
+      continue;
+    }
     drive.unlock();
     if (!busy && !request.done()) sched_yield();  // the peers' ranks may share these cores
   }
@@ -282,6 +293,15 @@ void ProgressEngine::park() {
   parkCv_.wait_for(lock, kParkLimit, [&] { return stop_ || resume_; });
   parked_ = false;
   resume_ = false;
+}
+
+void ProgressEngine::sleepOnEvents(std::unique_lock<std::mutex>& drive, int timeoutMs, bool caller) {
+  sleeping_ = true;  // before looking at incoming_: a submitter then sees it and wakes us
+  bool armed = transport_.armEvents() && !hasIncoming();
+  drive.unlock();
+  // The progress thread gives way to a caller that came meanwhile; a caller sleeps anyway.
+  if (armed && (caller || callers_ == 0)) transport_.sleepUntilEvent(timeoutMs);
+  sleeping_ = false;
 }
 
 void ProgressEngine::driveOnce() {
@@ -315,16 +335,15 @@ void ProgressEngine::run() {
     // shared-memory transports raise no wake-up event, so sleeping on the event fd would
     // cost up to a millisecond per message. Idle, sleep until UCX or a submission wakes us,
     // without the lock, so a caller that comes meanwhile can drive at once.
-    if (!active_.empty() || Clock::now() - lastBusy_ < std::chrono::microseconds(options_.spinUs)) {
+    // With TSR_WAIT=sleep, pending collectives wait on the events too, in short slices (the
+    // housekeeping of turn() still runs between them).
+    bool recent = Clock::now() - lastBusy_ < std::chrono::microseconds(options_.spinUs);
+    if (recent || (!active_.empty() && !options_.sleepWhileWaiting)) {
       drive.unlock();
       sched_yield();
       continue;
     }
-    sleeping_ = true;  // before looking at incoming_: a submitter then sees it and wakes us
-    bool armed = transport_.armEvents() && !hasIncoming();
-    drive.unlock();
-    if (armed && callers_ == 0) transport_.sleepUntilEvent(100);
-    sleeping_ = false;
+    sleepOnEvents(drive, active_.empty() ? 100 : kWaitSliceMs, false);
   }
   std::lock_guard<std::mutex> drive(driveMutex_);
   // Shutting down: fail what is left, say goodbye (still listening, so peers' goodbyes are

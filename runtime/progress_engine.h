@@ -39,6 +39,10 @@ struct EngineOptions {
   std::vector<std::pair<int, int>> neighbourSockets;
   // A caller blocked in Request::wait() drives the engine (TSR_CALLER_PROGRESS).
   bool callerProgress = true;
+  // While a collective waits on its peers, sleep on the transport's events instead of
+  // yielding the core (TSR_WAIT): only right when every message raises an event (TCP, not
+  // UCX's shared memory), and then it leaves the cores to the ranks that have work.
+  bool sleepWhileWaiting = false;
 };
 
 using algorithms::TaskFactory;
@@ -96,6 +100,10 @@ class ProgressEngine {
   bool hasWork() const;
   bool hasIncoming() const;
   void park();
+  // Arms the transport's events and, when none is pending, sleeps (driveMutex_ held by
+  // `drive` on entry, released on return) for at most timeoutMs. The progress thread
+  // (caller false) does not sleep when a caller came meanwhile.
+  void sleepOnEvents(std::unique_lock<std::mutex>& drive, int timeoutMs, bool caller);
   bool startSubmissions();
   bool driveActive();
   void failWaitsOnLeftPeers(std::chrono::steady_clock::time_point now);

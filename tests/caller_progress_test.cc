@@ -1,10 +1,17 @@
 // Who drives a communicator: a caller blocked in wait() drives it itself (TSR_CALLER_PROGRESS=1,
 // the default), the progress thread parks meanwhile and takes over for non-blocking work.
+// And how a rank waits (TSR_WAIT): polling, or sleeping on UCX's events, which needs every
+// peer's messages to raise one: TCP (TSR_ERR_MODE=peer keeps UCX's shared memory out here).
 // Ranks as threads over real UCX.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <chrono>
+#include <map>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/thread_world.h"
@@ -14,7 +21,21 @@ namespace {
 
 using runtime::Communicator;
 
-class CallerProgress : public ::testing::TestWithParam<const char*> {};
+// (TSR_CALLER_PROGRESS, how ranks wait)
+using Mode = std::tuple<const char*, const char*>;
+class CallerProgress : public ::testing::TestWithParam<Mode> {
+ protected:
+  std::map<std::string, std::string> settings(std::map<std::string, std::string> extra = {}) const {
+    extra["TSR_CALLER_PROGRESS"] = std::get<0>(GetParam());
+    if (std::string(std::get<1>(GetParam())) == "sleep") {
+      extra["TSR_WAIT"] = "sleep";
+      extra["TSR_ERR_MODE"] = "peer";  // TCP between the ranks: every message wakes a sleeper
+    } else {
+      extra["TSR_WAIT"] = "spin";
+    }
+    return extra;
+  }
+};
 
 // Many small blocking collectives back to back (the latency path), both ways of driving.
 TEST_P(CallerProgress, BackToBackBlockingCollectivesAreExact) {
@@ -31,7 +52,7 @@ TEST_P(CallerProgress, BackToBackBlockingCollectivesAreExact) {
         ASSERT_TRUE(b.isOk() && b.value()->wait().isOk());
       }
     }
-  }, {{"TSR_CALLER_PROGRESS", GetParam()}});
+  }, settings());
 }
 
 // Right after a blocking wait the progress thread is parked; a non-blocking collective posted
@@ -52,7 +73,7 @@ TEST_P(CallerProgress, NonBlockingAfterABlockingWaitFinishesWithoutTestOrWait) {
     EXPECT_LE(req.value()->completedAt(), beforeTest) << "rank " << comm.rank();
     EXPECT_EQ(out[0], 6.0f);
     EXPECT_EQ(out[count - 1], 6.0f);
-  }, {{"TSR_CALLER_PROGRESS", GetParam()}});
+  }, settings());
 }
 
 // Two threads of one rank wait at once on different collectives: one drives, the other
@@ -74,7 +95,7 @@ TEST_P(CallerProgress, TwoThreadsWaitingAtOnce) {
       ASSERT_EQ(ra[count - 1], 6) << "round " << round;
       ASSERT_EQ(rb[0], 6) << "round " << round;
     }
-  }, {{"TSR_CALLER_PROGRESS", GetParam()}});
+  }, settings());
 }
 
 // A rank that destroys its communicator while the others wait for it in a collective: they
@@ -94,11 +115,60 @@ TEST_P(CallerProgress, PeerThatLeavesFailsTheCollectivesWaitingForIt) {
     EXPECT_EQ(st.code(), Code::kPeerFailed) << st.toString();
     EXPECT_NE(st.message().find("rank 2"), std::string::npos) << st.toString();
     EXPECT_LT(seconds, 10.0) << st.toString();
-  }, {{"TSR_CALLER_PROGRESS", GetParam()}, {"TSR_TIMEOUT_MS", "60000"}});
+  }, settings({{"TSR_TIMEOUT_MS", "60000"}}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, CallerProgress, ::testing::Values("1", "0"),
-                         [](const auto& info) { return std::string(info.param[0] == '1' ? "Caller" : "ThreadOnly"); });
+INSTANTIATE_TEST_SUITE_P(Modes, CallerProgress,
+                         ::testing::Combine(::testing::Values("1", "0"), ::testing::Values("spin", "sleep")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param)[0] == '1' ? "Caller" : "ThreadOnly") +
+                                  (std::string(std::get<1>(info.param)) == "sleep" ? "Sleeping" : "Spinning");
+                         });
+
+double threadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// The point of sleeping: ranks that wait for a late peer leave the cores alone (on a shared
+// machine, to the ranks that have work). TSR_WAIT=auto picks it when no peer shares UCX's
+// shared memory; the waiting callers then use a few percent of a core, not all of it.
+TEST(WaitMode, RanksWaitingForALatePeerSleep) {
+  testing::runRanks(3, [](Communicator& comm) {
+    if (comm.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    std::vector<float> in(1024, 1.0f), out(1024, 0.0f);
+    auto start = std::chrono::steady_clock::now();
+    double cpu0 = threadCpuSeconds();
+    auto req = comm.allreduce(in.data(), out.data(), in.size(), DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk()) << req.status().toString();
+    ASSERT_TRUE(req.value()->wait().isOk());
+    double cpu = threadCpuSeconds() - cpu0;
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(out[1023], 3.0f);
+    if (comm.rank() != 2) {
+      ASSERT_GT(wall, 0.3) << "rank " << comm.rank() << " did not wait for rank 2";
+      EXPECT_LT(cpu, 0.25 * wall) << "rank " << comm.rank() << " used " << cpu << " s of CPU in a "
+                                  << wall << " s wait";
+    }
+  }, {{"TSR_WAIT", "auto"}, {"TSR_ERR_MODE", "peer"}});
+}
+
+// Forced to sleep where messages raise no event (UCX's shared memory between ranks on one
+// host): slower, as the sleeps run out their slice, but still exact and finished.
+TEST(WaitMode, SleepingOverSharedMemoryStillFinishes) {
+  testing::runRanks(3, [](Communicator& comm) {
+    const size_t count = size_t{1} << 16;
+    std::vector<int32_t> in(count, comm.rank() + 1), out(count, 0);
+    for (int i = 0; i < 5; ++i) {
+      auto req = comm.allreduce(in.data(), out.data(), count, DataType::kI32, ReduceOp::kSum);
+      ASSERT_TRUE(req.isOk()) << req.status().toString();
+      ASSERT_TRUE(req.value()->wait().isOk());
+      ASSERT_EQ(out[0], 6);
+      ASSERT_EQ(out[count - 1], 6);
+    }
+  }, {{"TSR_WAIT", "sleep"}});
+}
 
 }  // namespace
 }  // namespace tsr

@@ -140,6 +140,14 @@ TEST(ProcessFaults, StoppedRankMakesTheOthersTimeOut) {
   expectFailedNaming(r, {0, 2, 3}, 4000 + 3000, {"TSR_ERR_TIMEOUT", "stopped responding", "rank 1 ("});
 }
 
+// The same while the others sleep on UCX's events (TSR_ERR_MODE=peer: TCP between the ranks,
+// so TSR_WAIT=auto sleeps): heartbeats and timeouts are still looked at between the sleeps.
+TEST(ProcessFaults, StoppedRankMakesSleepingRanksTimeOut) {
+  RunResult r = runJob(4, {"stop", "1"}, {"TSR_TIMEOUT_MS=4000", "TSR_ERR_MODE=peer", "TSR_WAIT=auto"}, 90);
+  EXPECT_NE(r.exitCode(), 0) << describe(r);
+  expectFailedNaming(r, {0, 2, 3}, 4000 + 3000, {"TSR_ERR_TIMEOUT", "stopped responding", "rank 1 ("});
+}
+
 class ProcessMismatch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ProcessMismatch, EveryRankGetsMismatchNamingTheField) {
