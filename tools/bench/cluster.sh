@@ -12,7 +12,8 @@
 # "TSR_CHUNK_BYTES=262144"), ALGOS (space-separated tsr-bench --algo values, e.g.
 # "ring marsit" or "ring spardl topk-allgather": one tsr-bench run each, interleaved within
 # every repeat, so their ratios come from one cluster session), ITERS and WARMUP (tsr-bench -n
-# and -w, default 5 and 1).
+# and -w, default 5 and 1), TSR_ENVS ('|'-separated settings, e.g. "TSR_WAIT=spin|TSR_WAIT=auto":
+# one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat).
 # Extra arguments go to every tsr-bench run (e.g. -c 1, --density 0.01 --teams 2: dense
 # algorithms ignore the sparse options; --algo ring when ALGOS is not set).
 set -euo pipefail
@@ -28,7 +29,8 @@ limit=${BENCH_TIMEOUT_S:-480}
 algos=${ALGOS:-}
 # The script's own TSR_* settings are not Tessera's: the ranks would warn about them.
 tsr_env=${TSR_ENV:-}
-unset TSR_BUILD TSR_SHARED TSR_ENV
+variants=${TSR_ENVS:-}
+unset TSR_BUILD TSR_SHARED TSR_ENV TSR_ENVS
 for a in "$@"; do
   [ -z "$algos" ] || [ "$a" != --algo ] || { echo "cluster.sh: give the algorithms in ALGOS or as --algo, not both" >&2; exit 2; }
 done
@@ -49,11 +51,11 @@ trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
 "$net" up "$n" "$rate" >/dev/null
 
-run_tessera() {  # [tsr-bench args...]
-  echo "## Tessera tsr-bench $*, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate"
+run_tessera() {  # [tsr-bench args...]; $variant: this run's settings (TSR_ENVS)
+  echo "## Tessera tsr-bench $*, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate${variant:+, $variant}"
   # Only TCP across hosts: UCX's shared memory would bypass the shaped links.
   local extra=()
-  for kv in $tsr_env; do extra+=(-x "$kv"); done
+  for kv in $tsr_env $variant; do extra+=(-x "$kv"); done
   timeout "$limit" "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 "${extra[@]}" \
     "$build/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n "${ITERS:-5}" -w "${WARMUP:-1}" -F peer --rate "$gbit" "$@"
@@ -71,11 +73,15 @@ run_gloo() {
 
 status=0
 for ((r = 1; r <= repeats; r++)); do
-  if [ -z "$algos" ]; then
-    run_tessera "$@" || status=$?
-  else
-    for a in $algos; do run_tessera --algo "$a" "$@" || status=$?; done
-  fi
+  IFS='|' read -r -a settings <<<"${variants:- }"
+  for variant in "${settings[@]}"; do
+    variant=$(echo $variant)  # trimmed
+    if [ -z "$algos" ]; then
+      run_tessera "$@" || status=$?
+    else
+      for a in $algos; do run_tessera --algo "$a" "$@" || status=$?; done
+    fi
+  done
   if [ "${PEERS:-1}" != 0 ]; then run_mpi; run_gloo; fi
 done
 exit $status
