@@ -45,7 +45,8 @@ min=$(echo "$sizes" | tr ',' '\n' | sort -n | head -1) max=$(echo "$sizes" | tr 
 factor=$(echo "$sizes" | awk -F, '{ if (NF > 1) print $2 / $1; else print 2 }')
 
 hostfile=$(mktemp /tmp/tsr-cluster-hosts.XXXXXX)
-cleanup() { "$net" down >/dev/null 2>&1 || true; rm -f "$hostfile"; }
+log=$(mktemp /tmp/tsr-cluster-log.XXXXXX)
+cleanup() { "$net" down >/dev/null 2>&1 || true; rm -f "$hostfile" "$log"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
@@ -71,6 +72,7 @@ run_gloo() {
   BENCH_TIMEOUT_S=$limit "$shared/tools/run_gloo.sh" net "$n" --rate-gbit "$gbit" --sizes-mib "$sizes" || echo "## gloo failed ($?)"
 }
 
+sweep() {
 status=0
 for ((r = 1; r <= repeats; r++)); do
   IFS='|' read -r -a settings <<<"${variants:- }"
@@ -84,4 +86,14 @@ for ((r = 1; r <= repeats; r++)); do
   done
   if [ "${PEERS:-1}" != 0 ]; then run_mpi; run_gloo; fi
 done
+return $status
+}
+
+# Everything goes to the terminal and to a log, which the summary then reads (medians over
+# the repeats, ratios to the peers repeat by repeat: tsr-cluster-summary).
+set +e
+sweep "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+[ ! -x "$build/bin/tsr-cluster-summary" ] || "$build/bin/tsr-cluster-summary" "$log"
 exit $status
