@@ -3,7 +3,8 @@
 # (../shared/tools/netcluster.sh: network namespaces tsr0..tsrN-1, links shaped to RATE, e.g.
 # 1gbit), in one run: Tessera's tsr-bench, then Open MPI's MPI_Allreduce and PyTorch's gloo
 # (the peer benchmarks of ../shared/tools, same sizes and output format) when installed.
-# The cluster is always torn down, even on failure or Ctrl-C.
+# The cluster is always torn down, even on failure or Ctrl-C. At the end, tsr-cluster-summary
+# prints each run's median bus bandwidth over the repeats and its ratio to each peer.
 #
 # Environment: SIZES_MIB (default 4,16,64), REPEATS (default 1: each benchmark runs REPEATS
 # times, interleaved), PEERS=0 to skip the peers, BENCH_TIMEOUT_S (default 480, per run),
