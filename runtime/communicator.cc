@@ -102,7 +102,14 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   if (layout.isOk()) torusGrid_ = layout.value().grid;
   else torusWhyNot_ = layout.status().message();
   torusAcrossHosts_ = layout.isOk() && shape.value().hostAxis;
-  SelectorSetup setup{rank_, size_, dense_, torusGrid_, torusWhyNot_, {}, config.get("TSR_ALGO")};
+  // The communicator's own dense collectives (host buffers) may reduce on arrival; decided
+  // from the host map, which every rank has, so the ring's plans agree everywhere. Not
+  // denseOptions(): the compressed algorithms also run plans on device buffers.
+  const std::string arrival = config.get("TSR_ARRIVAL_REDUCE");
+  bool hostPerRank = static_cast<int>(hostMap.hosts.size()) == size_;
+  hostDense_ = dense_;
+  hostDense_.reduceOnArrival = arrival == "on" || (arrival == "auto" && hostPerRank);
+  SelectorSetup setup{rank_, size_, hostDense_, torusGrid_, torusWhyNot_, {}, config.get("TSR_ALGO")};
   setup.shape.size = size_;
   setup.shape.hosts = static_cast<int>(hostMap.hosts.size());
   for (int n : hostMap.localSize) setup.shape.ranksPerHost = std::max(setup.shape.ranksPerHost, n);
@@ -248,7 +255,7 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   switch (kind) {
     case kAllreducePlan: plan = selector_->allreduce(count, dtype, op); break;
     case kAllgatherPlan: plan = selector_->allgather(count, dtype); break;
-    case kReduceScatterPlan: plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, dense_); break;
+    case kReduceScatterPlan: plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, hostDense_); break;
     case kBroadcastPlan: plan = algorithms::binomialBroadcastPlan(rank_, size_, root, count, dtype, dense_); break;
     case kBarrierPlan: plan = algorithms::disseminationBarrierPlan(rank_, size_); break;
   }

@@ -81,6 +81,9 @@ class Communicator {
                                 void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
   // This communicator's ring order and chunking, for plan builders outside it.
   const algorithms::DenseOptions& denseOptions() const { return dense_; }
+  // The options of this communicator's own dense collectives (host buffers only): dense_
+  // plus whether the ring reduces on arrival (TSR_ARRIVAL_REDUCE).
+  const algorithms::DenseOptions& hostDenseOptions() const { return hostDense_; }
   // Hosts: hostOf(r) is rank r's hostname, hostIdOf(r) its machine identity (same value =
   // same machine).
   const std::string& hostIdOf(int rank) const { return hostIds_.at(rank); }
@@ -141,6 +144,7 @@ class Communicator {
   std::vector<std::string> hostIds_;
   Config config_;
   algorithms::DenseOptions dense_;
+  algorithms::DenseOptions hostDense_;  // dense_ for this communicator's own collectives (host buffers)
   std::vector<std::vector<int>> torusGrid_;  // empty when the job has no torus shape
   std::string torusWhyNot_;                  // why not, for the fallback message
   bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)

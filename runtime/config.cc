@@ -75,6 +75,10 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
        "pipelining chunk of ring and tree collectives"},
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
+      {"TSR_ARRIVAL_REDUCE", ValueKind::kEnum, "auto", "auto|on|off",
+       "ring reduce-scatter chunks are reduced straight from UCX's receive buffer (UCX active "
+       "messages; no staging copy, no window): on, off, or auto = on when no two ranks share a "
+       "host; must be the same on every rank"},
       {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus|hier|rabenseifner|doubling|bruck|shm",
        "force an algorithm: allreduce ring, torus, hier (two-level), rabenseifner, doubling or shm "
        "(1 B..4 KiB through shared memory, every rank on one host); all-gather "

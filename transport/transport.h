@@ -26,6 +26,13 @@ struct Completion {
   void* handle = nullptr;  // transport's in-flight request, null once done
 };
 
+// Takes a message where it lands (the consumer path below): consume() runs inside progress(),
+// with exactly the bytes the receive asked for, and must not keep `data`.
+struct Consumer {
+  virtual ~Consumer() = default;
+  virtual void consume(const void* data) = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -41,6 +48,21 @@ class Transport {
                       Completion* completion) = 0;
   virtual Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
                       MemoryType type, Completion* completion) = 0;
+  // The consumer path: a message sent with sendToConsumer is matched (peer, tag) by a
+  // recvToConsumer, whose consumer gets the bytes straight from the transport's receive
+  // buffer, with no copy into a buffer of ours (a message that comes first is kept aside
+  // until its receive is posted). A message of another length completes the receive without
+  // consuming, its length in Completion::bytes. Both sides must use the path for a message.
+  virtual Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes,
+                                Completion* completion) {
+    (void)peer, (void)tag, (void)buffer, (void)bytes, (void)completion;
+    return Status(Code::kNotSupported, "this transport has no consumer path");
+  }
+  virtual Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer,
+                                Completion* completion) {
+    (void)peer, (void)tag, (void)bytes, (void)consumer, (void)completion;
+    return Status(Code::kNotSupported, "this transport has no consumer path");
+  }
   // Asks an in-flight operation to stop; its completion then reports an error.
   virtual void cancel(Completion* completion) = 0;
 

@@ -56,7 +56,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance() {
   applyDefaults(config);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;  // AM: the consumer path
   params.mt_workers_shared = 1;
   ucp_context_h handle = nullptr;
   st = ucp_init(&params, config, &handle);

@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "transport/tag.h"
 #include "transport/ucx_context.h"
+#include "transport/ucx_internal.h"
 
 namespace tsr::transport {
 
@@ -23,6 +24,20 @@ ucp_worker_h asWorker(void* w) { return static_cast<ucp_worker_h>(w); }
 std::string ucsError(const char* what, ucs_status_t st) {
   return std::string(what) + ": " + ucs_status_string(st);
 }
+
+void onRecvDone(void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
+  auto* c = static_cast<Completion*>(user);
+  c->status = fromUcs(st, "receive");
+  if (st == UCS_OK && info) {
+    c->bytes = info->length;
+    c->tag = info->sender_tag;
+  }
+  c->done = true;
+  c->handle = nullptr;
+  ucp_request_free(request);
+}
+
+}  // namespace
 
 Status fromUcs(ucs_status_t st, const std::string& what) {
   if (st == UCS_OK) return Status::ok();
@@ -42,20 +57,6 @@ void onSendDone(void* request, ucs_status_t st, void* user) {
   c->handle = nullptr;
   ucp_request_free(request);
 }
-
-void onRecvDone(void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
-  auto* c = static_cast<Completion*>(user);
-  c->status = fromUcs(st, "receive");
-  if (st == UCS_OK && info) {
-    c->bytes = info->length;
-    c->tag = info->sender_tag;
-  }
-  c->done = true;
-  c->handle = nullptr;
-  ucp_request_free(request);
-}
-
-}  // namespace
 
 UcxTransport::UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context)
     : rank_(rank), size_(size), context_(std::move(context)) {}
@@ -87,6 +88,7 @@ Status UcxTransport::init() {
   address_.assign(reinterpret_cast<const char*>(addr), len);
   ucp_worker_release_address(worker, addr);
 
+  TSR_RETURN_IF_ERROR(setUpConsumerPath());
   st = ucp_worker_get_efd(worker, &workerFd_);
   if (st != UCS_OK) return Status(Code::kTransport, ucsError("ucp_worker_get_efd", st));
   wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -200,6 +202,7 @@ void UcxTransport::markPeerFailed(int peer, const std::string& why) {
   peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) +
                                                     " lost its connection to rank " +
                                                     std::to_string(peer) + " (" + why + ")");
+  failConsumerRecvs(peer, peerStatus_[peer]);  // UCX has no request of ours to fail for them
   log::get("transport")->log(closing_ ? spdlog::level::debug : spdlog::level::warn, "{}",
                               peerStatus_[peer].message());
 }
@@ -295,6 +298,7 @@ Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer
 
 void UcxTransport::cancel(Completion* c) {
   if (c->handle) ucp_request_cancel(asWorker(worker_), c->handle);
+  else if (c->posted && !c->done) cancelConsumerRecv(c);
 }
 
 bool UcxTransport::progress() {

@@ -36,6 +36,11 @@ class UcxTransport final : public Transport {
 
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;
+  // The consumer path over UCX active messages (ucx_consumer_path.cc).
+  Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes,
+                        Completion* completion) override;
+  Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer,
+                        Completion* completion) override;
   Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
               MemoryType type, Completion* completion) override;
   void cancel(Completion* completion) override;
@@ -63,6 +68,21 @@ class UcxTransport final : public Transport {
   UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context);
   Status init();
   Status checkPeer(int peer, const char* what) const;
+
+  // Consumer path (ucx_consumer_path.cc): receives posted and waiting, messages that came
+  // before their receive (kept aside), both keyed by tag.
+  struct ConsumerRecv {
+    int peer;
+    size_t bytes;
+    Consumer* consumer;
+    Completion* completion;
+  };
+  Status setUpConsumerPath();
+  void onConsumerMessage(uint64_t tag, const void* data, size_t length);
+  bool cancelConsumerRecv(Completion* completion);
+  void failConsumerRecvs(int peer, const Status& why);
+  std::unordered_map<uint64_t, ConsumerRecv> consumerRecvs_;
+  std::unordered_map<uint64_t, std::vector<char>> earlyMessages_;
 
   struct PeerHandlerArg {
     UcxTransport* self;

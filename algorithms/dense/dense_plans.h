@@ -15,6 +15,10 @@ struct DenseOptions {
   size_t chunkBytes = 512 * 1024;  // pipelining unit of the ring and the tree
   int window = 4;                  // receive-and-reduce chunks in flight per rank
   std::vector<int> order;          // ring order; empty = identity
+  // Ring reduce-scatter chunks are reduced where they land in the transport's receive buffer
+  // (PlanOp::onArrival): no staging copy, no staging window, every receive posted at once.
+  // The same on every rank (the communicator decides from the job: TSR_ARRIVAL_REDUCE).
+  bool reduceOnArrival = false;
 };
 
 // allreduce: input and output hold `count` elements; output may equal input.

@@ -2,6 +2,7 @@
 #include "algorithms/dense/ring_phases.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "transport/tag.h"
 
@@ -88,6 +89,18 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
     }
   }
   return lastRecv;
+}
+
+void markReduceOnArrival(Plan& plan, uint32_t from, uint32_t to) {
+  for (uint32_t i = from; i < to; ++i) {
+    PlanOp& op = plan.ops[i];
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecvReduce) op.onArrival = true;
+  }
+}
+
+int stagingSlots(const Layout& L, int size) {
+  size_t receives = static_cast<size_t>(std::max(1, size - 1)) * L.chunks;
+  return static_cast<int>(std::min<size_t>(receives, INT32_MAX));
 }
 
 std::vector<uint32_t> addLocalPrep(Plan& plan, const RingView& ring, const Layout& L, Slot work) {

@@ -62,6 +62,12 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
                                        int window, size_t stagingElems, uint32_t idBase = 0,
                                        bool signMerge = false, uint32_t mergeRound = 0,
                                        const std::vector<uint32_t>& localReady = {});
+// Marks the reduce-scatter's transfers among ops [from, to) to be reduced on arrival
+// (PlanOp::onArrival). The phase must have been built with a window of stagingSlots(): one
+// slot per receive, so no receive waits for another's staging.
+void markReduceOnArrival(Plan& plan, uint32_t from, uint32_t to);
+// Receives of a reduce-scatter phase over L: a window that large never reuses a slot.
+int stagingSlots(const Layout& L, int size);
 // One kLocal op per non-empty chunk of the layout, listed in the order the reduce-scatter
 // first needs them (the block sent first, then the block merged first, ...). Returns the ops
 // indexed [blockId * L.chunks + chunk] (kNone for empty chunks), for addReduceScatter.

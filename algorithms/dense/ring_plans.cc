@@ -36,9 +36,13 @@ Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count
     Layout L{0, count, esize, 0};
     L.chunks = chunksPerBlock(balancedPart(count, size, 0).count, esize, options.chunkBytes, size);
     size_t stagingElems = maxChunkElems(L, size);
-    int window = std::max(1, options.window);
-    plan->scratchBytes = window * stagingElems * esize;
+    // On arrival: no staging (the window only keeps receives from waiting on each other).
+    bool arrival = options.reduceOnArrival;
+    int window = arrival ? stagingSlots(L, size) : std::max(1, options.window);
+    plan->scratchBytes = arrival ? 0 : window * stagingElems * esize;
+    uint32_t rsFirst = static_cast<uint32_t>(plan->ops.size());
     auto own = addReduceScatter(*plan, ring, L, Slot::kOutput, copy, 0, window, stagingElems);
+    if (arrival) markReduceOnArrival(*plan, rsFirst, static_cast<uint32_t>(plan->ops.size()));
     std::vector<uint32_t> prev(L.chunks, kNone);
     // RS send of (k, c) reads the block that AG step k overwrites: find them to order them.
     std::vector<std::vector<uint32_t>> sendAt(size, std::vector<uint32_t>(L.chunks, kNone));
@@ -98,11 +102,14 @@ Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t c
   // The blocks are equal (count each), so the work area is a scratch copy of the input.
   Layout L{0, total, esize, chunksPerBlock(count, esize, options.chunkBytes, size)};
   size_t stagingElems = size > 1 ? maxChunkElems(L, size) : 0;
-  int window = std::max(1, options.window);
+  bool arrival = options.reduceOnArrival;  // as in ringAllreducePlan
+  int window = arrival ? stagingSlots(L, size) : std::max(1, options.window);
   size_t workBytes = total * esize;
-  plan->scratchBytes = workBytes + window * stagingElems * esize;
+  plan->scratchBytes = workBytes + (arrival ? 0 : window * stagingElems * esize);
   uint32_t copy = addCopy(*plan, Slot::kScratch, 0, Slot::kInput, 0, total);
+  uint32_t rsFirst = static_cast<uint32_t>(plan->ops.size());
   auto own = addReduceScatter(*plan, ring, L, Slot::kScratch, copy, workBytes, window, stagingElems);
+  if (arrival) markReduceOnArrival(*plan, rsFirst, static_cast<uint32_t>(plan->ops.size()));
   std::vector<uint32_t> deps;
   for (uint32_t d : own)
     if (d != kNone) deps.push_back(d);

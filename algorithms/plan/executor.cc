@@ -25,6 +25,7 @@ PlanExecutor::PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers,
   const Plan& p = *plan_;
   const size_t ops = p.ops.size(), recvPeers = p.recvPeers.size();
   completions_.resize(ops + recvPeers + p.sendPeers.size());
+  if (p.reducesOnArrival) arrivals_.resize(ops);
   myHeader_ = headerOf(p, id);
   bool ownScratch = !buffers_.scratch && p.scratchBytes > 0 && buffers_.memory == transport::MemoryType::kHost;
   // Block layout (64-byte aligned parts): header slots, scratch, op index lists, in_.
@@ -112,6 +113,7 @@ Status PlanExecutor::start() {
 Status PlanExecutor::post(uint32_t index, bool plain) {
   const PlanOp& op = plan_->ops[index];
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
+  if (op.onArrival) return postOnArrival(index);
   int32_t slot = plan_->peerSlot[index];
   if (!plain && slot >= 0 && inlinable(index)) {
     if (op.kind == OpKind::kSend) return sendInline(index, static_cast<size_t>(slot));
@@ -274,7 +276,8 @@ Status PlanExecutor::collect() {
                                          std::to_string(op.peer) + " sent " +
                                          std::to_string(c.bytes) + " bytes where " +
                                          std::to_string(expected) + " were expected (count or dtype differ)");
-    if (op.kind == OpKind::kRecvReduce || op.kind == OpKind::kRecvMerge)
+    // Reduced on arrival: the transport has already handed the message to arrivals_.
+    if ((op.kind == OpKind::kRecvReduce && !op.onArrival) || op.kind == OpKind::kRecvMerge)
       TSR_RETURN_IF_ERROR(finishLocal(index));
     markDone(index);
   }

@@ -104,6 +104,9 @@ class PlanExecutor final : public Task {
   void land(uint32_t index, size_t slot);
   Status sendInline(uint32_t index, size_t slot);
   bool inlinable(uint32_t index) const;
+  // An onArrival send or receive-and-reduce through the transport's consumer path
+  // (executor_arrival.cc).
+  Status postOnArrival(uint32_t index);
   Status fail(Status status);
   Status collect();
 
@@ -144,6 +147,16 @@ class PlanExecutor final : public Task {
   // completions_ (per op, then per peer header) and block_: the header slots ((recv peers +
   // send peers) x kHeaderSlot), the scratch when the run brings none, the index lists, and in_.
   std::vector<transport::Completion> completions_;
+  // Per op of a plan that reduces on arrival (empty otherwise): what its message is reduced
+  // into when the transport hands it over.
+  struct ArrivalReduce : transport::Consumer {
+    void* dst = nullptr;
+    size_t count = 0;
+    DataType dtype = DataType::kF32;
+    ReduceOp op = ReduceOp::kSum;
+    void consume(const void* data) override;
+  };
+  std::vector<ArrivalReduce> arrivals_;
   struct FreeBlock {
     void operator()(void* p) const { std::free(p); }
   };

@@ -33,7 +33,9 @@ WireHeader PlanExecutor::headerOf(const Plan& p, RunIdentity id) {
   h.collective = static_cast<uint8_t>(p.collective);
   h.dtype = static_cast<uint8_t>(p.dtype);
   h.op = static_cast<uint8_t>(p.op);
-  h.algorithmHash = hashName(p.algorithm);
+  // Reducing on arrival changes how the ring's messages travel: ranks that differ there
+  // (TSR_ARRIVAL_REDUCE set differently) are told apart like different algorithms.
+  h.algorithmHash = hashName(p.reducesOnArrival ? p.algorithm + " on arrival" : p.algorithm);
   h.comm = id.comm;
   h.seq = id.seq;
   h.root = p.root;
@@ -54,13 +56,19 @@ Status PlanExecutor::checkHeader(const WireHeader& theirs, int peer) const {
   else if (theirs.root != myHeader_.root) field = "root";
   else if (theirs.algorithmHash != myHeader_.algorithmHash) field = "algorithm";
   if (!field) return Status::ok();
+  // The header carries a hash of the algorithm only: say what makes it differ.
+  std::string hint = std::string(field) == "algorithm"
+                         ? "; this rank runs " + plan_->algorithm + (plan_->reducesOnArrival ? " reducing on arrival" : "") +
+                               " (TSR_ALGO and TSR_ARRIVAL_REDUCE must be the same on every rank)"
+                         : "";
   return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(id_.rank) +
                                      " called " + describeHeader(myHeader_) + " but rank " +
                                      std::to_string(peer) + " called " + describeHeader(theirs) +
-                                     " (collective #" + std::to_string(id_.seq) + ")");
+                                     " (collective #" + std::to_string(id_.seq) + ")" + hint);
 }
 
 bool PlanExecutor::inlinable(uint32_t index) const {
+  if (plan_->ops[index].onArrival) return false;  // the consumer path carries no header
   size_t bytes = plan_->ops[index].count * dataTypeSize(plan_->dtype);
   return bytes > 0 && bytes <= kInlineBytes && buffers_.memory == transport::MemoryType::kHost;
 }

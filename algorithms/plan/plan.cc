@@ -29,8 +29,13 @@ Status Plan::finalize() {
   recvPeers.clear();
   firstSendOp.clear();
   firstRecvOp.clear();
+  reducesOnArrival = false;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const PlanOp& op = ops[i];
+    if (op.onArrival && op.kind != OpKind::kSend && op.kind != OpKind::kRecvReduce)
+      return Status(Code::kInternal, algorithm + " plan: op " + std::to_string(i) +
+                                         " reduces on arrival but is neither a send nor a receive-and-reduce");
+    reducesOnArrival |= op.onArrival;
     for (uint32_t d : op.deps) {
       if (d >= i)
         return Status(Code::kInternal, algorithm + " plan: op " + std::to_string(i) +

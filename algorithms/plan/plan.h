@@ -50,6 +50,10 @@ struct PlanOp {
   uint32_t mergeB = 0;    // recv-merge: workers behind the local bits
   uint32_t mergeRound = 0;  // recv-merge: phase of the plan, so a word merged twice by one
                             // rank (torus: row, then column) draws fresh random bits
+  // send / recv-reduce: the pair goes to the transport's consumer path (transport.h): the
+  // receiver reduces the message into dst where it lands, with no staging copy. Set on both
+  // sides by the builder (DenseOptions::reduceOnArrival), so they always agree.
+  bool onArrival = false;
   std::vector<uint32_t> deps;
 };
 
@@ -83,6 +87,7 @@ struct Plan {
   std::vector<uint32_t> firstSendOp;
   std::vector<uint32_t> firstRecvOp;
   std::vector<int32_t> peerSlot;  // per op: its peer's index above if it is that first one, else -1
+  bool reducesOnArrival = false;  // some op has onArrival
 
   // Adds an op and returns its index.
   uint32_t add(PlanOp op);

@@ -3,6 +3,7 @@
 // awkward counts 0, 1, N-1, N+1 and 2^20+3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -104,6 +105,41 @@ TEST_P(DensePlans, AllgatherReduceScatterBroadcastBarrier) {
   std::vector<std::shared_ptr<Plan>> barrier;
   for (int r = 0; r < n; ++r) barrier.push_back(disseminationBarrierPlan(r, n).take());
   for (const Status& s : runAll(world, barrier, std::vector<RunBuffers>(n))) ASSERT_TRUE(s.isOk());
+}
+
+// Reducing on arrival: no staging scratch, and a transfer goes through the consumer path on
+// both sides or on neither (else a message would wait for a receive that never matches it).
+TEST_P(DensePlans, RingOnArrivalNeedsNoStagingAndBothSidesAgree) {
+  int n = GetParam();
+  DenseOptions opts;
+  opts.chunkBytes = 1024;
+  opts.reduceOnArrival = true;
+  for (bool reduceScatter : {false, true}) {
+    std::vector<std::shared_ptr<Plan>> plans;
+    for (int r = 0; r < n; ++r) {
+      auto p = reduceScatter ? ringReduceScatterPlan(r, n, 5000, DataType::kF32, ReduceOp::kSum, opts)
+                             : ringAllreducePlan(r, n, 5000, DataType::kF32, ReduceOp::kSum, opts);
+      ASSERT_TRUE(p.isOk()) << p.status().toString();
+      plans.push_back(p.take());
+      EXPECT_EQ(plans[r]->scratchBytes, reduceScatter ? 5000u * n * 4 : 0u) << "rank " << r;
+      EXPECT_EQ(plans[r]->reducesOnArrival, n > 1) << "rank " << r;
+    }
+    size_t marked = 0;
+    for (int r = 0; r < n; ++r)
+      for (const PlanOp& op : plans[r]->ops) {
+        if (op.kind == OpKind::kRecvReduce) EXPECT_TRUE(op.onArrival) << "rank " << r << " msg " << op.msgId;
+        if (op.kind != OpKind::kSend) continue;
+        const auto& theirs = plans[op.peer]->ops;
+        auto match = std::find_if(theirs.begin(), theirs.end(), [&](const PlanOp& o) {
+          return o.kind != OpKind::kSend && o.peer == r && o.msgId == op.msgId;
+        });
+        ASSERT_NE(match, theirs.end()) << "rank " << r << " msg " << op.msgId;
+        EXPECT_EQ(match->onArrival, op.onArrival) << "rank " << r << " -> " << op.peer << " msg " << op.msgId;
+        EXPECT_EQ(op.onArrival, match->kind == OpKind::kRecvReduce);
+        marked += op.onArrival;
+      }
+    EXPECT_EQ(marked > 0, n > 1);
+  }
 }
 
 TEST_P(DensePlans, MismatchedCountIsReportedOnBothSides) {
