@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "base/dtype.h"
@@ -35,13 +36,21 @@ struct Arith {
   static T max(T a, T b) { return a < b ? b : a; }
 };
 
+// src may sit at any address: a message is reduced where it landed in the transport's
+// receive buffer (reduce on arrival), behind headers of odd lengths. Loaded through memcpy,
+// which the compiler turns into plain (unaligned) loads, vectorized as before.
 template <typename T, typename F>
-void binaryLoop(T* __restrict dst, const T* __restrict src, size_t n, F f) {
-  for (size_t i = 0; i < n; ++i) dst[i] = f(dst[i], src[i]);
+void binaryLoop(T* __restrict dst, const void* __restrict src, size_t n, F f) {
+  const auto* bytes = static_cast<const unsigned char*>(src);
+  for (size_t i = 0; i < n; ++i) {
+    T s;
+    std::memcpy(&s, bytes + i * sizeof(T), sizeof(T));
+    dst[i] = f(dst[i], s);
+  }
 }
 
 template <typename T>
-void reduceTyped(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp op) {
+void reduceTyped(T* __restrict dst, const void* __restrict src, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::sum(a, b); }); return;
@@ -52,7 +61,7 @@ void reduceTyped(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp 
 }
 
 template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
-void reduceHalf(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n, ReduceOp op) {
+void reduceHalf(uint16_t* __restrict dst, const void* __restrict src, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
@@ -75,24 +84,24 @@ void reduceHalf(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t
 inline void reduceLoop(void* dst, const void* src, size_t n, DataType dtype, ReduceOp op) {
   switch (dtype) {
     case DataType::kF32:
-      reduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
+      reduceTyped(static_cast<float*>(dst), src, n, op);
       return;
     case DataType::kF64:
-      reduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
+      reduceTyped(static_cast<double*>(dst), src, n, op);
       return;
     case DataType::kI32:
-      reduceTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op);
+      reduceTyped(static_cast<int32_t*>(dst), src, n, op);
       return;
     case DataType::kI64:
-      reduceTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op);
+      reduceTyped(static_cast<int64_t*>(dst), src, n, op);
       return;
     case DataType::kF16:
       reduceHalf<f16ToFloat, floatToF16>(static_cast<uint16_t*>(dst),
-                                         static_cast<const uint16_t*>(src), n, op);
+                                         src, n, op);
       return;
     case DataType::kBF16:
       reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst),
-                                           static_cast<const uint16_t*>(src), n, op);
+                                           src, n, op);
       return;
   }
 }

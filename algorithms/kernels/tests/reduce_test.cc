@@ -51,6 +51,16 @@ void checkTyped(DataType dtype) {
         reduceInto(got.data(), b.data(), n, dtype, op);
         ASSERT_TRUE(n == 0 || std::memcmp(got.data(), want.data(), n * sizeof(T)) == 0)
             << dataTypeName(dtype) << " " << reduceOpName(op) << " n=" << n;
+        // The source at any byte offset (a message reduced where it landed in the
+        // transport's buffer): the same bits (UBSan checks the loads in its build).
+        for (size_t shift = 1; shift < sizeof(T); ++shift) {
+          std::vector<unsigned char> odd(n * sizeof(T) + shift);
+          if (n) std::memcpy(odd.data() + shift, b.data(), n * sizeof(T));
+          got = a;
+          reduceInto(got.data(), odd.data() + shift, n, dtype, op);
+          ASSERT_TRUE(n == 0 || std::memcmp(got.data(), want.data(), n * sizeof(T)) == 0)
+              << dataTypeName(dtype) << " " << reduceOpName(op) << " n=" << n << " source off by " << shift;
+        }
       });
     }
   }
@@ -73,10 +83,15 @@ void checkHalf(DataType dtype) {
     }
     for (ReduceOp op : kOps) {
       forEachIsa([&](Isa) {
-        std::vector<uint16_t> got = a;
+        std::vector<uint16_t> got = a, shifted = a;
         reduceInto(got.data(), b.data(), n, dtype, op);
-        for (size_t i = 0; i < n; ++i)
+        std::vector<unsigned char> odd(2 * n + 1);  // the source off by one byte
+        if (n) std::memcpy(odd.data() + 1, b.data(), 2 * n);
+        reduceInto(shifted.data(), odd.data() + 1, n, dtype, op);
+        for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(got[i], FromF(refOp(ToF(a[i]), ToF(b[i]), op))) << i << " " << reduceOpName(op);
+          ASSERT_EQ(shifted[i], got[i]) << i << " " << reduceOpName(op) << ", source off by one byte";
+        }
       });
     }
   }
