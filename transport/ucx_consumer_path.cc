@@ -101,15 +101,8 @@ Status UcxTransport::sendToConsumer(int peer, uint64_t tag, const void* buffer, 
   param.memory_type = UCS_MEMORY_TYPE_HOST;
   ucs_status_ptr_t req = ucp_am_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), kConsumerAmId,
                                          &c->tag, sizeof c->tag, buffer, bytes, &param);
-  bytesSent_.store(bytesSent_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-  if (req == nullptr) {
-    c->done = true;
-  } else if (UCS_PTR_IS_ERR(req)) {
-    c->done = true;
-    c->status = fromUcs(UCS_PTR_STATUS(req), "send to rank " + std::to_string(peer));
-  } else {
-    c->handle = req;
-  }
+  countSent(bytes);
+  trackSend(req, c, peer);
   return Status::ok();
 }
 

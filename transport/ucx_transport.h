@@ -77,6 +77,10 @@ class UcxTransport final : public Transport {
     Consumer* consumer;
     Completion* completion;
   };
+  // A send just handed to UCX: counted in bytesSent(), and its request (done at once, failed,
+  // or in flight) recorded in c.
+  void countSent(size_t bytes);
+  void trackSend(void* request, Completion* c, int peer);
   Status setUpConsumerPath();
   void onConsumerMessage(uint64_t tag, const void* data, size_t length);
   bool cancelConsumerRecv(Completion* completion);

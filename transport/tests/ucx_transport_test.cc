@@ -7,34 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "transport/tag.h"
+#include "transport/tests/ucx_world.h"
 
 namespace tsr::transport {
 namespace {
 
-std::vector<std::unique_ptr<UcxTransport>> makeWorld(int n) {
-  std::vector<std::unique_ptr<UcxTransport>> world;
-  std::vector<std::string> addresses;
-  for (int r = 0; r < n; ++r) {
-    auto t = UcxTransport::create(r, n);
-    EXPECT_TRUE(t.isOk()) << t.status().toString();
-    addresses.push_back(t.value()->localAddress());
-    world.push_back(t.take());
-  }
-  for (auto& t : world) EXPECT_TRUE(t->connect(addresses).isOk());
-  return world;
-}
-
-bool progressUntil(std::vector<std::unique_ptr<UcxTransport>>& world,
-                   std::initializer_list<Completion*> completions) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (auto& t : world) t->progress();
-    bool all = true;
-    for (auto* c : completions) all = all && c->done;
-    if (all) return true;
-  }
-  return false;
-}
+using testing::makeWorld;
+using testing::progressUntil;
 
 TEST(UcxTransport, SendsAndReceivesSmallAndLargeMessages) {
   auto world = makeWorld(2);
