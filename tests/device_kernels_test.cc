@@ -170,8 +170,9 @@ TEST(CudaStepKernels, CodecKernelsMatchHostBitForBit) {
     cudaFree(p);
 }
 
-// Two-level Marsit's kernels: the f16 intra-host average (reduce, divide), the cast residual
-// (an overflowing element keeps 0) and a row block's sign words at its place (firstWord).
+// Two-level kernels: the f16 intra-host average (reduce, divide, and both keeping what they
+// drop), the cast residual (an overflowing element keeps 0) and a row block's sign words at
+// its place (firstWord).
 TEST(CudaStepKernels, TwoLevelKernelsMatchHostBitForBit) {
   auto cuda = algorithms::openCudaStepKernels();
   if (!cuda.isOk()) GTEST_SKIP() << cuda.status().message();
@@ -195,6 +196,14 @@ TEST(CudaStepKernels, TwoLevelKernelsMatchHostBitForBit) {
   ASSERT_TRUE(host.divide(a.data(), n, DataType::kF16, 3).isOk());
   ASSERT_TRUE(dev.divide(da, n, DataType::kF16, 3).isOk());
   EXPECT_EQ(fromDevice(da, n), a);
+  std::vector<float> dropped(n, 0.0f);
+  float* ddropped = toDevice(dropped);
+  ASSERT_TRUE(host.reduceF16KeepingDropped(a.data(), b.data(), n, dropped.data()).isOk());
+  ASSERT_TRUE(dev.reduceF16KeepingDropped(da, db, n, ddropped).isOk());
+  ASSERT_TRUE(host.averageF16KeepingDropped(a.data(), n, 3, dropped.data()).isOk());
+  ASSERT_TRUE(dev.averageF16KeepingDropped(da, n, 3, ddropped).isOk());
+  EXPECT_EQ(fromDevice(da, n), a);
+  EXPECT_EQ(std::memcmp(fromDevice(ddropped, n).data(), dropped.data(), n * sizeof(float)), 0);
   const kernels::RngStream rng{0x5eed, 1, 4};
   std::vector<uint64_t> words((n + 63) / 64);
   uint64_t* dwords = toDevice(words);
@@ -203,7 +212,7 @@ TEST(CudaStepKernels, TwoLevelKernelsMatchHostBitForBit) {
   ASSERT_TRUE(badDev.isOk()) << badDev.status().toString();
   EXPECT_EQ(badHost.value(), badDev.value());
   EXPECT_EQ(fromDevice(dwords, words.size()), words);
-  for (void* p : std::initializer_list<void*>{dx, dr, da, db, dwords}) cudaFree(p);
+  for (void* p : std::initializer_list<void*>{dx, dr, da, db, ddropped, dwords}) cudaFree(p);
 }
 
 }  // namespace

@@ -91,6 +91,7 @@ Status setUpTwoLevel(CompressedState& s, runtime::Communicator& comm, DataType i
   h->work.resize(s.count);
   h->intraResidual.assign(s.count, 0.0f);
   h->nextResidual.assign(s.count, 0.0f);
+  if (intraType == DataType::kF16) h->dropped.assign(h->padded, 0.0f);
   h->intraBuffer.assign((h->padded * dataTypeSize(intraType) + 7) / 8, 0);
   h->shard.resize(h->shardReal);
   h->block.assign(h->shardCount, 0.0f);

@@ -13,8 +13,8 @@
 // Accounting: the EF error e of a shard is in units of a host average, so what this rank
 // keeps back, in units of its own contribution, is q + X e (e placed at the shard):
 //   N * result + sum_r residual'_r = sum_r (g_r + residual_r)
-// up to f32 rounding and, with intra=fp16, the rounding of the f16 partial sums inside the
-// host ring (the cast itself is kept in q).
+// up to f32 rounding, with intra=fp16 too: q keeps what the cast dropped and what this rank's
+// f16 sums and division in the host ring rounded away (RunBuffers::droppedRounding).
 #pragma once
 
 #include <memory>
@@ -37,6 +37,8 @@ struct CompressedHier {
   size_t shardReal = 0;                     // its elements below count (the rest is padding)
   std::vector<float> work;                  // g + q, count
   std::vector<float> intraResidual, nextResidual;  // q and the step's q' (committed at the end)
+  std::vector<float> dropped;               // padded (intra=fp16): what the host ring's f16 sums
+                                            // and division rounded away, added to q' at the end
   std::vector<uint64_t> intraBuffer;        // padded elements of intraType
   std::vector<float> shard;                 // shardReal: this rank's block of the host average
   std::vector<float> block, result;         // shardCount (decoded average); padded (gathered)

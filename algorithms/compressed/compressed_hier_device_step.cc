@@ -14,6 +14,8 @@ Status CompressedHierDevice::create(const std::shared_ptr<algorithms::StepKernel
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.work, vec, who, "g + q"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.intraResidual, vec, who, "f16 cast residual"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.nextResidual, vec, who, "next f16 cast residual"));
+  if (h.intraType == DataType::kF16)
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.dropped, h.padded * sizeof(float), who, "f16 sum rounding"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.intra, h.intraBuffer.size() * 8, who, "intra-host vector"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.rowScratch, h.rowPlan->scratchBytes, who, "row plan scratch"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d.shard, h.shardReal * sizeof(float), who, "shard"));
@@ -50,7 +52,10 @@ algorithms::RunBuffers CompressedHierDeviceStepTask::stageBuffers(Stage stage) {
   CompressedHierDevice& d = *dev.hier;
   algorithms::RunBuffers b;
   switch (stage) {
-    case kIntra: b = {d.intra.as<void>(), d.intra.as<void>(), d.rowScratch.as<void>()}; break;
+    case kIntra:
+      b = {d.intra.as<void>(), d.intra.as<void>(), d.rowScratch.as<void>()};
+      if (h_.intraType == DataType::kF16) b.droppedRounding = d.dropped.as<float>();
+      break;
     case kColumn: b = {dev.mine.as<void>(), dev.all.as<void>(), d.columnScratch.as<void>()}; break;
     default: b = {d.block.as<void>(), d.result.as<void>(), d.rowGatherScratch.as<void>()}; break;
   }
@@ -75,6 +80,7 @@ Status CompressedHierDeviceStepTask::prepareIntra() {
     auto* half = d.intra.as<uint16_t>();
     st = k.castTo(DataType::kF16, work, n, half);
     if (st.isOk() && pad) st = k.zero(half + n, pad * sizeof(uint16_t));  // the last ring left partial sums there
+    if (st.isOk()) st = k.zero(d.dropped.as<void>(), h_.padded * sizeof(float));
     float* next = d.nextResidual.as<float>();
     if (st.isOk()) st = k.castFrom(DataType::kF16, half, n, next);
     if (st.isOk()) st = k.efKeep(work, n, next);  // q' = x - f16(x) (feedback_ops.h's c - decoded)
@@ -154,7 +160,13 @@ Status CompressedHierDeviceStepTask::writeResult() {
   CompressedHierDevice& d = *s.device->hier;
   Status st = s.device->kernels->copy(s.g, d.result.as<float>(), s.count * sizeof(float));
   if (!st.isOk()) return named(st);
-  if (h_.intraType == DataType::kF16) std::swap(d.intraResidual, d.nextResidual);
+  if (h_.intraType == DataType::kF16) {
+    // q' += what the host ring's f16 sums and division dropped (compressed_hier_step.cc).
+    st = s.device->kernels->reduce(d.nextResidual.as<float>(), d.dropped.as<float>(), s.count, DataType::kF32,
+                                   ReduceOp::kSum);
+    if (!st.isOk()) return named(st);
+    std::swap(d.intraResidual, d.nextResidual);
+  }
   return Status::ok();
 }
 

@@ -23,8 +23,8 @@ namespace tsr::compressed {
 
 // A two-level tensor's device arrays (CompressedDevice::create makes them when s.hier is set).
 struct CompressedHierDevice {
-  algorithms::DeviceBlock work, intraResidual, nextResidual, intra, rowScratch, shard, columnScratch, block, result,
-      rowGatherScratch;
+  algorithms::DeviceBlock work, intraResidual, nextResidual, dropped, intra, rowScratch, shard, columnScratch, block,
+      result, rowGatherScratch;
   static Status create(const std::shared_ptr<algorithms::StepKernels>& kernels, const CompressedState& s,
                        const std::string& who, CompressedHierDevice& into);
 };

@@ -16,7 +16,11 @@ CompressedHierStepTask::CompressedHierStepTask(std::shared_ptr<CompressedState> 
 algorithms::RunBuffers CompressedHierStepTask::stageBuffers(Stage stage) {
   CompressedState& s = *state_;
   switch (stage) {
-    case kIntra: return {h_.intraBuffer.data(), h_.intraBuffer.data(), h_.rowScratch.data()};
+    case kIntra: {
+      algorithms::RunBuffers b{h_.intraBuffer.data(), h_.intraBuffer.data(), h_.rowScratch.data()};
+      if (h_.intraType == DataType::kF16) b.droppedRounding = h_.dropped.data();
+      return b;
+    }
     case kColumn: return {s.mine.data(), s.all.data(), h_.columnScratch.data()};
     default: return {h_.block.data(), h_.result.data(), h_.rowGatherScratch.data()};
   }
@@ -33,6 +37,7 @@ Status CompressedHierStepTask::prepareIntra() {
     auto* half = reinterpret_cast<uint16_t*>(h_.intraBuffer.data());
     kernels::castF32ToF16(h_.work.data(), n, half);
     std::fill(half + n, half + h_.padded, uint16_t{0});  // the last ring left partial sums there
+    std::fill(h_.dropped.begin(), h_.dropped.end(), 0.0f);
     kernels::castF16ToF32(half, n, h_.nextResidual.data());
     for (size_t j = 0; j < n; ++j) h_.nextResidual[j] = h_.work[j] - h_.nextResidual[j];
     if (h_.badIndex == n) {
@@ -95,7 +100,12 @@ Status CompressedHierStepTask::averageColumn() {
 Status CompressedHierStepTask::writeResult() {
   CompressedState& s = *state_;
   if (s.count) std::memcpy(s.g, h_.result.data(), s.count * sizeof(float));
-  if (h_.intraType == DataType::kF16) std::swap(h_.intraResidual, h_.nextResidual);
+  if (h_.intraType == DataType::kF16) {
+    // q' = what this rank's cast dropped plus what its f16 sums and division in the host ring
+    // dropped (those elements' sums are short by it; units of the sum, as q).
+    for (size_t j = 0; j < s.count; ++j) h_.nextResidual[j] += h_.dropped[j];
+    std::swap(h_.intraResidual, h_.nextResidual);
+  }
   return Status::ok();
 }
 

@@ -1,5 +1,6 @@
 #include "algorithms/kernels/cast.h"
 
+#include "algorithms/kernels/cast_ops.h"
 #include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/isa.h"
 #include "base/half.h"
@@ -26,6 +27,16 @@ void castF32ToBf16(const float* __restrict in, size_t count, uint16_t* __restric
 void castBf16ToF32(const uint16_t* __restrict in, size_t count, float* __restrict out) {
   if (activeIsa() == Isa::kAvx2) return avx2::castBf16ToF32(in, count, out);
   for (size_t i = 0; i < count; ++i) out[i] = bf16ToFloat(in[i]);
+}
+
+// Scalar: the intra-host vectors are one rank's share of a tensor, and these passes replace
+// plain sums that are not vectorized either (reduceHalf).
+void sumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) {
+  for (size_t i = 0; i < count; ++i) dst[i] = f16SumKeepingDropped(dst[i], src[i], dropped[i]);
+}
+
+void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped) {
+  for (size_t i = 0; i < count; ++i) data[i] = f16AverageKeepingDropped(data[i], divisor, dropped[i]);
 }
 
 }  // namespace tsr::kernels

@@ -102,6 +102,7 @@ Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator
     s->comp.assign(s->hier.shardCount, 0.0f);
     s->shard.resize(s->hier.shardCount);
     s->intraResidual.assign(count, 0.0f);
+    if (s->intraType == DataType::kF16) s->dropped.assign(s->hier.padded, 0.0f);
     s->bits.assign(s->hier.padded / 64, 0);
     s->intraBuffer.assign((s->hier.padded * dataTypeSize(s->intraType) + 7) / 8, 0);
     s->rowScratch = scratchFor(*s->hier.rowReduceScatter);

@@ -28,6 +28,8 @@ Result<std::shared_ptr<MarsitDeviceArrays>> MarsitDeviceArrays::create(std::shar
     TSR_RETURN_IF_ERROR(block(d->intraResidual, s.count * sizeof(float), "f16 cast residual"));
     TSR_RETURN_IF_ERROR(block(d->shard, s.hier.shardCount * sizeof(float), "row block"));
     TSR_RETURN_IF_ERROR(block(d->shardOut, s.hier.shardCount * sizeof(float), "row block estimate"));
+    if (s.intraType == DataType::kF16)
+      TSR_RETURN_IF_ERROR(block(d->dropped, s.hier.padded * sizeof(float), "f16 sum rounding"));
   }
   return d;
 }

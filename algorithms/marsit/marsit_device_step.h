@@ -26,8 +26,9 @@ struct MarsitDeviceArrays {
   std::shared_ptr<algorithms::StepKernels> kernels;
   DeviceBlock comp, work, bits, bitScratch, fullScratch;
   // Two-level only (marsit_hier_device_step.h): the padded intra-host vector (intraType) and
-  // its plan's scratch, what the f16 cast dropped (count floats), the row block's s' and G.
-  DeviceBlock intra, rowScratch, intraResidual, shard, shardOut;
+  // its plan's scratch, what the f16 cast, sums and division dropped (count floats), the row
+  // block's s' and G, and the host ring's f16 rounding of this step (padded floats).
+  DeviceBlock intra, rowScratch, intraResidual, shard, shardOut, dropped;
   static Result<std::shared_ptr<MarsitDeviceArrays>> create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                            const MarsitState& s);
 };

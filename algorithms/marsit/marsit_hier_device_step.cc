@@ -46,6 +46,7 @@ Status MarsitHierDeviceStepTask::prepareIntra() {
     auto* h = d.intra.as<uint16_t>();
     st = k.castTo(DataType::kF16, work, s.count, h);
     if (st.isOk()) st = k.castResidual(DataType::kF16, work, h, s.count, d.intraResidual.as<float>());
+    if (st.isOk()) st = k.zero(d.dropped.as<void>(), s.hier.padded * sizeof(float));
   } else {
     st = k.copy(d.intra.as<void>(), work, s.count * sizeof(float));
   }
@@ -54,10 +55,21 @@ Status MarsitHierDeviceStepTask::prepareIntra() {
 
 algorithms::RunBuffers MarsitHierDeviceStepTask::intraBuffers() {
   MarsitDeviceArrays& d = *state_->device;
-  return deviceBuffers(d.intra.as<void>(), d.rowScratch.as<void>());
+  algorithms::RunBuffers b = deviceBuffers(d.intra.as<void>(), d.rowScratch.as<void>());
+  if (state_->intraType == DataType::kF16) b.droppedRounding = d.dropped.as<float>();
+  return b;
 }
 
-Status MarsitHierDeviceStepTask::packBlock() { return named(packWhole()); }
+Status MarsitHierDeviceStepTask::packBlock() {
+  MarsitState& s = *state_;
+  MarsitDeviceArrays& d = *s.device;
+  if (s.intraType == DataType::kF16) {  // the host ring's f16 rounding (marsit_hier_step.cc)
+    Status st = d.kernels->reduce(d.intraResidual.as<float>(), d.dropped.as<float>(), s.count, DataType::kF32,
+                                  ReduceOp::kSum);
+    if (!st.isOk()) return named(st);
+  }
+  return named(packWhole());
+}
 
 // s' = s + c on the row block, its scan, sum and sign words (at the block's place).
 Status MarsitHierDeviceStepTask::packWhole() {

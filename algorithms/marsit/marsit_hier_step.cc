@@ -26,6 +26,7 @@ Status MarsitHierStepTask::prepareIntra() {
   // Stage 1: cast to the intra-host type (keeping what the cast drops) and average in the host.
   if (s.intraType == DataType::kF16) {
     auto* h = reinterpret_cast<uint16_t*>(s.intraBuffer.data());
+    std::fill(s.dropped.begin(), s.dropped.end(), 0.0f);
     kernels::castF32ToF16(s.work.data(), s.count, h);
     kernels::castF16ToF32(h, s.count, s.intraResidual.data());
     for (size_t j = 0; j < s.count; ++j) s.intraResidual[j] = s.work[j] - s.intraResidual[j];
@@ -40,12 +41,18 @@ Status MarsitHierStepTask::prepareIntra() {
 
 algorithms::RunBuffers MarsitHierStepTask::intraBuffers() {
   MarsitState& s = *state_;
-  return {s.intraBuffer.data(), s.intraBuffer.data(), s.rowScratch.data()};
+  algorithms::RunBuffers b{s.intraBuffer.data(), s.intraBuffer.data(), s.rowScratch.data()};
+  if (s.intraType == DataType::kF16) b.droppedRounding = s.dropped.data();
+  return b;
 }
 
 // Stage 2: this rank's row block plus its compensation, whole or chunk by chunk.
 Status MarsitHierStepTask::packBlock() {
   MarsitState& s = *state_;
+  // What this rank's f16 sums and division in the host ring dropped (units of the sum, as the
+  // cast residual): the next step sends it again.
+  if (s.intraType == DataType::kF16)
+    for (size_t j = 0; j < s.count; ++j) s.intraResidual[j] += s.dropped[j];
   chunked_ = s.params.chunkedPack;
   coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
   const size_t off = s.hier.shardOffset, n = s.hier.shardCount;

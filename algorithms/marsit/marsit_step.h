@@ -53,13 +53,15 @@ struct MarsitState {
   PiecewisePrepare prep;  // chunked packing's running sum and first bad index
 
   // Two-level (intra=none|fp16; marsit_hier_step.h): comp is then this rank's row block's
-  // compensation (shardCount floats), intraResidual what the f16 cast dropped (count floats).
+  // compensation (shardCount floats), intraResidual what the f16 cast, sums and division
+  // dropped (count floats); dropped (padded, intra=fp16) what this rank's sums and division
+  // in the host ring rounded away, added to intraResidual once the host average is done.
   bool twoLevel = false;
   DataType intraType = DataType::kF32;
   int ranksPerRow = 1;
   HierPlans hier;
   std::vector<uint64_t> intraBuffer, rowScratch;  // padded elements of intraType
-  std::vector<float> intraResidual, shard;
+  std::vector<float> intraResidual, shard, dropped;
 
   bool fullPrecisionStep() const {
     return params.fullPrecisionEvery > 0 && (step + 1) % params.fullPrecisionEvery == 0;

@@ -86,6 +86,13 @@ class CudaStepKernels final : public StepKernels {
       return Status(Code::kNotSupported, std::string("device divide of ") + dataTypeName(dtype) + ": only f32, f16 have a CUDA kernel");
     return launched(kernels::cuda::divideF32(static_cast<float*>(data), count, static_cast<float>(divisor), stream_), "divide");
   }
+  Status reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) override {
+    return launched(kernels::cuda::reduceSumF16KeepingDropped(dst, src, count, dropped, stream_), "reduce keeping dropped");
+  }
+  Status averageF16KeepingDropped(uint16_t* data, size_t count, uint64_t divisor, float* dropped) override {
+    return launched(kernels::cuda::averageF16KeepingDropped(data, count, static_cast<float>(divisor), dropped, stream_),
+                    "average keeping dropped");
+  }
   Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
                    const kernels::RngStream& rng, uint64_t firstWord) override {
     return launched(kernels::cuda::signMerge(v, s, out, words, a, b, rng, firstWord, stream_), "sign merge");

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 
+#include "algorithms/kernels/cast.h"
 #include "algorithms/kernels/reduce.h"
 #include "algorithms/kernels/sign.h"
 #include "transport/tag.h"
@@ -47,6 +48,14 @@ PlanExecutor::PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers,
   readyLocal_.data = words + 3 * ops;
   in_ = reinterpret_cast<PeerIn*>(at + headers + scratch + lists);
   std::uninitialized_value_construct_n(in_, recvPeers);
+}
+
+// Where the rounding of an op's f16 sum or division into the output is kept, or null.
+float* PlanExecutor::droppedAt(const PlanOp& op) const {
+  if (!buffers_.droppedRounding || plan_->dtype != DataType::kF16 || op.dst.slot != Slot::kOutput ||
+      (plan_->op != ReduceOp::kSum && plan_->op != ReduceOp::kAvg))
+    return nullptr;
+  return buffers_.droppedRounding + op.dst.offset / sizeof(uint16_t);
 }
 
 void* PlanExecutor::resolve(const BufferRef& ref) const {
@@ -143,11 +152,15 @@ Status PlanExecutor::finishLocal(uint32_t index) {
       if (bytes && resolve(op.dst) != resolve(op.src)) std::memmove(resolve(op.dst), resolve(op.src), bytes);
       break;
     case OpKind::kReduce:
-      kernels::reduceInto(resolve(op.dst), resolve(op.src), op.count, plan_->dtype, plan_->op);
+    case OpKind::kRecvReduce: {
+      const void* src = resolve(op.kind == OpKind::kReduce ? op.src : op.staging);
+      if (float* dropped = droppedAt(op))
+        kernels::sumF16KeepingDropped(static_cast<uint16_t*>(resolve(op.dst)), static_cast<const uint16_t*>(src),
+                                      op.count, dropped);
+      else
+        kernels::reduceInto(resolve(op.dst), src, op.count, plan_->dtype, plan_->op);
       break;
-    case OpKind::kRecvReduce:
-      kernels::reduceInto(resolve(op.dst), resolve(op.staging), op.count, plan_->dtype, plan_->op);
-      break;
+    }
     case OpKind::kRecvMerge: {
       // Words are keyed by their index in the whole bit vector (and the plan's round), so
       // every rank's merge of a word draws its own, replayable randomness.
@@ -163,7 +176,11 @@ Status PlanExecutor::finishLocal(uint32_t index) {
       break;
     }
     case OpKind::kDivide:
-      kernels::divideInPlace(resolve(op.dst), op.count, plan_->dtype, op.divisor);
+      if (float* dropped = droppedAt(op))
+        kernels::averageF16KeepingDropped(static_cast<uint16_t*>(resolve(op.dst)), op.count,
+                                          static_cast<float>(op.divisor), dropped);
+      else
+        kernels::divideInPlace(resolve(op.dst), op.count, plan_->dtype, op.divisor);
       break;
     case OpKind::kLocal:
       if (!buffers_.local)
@@ -184,10 +201,16 @@ Status PlanExecutor::finishOnDevice(uint32_t index) {
   Status st;
   switch (op.kind) {
     case OpKind::kCopy: st = k.copy(resolve(op.dst), resolve(op.src), bytes); break;
-    case OpKind::kReduce: st = k.reduce(resolve(op.dst), resolve(op.src), op.count, plan_->dtype, plan_->op); break;
-    case OpKind::kRecvReduce:
-      st = k.reduce(resolve(op.dst), resolve(op.staging), op.count, plan_->dtype, plan_->op);
+    case OpKind::kReduce:
+    case OpKind::kRecvReduce: {
+      const void* src = resolve(op.kind == OpKind::kReduce ? op.src : op.staging);
+      if (float* dropped = droppedAt(op))
+        st = k.reduceF16KeepingDropped(static_cast<uint16_t*>(resolve(op.dst)), static_cast<const uint16_t*>(src),
+                                       op.count, dropped);
+      else
+        st = k.reduce(resolve(op.dst), src, op.count, plan_->dtype, plan_->op);
       break;
+    }
     case OpKind::kRecvMerge: {
       auto t0 = std::chrono::steady_clock::now();
       kernels::RngStream rng{buffers_.rngSeed, static_cast<uint32_t>(id_.rank), buffers_.rngStep};
@@ -200,7 +223,12 @@ Status PlanExecutor::finishOnDevice(uint32_t index) {
                                     std::chrono::steady_clock::now() - t0).count();
       break;
     }
-    case OpKind::kDivide: st = k.divide(resolve(op.dst), op.count, plan_->dtype, op.divisor); break;
+    case OpKind::kDivide:
+      if (float* dropped = droppedAt(op))
+        st = k.averageF16KeepingDropped(static_cast<uint16_t*>(resolve(op.dst)), op.count, op.divisor, dropped);
+      else
+        st = k.divide(resolve(op.dst), op.count, plan_->dtype, op.divisor);
+      break;
     case OpKind::kLocal:
       if (!buffers_.local)
         return Status(Code::kInternal, plan_->algorithm + " plan: op " + std::to_string(index) +

@@ -48,6 +48,11 @@ struct RunBuffers {
   std::function<Status(const PlanOp&)> local;
   // memory == kCuda: the kernels of the plan's local math (see `memory`).
   StepKernels* kernels = nullptr;
+  // f16 sum/avg plans (the two-level intra-host average): one float per output element, to
+  // which every sum and division into the output adds what its rounding dropped (units of the
+  // sum), so the caller keeps it as residual. Same memory as the output. Not for plans that
+  // reduce on arrival (the transport's consumer reduces there).
+  float* droppedRounding = nullptr;
 };
 
 // What travels in the per-peer header message (followed by the first payload when inlined).
@@ -91,6 +96,7 @@ class PlanExecutor final : public Task {
 
  private:
   void* resolve(const BufferRef& ref) const;
+  float* droppedAt(const PlanOp& op) const;
   Status post(uint32_t index, bool plain = false);
   Status finishLocal(uint32_t index);
   Status finishOnDevice(uint32_t index);

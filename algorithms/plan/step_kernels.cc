@@ -52,6 +52,16 @@ Status HostStepKernels::divide(void* data, size_t count, DataType dtype, uint64_
   return Status::ok();
 }
 
+Status HostStepKernels::reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) {
+  kernels::sumF16KeepingDropped(dst, src, count, dropped);
+  return Status::ok();
+}
+
+Status HostStepKernels::averageF16KeepingDropped(uint16_t* data, size_t count, uint64_t divisor, float* dropped) {
+  kernels::averageF16KeepingDropped(data, count, static_cast<float>(divisor), dropped);
+  return Status::ok();
+}
+
 Status HostStepKernels::signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
                                   uint32_t b, const kernels::RngStream& rng, uint64_t firstWord) {
   kernels::signMerge(v, s, out, words, a, b, rng, firstWord);

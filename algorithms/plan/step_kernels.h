@@ -55,6 +55,10 @@ class StepKernels {
   // reduce and divide cover f32 and f16 (two-level Marsit's intra-host average).
   virtual Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) = 0;
   virtual Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) = 0;
+  // The f16 sum and average's division of an intra-host average (RunBuffers::droppedRounding),
+  // adding what their rounding dropped to dropped[i] (kernels/cast_ops.h).
+  virtual Status reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) = 0;
+  virtual Status averageF16KeepingDropped(uint16_t* data, size_t count, uint64_t divisor, float* dropped) = 0;
   virtual Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
                            uint32_t b, const kernels::RngStream& rng, uint64_t firstWord) = 0;
 
@@ -127,6 +131,8 @@ class HostStepKernels : public StepKernels {
   Status zero(void* p, size_t bytes) override;
   Status reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) override;
   Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) override;
+  Status reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) override;
+  Status averageF16KeepingDropped(uint16_t* data, size_t count, uint64_t divisor, float* dropped) override;
   Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
                    const kernels::RngStream& rng, uint64_t firstWord) override;
   Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,

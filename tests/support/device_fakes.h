@@ -59,6 +59,16 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     count(divides, {data}, n * dataTypeSize(dtype));
     return HostStepKernels::divide(data, n, dtype, divisor);
   }
+  Status reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t n, float* dropped) override {
+    count(reduces, {dst, src}, n * 2);
+    count(reduces, {dropped}, n * 4, false);
+    return HostStepKernels::reduceF16KeepingDropped(dst, src, n, dropped);
+  }
+  Status averageF16KeepingDropped(uint16_t* data, size_t n, uint64_t divisor, float* dropped) override {
+    count(divides, {data}, n * 2);
+    count(divides, {dropped}, n * 4, false);
+    return HostStepKernels::averageF16KeepingDropped(data, n, divisor, dropped);
+  }
   Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
                    const kernels::RngStream& rng, uint64_t firstWord) override {
     count(merges, {v, s, out}, words * 8);

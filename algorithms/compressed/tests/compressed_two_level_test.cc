@@ -36,7 +36,7 @@ struct Model {
   size_t d = 0;
   bool f16 = false, topk = true;
   double ratio = 0;
-  std::vector<std::vector<float>> q;  // per rank: the f16 cast residual (float, as defined)
+  std::vector<std::vector<float>> q;  // per rank: what its f16 cast, sums and division dropped
   std::vector<std::vector<float>> e;  // per row * X + col: the shard's EF error (float, as EF keeps it)
   size_t x() const { return rows[0].size(); }
   size_t shard() const { return (d + x() - 1) / x(); }
@@ -55,19 +55,34 @@ struct Model {
     G.assign(d, 0.0);
     residual.assign(g.size(), Vec(d, 0.0));
     std::vector<Vec> hostAvg(Y, Vec(d, 0.0));
+    // intra=fp16 with X = 2: one f16 hop, then / 2 in f16, both on the block's owner, which
+    // keeps what they round away (units of the sum) in its residual.
+    std::vector<std::vector<float>> dropped(Y, std::vector<float>(d, 0.0f));
     for (size_t row = 0; row < Y; ++row) {
-      std::vector<float> sum(d, 0.0f);  // intra=fp16 with X = 2: one f16 hop, then / 2 in f16
+      std::vector<float> sum(d, 0.0f);
       for (int r : rows[row])
         for (size_t j = 0; j < d; ++j) {
           float xr = g[r][j] + q[r][j];
           float h = f16 ? viaF16(xr) : xr;
           q[r][j] = xr - h;
-          sum[j] = f16 && X == 2 ? viaF16(sum[j] + h) : sum[j] + h;
-          if (!(f16 && X == 2)) hostAvg[row][j] += static_cast<double>(h) / X;
+          if (f16 && X == 2) {
+            float exact = sum[j] + h;
+            sum[j] = viaF16(exact);
+            dropped[row][j] += exact - sum[j];
+          } else {
+            hostAvg[row][j] += static_cast<double>(h) / X;
+          }
         }
       if (f16 && X == 2)
-        for (size_t j = 0; j < d; ++j) hostAvg[row][j] = viaF16(sum[j] / 2.0f);
+        for (size_t j = 0; j < d; ++j) {
+          float avg = viaF16(sum[j] / 2.0f);
+          dropped[row][j] += sum[j] - 2.0f * avg;
+          hostAvg[row][j] = avg;
+        }
     }
+    for (size_t row = 0; row < Y; ++row)  // the owner's q' (the next step's x = g + q')
+      for (size_t col = 0; col < X; ++col)
+        for (size_t j = 0; j < real(col); ++j) q[rows[row][col]][offset(col) + j] += dropped[row][offset(col) + j];
     for (size_t col = 0; col < X; ++col) {
       const size_t off = offset(col), n = real(col);
       const size_t k = std::max<size_t>(1, static_cast<size_t>(std::ceil(ratio * n)));
@@ -149,10 +164,10 @@ TEST_P(TwoLevel, MatchesTheFloat64SchemeAndConserves) {
   Model model{grid, d, f16, c.compressor == "topk", 0.1, {}, {}};
   model.init(n);
   // f16 sums over more than one hop round in an order the model does not follow: a few f16
-  // ulps of values below 4.
+  // ulps of values below 4. Conservation holds to f32 rounding whatever the order: the f16
+  // casts, sums and division keep what they drop.
   const double tol = f16 && c.perHost > 2 ? 1e-2 : 2e-5;
-  const double amax = 1.0 + 0.25 * n + 1.0;  // |g + q| bound
-  const double conserveTol = 1e-4 * n + (f16 ? c.hosts * c.perHost * c.perHost * std::ldexp(1.0, -11) * amax : 0.0);
+  const double conserveTol = 1e-4 * n;
   for (int s = 0; s < steps; ++s) {
     Vec G;
     std::vector<Vec> residual;

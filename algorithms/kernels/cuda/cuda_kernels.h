@@ -45,6 +45,9 @@ int divideF32(float* data, size_t count, float divisor, void* stream);
 int reduceSumF16(uint16_t* dst, const uint16_t* src, size_t count, void* stream);
 int divideF16(uint16_t* data, size_t count, float divisor, void* stream);
 int castResidual(const float* x, const uint16_t* h, size_t count, bool f16, float* r, void* stream);
+// The same sum and division adding what their rounding dropped to dropped[j] (cast_ops.h).
+int reduceSumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped, void* stream);
+int averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped, void* stream);
 
 // A compressed tensor's device codec (cuda/codec_kernels.cu): the first non-finite index of x
 // into *firstBad (preset to count); out = in * factor.

@@ -84,6 +84,16 @@ __global__ void divideF16Kernel(uint16_t* data, size_t count, float d) {
   if (j < count) data[j] = floatToF16(f16ToFloat(data[j]) / d);
 }
 
+__global__ void sumF16KeepingDroppedKernel(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) {
+  size_t j = threadIndex();
+  if (j < count) dst[j] = f16SumKeepingDropped(dst[j], src[j], dropped[j]);
+}
+
+__global__ void averageF16KeepingDroppedKernel(uint16_t* data, size_t count, float d, float* dropped) {
+  size_t j = threadIndex();
+  if (j < count) data[j] = f16AverageKeepingDropped(data[j], d, dropped[j]);
+}
+
 __global__ void castResidualKernel(const float* x, const uint16_t* h, size_t count, bool f16, float* r) {
   size_t j = threadIndex();
   if (j < count) r[j] = castResidualOf(x[j], h[j], f16);
@@ -145,6 +155,18 @@ int reduceSumF16(uint16_t* dst, const uint16_t* src, size_t count, void* stream)
 int divideF16(uint16_t* data, size_t count, float divisor, void* stream) {
   if (count == 0) return 0;
   divideF16Kernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(data, count, divisor);
+  return launched();
+}
+
+int reduceSumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped, void* stream) {
+  if (count == 0) return 0;
+  sumF16KeepingDroppedKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(dst, src, count, dropped);
+  return launched();
+}
+
+int averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped, void* stream) {
+  if (count == 0) return 0;
+  averageF16KeepingDroppedKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(data, count, divisor, dropped);
   return launched();
 }
 
