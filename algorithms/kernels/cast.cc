@@ -29,13 +29,14 @@ void castBf16ToF32(const uint16_t* __restrict in, size_t count, float* __restric
   for (size_t i = 0; i < count; ++i) out[i] = bf16ToFloat(in[i]);
 }
 
-// Scalar: the intra-host vectors are one rank's share of a tensor, and these passes replace
-// plain sums that are not vectorized either (reduceHalf).
+// The F16C versions (cast_f16c.cc) give exactly the loops below; the tests compare them.
 void sumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) {
+  if (activeIsa() == Isa::kAvx2 && cpuHasF16c()) return avx2::sumF16KeepingDropped(dst, src, count, dropped);
   for (size_t i = 0; i < count; ++i) dst[i] = f16SumKeepingDropped(dst[i], src[i], dropped[i]);
 }
 
 void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped) {
+  if (activeIsa() == Isa::kAvx2 && cpuHasF16c()) return avx2::averageF16KeepingDropped(data, count, divisor, dropped);
   for (size_t i = 0; i < count; ++i) data[i] = f16AverageKeepingDropped(data[i], divisor, dropped[i]);
 }
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "algorithms/kernels/detail/avx2.h"
+#include "algorithms/kernels/cast_ops.h"
 #include "base/half.h"
 
 namespace tsr::kernels::avx2 {
@@ -54,6 +55,61 @@ void castF16ToF32(const uint16_t* in, size_t count, float* out) {
     _mm256_storeu_ps(out + i, f);
   }
   for (; i < count; ++i) out[i] = f16ToFloat(in[i]);
+}
+
+namespace {
+// Lanes where either f16 input is Inf or NaN (all-ones exponent): those blocks take the
+// scalar code, whose NaN bits the instructions would not reproduce.
+bool anySpecial(__m128i a, __m128i b) {
+  const __m128i exp16 = _mm_set1_epi16(0x7c00);
+  __m128i s = _mm_or_si128(_mm_cmpeq_epi16(_mm_and_si128(a, exp16), exp16),
+                           _mm_cmpeq_epi16(_mm_and_si128(b, exp16), exp16));
+  return !_mm_testz_si128(s, s);
+}
+
+// dropped += d in the lanes where d is finite (cast_ops.h adds nothing for an overflow).
+void keepFinite(float* dropped, __m256 d) {
+  const __m256i expMask = _mm256_set1_epi32(0x7f800000);
+  __m256i special = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(d), expMask), expMask);
+  __m256 old = _mm256_loadu_ps(dropped);
+  _mm256_storeu_ps(dropped, _mm256_blendv_ps(_mm256_add_ps(old, d), old, _mm256_castsi256_ps(special)));
+}
+}  // namespace
+
+// Finite f16 inputs: vcvtph2ps is exact, the f32 add and vcvtps2ph (round to nearest even,
+// overflow to Inf) are what f16SumKeepingDropped does.
+void sumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    if (anySpecial(a, b)) {
+      for (size_t j = i; j < i + 8; ++j) dst[j] = f16SumKeepingDropped(dst[j], src[j], dropped[j]);
+      continue;
+    }
+    __m256 sum = _mm256_add_ps(_mm256_cvtph_ps(a), _mm256_cvtph_ps(b));
+    __m128i h = _mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT);
+    keepFinite(dropped + i, _mm256_sub_ps(sum, _mm256_cvtph_ps(h)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < count; ++i) dst[i] = f16SumKeepingDropped(dst[i], src[i], dropped[i]);
+}
+
+void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped) {
+  const __m256 dv = _mm256_set1_ps(divisor);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
+    if (anySpecial(v, v)) {
+      for (size_t j = i; j < i + 8; ++j) data[j] = f16AverageKeepingDropped(data[j], divisor, dropped[j]);
+      continue;
+    }
+    __m256 s = _mm256_cvtph_ps(v);
+    __m128i h = _mm256_cvtps_ph(_mm256_div_ps(s, dv), _MM_FROUND_TO_NEAREST_INT);
+    keepFinite(dropped + i, _mm256_sub_ps(s, _mm256_mul_ps(dv, _mm256_cvtph_ps(h))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(data + i), h);
+  }
+  for (; i < count; ++i) data[i] = f16AverageKeepingDropped(data[i], divisor, dropped[i]);
 }
 
 }  // namespace tsr::kernels::avx2

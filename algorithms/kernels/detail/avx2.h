@@ -35,5 +35,9 @@ void castF32ToBf16(const float* in, size_t count, uint16_t* out);
 void castBf16ToF32(const uint16_t* in, size_t count, float* out);
 void castF32ToF16(const float* in, size_t count, uint16_t* out);
 void castF16ToF32(const uint16_t* in, size_t count, float* out);
+// kernels/cast.h's two-level f16 sum and average keeping what they drop (cast_f16c.cc, F16C
+// too): bit-identical to cast_ops.h per element.
+void sumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped);
+void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped);
 
 }  // namespace tsr::kernels::avx2
