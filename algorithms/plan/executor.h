@@ -45,7 +45,7 @@ struct RunBuffers {
   // When set, time spent in merges is added here (the progress thread is the only writer).
   uint64_t* mergeNanos = nullptr;
   // Runs the plan's kLocal ops (on the progress thread); plans with none leave it empty.
-  std::function<Status(const PlanOp&)> local;
+  std::function<Status(const PlanOp&)> local{};
   // memory == kCuda: the kernels of the plan's local math (see `memory`).
   StepKernels* kernels = nullptr;
   // f16 sum/avg plans (the two-level intra-host average): one float per output element, to

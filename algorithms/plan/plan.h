@@ -41,9 +41,9 @@ struct PlanOp {
   OpKind kind = OpKind::kCopy;
   int peer = -1;          // send / receive partner
   uint32_t msgId = 0;     // send / receive
-  BufferRef dst;          // recv, recv-reduce, copy, reduce, divide
-  BufferRef src;          // send, copy, reduce
-  BufferRef staging;      // recv-reduce: where the message lands before reducing
+  BufferRef dst{};        // recv, recv-reduce, copy, reduce, divide
+  BufferRef src{};        // send, copy, reduce
+  BufferRef staging{};    // recv-reduce: where the message lands before reducing
   size_t count = 0;       // elements
   uint64_t divisor = 1;   // divide: finishes avg
   uint32_t mergeA = 0;    // recv-merge: workers behind the received bits
@@ -54,7 +54,7 @@ struct PlanOp {
   // receiver reduces the message into dst where it lands, with no staging copy. Set on both
   // sides by the builder (DenseOptions::reduceOnArrival), so they always agree.
   bool onArrival = false;
-  std::vector<uint32_t> deps;
+  std::vector<uint32_t> deps{};
 };
 
 // Which collective a plan implements: sent in the header so peers can check arguments.

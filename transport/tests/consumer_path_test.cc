@@ -85,11 +85,15 @@ TEST(ConsumerPath, OtherLengthCompletesWithoutConsuming) {
     Keep keep(2000);
     Completion s, r;
     uint64_t tag = makeDataTag(0, 0, 11, early ? 2 : 1);
-    if (!early) ASSERT_TRUE(world[1]->recvToConsumer(0, tag, 2000, &keep, &r).isOk());
+    if (!early) {
+      ASSERT_TRUE(world[1]->recvToConsumer(0, tag, 2000, &keep, &r).isOk());
+    }
     ASSERT_TRUE(world[0]->sendToConsumer(1, tag, out.data(), out.size(), &s).isOk());
     ASSERT_TRUE(progressUntil(world, {&s}));
     for (int i = 0; i < 1000; ++i) world[1]->progress();
-    if (early) ASSERT_TRUE(world[1]->recvToConsumer(0, tag, 2000, &keep, &r).isOk());
+    if (early) {
+      ASSERT_TRUE(world[1]->recvToConsumer(0, tag, 2000, &keep, &r).isOk());
+    }
     ASSERT_TRUE(progressUntil(world, {&r}));
     EXPECT_EQ(r.bytes, 3000u) << (early ? "early" : "posted");
     EXPECT_EQ(keep.calls, 0) << (early ? "early" : "posted");

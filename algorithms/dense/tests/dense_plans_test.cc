@@ -127,7 +127,9 @@ TEST_P(DensePlans, RingOnArrivalNeedsNoStagingAndBothSidesAgree) {
     size_t marked = 0;
     for (int r = 0; r < n; ++r)
       for (const PlanOp& op : plans[r]->ops) {
-        if (op.kind == OpKind::kRecvReduce) EXPECT_TRUE(op.onArrival) << "rank " << r << " msg " << op.msgId;
+        if (op.kind == OpKind::kRecvReduce) {
+          EXPECT_TRUE(op.onArrival) << "rank " << r << " msg " << op.msgId;
+        }
         if (op.kind != OpKind::kSend) continue;
         const auto& theirs = plans[op.peer]->ops;
         auto match = std::find_if(theirs.begin(), theirs.end(), [&](const PlanOp& o) {

@@ -123,7 +123,9 @@ TEST(PiecewisePrepare, AccountedPiecesGiveTheWholeBlocksScanAndSum) {
       for (auto [begin, end] : pieces) prep.account(work.data(), begin, end);
       EXPECT_EQ(prep.prepared(), real);
       EXPECT_EQ(prep.firstBad(), kernels::firstNonFinite(work.data(), real)) << real;
-      if (!withNan) EXPECT_EQ(prep.sumAbs(work.data()), kernels::sumAbs(work.data(), real)) << real;
+      if (!withNan) {
+        EXPECT_EQ(prep.sumAbs(work.data()), kernels::sumAbs(work.data(), real)) << real;
+      }
     }
   }
 }
@@ -234,7 +236,9 @@ TEST(PipelinedHierPlan, FirstSendWaitsOnlyForItsOwnChunksPack) {
             for (size_t w = 0; w < p.ops[i].count; ++w) ++covered[wordOf(p.ops[i].dst) + w];
           }
         ASSERT_GE(packs.size(), static_cast<size_t>(hosts));  // a column block at least
-        if (count > 10000) ASSERT_GT(packs.size(), static_cast<size_t>(hosts));  // blocks in chunks
+        if (count > 10000) {
+          ASSERT_GT(packs.size(), static_cast<size_t>(hosts));  // blocks in chunks
+        }
         for (size_t w = 0; w < words; ++w)
           ASSERT_EQ(covered[w], w >= first && w < first + shardWords ? 1 : 0) << "word " << w;
         auto sendIt = std::find_if(p.ops.begin(), p.ops.end(), [](const PlanOp& op) { return op.kind == OpKind::kSend; });
