@@ -98,6 +98,10 @@ Status PlanExecutor::start() {
   if (buffers_.memory == transport::MemoryType::kCuda && !buffers_.kernels)
     return fail(Status(Code::kInternal, p.algorithm + " plan on rank " + std::to_string(id_.rank) +
                                             ": device buffers (memory=cuda) but no device kernels to do its local math"));
+  // Reductions on arrival run in the transport's consumer, which keeps no rounding.
+  if (buffers_.droppedRounding && p.reducesOnArrival)
+    return fail(Status(Code::kInternal, p.algorithm + " plan on rank " + std::to_string(id_.rank) +
+                                            ": reduces on arrival, so it cannot keep its rounding (droppedRounding)"));
   // Every header receive takes a header with a payload, whatever this rank's plan expects:
   // a peer whose plan differs is then still heard, and its arguments named.
   for (size_t i = 0; i < p.recvPeers.size(); ++i) {
