@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
+#include "transport/tests/ucx_world.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr::algorithms::testing {
@@ -19,16 +20,7 @@ using transport::UcxTransport;
 
 struct World {
   std::vector<std::unique_ptr<UcxTransport>> transports;
-  explicit World(int n) {
-    std::vector<std::string> addresses;
-    for (int r = 0; r < n; ++r) {
-      auto t = UcxTransport::create(r, n);
-      EXPECT_TRUE(t.isOk()) << t.status().toString();
-      addresses.push_back(t.value()->localAddress());
-      transports.push_back(t.take());
-    }
-    for (auto& t : transports) EXPECT_TRUE(t->connect(addresses).isOk());
-  }
+  explicit World(int n) : transports(transport::testing::makeWorld(n)) {}
 };
 
 inline World& worldOf(int n) {
