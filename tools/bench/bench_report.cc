@@ -86,7 +86,9 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
     std::string s = format(" %12zu %10zu %5d %11.0f %11.0f %11.0f %11.3f %11.3f %11.0f ", r.bytes, r.count,
                            r.iters, r.timeUs, r.minUs, r.maxUs, algbwGBs(r), busbwGBs(r, o.collective, n), fl);
     s += fl > 0 ? format("%7.2f", r.timeUs / fl) : format("%7s", "-");
-    return s + (r.wrong == 0 && r.error.empty() ? " OK\n" : " FAIL\n");
+    // "-": not checked (-c 0); the peers always check, so only tsr-bench prints it.
+    const char* ok = !r.error.empty() || r.wrong > 0 ? " FAIL\n" : r.wrong < 0 ? " -\n" : " OK\n";
+    return s + ok;
   }
   // CSV is for programs: bandwidths in %g, so an 8-byte row's 2.5e-06 GB/s does not print as 0.
   if (o.format == "csv")

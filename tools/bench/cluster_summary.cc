@@ -72,8 +72,8 @@ ClusterRun parseClusterRun(std::istream& in) {
     std::stringstream fields(row);
     std::vector<std::string> f;
     for (std::string w; fields >> w;) f.push_back(w);
-    // size count iters time min max algbw busbw floor x_floor ok
-    if (f.size() != 11 || f[0][0] == '#' || f[10] != "OK") continue;
+    // size count iters time min max algbw busbw floor x_floor ok ("-": not checked)
+    if (f.size() != 11 || f[0][0] == '#' || (f[10] != "OK" && f[10] != "-")) continue;
     try {
       current->repeats.back()[std::stoll(f[0])] = std::stod(f[7]);
     } catch (...) {

@@ -185,6 +185,10 @@ TEST(BenchReport, PeerFormatHasTheElevenColumnsSummarizeReads) {
   EXPECT_EQ(fields[10], "OK");
   r.wrong = 3;
   EXPECT_NE(formatRow(r, o, 4).find("FAIL"), std::string::npos);
+  r.wrong = -1;  // -c 0: not checked, which is not a failure
+  EXPECT_EQ(formatRow(r, o, 4).substr(formatRow(r, o, 4).size() - 3), " -\n");
+  r.error = "rank 2: timed out";
+  EXPECT_NE(formatRow(r, o, 4).find("FAIL"), std::string::npos);
 }
 
 TEST(BenchReport, JsonLineHasTheRequiredFields) {
