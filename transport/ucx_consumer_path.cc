@@ -75,8 +75,7 @@ Status UcxTransport::setUpConsumerPath() {
 void UcxTransport::onConsumerMessage(uint64_t tag, const void* data, size_t length) {
   auto it = consumerRecvs_.find(tag);
   if (it == consumerRecvs_.end()) {  // before its receive: kept until it is posted
-    const auto* bytes = static_cast<const char*>(data);
-    earlyMessages_[tag].assign(bytes, bytes + length);
+    earlyMessages_[tag] = spareEarly_.copyOf(static_cast<const char*>(data), length);
     return;
   }
   ConsumerRecv r = it->second;
@@ -118,6 +117,7 @@ Status UcxTransport::recvToConsumer(int peer, uint64_t tag, size_t bytes, Consum
     c->bytes = early->second.size();
     c->tag = tag;
     c->done = true;
+    spareEarly_.giveBack(std::move(early->second));
     earlyMessages_.erase(early);
     return Status::ok();
   }

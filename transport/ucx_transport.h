@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transport/registered_memory.h"
+#include "transport/spare_buffers.h"
 #include "transport/transport.h"
 
 namespace tsr::transport {
@@ -87,6 +88,8 @@ class UcxTransport final : public Transport {
   void failConsumerRecvs(int peer, const Status& why);
   std::unordered_map<uint64_t, ConsumerRecv> consumerRecvs_;
   std::unordered_map<uint64_t, std::vector<char>> earlyMessages_;
+  // Their buffers, reused: up to 16 MiB (a ring step's block of a 64 MiB allreduce on 4 ranks).
+  SpareBuffers spareEarly_{16u << 20};
 
   struct PeerHandlerArg {
     UcxTransport* self;
