@@ -1,5 +1,6 @@
 #include "runtime/progress_engine.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -16,7 +17,9 @@ namespace tsr::runtime {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-constexpr auto kParkLimit = std::chrono::milliseconds(1);
+constexpr std::chrono::milliseconds kParkLimit{1};
+// While a caller keeps driving, the parked thread checks back ever less often, up to this.
+constexpr std::chrono::milliseconds kLongParkLimit{32};
 // Longest sleep on the transport's events while a collective is pending (TSR_WAIT=sleep):
 // bounds what a missed wake-up costs, and how late timeouts and watches are looked at.
 constexpr int kWaitSliceMs = 1;
@@ -276,7 +279,10 @@ void ProgressEngine::driveUntilDone(const Request& request) {
     std::lock_guard<std::mutex> drive(driveMutex_);
     more = hasWork();
   }
-  if (callers_.fetch_sub(1) == 1 && more) {
+  // After a long wait the progress thread is in a long park: wake it, so that a collective
+  // posted next does not wait for its check-back (seq_cst: park() sets longParked_ before it
+  // reads callers_, so one of the two sees the other).
+  if (callers_.fetch_sub(1) == 1 && (more || longParked_)) {
     transport_.wake();
     std::lock_guard<std::mutex> lock(parkMutex_);
     resume_ = true;
@@ -289,9 +295,18 @@ void ProgressEngine::park() {
   // Bounded, and submit() does not wake it (that wake-up would cost every blocking call a
   // futex and a context switch): a non-blocking collective posted while no caller drives
   // starts within kParkLimit, or at once when the caller waits or tests it.
+  // While a caller still drives, this thread checks back after twice as long each time, up to
+  // kLongParkLimit: every check-back is a context switch on cores the ranks may share (1 ms
+  // checks were 1000 a second per rank during a long wait), and a leaving caller wakes it.
   parked_ = true;
-  parkCv_.wait_for(lock, kParkLimit, [&] { return stop_ || resume_; });
+  auto limit = kParkLimit;
+  while (!parkCv_.wait_for(lock, limit, [&] { return stop_ || resume_; })) {
+    longParked_ = true;
+    if (callers_ == 0) break;
+    limit = std::min(limit * 2, kLongParkLimit);
+  }
   parked_ = false;
+  longParked_ = false;
   resume_ = false;
 }
 
@@ -314,6 +329,7 @@ void ProgressEngine::driveOnce() {
 }
 
 void ProgressEngine::run() {
+  pthread_setname_np(pthread_self(), "tsr-progress");  // for top -H, perf and gdb
   log::setThreadRank(rank_);
   DrivingScope scope;  // this thread only drives: a task's wait here must not drive again
   lastBusy_ = Clock::now();

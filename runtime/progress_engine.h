@@ -143,6 +143,7 @@ class ProgressEngine {
   std::condition_variable parkCv_;
   bool resume_ = false;  // guarded by parkMutex_
   std::atomic<bool> parked_{false};
+  std::atomic<bool> longParked_{false};  // parked past kParkLimit: a leaving caller wakes it
   std::atomic<bool> sleeping_{false};  // on the transport's events (submit must wake it)
   std::chrono::steady_clock::time_point lastBusy_;
   uint32_t idleTurns_ = 0;  // since the last housekeeping (turn)

@@ -5,9 +5,13 @@
 // Ranks as threads over real UCX.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <time.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -152,6 +156,51 @@ TEST(WaitMode, RanksWaitingForALatePeerSleep) {
                                   << wall << " s wait";
     }
   }, {{"TSR_WAIT", "auto"}, {"TSR_ERR_MODE", "peer"}});
+}
+
+// Voluntary context switches of this process's progress threads (named "tsr-progress").
+long progressThreadSwitches() {
+  long total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "tsr-progress") continue;
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::stol(line.substr(24));
+  }
+  return total;
+}
+
+// While a caller drives a long wait, its progress thread stays parked and checks back ever
+// less often (it used to every millisecond: ~1000 context switches a second per rank, on
+// cores the ranks share); afterwards it takes over non-blocking work again.
+TEST(CallerProgressParking, ProgressThreadsStayParkedThroughALongWait) {
+  std::atomic<long> before{0}, during{0};
+  testing::runRanks(3, [&](Communicator& comm) {
+    auto b = comm.barrier();
+    ASSERT_TRUE(b.isOk() && b.value()->wait().isOk());
+    if (comm.rank() == 0) before = progressThreadSwitches();
+    if (comm.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    int32_t in = comm.rank(), out = 0;
+    auto req = comm.allreduce(&in, &out, 1, DataType::kI32, ReduceOp::kSum);
+    ASSERT_TRUE(req.isOk() && req.value()->wait().isOk());
+    EXPECT_EQ(out, 3);
+    if (comm.rank() == 0) during = progressThreadSwitches() - before;
+    // Non-blocking work right after the long wait still finishes with no test or wait.
+    std::vector<float> x(size_t{1} << 16, 1.0f), y(x.size(), 0.0f);
+    auto next = comm.allreduce(x.data(), y.data(), x.size(), DataType::kF32, ReduceOp::kSum);
+    ASSERT_TRUE(next.isOk()) << next.status().toString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Status st = next.value()->test();
+    ASSERT_TRUE(st.isOk()) << "rank " << comm.rank() << ": " << st.toString();
+    EXPECT_EQ(y[x.size() - 1], 3.0f);
+  }, {{"TSR_CALLER_PROGRESS", "1"}});
+  // Two ranks waited ~0.5 s each: 1 ms check-backs would be ~1000 switches; the third rank's
+  // idle thread sleeps on events in 100 ms turns.
+  EXPECT_GT(before.load(), 0) << "no thread named tsr-progress";
+  EXPECT_LT(during.load(), 150) << "progress threads woke " << during.load() << " times in a 0.5 s wait";
 }
 
 // Forced to sleep where messages raise no event (UCX's shared memory between ranks on one
