@@ -14,7 +14,9 @@
 # "ring marsit" or "ring spardl topk-allgather": one tsr-bench run each, interleaved within
 # every repeat, so their ratios come from one cluster session), ITERS and WARMUP (tsr-bench -n
 # and -w, default 5 and 1), TSR_ENVS ('|'-separated settings, e.g. "TSR_WAIT=spin|TSR_WAIT=auto":
-# one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat).
+# one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat),
+# TSR_BUILDS ('|'-separated build directories, e.g. "build|../base/build" to compare two
+# commits: every Tessera run once per build, interleaved; labelled build=DIR).
 # Extra arguments go to every tsr-bench run (e.g. -c 1, --density 0.01 --teams 2: dense
 # algorithms ignore the sparse options; --algo ring when ALGOS is not set).
 set -euo pipefail
@@ -24,6 +26,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 shared=${TSR_SHARED:-$root/../shared}
 net=$shared/tools/netcluster.sh
 build=${TSR_BUILD:-$root/build}
+builds=${TSR_BUILDS:-}
 sizes=${SIZES_MIB:-4,16,64}
 repeats=${REPEATS:-1}
 limit=${BENCH_TIMEOUT_S:-480}
@@ -31,12 +34,15 @@ algos=${ALGOS:-}
 # The script's own TSR_* settings are not Tessera's: the ranks would warn about them.
 tsr_env=${TSR_ENV:-}
 variants=${TSR_ENVS:-}
-unset TSR_BUILD TSR_SHARED TSR_ENV TSR_ENVS
+unset TSR_BUILD TSR_BUILDS TSR_SHARED TSR_ENV TSR_ENVS
 for a in "$@"; do
   [ -z "$algos" ] || [ "$a" != --algo ] || { echo "cluster.sh: give the algorithms in ALGOS or as --algo, not both" >&2; exit 2; }
 done
 [ -x "$net" ] || { echo "cluster.sh: $net not found (set TSR_SHARED)" >&2; exit 2; }
-[ -x "$build/bin/tsr-bench" ] || { echo "cluster.sh: $build/bin/tsr-bench not built" >&2; exit 2; }
+IFS='|' read -r -a build_list <<<"${builds:-$build}"
+for b in "${build_list[@]}"; do
+  [ -x "$b/bin/tsr-bench" ] || { echo "cluster.sh: $b/bin/tsr-bench not built" >&2; exit 2; }
+done
 
 # RATE in tc syntax -> Gbit/s for the floor column.
 gbit=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
@@ -53,14 +59,15 @@ trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
 "$net" up "$n" "$rate" >/dev/null
 
-run_tessera() {  # [tsr-bench args...]; $variant: this run's settings (TSR_ENVS)
-  echo "## Tessera tsr-bench $*, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate${variant:+, $variant}"
+run_tessera() {  # [tsr-bench args...]; $variant: this run's settings (TSR_ENVS); $bin: its build
+  local label="${builds:+build=$bin${variant:+ }}$variant"
+  echo "## Tessera tsr-bench $*, $n hosts x ${RANKS_PER_HOST:-1} ranks, $rate${label:+, $label}"
   # Only TCP across hosts: UCX's shared memory would bypass the shaped links.
   local extra=()
   for kv in $tsr_env $variant; do extra+=(-x "$kv"); done
-  timeout "$limit" "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
+  timeout "$limit" "$bin/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 "${extra[@]}" \
-    "$build/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n "${ITERS:-5}" -w "${WARMUP:-1}" -F peer --rate "$gbit" "$@"
+    "$bin/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n "${ITERS:-5}" -w "${WARMUP:-1}" -F peer --rate "$gbit" "$@"
 }
 run_mpi() {
   command -v mpirun >/dev/null || { echo "## Open MPI: not installed (apt-get install openmpi-bin libopenmpi-dev)"; return 0; }
@@ -77,6 +84,7 @@ sweep() {
 status=0
 for ((r = 1; r <= repeats; r++)); do
   IFS='|' read -r -a settings <<<"${variants:- }"
+  for bin in "${build_list[@]}"; do
   for variant in "${settings[@]}"; do
     variant=$(echo $variant)  # trimmed
     if [ -z "$algos" ]; then
@@ -84,6 +92,7 @@ for ((r = 1; r <= repeats; r++)); do
     else
       for a in $algos; do run_tessera --algo "$a" "$@" || status=$?; done
     fi
+  done
   done
   if [ "${PEERS:-1}" != 0 ]; then run_mpi; run_gloo; fi
 done
