@@ -295,12 +295,14 @@ void ProgressEngine::park() {
   // Bounded, and submit() does not wake it (that wake-up would cost every blocking call a
   // futex and a context switch): a non-blocking collective posted while no caller drives
   // starts within kParkLimit, or at once when the caller waits or tests it.
-  // While a caller still drives, this thread checks back after twice as long each time, up to
-  // kLongParkLimit: every check-back is a context switch on cores the ranks may share (1 ms
-  // checks were 1000 a second per rank during a long wait), and a leaving caller wakes it.
+  // Where waiting ranks sleep (TSR_WAIT), while a caller still drives, this thread checks back
+  // after twice as long each time, up to kLongParkLimit, and a leaving caller wakes it: there
+  // the 1 ms check-backs were most of the context switches (1000 a second per rank during a
+  // long wait). Spinning callers cost more than these; they keep the 1 ms checks.
   parked_ = true;
   auto limit = kParkLimit;
   while (!parkCv_.wait_for(lock, limit, [&] { return stop_ || resume_; })) {
+    if (!options_.sleepWhileWaiting) break;
     longParked_ = true;
     if (callers_ == 0) break;
     limit = std::min(limit * 2, kLongParkLimit);

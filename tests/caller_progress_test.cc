@@ -173,8 +173,8 @@ long progressThreadSwitches() {
   return total;
 }
 
-// While a caller drives a long wait, its progress thread stays parked and checks back ever
-// less often (it used to every millisecond: ~1000 context switches a second per rank, on
+// While a caller drives a long wait (ranks that sleep while waiting: TCP between them), its
+// progress thread stays parked and checks back ever less often (it used to every millisecond: ~1000 context switches a second per rank, on
 // cores the ranks share); afterwards it takes over non-blocking work again.
 TEST(CallerProgressParking, ProgressThreadsStayParkedThroughALongWait) {
   std::atomic<long> before{0}, during{0};
@@ -196,7 +196,7 @@ TEST(CallerProgressParking, ProgressThreadsStayParkedThroughALongWait) {
     Status st = next.value()->test();
     ASSERT_TRUE(st.isOk()) << "rank " << comm.rank() << ": " << st.toString();
     EXPECT_EQ(y[x.size() - 1], 3.0f);
-  }, {{"TSR_CALLER_PROGRESS", "1"}});
+  }, {{"TSR_CALLER_PROGRESS", "1"}, {"TSR_WAIT", "sleep"}, {"TSR_ERR_MODE", "peer"}});
   // Two ranks waited ~0.5 s each: 1 ms check-backs would be ~1000 switches; the third rank's
   // idle thread sleeps on events in 100 ms turns.
   EXPECT_GT(before.load(), 0) << "no thread named tsr-progress";
