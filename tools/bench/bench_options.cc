@@ -4,6 +4,9 @@
 
 #include <charconv>
 #include <map>
+#include <sstream>
+
+#include "runtime/config.h"
 
 namespace tsr::tools::bench {
 
@@ -23,6 +26,22 @@ bool isMarsit(const BenchOptions& o) {
 bool isTopkAllgather(const std::string& algo) {
   return algo == "topk-allgather" || algo == "topk-allgather-2level" || algo == "topk-allgather-2level-fp16";
 }
+namespace {
+// The dense algorithms: TSR_ALGO's values, from the runtime's settings table.
+std::string denseAlgos() {
+  for (const runtime::ConfigEntry& e : runtime::configTable())
+    if (std::string(e.name) == "TSR_ALGO") return e.accepted;
+  return "auto";
+}
+
+bool isDenseAlgo(const std::string& algo) {
+  std::stringstream names(denseAlgos());
+  for (std::string name; std::getline(names, name, '|');)
+    if (name == algo) return true;
+  return false;
+}
+}  // namespace
+
 bool isSparse(const BenchOptions& o) { return o.algo == "spardl" || isTopkAllgather(o.algo); }
 
 std::string densityText(double density) {
@@ -112,6 +131,10 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
                                               ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
   o.collective = it->second;
   o.check = check == 1;
+  if (!isMarsit(o) && !isSparse(o) && !isDenseAlgo(o.algo))
+    return Status(Code::kInvalidArgument, "--algo " + o.algo + ": accepted values are " + denseAlgos() +
+                                              "|marsit|marsit-torus|marsit-2level|marsit-2level-fp16|spardl|"
+                                              "topk-allgather|topk-allgather-2level|topk-allgather-2level-fp16");
   // Marsit replaces g by eta*(+-1), an estimate of the average of f32 gradients: nothing else.
   if (isMarsit(o)) {
     std::string why = "--algo " + o.algo + ": ";

@@ -93,6 +93,13 @@ TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
     EXPECT_TRUE(isMarsit(ok.value()));
   }
   EXPECT_FALSE(isMarsit(parse({"--algo", "ring"}).value()));
+  // An unknown name is refused here, with every accepted value (dense and compressed).
+  auto bad = parse({"--algo", "rign"});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("--algo rign: accepted values are auto|ring|torus"), std::string::npos)
+      << bad.status().toString();
+  EXPECT_NE(bad.status().message().find("|marsit|"), std::string::npos) << bad.status().toString();
+  EXPECT_NE(bad.status().message().find("topk-allgather-2level-fp16"), std::string::npos);
   struct Case {
     std::vector<const char*> args;
     std::string named;
