@@ -82,7 +82,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.option_defaults()->take_last();
   app.add_option("-b,--minbytes", minB, "smallest message size (bytes, K/M/G suffixes)");
   app.add_option("-e,--maxbytes", maxB, "largest message size");
-  app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows")->check(CLI::PositiveNumber);
+  app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows (<= 1: only -b and -e)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
   app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64");

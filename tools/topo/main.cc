@@ -36,11 +36,11 @@ int run(int argc, char** argv) {
                  "Show the ring and torus of a job on these hosts (lines: 'host slots=N', "
                  "'host:N' or 'host'); each host is taken to look like the inspected machine");
   app.add_option("-n,--np", np,  // also -np, see below
-                 "Number of ranks of the job (default: every slot)")->check(CLI::NonNegativeNumber);
+                 "Number of ranks of the job (default: every slot)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--bind", bind, "Binding mode to show: none|numa|core (TSR_BIND)");
   app.add_option("--local-ranks", localRanks,
                  "Local ranks to show bindings for (default: one per GPU, else one per NUMA node)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--json", json, "Print JSON instead of text");
   app.add_flag("--dot", dot, "Print Graphviz (the job's ring/torus with --hostfile, else the machine)");
   app.add_option("--dump-xml", dumpPath, "Write the topology as hwloc XML to this file (TSR_TOPO_DUMP_FILE)");

@@ -62,7 +62,7 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
   app.get_formatter()->column_width(28);
   std::string quote = "auto";
   app.add_option("-n,--np", o.np, "Number of ranks (also -np N). Default: all slots of the hosts")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));  // Range, not PositiveNumber: its message prints 1.8e308
   auto* hostfile =
       app.add_option("--hostfile,--machinefile", o.hostfile, "Hostfile listing hosts and slots");
   app.add_option("-H,--host", o.hostList, "Host list: host1:4,host2:4 (bare host = 1 slot)")
@@ -81,7 +81,7 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
       ->allow_extra_args(false);
   app.add_option("--timeout", o.timeoutSeconds,
                  "Kill the job and exit 124 when it runs longer than SECONDS (0 = never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--grace", o.graceSeconds,
                  "Seconds between SIGTERM and SIGKILL when stopping ranks")
       ->check(CLI::Range(0.0, 9.0))
