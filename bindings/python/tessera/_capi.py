@@ -1,0 +1,85 @@
+"""ctypes declarations of libtessera.so (bindings/c/include/tessera/tessera.h): the only
+module that touches the C library."""
+import ctypes
+import ctypes.util
+import os
+import pathlib
+
+# tsr_status_t
+OK = 0
+IN_PROGRESS = 1
+
+# tsr_dtype_t, tsr_op_t
+FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT32, INT64 = range(6)
+OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4}
+
+
+def _library_path():
+    """TESSERA_LIBRARY, else a source checkout's build/lib, else the linker's search path."""
+    explicit = os.environ.get("TESSERA_LIBRARY")
+    if explicit:
+        return explicit
+    for parent in pathlib.Path(__file__).resolve().parents:
+        candidate = parent / "build" / "lib" / "libtessera.so"
+        if candidate.exists():
+            return str(candidate)
+    found = ctypes.util.find_library("tessera")
+    if found:
+        return found
+    raise ImportError("tessera: libtessera.so not found: set TESSERA_LIBRARY to its path "
+                      "or build it (cmake --build build)")
+
+
+class Param(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_char_p), ("value", ctypes.c_char_p)]
+
+
+def params(pairs):
+    """A tsr_param_t array (and its length) from {key: value}; values become text."""
+    items = [(str(k).encode(), _text(v).encode()) for k, v in pairs.items()]
+    array = (Param * max(1, len(items)))(*[Param(k, v) for k, v in items])
+    return array, len(items)
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+lib = ctypes.CDLL(_library_path())
+
+_P = ctypes.c_void_p
+_SIZE = ctypes.c_size_t
+_INT = ctypes.c_int
+_PROTOTYPES = {
+    "tsr_comm_init_config": [ctypes.POINTER(_P), ctypes.POINTER(Param), _SIZE],
+    "tsr_comm_destroy": [_P],
+    "tsr_comm_abort": [_P],
+    "tsr_comm_rank": [_P, ctypes.POINTER(_INT)],
+    "tsr_comm_size": [_P, ctypes.POINTER(_INT)],
+    "tsr_comm_local_rank": [_P, ctypes.POINTER(_INT)],
+    "tsr_comm_bytes_sent": [_P, ctypes.POINTER(ctypes.c_uint64)],
+    "tsr_allreduce": [_P, _P, _P, _SIZE, _INT, _INT, ctypes.POINTER(_P)],
+    "tsr_allgather": [_P, _P, _P, _SIZE, _INT, ctypes.POINTER(_P)],
+    "tsr_broadcast": [_P, _P, _P, _SIZE, _INT, _INT, ctypes.POINTER(_P)],
+    "tsr_reduce_scatter": [_P, _P, _P, _SIZE, _INT, _INT, ctypes.POINTER(_P)],
+    "tsr_barrier": [_P, ctypes.POINTER(_P)],
+    "tsr_test": [_P],
+    "tsr_wait": [_P],
+    "tsr_request_free": [_P],
+    "tsr_tensor_create": [_P, ctypes.c_char_p, _SIZE, _INT, ctypes.POINTER(Param), _SIZE,
+                          ctypes.POINTER(_P)],
+    "tsr_tensor_allreduce": [_P, _P, ctypes.POINTER(_P)],
+    "tsr_tensor_info": [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p)],
+    "tsr_tensor_residual": [_P, ctypes.POINTER(ctypes.c_float)],
+    "tsr_tensor_destroy": [_P],
+}
+for _name, _args in _PROTOTYPES.items():
+    _fn = getattr(lib, _name)
+    _fn.argtypes = _args
+    _fn.restype = _INT
+lib.tsr_last_error.argtypes = []
+lib.tsr_last_error.restype = ctypes.c_char_p
+lib.tsr_status_string.argtypes = [_INT]
+lib.tsr_status_string.restype = ctypes.c_char_p

@@ -1,0 +1,165 @@
+"""The communicator: dense collectives on NumPy arrays and PyTorch CPU tensors, blocking or
+not (async_op=True returns a Request), over the C API."""
+import ctypes
+
+from . import _capi
+from ._buffers import as_buffer, empty_like, same_type
+from .errors import check
+
+_lib = _capi.lib
+
+
+class Request:
+    """A collective in flight. Its buffers stay referenced until it has finished; a Request
+    dropped unfinished waits for its collective first (the C side would write into freed
+    memory otherwise)."""
+
+    def __init__(self, handle, result, keep):
+        self._handle = handle
+        self._result = result
+        self._keep = keep
+
+    def test(self):
+        """True when finished (raising the collective's error, if any); False while running."""
+        if self._handle is None:
+            return True
+        status = _lib.tsr_test(self._handle)
+        if status == _capi.IN_PROGRESS:
+            return False
+        self._finish(status)
+        return True
+
+    def wait(self):
+        """Blocks until finished; returns the result (raising the collective's error)."""
+        if self._handle is not None:
+            self._finish(_lib.tsr_wait(self._handle))
+        return self._result
+
+    @property
+    def result(self):
+        return self._result
+
+    def _finish(self, status):
+        handle, self._handle, self._keep = self._handle, None, None
+        _lib.tsr_request_free(handle)
+        check(status)
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
+            _lib.tsr_wait(self._handle)
+            _lib.tsr_request_free(self._handle)
+            self._handle = None
+
+
+def _op_code(op):
+    code = _capi.OPS.get(op)
+    if code is None:
+        raise ValueError(f"op {op!r}: accepted values are {'|'.join(_capi.OPS)}")
+    return code
+
+
+class Communicator:
+    """All ranks of the job. Under tsrun (or Open MPI, Slurm, torchrun) it finds its peers from
+    the environment; keyword settings override TSR_* variables (timeout_ms=5000, algo="ring")
+    or give the launch by hand (rank, size, peers="host:port,...", secret)."""
+
+    def __init__(self, **settings):
+        array, count = _capi.params(settings)
+        handle = ctypes.c_void_p()
+        check(_lib.tsr_comm_init_config(ctypes.byref(handle), array, count))
+        self._handle = handle
+        self.rank = self._query(_lib.tsr_comm_rank)
+        self.size = self._query(_lib.tsr_comm_size)
+        self.local_rank = self._query(_lib.tsr_comm_local_rank)
+
+    def _query(self, fn, ctype=ctypes.c_int):
+        value = ctype()
+        check(fn(self._live(), ctypes.byref(value)))
+        return value.value
+
+    def _live(self):
+        if self._handle is None:
+            raise ValueError("the communicator is closed")
+        return self._handle
+
+    @property
+    def bytes_sent(self):
+        """Bytes this rank has sent so far (payload and headers)."""
+        return self._query(_lib.tsr_comm_bytes_sent, ctypes.c_uint64)
+
+    def _run(self, post, result, keep, async_op):
+        handle = ctypes.c_void_p()
+        check(post(ctypes.byref(handle)))
+        request = Request(handle, result, keep)
+        return request if async_op else request.wait()
+
+    def allreduce(self, data, out=None, op="sum", async_op=False):
+        """Reduces data over the ranks (sum|avg|min|max|prod) into out, or in place."""
+        send = as_buffer(data, "allreduce data", writable=out is None)
+        recv = send if out is None else as_buffer(out, "allreduce out", writable=True)
+        if out is not None:
+            same_type(send, recv, "allreduce out")
+            if recv.count != send.count:
+                raise ValueError(f"allreduce out: {recv.count} elements for {send.count} in data")
+        code = _op_code(op)
+        return self._run(lambda r: _lib.tsr_allreduce(self._live(), send.address, recv.address, send.count,
+                                                      send.dtype, code, r), recv.obj, (send, recv), async_op)
+
+    def allgather(self, data, out=None, async_op=False):
+        """Every rank's data, in rank order, in a flat result of size * len(data) elements."""
+        send = as_buffer(data, "allgather data", writable=False)
+        recv = as_buffer(empty_like(send, send.count * self.size) if out is None else out,
+                         "allgather out", writable=True)
+        same_type(send, recv, "allgather out")
+        if recv.count != send.count * self.size:
+            raise ValueError(f"allgather out: {recv.count} elements, not size x {send.count} = "
+                             f"{send.count * self.size}")
+        return self._run(lambda r: _lib.tsr_allgather(self._live(), send.address, recv.address, send.count,
+                                                      send.dtype, r), recv.obj, (send, recv), async_op)
+
+    def broadcast(self, data, root=0, async_op=False):
+        """Root's data into data on every rank (in place)."""
+        buf = as_buffer(data, "broadcast data", writable=True)
+        if not isinstance(root, int) or not 0 <= root < self.size:
+            raise ValueError(f"broadcast root {root!r}: not a rank of 0..{self.size - 1}")
+        return self._run(lambda r: _lib.tsr_broadcast(self._live(), buf.address, buf.address, buf.count,
+                                                      buf.dtype, root, r), buf.obj, (buf,), async_op)
+
+    def reduce_scatter(self, data, out=None, op="sum", async_op=False):
+        """Reduces data (size blocks of equal length) and gives block `rank` to this rank."""
+        send = as_buffer(data, "reduce_scatter data", writable=False)
+        if send.count % self.size:
+            raise ValueError(f"reduce_scatter data: {send.count} elements do not split into "
+                             f"{self.size} equal blocks")
+        block = send.count // self.size
+        recv = as_buffer(empty_like(send, block) if out is None else out, "reduce_scatter out", writable=True)
+        same_type(send, recv, "reduce_scatter out")
+        if recv.count != block:
+            raise ValueError(f"reduce_scatter out: {recv.count} elements for blocks of {block}")
+        code = _op_code(op)
+        return self._run(lambda r: _lib.tsr_reduce_scatter(self._live(), send.address, recv.address, block,
+                                                           send.dtype, code, r), recv.obj, (send, recv), async_op)
+
+    def barrier(self, async_op=False):
+        return self._run(lambda r: _lib.tsr_barrier(self._live(), r), None, (), async_op)
+
+    def abort(self):
+        """Fails this rank's pending and later collectives and tells the peers."""
+        check(_lib.tsr_comm_abort(self._live()))
+
+    def close(self):
+        if getattr(self, "_handle", None) is not None:
+            handle, self._handle = self._handle, None
+            check(_lib.tsr_comm_destroy(handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to report to
+            pass

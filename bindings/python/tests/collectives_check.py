@@ -1,0 +1,171 @@
+"""The Python layer over real UCX: run under tsrun (tsrun -np N python3 collectives_check.py).
+Every collective, element type and reduction against a NumPy reference of all ranks' inputs,
+non-blocking requests, PyTorch tensors, compressed tensors, and the errors bad input gets.
+Exits non-zero on any failed check (each rank prints its own)."""
+import sys
+
+import numpy as np
+
+import tessera
+
+failures = []
+checks = 0
+
+
+def expect(condition, what):
+    global checks
+    checks += 1
+    if not condition:
+        failures.append(what)
+
+
+def raises(kind, needle, fn, what):
+    try:
+        fn()
+    except kind as e:
+        expect(needle in str(e), f"{what}: message {str(e)!r} lacks {needle!r}")
+        return
+    except Exception as e:  # the wrong kind
+        expect(False, f"{what}: raised {type(e).__name__}: {e}")
+        return
+    expect(False, f"{what}: did not raise {kind.__name__}")
+
+
+def inputs(rank, count, dtype, op):
+    """Rank r's input: small values, so every reduction is exact in every type."""
+    j = np.arange(count)
+    if op == "prod":
+        return ((j + rank) % 2 + 1).astype(dtype)           # 1 or 2
+    return (((j * 7 + rank * 3) % 11) - 5).astype(dtype)      # -5..5
+
+
+def reference(size, count, dtype, op):
+    stack = np.stack([inputs(r, count, dtype, op).astype(np.float64) for r in range(size)])
+    result = {"sum": stack.sum(0), "avg": stack.sum(0) / size, "min": stack.min(0),
+              "max": stack.max(0), "prod": stack.prod(0)}[op]
+    return result
+
+
+comm = tessera.Communicator()
+n, me = comm.size, comm.rank
+counts = [1, n + 1, 4099, 1 << 18]
+
+# allreduce: every type and reduction, in place and out of place.
+for dtype in (np.float32, np.float64, np.float16, np.int32, np.int64):
+    for op in ("sum", "avg", "min", "max", "prod"):
+        if op == "avg" and np.issubdtype(dtype, np.integer):
+            continue
+        for count in counts:
+            data = inputs(me, count, dtype, op)
+            want = reference(n, count, dtype, op)
+            got = comm.allreduce(data, op=op)
+            expect(got is data, "in-place allreduce returns its array")
+            tol = 1e-2 if dtype == np.float16 else 1e-6
+            expect(np.allclose(got.astype(np.float64), want, rtol=tol, atol=tol),
+                   f"allreduce {np.dtype(dtype).name} {op} count {count}: wrong values")
+            out = np.zeros(count, dtype=dtype)
+            comm.allreduce(inputs(me, count, dtype, op), out=out, op=op)
+            expect(np.allclose(out.astype(np.float64), want, rtol=tol, atol=tol),
+                   f"allreduce {np.dtype(dtype).name} {op} count {count} out of place")
+
+# allgather, broadcast, reduce_scatter, barrier.
+mine = np.full(5, me, dtype=np.int32) + np.arange(5, dtype=np.int32)
+gathered = comm.allgather(mine)
+expect(gathered.tolist() == [r + j for r in range(n) for j in range(5)], "allgather in rank order")
+root = n - 1
+b = np.arange(1000, dtype=np.float64) * (1 if me == root else 0) - (0 if me == root else 7)
+comm.broadcast(b, root=root)
+expect(np.array_equal(b, np.arange(1000, dtype=np.float64)), f"broadcast from rank {root}")
+block = 1001
+rs = comm.reduce_scatter(np.arange(n * block, dtype=np.float32) + me)
+want = np.arange(me * block, (me + 1) * block, dtype=np.float64) * n + n * (n - 1) / 2
+expect(np.array_equal(rs.astype(np.float64), want), "reduce_scatter gives block `rank`")
+comm.barrier()
+
+# Non-blocking: several in flight, then waited; test() until done.
+arrays = [np.full(1 << 16, me + k, dtype=np.float32) for k in range(3)]
+requests = [comm.allreduce(a, async_op=True) for a in arrays]
+for k, (a, r) in enumerate(zip(arrays, requests)):
+    expect(r.wait() is a, "wait() returns the result")
+    expect(np.all(a == n * k + n * (n - 1) / 2), f"non-blocking allreduce {k}")
+r = comm.barrier(async_op=True)
+while not r.test():
+    pass
+expect(r.test(), "test() stays true after completion")
+
+# PyTorch CPU tensors, bfloat16 included.
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    t = torch.full((64, 3), float(me + 1))
+    comm.allreduce(t, op="avg")
+    expect(torch.all(t == (n + 1) / 2).item(), "torch float32 allreduce avg")
+    h = torch.full((100,), float(me), dtype=torch.bfloat16)
+    comm.allreduce(h)
+    expect(torch.all(h == float(n * (n - 1) / 2)).item(), "torch bfloat16 allreduce")
+    g = comm.allgather(torch.tensor([me], dtype=torch.int64))
+    expect(isinstance(g, torch.Tensor) and g.tolist() == list(range(n)), "torch allgather")
+
+# Compressed tensors: dense averages exactly; Marsit is the same on every rank and counts steps.
+grad = np.linspace(-1, 1, 4096, dtype=np.float32) * (me + 1)
+with tessera.CompressedTensor(comm, "dense.w", grad.size, algorithm="dense") as dense:
+    dense.allreduce(grad)
+    expect(np.allclose(grad, np.linspace(-1, 1, 4096) * (n + 1) / 2, atol=1e-5), "dense tensor averages")
+    expect(dense.algorithm == "dense" and dense.steps == 1, f"dense tensor info {dense.algorithm} {dense.steps}")
+with tessera.CompressedTensor(comm, "marsit.w", 4096, algorithm="marsit", topology="ring") as marsit:
+    for step in range(2):
+        g = np.sin(np.arange(4096, dtype=np.float32) * (me + 1 + step))
+        marsit.allreduce(g)
+        everyone = comm.allgather(g)
+        expect(all(np.array_equal(everyone[r * 4096:(r + 1) * 4096], g) for r in range(n)),
+               f"marsit step {step}: ranks disagree")
+    expect(marsit.steps == 2 and marsit.algorithm.startswith("marsit"),
+           f"marsit info {marsit.algorithm} {marsit.steps}")
+    expect(np.all(np.isfinite(marsit.residual())), "marsit residual finite")
+raises(tessera.InvalidArgumentError, "topology", lambda: tessera.CompressedTensor(
+    comm, "bad.w", 16, algorithm="marsit", topology="mobius"), "bad tensor parameter")
+
+# Bad input: refused before anything is sent, naming what was wrong.
+x = np.zeros((8, 8), dtype=np.float32)
+raises(ValueError, "non-contiguous", lambda: comm.allreduce(x[:, 0]), "strided array")
+raises(ValueError, "uint8", lambda: comm.allreduce(np.zeros(4, np.uint8)), "unsupported dtype")
+ro = np.zeros(4, np.float32)
+ro.flags.writeable = False
+raises(ValueError, "read-only", lambda: comm.allreduce(ro), "read-only in place")
+raises(ValueError, "'mean'", lambda: comm.allreduce(np.zeros(4, np.float32), op="mean"), "unknown op")
+raises(ValueError, f"root {n}", lambda: comm.broadcast(np.zeros(4), root=n), "broadcast root out of range")
+raises(ValueError, "equal blocks", lambda: comm.reduce_scatter(np.zeros(n * 3 + 1, np.float32)),
+       "reduce_scatter uneven")
+raises(TypeError, "list", lambda: comm.allreduce([1.0, 2.0]), "a list")
+raises(ValueError, "out", lambda: comm.allreduce(np.zeros(4, np.float32), out=np.zeros(5, np.float32)),
+       "out of the wrong length")
+raises(tessera.InvalidArgumentError, "TSR_TIMEOUT_MS", lambda: tessera.Communicator(timeout_ms="soon"),
+       "bad setting")
+
+# Last (it breaks the communicator): ranks that disagree on the count all hear of it, in that
+# allreduce or in the barrier before it, if it is still finishing on this rank when the
+# abort notice comes (the notice fails whatever is pending).
+try:
+    comm.barrier()
+    comm.allreduce(np.zeros(10 + me, np.float32))
+    expect(False, "mismatched counts: no error")
+except tessera.MismatchError as e:
+    expect("count differs" in str(e), f"mismatch message: {e}")
+except tessera.TesseraError as e:
+    expect(False, f"mismatched counts: {type(e).__name__}: {e}")
+# Later collectives fail too: "unusable", or that very mismatch on a rank that failed in the
+# barrier (the mismatched allreduce is then its next collective).
+try:
+    comm.barrier()
+    expect(False, "a collective after the failed one: no error")
+except (tessera.AbortedError, tessera.MismatchError) as e:
+    expect("unusable" in str(e) or "count differs" in str(e), f"after the failure: {e}")
+comm.close()
+
+for f in failures:
+    print(f"rank {me}: FAILED: {f}", flush=True)
+if me == 0 and not failures:
+    print(f"python collectives: {checks} checks passed on {n} ranks", flush=True)
+sys.exit(1 if failures else 0)
