@@ -12,8 +12,9 @@ CPU tensors.
 from .communicator import Communicator, Request
 from .errors import (AbortedError, BootstrapError, CollectiveTimeoutError, InvalidArgumentError,
                      MismatchError, NotSupportedError, NumericError, PeerFailedError, TesseraError)
+from ._selsync_covap import Covap, SelSync, inject
 from .tensor import CompressedTensor
 
-__all__ = ["Communicator", "Request", "CompressedTensor", "TesseraError", "NotSupportedError",
+__all__ = ["Communicator", "Request", "CompressedTensor", "SelSync", "inject", "Covap", "TesseraError", "NotSupportedError",
            "InvalidArgumentError", "MismatchError", "PeerFailedError", "CollectiveTimeoutError",
            "BootstrapError", "AbortedError", "NumericError"]

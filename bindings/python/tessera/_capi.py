@@ -74,6 +74,19 @@ _PROTOTYPES = {
     "tsr_tensor_info": [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p)],
     "tsr_tensor_residual": [_P, ctypes.POINTER(ctypes.c_float)],
     "tsr_tensor_destroy": [_P],
+    "tsr_selsync_create": [_P, ctypes.POINTER(Param), _SIZE, ctypes.POINTER(_SIZE), _SIZE, ctypes.POINTER(_P)],
+    "tsr_selsync_step": [_P, ctypes.c_double, ctypes.POINTER(_P), ctypes.POINTER(_INT)],
+    "tsr_selsync_stats": [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                          ctypes.POINTER(ctypes.c_uint64)],
+    "tsr_selsync_destroy": [_P],
+    "tsr_selsync_inject": [_P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double, _P, _SIZE, _P, _SIZE,
+                           ctypes.POINTER(_SIZE)],
+    "tsr_covap_create": [_P, ctypes.POINTER(Param), _SIZE, ctypes.POINTER(_SIZE), _SIZE, ctypes.POINTER(_P)],
+    "tsr_covap_begin_step": [_P],
+    "tsr_covap_bucket_ready": [_P, _SIZE, _P],
+    "tsr_covap_finish_step": [_P],
+    "tsr_covap_info": [_P, ctypes.POINTER(_INT), ctypes.POINTER(ctypes.c_double)],
+    "tsr_covap_destroy": [_P],
 }
 for _name, _args in _PROTOTYPES.items():
     _fn = getattr(lib, _name)

@@ -4,6 +4,7 @@ import ctypes
 
 from . import _capi
 from ._buffers import as_buffer, empty_like, same_type
+from ._handle import Handle
 from .errors import check
 
 _lib = _capi.lib
@@ -58,16 +59,18 @@ def _op_code(op):
     return code
 
 
-class Communicator:
+class Communicator(Handle):
     """All ranks of the job. Under tsrun (or Open MPI, Slurm, torchrun) it finds its peers from
     the environment; keyword settings override TSR_* variables (timeout_ms=5000, algo="ring")
     or give the launch by hand (rank, size, peers="host:port,...", secret)."""
+
+    _destroy = _lib.tsr_comm_destroy
 
     def __init__(self, **settings):
         array, count = _capi.params(settings)
         handle = ctypes.c_void_p()
         check(_lib.tsr_comm_init_config(ctypes.byref(handle), array, count))
-        self._handle = handle
+        self._adopt(handle, "the communicator")
         self.rank = self._query(_lib.tsr_comm_rank)
         self.size = self._query(_lib.tsr_comm_size)
         self.local_rank = self._query(_lib.tsr_comm_local_rank)
@@ -76,11 +79,6 @@ class Communicator:
         value = ctype()
         check(fn(self._live(), ctypes.byref(value)))
         return value.value
-
-    def _live(self):
-        if self._handle is None:
-            raise ValueError("the communicator is closed")
-        return self._handle
 
     @property
     def bytes_sent(self):
@@ -146,20 +144,3 @@ class Communicator:
     def abort(self):
         """Fails this rank's pending and later collectives and tells the peers."""
         check(_lib.tsr_comm_abort(self._live()))
-
-    def close(self):
-        if getattr(self, "_handle", None) is not None:
-            handle, self._handle = self._handle, None
-            check(_lib.tsr_comm_destroy(handle))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: nothing left to report to
-            pass

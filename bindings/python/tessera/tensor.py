@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _capi
 from ._buffers import as_buffer
+from ._handle import Handle
 from .communicator import Request
 from .errors import check
 
@@ -13,11 +14,13 @@ _lib = _capi.lib
 _DTYPES = {"float32": _capi.FLOAT32, "float64": _capi.FLOAT64, "float16": _capi.FLOAT16}
 
 
-class CompressedTensor:
+class CompressedTensor(Handle):
     """Declared once, with the same name and parameters on every rank, then allreduced every
     step: tensor = CompressedTensor(comm, "fc1.weight", grad.size, algorithm="marsit").
     Parameters are those of tsr_tensor_create (algorithm=dense|marsit|compressed|spardl,
     topology, compressor, k, ef, momentum, density, teams, intra, seed, ...)."""
+
+    _destroy = _lib.tsr_tensor_destroy
 
     def __init__(self, comm, name, count, dtype="float32", **params):
         if dtype not in _DTYPES:
@@ -27,7 +30,7 @@ class CompressedTensor:
         check(_lib.tsr_tensor_create(comm._live(), name.encode(), count, _DTYPES[dtype], array, n,
                                      ctypes.byref(handle)))
         self._comm = comm  # a tensor must not outlive its communicator
-        self._handle = handle
+        self._adopt(handle, f"tensor {name}")
         self.name = name
         self.count = count
 
@@ -41,11 +44,6 @@ class CompressedTensor:
         check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
         request = Request(handle, buf.obj, (buf,))
         return request if async_op else request.wait()
-
-    def _live(self):
-        if self._handle is None:
-            raise ValueError(f"tensor {self.name} is closed")
-        return self._handle
 
     def _info(self):
         steps, algorithm = ctypes.c_uint64(), ctypes.c_char_p()
@@ -67,20 +65,3 @@ class CompressedTensor:
         out = np.empty(self.count, dtype=np.float32)
         check(_lib.tsr_tensor_residual(self._live(), out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
         return out
-
-    def close(self):
-        if getattr(self, "_handle", None) is not None:
-            handle, self._handle = self._handle, None
-            check(_lib.tsr_tensor_destroy(handle))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -1,0 +1,125 @@
+"""SelSync (selective synchronization, seed 004) and COVAP (coarse-grained filtering overlapped
+with backprop, seed 000) over their C APIs (tessera_selsync.h, tessera_covap.h). Both work on
+float32 buckets, declared once by their element counts."""
+import ctypes
+
+import numpy as np
+
+from . import _capi
+from ._buffers import as_buffer
+from ._handle import Handle
+from .errors import check
+
+_lib = _capi.lib
+
+
+def _counts(buckets):
+    """size_t[] of the bucket element counts (ints, or arrays whose sizes are taken)."""
+    counts = [int(b) if isinstance(b, (int, np.integer)) else int(np.size(b)) for b in buckets]
+    if not counts or min(counts) < 1:
+        raise ValueError(f"buckets: {counts}: at least one, each of at least one element")
+    return (ctypes.c_size_t * len(counts))(*counts), counts
+
+
+def _float32(obj, what, count):
+    buf = as_buffer(obj, what, writable=True)
+    if buf.dtype != _capi.FLOAT32:
+        raise ValueError(f"{what}: float32 only, not {buf.array.dtype}")
+    if buf.count != count:
+        raise ValueError(f"{what}: {buf.count} elements, declared with {count}")
+    return buf
+
+
+class SelSync(Handle):
+    """sync = SelSync(comm, [w.size, b.size], delta=0.3); every step, after the local update:
+    synchronized = sync.step(grad_norm_squared, [w, b]) (collective; when True the buckets
+    now hold their average over all ranks, the same on every rank)."""
+    _destroy = _lib.tsr_selsync_destroy
+
+    def __init__(self, comm, buckets, **params):
+        array, n = _capi.params(params)
+        self._sizes, self._counts = _counts(buckets)
+        handle = ctypes.c_void_p()
+        check(_lib.tsr_selsync_create(comm._live(), array, n, self._sizes, len(self._counts),
+                                      ctypes.byref(handle)))
+        self._comm = comm
+        self._adopt(handle, "selsync")
+
+    def step(self, grad_norm_squared, buckets):
+        if len(buckets) != len(self._counts):
+            raise ValueError(f"selsync step: {len(buckets)} buckets, declared with {len(self._counts)}")
+        bufs = [_float32(b, f"selsync bucket {i}", c) for i, (b, c) in enumerate(zip(buckets, self._counts))]
+        pointers = (ctypes.c_void_p * len(bufs))(*[b.address for b in bufs])
+        synced = ctypes.c_int()
+        check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
+        return bool(synced.value)
+
+    @property
+    def stats(self):
+        """(synchronized steps, local steps, payload bytes this rank did not send)."""
+        values = [ctypes.c_uint64() for _ in range(3)]
+        check(_lib.tsr_selsync_stats(self._live(), *[ctypes.byref(v) for v in values]))
+        return tuple(v.value for v in values)
+
+
+def inject(comm, seed, step, alpha, share):
+    """SelSync's data injection (collective, the same seed/step/alpha/share size on every rank):
+    the ceil(alpha*N) ranks drawn from (seed, step) send `share` (float32) to all others.
+    Returns what this rank received from the drawn ranks (own excluded), in rank order."""
+    buf = as_buffer(share, "inject share", writable=False)
+    if buf.dtype != _capi.FLOAT32:
+        raise ValueError(f"inject share: float32 only, not {buf.array.dtype}")
+    received = np.empty(max(1, comm.size * buf.count), dtype=np.float32)
+    count = ctypes.c_size_t()
+    check(_lib.tsr_selsync_inject(comm._live(), seed, step, float(alpha), buf.address, buf.count,
+                                  received.ctypes.data, received.size, ctypes.byref(count)))
+    return received[:count.value]
+
+
+class Covap(Handle):
+    """covap = Covap(comm, [fc2.size, fc1.size], interval="auto") with buckets in the order
+    backprop produces them; every step: begin_step(), bucket_ready(i, grad) as each gradient
+    is ready (communication starts, overlapping the rest of backprop), finish_step() (the
+    selected shards averaged, the others zeroed and kept as residual)."""
+    _destroy = _lib.tsr_covap_destroy
+
+    def __init__(self, comm, buckets, **params):
+        array, n = _capi.params(params)
+        self._sizes, self._counts = _counts(buckets)
+        handle = ctypes.c_void_p()
+        check(_lib.tsr_covap_create(comm._live(), array, n, self._sizes, len(self._counts),
+                                    ctypes.byref(handle)))
+        self._comm = comm
+        self._pending = {}  # gradients the C side may write until finish_step
+        self._adopt(handle, "covap")
+
+    def begin_step(self):
+        check(_lib.tsr_covap_begin_step(self._live()))
+
+    def bucket_ready(self, bucket, grad):
+        if not 0 <= bucket < len(self._counts):
+            raise ValueError(f"covap bucket {bucket}: not one of 0..{len(self._counts) - 1}")
+        buf = _float32(grad, f"covap bucket {bucket}", self._counts[bucket])
+        check(_lib.tsr_covap_bucket_ready(self._live(), bucket, buf.address))
+        self._pending[bucket] = buf
+
+    def finish_step(self):
+        try:
+            check(_lib.tsr_covap_finish_step(self._live()))
+        finally:
+            self._pending.clear()
+
+    @property
+    def interval(self):
+        """The interval in use (1 while profiling)."""
+        return self._info()[0]
+
+    @property
+    def ccr(self):
+        """The measured communication-to-computation ratio (0 until measured)."""
+        return self._info()[1]
+
+    def _info(self):
+        interval, ccr = ctypes.c_int(), ctypes.c_double()
+        check(_lib.tsr_covap_info(self._live(), ctypes.byref(interval), ctypes.byref(ccr)))
+        return interval.value, ccr.value
