@@ -30,20 +30,26 @@ def _float32(obj, what, count):
     return buf
 
 
-class SelSync(Handle):
+class _Bucketed(Handle):
+    """A handle created over float32 buckets of fixed element counts."""
+
+    def _create(self, create, comm, buckets, params, what):
+        array, n = _capi.params(params)
+        self._sizes, self._counts = _counts(buckets)
+        handle = ctypes.c_void_p()
+        check(create(comm._live(), array, n, self._sizes, len(self._counts), ctypes.byref(handle)))
+        self._comm = comm  # must not outlive its communicator
+        self._adopt(handle, what)
+
+
+class SelSync(_Bucketed):
     """sync = SelSync(comm, [w.size, b.size], delta=0.3); every step, after the local update:
     synchronized = sync.step(grad_norm_squared, [w, b]) (collective; when True the buckets
     now hold their average over all ranks, the same on every rank)."""
     _destroy = _lib.tsr_selsync_destroy
 
     def __init__(self, comm, buckets, **params):
-        array, n = _capi.params(params)
-        self._sizes, self._counts = _counts(buckets)
-        handle = ctypes.c_void_p()
-        check(_lib.tsr_selsync_create(comm._live(), array, n, self._sizes, len(self._counts),
-                                      ctypes.byref(handle)))
-        self._comm = comm
-        self._adopt(handle, "selsync")
+        self._create(_lib.tsr_selsync_create, comm, buckets, params, "selsync")
 
     def step(self, grad_norm_squared, buckets):
         if len(buckets) != len(self._counts):
@@ -76,7 +82,7 @@ def inject(comm, seed, step, alpha, share):
     return received[:count.value]
 
 
-class Covap(Handle):
+class Covap(_Bucketed):
     """covap = Covap(comm, [fc2.size, fc1.size], interval="auto") with buckets in the order
     backprop produces them; every step: begin_step(), bucket_ready(i, grad) as each gradient
     is ready (communication starts, overlapping the rest of backprop), finish_step() (the
@@ -84,14 +90,8 @@ class Covap(Handle):
     _destroy = _lib.tsr_covap_destroy
 
     def __init__(self, comm, buckets, **params):
-        array, n = _capi.params(params)
-        self._sizes, self._counts = _counts(buckets)
-        handle = ctypes.c_void_p()
-        check(_lib.tsr_covap_create(comm._live(), array, n, self._sizes, len(self._counts),
-                                    ctypes.byref(handle)))
-        self._comm = comm
         self._pending = {}  # gradients the C side may write until finish_step
-        self._adopt(handle, "covap")
+        self._create(_lib.tsr_covap_create, comm, buckets, params, "covap")
 
     def begin_step(self):
         check(_lib.tsr_covap_begin_step(self._live()))

@@ -2,33 +2,13 @@
 Every collective, element type and reduction against a NumPy reference of all ranks' inputs,
 non-blocking requests, PyTorch tensors, compressed tensors, and the errors bad input gets.
 Exits non-zero on any failed check (each rank prints its own)."""
-import sys
-
 import numpy as np
 
 import tessera
+from checks import Checks
 
-failures = []
-checks = 0
-
-
-def expect(condition, what):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(what)
-
-
-def raises(kind, needle, fn, what):
-    try:
-        fn()
-    except kind as e:
-        expect(needle in str(e), f"{what}: message {str(e)!r} lacks {needle!r}")
-        return
-    except Exception as e:  # the wrong kind
-        expect(False, f"{what}: raised {type(e).__name__}: {e}")
-        return
-    expect(False, f"{what}: did not raise {kind.__name__}")
+checks = Checks()
+expect, raises = checks.expect, checks.raises
 
 
 def inputs(rank, count, dtype, op):
@@ -164,8 +144,4 @@ except (tessera.AbortedError, tessera.MismatchError) as e:
     expect("unusable" in str(e) or "count differs" in str(e), f"after the failure: {e}")
 comm.close()
 
-for f in failures:
-    print(f"rank {me}: FAILED: {f}", flush=True)
-if me == 0 and not failures:
-    print(f"python collectives: {checks} checks passed on {n} ranks", flush=True)
-sys.exit(1 if failures else 0)
+checks.finish(me, n, "python collectives")

@@ -1,18 +1,12 @@
 """SelSync, data injection and COVAP from Python over real UCX: run under tsrun
 (tsrun -np N python3 selsync_covap_check.py). Exits non-zero on any failed check."""
-import sys
-
 import numpy as np
 
 import tessera
+from checks import Checks
 
-failures = []
-
-
-def expect(condition, what):
-    if not condition:
-        failures.append(what)
-
+checks = Checks()
+expect, raises = checks.expect, checks.raises
 
 comm = tessera.Communicator()
 n, me = comm.size, comm.rank
@@ -32,16 +26,9 @@ with tessera.SelSync(comm, [4], delta=0.5) as sync:
     expect(sync.step(1e6, [w]) and np.all(w == avg), "a jump in the norm: synchronized")
     sync_steps, local_steps, saved = sync.stats
     expect((sync_steps, local_steps) == (1, 2) and saved > 0, f"stats {sync.stats}")
-    try:
-        sync.step(1.0, [np.zeros(5, np.float32)])
-        expect(False, "a bucket of the wrong size was taken")
-    except ValueError as e:
-        expect("5 elements, declared with 4" in str(e), f"wrong bucket size: {e}")
-try:
-    tessera.SelSync(comm, [4], delta=-1)
-    expect(False, "delta=-1 was taken")
-except tessera.InvalidArgumentError as e:
-    expect("delta" in str(e), f"bad delta: {e}")
+    raises(ValueError, "5 elements, declared with 4", lambda: sync.step(1.0, [np.zeros(5, np.float32)]),
+           "a bucket of the wrong size")
+raises(tessera.InvalidArgumentError, "delta", lambda: tessera.SelSync(comm, [4], delta=-1), "delta=-1")
 
 # Data injection: alpha=1 draws every rank, so each receives all others' shares in rank order.
 got = tessera.inject(comm, 7, 0, 1.0, np.full(3, 10.0 * me, np.float32))
@@ -58,11 +45,7 @@ with tessera.Covap(comm, [6, 4], interval=1) as covap:
         covap.finish_step()
         expect(np.all(g0 == 3 * avg) and np.all(g1 == avg + step), f"covap step {step}: {g0[0]} {g1[0]}")
     expect(covap.interval == 1, f"covap interval {covap.interval}")
-    try:
-        covap.bucket_ready(2, np.zeros(4, np.float32))
-        expect(False, "bucket 2 of 2 was taken")
-    except ValueError as e:
-        expect("bucket 2" in str(e), f"bad bucket: {e}")
+    raises(ValueError, "bucket 2", lambda: covap.bucket_ready(2, np.zeros(4, np.float32)), "bucket 2 of 2")
 # interval=2: shard 0 is averaged at step 0, shard 1 skipped (zeroed, kept as residual).
 with tessera.Covap(comm, [4, 6], interval=2) as covap:
     g0, g1 = np.array([me, 1, 1, 1], np.float32), np.array([2.0 * me, 0, 0, 0, 0, 0], np.float32)
@@ -71,15 +54,7 @@ with tessera.Covap(comm, [4, 6], interval=2) as covap:
     covap.bucket_ready(0, g0)
     covap.finish_step()
     expect(g0[0] == avg and g1[0] == 0.0, f"covap interval 2: {g0[0]} {g1[0]}")
-try:
-    tessera.Covap(comm, [4], interval=0)
-    expect(False, "interval=0 was taken")
-except tessera.InvalidArgumentError as e:
-    expect("interval=0" in str(e), f"bad interval: {e}")
+raises(tessera.InvalidArgumentError, "interval=0", lambda: tessera.Covap(comm, [4], interval=0), "interval=0")
 
 comm.close()
-for f in failures:
-    print(f"rank {me}: FAILED: {f}", flush=True)
-if me == 0 and not failures:
-    print(f"python selsync/covap: all checks passed on {n} ranks", flush=True)
-sys.exit(1 if failures else 0)
+checks.finish(me, n, "python selsync/covap")
