@@ -47,8 +47,11 @@ class Request:
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None:
-            _lib.tsr_wait(self._handle)
-            _lib.tsr_request_free(self._handle)
+            try:
+                _lib.tsr_wait(self._handle)
+                _lib.tsr_request_free(self._handle)
+            except Exception:  # interpreter shutdown: the library may be gone already
+                pass
             self._handle = None
 
 
