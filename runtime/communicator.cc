@@ -148,23 +148,6 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   return Status::ok();
 }
 
-Status Communicator::setBufferMemory(transport::MemoryType memory) {
-  if (memory == transport::MemoryType::kHost) {
-    bufferMemory_ = memory;
-    return Status::ok();
-  }
-  if (memory != transport::MemoryType::kCuda)
-    return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": memory type " +
-                                              std::to_string(static_cast<int>(memory)) +
-                                              " is neither host (0) nor CUDA (1)");
-  return Status(Code::kNotSupported,
-                "rank " + std::to_string(rank_) +
-                    ": dense collectives take host buffers only (no GPU reduction; " +
-                    (transport_->supportsMemoryType(memory) ? "UCX here can move CUDA memory" : "UCX here reports no CUDA memory support") +
-                    "); copy the data to host memory first, or declare a tensor with memory=cuda "
-                    "(tsr_tensor_create), which stages device buffers through pinned host memory");
-}
-
 transport::Transport& Communicator::active() const {
   if (wrapped_) return *wrapped_;
   return *transport_;
@@ -325,14 +308,16 @@ Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
   if (shmServes(count * dataTypeSize(dtype))) return shmCollective({input, output, count, dtype, op, false});
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
-  return submit(std::move(plan), input, output);
+  size_t bytes = count * dataTypeSize(dtype);
+  return submitDense(std::move(plan), input, bytes, output, bytes);
 }
 
 Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank,
                                            DataType dtype) {
   TSR_RETURN_IF_ERROR(checkArgs("allgather", input, output, countPerRank, dtype, nullptr, -1));
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllgatherPlan, countPerRank, int(dtype), 0, -1}));
-  return submit(std::move(plan), input, output);
+  size_t bytes = countPerRank * dataTypeSize(dtype);
+  return submitDense(std::move(plan), input, bytes, output, bytes * size_);
 }
 
 Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output,
@@ -340,7 +325,8 @@ Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output,
   TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
   TSR_ASSIGN_OR_RETURN(auto plan,
                        cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
-  return submit(std::move(plan), input, output);
+  size_t bytes = countPerRank * dataTypeSize(dtype);
+  return submitDense(std::move(plan), input, bytes * size_, output, bytes);
 }
 
 Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size_t count,
@@ -352,7 +338,8 @@ Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size
                                               "-rank communicator");
   TSR_RETURN_IF_ERROR(checkArgs("broadcast", input, output, count, dtype, nullptr, root));
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBroadcastPlan, count, int(dtype), 0, root}));
-  return submit(std::move(plan), input, output);
+  size_t bytes = count * dataTypeSize(dtype);
+  return submitDense(std::move(plan), input, bytes, output, bytes);
 }
 
 Result<RequestPtr> Communicator::barrier() {

@@ -37,6 +37,8 @@ class ProgressEngine;
 struct Submission;
 class ScratchPool;
 class ShmSegment;
+class DenseStaging;
+class DeviceCopier;
 
 using RequestPtr = std::shared_ptr<Request>;
 using algorithms::TaskFactory;
@@ -97,10 +99,13 @@ class Communicator {
   const std::string& torusWhyNot() const { return torusWhyNot_; }
 
   // The memory the caller's buffers live in, for the dense collectives that follow (host by
-  // default). Dense collectives take host buffers only: kCuda is refused with NotSupported
-  // and the setting unchanged. Device gradients go through the per-tensor handles instead
-  // (memory=cuda: runtime/device_staging.h stages them through pinned host memory).
+  // default). kCuda: each dense collective copies its device input to pinned host memory,
+  // runs on the host and copies the result back (runtime/dense_staging.h; there is no device
+  // reduction for dense plans); it needs a CUDA device (else NotSupported with the reason,
+  // the setting unchanged). Never run on a GPU: tested with a fake copier.
   Status setBufferMemory(transport::MemoryType memory);
+  // kCuda through this copier instead of the CUDA one (tests: a host-memcpy fake device).
+  Status useDeviceCopier(std::unique_ptr<DeviceCopier> copier);
   transport::MemoryType bufferMemory() const { return bufferMemory_; }
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
   bool transportMovesCuda() const;
@@ -127,6 +132,10 @@ class Communicator {
   Result<std::shared_ptr<const algorithms::Plan>> cachedPlan(const PlanKey& key);
   Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input,
                             void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
+  // A dense collective's plan on the caller's buffers (inBytes read, outBytes written):
+  // submit() for host memory, staged through pinned host memory for device memory.
+  Result<RequestPtr> submitDense(std::shared_ptr<const algorithms::Plan> plan, const void* input,
+                                 size_t inBytes, void* output, size_t outBytes);
   // Numbers a submission (seq .. seq+seqSpan-1), announces it on the shared-memory board (if
   // any) as `call` by `route`, gives it a request and hands it to the engine.
   Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive,
@@ -150,6 +159,7 @@ class Communicator {
   bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)
   std::unique_ptr<DenseSelector> selector_;
   std::atomic<transport::MemoryType> bufferMemory_{transport::MemoryType::kHost};  // which algorithm serves each dense collective
+  std::shared_ptr<DenseStaging> staging_;  // bufferMemory_ kCuda: the copier (guarded by mutex_)
   // The shared-memory board: mapped while the engine runs (declared before it, freed after).
   std::unique_ptr<ShmSegment> shmSegment_;
   algorithms::ShmBoard shmBoard_;

@@ -151,14 +151,14 @@ TEST(CApi, LocalRankIsTheLaunchersLocalRank) {
   EXPECT_EQ(tsr_comm_local_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
 }
 
-// The memory-type seam: host buffers work; CUDA buffers are refused for dense collectives
-// with the reason (no GPU reduction; tensors take memory=cuda instead) and the setting stays
-// host; a value outside the enum is named.
+// The memory-type seam: host buffers work; CUDA buffers need a CUDA device (dense
+// collectives stage them through pinned host memory): without one they are refused with the
+// reason and the setting stays host; a value outside the enum is named.
 TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
   runCRanks(2, [](tsr_comm_t comm, int r) {
     ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_HOST), TSR_OK) << lastError();
-    EXPECT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_ERR_NOT_SUPPORTED);
-    EXPECT_NE(lastError().find("dense collectives take host buffers only"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_ERR_NOT_SUPPORTED);  // no GPU here
+    EXPECT_NE(lastError().find("need a CUDA device"), std::string::npos) << lastError();
     EXPECT_NE(lastError().find("memory=cuda"), std::string::npos) << lastError();
     EXPECT_EQ(tsr_comm_set_memory_type(comm, static_cast<tsr_memory_t>(7)), TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("memory type 7"), std::string::npos) << lastError();

@@ -31,7 +31,7 @@ def as_buffer(obj, what, writable):
     if _is_torch(obj):
         import torch
         if obj.device.type != "cpu":
-            raise ValueError(f"{what}: a tensor on {obj.device}: dense collectives take host "
+            raise ValueError(f"{what}: a tensor on {obj.device}: the Python layer takes host "
                              f"memory (move it with .cpu())")
         if not obj.is_contiguous():
             raise ValueError(f"{what}: a non-contiguous tensor (use .contiguous())")

@@ -68,7 +68,7 @@ typedef enum {
 /* Where a collective's buffers live. */
 typedef enum {
   TSR_MEM_HOST = 0,
-  TSR_MEM_CUDA = 1, /* dense collectives: refused; tensors: memory=cuda (tessera_tensor.h) */
+  TSR_MEM_CUDA = 1, /* dense collectives: staged through pinned host memory; tensors: memory=cuda */
   TSR_MEM_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
   TSR_MEM_RANGE_MAX_ = 0x7fffffff
 } tsr_memory_t;
@@ -101,10 +101,13 @@ TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);
 TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
 
 /* The memory type of the buffers of this communicator's later dense collectives (TSR_MEM_HOST
- * by default). TSR_MEM_CUDA returns TSR_ERR_NOT_SUPPORTED (dense collectives take host buffers;
- * there is no GPU reduction) and leaves the setting unchanged. Device gradients go through
- * tensors declared with memory=cuda (tessera_tensor.h): Marsit directly on the device when UCX
- * moves CUDA memory, else staged through pinned host memory; nothing has run on a GPU. */
+ * by default). TSR_MEM_CUDA: each dense collective copies its device input to pinned host
+ * memory, runs on the host and copies the result back to the device (there is no GPU
+ * reduction for dense collectives); the caller's stream must be synchronized before the call.
+ * Without a usable CUDA device it returns TSR_ERR_NOT_SUPPORTED with the reason and leaves the
+ * setting unchanged. Device gradients can also go through tensors declared with memory=cuda
+ * (tessera_tensor.h): Marsit and compressed tensors directly on the device when UCX moves CUDA
+ * memory. NOTHING OF THIS HAS RUN ON A GPU (none was available); tested with a fake device. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */

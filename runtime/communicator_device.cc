@@ -1,0 +1,77 @@
+// Communicator: dense collectives on device (CUDA) buffers, staged through pinned host memory
+// (runtime/dense_staging.h). Never run on a GPU: tested with a host-memcpy fake copier.
+#include "algorithms/plan/executor.h"
+#include "base/logging.h"
+#include "runtime/communicator.h"
+#include "runtime/dense_staging.h"
+#include "runtime/progress_engine.h"
+#include "runtime/scratch_pool.h"
+
+namespace tsr::runtime {
+
+Status Communicator::setBufferMemory(transport::MemoryType memory) {
+  if (memory == transport::MemoryType::kHost) {
+    bufferMemory_ = memory;
+    return Status::ok();
+  }
+  if (memory != transport::MemoryType::kCuda)
+    return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": memory type " +
+                                              std::to_string(static_cast<int>(memory)) +
+                                              " is neither host (0) nor CUDA (1)");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (staging_) {
+      bufferMemory_ = memory;
+      return Status::ok();
+    }
+  }
+  auto copier = openCudaCopier();
+  if (!copier.isOk())
+    return Status(Code::kNotSupported,
+                  "rank " + std::to_string(rank_) +
+                      ": dense collectives on CUDA buffers need a CUDA device (they are staged through "
+                      "pinned host memory; there is no GPU reduction for them): " + copier.status().message() +
+                      "; pass host buffers, or declare a tensor with memory=cuda (tsr_tensor_create)");
+  return useDeviceCopier(copier.take());
+}
+
+Status Communicator::useDeviceCopier(std::unique_ptr<DeviceCopier> copier) {
+  if (!copier) return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": useDeviceCopier: no copier");
+  auto staging = std::make_shared<DenseStaging>(std::move(copier));
+  log::get("runtime")->info("rank {}: dense collectives take CUDA buffers, staged through pinned host memory ({})",
+                            rank_, staging->describe());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    staging_ = std::move(staging);
+  }
+  bufferMemory_ = transport::MemoryType::kCuda;
+  return Status::ok();
+}
+
+Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::Plan> plan, const void* input,
+                                             size_t inBytes, void* output, size_t outBytes) {
+  if (bufferMemory_.load() != transport::MemoryType::kCuda) return submit(std::move(plan), input, output);
+  std::shared_ptr<DenseStaging> staging;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    staging = staging_;
+  }
+  std::string what = "rank " + std::to_string(rank_) + ": " + algorithms::collectiveName(plan->collective);
+  TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", input, inBytes));
+  TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "output", output, outBytes));
+  std::shared_ptr<void> scratch;  // host scratch, as for a host run
+  if (plan->scratchBytes > kPooledScratchFrom) {
+    TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
+  }
+  Submission s;
+  s.make = staging->stage(plan, input, inBytes, output, outBytes, scratch.get());
+  std::string algorithm = plan->algorithm + " (staged from CUDA memory)";
+  // Announced as the plan it runs: its messages are those of a host run of that plan.
+  algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),
+                           static_cast<uint8_t>(plan->op), plan->count};
+  auto posted = post(std::move(s), 1, std::move(scratch), algorithms::ShmRoute::kPlan, call);
+  if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
+  return posted;
+}
+
+}  // namespace tsr::runtime

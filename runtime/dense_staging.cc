@@ -1,0 +1,180 @@
+#include "runtime/dense_staging.h"
+
+#include <algorithm>
+
+namespace tsr::runtime {
+
+namespace {
+
+// One dense collective on device buffers: to host, the host plan, back to the device.
+class StagedPlanTask final : public algorithms::Task {
+ public:
+  StagedPlanTask(std::shared_ptr<DenseStaging> staging, std::shared_ptr<const algorithms::Plan> plan,
+                 const void* input, size_t inBytes, void* output, size_t outBytes, void* scratch,
+                 const algorithms::TaskContext& ctx)
+      : staging_(std::move(staging)), plan_(std::move(plan)), input_(input), inBytes_(inBytes), output_(output),
+        outBytes_(outBytes), scratch_(scratch), ctx_(ctx) {}
+
+  ~StagedPlanTask() override {
+    if (hostOut_ && hostOut_ != hostIn_) staging_->givePinned(hostOut_, outBytes_);
+    if (hostIn_) staging_->givePinned(hostIn_, inPlace() ? std::max(inBytes_, outBytes_) : inBytes_);
+  }
+
+  Status start() override {
+    size_t inSize = inPlace() ? std::max(inBytes_, outBytes_) : inBytes_;
+    TSR_ASSIGN_OR_RETURN(hostIn_, named(staging_->takePinned(inSize)));
+    if (inPlace()) {
+      hostOut_ = hostIn_;
+    } else {
+      TSR_ASSIGN_OR_RETURN(hostOut_, named(staging_->takePinned(outBytes_)));
+    }
+    if (inBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(hostIn_, input_, inBytes_)));
+    copying_ = inBytes_ > 0;
+    phase_ = Phase::kToHost;
+    return progress();
+  }
+
+  Status progress() override {
+    if (phase_ == Phase::kToHost) {
+      TSR_ASSIGN_OR_RETURN(bool done, copiesDone());
+      if (!done) return Status(Code::kInProgress, "copying to host");
+      algorithms::RunBuffers host{hostIn_, hostOut_, scratch_, transport::MemoryType::kHost};
+      executor_ = std::make_unique<algorithms::PlanExecutor>(plan_, host, ctx_.id, ctx_.transport);
+      phase_ = Phase::kHostPlan;
+      Status st = executor_->start();
+      if (st.code() != Code::kOk) return st;  // in progress, or the plan's error
+      return copyBack();
+    }
+    if (phase_ == Phase::kHostPlan) {
+      Status st = executor_->progress();
+      if (st.code() != Code::kOk) return st;
+      return copyBack();
+    }
+    if (phase_ == Phase::kToDevice) {
+      TSR_ASSIGN_OR_RETURN(bool done, copiesDone());
+      if (!done) return Status(Code::kInProgress, "copying to the device");
+      phase_ = Phase::kDone;
+    }
+    return Status::ok();
+  }
+
+  void abort(const Status& reason) override {
+    if (executor_) executor_->abort(reason);
+  }
+  // Posted copies cannot be cancelled: the buffers are in use until they have finished.
+  bool quiescent() const override {
+    if (copying_) {
+      auto done = staging_->copier().finished();
+      if (!done.isOk() || done.value()) copying_ = false;
+    }
+    return !copying_ && (!executor_ || executor_->quiescent());
+  }
+  int waitingOn() const override { return executor_ && phase_ == Phase::kHostPlan ? executor_->waitingOn() : -1; }
+  std::string describe() const override {
+    return std::string(algorithms::collectiveName(plan_->collective)) + " on device buffers (staged through pinned host memory)";
+  }
+
+ private:
+  enum class Phase { kIdle, kToHost, kHostPlan, kToDevice, kDone };
+
+  bool inPlace() const { return input_ == output_; }
+
+  Status named(const Status& st) const {
+    if (st.isOk()) return st;
+    return Status(st.code(), std::string(algorithms::collectiveName(plan_->collective)) +
+                                 " on device buffers (" + staging_->describe() + "): " + st.message());
+  }
+  template <typename V>
+  Result<V> named(Result<V> result) const {
+    if (result.isOk()) return result;
+    return named(result.status());
+  }
+
+  Result<bool> copiesDone() {
+    auto done = staging_->copier().finished();
+    if (!done.isOk()) {
+      copying_ = false;
+      return named(done);
+    }
+    if (done.value()) copying_ = false;
+    return done.value();
+  }
+
+  Status copyBack() {
+    if (outBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToDevice(output_, hostOut_, outBytes_)));
+    copying_ = outBytes_ > 0;
+    phase_ = Phase::kToDevice;
+    return progress();
+  }
+
+  std::shared_ptr<DenseStaging> staging_;
+  std::shared_ptr<const algorithms::Plan> plan_;
+  const void* input_;
+  size_t inBytes_;
+  void* output_;
+  size_t outBytes_;
+  void* scratch_;
+  algorithms::TaskContext ctx_;
+  void* hostIn_ = nullptr;
+  void* hostOut_ = nullptr;
+  std::unique_ptr<algorithms::PlanExecutor> executor_;
+  Phase phase_ = Phase::kIdle;
+  mutable bool copying_ = false;
+};
+
+}  // namespace
+
+DenseStaging::~DenseStaging() {
+  for (auto& [p, bytes] : spare_) copier_->freePinned(p);
+}
+
+Status DenseStaging::checkDevice(const char* collective, const char* which, const void* p, size_t bytes) const {
+  if (bytes == 0) return Status::ok();
+  Status st = copier_->checkDevice(p, bytes);
+  if (st.isOk()) return st;
+  return Status(st.code(), std::string(collective) + ": " + which + " (memory type CUDA): " + st.message());
+}
+
+Result<void*> DenseStaging::takePinned(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto best = spare_.end();
+    for (auto it = spare_.begin(); it != spare_.end(); ++it)
+      if (it->second >= bytes && (best == spare_.end() || it->second < best->second)) best = it;
+    if (best != spare_.end()) {
+      void* p = best->first;
+      kept_ -= best->second;
+      spare_.erase(best);
+      return p;
+    }
+  }
+  auto pinned = copier_->allocPinned(std::max<size_t>(bytes, 1));
+  if (!pinned.isOk())
+    return Status(pinned.status().code(), "pinned host staging buffer of " + std::to_string(bytes) +
+                                              " bytes: " + pinned.status().message());
+  return pinned.value();
+}
+
+void DenseStaging::givePinned(void* p, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_ + bytes <= kKeptPinnedBytes) {
+      spare_.emplace_back(p, std::max<size_t>(bytes, 1));
+      kept_ += std::max<size_t>(bytes, 1);
+      return;
+    }
+  }
+  copier_->freePinned(p);
+}
+
+algorithms::TaskFactory DenseStaging::stage(std::shared_ptr<const algorithms::Plan> plan, const void* input,
+                                            size_t inBytes, void* output, size_t outBytes, void* scratch) {
+  std::shared_ptr<DenseStaging> self = shared_from_this();
+  return [self, plan = std::move(plan), input, inBytes, output, outBytes, scratch](
+             const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+    return std::unique_ptr<algorithms::Task>(
+        new StagedPlanTask(self, plan, input, inBytes, output, outBytes, scratch, ctx));
+  };
+}
+
+}  // namespace tsr::runtime

@@ -1,0 +1,54 @@
+// Dense collectives on device (CUDA) buffers, staged through pinned host memory. Dense plans
+// have no device reduction, so each collective is one task on the progress thread:
+//
+//   copy the device input to a pinned host buffer (the copier's stream, polled), run the
+//   plan's executor on host buffers (same plans, same wire as host buffers), copy the host
+//   result to the device output.
+//
+// Pinned buffers are kept for reuse (allocating page-locked memory is slow) up to
+// kKeptPinnedBytes. The copier is shared by the communicator's collectives, all run by the
+// progress engine one turn at a time. NOT RUN ON A GPU (none is available here): the CUDA
+// copier is compiled and linked only; the orchestration is tested with a host-memcpy fake
+// (runtime/tests/fake_copier.h).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/plan/executor.h"
+#include "runtime/device_copier.h"
+
+namespace tsr::runtime {
+
+class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
+ public:
+  static constexpr size_t kKeptPinnedBytes = size_t{64} << 20;
+
+  explicit DenseStaging(std::unique_ptr<DeviceCopier> copier) : copier_(std::move(copier)) {}
+  ~DenseStaging();
+  DenseStaging(const DenseStaging&) = delete;
+  DenseStaging& operator=(const DenseStaging&) = delete;
+
+  std::string describe() const { return copier_->describe(); }
+  // Ok when [p, p + bytes) is device memory; else names the collective, the buffer and why.
+  Status checkDevice(const char* collective, const char* which, const void* p, size_t bytes) const;
+  // The task that runs `plan` on device buffers: input (inBytes) and output (outBytes), in
+  // place when they are the same pointer; scratch (host memory, may be null) as for a host run.
+  algorithms::TaskFactory stage(std::shared_ptr<const algorithms::Plan> plan, const void* input, size_t inBytes,
+                                void* output, size_t outBytes, void* scratch);
+
+  // For the task (on the progress thread): pinned buffers, taken and given back.
+  Result<void*> takePinned(size_t bytes);
+  void givePinned(void* p, size_t bytes);
+  DeviceCopier& copier() { return *copier_; }
+
+ private:
+  std::unique_ptr<DeviceCopier> copier_;
+  std::mutex mutex_;  // spare_ (a communicator may be destroyed from another thread)
+  std::vector<std::pair<void*, size_t>> spare_;
+  size_t kept_ = 0;
+};
+
+}  // namespace tsr::runtime

@@ -1,0 +1,121 @@
+// Dense collectives on device buffers (TSR_MEM_CUDA), staged through pinned host memory, over
+// real UCX (ranks as threads), with the host-memcpy fake copier standing in for CUDA (its
+// copies happen only after some polls, as asynchronous ones would): every collective gives
+// the host run's result, ranks on host and device buffers interwork, pinned buffers are
+// reused, and bad buffers or failed copies are errors naming them. No GPU is involved.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "runtime/communicator.h"
+#include "runtime/tests/fake_copier.h"
+#include "tests/support/thread_world.h"
+
+namespace tsr {
+namespace {
+
+using runtime::Communicator;
+using testing::FakeCopier;
+using testing::FakeCopierLog;
+
+Status waitFor(Result<runtime::RequestPtr> posted) {
+  if (!posted.isOk()) return posted.status();
+  return posted.value()->wait();
+}
+
+std::shared_ptr<FakeCopierLog> useFakeDevice(Communicator& comm) {
+  auto log = std::make_shared<FakeCopierLog>();
+  EXPECT_TRUE(comm.useDeviceCopier(std::make_unique<FakeCopier>(log)).isOk());
+  EXPECT_EQ(comm.bufferMemory(), transport::MemoryType::kCuda);
+  return log;
+}
+
+class DenseDevice : public ::testing::TestWithParam<int> {};
+
+TEST_P(DenseDevice, EveryCollectiveGivesTheHostResult) {
+  const int n = GetParam();
+  testing::runRanks(n, [n](Communicator& comm) {
+    const int r = comm.rank();
+    auto log = useFakeDevice(comm);
+    for (size_t count : {size_t{1}, size_t{1000}, size_t{1} << 18}) {
+      std::vector<float> x(count);
+      for (size_t j = 0; j < count; ++j) x[j] = static_cast<float>((j % 13) + r);
+      ASSERT_TRUE(waitFor(comm.allreduce(x.data(), x.data(), count, DataType::kF32, ReduceOp::kSum)).isOk());
+      for (size_t j : {size_t{0}, count / 2, count - 1})
+        ASSERT_EQ(x[j], static_cast<float>(n * (j % 13) + n * (n - 1) / 2)) << "count " << count << " j " << j;
+      std::vector<int32_t> in(count, r * 10), out(count, -1);
+      ASSERT_TRUE(waitFor(comm.allreduce(in.data(), out.data(), count, DataType::kI32, ReduceOp::kMax)).isOk());
+      ASSERT_EQ(out[count - 1], (n - 1) * 10);
+      ASSERT_EQ(in[0], r * 10) << "out of place: the input was written";
+    }
+    std::vector<double> mine(5, r + 0.5), all(5 * n, -1);
+    ASSERT_TRUE(waitFor(comm.allgather(mine.data(), all.data(), 5, DataType::kF64)).isOk());
+    for (int q = 0; q < n; ++q) ASSERT_EQ(all[q * 5 + 4], q + 0.5);
+    std::vector<int64_t> blocks(3 * n), block(3, -1);
+    std::iota(blocks.begin(), blocks.end(), int64_t{r});
+    ASSERT_TRUE(waitFor(comm.reduceScatter(blocks.data(), block.data(), 3, DataType::kI64, ReduceOp::kSum)).isOk());
+    ASSERT_EQ(block[2], int64_t{n} * (3 * r + 2) + int64_t{n} * (n - 1) / 2);
+    std::vector<float> b(4097, r == n - 1 ? 7.0f : 0.0f);
+    ASSERT_TRUE(waitFor(comm.broadcast(b.data(), b.data(), b.size(), DataType::kF32, n - 1)).isOk());
+    ASSERT_EQ(b[4096], 7.0f);
+    EXPECT_GT(log->toHost, 0);
+    EXPECT_GT(log->toDevice, 0);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DenseDevice, ::testing::Values(2, 3, 4));
+
+// Host and device ranks run the same plan with the same messages; pinned buffers are reused.
+TEST(DenseDeviceStaging, HostAndDeviceRanksInterworkAndPinnedBuffersAreReused) {
+  testing::runRanks(3, [](Communicator& comm) {
+    std::shared_ptr<FakeCopierLog> log;
+    if (comm.rank() == 1) log = useFakeDevice(comm);
+    std::vector<float> x(50000);
+    for (int round = 0; round < 20; ++round) {
+      std::fill(x.begin(), x.end(), static_cast<float>(comm.rank() + round));
+      ASSERT_TRUE(waitFor(comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+      ASSERT_EQ(x[49999], static_cast<float>(3 * round + 3)) << "round " << round;
+    }
+    if (log) {
+      EXPECT_EQ(log->toHost, 20);
+      EXPECT_EQ(log->toDevice, 20);
+      EXPECT_EQ(log->pinnedLive, 1) << "pinned buffers were not reused";
+    }
+  });
+}
+
+// A buffer that is not device memory is refused before anything is sent, naming it; the
+// communicator stays usable. A copy that fails fails the collective with the copier's message.
+TEST(DenseDeviceStaging, BadBufferIsRefusedAndFailedCopyFailsTheCollective) {
+  testing::runRanks(2, [](Communicator& comm) {
+    auto log = useFakeDevice(comm);
+    std::vector<float> in(100, 1.0f), out(100, 0.0f);
+    log->rejected = out.data();
+    Status st = waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum));
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
+    EXPECT_NE(st.message().find("allreduce: output (memory type CUDA)"), std::string::npos) << st.toString();
+    EXPECT_NE(st.message().find("not CUDA device memory"), std::string::npos) << st.toString();
+    log->rejected = nullptr;
+    ASSERT_TRUE(waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum)).isOk());
+    EXPECT_EQ(out[99], 2.0f);
+    log->failCopy = true;
+    st = waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum));
+    EXPECT_FALSE(st.isOk());
+    EXPECT_NE(st.message().find("fake copy failed"), std::string::npos) << st.toString();
+    EXPECT_NE(st.message().find("allreduce on device buffers"), std::string::npos) << st.toString();
+  }, {{"TSR_TIMEOUT_MS", "10000"}});
+}
+
+// Without a usable CUDA device the setting is refused with the reason and stays host.
+TEST(DenseDeviceStaging, CudaWithoutADeviceIsRefusedWithTheReason) {
+  testing::runRanks(1, [](Communicator& comm) {
+    Status st = comm.setBufferMemory(transport::MemoryType::kCuda);
+    if (st.isOk()) GTEST_SKIP() << "a CUDA device is usable here";
+    EXPECT_EQ(st.code(), Code::kNotSupported);
+    EXPECT_NE(st.message().find("need a CUDA device"), std::string::npos) << st.toString();
+    EXPECT_EQ(comm.bufferMemory(), transport::MemoryType::kHost);
+  });
+}
+
+}  // namespace
+}  // namespace tsr
