@@ -54,12 +54,20 @@ def as_buffer(obj, what, writable):
     return Buffer(obj, obj, dtype)
 
 
-def empty_like(buf, count):
-    """A new array (or tensor, for a tensor) of count elements of buf's type."""
+def empty_like(buf, times=1, divide=1):
+    """A new array (or tensor, for a tensor) of buf's type whose first dimension is buf's
+    times `times` (all-gather: the ranks' inputs stacked along it, as torch's
+    all_gather_into_tensor) or divided by `divide` (reduce-scatter: one block of it); flat when
+    buf is 0-d or `divide` does not divide its first dimension."""
+    shape = tuple(buf.obj.shape)
+    if shape and shape[0] % divide == 0:
+        shape = (shape[0] * times // divide,) + shape[1:]
+    else:
+        shape = (buf.count * times // divide,)
     if _is_torch(buf.obj):
         import torch
-        return torch.empty(count, dtype=buf.obj.dtype)
-    return np.empty(count, dtype=buf.array.dtype)
+        return torch.empty(shape, dtype=buf.obj.dtype)
+    return np.empty(shape, dtype=buf.array.dtype)
 
 
 def same_type(a, b, what):

@@ -107,9 +107,10 @@ class Communicator(Handle):
                                                       send.dtype, code, r), recv.obj, (send, recv), async_op)
 
     def allgather(self, data, out=None, async_op=False):
-        """Every rank's data, in rank order, in a flat result of size * len(data) elements."""
+        """Every rank's data in rank order, stacked along the first dimension (shape (size * n,
+        ...) for data of shape (n, ...); (size,) for a 0-d array), or into out."""
         send = as_buffer(data, "allgather data", writable=False)
-        recv = as_buffer(empty_like(send, send.count * self.size) if out is None else out,
+        recv = as_buffer(empty_like(send, times=self.size) if out is None else out,
                          "allgather out", writable=True)
         same_type(send, recv, "allgather out")
         if recv.count != send.count * self.size:
@@ -127,13 +128,15 @@ class Communicator(Handle):
                                                       buf.dtype, root, r), buf.obj, (buf,), async_op)
 
     def reduce_scatter(self, data, out=None, op="sum", async_op=False):
-        """Reduces data (size blocks of equal length) and gives block `rank` to this rank."""
+        """Reduces data (size blocks of equal length) and gives block `rank` to this rank (of
+        shape (n / size, ...) for data of shape (n, ...) when size divides n; else flat)."""
         send = as_buffer(data, "reduce_scatter data", writable=False)
         if send.count % self.size:
             raise ValueError(f"reduce_scatter data: {send.count} elements do not split into "
                              f"{self.size} equal blocks")
         block = send.count // self.size
-        recv = as_buffer(empty_like(send, block) if out is None else out, "reduce_scatter out", writable=True)
+        recv = as_buffer(empty_like(send, divide=self.size) if out is None else out, "reduce_scatter out",
+                         writable=True)
         same_type(send, recv, "reduce_scatter out")
         if recv.count != block:
             raise ValueError(f"reduce_scatter out: {recv.count} elements for blocks of {block}")

@@ -60,6 +60,17 @@ block = 1001
 rs = comm.reduce_scatter(np.arange(n * block, dtype=np.float32) + me)
 want = np.arange(me * block, (me + 1) * block, dtype=np.float64) * n + n * (n - 1) / 2
 expect(np.array_equal(rs.astype(np.float64), want), "reduce_scatter gives block `rank`")
+# Shapes: all-gather stacks along the first dimension, reduce-scatter takes one block of it.
+grid = np.full((2, 3), me, dtype=np.float32)
+stacked = comm.allgather(grid)
+expect(stacked.shape == (2 * n, 3) and stacked[2 * n - 1, 2] == n - 1, f"allgather shape {stacked.shape}")
+expect(comm.allgather(np.array(me, dtype=np.int64)).tolist() == list(range(n)), "allgather of a 0-d array")
+part = comm.reduce_scatter(np.ones((n * 2, 5), dtype=np.float64))
+expect(part.shape == (2, 5) and np.all(part == n), f"reduce_scatter shape {part.shape}")
+flat = comm.reduce_scatter(np.ones((n + 1, n), dtype=np.float64))  # n does not divide n + 1 (n > 1)
+expect(flat.shape == ((n + 1,) if n > 1 else (2, 1)), f"reduce_scatter of shape ({n + 1}, {n}): {flat.shape}")
+empty = comm.allreduce(np.zeros(0, dtype=np.float32))
+expect(empty.size == 0, "an empty allreduce")
 comm.barrier()
 
 # Non-blocking: several in flight, then waited; test() until done.
