@@ -371,6 +371,7 @@ void ProgressEngine::run() {
   // leave and wait for it until their timeout.
   if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   breakCommunicator(Status(Code::kAborted, "communicator destroyed"), false);
+  transport_.beginLeaving();  // a peer that leaves first may close before its goodbye is read
   neighbours_.sayGoodbye();
   sayGoodbye();
   auto until = Clock::now() + std::chrono::milliseconds(500);

@@ -85,6 +85,9 @@ class Transport {
   // After a failure nobody will take what is still in flight: close endpoints without
   // flushing, so pending sends end (with an error) instead of holding the close up.
   virtual void abandonPendingOnClose() = 0;
+  // This rank has said goodbye: a peer may now close before its own goodbye is read, so
+  // endpoint failures from here on are expected (quiet), not news.
+  virtual void beginLeaving() = 0;
   virtual bool supportsMemoryType(MemoryType type) const = 0;
   // Bytes this rank has handed to send(), for wire accounting.
   virtual uint64_t bytesSent() const = 0;

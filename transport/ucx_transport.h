@@ -54,6 +54,7 @@ class UcxTransport final : public Transport {
   Status peerStatus(int peer) const override;
   void markPeerLeft(int peer) override;
   void abandonPendingOnClose() override { abandonOnClose_ = true; }
+  void beginLeaving() override { closing_ = true; }
   bool supportsMemoryType(MemoryType type) const override;
   uint64_t bytesSent() const override { return bytesSent_.load(std::memory_order_relaxed); }
 
@@ -108,7 +109,7 @@ class UcxTransport final : public Transport {
   std::vector<std::unique_ptr<PeerHandlerArg>> handlerArgs_;
   std::vector<Status> peerStatus_;
   std::vector<bool> left_;  // said goodbye (see markPeerLeft)
-  bool closing_ = false;
+  std::atomic<bool> closing_{false};  // leaving: peers' endpoint failures are expected
   bool abandonOnClose_ = false;
   std::shared_ptr<RegisteredMemory> registered_;
   std::atomic<uint64_t> bytesSent_{0};

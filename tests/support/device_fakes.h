@@ -246,6 +246,7 @@ class RecordingTransport final : public transport::Transport {
   Status peerStatus(int peer) const override { return inner_.peerStatus(peer); }
   void markPeerLeft(int peer) override { inner_.markPeerLeft(peer); }
   void abandonPendingOnClose() override { inner_.abandonPendingOnClose(); }
+  void beginLeaving() override { inner_.beginLeaving(); }
   bool supportsMemoryType(transport::MemoryType type) const override {
     return type == transport::MemoryType::kHost || (type == transport::MemoryType::kCuda && claimCuda_);
   }

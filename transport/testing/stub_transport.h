@@ -31,6 +31,7 @@ class StubTransport : public Transport {
   Status peerStatus(int) const override { return Status::ok(); }
   void markPeerLeft(int) override {}
   void abandonPendingOnClose() override {}
+  void beginLeaving() override {}
   bool supportsMemoryType(MemoryType t) const override { return t == MemoryType::kHost; }
   uint64_t bytesSent() const override { return 0; }
 
