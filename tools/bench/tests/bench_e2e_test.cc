@@ -40,7 +40,7 @@ TEST_P(BenchRanks, EveryCollectiveChecksClean) {
 
 INSTANTIATE_TEST_SUITE_P(N, BenchRanks, ::testing::Values(1, 2, 3, 4));
 
-// Rank 1 corrupts one element of its result in every timed iteration: #wrong is exactly the
+// Rank 1 corrupts one element (the last) of its result in every timed iteration: #wrong is exactly the
 // number of timed iterations (-n 3) in the row, the footer and the JSON line, whatever the
 // collective.
 TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
@@ -64,6 +64,17 @@ TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
     EXPECT_EQ(last, "3") << rows[0];
   }
   std::filesystem::remove(file);
+}
+
+// The same where the result spans many periods of the input pattern (64 KiB: 10 of them for
+// f32), so the planted last element lies in a block other than the first.
+TEST(Bench, PlantedWrongValueInALaterBlockIsCounted) {
+  for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
+    RunResult r = bench(3, {"-b", "64K", "-e", "64K", "-n", "3", "-w", "1", "-c", "1", "--op", coll,
+                            "--plant-wrong", "2"});
+    EXPECT_NE(r.exitCode(), 0) << coll << "\n" << describe(r);
+    EXPECT_NE(r.out.find("# Out of bounds values : 3 FAILED"), std::string::npos) << coll << "\n" << describe(r);
+  }
 }
 
 // -F csv: the header line and one line per size (8, 64, 512 B), every field in place.
