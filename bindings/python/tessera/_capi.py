@@ -15,11 +15,17 @@ OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4}
 
 
 def _library_path():
-    """TESSERA_LIBRARY, else a source checkout's build/lib, else the linker's search path."""
+    """TESSERA_LIBRARY, else the library beside an installed package (cmake --install puts
+    the package in LIBDIR/tessera/python), else a source checkout's build/lib, else the
+    linker's search path."""
     explicit = os.environ.get("TESSERA_LIBRARY")
     if explicit:
         return explicit
-    for parent in pathlib.Path(__file__).resolve().parents:
+    package = pathlib.Path(__file__).resolve().parent
+    installed = package.parent.parent.parent / "libtessera.so"
+    if package.parent.name == "python" and package.parent.parent.name == "tessera" and installed.exists():
+        return str(installed)
+    for parent in package.parents:
         candidate = parent / "build" / "lib" / "libtessera.so"
         if candidate.exists():
             return str(candidate)
