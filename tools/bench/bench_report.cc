@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
+
+#include "runtime/config.h"
 
 namespace tsr::tools::bench {
 
@@ -52,17 +55,18 @@ double sparseFloorUs(size_t count, int n, double density, double rateGbit) {
   return sparseFloorBytes(count, n, density) * 8 / (rateGbit * 1e9) * 1e6;
 }
 
-std::string header(const BenchOptions& o, int n, const std::string& note) {
+std::string header(const BenchOptions& o, int n, const std::string& note, const std::string& settings) {
   if (o.format == "peer")
     return format("# tsr-bench %s %s %s, world=%d, rate=%g Gbit/s, %s\n", collectiveName(o.collective),
                   dataTypeName(o.dtype), reduceOpName(o.op), n, o.rateGbit, note.c_str()) +
+           settings +
            format("#%12s %10s %5s %11s %11s %11s %11s %11s %11s %7s ok\n", "size(B)", "count", "iters",
                   "time(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "floor(us)", "x_floor");
   if (o.format == "csv")
     return "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong\n";
   return format("# tsr-bench: %s, %d ranks, %s; %d warmup + %d timed iterations per size\n",
                 collectiveName(o.collective), n, note.c_str(), o.warmup, o.iters) +
-         "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
+         settings + "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
          (isMarsit(o) ? "# " + o.algo + ": size is the logical f32 size (count*4, for algbw/busbw); split: "
                         "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
                       : std::string()) +
@@ -76,6 +80,22 @@ std::string header(const BenchOptions& o, int n, const std::string& note) {
                 "algo", "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "",
                 "(GB/s)", "(GB/s)", "", "");
+}
+
+std::string settingsLine(const std::map<std::string, std::string>& env) {
+  static const std::set<std::string> launcher = {"TSR_RANK",    "TSR_WORLD_SIZE", "TSR_LOCAL_RANK",
+                                                 "TSR_LOCAL_SIZE", "TSR_PEERS",  "TSR_JOB_SECRET",
+                                                 "TSR_JOB_ID",  "TSR_HOST",       "TSR_IFACE",
+                                                 "TSR_ADDR"};
+  std::set<std::string> tessera;
+  for (const auto& entry : runtime::configTable()) tessera.insert(entry.name);
+  std::string line;
+  for (const auto& [name, value] : env) {  // a std::map: already sorted
+    bool ucx = name.rfind("UCX_", 0) == 0;
+    if (!ucx && (!tessera.count(name) || launcher.count(name))) continue;
+    line += " " + name + "=" + value;
+  }
+  return "# settings:" + (line.empty() ? std::string(" defaults (no UCX_ or TSR_ settings)") : line) + "\n";
 }
 
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {

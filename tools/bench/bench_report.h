@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,13 @@ double compressedFloorUs(size_t count, int nranks, double rateGbit);
 double sparseFloorBytes(size_t count, int nranks, double density);
 double sparseFloorUs(size_t count, int nranks, double density, double rateGbit);
 
-std::string header(const BenchOptions& o, int nranks, const std::string& transportNote);
+// The title line, then `settings` (settingsLine(), may be ""), then the column names.
+std::string header(const BenchOptions& o, int nranks, const std::string& transportNote,
+                   const std::string& settings = "");
+// "# settings: NAME=VALUE ..." (sorted) for the UCX_* variables and Tessera's own TSR_* settings
+// in env, so a result says what it ran with (nccl-tests users read NCCL_* the same way); never
+// the launcher's (TSR_RANK, TSR_PEERS, TSR_JOB_SECRET, ...) nor unknown TSR_ names.
+std::string settingsLine(const std::map<std::string, std::string>& env);
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int nranks);
 std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int nranks);
 // Rows with a split: "#   split(us) prepare P pack ... total T sent(B) B floor(us) F x_floor X"

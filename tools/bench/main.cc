@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "runtime/config.h"
 #include "tools/bench/bench_marsit.h"
 #include "tools/bench/bench_options.h"
 #include "tools/bench/bench_report.h"
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   for (int r : comm.ringOrder()) ring += (ring.empty() ? "" : " ") + std::to_string(r);
   if (printer)
     std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1) +
-                                ", ring " + ring).c_str(), stdout);
+                                ", ring " + ring, settingsLine(runtime::processEnvironment())).c_str(),
+               stdout);
   std::vector<BenchRow> rows;
   size_t unit = dataTypeSize(o.dtype) *
                 (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);

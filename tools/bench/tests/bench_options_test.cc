@@ -303,5 +303,18 @@ TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
   EXPECT_EQ(jsonLine(r, o, 6).find("select"), std::string::npos);
 }
 
+// The settings line names UCX's variables and Tessera's settings, sorted; never the launcher's
+// (the job secret above all) nor other variables.
+TEST(BenchReport, SettingsLineNamesUcxAndTesseraSettingsOnly) {
+  std::map<std::string, std::string> env = {
+      {"UCX_TCP_SNDBUF", "64k"}, {"TSR_CHUNK_BYTES", "262144"}, {"TSR_JOB_SECRET", "s3cret"},
+      {"TSR_RANK", "0"},         {"TSR_PEERS", "a:1,b:2"},      {"HOME", "/root"},
+      {"TSR_NOT_A_SETTING", "x"}, {"UCX_TLS", "tcp,self"},      {"TSR_ALGO", "ring"}};
+  EXPECT_EQ(settingsLine(env),
+            "# settings: TSR_ALGO=ring TSR_CHUNK_BYTES=262144 UCX_TCP_SNDBUF=64k UCX_TLS=tcp,self\n");
+  EXPECT_EQ(settingsLine({{"HOME", "/root"}, {"TSR_WORLD_SIZE", "4"}}),
+            "# settings: defaults (no UCX_ or TSR_ settings)\n");
+}
+
 }  // namespace
 }  // namespace tsr::tools::bench
