@@ -16,8 +16,10 @@
 # every repeat, so their ratios come from one cluster session), ITERS and WARMUP (tsr-bench -n
 # and -w, default 5 and 1), TSR_ENVS ('|'-separated settings, e.g. "TSR_WAIT=spin|TSR_WAIT=auto":
 # one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat),
-# TSR_BUILDS ('|'-separated build directories, e.g. "build|../base/build" to compare two
-# commits: every Tessera run once per build, interleaved; labelled build=DIR).
+# TCP_STATS=1 (after each run, a "## tcp counters" line: retransmits, reordering, spurious
+# retransmits and out-of-order queueing on all hosts during it), TSR_BUILDS ('|'-separated
+# build directories, e.g. "build|../base/build" to compare two commits: every Tessera run
+# once per build, interleaved; labelled build=DIR).
 # Extra arguments go to every tsr-bench run (e.g. -c 1, --density 0.01 --teams 2: dense
 # algorithms ignore the sparse options; --algo ring when ALGOS is not set).
 set -euo pipefail
@@ -81,6 +83,28 @@ run_gloo() {
   BENCH_TIMEOUT_S=$limit "$shared/tools/run_gloo.sh" net "$n" --rate-gbit "$gbit" --sizes-mib "$sizes" || echo "## gloo failed ($?)"
 }
 
+# The TCP counters that show loss and reordering, summed over the hosts (each namespace has its
+# own /proc/net): "OutSegs RetransSegs TCPSACKReorder TCPDSACKRecv TCPOFOQueue".
+tcp_counters() {
+  for ((i = 0; i < n; i++)); do "$net" exec "$i" cat /proc/net/snmp /proc/net/netstat; done | awk '
+    /^(Tcp|TcpExt):/ { if (!($1 in names)) { names[$1] = $0; next }
+                       split(names[$1], k); for (j = 2; j <= NF; j++) sum[k[j]] += $j; delete names[$1] }
+    END { print sum["OutSegs"] + 0, sum["RetransSegs"] + 0, sum["TCPSACKReorder"] + 0,
+                sum["TCPDSACKRecv"] + 0, sum["TCPOFOQueue"] + 0 }'
+}
+# Runs "$@"; with TCP_STATS=1, then prints how much the counters grew during it.
+with_tcp_stats() {
+  [ "${TCP_STATS:-0}" = 1 ] || { "$@"; return; }
+  local before after rc=0
+  read -r -a before <<<"$(tcp_counters)"
+  "$@" || rc=$?
+  read -r -a after <<<"$(tcp_counters)"
+  local names=(OutSegs RetransSegs TCPSACKReorder TCPDSACKRecv TCPOFOQueue) line="" k
+  for k in 0 1 2 3 4; do line+=" ${names[k]}=$((${after[k]:-0} - ${before[k]:-0}))"; done
+  echo "## tcp counters, all hosts, that run:$line"
+  return $rc
+}
+
 sweep() {
 status=0
 for ((r = 1; r <= repeats; r++)); do
@@ -89,13 +113,13 @@ for ((r = 1; r <= repeats; r++)); do
   for variant in "${settings[@]}"; do
     variant=$(echo $variant)  # trimmed
     if [ -z "$algos" ]; then
-      run_tessera "$@" || status=$?
+      with_tcp_stats run_tessera "$@" || status=$?
     else
-      for a in $algos; do run_tessera --algo "$a" "$@" || status=$?; done
+      for a in $algos; do with_tcp_stats run_tessera --algo "$a" "$@" || status=$?; done
     fi
   done
   done
-  if [ "${PEERS:-1}" != 0 ]; then run_mpi; run_gloo; fi
+  if [ "${PEERS:-1}" != 0 ]; then with_tcp_stats run_mpi; with_tcp_stats run_gloo; fi
 done
 return $status
 }
