@@ -19,7 +19,11 @@
 # TCP_STATS=1 (after each run, a "## tcp counters" line: retransmits, reordering, spurious
 # retransmits and out-of-order queueing on all hosts during it), TSR_BUILDS ('|'-separated
 # build directories, e.g. "build|../base/build" to compare two commits: every Tessera run
-# once per build, interleaved; labelled build=DIR).
+# once per build, interleaved; labelled build=DIR), PEER_SNDBUFS ('|'-separated socket send
+# buffer sizes in bytes for the peers, e.g. "|65536": each peer benchmark once per value,
+# empty = the kernel's autotuning; Open MPI through btl_tcp_sndbuf, gloo, which has no option
+# for it, through the LD_PRELOAD shim peers/sndbuf_preload.c; labelled sndbuf=BYTES, so the
+# peers can be compared with Tessera under UCX_TCP_SNDBUF).
 # Extra arguments go to every tsr-bench run (e.g. -c 1, --density 0.01 --teams 2: dense
 # algorithms ignore the sparse options; --algo ring when ALGOS is not set).
 set -euo pipefail
@@ -37,6 +41,7 @@ algos=${ALGOS:-}
 # The script's own TSR_* settings are not Tessera's: the ranks would warn about them.
 tsr_env=${TSR_ENV:-}
 variants=${TSR_ENVS:-}
+peer_sndbufs=${PEER_SNDBUFS:-}
 unset TSR_BUILD TSR_BUILDS TSR_SHARED TSR_ENV TSR_ENVS
 for a in "$@"; do
   [ -z "$algos" ] || [ "$a" != --algo ] || { echo "cluster.sh: give the algorithms in ALGOS or as --algo, not both" >&2; exit 2; }
@@ -54,9 +59,16 @@ gbit=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", 
 min=$(echo "$sizes" | tr ',' '\n' | sort -n | head -1) max=$(echo "$sizes" | tr ',' '\n' | sort -n | tail -1)
 factor=$(echo "$sizes" | awk -F, '{ if (NF > 1) print $2 / $1; else print 2 }')
 
+IFS='|' read -r -a sndbuf_list <<<"${peer_sndbufs:- }"
+for v in "${sndbuf_list[@]}"; do
+  v=$(echo $v)
+  [ -z "$v" ] || [[ $v =~ ^[0-9]+$ && $v -ge 4096 ]] || { echo "cluster.sh: PEER_SNDBUFS: '$v' is not a size in bytes >= 4096" >&2; exit 2; }
+done
+
 hostfile=$(mktemp /tmp/tsr-cluster-hosts.XXXXXX)
 log=$(mktemp /tmp/tsr-cluster-log.XXXXXX)
-cleanup() { "$net" down >/dev/null 2>&1 || true; rm -f "$hostfile" "$log"; }
+shim_dir=$(mktemp -d /tmp/tsr-cluster-shim.XXXXXX)
+cleanup() { "$net" down >/dev/null 2>&1 || true; rm -rf "$hostfile" "$log" "$shim_dir"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
@@ -72,15 +84,23 @@ run_tessera() {  # [tsr-bench args...]; $variant: this run's settings (TSR_ENVS)
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 "${extra[@]}" \
     "$bin/bin/tsr-bench" -b "${min}M" -e "${max}M" -f "$factor" -n "${ITERS:-5}" -w "${WARMUP:-1}" -F peer --rate "$gbit" "$@"
 }
+# The peers: $sndbuf = this run's socket send buffer in bytes (PEER_SNDBUFS), empty = autotuned.
 run_mpi() {
   command -v mpirun >/dev/null || { echo "## Open MPI: not installed (apt-get install openmpi-bin libopenmpi-dev)"; return 0; }
-  echo "## Open MPI MPI_Allreduce (default algorithm), N=$n, $rate"
-  BENCH_TIMEOUT_S=$limit "$shared/tools/run_mpi.sh" net "$n" "$gbit" "$sizes" 1 || echo "## Open MPI failed ($?)"
+  echo "## Open MPI MPI_Allreduce (default algorithm), N=$n, $rate${sndbuf:+, sndbuf=$sndbuf}"
+  MPI_EXTRA="${MPI_EXTRA:-}${sndbuf:+ --mca btl_tcp_sndbuf $sndbuf}" BENCH_TIMEOUT_S=$limit \
+    "$shared/tools/run_mpi.sh" net "$n" "$gbit" "$sizes" 1 || echo "## Open MPI failed ($?)"
 }
 run_gloo() {
   /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "## gloo: python3-torch not installed"; return 0; }
-  echo "## PyTorch gloo, N=$n, $rate"
-  BENCH_TIMEOUT_S=$limit "$shared/tools/run_gloo.sh" net "$n" --rate-gbit "$gbit" --sizes-mib "$sizes" || echo "## gloo failed ($?)"
+  echo "## PyTorch gloo, N=$n, $rate${sndbuf:+, sndbuf=$sndbuf}"
+  local pre=()
+  if [ -n "$sndbuf" ]; then
+    [ -e "$shim_dir/sndbuf.so" ] || cc -shared -fPIC -O2 -o "$shim_dir/sndbuf.so" "$root/tools/bench/peers/sndbuf_preload.c" -ldl ||
+      { echo "## gloo failed (cannot build the sndbuf shim)"; return 0; }
+    pre=(env LD_PRELOAD="$shim_dir/sndbuf.so" PRELOAD_SNDBUF_BYTES="$sndbuf")
+  fi
+  BENCH_TIMEOUT_S=$limit "${pre[@]}" "$shared/tools/run_gloo.sh" net "$n" --rate-gbit "$gbit" --sizes-mib "$sizes" || echo "## gloo failed ($?)"
 }
 
 # The TCP counters that show loss and reordering, summed over the hosts (each namespace has its
@@ -119,7 +139,12 @@ for ((r = 1; r <= repeats; r++)); do
     fi
   done
   done
-  if [ "${PEERS:-1}" != 0 ]; then with_tcp_stats run_mpi; with_tcp_stats run_gloo; fi
+  if [ "${PEERS:-1}" != 0 ]; then
+    for sndbuf in "${sndbuf_list[@]}"; do
+      sndbuf=$(echo $sndbuf)
+      with_tcp_stats run_mpi; with_tcp_stats run_gloo
+    done
+  fi
 done
 return $status
 }

@@ -10,26 +10,39 @@ namespace {
 
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// "## Tessera tsr-bench --algo ring, 4 hosts x 1 ranks, 10gbit, TSR_WAIT=spin" -> "ring
-// TSR_WAIT=spin"; the peers by name. Empty: not a benchmark section.
-std::string labelOf(const std::string& header, bool* peer) {
-  *peer = true;
-  // Not "## Open MPI failed (1)" or "## gloo: python3-torch not installed": notes, not runs.
-  if (startsWith(header, "## Open MPI MPI_Allreduce")) return "Open MPI";
-  if (startsWith(header, "## PyTorch gloo,")) return "gloo";
-  const std::string tessera = "## Tessera tsr-bench ";
-  if (!startsWith(header, tessera)) return "";
-  *peer = false;
+// "a, b, c" -> {"a", "b", "c"}, each part without its leading spaces.
+std::vector<std::string> commaParts(const std::string& text) {
   std::vector<std::string> parts;
-  std::stringstream in(header.substr(tessera.size()));
+  std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) {
     part.erase(0, part.find_first_not_of(' '));
     parts.push_back(part);
   }
+  return parts;
+}
+
+// "## Tessera tsr-bench --algo ring, 4 hosts x 1 ranks, 10gbit, TSR_WAIT=spin" -> "ring
+// TSR_WAIT=spin"; the peers by name, with their settings ("## PyTorch gloo, N=4, 10gbit,
+// sndbuf=65536" -> "gloo sndbuf=65536"). Empty: not a benchmark section.
+std::string labelOf(const std::string& header, bool* peer) {
+  *peer = true;
+  // Not "## Open MPI failed (1)" or "## gloo: python3-torch not installed": notes, not runs.
+  std::string name;
+  if (startsWith(header, "## Open MPI MPI_Allreduce")) name = "Open MPI";
+  if (startsWith(header, "## PyTorch gloo,")) name = "gloo";
+  if (!name.empty()) {
+    // parts: name, "N=n", rate[, settings]
+    std::vector<std::string> parts = commaParts(header);
+    return parts.size() > 3 ? name + " " + parts[3] : name;
+  }
+  const std::string tessera = "## Tessera tsr-bench ";
+  if (!startsWith(header, tessera)) return "";
+  *peer = false;
   // parts: args, "N hosts x R ranks", rate[, settings]
+  std::vector<std::string> parts = commaParts(header.substr(tessera.size()));
   std::string label = parts.empty() ? "" : parts[0];
   if (startsWith(label, "--algo ")) label = label.substr(7);
-  if (parts.size() > 3) label += " " + parts[3];
+  if (parts.size() > 3) label += (label.empty() ? "" : " ") + parts[3];
   return label.empty() ? "tessera" : label;
 }
 

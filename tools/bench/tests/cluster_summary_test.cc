@@ -66,6 +66,32 @@ TEST(ClusterSummary, MediansAndRatiosRepeatByRepeat) {
   EXPECT_EQ(text.find("64 MiB    ring    "), std::string::npos) << "a failed row was summarized: " << text;
 }
 
+// PEER_SNDBUFS runs each peer with and without a setting: two series, each compared.
+TEST(ClusterSummary, PeerSettingsAreSeparateSeries) {
+  std::istringstream in(R"(## Tessera tsr-bench , 4 hosts x 1 ranks, 10gbit, UCX_TCP_SNDBUF=64k
+[0]      16777216    4194304    10       50128       40927       63841       0.335       1.000       20133    2.49 OK
+## Open MPI MPI_Allreduce (default algorithm), N=4, 10gbit
+     16777216    4194304    10       57224       48662       75463       0.293       0.250       20133    2.84 OK
+## Open MPI MPI_Allreduce (default algorithm), N=4, 10gbit, sndbuf=65536
+     16777216    4194304    10       57224       48662       75463       0.293       0.400       20133    2.84 OK
+## PyTorch gloo, N=4, 10gbit
+     16777216    4194304    10       57224       48662       75463       0.293       0.500       20133    2.84 OK
+## PyTorch gloo, N=4, 10gbit, sndbuf=65536
+     16777216    4194304    10       57224       48662       75463       0.293       0.800       20133    2.84 OK
+)");
+  ClusterRun run = parseClusterRun(in);
+  ASSERT_EQ(run.series.size(), 5u);
+  EXPECT_EQ(run.series[0].label, "UCX_TCP_SNDBUF=64k");
+  EXPECT_EQ(run.series[1].label, "Open MPI");
+  EXPECT_EQ(run.series[2].label, "Open MPI sndbuf=65536");
+  EXPECT_EQ(run.series[3].label, "gloo");
+  EXPECT_EQ(run.series[4].label, "gloo sndbuf=65536");
+  std::string text = formatClusterSummary(run);
+  EXPECT_NE(text.find("vs gloo 2.00x"), std::string::npos) << text;
+  EXPECT_NE(text.find("vs gloo sndbuf=65536 1.25x"), std::string::npos) << text;
+  EXPECT_NE(text.find("vs Open MPI sndbuf=65536 2.50x"), std::string::npos) << text;
+}
+
 TEST(ClusterSummary, NothingToSummarizeIsEmpty) {
   std::istringstream in("## Open MPI: not installed\nsome text\n");
   EXPECT_EQ(formatClusterSummary(parseClusterRun(in)), "");
