@@ -73,10 +73,12 @@ int main(int argc, char** argv) {
   }
   std::string ring;
   for (int r : comm.ringOrder()) ring += (ring.empty() ? "" : " ") + std::to_string(r);
-  if (printer)
+  if (printer) {
     std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1) +
                                 ", ring " + ring, settingsLine(runtime::processEnvironment())).c_str(),
                stdout);
+    std::fflush(stdout);  // seen at once through a pipe (tsrun, tee): the job is up and sweeping
+  }
   std::vector<BenchRow> rows;
   size_t unit = dataTypeSize(o.dtype) *
                 (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
