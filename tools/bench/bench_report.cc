@@ -15,6 +15,13 @@ std::string format(const char* fmt, auto... args) {
   std::snprintf(buf, sizeof buf, fmt, args...);
   return buf;
 }
+
+// The reduction of the row: "none" for the collectives that reduce nothing (all formats).
+const char* redopName(const BenchOptions& o) {
+  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter
+             ? reduceOpName(o.op) : "none";
+}
+
 }  // namespace
 
 double busFactor(Collective c, int n) {
@@ -99,8 +106,7 @@ std::string settingsLine(const std::map<std::string, std::string>& env) {
 }
 
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
-  const char* redop = o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter
-                          ? reduceOpName(o.op) : "none";
+  const char* redop = redopName(o);
   if (o.format == "peer") {
     double fl = floorUs(r, o.collective, n, o.rateGbit);
     std::string s = format(" %12zu %10zu %5d %11.0f %11.0f %11.0f %11.3f %11.3f %11.0f ", r.bytes, r.count,
@@ -197,7 +203,7 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
   return format("{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
                 "\"algo\": \"%s\", \"nranks\": %d, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
                 "\"wire_bytes\": %llu, \"wrong\": %lld",
-                collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), reduceOpName(o.op),
+                collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), redopName(o),
                 r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
                 static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong)) +
          split + (err.empty() ? "" : ", \"error\": \"" + err + "\"") + "}\n";

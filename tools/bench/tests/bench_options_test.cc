@@ -212,6 +212,27 @@ TEST(BenchReport, JsonLineHasTheRequiredFields) {
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
 }
 
+// Broadcast and all-gather reduce nothing: every format says "none", not the -o default.
+TEST(BenchReport, CollectivesWithoutAReductionSayNoneInEveryFormat) {
+  BenchRow r;
+  r.bytes = 64;
+  r.count = 16;
+  r.algo = "binomial";
+  for (Collective c : {Collective::kBroadcast, Collective::kAllgather}) {
+    BenchOptions o;
+    o.collective = c;
+    EXPECT_NE(jsonLine(r, o, 3).find("\"redop\": \"none\""), std::string::npos) << jsonLine(r, o, 3);
+    o.format = "csv";
+    EXPECT_NE(formatRow(r, o, 3).find(",none,"), std::string::npos) << formatRow(r, o, 3);
+    o.format = "table";
+    EXPECT_NE(formatRow(r, o, 3).find(" none "), std::string::npos) << formatRow(r, o, 3);
+  }
+  BenchOptions reduceScatter;
+  reduceScatter.collective = Collective::kReduceScatter;
+  reduceScatter.op = ReduceOp::kMax;
+  EXPECT_NE(jsonLine(r, reduceScatter, 3).find("\"redop\": \"max\""), std::string::npos);
+}
+
 TEST(BenchReport, CompressedFloorIsOneBitPerElementInWholeWords) {
   // N=4, 16 MiB f32 at 100 Mbit/s: 1.5 * 4 Mi/64 words * 8 B * 8 / 1e8 s = 62914.56 us.
   EXPECT_NEAR(compressedFloorUs(size_t{4} << 20, 4, 0.1), 62914.56, 1e-6);
