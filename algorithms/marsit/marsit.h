@@ -85,7 +85,6 @@ class MarsitTensor {
   // per tensor (a second call while one is pending is TSR_ERR_INVALID_ARGUMENT).
   Result<runtime::RequestPtr> allreduceAsync(float* g);
 
-  // True while a step is pending.
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
   // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
   Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
@@ -98,6 +97,7 @@ class MarsitTensor {
   // Returns the log line saying which path and why (runtime/device_path.h).
   Result<std::string> useDeviceMemory(const runtime::DeviceOpeners& open);
   bool directDevice() const;
+  // True while a step is pending.
   bool busy() const;
   // Valid while no step is pending (direct device path: read back from the device). Flat:
   // count floats. Two-level: the compensation of this
