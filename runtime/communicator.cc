@@ -122,6 +122,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   std::vector<bool> fastLocal(size_, false);
   if (config.get("TSR_ERR_MODE") == "auto")
     for (int r = 0; r < size_; ++r) fastLocal[r] = r != rank_ && hostIds_[r] == hostIds_[rank_];
+  transport_->setPeerHosts(hosts_);
   TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
   TSR_RETURN_IF_ERROR(chooseLinks());
   TSR_RETURN_IF_ERROR(setUpShmBoard());

@@ -111,12 +111,7 @@ void ProgressEngine::abort(const Status& reason) {
   transport_.wake();
 }
 
-std::string ProgressEngine::peerName(int peer) const {
-  std::string s = "rank " + std::to_string(peer);
-  if (peer >= 0 && peer < static_cast<int>(options_.hosts.size()))
-    s += " (" + options_.hosts[peer] + ")";
-  return s;
-}
+std::string ProgressEngine::peerName(int peer) const { return transport::peerLabel(peer, options_.hosts); }
 
 void ProgressEngine::postControlRecv() {
   Status st = transport_.recv(-1, transport::makeControlTag(0, options_.comm),

@@ -17,6 +17,14 @@ namespace tsr::transport {
 
 enum class MemoryType : uint8_t { kHost = 0, kCuda = 1 };
 
+// How errors name a peer: "rank 2 (tsr2)" when its host is known (hosts[rank]), else "rank 2".
+inline std::string peerLabel(int peer, const std::vector<std::string>& hosts) {
+  std::string s = "rank " + std::to_string(peer);
+  if (peer >= 0 && peer < static_cast<int>(hosts.size()) && !hosts[peer].empty())
+    s += " (" + hosts[peer] + ")";
+  return s;
+}
+
 struct Completion {
   bool posted = false;
   bool done = false;

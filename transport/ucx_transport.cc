@@ -189,9 +189,8 @@ Status UcxTransport::connect(const std::vector<std::string>& addresses,
     ucp_ep_h handle = nullptr;
     ucs_status_t st = ucp_ep_create(asWorker(worker_), &ep, &handle);
     if (st != UCS_OK)
-      return Status(Code::kTransport, "rank " + std::to_string(rank_) +
-                                          ": cannot create endpoint to rank " +
-                                          std::to_string(peer) + ": " + ucs_status_string(st));
+      return Status(Code::kTransport, "rank " + std::to_string(rank_) + ": cannot create endpoint to " +
+                                          peerLabel(peer, hosts_) + ": " + ucs_status_string(st));
     endpoints_[peer] = handle;
   }
   return Status::ok();
@@ -199,9 +198,8 @@ Status UcxTransport::connect(const std::vector<std::string>& addresses,
 
 void UcxTransport::markPeerFailed(int peer, const std::string& why) {
   if (!peerStatus_[peer].isOk()) return;
-  peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) +
-                                                    " lost its connection to rank " +
-                                                    std::to_string(peer) + " (" + why + ")");
+  peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) + " lost its connection to " +
+                                                    peerLabel(peer, hosts_) + ": " + why);
   failConsumerRecvs(peer, peerStatus_[peer]);  // UCX has no request of ours to fail for them
   log::get("transport")->log(closing_ ? spdlog::level::debug : spdlog::level::warn, "{}",
                               peerStatus_[peer].message());
@@ -210,8 +208,7 @@ void UcxTransport::markPeerFailed(int peer, const std::string& why) {
 void UcxTransport::markPeerLeft(int peer) {
   if (peer < 0 || peer >= size_ || !peerStatus_[peer].isOk()) return;
   left_[peer] = true;
-  peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(peer) +
-                                                    " has destroyed its communicator");
+  peerStatus_[peer] = Status(Code::kPeerFailed, peerLabel(peer, hosts_) + " has destroyed its communicator");
   log::get("transport")->debug("rank {}: {}", rank_, peerStatus_[peer].message());
 }
 
@@ -264,7 +261,7 @@ void UcxTransport::trackSend(void* request, Completion* c, int peer) {
     c->done = true;
   } else if (UCS_PTR_IS_ERR(req)) {
     c->done = true;
-    c->status = fromUcs(UCS_PTR_STATUS(req), "send to rank " + std::to_string(peer));
+    c->status = fromUcs(UCS_PTR_STATUS(req), "send to " + peerLabel(peer, hosts_));
   } else {
     c->handle = req;
   }
@@ -298,7 +295,7 @@ Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer
     c->tag = info.sender_tag;
   } else if (UCS_PTR_IS_ERR(req)) {
     c->done = true;
-    c->status = fromUcs(UCS_PTR_STATUS(req), "receive from rank " + std::to_string(peer));
+    c->status = fromUcs(UCS_PTR_STATUS(req), "receive from " + peerLabel(peer, hosts_));
   } else {
     c->handle = req;
   }

@@ -34,6 +34,9 @@ class UcxTransport final : public Transport {
   // to a same-host peer over TCP loopback in PEER mode. Their failures are caught above the
   // transport (bootstrap-link watch, timeouts, abort notices).
   Status connect(const std::vector<std::string>& addresses, const std::vector<bool>& fastLocal);
+  // Host names by rank, so that errors say "rank 2 (tsr2)" (optional; the communicator sets
+  // them before connecting).
+  void setPeerHosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
 
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;
@@ -108,6 +111,7 @@ class UcxTransport final : public Transport {
   std::vector<void*> endpoints_;  // ucp_ep_h per rank (null for self)
   std::vector<std::unique_ptr<PeerHandlerArg>> handlerArgs_;
   std::vector<Status> peerStatus_;
+  std::vector<std::string> hosts_;  // by rank, for error messages (setPeerHosts)
   std::vector<bool> left_;  // said goodbye (see markPeerLeft)
   std::atomic<bool> closing_{false};  // leaving: peers' endpoint failures are expected
   bool abandonOnClose_ = false;

@@ -49,6 +49,7 @@ std::string lossSeenByRankZero(bool leaving) {
   EXPECT_TRUE(progressUntil(world, {&s, &r}));
 
   TransportWarnings warnings;
+  world[0]->setPeerHosts({"host-a", "host-b"});  // as the communicator does
   if (leaving) world[0]->beginLeaving();
   world[1].reset();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -61,7 +62,8 @@ std::string lossSeenByRankZero(bool leaving) {
 
 TEST(UcxPeerLoss, IsAWarningWhileThisRankStillWorks) {
   std::string logged = lossSeenByRankZero(false);
-  EXPECT_NE(logged.find("rank 0 lost its connection to rank 1"), std::string::npos) << logged;
+  // The peer is named with its host, as every other error names it.
+  EXPECT_NE(logged.find("rank 0 lost its connection to rank 1 (host-b): "), std::string::npos) << logged;
 }
 
 TEST(UcxPeerLoss, IsQuietOnceThisRankBeganLeaving) {
