@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# A host cut off the network mid-job (its link taken down: no FIN, no RST, nothing more from
-# it), on the emulated cluster: every other rank's pending allreduce must fail within the
-# timeout with TSR_ERR_TIMEOUT naming the lost rank and its host, and the job must end.
-#   cluster_partition_check.sh BUILD_DIR [N [RATE [TIMEOUT_MS]]]
+# Losing a host mid-job on the emulated cluster, two ways (MODE):
+#   cut:  its link taken down (no FIN, no RST, nothing more from it): every other rank's pending
+#         allreduce must fail within TIMEOUT_MS with TSR_ERR_TIMEOUT naming the lost rank and
+#         its host, and the job must end.
+#   kill: its rank SIGKILLed (the kernel closes its connections): every other rank must fail
+#         with TSR_ERR_PEER_FAILED naming it and its host within 8 s, long before TIMEOUT_MS
+#         (it is noticed, not waited out), and tsrun must exit 137 naming it.
+#   cluster_partition_check.sh BUILD_DIR [MODE [N [RATE [TIMEOUT_MS]]]]
 # Skipped (exit 77) where network namespaces cannot be made (not root, no ip netns).
 set -uo pipefail
-build=$1 n=${2:-4} rate=${3:-1gbit} timeout_ms=${4:-4000}
+build=$1 mode=${2:-cut} n=${3:-4} rate=${4:-1gbit} timeout_ms=${5:-4000}
 lost=$((n / 2))
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
@@ -46,7 +50,17 @@ grep -q 'size(B)' "$log" || { cat "$log"; echo "FAIL: the job never started its 
 sleep 1
 kill -0 "$child" 2>/dev/null || { cat "$log"; echo "FAIL: the job ended before the cut"; exit 1; }
 cut=$(date +%s%N)
-ip -n "tsr$lost" link set net0 down
+if [ "$mode" = cut ]; then
+  ip -n "tsr$lost" link set net0 down
+else
+  # The lost rank's process: the one tsr-bench whose environment says TSR_RANK=$lost.
+  victim=
+  for p in $(pgrep -x tsr-bench); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TSR_RANK=$lost" && victim=$p
+  done
+  [ -n "$victim" ] || { cat "$log"; echo "FAIL: no tsr-bench process of rank $lost"; exit 1; }
+  kill -KILL "$victim"
+fi
 wait "$child"
 status=$?
 child=
@@ -56,12 +70,21 @@ echo "job ended ${took_ms} ms after the cut, status $status"
 
 fail=0
 [ "$status" != 0 ] || { echo "FAIL: the job exited 0 after losing rank $lost"; fail=1; }
-# The timeout, plus the time tsrun takes to stop the others once one rank has failed.
-limit_ms=$((timeout_ms + 8000))
+if [ "$mode" = cut ]; then
+  # The timeout, plus the time tsrun takes to stop the others once one rank has failed.
+  limit_ms=$((timeout_ms + 8000)) code=TSR_ERR_TIMEOUT
+else
+  # Noticed through the closed connections: well before the timeout, which the caller sets long.
+  limit_ms=8000 code=TSR_ERR_PEER_FAILED
+  [ "$status" = 137 ] || { echo "FAIL: tsrun exited $status, not 137 (the killed rank's SIGKILL)"; fail=1; }
+  # A remote rank's SIGKILL reaches tsrun through the rsh agent's shell as status 137.
+  grep -E "^tsrun: rank $lost \(host tsr$lost\) (killed by signal SIGKILL|exited with status 137)" "$log" >/dev/null ||
+    { echo "FAIL: tsrun did not name rank $lost (tsr$lost) as the one that ended first"; fail=1; }
+fi
 [ "$took_ms" -le "$limit_ms" ] || { echo "FAIL: the job took ${took_ms} ms to end (limit ${limit_ms} ms)"; fail=1; }
 for ((r = 0; r < n; r++)); do
   [ "$r" = "$lost" ] && continue
-  grep -E "^\[$r\] .*TSR_ERR_TIMEOUT.*rank $lost \(tsr$lost\)" "$log" >/dev/null ||
-    { echo "FAIL: rank $r did not report TSR_ERR_TIMEOUT naming rank $lost (tsr$lost)"; fail=1; }
+  grep -E "^\[$r\] .*$code.*rank $lost \(tsr$lost\)" "$log" >/dev/null ||
+    { echo "FAIL: rank $r did not report $code naming rank $lost (tsr$lost)"; fail=1; }
 done
 exit $fail
