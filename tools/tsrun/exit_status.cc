@@ -22,10 +22,18 @@ int exitCodeOf(int waitStatus) {
   return 1;
 }
 
-std::string describeExit(int rank, const std::string& host, int waitStatus) {
+int remoteSignalOf(int waitStatus, bool remote) {
+  if (!remote || !WIFEXITED(waitStatus)) return 0;
+  int status = WEXITSTATUS(waitStatus);
+  return status > 128 && status <= 128 + 64 ? status - 128 : 0;
+}
+
+std::string describeExit(int rank, const std::string& host, int waitStatus, bool remote) {
   std::string who = "rank " + std::to_string(rank) + " (host " + host + ")";
   if (WIFEXITED(waitStatus)) {
-    return who + " exited with status " + std::to_string(WEXITSTATUS(waitStatus));
+    int signal = remoteSignalOf(waitStatus, remote);
+    return who + " exited with status " + std::to_string(WEXITSTATUS(waitStatus)) +
+           (signal ? " (killed by " + signalName(signal) + " on its host, as the remote shell reports)" : "");
   }
   if (WIFSIGNALED(waitStatus)) {
     return who + " killed by signal " + signalName(WTERMSIG(waitStatus)) +

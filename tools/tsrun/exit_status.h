@@ -19,6 +19,10 @@ std::string signalName(int signal);
 // waitStatus is what waitpid() stored.
 bool isFailure(int waitStatus);
 int exitCodeOf(int waitStatus);
-std::string describeExit(int rank, const std::string& host, int waitStatus);
+// A remote rank runs under the rsh agent's shell, so a signal that kills it comes back as exit
+// status 128 + N: the signal N for such a status of a remote rank, else 0.
+int remoteSignalOf(int waitStatus, bool remote);
+// remote: started through the rsh agent (its 128 + N statuses are named as signals too).
+std::string describeExit(int rank, const std::string& host, int waitStatus, bool remote = false);
 
 }  // namespace tsr::tools::tsrun

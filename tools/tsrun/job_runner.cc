@@ -230,8 +230,9 @@ void JobRunner::reapChildren() {
     if (isFailure(status)) failed.push_back({&*it, status});
   }
   if (failed.empty() || outcome_ != Outcome::kNone) return;
-  auto killed = std::find_if(failed.begin(), failed.end(),
-                             [](const Failure& f) { return WIFSIGNALED(f.status); });
+  auto killed = std::find_if(failed.begin(), failed.end(), [](const Failure& f) {
+    return WIFSIGNALED(f.status) || remoteSignalOf(f.status, !f.rank->launch.slot.local);
+  });
   if (killed != failed.end()) return blame(*killed);
   if (!pendingBlame_) {
     pendingBlame_ = failed.front();
@@ -242,7 +243,8 @@ void JobRunner::reapChildren() {
 void JobRunner::blame(const Failure& failure) {
   pendingBlame_.reset();
   blameDeadline_.reset();
-  report(describeExit(failure.rank->launch.slot.rank, failure.rank->launch.slot.host, failure.status));
+  const RankSlot& slot = failure.rank->launch.slot;
+  report(describeExit(slot.rank, slot.host, failure.status, !slot.local));
   setOutcome(Outcome::kRankFailed, exitCodeOf(failure.status));
   stopAll(SIGTERM);
 }

@@ -55,5 +55,20 @@ TEST(ExitStatus, Wording) {
   EXPECT_EQ(signalName(SIGSEGV), "SIGSEGV");
 }
 
+// A remote rank's signal arrives as its rsh shell's exit status 128 + N: named as the signal,
+// the status kept (it is what tsrun exits with); a local rank's 137 is just a status.
+TEST(ExitStatus, RemoteShellStatusNamesTheSignal) {
+  EXPECT_EQ(remoteSignalOf(exited(137), true), SIGKILL);
+  EXPECT_EQ(remoteSignalOf(exited(137), false), 0);
+  EXPECT_EQ(remoteSignalOf(exited(3), true), 0);
+  EXPECT_EQ(remoteSignalOf(exited(255), true), 0);  // ssh's own failure, not a signal
+  EXPECT_EQ(remoteSignalOf(signaled(SIGKILL), true), 0);
+  EXPECT_EQ(describeExit(2, "tsr2", exited(137), true),
+            "rank 2 (host tsr2) exited with status 137 (killed by SIGKILL on its host, as the remote shell reports)");
+  EXPECT_EQ(describeExit(2, "tsr2", exited(137), false), "rank 2 (host tsr2) exited with status 137");
+  EXPECT_EQ(describeExit(2, "tsr2", exited(3), true), "rank 2 (host tsr2) exited with status 3");
+  EXPECT_EQ(exitCodeOf(exited(137)), 137);
+}
+
 }  // namespace
 }  // namespace tsr::tools::tsrun
