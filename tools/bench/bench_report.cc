@@ -121,13 +121,14 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
     return format("%zu,%zu,%s,%s,%s,%d,%.2f,%.6g,%.6g,%llu,%lld\n", r.bytes, r.count, dataTypeName(o.dtype),
                   redop, r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
                   static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong));
+  if (!r.error.empty())  // no figures for a size that failed: dashes, not zeros that read as data
+    return format(" %11zu %12zu %5s %6s %-13s %10s %9s %9s %12s %7s\n", r.bytes, r.count, dataTypeName(o.dtype),
+                  redop, r.algo.c_str(), "-", "-", "-", "-", "FAIL") +
+           "#   error: " + r.error + "\n";
   std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
-  std::string s = format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count,
-                         dataTypeName(o.dtype), redop, r.algo.c_str(), r.timeUs, algbwGBs(r),
-                         busbwGBs(r, o.collective, n), static_cast<unsigned long long>(r.wireBytes),
-                         wrong.c_str());
-  if (!r.error.empty()) s += "#   error: " + r.error + "\n";
-  return s;
+  return format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count,
+                dataTypeName(o.dtype), redop, r.algo.c_str(), r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
+                static_cast<unsigned long long>(r.wireBytes), wrong.c_str());
 }
 
 double averageBusbw(const std::vector<BenchRow>& rows, Collective c, int n) {

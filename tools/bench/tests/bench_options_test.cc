@@ -212,6 +212,29 @@ TEST(BenchReport, JsonLineHasTheRequiredFields) {
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
 }
 
+// A size that failed has no figures in the table: dashes and FAIL where zeros would read as a
+// measurement with no wrong values, then the error.
+TEST(BenchReport, FailedSizeShowsNoFiguresInTheTable) {
+  BenchOptions o;
+  BenchRow r;
+  r.bytes = 16777216;
+  r.count = 4194304;
+  r.algo = "ring";
+  r.wrong = 0;
+  r.error = "TSR_ERR_TIMEOUT: rank 2 (tsr1) stopped responding";
+  std::string text = formatRow(r, o, 4);
+  std::istringstream in(text.substr(0, text.find('\n')));
+  std::vector<std::string> fields;
+  for (std::string f; in >> f;) fields.push_back(f);
+  ASSERT_EQ(fields.size(), 10u) << text;
+  EXPECT_EQ(fields[0], "16777216");
+  for (size_t i = 5; i < 9; ++i) EXPECT_EQ(fields[i], "-") << text;
+  EXPECT_EQ(fields[9], "FAIL") << text;
+  EXPECT_NE(text.find("\n#   error: TSR_ERR_TIMEOUT: rank 2 (tsr1) stopped responding\n"), std::string::npos) << text;
+  r.error.clear();
+  EXPECT_EQ(formatRow(r, o, 4).find("FAIL"), std::string::npos);
+}
+
 // Broadcast and all-gather reduce nothing: every format says "none", not the -o default.
 TEST(BenchReport, CollectivesWithoutAReductionSayNoneInEveryFormat) {
   BenchRow r;
