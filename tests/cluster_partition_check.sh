@@ -6,11 +6,16 @@
 #   kill: its rank SIGKILLed (the kernel closes its connections): every other rank must fail
 #         with TSR_ERR_PEER_FAILED naming it and its host within 8 s, long before TIMEOUT_MS
 #         (it is noticed, not waited out), and tsrun must exit 137 naming it.
-#   cluster_partition_check.sh BUILD_DIR [MODE [N [RATE [TIMEOUT_MS]]]]
+#   cluster_partition_check.sh BUILD_DIR [MODE [HOSTS [RATE [TIMEOUT_MS [RANKS_PER_HOST]]]]]
+# The lost host is tsr{HOSTS/2}; "the lost rank" is its first rank. With several ranks per host
+# the ranks of the lost host share memory (UCX shared memory, no UCX failure handling there):
+# cut: the other hosts' ranks must name a rank of the lost host; kill: every other rank, its
+# host-mates included, must name the killed one.
 # Skipped (exit 77) where network namespaces cannot be made (not root, no ip netns).
 set -uo pipefail
-build=$1 mode=${2:-cut} n=${3:-4} rate=${4:-1gbit} timeout_ms=${5:-4000}
-lost=$((n / 2))
+build=$1 mode=${2:-cut} hosts=${3:-4} rate=${4:-1gbit} timeout_ms=${5:-4000} per=${6:-1}
+n=$((hosts * per)) lost_host=$((hosts / 2))
+lost=$((lost_host * per))  # ranks fill the hosts' slots in order
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
   echo "skipped: needs root and ip netns"; exit 77
@@ -32,13 +37,17 @@ trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-for ((i = 0; i < n; i++)); do echo "tsr$i slots=1"; done >"$hostfile"
-"$net" up "$n" "$rate" >/dev/null || { echo "FAIL: netcluster.sh up $n $rate"; exit 1; }
+for ((i = 0; i < hosts; i++)); do echo "tsr$i slots=$per"; done >"$hostfile"
+"$net" up "$hosts" "$rate" >/dev/null || { echo "FAIL: netcluster.sh up $hosts $rate"; exit 1; }
+# TCP between hosts (UCX's shared memory would bypass the emulated links); host-mates also get
+# UCX's shared memory, which Tessera uses between ranks of one host only.
+tls=tcp,self
+[ "$per" = 1 ] || tls=tcp,self,sm
 # Enough 16 MiB allreduces to outlast the test by far: only the failure can end the job early.
 # The ranks ignore SIGTERM (inherited through exec), so that tsrun, which stops the others
 # once one has failed, cannot cut a rank short before it reports what it saw.
 setsid timeout 120 "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" --grace 9 \
-  -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 -x TSR_TIMEOUT_MS="$timeout_ms" \
+  -x UCX_TLS="$tls" -x UCX_NET_DEVICES=net0 -x TSR_TIMEOUT_MS="$timeout_ms" \
   sh -c 'trap "" TERM; exec "$0" "$@"' "$build/bin/tsr-bench" -b 16M -e 16M -n 2000 -w 1 -c 0 >"$log" 2>&1 &
 child=$!
 
@@ -53,7 +62,7 @@ sleep 1
 kill -0 "$child" 2>/dev/null || { cat "$log"; echo "FAIL: the job ended before the cut"; exit 1; }
 cut=$(date +%s%N)
 if [ "$mode" = cut ]; then
-  ip -n "tsr$lost" link set net0 down
+  ip -n "tsr$lost_host" link set net0 down
 else
   # The lost rank's process: the one tsr-bench whose environment says TSR_RANK=$lost.
   victim=
@@ -80,13 +89,20 @@ else
   limit_ms=8000 code=TSR_ERR_PEER_FAILED
   [ "$status" = 137 ] || { echo "FAIL: tsrun exited $status, not 137 (the killed rank's SIGKILL)"; fail=1; }
   # A remote rank's SIGKILL reaches tsrun through the rsh agent's shell as status 137.
-  grep -E "^tsrun: rank $lost \(host tsr$lost\) exited with status 137 \(killed by SIGKILL on its host" "$log" >/dev/null ||
-    { echo "FAIL: tsrun did not name rank $lost (tsr$lost) as the one that ended first"; fail=1; }
+  grep -E "^tsrun: rank $lost \(host tsr$lost_host\) exited with status 137 \(killed by SIGKILL on its host" "$log" >/dev/null ||
+    { echo "FAIL: tsrun did not name rank $lost (tsr$lost_host) as the one that ended first"; fail=1; }
 fi
 [ "$took_ms" -le "$limit_ms" ] || { echo "FAIL: the job took ${took_ms} ms to end (limit ${limit_ms} ms)"; fail=1; }
 for ((r = 0; r < n; r++)); do
   [ "$r" = "$lost" ] && continue
-  grep -E "^\[$r\] .*$code.*rank $lost \(tsr$lost\)" "$log" >/dev/null ||
-    { echo "FAIL: rank $r did not report $code naming rank $lost (tsr$lost)"; fail=1; }
+  if [ "$mode" = cut ]; then
+    # A cut host's ranks are cut off together; the others may name any of them.
+    [ $((r / per)) = "$lost_host" ] && continue
+    named="rank [0-9]+ \(tsr$lost_host\)"
+  else
+    named="rank $lost \(tsr$lost_host\)"
+  fi
+  grep -E "^\[$r\] .*$code.*$named" "$log" >/dev/null ||
+    { echo "FAIL: rank $r did not report $code naming $named"; fail=1; }
 done
 exit $fail
