@@ -10,13 +10,18 @@ namespace {
 
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// "a, b, c" -> {"a", "b", "c"}, each part without its leading spaces.
+// "a, b, c, d,e" -> {"a", "b", "c", "d,e"}: the first three comma-separated parts without their
+// leading spaces, then the settings whole (a value such as UCX_TLS=tcp,self has commas too).
 std::vector<std::string> commaParts(const std::string& text) {
   std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t comma = parts.size() < 3 ? text.find(',', at) : std::string::npos;
+    std::string part = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     part.erase(0, part.find_first_not_of(' '));
     parts.push_back(part);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
   }
   return parts;
 }

@@ -92,6 +92,19 @@ TEST(ClusterSummary, PeerSettingsAreSeparateSeries) {
   EXPECT_NE(text.find("vs Open MPI sndbuf=65536 2.50x"), std::string::npos) << text;
 }
 
+// Settings whose values have commas stay whole: two UCX_TLS lists are two series.
+TEST(ClusterSummary, SettingsWithCommasStayWhole) {
+  std::istringstream in(R"(## Tessera tsr-bench --algo torus, 2 hosts x 2 ranks, 1gbit, UCX_TLS=tcp,self
+[0]      16777216    4194304    10       50128       40927       63841       0.335       0.100       20133    2.49 OK
+## Tessera tsr-bench --algo torus, 2 hosts x 2 ranks, 1gbit, UCX_TLS=tcp,self,sm TSR_WAIT=spin
+[0]      16777216    4194304    10       50128       40927       63841       0.335       0.200       20133    2.49 OK
+)");
+  ClusterRun run = parseClusterRun(in);
+  ASSERT_EQ(run.series.size(), 2u);
+  EXPECT_EQ(run.series[0].label, "torus UCX_TLS=tcp,self");
+  EXPECT_EQ(run.series[1].label, "torus UCX_TLS=tcp,self,sm TSR_WAIT=spin");
+}
+
 TEST(ClusterSummary, NothingToSummarizeIsEmpty) {
   std::istringstream in("## Open MPI: not installed\nsome text\n");
   EXPECT_EQ(formatClusterSummary(parseClusterRun(in)), "");
