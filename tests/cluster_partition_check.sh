@@ -64,9 +64,10 @@ cut=$(date +%s%N)
 if [ "$mode" = cut ]; then
   ip -n "tsr$lost_host" link set net0 down
 else
-  # The lost rank's process: the one tsr-bench whose environment says TSR_RANK=$lost.
+  # The lost rank's process: the tsr-bench of this job (its session) whose environment says
+  # TSR_RANK=$lost; no other job's process can be picked.
   victim=
-  for p in $(pgrep -x tsr-bench); do
+  for p in $(pgrep -s "$child" -x tsr-bench); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TSR_RANK=$lost" && victim=$p
   done
   [ -n "$victim" ] || { cat "$log"; echo "FAIL: no tsr-bench process of rank $lost"; exit 1; }
