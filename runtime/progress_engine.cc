@@ -52,6 +52,9 @@ ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions op
                   std::chrono::milliseconds(std::clamp(options_.timeoutMs / 2, 1000, 30000))),
       controlBuffer_(kControlBytes) {
   thread_ = std::thread([this] { run(); });
+  // Named here, not by the thread itself: the name (for top -H, perf and gdb) is then there
+  // from the start, even before the thread first runs.
+  pthread_setname_np(thread_.native_handle(), "tsr-progress");
 }
 
 ProgressEngine::~ProgressEngine() { stop(); }
@@ -326,7 +329,6 @@ void ProgressEngine::driveOnce() {
 }
 
 void ProgressEngine::run() {
-  pthread_setname_np(pthread_self(), "tsr-progress");  // for top -H, perf and gdb
   log::setThreadRank(rank_);
   DrivingScope scope;  // this thread only drives: a task's wait here must not drive again
   lastBusy_ = Clock::now();

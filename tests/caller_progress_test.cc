@@ -158,19 +158,25 @@ TEST(WaitMode, RanksWaitingForALatePeerSleep) {
   }, {{"TSR_WAIT", "auto"}, {"TSR_ERR_MODE", "peer"}});
 }
 
-// Voluntary context switches of this process's progress threads (named "tsr-progress").
-long progressThreadSwitches() {
-  long total = 0;
+// This process's progress threads (named "tsr-progress"): how many, and their voluntary
+// context switches.
+struct ProgressThreads {
+  int threads = 0;
+  long switches = 0;
+};
+ProgressThreads progressThreads() {
+  ProgressThreads seen;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream comm(task.path() / "comm");
     std::string name;
     std::getline(comm, name);
     if (name != "tsr-progress") continue;
+    ++seen.threads;
     std::ifstream status(task.path() / "status");
     for (std::string line; std::getline(status, line);)
-      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::stol(line.substr(24));
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) seen.switches += std::stol(line.substr(24));
   }
-  return total;
+  return seen;
 }
 
 // While a caller drives a long wait (ranks that sleep while waiting: TCP between them), its
@@ -178,16 +184,21 @@ long progressThreadSwitches() {
 // cores the ranks share); afterwards it takes over non-blocking work again.
 TEST(CallerProgressParking, ProgressThreadsStayParkedThroughALongWait) {
   std::atomic<long> before{0}, during{0};
+  std::atomic<int> threads{0};
   testing::runRanks(3, [&](Communicator& comm) {
     auto b = comm.barrier();
     ASSERT_TRUE(b.isOk() && b.value()->wait().isOk());
-    if (comm.rank() == 0) before = progressThreadSwitches();
+    if (comm.rank() == 0) {
+      ProgressThreads seen = progressThreads();
+      threads = seen.threads;
+      before = seen.switches;
+    }
     if (comm.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     int32_t in = comm.rank(), out = 0;
     auto req = comm.allreduce(&in, &out, 1, DataType::kI32, ReduceOp::kSum);
     ASSERT_TRUE(req.isOk() && req.value()->wait().isOk());
     EXPECT_EQ(out, 3);
-    if (comm.rank() == 0) during = progressThreadSwitches() - before;
+    if (comm.rank() == 0) during = progressThreads().switches - before;
     // Non-blocking work right after the long wait still finishes with no test or wait.
     std::vector<float> x(size_t{1} << 16, 1.0f), y(x.size(), 0.0f);
     auto next = comm.allreduce(x.data(), y.data(), x.size(), DataType::kF32, ReduceOp::kSum);
@@ -199,7 +210,9 @@ TEST(CallerProgressParking, ProgressThreadsStayParkedThroughALongWait) {
   }, {{"TSR_CALLER_PROGRESS", "1"}, {"TSR_WAIT", "sleep"}, {"TSR_ERR_MODE", "peer"}});
   // Two ranks waited ~0.5 s each: 1 ms check-backs would be ~1000 switches; the third rank's
   // idle thread sleeps on events in 100 ms turns.
-  EXPECT_GT(before.load(), 0) << "no thread named tsr-progress";
+  // One progress thread per rank. (They may not have switched at all yet when counted: a
+  // count of 0 there is not an error; it once failed CI as "no thread named tsr-progress".)
+  EXPECT_EQ(threads.load(), 3) << "progress threads named tsr-progress";
   EXPECT_LT(during.load(), 150) << "progress threads woke " << during.load() << " times in a 0.5 s wait";
 }
 
