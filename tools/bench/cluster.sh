@@ -23,7 +23,9 @@
 # buffer sizes in bytes for the peers, e.g. "|65536": each peer benchmark once per value,
 # empty = the kernel's autotuning; Open MPI through btl_tcp_sndbuf, gloo, which has no option
 # for it, through the LD_PRELOAD shim peers/sndbuf_preload.c; labelled sndbuf=BYTES, so the
-# peers can be compared with Tessera under UCX_TCP_SNDBUF).
+# peers can be compared with Tessera under UCX_TCP_SNDBUF), HOST_SYSCTL (space-separated
+# KEY=VALUE set in every host's namespace once the cluster is up, for all the runs alike, e.g.
+# "net.ipv4.tcp_congestion_control=cubic": this machine's kernel defaults to bbr).
 # Extra arguments go to every tsr-bench run (e.g. -c 1, --density 0.01 --teams 2: dense
 # algorithms ignore the sparse options; --algo ring when ALGOS is not set).
 set -euo pipefail
@@ -73,6 +75,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
 "$net" up "$n" "$rate" >/dev/null
+for ((i = 0; i < n; i++)); do
+  for kv in ${HOST_SYSCTL:-}; do
+    ip netns exec "tsr$i" sysctl -qw "$kv" || { echo "cluster.sh: HOST_SYSCTL: cannot set '$kv' on tsr$i" >&2; exit 2; }
+  done
+done
+if [ -n "${HOST_SYSCTL:-}" ]; then echo "## host settings (all hosts): $HOST_SYSCTL"; fi
 
 run_tessera() {  # [tsr-bench args...]; $variant: this run's settings (TSR_ENVS); $bin: its build
   local label="${builds:+build=$bin${variant:+ }}$variant"
