@@ -12,31 +12,45 @@ namespace tsr::transport {
 
 namespace {
 
-// Tessera's own defaults for UCX settings the user did not set. TCP segments of 2 MiB: a
-// ring chunk (TSR_CHUNK_BYTES, 512 KiB) then travels as one eager message, sent from the
-// caller's buffer and copied out once, where UCX's 8 KiB default made it a rendezvous of
-// 64 fragments, each its own send and copy (4 hosts at 10 Gbit/s: busbw 0.43 -> 0.53 GB/s,
-// docs/benchmarks.md). The buffers are taken from UCX's pools as traffic needs them.
+// Tessera's own defaults for UCX settings the user did not set (a user's UCX_* variable
+// always wins; UCX_TCP_SNDBUF=auto gives the kernel's autotuning back).
+//
+// TCP segments of 2 MiB: a ring chunk (TSR_CHUNK_BYTES, 512 KiB) then travels as one eager
+// message, sent from the caller's buffer and copied out once, where UCX's 8 KiB default made
+// it a rendezvous of 64 fragments, each its own send and copy (4 hosts at 10 Gbit/s: busbw
+// 0.43 -> 0.53 GB/s, docs/benchmarks.md). The buffers are taken from UCX's pools as traffic
+// needs them. The two sizes go together (UCX refuses a receive segment smaller than the send
+// segment): a user who set either keeps UCX's own defaults for the other.
+//
+// A TCP send buffer of 256 KiB (the kernel doubles it) instead of autotuning's up to 4 MiB: a
+// ring forwards each chunk as soon as it has it, so data queued beyond about one chunk per
+// link only adds queueing delay in front of every hop (and, with BBR's pacing, reordering).
+// 4 emulated hosts at 10 Gbit/s: 1.3-1.6x the bus bandwidth at 4-64 MiB under cubic, reno
+// and bbr alike (docs/benchmarks.md, tenth session). It still keeps 512 KiB in flight per
+// connection: 40 Gbit/s at a 100 us round trip.
 struct Default {
   const char* env;  // what the user would set
   const char* key;  // the name UCX's transports match (ucp_config_modify: without the prefix)
   const char* value;
 };
-constexpr Default kDefaults[] = {
+constexpr Default kSegmentDefaults[] = {
     {"UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "2M"},
     {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "2M"},
 };
+constexpr Default kSendBufferDefault = {"UCX_TCP_SNDBUF", "SNDBUF", "256k"};
+
+void apply(ucp_config_t* config, const Default& d) {
+  ucs_status_t st = ucp_config_modify(config, d.key, d.value);
+  if (st != UCS_OK)
+    log::get("transport")->debug("UCX default {}={} not applied: {}", d.env, d.value, ucs_status_string(st));
+}
 
 void applyDefaults(ucp_config_t* config) {
-  // The two sizes go together (UCX refuses a receive segment smaller than the send
-  // segment): a user who set either keeps UCX's own defaults for the other.
-  for (const Default& d : kDefaults)
-    if (std::getenv(d.env)) return;
-  for (const Default& d : kDefaults) {
-    ucs_status_t st = ucp_config_modify(config, d.key, d.value);
-    if (st != UCS_OK)
-      log::get("transport")->debug("UCX default {}={} not applied: {}", d.env, d.value, ucs_status_string(st));
-  }
+  bool segmentsSet = false;
+  for (const Default& d : kSegmentDefaults) segmentsSet = segmentsSet || std::getenv(d.env);
+  if (!segmentsSet)
+    for (const Default& d : kSegmentDefaults) apply(config, d);
+  if (!std::getenv(kSendBufferDefault.env)) apply(config, kSendBufferDefault);
 }
 
 }  // namespace
