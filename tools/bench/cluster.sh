@@ -17,7 +17,7 @@
 # and -w, default 5 and 1), TSR_ENVS ('|'-separated settings, e.g. "TSR_WAIT=spin|TSR_WAIT=auto":
 # one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat),
 # TCP_STATS=1 (after each run, a "## tcp counters" line: retransmits, reordering, spurious
-# retransmits and out-of-order queueing on all hosts during it), TSR_BUILDS ('|'-separated
+# retransmits, out-of-order queueing and retransmission timeouts on all hosts during it), TSR_BUILDS ('|'-separated
 # build directories, e.g. "build|../base/build" to compare two commits: every Tessera run
 # once per build, interleaved; labelled build=DIR), PEER_SNDBUFS ('|'-separated socket send
 # buffer sizes in bytes for the peers, e.g. "|65536": each peer benchmark once per value,
@@ -75,12 +75,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < n; i++)); do echo "tsr$i slots=${RANKS_PER_HOST:-1}"; done >"$hostfile"
 "$net" up "$n" "$rate" >/dev/null
-for ((i = 0; i < n; i++)); do
-  for kv in ${HOST_SYSCTL:-}; do
-    ip netns exec "tsr$i" sysctl -qw "$kv" || { echo "cluster.sh: HOST_SYSCTL: cannot set '$kv' on tsr$i" >&2; exit 2; }
+for kv in ${HOST_SYSCTL:-}; do
+  [[ $kv =~ ^([a-z0-9_.]+)=(.+)$ ]] || { echo "cluster.sh: HOST_SYSCTL: '$kv' is not KEY=VALUE" >&2; exit 2; }
+  for ((i = 0; i < n; i++)); do
+    ip netns exec "tsr$i" sysctl -qw "$kv" && [ "$(ip netns exec "tsr$i" sysctl -n "${BASH_REMATCH[1]}")" = "${BASH_REMATCH[2]}" ] ||
+      { echo "cluster.sh: HOST_SYSCTL: cannot set '$kv' on tsr$i" >&2; exit 2; }
   done
+  echo "## host setting, read back on tsr0..tsr$((n - 1)): $kv"
 done
-if [ -n "${HOST_SYSCTL:-}" ]; then echo "## host settings (all hosts): $HOST_SYSCTL"; fi
 
 run_tessera() {  # [tsr-bench args...]; $variant: this run's settings (TSR_ENVS); $bin: its build
   local label="${builds:+build=$bin${variant:+ }}$variant"
@@ -112,13 +114,14 @@ run_gloo() {
 }
 
 # The TCP counters that show loss and reordering, summed over the hosts (each namespace has its
-# own /proc/net): "OutSegs RetransSegs TCPSACKReorder TCPDSACKRecv TCPOFOQueue".
+# own /proc/net): "OutSegs RetransSegs TCPSACKReorder TCPDSACKRecv TCPOFOQueue TCPTimeouts"
+# (TCPTimeouts: retransmission timeouts, each a stall of at least 200 ms).
 tcp_counters() {
   for ((i = 0; i < n; i++)); do "$net" exec "$i" cat /proc/net/snmp /proc/net/netstat; done | awk '
     /^(Tcp|TcpExt):/ { if (!($1 in names)) { names[$1] = $0; next }
                        split(names[$1], k); for (j = 2; j <= NF; j++) sum[k[j]] += $j; delete names[$1] }
     END { print sum["OutSegs"] + 0, sum["RetransSegs"] + 0, sum["TCPSACKReorder"] + 0,
-                sum["TCPDSACKRecv"] + 0, sum["TCPOFOQueue"] + 0 }'
+                sum["TCPDSACKRecv"] + 0, sum["TCPOFOQueue"] + 0, sum["TCPTimeouts"] + 0 }'
 }
 # Runs "$@"; with TCP_STATS=1, then prints how much the counters grew during it.
 with_tcp_stats() {
@@ -127,8 +130,8 @@ with_tcp_stats() {
   read -r -a before <<<"$(tcp_counters)"
   "$@" || rc=$?
   read -r -a after <<<"$(tcp_counters)"
-  local names=(OutSegs RetransSegs TCPSACKReorder TCPDSACKRecv TCPOFOQueue) line="" k
-  for k in 0 1 2 3 4; do line+=" ${names[k]}=$((${after[k]:-0} - ${before[k]:-0}))"; done
+  local names=(OutSegs RetransSegs TCPSACKReorder TCPDSACKRecv TCPOFOQueue TCPTimeouts) line="" k
+  for k in 0 1 2 3 4 5; do line+=" ${names[k]}=$((${after[k]:-0} - ${before[k]:-0}))"; done
   echo "## tcp counters, all hosts, that run:$line"
   return $rc
 }

@@ -36,7 +36,7 @@ trap 'echo "cluster_check.sh: interrupted"; exit 130' INT
 trap 'echo "cluster_check.sh: terminated"; exit 143' TERM HUP
 # In the background, in a session of its own (setsid), so that the traps run at once (bash
 # defers them while a foreground child runs) and the session can be stopped as one.
-RANKS_PER_HOST=$per SIZES_MIB=1,4 PEERS=0 TCP_STATS=1 TSR_BUILD=$build BENCH_TIMEOUT_S=120 ALGOS=$algos \
+RANKS_PER_HOST=$per SIZES_MIB=1,4 PEERS=0 TCP_STATS=1 HOST_SYSCTL=net.ipv4.tcp_congestion_control=reno TSR_BUILD=$build BENCH_TIMEOUT_S=120 ALGOS=$algos \
   setsid "$here/../cluster.sh" "$n" "$rate" -c 1 -d f32 >"$log" 2>&1 &
 child=$!
 wait "$child"
@@ -51,6 +51,9 @@ want=$(echo $algos | wc -w)
 clean=$(echo "$out" | grep -c "Out of bounds values : 0 OK")
 [ "$clean" = "$want" ] || { echo "FAIL: $clean clean results for $want algorithms ($algos)"; exit 1; }
 echo "$out" | grep -q "hosts tsr0..tsr$((n - 1))" || { echo "FAIL: ranks did not run on tsr0..tsr$((n - 1))"; exit 1; }
+# HOST_SYSCTL: set on every host and read back there (reno: built into every kernel).
+echo "$out" | grep -qx "## host setting, read back on tsr0..tsr$((n - 1)): net.ipv4.tcp_congestion_control=reno" ||
+  { echo "FAIL: no read-back line for HOST_SYSCTL"; exit 1; }
 # TCP_STATS=1: one line of counters per run, each field a number, and segments sent in each.
-stats=$(echo "$out" | grep -E '^## tcp counters, all hosts, that run: OutSegs=[1-9][0-9]* RetransSegs=[0-9]+ TCPSACKReorder=[0-9]+ TCPDSACKRecv=[0-9]+ TCPOFOQueue=[0-9]+$' | wc -l)
+stats=$(echo "$out" | grep -E '^## tcp counters, all hosts, that run: OutSegs=[1-9][0-9]* RetransSegs=[0-9]+ TCPSACKReorder=[0-9]+ TCPDSACKRecv=[0-9]+ TCPOFOQueue=[0-9]+ TCPTimeouts=[0-9]+$' | wc -l)
 [ "$stats" = "$want" ] || { echo "FAIL: $stats tcp counter lines for $want runs"; exit 1; }
