@@ -25,9 +25,9 @@ namespace {
 // A TCP send buffer of 256 KiB (the kernel doubles it) instead of autotuning's up to 4 MiB: a
 // ring forwards each chunk as soon as it has it, so data queued beyond about one chunk per
 // link only adds queueing delay in front of every hop (and, with BBR's pacing, reordering).
-// 4 emulated hosts at 10 Gbit/s: 1.3-1.6x the bus bandwidth at 4-64 MiB under cubic, reno
-// and bbr alike (docs/benchmarks.md, tenth session). It still keeps 512 KiB in flight per
-// connection: 40 Gbit/s at a 100 us round trip.
+// 4 emulated hosts at 10 Gbit/s: 1.24-1.52x the bus bandwidth at 16-64 MiB under cubic,
+// reno and bbr alike (docs/benchmarks.md, tenth session). It still lets a connection keep
+// up to 512 KiB in flight: about 40 Gbit/s at a 100 us round trip.
 struct Default {
   const char* env;  // what the user would set
   const char* key;  // the name UCX's transports match (ucp_config_modify: without the prefix)
