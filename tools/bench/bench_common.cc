@@ -65,6 +65,7 @@ Status fillTimingColumns(runtime::Communicator& comm, const SlowestRank& slowest
   int64_t total = 0;
   TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
   const std::vector<double>& times = slowest.times;
+  row.itersUs = times;
   row.timeUs = median(times);
   row.minUs = *std::min_element(times.begin(), times.end());
   row.maxUs = *std::max_element(times.begin(), times.end());

@@ -199,6 +199,10 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
                    static_cast<unsigned long long>(s.nonZeros), densityText(o.density).c_str(), fl,
                    x == "-" ? "null" : x.c_str());
   }
+  // Every iteration, so a bimodal run shows (the median hides which iterations were slow).
+  std::string iters;
+  for (size_t i = 0; i < r.itersUs.size(); ++i) iters += format(i ? ", %.3f" : "%.3f", r.itersUs[i]);
+  if (!r.itersUs.empty()) split += ", \"iter_us\": [" + iters + "]";
   std::string err;
   for (char c : r.error) err += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
   return format("{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "

@@ -32,6 +32,7 @@ struct BenchRow {
   int iters = 0;
   double timeUs = 0;      // median over iterations of the max over ranks
   double minUs = 0, maxUs = 0;
+  std::vector<double> itersUs;  // each timed iteration's max over ranks, in order (--json)
   uint64_t wireBytes = 0; // bytes this rank sent per op, max over ranks
   int64_t wrong = 0;      // wrong elements over all ranks (-1: not checked)
   std::string algo;

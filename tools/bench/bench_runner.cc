@@ -188,6 +188,7 @@ Result<BenchRow> runSize(runtime::Communicator& comm, const BenchOptions& o, siz
   }
   int64_t total = 0;
   TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&wrong, &total, 1, DataType::kI64, ReduceOp::kSum)));
+  row.itersUs = times;
   std::sort(times.begin(), times.end());
   size_t k = times.size();
   row.timeUs = k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,7 +54,7 @@ TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
     std::ifstream in(file);
     std::string line;
     ASSERT_TRUE(std::getline(in, line)) << coll << ": no JSON line\n" << describe(r);
-    EXPECT_NE(line.find("\"wrong\": 3}"), std::string::npos) << coll << ": " << line;
+    EXPECT_NE(line.find("\"wrong\": 3,"), std::string::npos) << coll << ": " << line;
     EXPECT_NE(line.find(std::string("\"collective\": \"") + coll + "\""), std::string::npos) << line;
     // The table's one row; its last column is #wrong.
     auto rows = rank0Lines(r.out, false);
@@ -121,6 +122,13 @@ TEST(Bench, JsonAndMinBusbw) {
     size_t size = 64u << lines;
     EXPECT_NE(line.find("\"size\": " + std::to_string(size) + ","), std::string::npos) << line;
     EXPECT_NE(line.find("\"count\": " + std::to_string(size / 4) + ","), std::string::npos) << line;
+    // -n 2: two iterations, whose median (their mean) is time_us.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, std::regex(R"re("time_us": ([0-9.]+).*"iter_us": \[([0-9.]+), ([0-9.]+)\])re")))
+        << line;
+    EXPECT_GT(std::stod(m[2]), 0) << line;
+    EXPECT_GT(std::stod(m[3]), 0) << line;
+    EXPECT_NEAR(std::stod(m[1]), (std::stod(m[2]) + std::stod(m[3])) / 2, 0.002) << line;
     EXPECT_EQ(line.front(), '{') << line;
     EXPECT_EQ(line.back(), '}') << line;
   }

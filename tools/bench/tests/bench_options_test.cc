@@ -212,6 +212,16 @@ TEST(BenchReport, JsonLineHasTheRequiredFields) {
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
 }
 
+// Every timed iteration, in the order run, so a bimodal run can be seen; none, no field.
+TEST(BenchReport, JsonLineListsEachIterationInOrder) {
+  BenchOptions o;
+  BenchRow r;
+  r.itersUs = {3.5, 1.25, 2.0};
+  EXPECT_NE(jsonLine(r, o, 2).find(", \"iter_us\": [3.500, 1.250, 2.000]"), std::string::npos) << jsonLine(r, o, 2);
+  r.itersUs.clear();
+  EXPECT_EQ(jsonLine(r, o, 2).find("iter_us"), std::string::npos) << jsonLine(r, o, 2);
+}
+
 // A size that failed has no figures in the table: dashes and FAIL where zeros would read as a
 // measurement with no wrong values, then the error.
 TEST(BenchReport, FailedSizeShowsNoFiguresInTheTable) {
