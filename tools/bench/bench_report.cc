@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <set>
 
 #include "runtime/config.h"
@@ -87,6 +88,17 @@ std::string header(const BenchOptions& o, int n, const std::string& note, const 
                 "algo", "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "",
                 "(GB/s)", "(GB/s)", "", "");
+}
+
+std::string congestionControlLine(const std::string& name) {
+  return name.empty() ? std::string() : "# tcp congestion control (rank 0's host): " + name + "\n";
+}
+
+std::string tcpCongestionControl() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  in >> name;
+  return name;
 }
 
 std::string settingsLine(const std::map<std::string, std::string>& env) {

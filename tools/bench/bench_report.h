@@ -69,6 +69,12 @@ std::string header(const BenchOptions& o, int nranks, const std::string& transpo
 // in env, so a result says what it ran with (nccl-tests users read NCCL_* the same way); never
 // the launcher's (TSR_RANK, TSR_PEERS, TSR_JOB_SECRET, ...) nor unknown TSR_ names.
 std::string settingsLine(const std::map<std::string, std::string>& env);
+// "# tcp congestion control (rank 0's host): NAME\n", or "" when unknown: TCP results depend
+// on it (bbr's pacing and round-trip probes, docs/benchmarks.md, tenth session).
+std::string congestionControlLine(const std::string& name);
+// The kernel's default for new TCP connections (/proc/sys/net/ipv4/tcp_congestion_control),
+// "" when it cannot be read.
+std::string tcpCongestionControl();
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int nranks);
 std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int nranks);
 // Rows with a split: "#   split(us) prepare P pack ... total T sent(B) B floor(us) F x_floor X"

@@ -111,6 +111,10 @@ TEST(Bench, JsonAndMinBusbw) {
   RunResult r = bench(2, {"-b", "64", "-e", "256", "-f", "2", "-n", "2", "-w", "0", "--json", file,
                           "--min-busbw", "1000000"});
   EXPECT_NE(r.exitCode(), 0) << "an impossible --min-busbw must fail\n" << describe(r);
+  // The header names the kernel's TCP congestion control, read here independently.
+  std::string cc;
+  std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control") >> cc;
+  EXPECT_NE(r.out.find("# tcp congestion control (rank 0's host): " + cc + "\n"), std::string::npos) << describe(r);
   std::ifstream in(file);
   int lines = 0;
   for (std::string line; std::getline(in, line); ++lines) {

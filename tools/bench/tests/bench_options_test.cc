@@ -370,5 +370,15 @@ TEST(BenchReport, SettingsLineNamesUcxAndTesseraSettingsOnly) {
             "# settings: defaults (no UCX_ or TSR_ settings)\n");
 }
 
+// TCP results depend on the kernel's congestion control, so the header names it when known,
+// and it is read from the kernel (every Linux kernel has one set).
+TEST(BenchReport, HeaderNamesTheTcpCongestionControl) {
+  EXPECT_EQ(congestionControlLine("bbr"), "# tcp congestion control (rank 0's host): bbr\n");
+  EXPECT_EQ(congestionControlLine(""), "");
+  std::string cc = tcpCongestionControl();
+  EXPECT_FALSE(cc.empty());
+  EXPECT_EQ(cc.find_first_of(" \n"), std::string::npos) << cc;
+}
+
 }  // namespace
 }  // namespace tsr::tools::bench
