@@ -307,7 +307,11 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
 Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count,
                                            DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
-  if (shmServes(count * dataTypeSize(dtype))) return shmCollective({input, output, count, dtype, op, false});
+  switch (shmServes(count * dataTypeSize(dtype))) {
+    case ShmWay::kBoard: return shmCollective({input, output, count, dtype, op, false});
+    case ShmWay::kStaged: return shmStagedAllreduce({input, output, count, dtype, op, false});
+    case ShmWay::kNone: break;
+  }
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
   size_t bytes = count * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes);
@@ -355,6 +359,6 @@ void Communicator::abort(const std::string& why) {
 
 Status Communicator::health() const { return engine_->health(); }
 
-uint64_t Communicator::bytesSent() const { return transport_->bytesSent(); }
+uint64_t Communicator::bytesSent() const { return transport_->bytesSent() + shmBytes_.load(std::memory_order_relaxed); }
 
 }  // namespace tsr::runtime

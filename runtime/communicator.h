@@ -18,6 +18,7 @@
 
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/dense/shm_allreduce.h"
+#include "algorithms/dense/shm_staging.h"
 #include "base/dtype.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
@@ -118,7 +119,8 @@ class Communicator {
   const DenseSelector& selector() const { return *selector_; }
   // Where collectives' scratch comes from (registered with UCX), for tools and tests.
   const ScratchPool& scratchPool() const { return *scratchPool_; }
-  // Bytes this rank has sent through the transport so far.
+  // Bytes this rank has sent its peers so far: through the transport, and written into the
+  // one-host shared-memory segment for them (shm, shm-staged).
   uint64_t bytesSent() const;
 
  private:
@@ -140,10 +142,20 @@ class Communicator {
   // any) as `call` by `route`, gives it a request and hands it to the engine.
   Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive,
                           algorithms::ShmRoute route, const algorithms::ShmCall& call = {});
-  // The small-allreduce board (communicator_shm.cc): set up when every rank is on this host.
+  // The shared-memory segment (communicator_shm.cc): set up when every rank is on this host,
+  // with the small-allreduce board and the stages of large allreduces.
   Status setUpShmBoard();
-  bool shmServes(size_t bytes);
+  enum class ShmWay { kNone, kBoard, kStaged };
+  ShmWay shmServes(size_t bytes);
   Result<RequestPtr> shmCollective(const algorithms::ShmAllreduceArgs& args);
+  Result<RequestPtr> shmStagedAllreduce(const algorithms::ShmAllreduceArgs& args);
+  // Posts the task `make` builds on host buffers: the caller's, or pinned copies of CUDA ones.
+  using ShmTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const algorithms::ShmAllreduceArgs&,
+                                                                       const algorithms::TaskContext&)>;
+  std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
+  Status checkShmDevice(const algorithms::ShmAllreduceArgs& args);  // CUDA buffers: are they?
+  Result<RequestPtr> postShm(const algorithms::ShmAllreduceArgs& args, algorithms::ShmRoute route,
+                             std::string algorithm, ShmTaskMaker make);
   // Plans with more scratch than this take it from scratchPool_ (registered, reused);
   // smaller ones get it with their executor's state.
   static constexpr size_t kPooledScratchFrom = 4096;
@@ -163,10 +175,13 @@ class Communicator {
   // The shared-memory board: mapped while the engine runs (declared before it, freed after).
   std::unique_ptr<ShmSegment> shmSegment_;
   algorithms::ShmBoard shmBoard_;
+  algorithms::ShmStaging shmStaging_;
   std::string shmWhyNot_;              // why there is none, for TSR_ALGO=shm
   bool shmAllowed_ = false, shmForced_ = false;  // TSR_ALGO is auto or shm; is shm
   std::atomic<bool> shmRefusalSaid_{false};
-  uint64_t shmIndex_ = 0;              // shared-memory allreduces so far (guarded by mutex_)
+  uint64_t shmIndex_ = 0;              // board allreduces so far (guarded by mutex_)
+  uint64_t shmTicket_ = 0;             // staged chunks so far (guarded by mutex_)
+  std::atomic<uint64_t> shmBytes_{0};  // written to the segment for the peers (in bytesSent())
 
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
@@ -175,7 +190,7 @@ class Communicator {
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();
 
-  std::mutex mutex_;  // guards seq_, shmIndex_ and plans_
+  std::mutex mutex_;  // guards seq_, shmIndex_, shmTicket_ and plans_
   uint32_t seq_ = 0;
   std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;
 };

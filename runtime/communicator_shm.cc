@@ -1,18 +1,31 @@
-// The communicator's small-allreduce board (algorithms/dense/shm_allreduce.h): when every rank
-// runs on this host, allreduces of 1 B..4 KiB and barriers meet in a shared-memory segment
-// instead of going through UCX as messages.
+// The communicator's shared-memory segment: when every rank runs on this host, allreduces
+// and barriers meet there instead of going through UCX as messages: up to 4 KiB
+// on the board (algorithms/dense/shm_allreduce.h), larger ones in chunks through the stages
+// (algorithms/dense/shm_staged_allreduce.h), faster than every message plan from 8 KiB to
+// 64 MiB (docs/benchmarks.md, "One host, eleventh session"). CUDA buffers take the same
+// route through pinned host memory, so every rank takes it whatever its buffers are.
 #include <algorithm>
 
 #include "algorithms/dense/shm_allreduce.h"
+#include "algorithms/dense/shm_staged_allreduce.h"
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/communicator.h"
+#include "runtime/dense_staging.h"
 #include "runtime/progress_engine.h"
 #include "runtime/shm_segment.h"
 
 namespace tsr::runtime {
 
 using algorithms::ShmBoard;
+using algorithms::ShmStaging;
+
+namespace {
+
+// The board, then the stages from the next page.
+size_t boardBytes(int size) { return (ShmBoard::bytesFor(size) + 4095) / 4096 * 4096; }
+
+}  // namespace
 
 Status Communicator::setUpShmBoard() {
   auto logger = log::get("runtime");
@@ -29,7 +42,7 @@ Status Communicator::setUpShmBoard() {
   }
   // Rank 0 creates the segment and tells the others its name; every rank then says whether it
   // could map it, and the board is used only if all could (else all use messages).
-  const size_t bytes = ShmBoard::bytesFor(size_);
+  const size_t bytes = boardBytes(size_) + ShmStaging::bytesFor(size_);
   std::unique_ptr<ShmSegment> segment;
   std::string problem;
   if (rank_ == 0) {
@@ -37,6 +50,7 @@ Status Communicator::setUpShmBoard() {
     if (created.isOk()) {
       segment = created.take();
       ShmBoard::format(segment->data(), size_);
+      ShmStaging::format(static_cast<char*>(segment->data()) + boardBytes(size_), size_);
     } else {
       problem = created.status().message();
     }
@@ -58,39 +72,94 @@ Status Communicator::setUpShmBoard() {
   }
   shmSegment_ = std::move(segment);
   shmBoard_ = ShmBoard(shmSegment_->data(), size_);
-  logger->debug("rank {}: allreduces of up to {} bytes meet in shared memory ({})", rank_,
-                algorithms::kShmPayloadBytes, shmSegment_->name());
+  shmStaging_ = ShmStaging(static_cast<char*>(shmSegment_->data()) + boardBytes(size_), size_);
+  logger->debug("rank {}: allreduces meet in shared memory ({}): up to {} bytes on the board, larger in stages",
+                rank_, shmSegment_->name(), algorithms::kShmPayloadBytes);
   return Status::ok();
 }
 
-bool Communicator::shmServes(size_t bytes) {
-  if (!shmAllowed_) return false;
-  if (shmSegment_ && bytes > 0 && bytes <= algorithms::kShmPayloadBytes &&
-      bufferMemory_.load() == transport::MemoryType::kHost)
-    return true;
+Communicator::ShmWay Communicator::shmServes(size_t bytes) {
+  if (!shmAllowed_) return ShmWay::kNone;
+  if (shmSegment_ && bytes > 0) {
+    return bytes <= algorithms::kShmPayloadBytes ? ShmWay::kBoard : ShmWay::kStaged;
+  }
   if (shmForced_ && !shmRefusalSaid_.exchange(true)) {
-    std::string why = shmSegment_ ? "it carries 1.." + std::to_string(algorithms::kShmPayloadBytes) +
-                                        " bytes of host memory, not " + std::to_string(bytes)
-                                  : shmWhyNot_;
+    std::string why = shmSegment_ ? "an empty buffer needs no allreduce" : shmWhyNot_;
     log::get("runtime")->info("rank {}: shm cannot serve this allreduce: {}; the cost model chooses instead",
                               rank_, why);
   }
-  return false;
+  return ShmWay::kNone;
 }
 
 Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmAllreduceArgs& args) {
+  TSR_RETURN_IF_ERROR(checkShmDevice(args));  // before the index is taken: a refused call takes none
   uint64_t index;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     index = shmIndex_++;
   }
+  shmBytes_ += args.count * dataTypeSize(args.dtype);  // its slot, read by every peer
+  return postShm(args, algorithms::ShmRoute::kBoard, args.barrier ? "shm barrier" : "shm",
+                 [board = shmBoard_, index](const algorithms::ShmAllreduceArgs& a, const algorithms::TaskContext& ctx) {
+                   return std::unique_ptr<algorithms::Task>(new algorithms::ShmAllreduce(board, ctx.id, index, a));
+                 });
+}
+
+Result<RequestPtr> Communicator::shmStagedAllreduce(const algorithms::ShmAllreduceArgs& args) {
+  using algorithms::ShmStagedAllreduce;
+  TSR_RETURN_IF_ERROR(checkShmDevice(args));
+  uint64_t first;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = shmTicket_;
+    shmTicket_ += ShmStagedAllreduce::chunksFor(args.count, args.dtype);
+  }
+  shmBytes_ += ShmStagedAllreduce::bytesPublished(args.count, args.dtype, rank_, size_);
+  return postShm(args, algorithms::ShmRoute::kStaged, "shm-staged",
+                 [staging = shmStaging_, board = shmBoard_, first](const algorithms::ShmAllreduceArgs& a,
+                                                                   const algorithms::TaskContext& ctx) {
+                   return std::unique_ptr<algorithms::Task>(new ShmStagedAllreduce(staging, board, ctx.id, first, a));
+                 });
+}
+
+std::shared_ptr<DenseStaging> Communicator::deviceStaging() {
+  if (bufferMemory_.load() != transport::MemoryType::kCuda) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return staging_;
+}
+
+Status Communicator::checkShmDevice(const algorithms::ShmAllreduceArgs& args) {
+  auto staging = deviceStaging();
+  if (!staging || args.barrier) return Status::ok();
+  const size_t bytes = args.count * dataTypeSize(args.dtype);
+  std::string what = "rank " + std::to_string(rank_) + ": allreduce";
+  TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", args.input, bytes));
+  return staging->checkDevice(what.c_str(), "output", args.output, bytes);
+}
+
+Result<RequestPtr> Communicator::postShm(const algorithms::ShmAllreduceArgs& args, algorithms::ShmRoute route,
+                                         std::string algorithm, ShmTaskMaker make) {
   Submission s;
-  s.make = [board = shmBoard_, index, args](const algorithms::TaskContext& ctx)
-      -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(new algorithms::ShmAllreduce(board, ctx.id, index, args));
-  };
-  auto posted = post(std::move(s), 1, nullptr, algorithms::ShmRoute::kBoard, algorithms::ShmAllreduce::callOf(args));
-  if (posted.isOk()) posted.value()->setAlgorithm(args.barrier ? "shm barrier" : "shm");
+  auto staging = deviceStaging();
+  if (staging && !args.barrier) {
+    const size_t bytes = args.count * dataTypeSize(args.dtype);
+    s.make = staging->stageTask(
+        "allreduce",
+        [args, make](const void* hostIn, void* hostOut, const algorithms::TaskContext& ctx) {
+          algorithms::ShmAllreduceArgs host = args;
+          host.input = hostIn;
+          host.output = hostOut;
+          return make(host, ctx);
+        },
+        args.input, bytes, args.output, bytes);
+    algorithm += " (staged from CUDA memory)";
+  } else {
+    s.make = [args, make](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+      return make(args, ctx);
+    };
+  }
+  auto posted = post(std::move(s), 1, nullptr, route, algorithms::ShmAllreduce::callOf(args));
+  if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;
 }
 

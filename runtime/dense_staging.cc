@@ -6,16 +6,15 @@ namespace tsr::runtime {
 
 namespace {
 
-// One dense collective on device buffers: to host, the host plan, back to the device.
-class StagedPlanTask final : public algorithms::Task {
+// One dense collective on device buffers: to host, the host task, back to the device.
+class StagedHostTask final : public algorithms::Task {
  public:
-  StagedPlanTask(std::shared_ptr<DenseStaging> staging, std::shared_ptr<const algorithms::Plan> plan,
-                 const void* input, size_t inBytes, void* output, size_t outBytes, void* scratch,
-                 const algorithms::TaskContext& ctx)
-      : staging_(std::move(staging)), plan_(std::move(plan)), input_(input), inBytes_(inBytes), output_(output),
-        outBytes_(outBytes), scratch_(scratch), ctx_(ctx) {}
+  StagedHostTask(std::shared_ptr<DenseStaging> staging, std::string what, DenseStaging::HostTaskMaker make,
+                 const void* input, size_t inBytes, void* output, size_t outBytes, const algorithms::TaskContext& ctx)
+      : staging_(std::move(staging)), what_(std::move(what)), make_(std::move(make)), input_(input),
+        inBytes_(inBytes), output_(output), outBytes_(outBytes), ctx_(ctx) {}
 
-  ~StagedPlanTask() override {
+  ~StagedHostTask() override {
     if (hostOut_ && hostOut_ != hostIn_) staging_->givePinned(hostOut_, outBytes_);
     if (hostIn_) staging_->givePinned(hostIn_, inPlace() ? std::max(inBytes_, outBytes_) : inBytes_);
   }
@@ -38,8 +37,7 @@ class StagedPlanTask final : public algorithms::Task {
     if (phase_ == Phase::kToHost) {
       TSR_ASSIGN_OR_RETURN(bool done, copiesDone());
       if (!done) return Status(Code::kInProgress, "copying to host");
-      algorithms::RunBuffers host{hostIn_, hostOut_, scratch_, transport::MemoryType::kHost};
-      executor_ = std::make_unique<algorithms::PlanExecutor>(plan_, host, ctx_.id, ctx_.transport);
+      executor_ = make_(hostIn_, hostOut_, ctx_);
       phase_ = Phase::kHostPlan;
       Status st = executor_->start();
       if (st.code() != Code::kOk) return st;  // in progress, or the plan's error
@@ -71,7 +69,7 @@ class StagedPlanTask final : public algorithms::Task {
   }
   int waitingOn() const override { return executor_ && phase_ == Phase::kHostPlan ? executor_->waitingOn() : -1; }
   std::string describe() const override {
-    return std::string(algorithms::collectiveName(plan_->collective)) + " on device buffers (staged through pinned host memory)";
+    return what_ + " on device buffers (staged through pinned host memory)";
   }
 
  private:
@@ -81,8 +79,7 @@ class StagedPlanTask final : public algorithms::Task {
 
   Status named(const Status& st) const {
     if (st.isOk()) return st;
-    return Status(st.code(), std::string(algorithms::collectiveName(plan_->collective)) +
-                                 " on device buffers (" + staging_->describe() + "): " + st.message());
+    return Status(st.code(), what_ + " on device buffers (" + staging_->describe() + "): " + st.message());
   }
   template <typename V>
   Result<V> named(Result<V> result) const {
@@ -108,16 +105,16 @@ class StagedPlanTask final : public algorithms::Task {
   }
 
   std::shared_ptr<DenseStaging> staging_;
-  std::shared_ptr<const algorithms::Plan> plan_;
+  std::string what_;
+  DenseStaging::HostTaskMaker make_;
   const void* input_;
   size_t inBytes_;
   void* output_;
   size_t outBytes_;
-  void* scratch_;
   algorithms::TaskContext ctx_;
   void* hostIn_ = nullptr;
   void* hostOut_ = nullptr;
-  std::unique_ptr<algorithms::PlanExecutor> executor_;
+  std::unique_ptr<algorithms::Task> executor_;
   Phase phase_ = Phase::kIdle;
   mutable bool copying_ = false;
 };
@@ -169,11 +166,21 @@ void DenseStaging::givePinned(void* p, size_t bytes) {
 
 algorithms::TaskFactory DenseStaging::stage(std::shared_ptr<const algorithms::Plan> plan, const void* input,
                                             size_t inBytes, void* output, size_t outBytes, void* scratch) {
+  std::string what = algorithms::collectiveName(plan->collective);
+  HostTaskMaker make = [plan = std::move(plan), scratch](const void* hostIn, void* hostOut,
+                                                         const algorithms::TaskContext& ctx) {
+    algorithms::RunBuffers host{hostIn, hostOut, scratch, transport::MemoryType::kHost};
+    return std::unique_ptr<algorithms::Task>(new algorithms::PlanExecutor(plan, host, ctx.id, ctx.transport));
+  };
+  return stageTask(std::move(what), std::move(make), input, inBytes, output, outBytes);
+}
+
+algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker make, const void* input,
+                                                size_t inBytes, void* output, size_t outBytes) {
   std::shared_ptr<DenseStaging> self = shared_from_this();
-  return [self, plan = std::move(plan), input, inBytes, output, outBytes, scratch](
+  return [self, what = std::move(what), make = std::move(make), input, inBytes, output, outBytes](
              const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(
-        new StagedPlanTask(self, plan, input, inBytes, output, outBytes, scratch, ctx));
+    return std::unique_ptr<algorithms::Task>(new StagedHostTask(self, what, make, input, inBytes, output, outBytes, ctx));
   };
 }
 

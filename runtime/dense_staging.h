@@ -2,8 +2,8 @@
 // have no device reduction, so each collective is one task on the progress thread:
 //
 //   copy the device input to a pinned host buffer (the copier's stream, polled), run the
-//   plan's executor on host buffers (same plans, same wire as host buffers), copy the host
-//   result to the device output.
+//   plan's executor on host buffers (same plans, same wire as host buffers; or, on one host,
+//   the shared-memory allreduce a host buffer takes), copy the host result to the device output.
 //
 // Pinned buffers are kept for reuse (allocating page-locked memory is slow) up to
 // kKeptPinnedBytes. The copier is shared by the communicator's collectives, all run by the
@@ -12,6 +12,7 @@
 // (runtime/tests/fake_copier.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,12 @@ class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
   // place when they are the same pointer; scratch (host memory, may be null) as for a host run.
   algorithms::TaskFactory stage(std::shared_ptr<const algorithms::Plan> plan, const void* input, size_t inBytes,
                                 void* output, size_t outBytes, void* scratch);
+  // The same around any host task (made once the input is on the host; same pointer for an
+  // in-place run); `what` names the collective in messages.
+  using HostTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const void* hostIn, void* hostOut,
+                                                                        const algorithms::TaskContext& ctx)>;
+  algorithms::TaskFactory stageTask(std::string what, HostTaskMaker make, const void* input, size_t inBytes,
+                                    void* output, size_t outBytes);
 
   // For the task (on the progress thread): pinned buffers, taken and given back.
   Result<void*> takePinned(size_t bytes);

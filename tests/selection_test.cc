@@ -151,9 +151,11 @@ TEST(Selection, TheCostModelFollowsTheConfiguredLinks) {
     EXPECT_DOUBLE_EQ(comm.selector().links().host.latencySec, 20e-6);
     EXPECT_DOUBLE_EQ(comm.selector().links().host.bytesPerSec, 1e9);
     EXPECT_EQ(comm.selector().allreduceOrder(8).front(), "doubling");
-    // On one host the board serves tiny allreduces before the cost model is asked.
+    EXPECT_EQ(comm.selector().allreduceOrder(size_t{16} << 20).front(), "ring");
+    // On one host the shared-memory segment serves host allreduces before the cost model is
+    // asked: the board tiny ones, the stages the rest.
     EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "ring");
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "shm-staged");
   }, {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}});
 }
 

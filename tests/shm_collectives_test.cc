@@ -88,14 +88,20 @@ TEST(ShmCollectives, ForcedAlgorithmsTurnTheBoardOff) {
   }, {{"TSR_ALGO", "ring"}});
 }
 
-// TSR_ALGO=shm with a buffer the board cannot carry: the cost model's choice instead.
-TEST(ShmCollectives, ForcedShmFallsBackWhenItCannotServe) {
+// Above the board's 4 KiB, allreduces go through the stages, by default and when forced;
+// TSR_ALGO naming a message plan turns them off as it does the board.
+TEST(ShmCollectives, LargeAllreducesGoThroughTheStages) {
+  for (const char* algo : {"auto", "shm"})
+    testing::runRanks(3, [](Communicator& comm) {
+      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
+      const size_t count = algorithms::kShmPayloadBytes / 4 + 1;
+      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, count, false), "shm-staged");
+      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF64, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
+                "shm-staged");
+    }, {{"TSR_ALGO", algo}});
   testing::runRanks(3, [](Communicator& comm) {
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
-    const size_t count = algorithms::kShmPayloadBytes / 4 + 1;
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, count, false),
-              comm.selector().allreduceOrder(count * 4).front());
-  }, {{"TSR_ALGO", "shm"}});
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 100000, false), "ring");
+  }, {{"TSR_ALGO", "ring"}});
 }
 
 // Ranks that count as different hosts share no memory: no board, messages instead.

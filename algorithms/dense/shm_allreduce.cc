@@ -7,24 +7,6 @@
 
 namespace tsr::algorithms {
 
-namespace {
-
-std::string describeCall(const ShmCall& c) {
-  return std::string(collectiveName(static_cast<CollectiveKind>(c.collective))) +
-         "(count=" + std::to_string(c.count) +
-         ", dtype=" + dataTypeName(static_cast<DataType>(c.dtype)) +
-         ", op=" + reduceOpName(static_cast<ReduceOp>(c.op)) + ")";
-}
-
-const char* firstDifference(const ShmCall& a, const ShmCall& b) {
-  if (a.collective != b.collective) return "collective";
-  if (a.count != b.count) return "count";
-  if (a.dtype != b.dtype) return "dtype";
-  if (a.op != b.op) return "op";
-  return nullptr;
-}
-
-}  // namespace
 
 ShmCall ShmAllreduce::callOf(const ShmAllreduceArgs& args) {
   ShmCall c;
@@ -56,27 +38,19 @@ void ShmAllreduce::post() {
 }
 
 Status ShmAllreduce::mismatch(int peer, const ShmCall& theirs, const char* how) const {
-  std::string mine = describeCall(call_);
-  std::string where = " (collective #" + std::to_string(id_.seq) + ")";
-  if (const char* field = firstDifference(call_, theirs))
-    return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(id_.rank) +
-                                       " called " + mine + " but rank " + std::to_string(peer) +
-                                       " called " + describeCall(theirs) + where);
-  return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) + " ran " + mine +
-                                     " through shared memory but rank " + std::to_string(peer) + " " +
-                                     how + where + " (is TSR_ALGO set differently?)");
+  return shmMismatch(id_.rank, peer, id_.seq, call_, theirs, how);
 }
 
 Status ShmAllreduce::look(int peer) {
   const ShmSlot& slot = board_.area(peer).slots[index_ % 2];
   if (slot.seq.load(std::memory_order_acquire) == uint64_t{id_.seq} + 1) {
-    if (firstDifference(call_, slot.call)) return mismatch(peer, slot.call, "called it");
+    if (firstShmDifference(call_, slot.call)) return mismatch(peer, slot.call, "called it");
     return Status::ok();
   }
   ShmRoute route;
   ShmCall theirs;
   if (board_.announced(peer, id_.seq, &route, &theirs) && route != ShmRoute::kBoard)
-    return mismatch(peer, theirs, route == ShmRoute::kPlan ? "ran it as messages" : "ran a custom collective");
+    return mismatch(peer, theirs, shmRouteDescription(route));
   return Status(Code::kInProgress, "");
 }
 

@@ -2,7 +2,45 @@
 
 #include <new>
 
+#include "algorithms/plan/plan.h"
+
 namespace tsr::algorithms {
+
+const char* shmRouteDescription(ShmRoute route) {
+  switch (route) {
+    case ShmRoute::kBoard: return "ran it through the shared-memory board";
+    case ShmRoute::kPlan: return "ran it as messages";
+    case ShmRoute::kStaged: return "ran it through the shared-memory stages";
+    case ShmRoute::kTask: return "ran a custom collective";
+    case ShmRoute::kNone: break;
+  }
+  return "ran something else";
+}
+
+std::string describeShmCall(const ShmCall& c) {
+  return std::string(collectiveName(static_cast<CollectiveKind>(c.collective))) +
+         "(count=" + std::to_string(c.count) + ", dtype=" + dataTypeName(static_cast<DataType>(c.dtype)) +
+         ", op=" + reduceOpName(static_cast<ReduceOp>(c.op)) + ")";
+}
+
+const char* firstShmDifference(const ShmCall& a, const ShmCall& b) {
+  if (a.collective != b.collective) return "collective";
+  if (a.count != b.count) return "count";
+  if (a.dtype != b.dtype) return "dtype";
+  if (a.op != b.op) return "op";
+  return nullptr;
+}
+
+Status shmMismatch(int rank, int peer, uint32_t seq, const ShmCall& mine, const ShmCall& theirs, const char* how) {
+  std::string where = " (collective #" + std::to_string(seq) + ")";
+  if (const char* field = firstShmDifference(mine, theirs))
+    return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(rank) + " called " +
+                                       describeShmCall(mine) + " but rank " + std::to_string(peer) + " called " +
+                                       describeShmCall(theirs) + where);
+  return Status(Code::kMismatch, "rank " + std::to_string(rank) + " ran " + describeShmCall(mine) +
+                                     " through shared memory but rank " + std::to_string(peer) + " " + how + where +
+                                     " (is TSR_ALGO set differently?)");
+}
 
 void ShmBoard::format(void* memory, int size) {
   auto* areas = static_cast<ShmRankArea*>(memory);

@@ -17,7 +17,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <string>
+
 #include "base/dtype.h"
+#include "base/status.h"
 
 namespace tsr::algorithms {
 
@@ -27,7 +30,10 @@ constexpr size_t kShmPayloadBytes = 4096;
 constexpr size_t kShmAnnounceRing = 64;
 
 // How a rank runs a sequence number (ShmAnnounce::route).
-enum class ShmRoute : uint8_t { kNone = 0, kBoard = 1, kPlan = 2, kTask = 3 };
+enum class ShmRoute : uint8_t { kNone = 0, kBoard = 1, kPlan = 2, kTask = 3, kStaged = 4 };
+
+// How a peer ran a collective, for mismatch messages: "ran it as messages", ...
+const char* shmRouteDescription(ShmRoute route);
 
 struct ShmCall {  // what a rank called: a collective's arguments
   uint8_t collective = 0;  // CollectiveKind
@@ -53,6 +59,14 @@ struct alignas(64) ShmRankArea {
   ShmSlot slots[2];
   alignas(64) ShmAnnounce ring[kShmAnnounceRing];
 };
+
+// "allreduce(count=8, dtype=f32, op=sum)"
+std::string describeShmCall(const ShmCall& call);
+// The first field in which two calls differ ("count", ...), or nullptr when they agree.
+const char* firstShmDifference(const ShmCall& a, const ShmCall& b);
+// TSR_ERR_MISMATCH naming both ranks' calls of collective #seq: the field that differs, or
+// (same arguments) how the peer ran it (shmRouteDescription).
+Status shmMismatch(int rank, int peer, uint32_t seq, const ShmCall& mine, const ShmCall& theirs, const char* how);
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the board's counters live in shared memory");
 

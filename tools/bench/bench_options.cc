@@ -94,7 +94,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 1));
   app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
-                 "auto|ring|torus|hier|rabenseifner|doubling|shm (allreduce; shm: one host, up to 4 KiB), ring|bruck (allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
+                 "auto|ring|torus|hier|rabenseifner|doubling|shm (allreduce; shm: every rank on one host), ring|bruck (allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
                  "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather|"
                  "topk-allgather-2level|topk-allgather-2level-fp16 (sparse, f32; two-level: average in each host, top-k across hosts)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");

@@ -85,7 +85,8 @@ class Communicator(Handle):
 
     @property
     def bytes_sent(self):
-        """Bytes this rank has sent so far (payload and headers)."""
+        """Bytes this rank has sent its peers so far (payload and headers; on one host, also
+        what it wrote into the shared-memory segment for them)."""
         return self._query(_lib.tsr_comm_bytes_sent, ctypes.c_uint64)
 
     def _run(self, post, result, keep, async_op):

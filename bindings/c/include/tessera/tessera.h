@@ -97,7 +97,8 @@ TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
 TSR_API tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank);
 TSR_API tsr_status_t tsr_comm_size(tsr_comm_t comm, int* size);
 TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);
-/* Bytes this rank has sent so far (payload and headers). */
+/* Bytes this rank has sent its peers so far (payload and headers; on one host, also what it
+ * wrote into the shared-memory segment for them). */
 TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
 
 /* The memory type of the buffers of this communicator's later dense collectives (TSR_MEM_HOST

@@ -1,0 +1,172 @@
+#include "algorithms/dense/shm_staged_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/kernels/reduce.h"
+
+namespace tsr::algorithms {
+
+namespace {
+
+size_t elementsPerChunk(DataType dtype) { return kShmStageBytes / dataTypeSize(dtype); }
+
+}  // namespace
+
+uint64_t ShmStagedAllreduce::chunksFor(size_t count, DataType dtype) {
+  const size_t per = elementsPerChunk(dtype);
+  return (count + per - 1) / per;
+}
+
+ShmStagedAllreduce::ShmStagedAllreduce(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket,
+                                       ShmAllreduceArgs args)
+    : staging_(staging), board_(board), id_(id), first_(firstTicket), args_(args),
+      call_(ShmAllreduce::callOf(args)), esize_(dataTypeSize(args.dtype)),
+      chunkCount_(elementsPerChunk(args.dtype)), chunks_(chunksFor(args.count, args.dtype)) {}
+
+uint64_t ShmStagedAllreduce::bytesPublished(size_t count, DataType dtype, int rank, int size) {
+  uint64_t slices = 0;
+  for (uint64_t c = 0, n = chunksFor(count, dtype); c < n; ++c)
+    slices += sliceOf(count, elementsPerChunk(dtype), size, c, rank).count;
+  return (count + slices) * dataTypeSize(dtype);
+}
+
+ShmStagedAllreduce::Slice ShmStagedAllreduce::sliceOf(size_t count, size_t chunkCount, int size, uint64_t chunk,
+                                                      int rank) {
+  const size_t begin = chunk * chunkCount;
+  const size_t n = std::min(chunkCount, count - begin);
+  const size_t ranks = static_cast<size_t>(size);
+  const size_t lo = n * static_cast<size_t>(rank) / ranks, hi = n * (static_cast<size_t>(rank) + 1) / ranks;
+  return {begin + lo, hi - lo};
+}
+
+int ShmStagedAllreduce::firstPeerBelow(ShmCounter ShmStagingArea::*counter, uint64_t need) const {
+  for (int r = 0; r < staging_.size(); ++r)
+    if (r != id_.rank && (staging_.area(r).*counter).value.load(std::memory_order_acquire) < need) return r;
+  return -1;
+}
+
+bool ShmStagedAllreduce::stageFree(uint64_t ticket) const {
+  // The stage last held ticket - 2: every rank, this one too (an earlier allreduce may still
+  // be running), must have copied it out.
+  if (ticket < 2) return true;
+  return staging_.area(id_.rank).gathered.value.load(std::memory_order_acquire) >= ticket - 1 &&
+         firstPeerBelow(&ShmStagingArea::gathered, ticket - 1) < 0;
+}
+
+void ShmStagedAllreduce::post(uint64_t chunk) {
+  const uint64_t ticket = first_ + chunk;
+  ShmStagingArea& mine = staging_.area(id_.rank);
+  const size_t begin = chunk * chunkCount_, n = std::min(chunkCount_, args_.count - begin);
+  std::memcpy(staging_.stage(id_.rank, ticket), static_cast<const unsigned char*>(args_.input) + begin * esize_,
+              n * esize_);
+  mine.headers[ticket % 2] = ShmStageHeader{ticket, id_.seq, call_};
+  mine.posted.value.store(ticket + 1, std::memory_order_release);
+}
+
+Status ShmStagedAllreduce::notPosted(int peer) const {
+  ShmRoute route;
+  ShmCall theirs;
+  if (board_.announced(peer, id_.seq, &route, &theirs) &&
+      (route != ShmRoute::kStaged || firstShmDifference(call_, theirs)))
+    return shmMismatch(id_.rank, peer, id_.seq, call_, theirs, shmRouteDescription(route));
+  return Status(Code::kInProgress, "");
+}
+
+Status ShmStagedAllreduce::checkPeersPosted(uint64_t chunk) {
+  const uint64_t ticket = first_ + chunk;
+  for (int r = 0; r < staging_.size(); ++r) {
+    if (r == id_.rank) continue;
+    const ShmStagingArea& peer = staging_.area(r);
+    if (peer.posted.value.load(std::memory_order_acquire) < ticket + 1) {
+      Status st = notPosted(r);
+      if (st.code() == Code::kInProgress) return st;
+      return status_ = st;
+    }
+    // A peer cannot post ticket + 2 before this rank gathers `ticket`, so the header is
+    // this ticket's; it must be this collective's.
+    const ShmStageHeader& h = peer.headers[ticket % 2];
+    if (h.seq != id_.seq || firstShmDifference(call_, h.call))
+      return status_ = shmMismatch(id_.rank, r, id_.seq, call_, h.call,
+                                   h.seq != id_.seq ? "was at another collective in the shared-memory stages"
+                                                    : "called it");
+  }
+  return Status::ok();
+}
+
+void ShmStagedAllreduce::reduce(uint64_t chunk) {
+  const uint64_t ticket = first_ + chunk;
+  const Slice s = chunkSlice(chunk, id_.rank);
+  const size_t inChunk = (s.first - chunk * chunkCount_) * esize_;
+  unsigned char* out = static_cast<unsigned char*>(args_.output) + s.first * esize_;
+  if (s.count) {
+    std::memcpy(out, staging_.stage(0, ticket) + inChunk, s.count * esize_);
+    for (int r = 1; r < staging_.size(); ++r)
+      kernels::reduceInto(out, staging_.stage(r, ticket) + inChunk, s.count, args_.dtype, args_.op);
+    if (args_.op == ReduceOp::kAvg)
+      kernels::divideInPlace(out, s.count, args_.dtype, static_cast<uint64_t>(staging_.size()));
+    std::memcpy(staging_.stage(id_.rank, ticket) + inChunk, out, s.count * esize_);
+  }
+  staging_.area(id_.rank).reduced.value.store(ticket + 1, std::memory_order_release);
+}
+
+bool ShmStagedAllreduce::gather(uint64_t chunk) {
+  const uint64_t ticket = first_ + chunk;
+  for (; nextGatherPeer_ < staging_.size(); ++nextGatherPeer_) {
+    const int r = nextGatherPeer_;
+    if (r == id_.rank) continue;
+    if (staging_.area(r).reduced.value.load(std::memory_order_acquire) < ticket + 1) return false;
+    const Slice s = chunkSlice(chunk, r);
+    std::memcpy(static_cast<unsigned char*>(args_.output) + s.first * esize_,
+                staging_.stage(r, ticket) + (s.first - chunk * chunkCount_) * esize_, s.count * esize_);
+  }
+  nextGatherPeer_ = 0;
+  staging_.area(id_.rank).gathered.value.store(ticket + 1, std::memory_order_release);
+  return true;
+}
+
+Status ShmStagedAllreduce::progress() {
+  if (status_.code() != Code::kInProgress) return status_;
+  // Each phase takes this rank's tickets in order, across allreduces too (an earlier one may
+  // still be running): the counters only ever count up, one ticket at a time.
+  ShmStagingArea& mine = staging_.area(id_.rank);
+  auto myTurn = [&](ShmCounter& counter, uint64_t chunk) {
+    return counter.value.load(std::memory_order_relaxed) == first_ + chunk;
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    // Post ahead while the stage is free: peers may still be reducing the chunk before.
+    if (posted_ < chunks_ && myTurn(mine.posted, posted_) && stageFree(first_ + posted_)) {
+      post(posted_++);
+      moved = true;
+    }
+    if (reduced_ < posted_ && myTurn(mine.reduced, reduced_)) {
+      Status st = checkPeersPosted(reduced_);
+      if (!st.isOk() && st.code() != Code::kInProgress) return status_;
+      if (st.isOk()) {
+        reduce(reduced_++);
+        moved = true;
+      }
+    }
+    if (gathered_ < reduced_ && myTurn(mine.gathered, gathered_) && gather(gathered_)) {
+      ++gathered_;
+      moved = true;
+    }
+  }
+  if (gathered_ == chunks_) status_ = Status::ok();
+  return status_;
+}
+
+void ShmStagedAllreduce::abort(const Status& reason) {
+  if (status_.code() == Code::kInProgress) status_ = reason;
+}
+
+int ShmStagedAllreduce::waitingOn() const {
+  if (status_.code() != Code::kInProgress) return -1;
+  if (gathered_ < reduced_) return firstPeerBelow(&ShmStagingArea::reduced, first_ + gathered_ + 1);
+  if (reduced_ < posted_) return firstPeerBelow(&ShmStagingArea::posted, first_ + reduced_ + 1);
+  if (posted_ < chunks_ && first_ + posted_ >= 2) return firstPeerBelow(&ShmStagingArea::gathered, first_ + posted_ - 1);
+  return -1;
+}
+
+}  // namespace tsr::algorithms
