@@ -30,8 +30,11 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::create(size_t bytes) {
   std::string name = "/tsr-" + std::to_string(getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) return failure("cannot create", name);
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    Status st = failure("cannot size", name);
+  // Reserve the pages now: a sparse segment on a full /dev/shm (a container's 64 MiB, say)
+  // would kill a rank with SIGBUS at its first write instead of failing here, named.
+  if (int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+    errno = err;
+    Status st = failure("cannot reserve " + std::to_string(bytes) + " bytes for", name);
     close(fd);
     shm_unlink(name.c_str());
     return st;
