@@ -1,4 +1,4 @@
-// f32 <-> f16 array casts with F16C. This file alone is compiled with -mavx2 -mf16c (see
+// f32 <-> f16 array casts, and f16 reductions, with F16C. This file alone is compiled with -mavx2 -mf16c (see
 // CMakeLists.txt) and is entered only when activeIsa() is AVX2 and cpuHasF16c(). The results
 // are bit-identical to base/half.h's floatToF16 / f16ToFloat for every input; the hardware
 // conversions differ from them on NaNs only, which are fixed up per lane as described below.
@@ -6,6 +6,7 @@
 
 #include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/cast_ops.h"
+#include "algorithms/kernels/detail/reduce_loops.h"
 #include "base/half.h"
 
 namespace tsr::kernels::avx2 {
@@ -110,6 +111,46 @@ void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float
     _mm_storeu_si128(reinterpret_cast<__m128i*>(data + i), h);
   }
   for (; i < count; ++i) data[i] = f16AverageKeepingDropped(data[i], divisor, dropped[i]);
+}
+
+namespace {
+// One op on 8 finite f16 lanes: vcvtph2ps is exact, the f32 op is the portable loop's (min and
+// max as `b < a ? b : a` and `a < b ? b : a`, which vminps/vmaxps with b first are), and
+// vcvtps2ph rounds as floatToF16 does for finite values (overflow to Inf included).
+template <ReduceOp Op>
+__m256 apply(__m256 a, __m256 b) {
+  if constexpr (Op == ReduceOp::kProd) return _mm256_mul_ps(a, b);
+  else if constexpr (Op == ReduceOp::kMin) return _mm256_min_ps(b, a);
+  else if constexpr (Op == ReduceOp::kMax) return _mm256_max_ps(b, a);
+  else return _mm256_add_ps(a, b);  // sum, avg
+}
+
+template <ReduceOp Op>
+void reduceF16Lanes(uint16_t* dst, const unsigned char* src, size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    if (anySpecial(a, b)) {  // Inf or NaN: the portable loop's NaN bits
+      reduceLoop(dst + i, src + 2 * i, 8, DataType::kF16, Op);
+      continue;
+    }
+    __m256 r = apply<Op>(_mm256_cvtph_ps(a), _mm256_cvtph_ps(b));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
+  }
+  if (i < count) reduceLoop(dst + i, src + 2 * i, count - i, DataType::kF16, Op);
+}
+}  // namespace
+
+void reduceF16(uint16_t* dst, const void* src, size_t count, ReduceOp op) {
+  const auto* s = static_cast<const unsigned char*>(src);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return reduceF16Lanes<ReduceOp::kSum>(dst, s, count);
+    case ReduceOp::kProd: return reduceF16Lanes<ReduceOp::kProd>(dst, s, count);
+    case ReduceOp::kMin: return reduceF16Lanes<ReduceOp::kMin>(dst, s, count);
+    case ReduceOp::kMax: return reduceF16Lanes<ReduceOp::kMax>(dst, s, count);
+  }
 }
 
 }  // namespace tsr::kernels::avx2

@@ -120,6 +120,14 @@ int main(int argc, char** argv) {
   rows.push_back({"cast f16 -> f32", bestSeconds(reps, [&] { castF16ToF32(half.data(), count, y.data()); }), ""});
   rows.push_back({"cast f32 -> bf16", bestSeconds(reps, [&] { castF32ToBf16(x.data(), count, half.data()); }), ""});
   rows.push_back({"cast bf16 -> f32", bestSeconds(reps, [&] { castBf16ToF32(half.data(), count, y.data()); }), ""});
+  // Half sums (dense allreduce of f16 / bf16): read 2 x D halves, write D halves.
+  std::vector<uint16_t> half2(half);
+  rows.push_back({"f16 sum reduceInto", bestSeconds(reps, [&] {
+                    reduceInto(half2.data(), half.data(), count, tsr::DataType::kF16, tsr::ReduceOp::kSum);
+                  }), ""});
+  rows.push_back({"bf16 sum reduceInto", bestSeconds(reps, [&] {
+                    reduceInto(half2.data(), half.data(), count, tsr::DataType::kBF16, tsr::ReduceOp::kSum);
+                  }), ""});
   size_t got = 0;
   rows.push_back({"top-k", bestSeconds(reps, [&] {
                     got = topkSelect(x.data(), count, k, idx.data(), scratch.data(), scratch.size());
@@ -129,7 +137,7 @@ int main(int argc, char** argv) {
     std::printf("%-32s %10.2f %10.2f %10.2f %8s\n", r.name, r.seconds * 1e3, bytes / r.seconds / 1e9,
                 tMemcpy / r.seconds, r.target);
   }
-  std::printf("f16 casts: %s\n", activeIsa() == Isa::kAvx2 && cpuHasF16c() ? "F16C" : "portable");
+  std::printf("f16 casts and sums: %s\n", activeIsa() == Isa::kAvx2 && cpuHasF16c() ? "F16C" : "portable");
   std::printf("top-k: k = %zu (density %g), selected %zu\n", k, density, got);
   return got == std::min(k, count) ? 0 : 1;
 }

@@ -38,6 +38,8 @@ void castF16ToF32(const uint16_t* in, size_t count, float* out);
 // kernels/cast.h's two-level f16 sum and average keeping what they drop (cast_f16c.cc, F16C
 // too): bit-identical to cast_ops.h per element.
 void sumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped);
+// reduceInto for f16 (AVX2 + F16C): src at any byte offset; the portable loop's exact bits.
+void reduceF16(uint16_t* dst, const void* src, size_t count, ReduceOp op);
 void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped);
 
 }  // namespace tsr::kernels::avx2

@@ -100,6 +100,35 @@ void checkHalf(DataType dtype) {
 TEST(Reduce, F16ReducesThroughFloat) { checkHalf<f16ToFloat, floatToF16>(DataType::kF16); }
 TEST(Reduce, Bf16ReducesThroughFloat) { checkHalf<bf16ToFloat, floatToBf16>(DataType::kBF16); }
 
+// Every f16 bit pattern (zeros, subnormals, normals, the largest, Inf, NaNs with payloads)
+// against partners that make sums overflow, products underflow and min/max meet signed zeros,
+// in blocks that mix special and finite lanes: the vector path (F16C) gives the portable
+// loop's bits in every lane.
+TEST(Reduce, F16VectorPathMatchesThePortableLoopOnEveryValue) {
+  if (bestIsa() != Isa::kAvx2 || !cpuHasF16c()) GTEST_SKIP() << "no AVX2 + F16C here";
+  const uint16_t partners[] = {0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff,
+                               0x7c00, 0xfc00, 0x7e00, 0x7d01, 0xfe55, 0x5bff, 0x2e66, 0x1400, 0xc001};
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  for (uint16_t p : partners)
+    for (ReduceOp op : kOps) {
+      // The partner as src, and as dst; plus a rotating partner per lane.
+      std::vector<uint16_t> same(all.size(), p), rotating(all.size());
+      for (size_t i = 0; i < all.size(); ++i) rotating[i] = partners[(i + p) % std::size(partners)];
+      for (int form = 0; form < 3; ++form) {
+        std::vector<uint16_t> a = form == 1 ? same : all, b = form == 0 ? same : form == 1 ? all : rotating;
+        std::vector<uint16_t> want = a, got = a;
+        ASSERT_TRUE(setActiveIsa(Isa::kPortable));
+        reduceInto(want.data(), b.data(), a.size(), DataType::kF16, op);
+        ASSERT_TRUE(setActiveIsa(Isa::kAvx2));
+        reduceInto(got.data(), b.data(), a.size(), DataType::kF16, op);
+        for (size_t i = 0; i < a.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << reduceOpName(op) << " form " << form << ": " << std::hex << a[i] << " with "
+                                     << b[i];
+      }
+    }
+}
+
 TEST(Reduce, IntegerOverflowWraps) {
   int32_t a[2] = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()};
   int32_t b[2] = {1, -1};
