@@ -153,4 +153,19 @@ void reduceF16(uint16_t* dst, const void* src, size_t count, ReduceOp op) {
   }
 }
 
+void divideF16(uint16_t* data, size_t count, float divisor) {
+  const __m256 d = _mm256_set1_ps(divisor);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
+    if (anySpecial(v, v)) {
+      for (size_t j = i; j < i + 8; ++j) data[j] = floatToF16(f16ToFloat(data[j]) / divisor);
+      continue;
+    }
+    __m128i h = _mm256_cvtps_ph(_mm256_div_ps(_mm256_cvtph_ps(v), d), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(data + i), h);
+  }
+  for (; i < count; ++i) data[i] = floatToF16(f16ToFloat(data[i]) / divisor);
+}
+
 }  // namespace tsr::kernels::avx2

@@ -78,6 +78,7 @@ void divideInPlace(void* data, size_t count, DataType dtype, uint64_t divisor) {
     }
     case DataType::kF16: {
       float d = static_cast<float>(divisor);
+      if (activeIsa() == Isa::kAvx2 && cpuHasF16c()) return avx2::divideF16(static_cast<uint16_t*>(data), count, d);
       unaryLoop(static_cast<uint16_t*>(data), count,
                 [d](uint16_t x) { return floatToF16(f16ToFloat(x) / d); });
       return;

@@ -40,6 +40,8 @@ void castF16ToF32(const uint16_t* in, size_t count, float* out);
 void sumF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped);
 // reduceInto for f16 (AVX2 + F16C): src at any byte offset; the portable loop's exact bits.
 void reduceF16(uint16_t* dst, const void* src, size_t count, ReduceOp op);
+// divideInPlace for f16 (AVX2 + F16C): the portable floatToF16(f16ToFloat(x) / d) bits.
+void divideF16(uint16_t* data, size_t count, float divisor);
 void averageF16KeepingDropped(uint16_t* data, size_t count, float divisor, float* dropped);
 
 }  // namespace tsr::kernels::avx2

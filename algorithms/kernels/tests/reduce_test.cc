@@ -127,6 +127,24 @@ TEST(Reduce, F16VectorPathMatchesThePortableLoopOnEveryValue) {
                                      << b[i];
       }
     }
+  ASSERT_TRUE(setActiveIsa(bestIsa()));
+}
+
+// The average's last step on every f16 value: the same bits on both paths.
+TEST(Reduce, F16VectorDivideMatchesThePortableLoopOnEveryValue) {
+  if (bestIsa() != Isa::kAvx2 || !cpuHasF16c()) GTEST_SKIP() << "no AVX2 + F16C here";
+  std::vector<uint16_t> all(65536 + 5);  // a tail too
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 7);
+  for (uint64_t divisor : {2, 3, 4, 7, 1000, 70000}) {
+    std::vector<uint16_t> want = all, got = all;
+    ASSERT_TRUE(setActiveIsa(Isa::kPortable));
+    divideInPlace(want.data(), want.size(), DataType::kF16, divisor);
+    ASSERT_TRUE(setActiveIsa(Isa::kAvx2));
+    divideInPlace(got.data(), got.size(), DataType::kF16, divisor);
+    for (size_t i = 0; i < all.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "divisor " << divisor << ": " << std::hex << all[i];
+  }
+  ASSERT_TRUE(setActiveIsa(bestIsa()));
 }
 
 TEST(Reduce, IntegerOverflowWraps) {
