@@ -1,6 +1,7 @@
-// Small allreduces (up to 4 KiB) and barriers through the shared-memory board (runtime/communicator_shm.cc)
-// with ranks as threads: which calls it serves, that its results match the reference, that
-// TSR_ALGO and multi-host jobs turn it off, and that its segment leaves no name behind.
+// Allreduces and barriers through the one-host shared-memory segment (runtime/communicator_shm.cc)
+// with ranks as threads: which calls the board and the stages serve, that their results match
+// the reference, that TSR_ALGO and multi-host jobs turn them off, and that the segment leaves no
+// name behind, or fails cleanly when /dev/shm has no room.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,7 +9,13 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "runtime/communicator.h"
+#include "runtime/shm_segment.h"
 #include "tests/support/collective_checks.h"
 #include "tests/support/thread_world.h"
 
@@ -32,9 +39,9 @@ TEST(ShmCollectives, TinyAllreducesUseTheBoardAndMatchTheReference) {
           for (bool inPlace : {false, true})
             ASSERT_EQ(testing::checkAllreduce(comm, t, op, count, inPlace), "shm")
                 << dataTypeName(t) << " " << reduceOpName(op) << " count " << count;
-    // One element past what the board carries goes as messages.
-    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, algorithms::kShmPayloadBytes / 4 + 1, false),
-              "shm");
+    // One element past what the board carries goes through the stages.
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, algorithms::kShmPayloadBytes / 4 + 1, false),
+              "shm-staged");
     EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 0, false), "shm");
   });
 }
@@ -69,6 +76,28 @@ TEST(ShmCollectives, BarrierWaitsForTheLastRank) {
     EXPECT_EQ(req.value()->algorithm(), "shm barrier");
     EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(290)) << "rank " << comm.rank();
   });
+}
+
+// No room for the segment (here a file-size limit, as a full /dev/shm would be): creation fails
+// with the reason and the size and leaves no name, rather than a rank dying of SIGBUS later.
+TEST(ShmCollectives, ASegmentWithoutRoomFailsCreationWithTheReason) {
+  size_t before = boardNamesInDevShm();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{65536, 65536};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
+    auto created = runtime::ShmSegment::create(size_t{1} << 20);
+    if (created.isOk()) _exit(1);
+    const std::string& m = created.status().message();
+    _exit(m.find("cannot reserve 1048576 bytes") != std::string::npos && m.find("/tsr-") != std::string::npos ? 0 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: created past the limit; 2: the error does not name the size and segment";
+  EXPECT_EQ(boardNamesInDevShm(), before) << "a name was left in /dev/shm";
 }
 
 TEST(ShmCollectives, TheSegmentNameIsGoneOnceEveryRankHasIt) {
