@@ -158,21 +158,25 @@ TEST(ShmCollectives, ACallerOnAnotherRouteIsAMismatchEverywhere) {
 
 // One rank forces recursive doubling (messages), the others let the board serve: the board's
 // announcements make it a mismatch on every rank, with the likely cause named.
+// On the board (2 elements) and in the stages (100000): the rank that took messages is named.
 TEST(ShmCollectives, ARankWithAnotherTsrAlgoIsNamed) {
-  testing::runRanksEach(3, [](Communicator& comm) {
-    std::vector<float> in(2, 1.0f), out(2);
-    auto t0 = std::chrono::steady_clock::now();
-    auto req = comm.allreduce(in.data(), out.data(), 2, DataType::kF32, ReduceOp::kSum);
-    ASSERT_TRUE(req.isOk());
-    Status st = req.value()->wait();
-    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
-    EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  }, [](int rank) {
+  auto settings = [](int rank) {
     testing::Settings s{{"TSR_TIMEOUT_MS", "15000"}};
     if (rank == 1) s["TSR_ALGO"] = "doubling";
     return s;
-  });
+  };
+  for (size_t count : {size_t{2}, size_t{100000}}) {
+    testing::runRanksEach(3, [count](Communicator& comm) {
+      std::vector<float> in(count, 1.0f), out(count);
+      auto t0 = std::chrono::steady_clock::now();
+      auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+      ASSERT_TRUE(req.isOk());
+      Status st = req.value()->wait();
+      EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << " count " << count << ": " << st.toString();
+      EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    }, settings);
+  }
 }
 
 }  // namespace
