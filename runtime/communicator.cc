@@ -271,7 +271,7 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
   s.buffers = algorithms::RunBuffers{input, output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep, nullptr, {}, nullptr};
   std::string algorithm = plan->algorithm;
   algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),
-                          static_cast<uint8_t>(plan->op), plan->count};
+                          static_cast<uint8_t>(plan->op), plan->count, plan->root};
   s.plan = std::move(plan);
   auto posted = post(std::move(s), 1, std::move(scratch), algorithms::ShmRoute::kPlan, call);
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
@@ -309,7 +309,7 @@ Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
   switch (shmServes(count * dataTypeSize(dtype))) {
     case ShmWay::kBoard: return shmCollective({input, output, count, dtype, op, false});
-    case ShmWay::kStaged: return shmStagedAllreduce({input, output, count, dtype, op, false});
+    case ShmWay::kStaged: return shmStaged({input, output, count, dtype, op, false});
     case ShmWay::kNone: break;
   }
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
@@ -320,6 +320,9 @@ Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size
 Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank,
                                            DataType dtype) {
   TSR_RETURN_IF_ERROR(checkArgs("allgather", input, output, countPerRank, dtype, nullptr, -1));
+  using algorithms::CollectiveKind;
+  if (shmStages(CollectiveKind::kAllgather, dtype, countPerRank * dataTypeSize(dtype)))
+    return shmStaged({input, output, countPerRank, dtype, ReduceOp::kSum, false, CollectiveKind::kAllgather});
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllgatherPlan, countPerRank, int(dtype), 0, -1}));
   size_t bytes = countPerRank * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes * size_);
@@ -328,6 +331,9 @@ Result<RequestPtr> Communicator::allgather(const void* input, void* output, size
 Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output,
                                                size_t countPerRank, DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
+  using algorithms::CollectiveKind;
+  if (shmStages(CollectiveKind::kReduceScatter, dtype, countPerRank * dataTypeSize(dtype)))
+    return shmStaged({input, output, countPerRank, dtype, op, false, CollectiveKind::kReduceScatter});
   TSR_ASSIGN_OR_RETURN(auto plan,
                        cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
   size_t bytes = countPerRank * dataTypeSize(dtype);
@@ -342,6 +348,9 @@ Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size
                                               " is not a rank of this " + std::to_string(size_) +
                                               "-rank communicator");
   TSR_RETURN_IF_ERROR(checkArgs("broadcast", input, output, count, dtype, nullptr, root));
+  using algorithms::CollectiveKind;
+  if (shmStages(CollectiveKind::kBroadcast, dtype, count * dataTypeSize(dtype)))
+    return shmStaged({input, output, count, dtype, ReduceOp::kSum, false, CollectiveKind::kBroadcast, root});
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBroadcastPlan, count, int(dtype), 0, root}));
   size_t bytes = count * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes);

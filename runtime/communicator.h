@@ -19,6 +19,7 @@
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/dense/shm_allreduce.h"
 #include "algorithms/dense/shm_staging.h"
+#include "algorithms/dense/shm_staged_layout.h"
 #include "base/dtype.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
@@ -147,14 +148,17 @@ class Communicator {
   Status setUpShmBoard();
   enum class ShmWay { kNone, kBoard, kStaged };
   ShmWay shmServes(size_t bytes);
-  Result<RequestPtr> shmCollective(const algorithms::ShmAllreduceArgs& args);
-  Result<RequestPtr> shmStagedAllreduce(const algorithms::ShmAllreduceArgs& args);
+  Result<RequestPtr> shmCollective(const algorithms::ShmCollectiveArgs& args);
+  // Whether the stages carry this collective (the segment is up and TSR_ALGO allows it).
+  bool shmStages(algorithms::CollectiveKind kind, DataType dtype, size_t bytes);
+  Result<RequestPtr> shmStaged(const algorithms::ShmCollectiveArgs& args);
+  std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
   // Posts the task `make` builds on host buffers: the caller's, or pinned copies of CUDA ones.
-  using ShmTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const algorithms::ShmAllreduceArgs&,
+  using ShmTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const algorithms::ShmCollectiveArgs&,
                                                                        const algorithms::TaskContext&)>;
   std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
-  Status checkShmDevice(const algorithms::ShmAllreduceArgs& args);  // CUDA buffers: are they?
-  Result<RequestPtr> postShm(const algorithms::ShmAllreduceArgs& args, algorithms::ShmRoute route,
+  Status checkShmDevice(const algorithms::ShmCollectiveArgs& args);  // CUDA buffers: are they?
+  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, algorithms::ShmRoute route,
                              std::string algorithm, ShmTaskMaker make);
   // Plans with more scratch than this take it from scratchPool_ (registered, reused);
   // smaller ones get it with their executor's state.

@@ -68,7 +68,7 @@ Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::P
   std::string algorithm = plan->algorithm + " (staged from CUDA memory)";
   // Announced as the plan it runs: its messages are those of a host run of that plan.
   algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),
-                           static_cast<uint8_t>(plan->op), plan->count};
+                           static_cast<uint8_t>(plan->op), plan->count, plan->root};
   auto posted = post(std::move(s), 1, std::move(scratch), algorithms::ShmRoute::kPlan, call);
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;

@@ -1,13 +1,14 @@
-// The communicator's shared-memory segment: when every rank runs on this host, allreduces
-// and barriers meet there instead of going through UCX as messages: up to 4 KiB
-// on the board (algorithms/dense/shm_allreduce.h), larger ones in chunks through the stages
-// (algorithms/dense/shm_staged_allreduce.h), faster than every message plan from 8 KiB to
-// 64 MiB (docs/benchmarks.md, "One host, eleventh session"). CUDA buffers take the same
+// The communicator's shared-memory segment: when every rank runs on this host, collectives
+// and barriers meet there instead of going through UCX as messages: allreduces up to 4 KiB
+// and barriers on the board (algorithms/dense/shm_allreduce.h); larger allreduces, and every
+// reduce-scatter, all-gather and broadcast, in chunks through the stages
+// (algorithms/dense/shm_staged_collective.h), faster than the message plans (docs/benchmarks.md,
+// "One host, eleventh session" and "One host: reduce-scatter, all-gather and broadcast"). CUDA buffers take the same
 // route through pinned host memory, so every rank takes it whatever its buffers are.
 #include <algorithm>
 
 #include "algorithms/dense/shm_allreduce.h"
-#include "algorithms/dense/shm_staged_allreduce.h"
+#include "algorithms/dense/shm_staged_collective.h"
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/communicator.h"
@@ -67,13 +68,13 @@ Status Communicator::setUpShmBoard() {
   for (int r = 0; r < size_; ++r) {
     if (problems[r].empty()) continue;
     shmWhyNot_ = "rank " + std::to_string(r) + " cannot use the shared-memory board: " + problems[r];
-    logger->warn("rank {}: small allreduces go as messages: {}", rank_, shmWhyNot_);
+    logger->warn("rank {}: collectives go as messages (no shared-memory segment): {}", rank_, shmWhyNot_);
     return Status::ok();
   }
   shmSegment_ = std::move(segment);
   shmBoard_ = ShmBoard(shmSegment_->data(), size_);
   shmStaging_ = ShmStaging(static_cast<char*>(shmSegment_->data()) + boardBytes(size_), size_);
-  logger->debug("rank {}: allreduces meet in shared memory ({}): up to {} bytes on the board, larger in stages",
+  logger->debug("rank {}: collectives meet in shared memory ({}): allreduces up to {} bytes on the board, the rest in stages",
                 rank_, shmSegment_->name(), algorithms::kShmPayloadBytes);
   return Status::ok();
 }
@@ -84,14 +85,14 @@ Communicator::ShmWay Communicator::shmServes(size_t bytes) {
     return bytes <= algorithms::kShmPayloadBytes ? ShmWay::kBoard : ShmWay::kStaged;
   }
   if (shmForced_ && !shmRefusalSaid_.exchange(true)) {
-    std::string why = shmSegment_ ? "an empty buffer needs no allreduce" : shmWhyNot_;
-    log::get("runtime")->info("rank {}: shm cannot serve this allreduce: {}; the cost model chooses instead",
+    std::string why = shmSegment_ ? "an empty buffer needs no collective" : shmWhyNot_;
+    log::get("runtime")->info("rank {}: shm cannot serve this collective: {}; the cost model chooses instead",
                               rank_, why);
   }
   return ShmWay::kNone;
 }
 
-Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmAllreduceArgs& args) {
+Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmCollectiveArgs& args) {
   TSR_RETURN_IF_ERROR(checkShmDevice(args));  // before the index is taken: a refused call takes none
   uint64_t index;
   {
@@ -100,25 +101,30 @@ Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmAllreduceArg
   }
   shmBytes_ += args.count * dataTypeSize(args.dtype);  // its slot, read by every peer
   return postShm(args, algorithms::ShmRoute::kBoard, args.barrier ? "shm barrier" : "shm",
-                 [board = shmBoard_, index](const algorithms::ShmAllreduceArgs& a, const algorithms::TaskContext& ctx) {
+                 [board = shmBoard_, index](const algorithms::ShmCollectiveArgs& a, const algorithms::TaskContext& ctx) {
                    return std::unique_ptr<algorithms::Task>(new algorithms::ShmAllreduce(board, ctx.id, index, a));
                  });
 }
 
-Result<RequestPtr> Communicator::shmStagedAllreduce(const algorithms::ShmAllreduceArgs& args) {
-  using algorithms::ShmStagedAllreduce;
+bool Communicator::shmStages(algorithms::CollectiveKind kind, DataType dtype, size_t bytes) {
+  return shmServes(bytes) != ShmWay::kNone && algorithms::ShmStagedLayout::serves(kind, dtype, size_);
+}
+
+Result<RequestPtr> Communicator::shmStaged(const algorithms::ShmCollectiveArgs& args) {
+  using algorithms::ShmStagedCollective;
   TSR_RETURN_IF_ERROR(checkShmDevice(args));
+  const algorithms::ShmStagedLayout layout = ShmStagedCollective::layoutOf(args, size_);
   uint64_t first;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     first = shmTicket_;
-    shmTicket_ += ShmStagedAllreduce::chunksFor(args.count, args.dtype);
+    shmTicket_ += layout.chunks();
   }
-  shmBytes_ += ShmStagedAllreduce::bytesPublished(args.count, args.dtype, rank_, size_);
+  shmBytes_ += layout.bytesPublished(rank_);
   return postShm(args, algorithms::ShmRoute::kStaged, "shm-staged",
-                 [staging = shmStaging_, board = shmBoard_, first](const algorithms::ShmAllreduceArgs& a,
+                 [staging = shmStaging_, board = shmBoard_, first](const algorithms::ShmCollectiveArgs& a,
                                                                    const algorithms::TaskContext& ctx) {
-                   return std::unique_ptr<algorithms::Task>(new ShmStagedAllreduce(staging, board, ctx.id, first, a));
+                   return std::unique_ptr<algorithms::Task>(new ShmStagedCollective(staging, board, ctx.id, first, a));
                  });
 }
 
@@ -128,30 +134,39 @@ std::shared_ptr<DenseStaging> Communicator::deviceStaging() {
   return staging_;
 }
 
-Status Communicator::checkShmDevice(const algorithms::ShmAllreduceArgs& args) {
-  auto staging = deviceStaging();
-  if (!staging || args.barrier) return Status::ok();
-  const size_t bytes = args.count * dataTypeSize(args.dtype);
-  std::string what = "rank " + std::to_string(rank_) + ": allreduce";
-  TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", args.input, bytes));
-  return staging->checkDevice(what.c_str(), "output", args.output, bytes);
+std::pair<size_t, size_t> Communicator::shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const {
+  const size_t bytes = args.count * dataTypeSize(args.dtype), all = bytes * static_cast<size_t>(size_);
+  switch (args.collective) {
+    case algorithms::CollectiveKind::kReduceScatter: return {all, bytes};
+    case algorithms::CollectiveKind::kAllgather: return {bytes, all};
+    default: return {bytes, bytes};
+  }
 }
 
-Result<RequestPtr> Communicator::postShm(const algorithms::ShmAllreduceArgs& args, algorithms::ShmRoute route,
+Status Communicator::checkShmDevice(const algorithms::ShmCollectiveArgs& args) {
+  auto staging = deviceStaging();
+  if (!staging || args.barrier) return Status::ok();
+  const auto [in, out] = shmBufferBytes(args);
+  std::string what = "rank " + std::to_string(rank_) + ": " + algorithms::collectiveName(args.collective);
+  TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", args.input, in));
+  return staging->checkDevice(what.c_str(), "output", args.output, out);
+}
+
+Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& args, algorithms::ShmRoute route,
                                          std::string algorithm, ShmTaskMaker make) {
   Submission s;
   auto staging = deviceStaging();
   if (staging && !args.barrier) {
-    const size_t bytes = args.count * dataTypeSize(args.dtype);
+    const auto [in, out] = shmBufferBytes(args);
     s.make = staging->stageTask(
-        "allreduce",
+        algorithms::collectiveName(args.collective),
         [args, make](const void* hostIn, void* hostOut, const algorithms::TaskContext& ctx) {
-          algorithms::ShmAllreduceArgs host = args;
+          algorithms::ShmCollectiveArgs host = args;
           host.input = hostIn;
           host.output = hostOut;
           return make(host, ctx);
         },
-        args.input, bytes, args.output, bytes);
+        args.input, in, args.output, out);
     algorithm += " (staged from CUDA memory)";
   } else {
     s.make = [args, make](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {

@@ -1,4 +1,4 @@
-// Allreduces and barriers through the one-host shared-memory segment (runtime/communicator_shm.cc)
+// Collectives and barriers through the one-host shared-memory segment (runtime/communicator_shm.cc)
 // with ranks as threads: which calls the board and the stages serve, that their results match
 // the reference, that TSR_ALGO and multi-host jobs turn them off, and that the segment leaves no
 // name behind, or fails cleanly when /dev/shm has no room.
@@ -133,6 +133,35 @@ TEST(ShmCollectives, LargeAllreducesGoThroughTheStages) {
   }, {{"TSR_ALGO", "ring"}});
 }
 
+// reduce_scatter, allgather and broadcast go through the stages too (their results are checked
+// for every N and dtype in collectives_test.cc); TSR_ALGO naming a plan turns that off.
+TEST(ShmCollectives, ReduceScatterAllgatherAndBroadcastGoThroughTheStages) {
+  auto algorithms = [](Communicator& comm) {
+    const size_t count = 70000;  // over one chunk each (reduce_scatter: several)
+    const size_t n = static_cast<size_t>(comm.size());
+    std::vector<float> in(count * n, 1.0f), scattered(count), gathered(count * n), sent(count);
+    std::vector<runtime::RequestPtr> reqs;  // all three in flight at once
+    reqs.push_back(comm.reduceScatter(in.data(), scattered.data(), count, DataType::kF32, ReduceOp::kSum).take());
+    reqs.push_back(comm.allgather(in.data(), gathered.data(), count, DataType::kF32).take());
+    reqs.push_back(comm.broadcast(in.data(), sent.data(), count, DataType::kF32, 1).take());
+    std::vector<std::string> names;
+    for (auto& r : reqs) {
+      EXPECT_TRUE(r->wait().isOk());
+      names.push_back(r->algorithm());
+    }
+    EXPECT_EQ(scattered[count - 1], static_cast<float>(n));
+    EXPECT_EQ(gathered[count * n - 1], 1.0f);
+    EXPECT_EQ(sent[count - 1], 1.0f);
+    return names;
+  };
+  testing::runRanks(3, [&](Communicator& comm) {
+    EXPECT_EQ(algorithms(comm), (std::vector<std::string>{"shm-staged", "shm-staged", "shm-staged"}));
+  });
+  testing::runRanks(3, [&](Communicator& comm) {
+    for (const std::string& name : algorithms(comm)) EXPECT_NE(name, "shm-staged");
+  }, {{"TSR_ALGO", "ring"}});
+}
+
 // Ranks that count as different hosts share no memory: no board, messages instead.
 TEST(ShmCollectives, NoBoardAcrossHosts) {
   testing::runRanksEach(4, [](Communicator& comm) {
@@ -177,6 +206,25 @@ TEST(ShmCollectives, ARankWithAnotherTsrAlgoIsNamed) {
       EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
     }, settings);
   }
+}
+
+// The same for an allgather: rank 1 runs the ring, the others the stages.
+TEST(ShmCollectives, AnAllgatherRankWithAnotherTsrAlgoIsNamed) {
+  testing::runRanksEach(3, [](Communicator& comm) {
+    const size_t count = 50000;
+    std::vector<float> in(count, 1.0f), out(3 * count);
+    auto t0 = std::chrono::steady_clock::now();
+    auto req = comm.allgather(in.data(), out.data(), count, DataType::kF32);
+    ASSERT_TRUE(req.isOk());
+    Status st = req.value()->wait();
+    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
+    EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }, [](int rank) {
+    testing::Settings s{{"TSR_TIMEOUT_MS", "15000"}};
+    if (rank == 1) s["TSR_ALGO"] = "ring";
+    return s;
+  });
 }
 
 }  // namespace

@@ -8,16 +8,17 @@
 namespace tsr::algorithms {
 
 
-ShmCall ShmAllreduce::callOf(const ShmAllreduceArgs& args) {
+ShmCall ShmAllreduce::callOf(const ShmCollectiveArgs& args) {
   ShmCall c;
-  c.collective = static_cast<uint8_t>(args.barrier ? CollectiveKind::kBarrier : CollectiveKind::kAllreduce);
+  c.collective = static_cast<uint8_t>(args.barrier ? CollectiveKind::kBarrier : args.collective);
   c.dtype = static_cast<uint8_t>(args.dtype);
   c.op = static_cast<uint8_t>(args.op);
   c.count = args.count;
+  c.root = args.root;
   return c;
 }
 
-ShmAllreduce::ShmAllreduce(ShmBoard board, RunIdentity id, uint64_t index, ShmAllreduceArgs args)
+ShmAllreduce::ShmAllreduce(ShmBoard board, RunIdentity id, uint64_t index, ShmCollectiveArgs args)
     : board_(board), id_(id), index_(index), args_(args), call_(callOf(args)),
       bytes_(args.count * dataTypeSize(args.dtype)) {}
 

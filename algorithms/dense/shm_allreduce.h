@@ -14,24 +14,29 @@
 #include <string>
 
 #include "algorithms/dense/shm_board.h"
+#include "algorithms/plan/plan.h"
 #include "algorithms/plan/task.h"
 #include "base/dtype.h"
 
 namespace tsr::algorithms {
 
-struct ShmAllreduceArgs {
+// A collective through the segment: the board carries allreduces and barriers, the stages
+// (shm_staged_collective.h) also reduce_scatter, allgather and broadcast.
+struct ShmCollectiveArgs {
   const void* input = nullptr;
   void* output = nullptr;
-  size_t count = 0;
+  size_t count = 0;  // reduce_scatter: output elements; allgather: input elements
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
   bool barrier = false;  // a barrier: count 0, no data
+  CollectiveKind collective = CollectiveKind::kAllreduce;
+  int root = -1;  // broadcast
 };
 
 class ShmAllreduce final : public Task {
  public:
   // index: k above; id.seq: this collective's sequence number.
-  ShmAllreduce(ShmBoard board, RunIdentity id, uint64_t index, ShmAllreduceArgs args);
+  ShmAllreduce(ShmBoard board, RunIdentity id, uint64_t index, ShmCollectiveArgs args);
 
   Status start() override { return progress(); }
   Status progress() override;
@@ -40,7 +45,7 @@ class ShmAllreduce final : public Task {
   int waitingOn() const override;
   std::string describe() const override { return args_.barrier ? "barrier" : "allreduce"; }
 
-  static ShmCall callOf(const ShmAllreduceArgs& args);
+  static ShmCall callOf(const ShmCollectiveArgs& args);
 
  private:
   bool slotFree() const;
@@ -53,7 +58,7 @@ class ShmAllreduce final : public Task {
   ShmBoard board_;
   RunIdentity id_;
   uint64_t index_;
-  ShmAllreduceArgs args_;
+  ShmCollectiveArgs args_;
   ShmCall call_;
   size_t bytes_;
   bool posted_ = false;

@@ -20,7 +20,8 @@ const char* shmRouteDescription(ShmRoute route) {
 std::string describeShmCall(const ShmCall& c) {
   return std::string(collectiveName(static_cast<CollectiveKind>(c.collective))) +
          "(count=" + std::to_string(c.count) + ", dtype=" + dataTypeName(static_cast<DataType>(c.dtype)) +
-         ", op=" + reduceOpName(static_cast<ReduceOp>(c.op)) + ")";
+         ", op=" + reduceOpName(static_cast<ReduceOp>(c.op)) +
+         (c.root >= 0 ? ", root=" + std::to_string(c.root) : std::string()) + ")";
 }
 
 const char* firstShmDifference(const ShmCall& a, const ShmCall& b) {
@@ -28,6 +29,7 @@ const char* firstShmDifference(const ShmCall& a, const ShmCall& b) {
   if (a.count != b.count) return "count";
   if (a.dtype != b.dtype) return "dtype";
   if (a.op != b.op) return "op";
+  if (a.root != b.root) return "root";
   return nullptr;
 }
 

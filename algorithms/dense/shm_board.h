@@ -40,6 +40,7 @@ struct ShmCall {  // what a rank called: a collective's arguments
   uint8_t dtype = 0;
   uint8_t op = 0;
   uint64_t count = 0;
+  int32_t root = -1;  // broadcast's root, else -1
 };
 
 struct alignas(64) ShmSlot {

@@ -1,15 +1,15 @@
 // ShmStaging: the part of a one-machine communicator's shared-memory segment where large
-// allreduces meet (shm_staged_allreduce.h), as Open MPI's coll/sm and UCC's tl/shm do. Like
+// allreduces, and reduce-scatters, all-gathers and broadcasts, meet (shm_staged_collective.h), as Open MPI's coll/sm and UCC's tl/shm do. Like
 // ShmBoard it is only a layout over memory, so tests can lay it over plain memory.
 //
 // Every rank has two stage buffers of kShmStageBytes, used alternately by consecutive chunks
 // (a chunk's "ticket" counts the communicator's staged chunks so far; ticket t uses stage
 // t % 2), a header per stage naming what the chunk belongs to, and three counters, each the
 // number of tickets this rank has taken through a phase:
-//  * posted:   its input chunk is in its stage;
-//  * reduced:  its slice of the chunk is reduced, in place in its own stage;
-//  * gathered: it has copied every rank's reduced slice out, so its peers' stages of that
-//              ticket are free for ticket + 2.
+//  * posted:   its pieces of the chunk's input are in its stage;
+//  * reduced:  its slice of the chunk is reduced (an allreduce's also back into its stage);
+//  * gathered: it has copied out what it needs from every stage, so its peers' stages of
+//              that ticket are free for ticket + 2.
 #pragma once
 
 #include <atomic>

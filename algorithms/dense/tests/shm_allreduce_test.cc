@@ -11,6 +11,7 @@
 
 #include "algorithms/dense/shm_allreduce.h"
 #include "algorithms/plan/plan.h"
+#include "algorithms/dense/tests/shm_stage_driver.h"
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
@@ -32,21 +33,6 @@ struct Board {
   }
 };
 
-// Drives the tasks until none is in progress (bounded); returns each one's status.
-std::vector<Status> drive(std::vector<std::unique_ptr<ShmAllreduce>>& tasks, int turns = 1000) {
-  std::vector<Status> st(tasks.size(), Status(Code::kInProgress, ""));
-  for (size_t i = 0; i < tasks.size(); ++i) st[i] = tasks[i]->start();
-  for (int turn = 0; turn < turns; ++turn) {
-    bool running = false;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      if (st[i].code() == Code::kInProgress) st[i] = tasks[i]->progress();
-      running |= st[i].code() == Code::kInProgress;
-    }
-    if (!running) break;
-  }
-  return st;
-}
-
 TEST(ShmAllreduce, EveryDtypeAndOpMatchesTheReferenceWithTheSameBitsEverywhere) {
   for (int n : {2, 3, 4, 7}) {
     Board b(n);
@@ -62,7 +48,7 @@ TEST(ShmAllreduce, EveryDtypeAndOpMatchesTheReferenceWithTheSameBitsEverywhere) 
             for (size_t j = 0; j < count; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
             b.board.announce(r, seq, ShmRoute::kBoard, ShmAllreduce::callOf({nullptr, nullptr, count, t, op}));
             tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{r, 0, seq}, index,
-                                                           ShmAllreduceArgs{in[r].data(), out[r].data(), count, t, op}));
+                                                           ShmCollectiveArgs{in[r].data(), out[r].data(), count, t, op}));
           }
           std::string what = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " N=" + std::to_string(n) +
                              " count " + std::to_string(count);
@@ -93,7 +79,7 @@ TEST(ShmAllreduce, OverlappingAllreducesUseTheirOwnSlots) {
       float* mine = data[r].data() + 8 * k;
       for (int j = 0; j < 8; ++j) mine[j] = static_cast<float>((k + 1) * 100 + r * 10 + j);
       tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{r, 0, static_cast<uint32_t>(k)}, k,
-                                                     ShmAllreduceArgs{mine, mine, 8, DataType::kF32, ReduceOp::kSum}));
+                                                     ShmCollectiveArgs{mine, mine, 8, DataType::kF32, ReduceOp::kSum}));
     }
   // Ranks 0 and 1 start all three; rank 2 only the first two: the third allreduce of ranks 0
   // and 1 cannot be posted (rank 2 has not finished the first).
@@ -119,9 +105,9 @@ TEST(ShmAllreduce, DifferentCountsAreNamedOnBothRanks) {
   std::vector<float> in(8, 1.0f), out0(8), out1(8);
   std::vector<std::unique_ptr<ShmAllreduce>> tasks;
   tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{0, 0, 5}, 0,
-                                                 ShmAllreduceArgs{in.data(), out0.data(), 2, DataType::kF32, ReduceOp::kSum}));
+                                                 ShmCollectiveArgs{in.data(), out0.data(), 2, DataType::kF32, ReduceOp::kSum}));
   tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{1, 0, 5}, 0,
-                                                 ShmAllreduceArgs{in.data(), out1.data(), 3, DataType::kF32, ReduceOp::kSum}));
+                                                 ShmCollectiveArgs{in.data(), out1.data(), 3, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks);
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(st[r].code(), Code::kMismatch) << st[r].toString();
@@ -140,14 +126,14 @@ TEST(ShmAllreduce, APeerThatTookAnotherRouteIsNamed) {
                                            static_cast<uint8_t>(DataType::kF32), 0, 1000});
   std::vector<std::unique_ptr<ShmAllreduce>> tasks;
   tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{0, 0, 9}, 0,
-                                                 ShmAllreduceArgs{in.data(), out.data(), 2, DataType::kF32, ReduceOp::kSum}));
+                                                 ShmCollectiveArgs{in.data(), out.data(), 2, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks, 10);
   ASSERT_EQ(st[0].code(), Code::kInProgress) << "rank 1 has announced nothing yet: " << st[0].toString();
   EXPECT_EQ(tasks[0]->waitingOn(), 1);
   b.board.announce(1, 9, ShmRoute::kBoard, ShmAllreduce::callOf({nullptr, nullptr, 2, DataType::kF32, ReduceOp::kSum}));
   std::vector<float> in1(2, 2.0f), out1(2);
   tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{1, 0, 9}, 0,
-                                                 ShmAllreduceArgs{in1.data(), out1.data(), 2, DataType::kF32, ReduceOp::kSum}));
+                                                 ShmCollectiveArgs{in1.data(), out1.data(), 2, DataType::kF32, ReduceOp::kSum}));
   st = drive(tasks, 10);
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(st[r].code(), Code::kMismatch) << st[r].toString();
@@ -160,12 +146,12 @@ TEST(ShmAllreduce, BarrierWaitsForEveryRank) {
   std::vector<std::unique_ptr<ShmAllreduce>> tasks;
   for (int r = 0; r < 2; ++r)
     tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{r, 0, 1}, 0,
-                                                   ShmAllreduceArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
+                                                   ShmCollectiveArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
   auto st = drive(tasks, 10);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(st[r].code(), Code::kInProgress);
   EXPECT_EQ(tasks[0]->waitingOn(), 2);
   tasks.push_back(std::make_unique<ShmAllreduce>(b.board, RunIdentity{2, 0, 1}, 0,
-                                                 ShmAllreduceArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
+                                                 ShmCollectiveArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
   st = drive(tasks, 10);
   for (const Status& s : st) EXPECT_TRUE(s.isOk()) << s.toString();
 }

@@ -1,4 +1,4 @@
-// The staged shared-memory allreduce (algorithms/dense/shm_staged_allreduce.h) over plain
+// The staged shared-memory allreduce (algorithms/dense/shm_staged_collective.h) over plain
 // memory, every rank's task driven from one thread: every dtype and op against the float64
 // reference across chunk boundaries, the same bits on every rank, stages reused across
 // consecutive and overlapping allreduces, in place, and callers that differ (count, route)
@@ -10,8 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "algorithms/dense/shm_staged_allreduce.h"
+#include "algorithms/dense/shm_staged_collective.h"
 #include "algorithms/plan/plan.h"
+#include "algorithms/dense/tests/shm_stage_driver.h"
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
@@ -23,35 +24,7 @@ using reference::loadValue;
 using reference::reduceReference;
 using reference::storeValue;
 
-struct Segment {
-  std::unique_ptr<void, void (*)(void*)> boardMemory, stagingMemory;
-  ShmBoard board;
-  ShmStaging staging;
-  explicit Segment(int n)
-      : boardMemory(std::aligned_alloc(64, ShmBoard::bytesFor(n)), std::free),
-        stagingMemory(std::aligned_alloc(4096, ShmStaging::bytesFor(n)), std::free),
-        board(boardMemory.get(), n), staging(stagingMemory.get(), n) {
-    ShmBoard::format(boardMemory.get(), n);
-    ShmStaging::format(stagingMemory.get(), n);
-  }
-};
-
-using Tasks = std::vector<std::unique_ptr<ShmStagedAllreduce>>;
-
-// Drives the tasks until none is in progress (bounded); returns each one's status.
-std::vector<Status> drive(Tasks& tasks, int turns = 100000) {
-  std::vector<Status> st(tasks.size(), Status(Code::kInProgress, ""));
-  for (size_t i = 0; i < tasks.size(); ++i) st[i] = tasks[i]->start();
-  for (int turn = 0; turn < turns; ++turn) {
-    bool running = false;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      if (st[i].code() == Code::kInProgress) st[i] = tasks[i]->progress();
-      running |= st[i].code() == Code::kInProgress;
-    }
-    if (!running) break;
-  }
-  return st;
-}
+using Tasks = std::vector<std::unique_ptr<ShmStagedCollective>>;
 
 ShmCall callFor(size_t count, DataType t = DataType::kF32, ReduceOp op = ReduceOp::kSum) {
   return ShmAllreduce::callOf({nullptr, nullptr, count, t, op});
@@ -65,10 +38,10 @@ void runAndCheck(Segment& s, int n, uint32_t seq, uint64_t* ticket, size_t count
   for (int r = 0; r < n; ++r) {
     for (size_t j = 0; j < count; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
     s.board.announce(r, seq, ShmRoute::kStaged, callFor(count, t, op));
-    tasks.push_back(std::make_unique<ShmStagedAllreduce>(s.staging, s.board, RunIdentity{r, 0, seq}, *ticket,
-                                                         ShmAllreduceArgs{in[r].data(), out[r].data(), count, t, op}));
+    tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, seq}, *ticket,
+                                                         ShmCollectiveArgs{in[r].data(), out[r].data(), count, t, op}));
   }
-  *ticket += ShmStagedAllreduce::chunksFor(count, t);
+  *ticket += ShmStagedLayout(CollectiveKind::kAllreduce, count, t, n, -1).chunks();
   std::string what = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " N=" + std::to_string(n) +
                      " count " + std::to_string(count);
   for (const Status& st : drive(tasks)) ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
@@ -102,7 +75,7 @@ TEST(ShmStagedAllreduce, ManyChunks) {
     uint64_t ticket = 0;
     runAndCheck(s, n, 0, &ticket, (size_t{1} << 20) + 3, DataType::kF32, ReduceOp::kSum);
     runAndCheck(s, n, 1, &ticket, (size_t{1} << 20) + 3, DataType::kF16, ReduceOp::kAvg);
-    const uint64_t f32Chunks = ShmStagedAllreduce::chunksFor((size_t{1} << 20) + 3, DataType::kF32);
+    const uint64_t f32Chunks = ShmStagedLayout(CollectiveKind::kAllreduce, (size_t{1} << 20) + 3, DataType::kF32, n, -1).chunks();
     EXPECT_EQ(ticket, f32Chunks + (f32Chunks + 1) / 2)
         << "f16 chunks hold twice the elements";
   }
@@ -121,8 +94,8 @@ TEST(ShmStagedAllreduce, OverlappingInPlaceAllreducesShareTheStagesInOrder) {
       float* mine = data[r].data() + count * k;
       for (size_t j = 0; j < count; ++j) mine[j] = static_cast<float>((k + 1) * 1000 + r * 10 + j % 7);
       s.board.announce(r, k, ShmRoute::kStaged, callFor(count));
-      tasks.push_back(std::make_unique<ShmStagedAllreduce>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, 3 * k,
-                                                           ShmAllreduceArgs{mine, mine, count, DataType::kF32, ReduceOp::kSum}));
+      tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, 3 * k,
+                                                           ShmCollectiveArgs{mine, mine, count, DataType::kF32, ReduceOp::kSum}));
     }
   for (const Status& st : drive(tasks)) ASSERT_TRUE(st.isOk()) << st.toString();
   for (int k = 0; k < 2; ++k)
@@ -144,9 +117,9 @@ TEST(ShmStagedAllreduce, ALaterAllreduceDrivenFirstWaitsForTheEarlierOnesTickets
   for (int k : {1, 0})
     for (int r = 0; r < n; ++r) {
       std::fill(in[k * n + r].begin(), in[k * n + r].end(), (k + 1) * (r + 1));
-      tasks.push_back(std::make_unique<ShmStagedAllreduce>(
+      tasks.push_back(std::make_unique<ShmStagedCollective>(
           s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, k,
-          ShmAllreduceArgs{in[k * n + r].data(), out[k * n + r].data(), count, DataType::kI32, ReduceOp::kSum}));
+          ShmCollectiveArgs{in[k * n + r].data(), out[k * n + r].data(), count, DataType::kI32, ReduceOp::kSum}));
     }
   for (int round = 0; round < 3; ++round) {
     auto st = drive(tasks, 1000);
@@ -156,9 +129,9 @@ TEST(ShmStagedAllreduce, ALaterAllreduceDrivenFirstWaitsForTheEarlierOnesTickets
     // The next round's pair: tickets 2 and 3, 4 and 5 (stages reused in order).
     for (int i = 0; i < 2 * n; ++i) {
       const int k = i < n ? 1 : 0, r = i % n;
-      tasks[i] = std::make_unique<ShmStagedAllreduce>(
+      tasks[i] = std::make_unique<ShmStagedCollective>(
           s.staging, s.board, RunIdentity{r, 0, uint32_t(2 * round + 2 + k)}, 2 * round + 2 + k,
-          ShmAllreduceArgs{in[k * n + r].data(), out[k * n + r].data(), count, DataType::kI32, ReduceOp::kSum});
+          ShmCollectiveArgs{in[k * n + r].data(), out[k * n + r].data(), count, DataType::kI32, ReduceOp::kSum});
     }
   }
 }
@@ -172,8 +145,8 @@ TEST(ShmStagedAllreduce, WaitsOnTheRankThatHasNotPosted) {
   std::vector<std::vector<float>> in(n, std::vector<float>(count, 1.0f)), out = in;
   Tasks tasks;
   for (int r = 0; r < n; ++r)
-    tasks.push_back(std::make_unique<ShmStagedAllreduce>(s.staging, s.board, RunIdentity{r, 0, 0}, 0,
-                                                         ShmAllreduceArgs{in[r].data(), out[r].data(), count, DataType::kF32, ReduceOp::kSum}));
+    tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 0}, 0,
+                                                         ShmCollectiveArgs{in[r].data(), out[r].data(), count, DataType::kF32, ReduceOp::kSum}));
   for (int r : {0, 2}) EXPECT_EQ(tasks[r]->start().code(), Code::kInProgress);
   EXPECT_EQ(tasks[0]->waitingOn(), 1);
   EXPECT_EQ(s.staging.area(0).posted.value.load(), 2u) << "two stages, the third chunk waits";
@@ -186,10 +159,10 @@ TEST(ShmStagedAllreduce, DifferentCountsAreNamedOnBothRanks) {
   Segment s(2);
   std::vector<float> in(100000, 1.0f), out0(100000), out1(100000);
   Tasks tasks;
-  tasks.push_back(std::make_unique<ShmStagedAllreduce>(s.staging, s.board, RunIdentity{0, 0, 5}, 0,
-                                                       ShmAllreduceArgs{in.data(), out0.data(), 90000, DataType::kF32, ReduceOp::kSum}));
-  tasks.push_back(std::make_unique<ShmStagedAllreduce>(s.staging, s.board, RunIdentity{1, 0, 5}, 0,
-                                                       ShmAllreduceArgs{in.data(), out1.data(), 99999, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{0, 0, 5}, 0,
+                                                       ShmCollectiveArgs{in.data(), out0.data(), 90000, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{1, 0, 5}, 0,
+                                                       ShmCollectiveArgs{in.data(), out1.data(), 99999, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks);
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(st[r].code(), Code::kMismatch) << st[r].toString();
@@ -205,8 +178,8 @@ TEST(ShmStagedAllreduce, APeerThatTookAnotherRouteIsNamed) {
   Segment s(2);
   std::vector<float> in(50000, 1.0f), out(50000);
   Tasks tasks;
-  tasks.push_back(std::make_unique<ShmStagedAllreduce>(s.staging, s.board, RunIdentity{0, 0, 9}, 0,
-                                                       ShmAllreduceArgs{in.data(), out.data(), 50000, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{0, 0, 9}, 0,
+                                                       ShmCollectiveArgs{in.data(), out.data(), 50000, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks, 10);
   ASSERT_EQ(st[0].code(), Code::kInProgress) << "rank 1 has announced nothing yet: " << st[0].toString();
   EXPECT_EQ(tasks[0]->waitingOn(), 1);

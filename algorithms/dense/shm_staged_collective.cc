@@ -1,4 +1,4 @@
-#include "algorithms/dense/shm_staged_allreduce.h"
+#include "algorithms/dense/shm_staged_collective.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,46 +7,19 @@
 
 namespace tsr::algorithms {
 
-namespace {
-
-size_t elementsPerChunk(DataType dtype) { return kShmStageBytes / dataTypeSize(dtype); }
-
-}  // namespace
-
-uint64_t ShmStagedAllreduce::chunksFor(size_t count, DataType dtype) {
-  const size_t per = elementsPerChunk(dtype);
-  return (count + per - 1) / per;
-}
-
-ShmStagedAllreduce::ShmStagedAllreduce(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket,
-                                       ShmAllreduceArgs args)
+ShmStagedCollective::ShmStagedCollective(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket,
+                                         ShmCollectiveArgs args)
     : staging_(staging), board_(board), id_(id), first_(firstTicket), args_(args),
-      call_(ShmAllreduce::callOf(args)), esize_(dataTypeSize(args.dtype)),
-      chunkCount_(elementsPerChunk(args.dtype)), chunks_(chunksFor(args.count, args.dtype)) {}
+      layout_(layoutOf(args, staging.size())), call_(ShmAllreduce::callOf(args)), esize_(dataTypeSize(args.dtype)),
+      chunks_(layout_.chunks()) {}
 
-uint64_t ShmStagedAllreduce::bytesPublished(size_t count, DataType dtype, int rank, int size) {
-  uint64_t slices = 0;
-  for (uint64_t c = 0, n = chunksFor(count, dtype); c < n; ++c)
-    slices += sliceOf(count, elementsPerChunk(dtype), size, c, rank).count;
-  return (count + slices) * dataTypeSize(dtype);
-}
-
-ShmStagedAllreduce::Slice ShmStagedAllreduce::sliceOf(size_t count, size_t chunkCount, int size, uint64_t chunk,
-                                                      int rank) {
-  const size_t begin = chunk * chunkCount;
-  const size_t n = std::min(chunkCount, count - begin);
-  const size_t ranks = static_cast<size_t>(size);
-  const size_t lo = n * static_cast<size_t>(rank) / ranks, hi = n * (static_cast<size_t>(rank) + 1) / ranks;
-  return {begin + lo, hi - lo};
-}
-
-int ShmStagedAllreduce::firstPeerBelow(ShmCounter ShmStagingArea::*counter, uint64_t need) const {
+int ShmStagedCollective::firstPeerBelow(ShmCounter ShmStagingArea::*counter, uint64_t need) const {
   for (int r = 0; r < staging_.size(); ++r)
     if (r != id_.rank && (staging_.area(r).*counter).value.load(std::memory_order_acquire) < need) return r;
   return -1;
 }
 
-bool ShmStagedAllreduce::stageFree(uint64_t ticket) const {
+bool ShmStagedCollective::stageFree(uint64_t ticket) const {
   // The stage last held ticket - 2: every rank, this one too (an earlier allreduce may still
   // be running), must have copied it out.
   if (ticket < 2) return true;
@@ -54,17 +27,20 @@ bool ShmStagedAllreduce::stageFree(uint64_t ticket) const {
          firstPeerBelow(&ShmStagingArea::gathered, ticket - 1) < 0;
 }
 
-void ShmStagedAllreduce::post(uint64_t chunk) {
+void ShmStagedCollective::post(uint64_t chunk) {
   const uint64_t ticket = first_ + chunk;
   ShmStagingArea& mine = staging_.area(id_.rank);
-  const size_t begin = chunk * chunkCount_, n = std::min(chunkCount_, args_.count - begin);
-  std::memcpy(staging_.stage(id_.rank, ticket), static_cast<const unsigned char*>(args_.input) + begin * esize_,
-              n * esize_);
+  unsigned char* stage = staging_.stage(id_.rank, ticket);
+  for (int i = 0, n = layout_.posts(id_.rank); i < n; ++i) {
+    const ShmPiece p = layout_.post(chunk, id_.rank, i);
+    std::memcpy(stage + p.stage * esize_, static_cast<const unsigned char*>(args_.input) + p.buffer * esize_,
+                p.count * esize_);
+  }
   mine.headers[ticket % 2] = ShmStageHeader{ticket, id_.seq, call_};
   mine.posted.value.store(ticket + 1, std::memory_order_release);
 }
 
-Status ShmStagedAllreduce::notPosted(int peer) const {
+Status ShmStagedCollective::notPosted(int peer) const {
   ShmRoute route;
   ShmCall theirs;
   if (board_.announced(peer, id_.seq, &route, &theirs) &&
@@ -73,10 +49,10 @@ Status ShmStagedAllreduce::notPosted(int peer) const {
   return Status(Code::kInProgress, "");
 }
 
-Status ShmStagedAllreduce::checkPeersPosted(uint64_t chunk) {
+Status ShmStagedCollective::checkPeersPosted(uint64_t chunk) {
   const uint64_t ticket = first_ + chunk;
   for (int r = 0; r < staging_.size(); ++r) {
-    if (r == id_.rank) continue;
+    if (r == id_.rank || !layout_.waitsForPost(id_.rank, r)) continue;
     const ShmStagingArea& peer = staging_.area(r);
     if (peer.posted.value.load(std::memory_order_acquire) < ticket + 1) {
       Status st = notPosted(r);
@@ -94,42 +70,45 @@ Status ShmStagedAllreduce::checkPeersPosted(uint64_t chunk) {
   return Status::ok();
 }
 
-void ShmStagedAllreduce::reduce(uint64_t chunk) {
+void ShmStagedCollective::reduce(uint64_t chunk) {
   const uint64_t ticket = first_ + chunk;
-  const Slice s = chunkSlice(chunk, id_.rank);
-  const size_t inChunk = (s.first - chunk * chunkCount_) * esize_;
-  unsigned char* out = static_cast<unsigned char*>(args_.output) + s.first * esize_;
+  const ShmPiece s = layout_.reduce(chunk, id_.rank);
+  unsigned char* out = static_cast<unsigned char*>(args_.output) + s.buffer * esize_;
   // In blocks of 8 KiB, so the N-1 passes over the output hit the L1 cache.
   const size_t block = 8192 / esize_;
   for (size_t done = 0; done < s.count; done += block) {
-    const size_t n = std::min(block, s.count - done), at = inChunk + done * esize_;
+    const size_t n = std::min(block, s.count - done), at = (s.stage + done) * esize_;
     unsigned char* o = out + done * esize_;
     std::memcpy(o, staging_.stage(0, ticket) + at, n * esize_);
     for (int r = 1; r < staging_.size(); ++r)
       kernels::reduceInto(o, staging_.stage(r, ticket) + at, n, args_.dtype, args_.op);
     if (args_.op == ReduceOp::kAvg)
       kernels::divideInPlace(o, n, args_.dtype, static_cast<uint64_t>(staging_.size()));
-    std::memcpy(staging_.stage(id_.rank, ticket) + at, o, n * esize_);
+    if (layout_.writesBack()) std::memcpy(staging_.stage(id_.rank, ticket) + at, o, n * esize_);
   }
   staging_.area(id_.rank).reduced.value.store(ticket + 1, std::memory_order_release);
 }
 
-bool ShmStagedAllreduce::gather(uint64_t chunk) {
+bool ShmStagedCollective::gather(uint64_t chunk) {
   const uint64_t ticket = first_ + chunk;
   for (; nextGatherPeer_ < staging_.size(); ++nextGatherPeer_) {
     const int r = nextGatherPeer_;
-    if (r == id_.rank) continue;
-    if (staging_.area(r).reduced.value.load(std::memory_order_acquire) < ticket + 1) return false;
-    const Slice s = chunkSlice(chunk, r);
-    std::memcpy(static_cast<unsigned char*>(args_.output) + s.first * esize_,
-                staging_.stage(r, ticket) + (s.first - chunk * chunkCount_) * esize_, s.count * esize_);
+    const ShmPiece p = layout_.gather(chunk, id_.rank, r);
+    if (p.count == 0) continue;
+    // Every peer has posted this chunk (checked before the reduction); an allreduce's pieces
+    // are the peers' reduced slices.
+    if (r != id_.rank && layout_.gathersReduced() &&
+        staging_.area(r).reduced.value.load(std::memory_order_acquire) < ticket + 1)
+      return false;
+    std::memcpy(static_cast<unsigned char*>(args_.output) + p.buffer * esize_,
+                staging_.stage(r, ticket) + p.stage * esize_, p.count * esize_);
   }
   nextGatherPeer_ = 0;
   staging_.area(id_.rank).gathered.value.store(ticket + 1, std::memory_order_release);
   return true;
 }
 
-Status ShmStagedAllreduce::progress() {
+Status ShmStagedCollective::progress() {
   if (status_.code() != Code::kInProgress) return status_;
   // Each phase takes this rank's tickets in order, across allreduces too (an earlier one may
   // still be running): the counters only ever count up, one ticket at a time.
@@ -161,14 +140,21 @@ Status ShmStagedAllreduce::progress() {
   return status_;
 }
 
-void ShmStagedAllreduce::abort(const Status& reason) {
+void ShmStagedCollective::abort(const Status& reason) {
   if (status_.code() == Code::kInProgress) status_ = reason;
 }
 
-int ShmStagedAllreduce::waitingOn() const {
+int ShmStagedCollective::waitingOn() const {
   if (status_.code() != Code::kInProgress) return -1;
-  if (gathered_ < reduced_) return firstPeerBelow(&ShmStagingArea::reduced, first_ + gathered_ + 1);
-  if (reduced_ < posted_) return firstPeerBelow(&ShmStagingArea::posted, first_ + reduced_ + 1);
+  if (gathered_ < reduced_)
+    return layout_.gathersReduced() ? firstPeerBelow(&ShmStagingArea::reduced, first_ + gathered_ + 1) : -1;
+  if (reduced_ < posted_) {
+    for (int r = 0; r < staging_.size(); ++r)
+      if (r != id_.rank && layout_.waitsForPost(id_.rank, r) &&
+          staging_.area(r).posted.value.load(std::memory_order_acquire) < first_ + reduced_ + 1)
+        return r;
+    return -1;
+  }
   if (posted_ < chunks_ && first_ + posted_ >= 2) return firstPeerBelow(&ShmStagingArea::gathered, first_ + posted_ - 1);
   return -1;
 }
