@@ -307,11 +307,7 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
 Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count,
                                            DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
-  switch (shmServes(count * dataTypeSize(dtype))) {
-    case ShmWay::kBoard: return shmCollective({input, output, count, dtype, op, false});
-    case ShmWay::kStaged: return shmStaged({input, output, count, dtype, op, false});
-    case ShmWay::kNone: break;
-  }
+  if (auto shm = viaShm({input, output, count, dtype, op, false})) return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
   size_t bytes = count * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes);
@@ -320,9 +316,9 @@ Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size
 Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank,
                                            DataType dtype) {
   TSR_RETURN_IF_ERROR(checkArgs("allgather", input, output, countPerRank, dtype, nullptr, -1));
-  using algorithms::CollectiveKind;
-  if (shmStages(CollectiveKind::kAllgather, dtype, countPerRank * dataTypeSize(dtype)))
-    return shmStaged({input, output, countPerRank, dtype, ReduceOp::kSum, false, CollectiveKind::kAllgather});
+  if (auto shm = viaShm({input, output, countPerRank, dtype, ReduceOp::kSum, false,
+                          algorithms::CollectiveKind::kAllgather}))
+    return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllgatherPlan, countPerRank, int(dtype), 0, -1}));
   size_t bytes = countPerRank * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes * size_);
@@ -331,9 +327,8 @@ Result<RequestPtr> Communicator::allgather(const void* input, void* output, size
 Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output,
                                                size_t countPerRank, DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
-  using algorithms::CollectiveKind;
-  if (shmStages(CollectiveKind::kReduceScatter, dtype, countPerRank * dataTypeSize(dtype)))
-    return shmStaged({input, output, countPerRank, dtype, op, false, CollectiveKind::kReduceScatter});
+  if (auto shm = viaShm({input, output, countPerRank, dtype, op, false, algorithms::CollectiveKind::kReduceScatter}))
+    return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan,
                        cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
   size_t bytes = countPerRank * dataTypeSize(dtype);
@@ -348,9 +343,9 @@ Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size
                                               " is not a rank of this " + std::to_string(size_) +
                                               "-rank communicator");
   TSR_RETURN_IF_ERROR(checkArgs("broadcast", input, output, count, dtype, nullptr, root));
-  using algorithms::CollectiveKind;
-  if (shmStages(CollectiveKind::kBroadcast, dtype, count * dataTypeSize(dtype)))
-    return shmStaged({input, output, count, dtype, ReduceOp::kSum, false, CollectiveKind::kBroadcast, root});
+  if (auto shm = viaShm({input, output, count, dtype, ReduceOp::kSum, false, algorithms::CollectiveKind::kBroadcast,
+                          root}))
+    return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBroadcastPlan, count, int(dtype), 0, root}));
   size_t bytes = count * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes);

@@ -11,13 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "algorithms/dense/dense_plans.h"
-#include "algorithms/dense/shm_allreduce.h"
+#include "algorithms/dense/shm_board_collective.h"
 #include "algorithms/dense/shm_staging.h"
 #include "algorithms/dense/shm_staged_layout.h"
 #include "base/dtype.h"
@@ -147,10 +148,11 @@ class Communicator {
   // with the small-allreduce board and the stages of large allreduces.
   Status setUpShmBoard();
   enum class ShmWay { kNone, kBoard, kStaged };
-  ShmWay shmServes(size_t bytes);
+  ShmWay shmWay(const algorithms::ShmCollectiveArgs& args);
+  // The call through the segment, or none when it goes as messages.
+  std::optional<Result<RequestPtr>> viaShm(const algorithms::ShmCollectiveArgs& args);
   Result<RequestPtr> shmCollective(const algorithms::ShmCollectiveArgs& args);
   // Whether the stages carry this collective (the segment is up and TSR_ALGO allows it).
-  bool shmStages(algorithms::CollectiveKind kind, DataType dtype, size_t bytes);
   Result<RequestPtr> shmStaged(const algorithms::ShmCollectiveArgs& args);
   std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
   // Posts the task `make` builds on host buffers: the caller's, or pinned copies of CUDA ones.
@@ -183,7 +185,7 @@ class Communicator {
   std::string shmWhyNot_;              // why there is none, for TSR_ALGO=shm
   bool shmAllowed_ = false, shmForced_ = false;  // TSR_ALGO is auto or shm; is shm
   std::atomic<bool> shmRefusalSaid_{false};
-  uint64_t shmIndex_ = 0;              // board allreduces so far (guarded by mutex_)
+  uint64_t shmIndex_ = 0;              // board collectives so far (guarded by mutex_)
   uint64_t shmTicket_ = 0;             // staged chunks so far (guarded by mutex_)
   std::atomic<uint64_t> shmBytes_{0};  // written to the segment for the peers (in bytesSent())
 

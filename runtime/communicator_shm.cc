@@ -1,13 +1,13 @@
 // The communicator's shared-memory segment: when every rank runs on this host, collectives
-// and barriers meet there instead of going through UCX as messages: allreduces up to 4 KiB
-// and barriers on the board (algorithms/dense/shm_allreduce.h); larger allreduces, and every
-// reduce-scatter, all-gather and broadcast, in chunks through the stages
-// (algorithms/dense/shm_staged_collective.h), faster than the message plans (docs/benchmarks.md,
-// "One host, eleventh session" and "One host: reduce-scatter, all-gather and broadcast"). CUDA buffers take the same
+// and barriers meet there instead of going through UCX as messages: barriers, and collectives
+// whose payload fits a 4 KiB slot, on the board (algorithms/dense/shm_board_collective.h);
+// larger ones in chunks through the stages (algorithms/dense/shm_staged_collective.h), faster
+// than the message plans (docs/benchmarks.md, "One host, eleventh session" and "One host:
+// reduce-scatter, all-gather and broadcast"). CUDA buffers take the same
 // route through pinned host memory, so every rank takes it whatever its buffers are.
 #include <algorithm>
 
-#include "algorithms/dense/shm_allreduce.h"
+#include "algorithms/dense/shm_board_collective.h"
 #include "algorithms/dense/shm_staged_collective.h"
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
@@ -79,10 +79,12 @@ Status Communicator::setUpShmBoard() {
   return Status::ok();
 }
 
-Communicator::ShmWay Communicator::shmServes(size_t bytes) {
+Communicator::ShmWay Communicator::shmWay(const algorithms::ShmCollectiveArgs& args) {
   if (!shmAllowed_) return ShmWay::kNone;
-  if (shmSegment_ && bytes > 0) {
-    return bytes <= algorithms::kShmPayloadBytes ? ShmWay::kBoard : ShmWay::kStaged;
+  if (shmSegment_ && (args.barrier || args.count > 0)) {
+    if (algorithms::ShmBoardCollective::fits(args, size_)) return ShmWay::kBoard;
+    // Else the stages, which serve every size but a reduce_scatter of fewer elements per stage than ranks.
+    return algorithms::ShmStagedLayout::serves(args.collective, args.dtype, size_) ? ShmWay::kStaged : ShmWay::kNone;
   }
   if (shmForced_ && !shmRefusalSaid_.exchange(true)) {
     std::string why = shmSegment_ ? "an empty buffer needs no collective" : shmWhyNot_;
@@ -92,6 +94,15 @@ Communicator::ShmWay Communicator::shmServes(size_t bytes) {
   return ShmWay::kNone;
 }
 
+std::optional<Result<RequestPtr>> Communicator::viaShm(const algorithms::ShmCollectiveArgs& args) {
+  switch (shmWay(args)) {
+    case ShmWay::kBoard: return shmCollective(args);
+    case ShmWay::kStaged: return shmStaged(args);
+    case ShmWay::kNone: break;
+  }
+  return std::nullopt;
+}
+
 Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmCollectiveArgs& args) {
   TSR_RETURN_IF_ERROR(checkShmDevice(args));  // before the index is taken: a refused call takes none
   uint64_t index;
@@ -99,15 +110,11 @@ Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmCollectiveAr
     std::lock_guard<std::mutex> lock(mutex_);
     index = shmIndex_++;
   }
-  shmBytes_ += args.count * dataTypeSize(args.dtype);  // its slot, read by every peer
+  shmBytes_ += algorithms::ShmBoardCollective::payloadBytes(args, size_, rank_);  // its slot, read by the peers
   return postShm(args, algorithms::ShmRoute::kBoard, args.barrier ? "shm barrier" : "shm",
                  [board = shmBoard_, index](const algorithms::ShmCollectiveArgs& a, const algorithms::TaskContext& ctx) {
-                   return std::unique_ptr<algorithms::Task>(new algorithms::ShmAllreduce(board, ctx.id, index, a));
+                   return std::unique_ptr<algorithms::Task>(new algorithms::ShmBoardCollective(board, ctx.id, index, a));
                  });
-}
-
-bool Communicator::shmStages(algorithms::CollectiveKind kind, DataType dtype, size_t bytes) {
-  return shmServes(bytes) != ShmWay::kNone && algorithms::ShmStagedLayout::serves(kind, dtype, size_);
 }
 
 Result<RequestPtr> Communicator::shmStaged(const algorithms::ShmCollectiveArgs& args) {
@@ -173,7 +180,7 @@ Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& ar
       return make(args, ctx);
     };
   }
-  auto posted = post(std::move(s), 1, nullptr, route, algorithms::ShmAllreduce::callOf(args));
+  auto posted = post(std::move(s), 1, nullptr, route, algorithms::ShmBoardCollective::callOf(args));
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;
 }

@@ -133,13 +133,15 @@ TEST(ShmCollectives, LargeAllreducesGoThroughTheStages) {
   }, {{"TSR_ALGO", "ring"}});
 }
 
-// reduce_scatter, allgather and broadcast go through the stages too (their results are checked
-// for every N and dtype in collectives_test.cc); TSR_ALGO naming a plan turns that off.
-TEST(ShmCollectives, ReduceScatterAllgatherAndBroadcastGoThroughTheStages) {
-  auto algorithms = [](Communicator& comm) {
-    const size_t count = 70000;  // over one chunk each (reduce_scatter: several)
+// reduce_scatter, allgather and broadcast go through the segment too: on the board when a
+// rank's post fits a slot (reduce_scatter posts all N blocks), else through the stages (their
+// results are checked for every N and dtype in collectives_test.cc); TSR_ALGO naming a plan
+// turns that off.
+TEST(ShmCollectives, ReduceScatterAllgatherAndBroadcastGoThroughTheSegment) {
+  auto routes = [](Communicator& comm, size_t count) {
     const size_t n = static_cast<size_t>(comm.size());
-    std::vector<float> in(count * n, 1.0f), scattered(count), gathered(count * n), sent(count);
+    const float mine = static_cast<float>(comm.rank() + 1);
+    std::vector<float> in(count * n, mine), scattered(count), gathered(count * n), sent(count);
     std::vector<runtime::RequestPtr> reqs;  // all three in flight at once
     reqs.push_back(comm.reduceScatter(in.data(), scattered.data(), count, DataType::kF32, ReduceOp::kSum).take());
     reqs.push_back(comm.allgather(in.data(), gathered.data(), count, DataType::kF32).take());
@@ -149,16 +151,24 @@ TEST(ShmCollectives, ReduceScatterAllgatherAndBroadcastGoThroughTheStages) {
       EXPECT_TRUE(r->wait().isOk());
       names.push_back(r->algorithm());
     }
-    EXPECT_EQ(scattered[count - 1], static_cast<float>(n));
-    EXPECT_EQ(gathered[count * n - 1], 1.0f);
-    EXPECT_EQ(sent[count - 1], 1.0f);
+    for (size_t j : {size_t{0}, count - 1}) {
+      EXPECT_EQ(scattered[j], static_cast<float>(n * (n + 1) / 2)) << "count " << count << " element " << j;
+      EXPECT_EQ(sent[j], 2.0f) << "count " << count << " element " << j;
+      for (size_t r = 0; r < n; ++r)
+        EXPECT_EQ(gathered[r * count + j], static_cast<float>(r + 1)) << "count " << count << " block " << r;
+    }
     return names;
   };
+  const size_t slotFloats = algorithms::kShmPayloadBytes / sizeof(float);
   testing::runRanks(3, [&](Communicator& comm) {
-    EXPECT_EQ(algorithms(comm), (std::vector<std::string>{"shm-staged", "shm-staged", "shm-staged"}));
+    EXPECT_EQ(routes(comm, slotFloats / 3), (std::vector<std::string>{"shm", "shm", "shm"}));
+    EXPECT_EQ(routes(comm, slotFloats), (std::vector<std::string>{"shm-staged", "shm", "shm"}));
+    const size_t chunks = 70000;  // over one chunk each (reduce_scatter: several)
+    EXPECT_EQ(routes(comm, chunks), (std::vector<std::string>{"shm-staged", "shm-staged", "shm-staged"}));
   });
   testing::runRanks(3, [&](Communicator& comm) {
-    for (const std::string& name : algorithms(comm)) EXPECT_NE(name, "shm-staged");
+    for (size_t count : {size_t{10}, size_t{70000}})
+      for (const std::string& name : routes(comm, count)) EXPECT_EQ(name.rfind("shm", 0), std::string::npos);
   }, {{"TSR_ALGO", "ring"}});
 }
 

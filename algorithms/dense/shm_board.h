@@ -1,11 +1,11 @@
 // ShmBoard: the layout of a one-machine communicator's shared-memory segment, where small
-// allreduces meet without messages (shm_allreduce.h), as Open MPI's coll/sm and UCC's tl/shm
+// collectives meet without messages (shm_board_collective.h), as Open MPI's coll/sm and UCC's tl/shm
 // do. The segment itself (POSIX shm) is runtime/shm_segment.h; this is only its layout, so
 // tests can lay it over plain memory.
 //
 // Per rank, 64-byte aligned so ranks never share a cache line:
-//  * done: how many shared-memory allreduces this rank has finished;
-//  * two payload slots, used alternately: a rank posts allreduce k into slot k % 2 once every
+//  * done: how many board collectives this rank has finished;
+//  * two payload slots, used alternately: a rank posts board collective k into slot k % 2 once every
 //    peer has finished k - 2 (done >= k - 1), so it can post the next while slow peers still
 //    read the last;
 //  * a ring of announcements: which collective each sequence number is and by which route
@@ -24,7 +24,7 @@
 
 namespace tsr::algorithms {
 
-// The largest allreduce the board carries: up to here one write and N-1 reads beat messages
+// The most a rank posts on the board: up to here one write and N-1 reads beat messages
 // (docs/benchmarks.md, "Small messages").
 constexpr size_t kShmPayloadBytes = 4096;
 constexpr size_t kShmAnnounceRing = 64;

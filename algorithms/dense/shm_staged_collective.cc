@@ -10,7 +10,7 @@ namespace tsr::algorithms {
 ShmStagedCollective::ShmStagedCollective(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket,
                                          ShmCollectiveArgs args)
     : staging_(staging), board_(board), id_(id), first_(firstTicket), args_(args),
-      layout_(layoutOf(args, staging.size())), call_(ShmAllreduce::callOf(args)), esize_(dataTypeSize(args.dtype)),
+      layout_(layoutOf(args, staging.size())), call_(ShmBoardCollective::callOf(args)), esize_(dataTypeSize(args.dtype)),
       chunks_(layout_.chunks()) {}
 
 int ShmStagedCollective::firstPeerBelow(ShmCounter ShmStagingArea::*counter, uint64_t need) const {

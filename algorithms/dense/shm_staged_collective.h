@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "algorithms/dense/shm_allreduce.h"
+#include "algorithms/dense/shm_board_collective.h"
 #include "algorithms/dense/shm_staged_layout.h"
 #include "algorithms/dense/shm_staging.h"
 

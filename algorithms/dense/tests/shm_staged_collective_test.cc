@@ -27,7 +27,7 @@ using reference::storeValue;
 using Tasks = std::vector<std::unique_ptr<ShmStagedCollective>>;
 
 ShmCall callFor(size_t count, DataType t = DataType::kF32, ReduceOp op = ReduceOp::kSum) {
-  return ShmAllreduce::callOf({nullptr, nullptr, count, t, op});
+  return ShmBoardCollective::callOf({nullptr, nullptr, count, t, op});
 }
 
 // Runs one allreduce of `count` elements on every rank from `ticket` and checks it.

@@ -35,7 +35,7 @@ Tasks makeTasks(Segment& s, int n, uint32_t seq, uint64_t* ticket, ShmCollective
     ShmCollectiveArgs mine = args;
     mine.input = in[r].data();
     mine.output = out[r].data();
-    s.board.announce(r, seq, ShmRoute::kStaged, ShmAllreduce::callOf(mine));
+    s.board.announce(r, seq, ShmRoute::kStaged, ShmBoardCollective::callOf(mine));
     tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, seq}, *ticket, mine));
   }
   *ticket += ShmStagedCollective::layoutOf(args, n).chunks();
@@ -128,7 +128,7 @@ TEST(ShmStagedCollective, InPlaceAllgatherAndBroadcast) {
     for (size_t j = 0; j < count; ++j) gathered[r][r * count + j] = static_cast<float>(r * 10 + j % 5);
     ShmCollectiveArgs a{gathered[r].data() + r * count, gathered[r].data(), count, DataType::kF32, ReduceOp::kSum,
                         false, CollectiveKind::kAllgather};
-    s.board.announce(r, 0, ShmRoute::kStaged, ShmAllreduce::callOf(a));
+    s.board.announce(r, 0, ShmRoute::kStaged, ShmBoardCollective::callOf(a));
     tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 0}, 0, a));
   }
   const uint64_t next = ShmStagedLayout(CollectiveKind::kAllgather, count, DataType::kF32, n, -1).chunks();
@@ -137,7 +137,7 @@ TEST(ShmStagedCollective, InPlaceAllgatherAndBroadcast) {
     float* data = sent[r].data();
     ShmCollectiveArgs a{r == 1 ? data : nullptr, data, count, DataType::kF32, ReduceOp::kSum, false,
                         CollectiveKind::kBroadcast, 1};
-    s.board.announce(r, 1, ShmRoute::kStaged, ShmAllreduce::callOf(a));
+    s.board.announce(r, 1, ShmRoute::kStaged, ShmBoardCollective::callOf(a));
     tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 1}, next, a));
   }
   for (const Status& st : drive(tasks)) ASSERT_TRUE(st.isOk()) << st.toString();
@@ -168,7 +168,7 @@ TEST(ShmStagedCollective, DifferentCollectivesShareTheStagesInTurn) {
       ShmCollectiveArgs mine = args;
       mine.input = in[k * n + r].data();
       mine.output = out[k * n + r].data();
-      s.board.announce(r, k, ShmRoute::kStaged, ShmAllreduce::callOf(mine));
+      s.board.announce(r, k, ShmRoute::kStaged, ShmBoardCollective::callOf(mine));
       tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, ticket, mine));
     }
     ticket += ShmStagedCollective::layoutOf(args, n).chunks();
