@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "algorithms/dense/cost_model.h"
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/link_probe.h"
@@ -15,13 +16,24 @@
 #include "runtime/shm_segment.h"
 #include "topology/host_map.h"
 #include "topology/torus_schedule.h"
+#include "transport/ucx_context.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr::runtime {
 
 namespace {
 enum PlanKind { kAllreducePlan, kAllgatherPlan, kReduceScatterPlan, kBroadcastPlan, kBarrierPlan };
+
+// The network link rate the user gave (TSR_LINK_BW's net class), 0 if none. It sizes UCX's
+// TCP send buffer, which UCX fixes when its context is created, before the probe could
+// measure the link. A bad value is reported by chooseLinks.
+double givenNetBandwidth(const Config& config) {
+  if (config.get("TSR_LINK_BW").empty()) return 0;
+  algorithms::LinkModel links;
+  auto spec = algorithms::applyLinkBandwidth(config.get("TSR_LINK_BW"), links);
+  return spec.isOk() && spec.value().netGiven ? links.net.bytesPerSec : 0;
 }
+}  // namespace
 
 Result<std::unique_ptr<Communicator>> Communicator::createFromEnvironment() {
   EnvMap env = processEnvironment();
@@ -63,7 +75,9 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   LocalPlacement placed = setUpLocalTopology(config, rank_, localRank_, localSize_, localHostname(), &topoError);
   TSR_RETURN_IF_ERROR(topoError);
   logger->debug("rank {}: {}", rank_, placed.description);
-  TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_));
+  const double netRate = givenNetBandwidth(config);
+  TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(
+                                       rank_, size_, netRate > 0 ? transport::tcpSendBufferFor(netRate) : 0));
   // Scratch (staging chunks, work copies) is reused every step: register it with UCX once.
   std::shared_ptr<transport::RegisteredMemory> registered = transport_->registeredMemory();
   scratchPool_ = std::make_shared<ScratchPool>(std::make_shared<const ScratchMemory>(ScratchMemory{

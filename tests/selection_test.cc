@@ -3,11 +3,13 @@
 // follows the configured links; the probe leaves every rank with the same link model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "runtime/scratch_pool.h"
+#include "transport/tests/tcp_sockets.h"
 #include "tests/support/collective_checks.h"
 #include "tests/support/thread_world.h"
 #include "tests/support/values.h"
@@ -157,6 +159,21 @@ TEST(Selection, TheCostModelFollowsTheConfiguredLinks) {
     EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
     EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 4 << 20, false), "shm-staged");
   }, {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}});
+}
+
+// A network rate in TSR_LINK_BW also sizes UCX's TCP send buffer (transport/ucx_context.h):
+// 1 Gbit/s gives 32 KiB (the kernel doubles it) on the connection a ring allreduce opens.
+TEST(Selection, AGivenNetworkRateSizesTheTcpSendBuffer) {
+  transport::testing::ScopedEnv tls("UCX_TLS", "tcp,self"), devices("UCX_NET_DEVICES", "lo"),
+      unset("UCX_TCP_SNDBUF", nullptr);
+  testing::runRanks(2, [](Communicator& comm) {
+    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 1 << 18, false), "ring");
+    ASSERT_TRUE(comm.barrier().take()->wait().isOk());  // both ends connected before either looks
+    if (comm.rank() != 0) return;
+    std::vector<int> sizes = transport::testing::tcpSendBuffers();
+    EXPECT_GE(std::count(sizes.begin(), sizes.end(), 2 * 32 * 1024), 2) << ::testing::PrintToString(sizes);
+    EXPECT_EQ(std::count(sizes.begin(), sizes.end(), 2 * 256 * 1024), 0) << ::testing::PrintToString(sizes);
+  }, {{"TSR_LINK_BW", "net=1gbit"}, {"TSR_ALGO", "ring"}});
 }
 
 // The probe runs when the links are not configured; every rank must end with the very same

@@ -1,5 +1,7 @@
 #include "transport/ucx_context.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -27,7 +29,8 @@ namespace {
 // link only adds queueing delay in front of every hop (and, with BBR's pacing, reordering).
 // 4 emulated hosts at 10 Gbit/s: 1.24-1.52x the bus bandwidth at 16-64 MiB under cubic,
 // reno and bbr alike (docs/benchmarks.md, tenth session). It still lets a connection keep
-// up to 512 KiB in flight: about 40 Gbit/s at a 100 us round trip.
+// up to 512 KiB in flight: about 40 Gbit/s at a 100 us round trip. Less on a slower link the
+// user named (tcpSendBufferFor).
 struct Default {
   const char* env;  // what the user would set
   const char* key;  // the name UCX's transports match (ucp_config_modify: without the prefix)
@@ -37,7 +40,9 @@ constexpr Default kSegmentDefaults[] = {
     {"UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "2M"},
     {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "2M"},
 };
-constexpr Default kSendBufferDefault = {"UCX_TCP_SNDBUF", "SNDBUF", "256k"};
+constexpr const char* kSendBufferEnv = "UCX_TCP_SNDBUF";
+constexpr size_t kMinSendBuffer = 16 * 1024, kMaxSendBuffer = 256 * 1024;
+constexpr double kSendBufferSeconds = 256e-6;
 
 void apply(ucp_config_t* config, const Default& d) {
   ucs_status_t st = ucp_config_modify(config, d.key, d.value);
@@ -45,17 +50,27 @@ void apply(ucp_config_t* config, const Default& d) {
     log::get("transport")->debug("UCX default {}={} not applied: {}", d.env, d.value, ucs_status_string(st));
 }
 
-void applyDefaults(ucp_config_t* config) {
+void applyDefaults(ucp_config_t* config, size_t tcpSendBuffer) {
   bool segmentsSet = false;
   for (const Default& d : kSegmentDefaults) segmentsSet = segmentsSet || std::getenv(d.env);
   if (!segmentsSet)
     for (const Default& d : kSegmentDefaults) apply(config, d);
-  if (!std::getenv(kSendBufferDefault.env)) apply(config, kSendBufferDefault);
+  if (std::getenv(kSendBufferEnv)) return;
+  const std::string bytes = std::to_string(tcpSendBuffer ? tcpSendBuffer : tcpSendBufferFor(0));
+  apply(config, {kSendBufferEnv, "SNDBUF", bytes.c_str()});
+  log::get("transport")->debug("UCX TCP send buffer {} bytes ({})", bytes,
+                               tcpSendBuffer ? "sized to the link rate given" : "default");
 }
 
 }  // namespace
 
-Result<std::shared_ptr<UcxContext>> UcxContext::instance() {
+size_t tcpSendBufferFor(double bytesPerSec) {
+  if (!(bytesPerSec > 0) || !std::isfinite(bytesPerSec)) return kMaxSendBuffer;
+  const double wanted = std::ceil(bytesPerSec * kSendBufferSeconds / 1024) * 1024;
+  return static_cast<size_t>(std::clamp(wanted, double(kMinSendBuffer), double(kMaxSendBuffer)));
+}
+
+Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
   // Weak: the context lives while some transport uses it, and a later job in the same
   // process (tests) gets a fresh one.
   static std::mutex mutex;
@@ -67,7 +82,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance() {
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK)
     return Status(Code::kTransport, std::string("ucp_config_read: ") + ucs_status_string(st));
-  applyDefaults(config);
+  applyDefaults(config, tcpSendBuffer);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;  // AM: the consumer path

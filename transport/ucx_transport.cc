@@ -61,11 +61,11 @@ void onSendDone(void* request, ucs_status_t st, void* user) {
 UcxTransport::UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context)
     : rank_(rank), size_(size), context_(std::move(context)) {}
 
-Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size) {
+Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size, size_t tcpSendBuffer) {
   if (size < 1 || size > kMaxRanks || rank < 0 || rank >= size)
     return Status(Code::kInvalidArgument, "transport: rank " + std::to_string(rank) +
                                               " / size " + std::to_string(size) + " out of range");
-  TSR_ASSIGN_OR_RETURN(auto context, UcxContext::instance());
+  TSR_ASSIGN_OR_RETURN(auto context, UcxContext::instance(tcpSendBuffer));
   std::unique_ptr<UcxTransport> t(new UcxTransport(rank, size, std::move(context)));
   TSR_RETURN_IF_ERROR(t->init());
   return t;

@@ -22,7 +22,8 @@ class UcxContext;
 
 class UcxTransport final : public Transport {
  public:
-  static Result<std::unique_ptr<UcxTransport>> create(int rank, int size);
+  // tcpSendBuffer: UcxContext::instance's (0: Tessera's default).
+  static Result<std::unique_ptr<UcxTransport>> create(int rank, int size, size_t tcpSendBuffer = 0);
   ~UcxTransport() override;
 
   int rank() const override { return rank_; }

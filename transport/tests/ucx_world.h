@@ -13,11 +13,11 @@
 
 namespace tsr::transport::testing {
 
-inline std::vector<std::unique_ptr<UcxTransport>> makeWorld(int n) {
+inline std::vector<std::unique_ptr<UcxTransport>> makeWorld(int n, size_t tcpSendBuffer = 0) {
   std::vector<std::unique_ptr<UcxTransport>> world;
   std::vector<std::string> addresses;
   for (int r = 0; r < n; ++r) {
-    auto t = UcxTransport::create(r, n);
+    auto t = UcxTransport::create(r, n, tcpSendBuffer);
     EXPECT_TRUE(t.isOk()) << t.status().toString();
     addresses.push_back(t.value()->localAddress());
     world.push_back(t.take());
