@@ -1,10 +1,14 @@
 // Test helpers for the shared-memory collectives: a segment (board and stages) over plain
-// memory, and a loop that drives every rank's task from one thread.
+// memory, a loop that drives every rank's task from one thread, and a check of mismatches.
 #pragma once
 
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "algorithms/dense/shm_board.h"
 #include "algorithms/dense/shm_staging.h"
@@ -39,6 +43,14 @@ std::vector<Status> drive(std::vector<std::unique_ptr<TaskType>>& tasks, int tur
     if (!running) break;
   }
   return st;
+}
+
+// Each status is a TSR_ERR_MISMATCH whose message holds every one of `words` (both calls).
+inline void expectMismatchNaming(const std::vector<Status>& statuses, std::initializer_list<const char*> words) {
+  for (const Status& st : statuses) {
+    EXPECT_EQ(st.code(), Code::kMismatch) << st.toString();
+    for (const char* w : words) EXPECT_NE(st.message().find(w), std::string::npos) << w << " in: " << st.message();
+  }
 }
 
 }  // namespace tsr::algorithms
