@@ -89,12 +89,20 @@ void ShmStagedCollective::reduce(uint64_t chunk) {
   staging_.area(id_.rank).reduced.value.store(ticket + 1, std::memory_order_release);
 }
 
+bool ShmStagedCollective::backInPlace(uint64_t chunk, const ShmPiece& p) const {
+  if (layout_.posts(id_.rank) != 1) return false;
+  const ShmPiece posted = layout_.post(chunk, id_.rank, 0);
+  return posted.stage == p.stage && posted.count == p.count &&
+         static_cast<const unsigned char*>(args_.input) + posted.buffer * esize_ ==
+             static_cast<const unsigned char*>(args_.output) + p.buffer * esize_;
+}
+
 bool ShmStagedCollective::gather(uint64_t chunk) {
   const uint64_t ticket = first_ + chunk;
   for (; nextGatherPeer_ < staging_.size(); ++nextGatherPeer_) {
     const int r = nextGatherPeer_;
     const ShmPiece p = layout_.gather(chunk, id_.rank, r);
-    if (p.count == 0) continue;
+    if (p.count == 0 || (r == id_.rank && backInPlace(chunk, p))) continue;
     // Every peer has posted this chunk (checked before the reduction); an allreduce's pieces
     // are the peers' reduced slices.
     if (r != id_.rank && layout_.gathersReduced() &&

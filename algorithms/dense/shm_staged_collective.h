@@ -53,6 +53,9 @@ class ShmStagedCollective final : public Task {
   Status checkPeersPosted(uint64_t chunk);  // Ok: all posted this chunk; InProgress: not yet
   void reduce(uint64_t chunk);
   bool gather(uint64_t chunk);  // true once every peer's piece is copied out
+  // Whether copying this rank's own stage piece `p` out would only write bytes back where they
+  // were posted from (a root broadcasting in place, an all-gather in place).
+  bool backInPlace(uint64_t chunk, const ShmPiece& p) const;
   Status notPosted(int peer) const;
 
   ShmStaging staging_;
