@@ -76,7 +76,12 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
   static std::mutex mutex;
   static std::weak_ptr<UcxContext> current;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto existing = current.lock()) return existing;
+  if (auto existing = current.lock()) {
+    if (tcpSendBuffer && tcpSendBuffer != existing->tcpSendBuffer_ && !std::getenv(kSendBufferEnv))
+      log::get("transport")->info("a TCP send buffer of {} bytes (for the link rate given) cannot apply: this "
+                                  "process's UCX context already uses {}", tcpSendBuffer, existing->tcpSendBuffer_);
+    return existing;
+  }
 
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -95,6 +100,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
                                         " (check UCX_TLS / UCX_NET_DEVICES)");
   auto context = std::shared_ptr<UcxContext>(new UcxContext());
   context->context_ = handle;
+  context->tcpSendBuffer_ = tcpSendBuffer ? tcpSendBuffer : tcpSendBufferFor(0);
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (ucp_context_query(handle, &attr) == UCS_OK)

@@ -29,6 +29,7 @@ class UcxContext {
   UcxContext() = default;
   void* context_ = nullptr;
   bool cudaMemory_ = false;
+  size_t tcpSendBuffer_ = 0;  // Tessera's SNDBUF (a user's UCX_TCP_SNDBUF overrides it)
 };
 
 }  // namespace tsr::transport
