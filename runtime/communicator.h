@@ -124,6 +124,9 @@ class Communicator {
   // Bytes this rank has sent its peers so far: through the transport, and written into the
   // one-host shared-memory segment for them (shm, shm-staged).
   uint64_t bytesSent() const;
+  // The name the one-host shared-memory segment had ("" when there is none; it is unlinked
+  // once every rank has it mapped), for tools and tests.
+  std::string shmSegmentName() const;
 
  private:
   Communicator() = default;

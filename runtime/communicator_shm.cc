@@ -135,6 +135,8 @@ Result<RequestPtr> Communicator::shmStaged(const algorithms::ShmCollectiveArgs& 
                  });
 }
 
+std::string Communicator::shmSegmentName() const { return shmSegment_ ? shmSegment_->name() : std::string(); }
+
 std::shared_ptr<DenseStaging> Communicator::deviceStaging() {
   if (bufferMemory_.load() != transport::MemoryType::kCuda) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);

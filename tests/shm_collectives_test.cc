@@ -24,12 +24,9 @@ namespace {
 
 using runtime::Communicator;
 
-size_t boardNamesInDevShm() {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
-    n += e.path().filename().string().rfind("tsr-", 0) == 0;
-  return n;
-}
+// Whether a POSIX shared-memory name ("/tsr-...") still exists. Only this test's own names are
+// looked at: other tests running at the same time create and remove theirs.
+bool nameExists(const std::string& name) { return std::filesystem::exists("/dev/shm" + name); }
 
 TEST(ShmCollectives, TinyAllreducesUseTheBoardAndMatchTheReference) {
   testing::runRanks(4, [](Communicator& comm) {
@@ -81,7 +78,6 @@ TEST(ShmCollectives, BarrierWaitsForTheLastRank) {
 // No room for the segment (here a file-size limit, as a full /dev/shm would be): creation fails
 // with the reason and the size and leaves no name, rather than a rank dying of SIGBUS later.
 TEST(ShmCollectives, ASegmentWithoutRoomFailsCreationWithTheReason) {
-  size_t before = boardNamesInDevShm();
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -91,20 +87,23 @@ TEST(ShmCollectives, ASegmentWithoutRoomFailsCreationWithTheReason) {
     auto created = runtime::ShmSegment::create(size_t{1} << 20);
     if (created.isOk()) _exit(1);
     const std::string& m = created.status().message();
-    _exit(m.find("cannot reserve 1048576 bytes") != std::string::npos && m.find("/tsr-") != std::string::npos ? 0 : 2);
+    const size_t at = m.find("/tsr-");
+    if (m.find("cannot reserve 1048576 bytes") == std::string::npos || at == std::string::npos) _exit(2);
+    _exit(nameExists(m.substr(at, m.find(':', at) - at)) ? 4 : 0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: created past the limit; 2: the error does not name the size and segment";
-  EXPECT_EQ(boardNamesInDevShm(), before) << "a name was left in /dev/shm";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: created past the limit; 2: the error does not name the size and segment; 4: its name was left in /dev/shm";
 }
 
 TEST(ShmCollectives, TheSegmentNameIsGoneOnceEveryRankHasIt) {
-  size_t before = boardNamesInDevShm();
   testing::runRanks(3, [&](Communicator& comm) {
     EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
-    EXPECT_EQ(boardNamesInDevShm(), before) << "rank " << comm.rank();
+    const std::string name = comm.shmSegmentName();
+    EXPECT_EQ(name.rfind("/tsr-", 0), 0u) << "rank " << comm.rank() << ": " << name;
+    EXPECT_FALSE(nameExists(name)) << "rank " << comm.rank() << ": " << name;
   });
 }
 
