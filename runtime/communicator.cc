@@ -78,11 +78,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   const double netRate = givenNetBandwidth(config);
   TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(
                                        rank_, size_, netRate > 0 ? transport::tcpSendBufferFor(netRate) : 0));
-  // Scratch (staging chunks, work copies) is reused every step: register it with UCX once.
-  std::shared_ptr<transport::RegisteredMemory> registered = transport_->registeredMemory();
-  scratchPool_ = std::make_shared<ScratchPool>(std::make_shared<const ScratchMemory>(ScratchMemory{
-      "ucp_mem_map", [registered](size_t bytes) { return registered->allocate(bytes); },
-      [registered](void* block) { registered->release(block); }}));
+  sendBufferWhy_ = netRate > 0 ? "sized to TSR_LINK_BW's net rate" : "the default";
   PeerCard mine{transport_->localAddress(), localHostname(), localHostId(config.get("TSR_TEST_HOST_ID")), placed.numaNode,
                 placed.locality};
   std::vector<std::string> blobs{mine.encode()};
@@ -139,6 +135,12 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   transport_->setPeerHosts(hosts_);
   TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
   TSR_RETURN_IF_ERROR(chooseLinks());
+  TSR_RETURN_IF_ERROR(fitSendBufferToProbedLink(fastLocal));
+  // Scratch (staging chunks, work copies) is reused every step: register it with UCX once.
+  std::shared_ptr<transport::RegisteredMemory> registered = transport_->registeredMemory();
+  scratchPool_ = std::make_shared<ScratchPool>(std::make_shared<const ScratchMemory>(ScratchMemory{
+      "ucp_mem_map", [registered](size_t bytes) { return registered->allocate(bytes); },
+      [registered](void* block) { registered->release(block); }}));
   TSR_RETURN_IF_ERROR(setUpShmBoard());
   // Nobody leaves creation before every rank has connected: a rank that destroyed its
   // communicator at once would otherwise pull its shared-memory segment from under a peer
@@ -170,45 +172,6 @@ transport::Transport& Communicator::active() const {
 
 bool Communicator::transportMovesCuda() const {
   return transport_ && active().supportsMemoryType(transport::MemoryType::kCuda);
-}
-
-// The cost model's links: TSR_LINK_BW / TSR_LINK_LAT, then the probe for the classes this
-// job uses that they left out (runtime/link_probe.h).
-Status Communicator::chooseLinks() {
-  algorithms::LinkModel links;
-  algorithms::LinkSpec bw, lat;
-  if (!config_.get("TSR_LINK_BW").empty()) {
-    TSR_ASSIGN_OR_RETURN(bw, algorithms::applyLinkBandwidth(config_.get("TSR_LINK_BW"), links));
-  }
-  if (!config_.get("TSR_LINK_LAT").empty()) {
-    TSR_ASSIGN_OR_RETURN(lat, algorithms::applyLinkLatency(config_.get("TSR_LINK_LAT"), links));
-  }
-  const algorithms::JobShape& job = selector_->shape();
-  ProbeNeeds needs;
-  needs.host = job.ranksPerHost > 1 && !(bw.hostGiven && lat.hostGiven);
-  needs.net = job.hosts > 1 && !(bw.netGiven && lat.netGiven);
-  selector_->setLinks(links);
-  if (needs.host || needs.net) {
-    algorithms::LinkModel probed = links;
-    ProbeSetup probe;
-    probe.transport = transport_.get();
-    probe.comm = EngineOptions{}.comm + 1;  // its own tags: collectives still start at #0
-    probe.ringOrder = dense_.order;
-    probe.hostIds = hostIds_;
-    probe.allGather = [this](const std::string& blob) { return bootstrap_->allGather(blob); };
-    probe.timeoutMs = config_.bootstrapTimeoutMs();
-    TSR_RETURN_IF_ERROR(probeLinks(probe, needs, probed));
-    // What the user set wins over what was measured.
-    if (bw.hostGiven) probed.host.bytesPerSec = links.host.bytesPerSec;
-    if (lat.hostGiven) probed.host.latencySec = links.host.latencySec;
-    if (bw.netGiven) probed.net.bytesPerSec = links.net.bytesPerSec;
-    if (lat.netGiven) probed.net.latencySec = links.net.latencySec;
-    links = probed;
-    selector_->setLinks(links);
-  }
-  log::get("runtime")->info("rank {}: cost model links: {}{}", rank_, algorithms::describe(links),
-                            needs.host || needs.net ? " (probed where not set)" : "");
-  return Status::ok();
 }
 
 std::shared_ptr<ScratchPool> Communicator::makeScratchPool() {

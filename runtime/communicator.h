@@ -127,12 +127,16 @@ class Communicator {
   // The name the one-host shared-memory segment had ("" when there is none; it is unlinked
   // once every rank has it mapped), for tools and tests.
   std::string shmSegmentName() const;
+  // UCX's TCP send buffer and where its size came from, e.g. "32 KiB, sized to the probed
+  // net link, 117.4 MB/s" (tools).
+  std::string tcpSendBufferNote() const;
 
  private:
   Communicator() = default;
   Status init(const LaunchInfo& launch, const Config& config, const TransportWrapper& wrap);
   transport::Transport& active() const;  // the wrapper if any, else UCX
-  Status chooseLinks();
+  Status chooseLinks();  // communicator_links.cc
+  Status fitSendBufferToProbedLink(const std::vector<bool>& fastLocal);
   Status checkArgs(const char* what, const void* input, const void* output, size_t count,
                    DataType dtype, const ReduceOp* op, int root) const;
   using PlanKey = std::tuple<int, size_t, int, int, int>;
@@ -194,6 +198,8 @@ class Communicator {
 
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
+  std::string sendBufferWhy_;    // where transport_'s TCP send buffer size came from
+  double probedNetRate_ = 0;     // bytes/s the probe measured on the network (0: not probed)
   std::unique_ptr<transport::Transport> wrapped_;  // tests only (create with a wrapper)
   std::unique_ptr<ProgressEngine> engine_;
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -56,10 +57,9 @@ void applyDefaults(ucp_config_t* config, size_t tcpSendBuffer) {
   if (!segmentsSet)
     for (const Default& d : kSegmentDefaults) apply(config, d);
   if (std::getenv(kSendBufferEnv)) return;
-  const std::string bytes = std::to_string(tcpSendBuffer ? tcpSendBuffer : tcpSendBufferFor(0));
+  const std::string bytes = std::to_string(tcpSendBuffer);
   apply(config, {kSendBufferEnv, "SNDBUF", bytes.c_str()});
-  log::get("transport")->debug("UCX TCP send buffer {} bytes ({})", bytes,
-                               tcpSendBuffer ? "sized to the link rate given" : "default");
+  log::get("transport")->debug("UCX TCP send buffer {} bytes", bytes);
 }
 
 }  // namespace
@@ -70,18 +70,20 @@ size_t tcpSendBufferFor(double bytesPerSec) {
   return static_cast<size_t>(std::clamp(wanted, double(kMinSendBuffer), double(kMaxSendBuffer)));
 }
 
+size_t tcpSendBufferForProbed(double bytesPerSec) {
+  const size_t wanted = tcpSendBufferFor(bytesPerSec);
+  return wanted <= kMaxSendBuffer / 4 ? wanted : 0;
+}
+
 Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
-  // Weak: the context lives while some transport uses it, and a later job in the same
-  // process (tests) gets a fresh one.
+  // Weak: a context lives while some transport uses it, and a later job in the same
+  // process (tests) gets a fresh one. One per size: UCX fixes the size per context.
   static std::mutex mutex;
-  static std::weak_ptr<UcxContext> current;
+  static std::map<size_t, std::weak_ptr<UcxContext>> contexts;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto existing = current.lock()) {
-    if (tcpSendBuffer && tcpSendBuffer != existing->tcpSendBuffer_ && !std::getenv(kSendBufferEnv))
-      log::get("transport")->info("a TCP send buffer of {} bytes (for the link rate given) cannot apply: this "
-                                  "process's UCX context already uses {}", tcpSendBuffer, existing->tcpSendBuffer_);
-    return existing;
-  }
+  if (!tcpSendBuffer) tcpSendBuffer = tcpSendBufferFor(0);
+  std::weak_ptr<UcxContext>& current = contexts[tcpSendBuffer];
+  if (auto existing = current.lock()) return existing;
 
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -100,7 +102,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
                                         " (check UCX_TLS / UCX_NET_DEVICES)");
   auto context = std::shared_ptr<UcxContext>(new UcxContext());
   context->context_ = handle;
-  context->tcpSendBuffer_ = tcpSendBuffer ? tcpSendBuffer : tcpSendBufferFor(0);
+  context->tcpSendBuffer_ = tcpSendBuffer;
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (ucp_context_query(handle, &attr) == UCS_OK)

@@ -16,14 +16,21 @@ namespace tsr::transport {
 // thirteenth session).
 size_t tcpSendBufferFor(double bytesPerSec);
 
+// The send buffer for a network link the probe measured at `bytesPerSec`, or 0 to keep the
+// default: only a clearly slow link (a quarter of the default buffer or less, about 2 Gbit/s
+// and below) is worth a second transport; the probe's noise on a fast link is not.
+size_t tcpSendBufferForProbed(double bytesPerSec);
+
 class UcxContext {
  public:
-  // Created on first use with `tcpSendBuffer` bytes (0: tcpSendBufferFor(0)) unless the user
-  // set UCX_TCP_SNDBUF; later calls share that context, whatever they ask.
+  // The context with `tcpSendBuffer` bytes (0: tcpSendBufferFor(0)), created on first use;
+  // later calls for the same size share it (ranks as threads). A user's UCX_TCP_SNDBUF
+  // overrides the size in every context.
   static Result<std::shared_ptr<UcxContext>> instance(size_t tcpSendBuffer = 0);
   ~UcxContext();
   void* handle() const { return context_; }  // ucp_context_h
   bool cudaMemory() const { return cudaMemory_; }
+  size_t tcpSendBuffer() const { return tcpSendBuffer_; }  // Tessera's size, whatever the user set
 
  private:
   UcxContext() = default;

@@ -71,6 +71,8 @@ Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size, s
   return t;
 }
 
+size_t UcxTransport::tcpSendBuffer() const { return context_->tcpSendBuffer(); }
+
 Status UcxTransport::init() {
   TSR_ASSIGN_OR_RETURN(registered_, RegisteredMemory::create());
   ucp_worker_params_t wp{};

@@ -38,6 +38,8 @@ class UcxTransport final : public Transport {
   // Host names by rank, so that errors say "rank 2 (tsr2)" (optional; the communicator sets
   // them before connecting).
   void setPeerHosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
+  // The TCP send buffer Tessera asked of UCX for this transport (a user's UCX_TCP_SNDBUF wins).
+  size_t tcpSendBuffer() const;
 
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;

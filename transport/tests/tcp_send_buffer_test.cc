@@ -70,5 +70,34 @@ TEST(UcxTcpSendBuffer, SizeFollowsTheLinkRateWithinBounds) {
   EXPECT_EQ(tcpSendBufferFor(10e9 / 8), 256u * 1024) << "10 Gbit/s: the ceiling";
 }
 
+// After the probe: only a clearly slow network (about 2 Gbit/s and below) changes the size;
+// what the probe measures on a fast link (0.6-0.7 GB/s on the emulated 10 Gbit/s cluster
+// with 2 cores) or nothing at all keeps the default.
+TEST(UcxTcpSendBuffer, AProbedRateChangesTheSizeOnlyForASlowLink) {
+  EXPECT_EQ(tcpSendBufferForProbed(122.7e6), 31u * 1024) << "the emulated 1 Gbit/s link's probe";
+  EXPECT_EQ(tcpSendBufferForProbed(2e9 / 8), 63u * 1024) << "2 Gbit/s: 64 000 bytes";
+  EXPECT_EQ(tcpSendBufferForProbed(12.5e6), 16u * 1024) << "100 Mbit/s: the floor";
+  EXPECT_EQ(tcpSendBufferForProbed(2.2e9 / 8), 0u) << "70 KiB: not worth a second transport";
+  EXPECT_EQ(tcpSendBufferForProbed(0.6e9), 0u);
+  EXPECT_EQ(tcpSendBufferForProbed(0), 0u) << "not probed";
+}
+
+// UCX fixes the size per context: a second size gets a context of its own while the first
+// still lives (the communicator's second transport after the probe, or ranks as threads with
+// different settings); the same size is shared.
+TEST(UcxTcpSendBuffer, EachSizeHasItsOwnContext) {
+  auto standard = UcxContext::instance();
+  auto small = UcxContext::instance(32 * 1024);
+  auto again = UcxContext::instance(32 * 1024);
+  ASSERT_TRUE(standard.isOk() && small.isOk() && again.isOk());
+  EXPECT_NE(standard.value(), small.value());
+  EXPECT_EQ(small.value(), again.value());
+  EXPECT_EQ(standard.value()->tcpSendBuffer(), 256u * 1024);
+  EXPECT_EQ(small.value()->tcpSendBuffer(), 32u * 1024);
+  testing::ScopedEnv unset("UCX_TCP_SNDBUF", nullptr);
+  std::vector<int> sizes = sendBuffersOfAConnectedPair(16 * 1024);
+  EXPECT_GE(count(sizes, 2 * 16 * 1024), 2) << "with the 256 KiB context alive: " << ::testing::PrintToString(sizes);
+}
+
 }  // namespace
 }  // namespace tsr::transport
