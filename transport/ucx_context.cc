@@ -66,7 +66,12 @@ void applyDefaults(ucp_config_t* config, size_t tcpSendBuffer) {
 
 size_t tcpSendBufferFor(double bytesPerSec) {
   if (!(bytesPerSec > 0) || !std::isfinite(bytesPerSec)) return kMaxSendBuffer;
-  const double wanted = std::ceil(bytesPerSec * kSendBufferSeconds / 1024) * 1024;
+  // A power of two: sizes just above one are slow (33k and 34k, doubled by the kernel to a
+  // little over 64 KiB, ran 4 emulated 1 Gbit/s hosts at 1.08-1.11x the floor where 29-32k
+  // and 35-64k ran at 1.04-1.05x; docs/benchmarks.md, fourteenth session), and the probe's
+  // figure wanders by +-15%, so it must not land there.
+  const double kib = std::max(1.0, bytesPerSec * kSendBufferSeconds / 1024);
+  const double wanted = std::exp2(std::round(std::log2(kib))) * 1024;
   return static_cast<size_t>(std::clamp(wanted, double(kMinSendBuffer), double(kMaxSendBuffer)));
 }
 

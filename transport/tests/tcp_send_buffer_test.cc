@@ -60,24 +60,31 @@ TEST(UcxTcpSendBuffer, ALinkRateSizesTheBuffer) {
   EXPECT_EQ(count(sizes, kDefaultKernelBytes), 0) << ::testing::PrintToString(sizes);
 }
 
-// About 256 us of the link, in whole KiB, 16 KiB..256 KiB; an unknown rate keeps 256 KiB.
+// About 256 us of the link, as the nearest power of two (sizes just above 64 KiB in the
+// kernel are slow), 16 KiB..256 KiB; an unknown rate keeps 256 KiB.
 TEST(UcxTcpSendBuffer, SizeFollowsTheLinkRateWithinBounds) {
   EXPECT_EQ(tcpSendBufferFor(0), 256u * 1024);
   EXPECT_EQ(tcpSendBufferFor(-5), 256u * 1024);
-  EXPECT_EQ(tcpSendBufferFor(1e9 / 8), 32u * 1024) << "1 Gbit/s: 32 000 bytes, up to a KiB";
-  EXPECT_EQ(tcpSendBufferFor(2.5e9 / 8), 79u * 1024) << "2.5 Gbit/s: 80 000 bytes";
+  EXPECT_EQ(tcpSendBufferFor(1e9 / 8), 32u * 1024) << "1 Gbit/s: 31.25 KiB";
+  EXPECT_EQ(tcpSendBufferFor(1.2e9 / 8), 32u * 1024) << "37.5 KiB: not 33-34 KiB's slow zone either";
+  EXPECT_EQ(tcpSendBufferFor(2.5e9 / 8), 64u * 1024) << "2.5 Gbit/s: 78 KiB";
+  EXPECT_EQ(tcpSendBufferFor(4e9 / 8), 128u * 1024) << "4 Gbit/s: 125 KiB";
   EXPECT_EQ(tcpSendBufferFor(100e6 / 8), 16u * 1024) << "100 Mbit/s: the floor";
+  EXPECT_EQ(tcpSendBufferFor(1e6), 16u * 1024) << "8 Mbit/s: the floor";
   EXPECT_EQ(tcpSendBufferFor(10e9 / 8), 256u * 1024) << "10 Gbit/s: the ceiling";
 }
 
-// After the probe: only a clearly slow network (about 2 Gbit/s and below) changes the size;
+// After the probe: only a clearly slow network (about 3 Gbit/s and below) changes the size;
 // what the probe measures on a fast link (0.6-0.7 GB/s on the emulated 10 Gbit/s cluster
-// with 2 cores) or nothing at all keeps the default.
+// with 2 cores) or nothing at all keeps the default. The probe's figures for the emulated
+// 1 Gbit/s link (115-146 MB/s) all give 32 KiB.
 TEST(UcxTcpSendBuffer, AProbedRateChangesTheSizeOnlyForASlowLink) {
-  EXPECT_EQ(tcpSendBufferForProbed(122.7e6), 31u * 1024) << "the emulated 1 Gbit/s link's probe";
-  EXPECT_EQ(tcpSendBufferForProbed(2e9 / 8), 63u * 1024) << "2 Gbit/s: 64 000 bytes";
+  EXPECT_EQ(tcpSendBufferForProbed(114.7e6), 32u * 1024);
+  EXPECT_EQ(tcpSendBufferForProbed(133.3e6), 32u * 1024);
+  EXPECT_EQ(tcpSendBufferForProbed(145.6e6), 32u * 1024);
+  EXPECT_EQ(tcpSendBufferForProbed(2.5e9 / 8), 64u * 1024);
   EXPECT_EQ(tcpSendBufferForProbed(12.5e6), 16u * 1024) << "100 Mbit/s: the floor";
-  EXPECT_EQ(tcpSendBufferForProbed(2.2e9 / 8), 0u) << "70 KiB: not worth a second transport";
+  EXPECT_EQ(tcpSendBufferForProbed(3e9 / 8), 0u) << "128 KiB: not worth a second transport";
   EXPECT_EQ(tcpSendBufferForProbed(0.6e9), 0u);
   EXPECT_EQ(tcpSendBufferForProbed(0), 0u) << "not probed";
 }
