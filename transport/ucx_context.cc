@@ -31,7 +31,7 @@ namespace {
 // 4 emulated hosts at 10 Gbit/s: 1.24-1.52x the bus bandwidth at 16-64 MiB under cubic,
 // reno and bbr alike (docs/benchmarks.md, tenth session). It still lets a connection keep
 // up to 512 KiB in flight: about 40 Gbit/s at a 100 us round trip. Less on a slower link the
-// user named (tcpSendBufferFor).
+// user named or the link probe measured (tcpSendBufferFor; runtime/communicator_links.cc).
 struct Default {
   const char* env;  // what the user would set
   const char* key;  // the name UCX's transports match (ucp_config_modify: without the prefix)
