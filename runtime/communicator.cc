@@ -134,6 +134,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
     for (int r = 0; r < size_; ++r) fastLocal[r] = r != rank_ && hostIds_[r] == hostIds_[rank_];
   transport_->setPeerHosts(hosts_);
   TSR_RETURN_IF_ERROR(transport_->connect(addresses, fastLocal));
+  TSR_RETURN_IF_ERROR(transport_->settle(config.bootstrapTimeoutMs()));
   TSR_RETURN_IF_ERROR(chooseLinks());
   TSR_RETURN_IF_ERROR(fitSendBufferToProbedLink(fastLocal));
   // Scratch (staging chunks, work copies) is reused every step: register it with UCX once.

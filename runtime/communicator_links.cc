@@ -72,6 +72,7 @@ Status Communicator::fitSendBufferToProbedLink(const std::vector<bool>& fastLoca
                                           ") sent no transport address for the resized transport");
   fresh->setPeerHosts(hosts_);
   TSR_RETURN_IF_ERROR(fresh->connect(addresses, fastLocal));
+  TSR_RETURN_IF_ERROR(fresh->settle(config_.bootstrapTimeoutMs()));
   TSR_RETURN_IF_ERROR(bootstrap_->barrier());
   transport_ = std::move(fresh);
   sendBufferWhy_ = fmt::format("sized to the probed net link, {:.1f} MB/s", probedNetRate_ / 1e6);

@@ -35,6 +35,10 @@ class UcxTransport final : public Transport {
   // to a same-host peer over TCP loopback in PEER mode. Their failures are caught above the
   // transport (bootstrap-link watch, timeouts, abort notices).
   Status connect(const std::vector<std::string>& addresses, const std::vector<bool>& fastLocal);
+  // Collective, after connect() on every rank: exchanges an empty message with every peer and
+  // flushes every endpoint, so UCX's connection set-up is over before anyone may leave
+  // (ucx_settle.cc says why). Fails naming a peer that did not answer within timeoutMs.
+  Status settle(int timeoutMs);
   // Host names by rank, so that errors say "rank 2 (tsr2)" (optional; the communicator sets
   // them before connecting).
   void setPeerHosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
@@ -119,6 +123,7 @@ class UcxTransport final : public Transport {
   std::atomic<bool> closing_{false};  // leaving: peers' endpoint failures are expected
   bool abandonOnClose_ = false;
   std::shared_ptr<RegisteredMemory> registered_;
+  std::vector<Completion> settleSends_, settleRecvs_;  // settle()'s, alive with the worker
   std::atomic<uint64_t> bytesSent_{0};
 };
 
