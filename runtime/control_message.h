@@ -1,6 +1,7 @@
 // The progress engine's control messages, as text: an abort notice is
-// "<code>\n<last seq of the failed collective>\n<message>"; the goodbye is its own word, sent
-// when a rank destroys its communicator so peers do not mistake its exit for a failure.
+// "<code>\n<first seq>:<last seq> of the failed collective\n<message>" (-1:-1 when no collective
+// in particular failed); the goodbye is its own word, sent when a rank destroys its
+// communicator so peers do not mistake its exit for a failure.
 #pragma once
 
 #include <cstddef>
@@ -14,9 +15,16 @@ namespace tsr::runtime {
 inline constexpr size_t kControlBytes = 4096;
 inline constexpr char kGoodbye[] = "goodbye";
 
-std::string encodeControl(const Status& reason, int64_t failedSeq);
+// The sequence numbers of the collective that failed (a custom task may take several).
+struct FailedSeqs {
+  int64_t first = -1;
+  int64_t last = -1;
+  bool any() const { return first >= 0; }
+};
+
+std::string encodeControl(const Status& reason, FailedSeqs failed);
 // A notice from rank `from`; names that rank unless it relays one that already names its
 // first reporter. Malformed text becomes an abort carrying the text.
-Status decodeControl(const char* data, size_t bytes, int from, int64_t* failedSeq);
+Status decodeControl(const char* data, size_t bytes, int from, FailedSeqs* failed);
 
 }  // namespace tsr::runtime

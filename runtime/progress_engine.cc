@@ -24,6 +24,8 @@ constexpr std::chrono::milliseconds kLongParkLimit{32};
 // bounds what a missed wake-up costs, and how late timeouts and watches are looked at.
 constexpr int kWaitSliceMs = 1;
 constexpr auto kNoticeGrace = std::chrono::milliseconds(50);
+// Longest a rank leaving after an error waits for its peers' goodbyes (run()).
+constexpr auto kLinger = std::chrono::milliseconds(1000);
 // Set while this thread drives (runs turns): driving again from inside a turn (a task's code
 // waiting) would re-lock driveMutex_.
 thread_local bool tDriving = false;
@@ -74,7 +76,7 @@ void ProgressEngine::submit(Submission submission) {
   bool queued = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_.isOk() && !stop_) {
+    if ((broken_.isOk() || sparedLocked(submission)) && !stop_) {
       if (options_.callerProgress) submission.request->setDriver(this);
       incoming_.push_back(std::move(submission));
       ++incomingCount_;
@@ -97,7 +99,7 @@ Status ProgressEngine::refusal(const Submission& s) const {
   // The collective that failed elsewhere (say, with a mismatch) reports that very error on
   // ranks that had not started it yet; later ones say the communicator is unusable.
   std::lock_guard<std::mutex> lock(mutex_);
-  if (brokenSeq_ >= 0 && static_cast<int64_t>(s.seq) <= brokenSeq_) return broken_;
+  if (brokenAt_.last >= 0 && static_cast<int64_t>(s.seq) <= brokenAt_.last) return broken_;
   return Status(Code::kAborted, "communicator is unusable after an earlier error: " + why.toString());
 }
 
@@ -132,7 +134,7 @@ bool ProgressEngine::startSubmissions() {
     incomingCount_ = 0;
   }
   for (auto& s : batch) {
-    if (!this->health().isOk()) {
+    if (!this->health().isOk() && !spared(s)) {
       s.request->complete(refusal(s));
       continue;
     }
@@ -179,8 +181,8 @@ void ProgressEngine::finish(Active& active, Status status) {
     bool spread = status.code() == Code::kMismatch || status.code() == Code::kPeerFailed ||
                   status.code() == Code::kTimeout || status.code() == Code::kTransport;
     // Break before completing: a caller woken by the completion must find it broken.
-    int64_t seq = a.submission.seq + a.submission.seqSpan - 1;
-    if (spread) breakCommunicator(status, true, seq);
+    FailedSeqs seqs{a.submission.seq, int64_t{a.submission.seq} + a.submission.seqSpan - 1};
+    if (spread) breakCommunicator(status, true, seqs);
   }
   a.submission.request->complete(status);
   if (!a.executor->quiescent()) {
@@ -371,8 +373,20 @@ void ProgressEngine::run() {
   transport_.beginLeaving();  // a peer that leaves first may close before its goodbye is read
   neighbours_.sayGoodbye();
   sayGoodbye();
-  auto until = Clock::now() + std::chrono::milliseconds(500);
-  while (Clock::now() < until && !controlSends_.empty()) {
+  // After an error, peers may still be sending to this rank (the tail of a failed collective,
+  // their own notices): closing with their bytes unread makes the kernel reset the connection,
+  // which can drop what this rank sent them last, its abort notice among it (seen: a peer
+  // failing with "Endpoint timeout" instead of the mismatch). So it lingers, reading, until
+  // every peer still there has said goodbye too (everything a peer sent comes before its
+  // goodbye), for at most kLinger.
+  const bool linger = notified_ != Notified::kNone;
+  auto peersStillThere = [this] {
+    for (int p = 0; p < transport_.size(); ++p)
+      if (p != transport_.rank() && transport_.peerStatus(p).isOk()) return true;
+    return false;
+  };
+  auto until = Clock::now() + (linger ? kLinger : std::chrono::milliseconds(500));
+  while (Clock::now() < until && (!controlSends_.empty() || (linger && peersStillThere()))) {
     transport_.progress();
     pollControl();
     controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });

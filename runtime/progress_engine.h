@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
+#include "runtime/control_message.h"
 #include "runtime/neighbour_watch.h"
 #include "runtime/request.h"
 #include "transport/transport.h"
@@ -110,8 +111,15 @@ class ProgressEngine {
   bool pollControl();
   void checkTimeouts(std::chrono::steady_clock::time_point now);
   void finish(Active& active, Status status);
-  // failedSeq: the last sequence number of the collective that failed (-1: none in particular).
-  void breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq = -1);
+  // failed: the sequence numbers of the collective that failed (none: nothing in particular).
+  // A mismatch breaks the communicator from that collective on only (see spared()); any other
+  // failure breaks it for everything still pending.
+  void breakCommunicator(const Status& reason, bool notifyPeers, FailedSeqs failed = {});
+  // Whether `s` still runs although the communicator is broken: after a mismatch the transport
+  // is sound and every rank called the collectives before the mismatched one alike, so those
+  // complete on every rank (mutex_ held).
+  bool sparedLocked(const Submission& s) const;
+  bool spared(const Submission& s) const;
   Status refusal(const Submission& s) const;
   Status pendingFailure(const Submission& s, const Status& reason) const;
   void postControlRecv();
@@ -126,14 +134,18 @@ class ProgressEngine {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abortRequested_{false};
-  bool notified_ = false;
+  // Which notice the peers have had: a mismatch's (sparing earlier collectives), then possibly
+  // one that breaks everything.
+  enum class Notified : uint8_t { kNone, kSparing, kAll };
+  Notified notified_ = Notified::kNone;
 
   mutable std::mutex mutex_;  // guards incoming_ and broken_
   std::vector<Submission> incoming_;
   std::vector<Submission> batch_;  // startSubmissions' swap partner: keeps its capacity
   std::atomic<size_t> incomingCount_{0};  // incoming_.size(), read without the lock
   Status broken_;
-  int64_t brokenSeq_ = -1;
+  FailedSeqs brokenAt_;  // the collective that broke it, if one did
+  bool sparing_ = false;  // broken by a mismatch only: earlier collectives go on (spared())
 
   // Who drives: the progress thread or a waiting caller, one at a time. The progress thread
   // parks (parkCv_) while callers_ > 0 and sleeps on the transport's events without the lock.

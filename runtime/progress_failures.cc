@@ -18,42 +18,72 @@ namespace {
 constexpr auto kLeftGrace = std::chrono::milliseconds(100);
 }  // namespace
 
-void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, int64_t failedSeq) {
-  if (reason.code() != Code::kAborted || !stop_) transport_.abandonPendingOnClose();
+void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, FailedSeqs failed) {
+  const bool mismatch = reason.code() == Code::kMismatch && failed.any();
+  bool sparing;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (broken_.isOk()) {
       broken_ = reason;
-      brokenSeq_ = failedSeq;
+      brokenAt_ = failed;
+      sparing_ = mismatch;
+    } else if (sparing_ && mismatch && failed.first < brokenAt_.first) {
+      broken_ = reason;  // an earlier collective was mismatched too: it is the one to report
+      brokenAt_ = failed;
+    } else if (sparing_ && !mismatch) {
+      sparing_ = false;  // a real failure now: nothing is spared any more
     }
+    sparing = sparing_;
   }
-  if (notifyPeers && !notified_) {
-    notified_ = true;
-    sendControl(encodeControl(reason, failedSeq).substr(0, kControlBytes));
+  // Spared collectives still need what is in flight delivered, so pending sends are dropped
+  // at close only once nothing is spared.
+  if (!sparing && (reason.code() != Code::kAborted || !stop_)) transport_.abandonPendingOnClose();
+  const Notified level = sparing ? Notified::kSparing : Notified::kAll;
+  if (notifyPeers && notified_ < level) {
+    notified_ = level;
+    Status told;
+    FailedSeqs at;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      told = sparing ? broken_ : reason;
+      at = sparing ? brokenAt_ : failed;
+    }
+    sendControl(encodeControl(told, at).substr(0, kControlBytes));
   }
-  // Everything still pending fails: the failed collective (and earlier ones) with the
-  // reason, later ones as aborted because of it.
-  while (!active_.empty()) {
-    Active& a = active_.front();
-    a.executor->abort(reason);
-    a.submission.request->complete(pendingFailure(a.submission, reason));
-    if (!a.executor->quiescent()) draining_.splice(draining_.end(), active_, active_.begin());
-    else active_.pop_front();
+  // Everything still pending that is not spared fails: the failed collective (and earlier
+  // ones) with the reason, later ones as aborted because of it.
+  for (auto it = active_.begin(); it != active_.end();) {
+    auto here = it++;
+    if (spared(here->submission)) continue;
+    here->executor->abort(reason);
+    here->submission.request->complete(pendingFailure(here->submission, reason));
+    if (!here->executor->quiescent()) draining_.splice(draining_.end(), active_, here);
+    else active_.erase(here);
   }
-  std::vector<Submission> rest;
+  std::vector<Submission> rest, kept;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    rest.swap(incoming_);
-    incomingCount_ = 0;
+    for (auto& s : incoming_) (sparedLocked(s) ? kept : rest).push_back(std::move(s));
+    incoming_.swap(kept);
+    incomingCount_ = incoming_.size();
   }
   for (auto& s : rest) s.request->complete(pendingFailure(s, reason));
+}
+
+bool ProgressEngine::sparedLocked(const Submission& s) const {
+  return sparing_ && static_cast<int64_t>(s.seq) + s.seqSpan - 1 < brokenAt_.first;
+}
+
+bool ProgressEngine::spared(const Submission& s) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sparedLocked(s);
 }
 
 Status ProgressEngine::pendingFailure(const Submission& s, const Status& reason) const {
   int64_t failedSeq;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    failedSeq = brokenSeq_;
+    failedSeq = brokenAt_.last;
   }
   if (failedSeq < 0 || static_cast<int64_t>(s.seq) <= failedSeq) return reason;
   return Status(Code::kAborted, "communicator is unusable after an earlier error: " + reason.toString());
@@ -81,15 +111,15 @@ bool ProgressEngine::pollControl() {
     transport_.markPeerLeft(from);
     if (from >= 0 && from < transport_.size()) left_.push_back({from, Clock::now()});
   } else if (controlRecv_.status.isOk()) {
-    int64_t failedSeq = -1;
-    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failedSeq);
+    FailedSeqs failed;
+    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failed);
     // Every peer relays the notice: only the first one is news.
     if (health().isOk()) log::get("runtime")->error("abort notice: {}", reason.toString());
     else log::get("runtime")->debug("abort notice (already failed): {}", reason.toString());
     // Relay it: this rank will now fail and leave, and a peer that waits on it must hear the
     // root cause before it sees this rank's endpoint go (seen: "rank 0 has destroyed its
     // communicator" instead of the mismatch rank 2 had reported).
-    breakCommunicator(reason, true, failedSeq);
+    breakCommunicator(reason, true, failed);
   }
   postControlRecv();  // also while shutting down, until the receive is cancelled
   return true;
