@@ -63,10 +63,16 @@ Result<std::shared_ptr<Plan>> bruckAllgatherPlan(int rank, int size, size_t coun
 Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t count,
                                                     DataType dtype, ReduceOp op,
                                                     const DenseOptions& options);
-// broadcast from root over a binomial tree, chunked; input is read on the root only.
+// broadcast from root over a binomial tree, chunked; input is read on the root only. Beside
+// the tree, the dissemination rounds below (message ids 0..rounds-1) make every rank wait until
+// every rank's arguments agree with its own (tree_plans.cc).
 Result<std::shared_ptr<Plan>> binomialBroadcastPlan(int rank, int size, int root, size_t count,
                                                     DataType dtype, const DenseOptions& options);
 // barrier: dissemination, ceil(log2 N) rounds of empty messages.
 Result<std::shared_ptr<Plan>> disseminationBarrierPlan(int rank, int size);
+// The dissemination rounds as ops appended to `plan` (message ids 0..rounds-1; round k is
+// sent once round k-1 was heard), and how many there are for `size` ranks.
+void addDisseminationRounds(Plan& plan, int rank, int size);
+uint32_t disseminationRounds(int size);
 
 }  // namespace tsr::algorithms

@@ -62,11 +62,10 @@ Status ShmBoardCollective::mismatch(int peer, const ShmCall& theirs, const char*
 }
 
 bool ShmBoardCollective::needs(int peer) const {
-  if (peer == id_.rank) return false;
-  // A broadcast's other ranks read only the root's slot; the root still checks them all, so
-  // a rank that called something else is named on both sides.
-  return args_.barrier || args_.collective != CollectiveKind::kBroadcast || id_.rank == args_.root ||
-         peer == args_.root;
+  // Every rank checks every peer's call, a broadcast's other ranks too although they read
+  // only the root's slot: a rank that named another root (or called something else) is then
+  // named on every rank, not only on the two that think they are root.
+  return peer != id_.rank;
 }
 
 Status ShmBoardCollective::look(int peer) {

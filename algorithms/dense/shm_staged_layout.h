@@ -50,11 +50,9 @@ class ShmStagedLayout {
   // What `rank` copies out of `peer`'s stage (peer may be `rank`) into its output.
   ShmPiece gather(uint64_t chunk, int rank, int peer) const;
   // Whether `rank` waits for `peer`'s post of a chunk before its reduction, and checks the
-  // peer called the same: every peer, but in a broadcast the others wait only for the root
-  // (the only stage they read), while the root still checks them all.
-  bool waitsForPost(int rank, int peer) const {
-    return kind_ != CollectiveKind::kBroadcast || rank == root_ || peer == root_;
-  }
+  // peer called the same: every peer, in a broadcast too (where the others read only the
+  // root's stage), so a rank that named another root is named on every rank.
+  bool waitsForPost(int rank, int peer) const { return rank != peer; }
   // Whether a gather waits for the peer's reduction (allreduce) or only for its post.
   bool gathersReduced() const { return kind_ == CollectiveKind::kAllreduce; }
   // Bytes `rank` writes into its stages for its peers to read.

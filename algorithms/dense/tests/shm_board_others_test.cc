@@ -2,7 +2,7 @@
 // (algorithms/dense/shm_board_collective.h) over plain memory, every rank's task driven from
 // one thread: against the float64 reference (reduce_scatter) or the exact input bits (the
 // others) up to a full slot, in place, the four kinds reusing the two slots in turn, a
-// broadcast's ranks waiting only for the root, and a different root named on both sides.
+// broadcast waiting for every rank's call, and a different root named on every rank.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -132,9 +132,9 @@ TEST(ShmBoardCollective, AllgatherAndBroadcastMoveEveryElement) {
   }
 }
 
-// Rank 1 finishes a broadcast from rank 0 before rank 2 has called it; the root waits for
-// rank 2 (it checks every peer called the same).
-TEST(ShmBoardCollective, ABroadcastsOtherRanksWaitOnlyForTheRoot) {
+// A broadcast's other ranks read only the root's slot, yet each waits until every rank has
+// called it (so that each can check every call): rank 1 does not finish before rank 2 comes.
+TEST(ShmBoardCollective, ABroadcastFinishesOnceEveryRankHasCalledIt) {
   const int n = 3;
   Segment s(n);
   Buffers in(n, std::vector<char>(16)), out = in;
@@ -143,14 +143,13 @@ TEST(ShmBoardCollective, ABroadcastsOtherRanksWaitOnlyForTheRoot) {
   Tasks tasks;
   for (int r = 0; r < 2; ++r) tasks.push_back(task(s, r, 3, 0, args, in, out));
   auto st = drive(tasks, 10);
-  EXPECT_EQ(st[0].code(), Code::kInProgress) << st[0].toString();
-  EXPECT_EQ(tasks[0]->waitingOn(), 2);
-  ASSERT_TRUE(st[1].isOk()) << st[1].toString();
-  EXPECT_STREQ(out[1].data(), "from the root 0");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(st[r].code(), Code::kInProgress) << "rank " << r << ": " << st[r].toString();
+    EXPECT_EQ(tasks[r]->waitingOn(), 2) << "rank " << r;
+  }
   tasks.push_back(task(s, 2, 3, 0, args, in, out));
   for (const Status& s2 : drive(tasks, 10)) EXPECT_TRUE(s2.isOk()) << s2.toString();
-  EXPECT_STREQ(out[2].data(), "from the root 0");
-  EXPECT_STREQ(out[0].data(), "from the root 0");
+  for (int r = 0; r < n; ++r) EXPECT_STREQ(out[r].data(), "from the root 0") << "rank " << r;
 }
 
 // Each of two ranks thinks it is the root: both are told, with both roots, rather than each
@@ -164,6 +163,20 @@ TEST(ShmBoardCollective, ADifferentRootIsNamedOnBothRanks) {
                                       CollectiveKind::kBroadcast, r}, in, out));
   auto st = drive(tasks);
   expectMismatchNaming(st, {"root differs", "root=0", "root=1"});
+}
+
+// Rank 0 names itself root, ranks 1..3 name rank 1: the ranks that agree with each other are
+// told too, not only the two that think they are root (they would otherwise finish with rank
+// 1's data while rank 0 keeps its own).
+TEST(ShmBoardCollective, ADifferentRootIsNamedOnEveryRank) {
+  const int n = 4;
+  Segment s(n);
+  Buffers in(n, std::vector<char>(8, 'a')), out = in;
+  Tasks tasks;
+  for (int r = 0; r < n; ++r)
+    tasks.push_back(task(s, r, 2, 0, {nullptr, nullptr, 2, DataType::kI32, ReduceOp::kSum, false,
+                                      CollectiveKind::kBroadcast, r == 0 ? 0 : 1}, in, out));
+  expectMismatchNaming(drive(tasks), {"root differs", "root=0", "root=1"});
 }
 
 // An allreduce, a reduce_scatter, an allgather and a broadcast, all started on every rank

@@ -213,6 +213,22 @@ TEST(ShmStagedCollective, ADifferentRootOrCollectiveIsNamedOnBothRanks) {
   expectMismatchNaming({st0, st1}, {"collective differs", "allgather(count=1000"});
 }
 
+// Rank 0 names itself root, ranks 1..3 name rank 1: every rank is told, the three that agree
+// with each other too (they read rank 1's stage alone, yet wait for every rank's post).
+TEST(ShmStagedCollective, ADifferentRootIsNamedOnEveryRank) {
+  const int n = 4;
+  Segment s(n);
+  std::vector<float> in(3 * kShmStageBytes);
+  std::vector<std::vector<float>> out(n, std::vector<float>(in.size()));
+  Tasks tasks;
+  for (int r = 0; r < n; ++r) {
+    ShmCollectiveArgs a{in.data(), out[r].data(), 100000, DataType::kF32, ReduceOp::kSum, false,
+                        CollectiveKind::kBroadcast, r == 0 ? 0 : 1};
+    tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 4}, 0, a));
+  }
+  expectMismatchNaming(drive(tasks), {"root differs", "root=0", "root=1"});
+}
+
 // Pure layout: every input element is posted once by its owner, and every output element is
 // written exactly once (by the reduction or a gather).
 TEST(ShmStagedLayout, PiecesCoverEveryElementOnce) {
