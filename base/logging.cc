@@ -28,6 +28,7 @@ spdlog::level::level_enum parseLevel(const std::string& level) {
   if (level == "debug") return spdlog::level::debug;
   if (level == "info") return spdlog::level::info;
   if (level == "error") return spdlog::level::err;
+  if (level == "off") return spdlog::level::off;
   return spdlog::level::warn;
 }
 
@@ -80,7 +81,7 @@ ThreadRankScope::ThreadRankScope(int rank) : previous_(tRank) { tRank = rank; }
 ThreadRankScope::~ThreadRankScope() { tRank = previous_; }
 
 bool isValidLevel(const std::string& level) {
-  return level == "error" || level == "warn" || level == "info" || level == "debug" ||
+  return level == "off" || level == "error" || level == "warn" || level == "info" || level == "debug" ||
          level == "trace";
 }
 

@@ -70,7 +70,7 @@ const std::vector<ConfigEntry>& configTable() {
        "a pending collective fails with TSR_ERR_TIMEOUT after this long"},
       {"TSR_BOOTSTRAP_TIMEOUT_MS", ValueKind::kInt, "60000", "1..86400000",
        "how long bootstrap retries peers that are not up yet"},
-      {"TSR_LOG_LEVEL", ValueKind::kEnum, "warn", "error|warn|info|debug|trace", "log level"},
+      {"TSR_LOG_LEVEL", ValueKind::kEnum, "warn", "off|error|warn|info|debug|trace", "log level"},
       {"TSR_LOG_FILE", ValueKind::kString, "", "", "log file; %r = rank, %h = host (default stderr)"},
       {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
        "pipelining chunk of ring and tree collectives"},

@@ -182,6 +182,47 @@ TEST_P(ProcessMismatch, EveryRankGetsMismatchNamingTheField) {
 
 INSTANTIATE_TEST_SUITE_P(Fields, ProcessMismatch, ::testing::Values("count", "dtype", "op"));
 
+// Fresh communicators, one after another in each rank's process, each running a mismatch
+// case to its end (fault_worker repeat): every repetition must go as it must on every rank,
+// with nothing from UCX (an assertion, a failed shmat) on the way.
+struct RepeatCase {
+  std::string what;
+  int ranks;
+  bool hostPerRank;
+  int reps;
+};
+
+class ProcessRepeat : public ::testing::TestWithParam<RepeatCase> {};
+
+TEST_P(ProcessRepeat, EveryRepetitionEndsAsItMust) {
+  const RepeatCase& c = GetParam();
+  std::vector<std::string> env{"TSR_TIMEOUT_MS=20000"};
+  if (c.hostPerRank) env.push_back("FAULT_HOST_PER_RANK=1");
+  RunResult r = runJob(c.ranks, {"repeat", c.what, std::to_string(c.reps)}, env, 400);
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+  for (int rank = 0; rank < c.ranks; ++rank)
+    EXPECT_NE(outcomeOf(r, rank).find("OK " + std::to_string(c.reps) + " reps"), std::string::npos)
+        << "rank " << rank << ": " << outcomeOf(r, rank) << "\n" << describe(r);
+  for (const char* bad : {"Assertion", "shmat", "Segmentation", "Aborted"}) {
+    EXPECT_EQ(r.out.find(bad), std::string::npos) << bad << "\n" << describe(r);
+    EXPECT_EQ(r.err.find(bad), std::string::npos) << bad << "\n" << describe(r);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mismatches, ProcessRepeat,
+    ::testing::Values(RepeatCase{"bcast-root", 4, true, 20}, RepeatCase{"bcast-root", 4, false, 20},
+                      RepeatCase{"mismatch-destroy", 3, true, 30}, RepeatCase{"mismatch-destroy", 6, true, 15},
+                      RepeatCase{"then-mismatch", 4, false, 40}, RepeatCase{"then-mismatch", 4, true, 20}),
+    [](const ::testing::TestParamInfo<RepeatCase>& info) {
+      std::string name = info.param.what + "_N" + std::to_string(info.param.ranks) +
+                         (info.param.hostPerRank ? "_hosts" : "_onehost");
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
+
 std::string readFile(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream ss;

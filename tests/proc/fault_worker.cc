@@ -8,6 +8,15 @@
 //                                  COUNT floats, 2^22 by default; 2: the shared-memory board)
 //   fault_worker stop R [COUNT]    rank R SIGSTOPs itself likewise
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
+//   fault_worker repeat CASE REPS  REPS times a fresh communicator runs CASE, each rank checking
+//                                  its outcome (prints "rank R: OK REPS reps" or what failed):
+//     bcast-root        rank 0 broadcasts from root 0, the others from root 1: every rank must
+//                       get the mismatch, and the next barrier must fail;
+//     mismatch-destroy  rank 1 allreduces 1000004 floats, the others 1000003: every rank must
+//                       get the mismatch and destroys its communicator at once;
+//     then-mismatch     a correct 16-float allreduce, then at once a mismatched one: the first
+//                       must succeed on every rank, the second fail with the mismatch.
+//   With FAULT_HOST_PER_RANK=1 each rank acts as its own host (TSR_TEST_HOST_ID).
 //
 // In the fault modes the other ranks report "rank R: FAILED after <ms> ms: <status>" and exit 3.
 // They ignore SIGTERM, so tsrun's clean-up (SIGTERM, then SIGKILL after --grace) cannot cut
@@ -82,12 +91,70 @@ int runMismatch(Communicator& comm, const std::string& field) {
   return reportFailure(comm.rank(), since, st);
 }
 
+Status waitFor(Result<runtime::RequestPtr> req) { return req.isOk() ? req.value()->wait() : req.status(); }
+
+// One repetition of `what` on a fresh communicator: "" when it went as it must, else what did not.
+std::string repeatOnce(const std::string& what) {
+  auto created = Communicator::createFromEnvironment();
+  if (!created.isOk()) return "cannot create the communicator: " + created.status().toString();
+  Communicator& comm = *created.value();
+  const int r = comm.rank();
+  auto mismatchNamed = [](const Status& st, const char* field) {
+    return st.code() == Code::kMismatch && st.message().find(std::string(field) + " differs") != std::string::npos;
+  };
+  if (what == "bcast-root") {
+    std::vector<float> buf(1000, static_cast<float>(r));
+    Status st = waitFor(comm.broadcast(buf.data(), buf.data(), buf.size(), DataType::kF32, r == 0 ? 0 : 1));
+    if (!mismatchNamed(st, "root")) return "broadcast: " + st.toString();
+    Status next = waitFor(comm.barrier());
+    if (next.isOk()) return "the barrier after the mismatch succeeded";
+    return "";
+  }
+  if (what == "mismatch-destroy") {
+    const size_t count = r == 1 ? 1000004 : 1000003;
+    std::vector<float> buf(count, 1.0f);
+    Status st = waitFor(comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kSum));
+    created.value().reset();  // at once, while peers may still be sending their notices
+    if (!mismatchNamed(st, "count")) return "allreduce: " + st.toString();
+    return "";
+  }
+  if (what == "then-mismatch") {
+    std::vector<float> a(16, 1.0f), b(17, 1.0f);
+    Status first = waitFor(comm.allreduce(a.data(), a.data(), 16, DataType::kF32, ReduceOp::kSum));
+    Status second = waitFor(comm.allreduce(b.data(), b.data(), r == 1 ? 17 : 16, DataType::kF32, ReduceOp::kSum));
+    if (!first.isOk()) return "the correct allreduce failed: " + first.toString();
+    if (a[0] != static_cast<float>(comm.size())) return "the correct allreduce gave " + std::to_string(a[0]);
+    if (!mismatchNamed(second, "count")) return "the mismatched allreduce: " + second.toString();
+    return "";
+  }
+  return "unknown case " + what;
+}
+
+int runRepeat(const std::string& what, int reps) {
+  const char* rank = std::getenv("TSR_RANK");
+  for (int i = 0; i < reps; ++i) {
+    std::string wrong = repeatOnce(what);
+    if (!wrong.empty()) {
+      std::printf("rank %s: FAILED in repetition %d of %s: %s\n", rank ? rank : "?", i, what.c_str(), wrong.c_str());
+      std::fflush(stdout);
+      return 3;
+    }
+  }
+  std::printf("rank %s: OK %d reps of %s\n", rank ? rank : "?", reps, what.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "full";
   std::string arg = argc > 2 ? argv[2] : "";
   if (mode != "full" && mode != "barrier") signal(SIGTERM, SIG_IGN);
+  const char* hostPerRank = std::getenv("FAULT_HOST_PER_RANK");
+  const char* rankText = std::getenv("TSR_RANK");
+  if (hostPerRank && std::string(hostPerRank) == "1" && rankText)
+    setenv("TSR_TEST_HOST_ID", (std::string("h") + rankText).c_str(), 1);
+  if (mode == "repeat") return runRepeat(arg, argc > 3 ? std::atoi(argv[3]) : 1);
   auto created = Communicator::createFromEnvironment();
   if (!created.isOk()) {
     std::printf("rank ?: cannot create the communicator: %s\n", created.status().toString().c_str());
