@@ -10,8 +10,9 @@
 // Argument headers: each pair of ranks that talks in the plan exchanges a 32-byte header with
 // the collective's arguments; a difference is reported as TSR_ERR_MISMATCH naming both ranks
 // and the field. When the first message from one rank to the other (lowest message id) is
-// small (1..kInlineBytes, host memory), the header rides in front of it as one message instead
-// of two: a small collective then costs one message per transfer, as in MPI. The receiver
+// small (0..kInlineBytes, host memory), the header rides in front of it as one message instead
+// of two: a small collective then costs one message per transfer, as in MPI, and an empty first
+// message (a barrier's round) is the header alone. The receiver
 // tells the two forms apart by length, so ranks whose plans differ still meet on the header
 // tag and report the mismatch; the receive of such a first message waits for the header.
 #pragma once

@@ -70,7 +70,8 @@ Status PlanExecutor::checkHeader(const WireHeader& theirs, int peer) const {
 bool PlanExecutor::inlinable(uint32_t index) const {
   if (plan_->ops[index].onArrival) return false;  // the consumer path carries no header
   size_t bytes = plan_->ops[index].count * dataTypeSize(plan_->dtype);
-  return bytes > 0 && bytes <= kInlineBytes && buffers_.memory == transport::MemoryType::kHost;
+  // An empty first message (a barrier's round) is the header itself.
+  return bytes <= kInlineBytes && buffers_.memory == transport::MemoryType::kHost;
 }
 
 Status PlanExecutor::sendInline(uint32_t index, size_t slot) {
@@ -78,7 +79,7 @@ Status PlanExecutor::sendInline(uint32_t index, size_t slot) {
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
   uint8_t* out = headerBytes_ + (plan_->recvPeers.size() + slot) * kHeaderSlot;
   std::memcpy(out, &myHeader_, sizeof(WireHeader));
-  std::memcpy(out + sizeof(WireHeader), resolve(op.src), bytes);
+  if (bytes) std::memcpy(out + sizeof(WireHeader), resolve(op.src), bytes);
   uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
   TSR_RETURN_IF_ERROR(transport_.send(op.peer, tag, out, sizeof(WireHeader) + bytes,
                                       transport::MemoryType::kHost, &completions_[index]));
@@ -103,7 +104,7 @@ void PlanExecutor::land(uint32_t index, size_t slot) {
   const PlanOp& op = plan_->ops[index];
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
   void* into = op.kind == OpKind::kRecv ? resolve(op.dst) : resolve(op.staging);
-  std::memcpy(into, headerBytes_ + slot * kHeaderSlot + sizeof(WireHeader), bytes);
+  if (bytes) std::memcpy(into, headerBytes_ + slot * kHeaderSlot + sizeof(WireHeader), bytes);
   Completion& c = completions_[index];
   c = Completion{};
   c.posted = c.done = true;
@@ -131,7 +132,8 @@ Status PlanExecutor::takeHeader(size_t slot) {
   ++headersChecked_;
   size_t payload = received - sizeof(WireHeader);
   uint32_t first = plan_->firstRecvOp[slot];
-  if (payload == 0) {
+  const bool emptyFirst = plan_->ops[first].count == 0 && inlinable(first);  // the header is that message
+  if (payload == 0 && !emptyFirst) {
     h.state = HeaderIn::kAlone;
     return h.firstWaits ? postFirstRecv(first, slot) : Status::ok();
   }

@@ -68,6 +68,21 @@ TEST(HeaderInline, LargeFirstMessageGoesAfterItsOwnHeader) {
   EXPECT_EQ(sent[1].bytes, count * 4);
 }
 
+// A barrier's rounds are empty messages: each is its round's header alone (one message per
+// round, not a header and then an empty message). Round 0 goes at once; the later ones wait
+// for the round before to be heard, so nothing else is sent yet.
+TEST(HeaderInline, AnEmptyFirstMessageIsTheHeaderItself) {
+  auto plan = disseminationBarrierPlan(0, 4);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  RecordingTransport transport(0, 4);
+  PlanExecutor executor(plan.take(), {nullptr, nullptr, nullptr}, {0, 1, 7}, transport);
+  EXPECT_EQ(executor.start().code(), Code::kInProgress);
+  executor.abort(Status(Code::kAborted, "test over"));
+  ASSERT_EQ(transport.sent.size(), 1u);
+  EXPECT_EQ(transport.sent[0].msgId, transport::kHeaderMessageId);
+  EXPECT_EQ(transport.sent[0].bytes, sizeof(WireHeader));
+}
+
 // Over UCX: rank 1 calls with a count whose first message is too large to inline, the others
 // with a small one (and the other way round); both sides of each differing pair name the count.
 class HeaderInlineMismatch : public ::testing::TestWithParam<int> {};
