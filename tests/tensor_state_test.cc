@@ -75,6 +75,8 @@ struct Case {
   double tol;  // of the conservation check
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+
 class TensorState : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TensorState, SetResidualReadsBackAndGoesInOnce) {
