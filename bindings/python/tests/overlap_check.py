@@ -87,7 +87,7 @@ bad = comm.allreduce(np.zeros(10 + me, np.float32), async_op=True)
 bad.then(lambda result, error: errors.append(error))
 future = bad.get_future() if torch is not None else None
 expect(sleep_until(lambda: errors), "the failing request's callback ran")
-if future is not None and expect(future.done(), "the failing request's future completed"):
+if future is not None and expect(sleep_until(future.done), "the failing request's future completed"):
     raises(tessera.TesseraError, "", future.wait, "the future raises the collective's error")
 expect(errors and isinstance(errors[0], (tessera.MismatchError, tessera.AbortedError)),
        f"callback error: {errors and type(errors[0]).__name__}: {errors}")
