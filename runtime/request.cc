@@ -29,14 +29,32 @@ std::chrono::steady_clock::time_point Request::completedAt() const {
 bool Request::done() const { return done_.load(std::memory_order_acquire); }
 
 void Request::complete(Status status) {
+  std::vector<CompletionCallback> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;
     status_ = std::move(status);
     completedAt_ = std::chrono::steady_clock::now();
     done_.store(true, std::memory_order_release);  // last: a lock-free reader then sees the rest
+    callbacks.swap(callbacks_);
   }
   cv_.notify_all();
+  if (callbacks.empty()) return;
+  // A copy: a callback may release the last reference to this request.
+  const Status final = status_;
+  for (auto& fn : callbacks) fn(final);
+}
+
+void Request::onComplete(CompletionCallback fn) {
+  if (!fn) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      callbacks_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn(status_);  // final once done: no lock needed to read it
 }
 
 }  // namespace tsr::runtime

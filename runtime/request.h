@@ -1,12 +1,14 @@
 // Request: the handle of a posted collective. The progress thread completes it; any thread
-// may test or wait on it.
+// may test or wait on it, or ask to be called back when it ends (onComplete).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -26,6 +28,13 @@ class Request {
   void setDriver(ProgressEngine* engine) { driver_ = engine; }
   void complete(Status status);
   bool done() const;
+  // Calls fn(final status) once, when the collective ends: on the thread that completes it
+  // (the progress thread, or a caller driving it in wait/test), after done() turns true and
+  // without this request's lock held; at once on this thread when it has already ended. fn
+  // must not throw nor block on Tessera (that would stall the thread that drives it). So
+  // frameworks get futures without a thread of their own polling.
+  using CompletionCallback = std::function<void(const Status&)>;
+  void onComplete(CompletionCallback fn);
   // The algorithm that serves this collective ("ring", "binomial", ...), set when posted.
   const std::string& algorithm() const { return algorithm_; }
   // When the collective ended (valid once done()), for profiles that align timelines.
@@ -42,6 +51,7 @@ class Request {
   Status status_{Code::kInProgress, ""};
   std::string algorithm_;
   std::chrono::steady_clock::time_point completedAt_{};
+  std::vector<CompletionCallback> callbacks_;  // until done
 };
 
 }  // namespace tsr::runtime

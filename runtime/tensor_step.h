@@ -16,6 +16,7 @@
 #include "runtime/communicator.h"
 #include "runtime/device_path.h"
 #include "runtime/device_staging.h"
+#include "runtime/result_scale.h"
 
 namespace tsr::runtime {
 
@@ -41,6 +42,8 @@ Result<RequestPtr> submitTensorStep(Communicator& comm, const std::shared_ptr<St
   algorithms::TaskFactory make = [state, makeTask](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
     return makeTask(state, ctx);
   };
+  // Scaled on the host buffer, before a staged step copies it back to the device.
+  if constexpr (requires { s.resultScale; }) make = scaleResult(std::move(make), s.g, s.count, s.resultScale);
   if (s.staging) make = s.staging->wrap(g, std::move(make));
   TSR_ASSIGN_OR_RETURN(RequestPtr request, comm.submitTask(std::move(make), seqSpan, state));
   request->setAlgorithm(s.algorithm);
@@ -62,6 +65,36 @@ Status setTensorStaging(State& s, const char* what, std::shared_ptr<DeviceStagin
   return Status::ok();
 }
 
+// A tensor declared with the op= its algorithm does not compute (result_scale.h). Not while a
+// step is pending, nor on the direct device path (the result stays in device memory there).
+template <typename State>
+Status setTensorResultScale(State& s, const char* what, ResultScale scale) {
+  if (stepPending(s))
+    return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": a step is pending; wait for it first");
+  if constexpr (requires { s.device; }) {
+    if (s.device && scale != ResultScale::kNone)
+      return Status(Code::kNotSupported, std::string(what) + " " + s.name + ": its result stays in device memory "
+                                         "(the direct device path), where op= cannot rescale it; keep the "
+                                         "algorithm's own op");
+  }
+  s.resultScale = scale;
+  return Status::ok();
+}
+
+// Whether the tensor's kept-back state may be replaced now (setResidual): no step pending, and
+// the state in host memory.
+template <typename State>
+Status checkResidualReplace(const State& s, const char* what) {
+  if (stepPending(s))
+    return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": a step is pending; wait for it first");
+  if constexpr (requires { s.device; }) {
+    if (s.device)
+      return Status(Code::kNotSupported, std::string(what) + " " + s.name + ": its residual lives in device memory "
+                                         "(the direct device path) and cannot be replaced from the host");
+  }
+  return Status::ok();
+}
+
 // Whether a tensor may switch to the direct device path now (its setDeviceKernels): before its
 // first step, not staged, with kernels, and with a device step (`noDirect` empty).
 template <typename State>
@@ -74,6 +107,9 @@ Status checkDirectSwitch(const State& s, const char* what, bool haveKernels, con
   if (!noDirect.empty()) return refuse(noDirect);
   if (s.step > 0) return refuse("step " + std::to_string(s.step) + " has run; choose the memory before the first step");
   if (s.staging) return refuse("the tensor is already staged (setStaging)");
+  if constexpr (requires { s.resultScale; }) {
+    if (s.resultScale != ResultScale::kNone) return refuse("its op= rescales the result on the host");
+  }
   return Status::ok();
 }
 

@@ -46,6 +46,9 @@ class Compressor {
   // What error feedback keeps back for the next step (count() floats), or empty when there is
   // no error-feedback decorator in the chain.
   virtual std::span<const float> feedbackError() const { return {}; }
+  // Replaces that error (count() floats: a caller that re-lays-out its tensor moves it along);
+  // false when there is no error-feedback decorator in the chain.
+  virtual bool setFeedbackError(std::span<const float>) { return false; }
   uint32_t step() const { return step_; }
 
  protected:

@@ -21,6 +21,12 @@ void ErrorFeedback::setStep(uint32_t step) {
 
 void ErrorFeedback::resetError() { std::fill(error_.begin(), error_.end(), 0.0f); }
 
+bool ErrorFeedback::setFeedbackError(std::span<const float> error) {
+  if (error.size() != error_.size()) return false;
+  std::copy(error.begin(), error.end(), error_.begin());
+  return true;
+}
+
 Result<size_t> ErrorFeedback::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));

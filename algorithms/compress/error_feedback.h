@@ -30,6 +30,7 @@ class ErrorFeedback final : public Compressor {
 
   std::span<const float> error() const { return error_; }
   std::span<const float> feedbackError() const override { return error_; }
+  bool setFeedbackError(std::span<const float> error) override;
   void resetError();
 
  private:

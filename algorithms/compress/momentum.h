@@ -28,6 +28,7 @@ class NesterovMomentum final : public Compressor {
   void setStep(uint32_t step) override;
   const Compressor& inner() const { return *inner_; }
   std::span<const float> feedbackError() const override { return inner_->feedbackError(); }
+  bool setFeedbackError(std::span<const float> error) override { return inner_->setFeedbackError(error); }
 
   std::span<const float> momentum() const { return momentum_; }
   float mu() const { return mu_; }

@@ -37,6 +37,7 @@ struct CompressedHier {
   size_t shardReal = 0;                     // its elements below count (the rest is padding)
   std::vector<float> work;                  // g + q, count
   std::vector<float> intraResidual, nextResidual;  // q and the step's q' (committed at the end)
+  bool intraResidualOnce = false;  // intra=none: q came from setResidual; the next step clears it
   std::vector<float> dropped;               // padded (intra=fp16): what the host ring's f16 sums
                                             // and division rounded away, added to q' at the end
   std::vector<uint64_t> intraBuffer;        // padded elements of intraType

@@ -105,7 +105,10 @@ Status CompressedHierStepTask::writeResult() {
     // dropped (those elements' sums are short by it; units of the sum, as q).
     for (size_t j = 0; j < s.count; ++j) h_.nextResidual[j] += h_.dropped[j];
     std::swap(h_.intraResidual, h_.nextResidual);
+  } else if (h_.intraResidualOnce) {
+    std::fill(h_.intraResidual.begin(), h_.intraResidual.end(), 0.0f);
   }
+  h_.intraResidualOnce = false;
   return Status::ok();
 }
 

@@ -15,6 +15,7 @@
 #include "algorithms/plan/executor.h"
 #include "runtime/communicator.h"
 #include "runtime/device_staging.h"
+#include "runtime/result_scale.h"
 
 namespace tsr::compressed {
 
@@ -36,6 +37,7 @@ struct CompressedState {
   double flagIn[2] = {0, 0}, flagOut[2] = {0, 0};
   uint64_t step = 0;
   runtime::RequestPtr pending;
+  runtime::ResultScale resultScale = runtime::ResultScale::kNone;  // op= (runtime/result_scale.h)
   std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
   std::shared_ptr<CompressedDevice> device;         // the direct device path (flat or two-level)
   float* g = nullptr;

@@ -149,6 +149,27 @@ void CompressedTensor::residual(float* out) const {
   else std::copy(e.begin(), e.end(), out);
 }
 
+Status CompressedTensor::setResidual(const float* values) {
+  CompressedState& s = *state_;
+  TSR_RETURN_IF_ERROR(runtime::checkResidualReplace(s, "compressed tensor"));
+  if (s.hier) {
+    CompressedHier& h = *s.hier;
+    std::copy_n(values, s.count, h.intraResidual.begin());
+    if (s.compressor) s.compressor->setFeedbackError(std::vector<float>(s.compressor->count(), 0.0f));
+    h.intraResidualOnce = h.intraType != DataType::kF16;
+    return Status::ok();
+  }
+  std::span<const float> given(values, s.count);
+  if (s.compressor->setFeedbackError(given)) return Status::ok();
+  if (std::all_of(given.begin(), given.end(), [](float v) { return v == 0.0f; })) return Status::ok();
+  return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": ef=none keeps no residual, so only "
+                                        "zeros can be set; declare it with error feedback (the default) to carry one");
+}
+
+Status CompressedTensor::setResultScale(runtime::ResultScale scale) {
+  return runtime::setTensorResultScale(*state_, "compressed tensor", scale);
+}
+
 void CompressedTensor::momentum(float* out) const {
   const CompressedState& s = *state_;
   if (s.device && !s.hier) {

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "runtime/communicator.h"
+#include "runtime/result_scale.h"
 
 namespace tsr::runtime {
 class DeviceStaging;
@@ -74,6 +75,14 @@ class CompressedTensor {
   // path); two-level: the f16 cast residual plus
   // X (ranks per host) times the shard's error-feedback error, at the shard.
   void residual(float* out) const;
+  // Replaces what this rank keeps back (count floats, residual()'s units), e.g. permuted after
+  // the caller re-laid-out its buffer. Flat: the error-feedback error (ef=none keeps none: only
+  // zeros are accepted). Two-level: the f16 cast residual takes it all (the next step adds it
+  // to g, intra=none too, once) and the shard's error restarts at zero. Not while a step is
+  // pending, nor on the direct device path.
+  Status setResidual(const float* values);
+  // op= the caller declared, when it is the sum (runtime/result_scale.h).
+  Status setResultScale(runtime::ResultScale scale);
   // Flat with momentum=nesterov: the momentum (count floats; read from the device on the
   // direct path); zeros otherwise.
   void momentum(float* out) const;

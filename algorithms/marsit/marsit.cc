@@ -206,6 +206,21 @@ void MarsitTensor::residual(float* out) const {
   for (size_t k = 0; k < s.comp.size() && off + k < s.count; ++k)
     out[off + k] += static_cast<float>(s.ranksPerRow) * s.comp[k];
 }
+Status MarsitTensor::setResidual(const float* values) {
+  MarsitState& s = *state_;
+  TSR_RETURN_IF_ERROR(runtime::checkResidualReplace(s, "marsit tensor"));
+  if (!s.twoLevel) {
+    std::copy_n(values, s.count, s.comp.begin());
+    return Status::ok();
+  }
+  std::copy_n(values, s.count, s.intraResidual.begin());
+  std::fill(s.comp.begin(), s.comp.end(), 0.0f);
+  s.intraResidualOnce = s.intraType != DataType::kF16;
+  return Status::ok();
+}
+Status MarsitTensor::setResultScale(runtime::ResultScale scale) {
+  return runtime::setTensorResultScale(*state_, "marsit tensor", scale);
+}
 size_t MarsitTensor::shardOffset() const { return state_->twoLevel ? state_->hier.shardOffset : 0; }
 uint64_t MarsitTensor::step() const { return state_->step; }
 const StepTimes& MarsitTensor::lastTimes() const { return state_->times; }

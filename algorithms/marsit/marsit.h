@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "runtime/result_scale.h"
 
 namespace tsr::runtime {
 class DeviceStaging;
@@ -110,6 +111,14 @@ class MarsitTensor {
   // the compensation; two-level, the f16 residual plus X times the row block's compensation.
   // Summed over ranks, it is what the next full-precision step adds to the average.
   void residual(float* out) const;
+  // Replaces everything this rank keeps back (count floats, residual()'s units), e.g. permuted
+  // after the caller re-laid-out its buffer. Flat: the compensation. Two-level: the f16
+  // residual takes it all (the next step adds it to g, intra=none too, once) and the row
+  // block's compensation restarts at zero; both reach the row's sum the same way. Not while a
+  // step is pending, nor on the direct device path.
+  Status setResidual(const float* values);
+  // op= the caller declared, when it is the sum (runtime/result_scale.h).
+  Status setResultScale(runtime::ResultScale scale);
   uint64_t step() const;
   const StepTimes& lastTimes() const;
   const std::string& name() const;

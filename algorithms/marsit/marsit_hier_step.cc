@@ -140,6 +140,7 @@ Status MarsitHierStepTask::writeResult() {
     std::copy_n(s.work.data(), s.count, s.g);
     std::fill(s.comp.begin(), s.comp.end(), 0.0f);
     std::fill(s.intraResidual.begin(), s.intraResidual.end(), 0.0f);
+    s.intraResidualOnce = false;
     s.times.decompress = nowUs() - t;
     return Status::ok();
   }
@@ -153,6 +154,8 @@ Status MarsitHierStepTask::writeResult() {
   kernels::signCompensate(s.shard.data(), s.bits.data() + off / 64, n, eta, s.comp.data());
   const size_t real = s.count > off ? std::min(n, s.count - off) : 0;
   std::fill(s.comp.begin() + real, s.comp.end(), 0.0f);  // padding keeps nothing
+  if (s.intraResidualOnce) std::fill(s.intraResidual.begin(), s.intraResidual.end(), 0.0f);
+  s.intraResidualOnce = false;
   s.times.compensate = nowUs() - t2;
   return Status::ok();
 }

@@ -22,6 +22,7 @@
 #include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
 #include "runtime/device_staging.h"
+#include "runtime/result_scale.h"
 
 namespace tsr::marsit {
 
@@ -41,6 +42,7 @@ struct MarsitState {
   uint64_t step = 0;
   StepTimes times;
   runtime::RequestPtr pending;  // the running step, if any
+  runtime::ResultScale resultScale = runtime::ResultScale::kNone;  // op= (runtime/result_scale.h)
   std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
   // The direct device path instead (memory=cuda, the transport moves CUDA memory): comp, work,
   // bits and scratch live there, and the host vectors above are unused.
@@ -62,6 +64,9 @@ struct MarsitState {
   HierPlans hier;
   std::vector<uint64_t> intraBuffer, rowScratch;  // padded elements of intraType
   std::vector<float> intraResidual, shard, dropped;
+  // intra=none keeps no cast residual: one that setResidual put there goes in once, then
+  // the step that added it clears it.
+  bool intraResidualOnce = false;
 
   bool fullPrecisionStep() const {
     return params.fullPrecisionEvery > 0 && (step + 1) % params.fullPrecisionEvery == 0;

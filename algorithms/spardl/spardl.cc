@@ -140,6 +140,14 @@ uint64_t SparDLTensor::step() const { return state_->step; }
 const std::string& SparDLTensor::algorithm() const { return state_->algorithm; }
 const StepStats& SparDLTensor::lastStats() const { return state_->stats; }
 const std::vector<float>& SparDLTensor::residual() const { return state_->residual; }
+Status SparDLTensor::setResidual(const float* values) {
+  TSR_RETURN_IF_ERROR(runtime::checkResidualReplace(*state_, "spardl tensor"));
+  std::copy_n(values, state_->count, state_->residual.begin());
+  return Status::ok();
+}
+Status SparDLTensor::setResultScale(runtime::ResultScale scale) {
+  return runtime::setTensorResultScale(*state_, "spardl tensor", scale);
+}
 size_t SparDLTensor::preselection() const { return state_->kPrime; }
 uint64_t SparDLTensor::lastCrossCount() const { return state_->lastCrossCount; }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "runtime/communicator.h"
+#include "runtime/result_scale.h"
 
 namespace tsr::runtime {
 class DeviceStaging;
@@ -66,6 +67,11 @@ class SparDLTensor {
   const StepStats& lastStats() const;
   // What this rank keeps for its next step (count floats). Valid while no step is pending.
   const std::vector<float>& residual() const;
+  // Replaces it (count floats), e.g. permuted after the caller re-laid-out its buffer. Not while
+  // a step is pending.
+  Status setResidual(const float* values);
+  // op= the caller declared, when it is the average (runtime/result_scale.h).
+  Status setResultScale(runtime::ResultScale scale);
 
  private:
   SparDLTensor(runtime::Communicator& comm, std::shared_ptr<SparDLState> state);

@@ -19,6 +19,7 @@
 
 #include "algorithms/plan/task.h"
 #include "runtime/device_staging.h"
+#include "runtime/result_scale.h"
 #include "algorithms/spardl/spardl.h"
 #include "topology/schedule.h"
 
@@ -63,6 +64,7 @@ struct SparDLState {
   uint64_t step = 0;
   StepStats stats;
   runtime::RequestPtr pending;
+  runtime::ResultScale resultScale = runtime::ResultScale::kNone;  // op= (runtime/result_scale.h)
   std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
   float* g = nullptr;
 };

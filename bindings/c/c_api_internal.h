@@ -6,14 +6,18 @@
 #include <memory>
 #include <string>
 
+#include "bindings/c/comm_life.h"
 #include "runtime/communicator.h"
 #include "tessera/tessera.h"
 
 struct tsr_comm {
-  std::unique_ptr<tsr::runtime::Communicator> impl;
+  std::shared_ptr<tsr::capi::CommLife> life;
 };
+// A request keeps its communicator's life: waited on after tsr_comm_destroy, it reports how
+// it ended without driving the destroyed engine.
 struct tsr_request {
   tsr::runtime::RequestPtr impl;
+  std::shared_ptr<tsr::capi::CommLife> life;
 };
 
 namespace tsr::capi {
@@ -45,11 +49,30 @@ inline tsr_status_t guarded(const char* what, F&& body) {
   return TSR_ERR_INTERNAL;
 }
 
-// Blocking when request is NULL; otherwise hands the request out.
-inline tsr_status_t finish(tsr::Result<tsr::runtime::RequestPtr> posted, tsr_request_t* request) {
+// A handle used after its communicator was destroyed.
+inline tsr_status_t destroyed(const std::string& what) {
+  lastError = "TSR_ERR_ABORTED: " + what +
+              ": the communicator was destroyed (tsr_comm_destroy); this handle can only be freed";
+  return TSR_ERR_ABORTED;
+}
+
+// Runs body(comm) while the communicator lives (CommLife::with), else reports `what` was
+// used after tsr_comm_destroy.
+template <typename F>
+inline tsr_status_t withLiveComm(CommLife& life, const std::string& what, F&& body) {
+  return life.with([&](tsr::runtime::Communicator* comm) -> tsr_status_t {
+    if (!comm) return destroyed(what);
+    return body(*comm);
+  });
+}
+
+// Blocking when request is NULL (called inside withLiveComm, so the engine it drives lives
+// until the wait ends); otherwise hands the request out.
+inline tsr_status_t finish(tsr::Result<tsr::runtime::RequestPtr> posted, tsr_request_t* request,
+                           const std::shared_ptr<CommLife>& life) {
   if (!posted.isOk()) return report(posted.status());
   if (request) {
-    *request = new tsr_request{posted.take()};
+    *request = new tsr_request{posted.take(), life};
     return TSR_OK;
   }
   return report(posted.value()->wait());

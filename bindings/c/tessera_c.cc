@@ -42,12 +42,30 @@ tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparam
   if (!launch.isOk()) return report(launch.status());
   auto created = tsr::runtime::Communicator::create(launch.value(), config.value());
   if (!created.isOk()) return report(created.status());
-  *comm = new tsr_comm{created.take()};
+  *comm = new tsr_comm{std::make_shared<CommLife>(created.take())};
   return TSR_OK;
 }
 
-#define TSR_REQUIRE_COMM(fn)                                 \
-  if (!comm) return invalid(std::string(fn) + ": comm is NULL")
+using tsr::runtime::Communicator;
+
+// Runs body(communicator) for the C function `fn`: comm NULL is an invalid argument, a
+// destroyed one TSR_ERR_ABORTED.
+template <typename F>
+tsr_status_t onComm(tsr_comm_t comm, const char* fn, F&& body) {
+  if (!comm) return invalid(std::string(fn) + ": comm is NULL");
+  return withLiveComm(*comm->life, fn, std::forward<F>(body));
+}
+
+// tsr_test (block false) or tsr_wait. Once the communicator is destroyed every request has
+// ended (the shutdown fails the pending ones), so its status is read without driving.
+tsr_status_t settle(tsr_request_t request, bool block) {
+  auto body = [&](Communicator* comm) -> tsr_status_t {
+    const tsr::runtime::Request& r = *request->impl;
+    if (!comm && !r.done()) return destroyed(block ? "tsr_wait" : "tsr_test");
+    return report(block ? r.wait() : r.test());
+  };
+  return request->life ? request->life->with(body) : body(nullptr);
+}
 
 }  // namespace
 
@@ -66,6 +84,7 @@ tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* params, s
 
 tsr_status_t tsr_comm_destroy(tsr_comm_t comm) {
   return guarded("tsr_comm_destroy", [&] {
+    if (comm) comm->life->destroy();
     delete comm;
     return TSR_OK;
   });
@@ -73,101 +92,123 @@ tsr_status_t tsr_comm_destroy(tsr_comm_t comm) {
 
 tsr_status_t tsr_comm_abort(tsr_comm_t comm) {
   return guarded("tsr_comm_abort", [&] {
-    TSR_REQUIRE_COMM("tsr_comm_abort");
-    comm->impl->abort("tsr_comm_abort called");
-    return TSR_OK;
+    return onComm(comm, "tsr_comm_abort", [&](Communicator& c) {
+      c.abort("tsr_comm_abort called");
+      return TSR_OK;
+    });
   });
 }
 
 tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank) {
-  TSR_REQUIRE_COMM("tsr_comm_rank");
   if (!rank) return invalid("tsr_comm_rank: rank is NULL");
-  *rank = comm->impl->rank();
-  return TSR_OK;
+  return onComm(comm, "tsr_comm_rank", [&](Communicator& c) {
+    *rank = c.rank();
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_comm_size(tsr_comm_t comm, int* size) {
-  TSR_REQUIRE_COMM("tsr_comm_size");
   if (!size) return invalid("tsr_comm_size: size is NULL");
-  *size = comm->impl->size();
-  return TSR_OK;
+  return onComm(comm, "tsr_comm_size", [&](Communicator& c) {
+    *size = c.size();
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* localRank) {
-  TSR_REQUIRE_COMM("tsr_comm_local_rank");
   if (!localRank) return invalid("tsr_comm_local_rank: local_rank is NULL");
-  *localRank = comm->impl->localRank();
-  return TSR_OK;
+  return onComm(comm, "tsr_comm_local_rank", [&](Communicator& c) {
+    *localRank = c.localRank();
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes) {
-  TSR_REQUIRE_COMM("tsr_comm_bytes_sent");
   if (!bytes) return invalid("tsr_comm_bytes_sent: bytes is NULL");
-  *bytes = comm->impl->bytesSent();
-  return TSR_OK;
+  return onComm(comm, "tsr_comm_bytes_sent", [&](Communicator& c) {
+    *bytes = c.bytesSent();
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory) {
   return guarded("tsr_comm_set_memory_type", [&] {
-    TSR_REQUIRE_COMM("tsr_comm_set_memory_type");
-    int value = static_cast<int>(memory);
-    if (value != TSR_MEM_HOST && value != TSR_MEM_CUDA)
-      return invalid("tsr_comm_set_memory_type: memory type " + std::to_string(value) +
-                     " is neither TSR_MEM_HOST (0) nor TSR_MEM_CUDA (1)");
-    return report(comm->impl->setBufferMemory(static_cast<tsr::transport::MemoryType>(value)));
+    return onComm(comm, "tsr_comm_set_memory_type", [&](Communicator& c) {
+      int value = static_cast<int>(memory);
+      if (value != TSR_MEM_HOST && value != TSR_MEM_CUDA)
+        return invalid("tsr_comm_set_memory_type: memory type " + std::to_string(value) +
+                       " is neither TSR_MEM_HOST (0) nor TSR_MEM_CUDA (1)");
+      return report(c.setBufferMemory(static_cast<tsr::transport::MemoryType>(value)));
+    });
   });
 }
 
 tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
                            tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
   return guarded("tsr_allreduce", [&] {
-    TSR_REQUIRE_COMM("tsr_allreduce");
-    return finish(comm->impl->allreduce(send, recv, count, static_cast<tsr::DataType>(dtype),
-                                        static_cast<tsr::ReduceOp>(op)), request);
+    return onComm(comm, "tsr_allreduce", [&](Communicator& c) {
+      return finish(c.allreduce(send, recv, count, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),
+                    request, comm->life);
+    });
   });
 }
 
 tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count,
                            tsr_dtype_t dtype, tsr_request_t* request) {
   return guarded("tsr_allgather", [&] {
-    TSR_REQUIRE_COMM("tsr_allgather");
-    return finish(comm->impl->allgather(send, recv, count, static_cast<tsr::DataType>(dtype)), request);
+    return onComm(comm, "tsr_allgather", [&](Communicator& c) {
+      return finish(c.allgather(send, recv, count, static_cast<tsr::DataType>(dtype)), request, comm->life);
+    });
   });
 }
 
 tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count,
                            tsr_dtype_t dtype, int root, tsr_request_t* request) {
   return guarded("tsr_broadcast", [&] {
-    TSR_REQUIRE_COMM("tsr_broadcast");
-    return finish(comm->impl->broadcast(send, recv, count, static_cast<tsr::DataType>(dtype), root),
-                  request);
+    return onComm(comm, "tsr_broadcast", [&](Communicator& c) {
+      return finish(c.broadcast(send, recv, count, static_cast<tsr::DataType>(dtype), root), request, comm->life);
+    });
   });
 }
 
 tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recvCount,
                                 tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
   return guarded("tsr_reduce_scatter", [&] {
-    TSR_REQUIRE_COMM("tsr_reduce_scatter");
-    return finish(comm->impl->reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype),
-                                            static_cast<tsr::ReduceOp>(op)), request);
+    return onComm(comm, "tsr_reduce_scatter", [&](Communicator& c) {
+      return finish(c.reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype),
+                                    static_cast<tsr::ReduceOp>(op)),
+                    request, comm->life);
+    });
   });
 }
 
 tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request) {
   return guarded("tsr_barrier", [&] {
-    TSR_REQUIRE_COMM("tsr_barrier");
-    return finish(comm->impl->barrier(), request);
+    return onComm(comm, "tsr_barrier", [&](Communicator& c) { return finish(c.barrier(), request, comm->life); });
   });
 }
 
 tsr_status_t tsr_test(tsr_request_t request) {
   if (!request) return invalid("tsr_test: request is NULL");
-  return report(request->impl->test());
+  return guarded("tsr_test", [&] { return settle(request, false); });
 }
 
 tsr_status_t tsr_wait(tsr_request_t request) {
   if (!request) return invalid("tsr_wait: request is NULL");
-  return guarded("tsr_wait", [&] { return report(request->impl->wait()); });
+  return guarded("tsr_wait", [&] { return settle(request, true); });
+}
+
+tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status),
+                                     void* user) {
+  if (!request || !fn) return invalid("tsr_request_on_complete: request or fn is NULL");
+  return guarded("tsr_request_on_complete", [&] {
+    // Holds neither the handle nor the communicator: the caller may free the request first.
+    request->impl->onComplete([fn, user](const tsr::Status& st) {
+      if (!st.isOk()) lastError = st.toString();  // what tsr_last_error() gives inside fn
+      fn(user, static_cast<tsr_status_t>(st.code()));
+    });
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_request_free(tsr_request_t request) {

@@ -4,9 +4,22 @@
 
 struct tsr_covap {
   std::unique_ptr<tsr::covap::Covap> impl;
+  std::shared_ptr<tsr::capi::CommLife> life;  // its calls report TSR_ERR_ABORTED once destroyed
 };
 
 using namespace tsr::capi;
+using tsr::runtime::Communicator;
+
+namespace {
+
+// Runs body(covap) for the COVAP call `fn` while its communicator lives.
+template <typename F>
+tsr_status_t onCovap(tsr_covap_t covap, const char* fn, F&& body) {
+  if (!covap) return invalid(std::string(fn) + ": covap is NULL");
+  return withLiveComm(*covap->life, fn, [&](Communicator&) { return body(*covap->impl); });
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -23,39 +36,40 @@ tsr_status_t tsr_covap_create(tsr_comm_t comm, const tsr_param_t* params, size_t
         return invalid("tsr_covap_create: param " + std::to_string(i) + " has a NULL key or value");
       kv[params[i].key] = params[i].value;
     }
-    auto made = tsr::covap::Covap::create(*comm->impl, kv,
-                                         std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
-    if (!made.isOk()) return report(made.status());
-    *covap = new tsr_covap{made.take()};
-    return TSR_OK;
+    return withLiveComm(*comm->life, "tsr_covap_create", [&](Communicator& c) {
+      auto made = tsr::covap::Covap::create(c, kv, std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
+      if (!made.isOk()) return report(made.status());
+      *covap = new tsr_covap{made.take(), comm->life};
+      return TSR_OK;
+    });
   });
 }
 
 tsr_status_t tsr_covap_begin_step(tsr_covap_t covap) {
-  if (!covap) return invalid("tsr_covap_begin_step: covap is NULL");
-  covap->impl->beginStep();
-  return TSR_OK;
+  return onCovap(covap, "tsr_covap_begin_step", [&](tsr::covap::Covap& c) {
+    c.beginStep();
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_covap_bucket_ready(tsr_covap_t covap, size_t bucket, float* grad) {
   return guarded("tsr_covap_bucket_ready", [&] {
-    if (!covap) return invalid("tsr_covap_bucket_ready: covap is NULL");
-    return report(covap->impl->bucketReady(bucket, grad));
+    return onCovap(covap, "tsr_covap_bucket_ready", [&](tsr::covap::Covap& c) { return report(c.bucketReady(bucket, grad)); });
   });
 }
 
 tsr_status_t tsr_covap_finish_step(tsr_covap_t covap) {
   return guarded("tsr_covap_finish_step", [&] {
-    if (!covap) return invalid("tsr_covap_finish_step: covap is NULL");
-    return report(covap->impl->finishStep());
+    return onCovap(covap, "tsr_covap_finish_step", [&](tsr::covap::Covap& c) { return report(c.finishStep()); });
   });
 }
 
 tsr_status_t tsr_covap_info(tsr_covap_t covap, int* interval, double* ccr) {
-  if (!covap) return invalid("tsr_covap_info: covap is NULL");
-  if (interval) *interval = covap->impl->interval();
-  if (ccr) *ccr = covap->impl->measuredCcr();
-  return TSR_OK;
+  return onCovap(covap, "tsr_covap_info", [&](tsr::covap::Covap& c) {
+    if (interval) *interval = c.interval();
+    if (ccr) *ccr = c.measuredCcr();
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_covap_destroy(tsr_covap_t covap) {

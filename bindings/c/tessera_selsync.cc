@@ -5,9 +5,11 @@
 
 struct tsr_selsync {
   std::unique_ptr<tsr::selsync::SelSync> impl;
+  std::shared_ptr<tsr::capi::CommLife> life;  // its calls report TSR_ERR_ABORTED once destroyed
 };
 
 using namespace tsr::capi;
+using tsr::runtime::Communicator;
 
 extern "C" {
 
@@ -24,11 +26,12 @@ tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size
         return invalid("tsr_selsync_create: param " + std::to_string(i) + " has a NULL key or value");
       kv[params[i].key] = params[i].value;
     }
-    auto made = tsr::selsync::SelSync::create(*comm->impl, kv,
-                                             std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
-    if (!made.isOk()) return report(made.status());
-    *selsync = new tsr_selsync{made.take()};
-    return TSR_OK;
+    return withLiveComm(*comm->life, "tsr_selsync_create", [&](Communicator& c) {
+      auto made = tsr::selsync::SelSync::create(c, kv, std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
+      if (!made.isOk()) return report(made.status());
+      *selsync = new tsr_selsync{made.take(), comm->life};
+      return TSR_OK;
+    });
   });
 }
 
@@ -37,11 +40,12 @@ tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, d
                                 size_t capacity, size_t* received_count) {
   return guarded("tsr_selsync_inject", [&] {
     if (!comm) return invalid("tsr_selsync_inject: comm is NULL");
-    auto r = tsr::selsync::injectData(*comm->impl, seed, step, alpha, share, share_count, received,
-                                      capacity);
-    if (!r.isOk()) return report(r.status());
-    if (received_count) *received_count = r.value().receivedCount;
-    return TSR_OK;
+    return withLiveComm(*comm->life, "tsr_selsync_inject", [&](Communicator& c) {
+      auto r = tsr::selsync::injectData(c, seed, step, alpha, share, share_count, received, capacity);
+      if (!r.isOk()) return report(r.status());
+      if (received_count) *received_count = r.value().receivedCount;
+      return TSR_OK;
+    });
   });
 }
 
@@ -49,22 +53,26 @@ tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared, f
                               int* synchronized) {
   return guarded("tsr_selsync_step", [&] {
     if (!selsync || !buckets) return invalid("tsr_selsync_step: selsync or buckets is NULL");
-    size_t n = selsync->impl->bucketCount();
-    auto r = selsync->impl->step(grad_norm_squared, std::vector<float*>(buckets, buckets + n));
-    if (!r.isOk()) return report(r.status());
-    if (synchronized) *synchronized = r.value().synchronized ? 1 : 0;
-    return TSR_OK;
+    return withLiveComm(*selsync->life, "tsr_selsync_step", [&](Communicator&) {
+      size_t n = selsync->impl->bucketCount();
+      auto r = selsync->impl->step(grad_norm_squared, std::vector<float*>(buckets, buckets + n));
+      if (!r.isOk()) return report(r.status());
+      if (synchronized) *synchronized = r.value().synchronized ? 1 : 0;
+      return TSR_OK;
+    });
   });
 }
 
 tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps, uint64_t* local_steps,
                                uint64_t* bytes_saved) {
   if (!selsync) return invalid("tsr_selsync_stats: selsync is NULL");
-  const auto& st = selsync->impl->stats();
-  if (sync_steps) *sync_steps = st.syncSteps;
-  if (local_steps) *local_steps = st.localSteps;
-  if (bytes_saved) *bytes_saved = st.bytesSaved;
-  return TSR_OK;
+  return withLiveComm(*selsync->life, "tsr_selsync_stats", [&](Communicator&) {
+    const auto& st = selsync->impl->stats();
+    if (sync_steps) *sync_steps = st.syncSteps;
+    if (local_steps) *local_steps = st.localSteps;
+    if (bytes_saved) *bytes_saved = st.bytesSaved;
+    return TSR_OK;
+  });
 }
 
 tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync) {

@@ -90,6 +90,24 @@ TEST(ErrorFeedback, NonFiniteInputLeavesErrorUntouched) {
   EXPECT_TRUE(std::equal(before.begin(), before.end(), ef->error().begin()));
 }
 
+// A caller that re-lays-out its tensor moves the error along: the next step adds the error it
+// set, through momentum too; a compressor without error feedback says it has none to set.
+TEST(ErrorFeedback, SetErrorIsWhatTheNextStepAdds) {
+  const size_t n = 64, k = 4;
+  auto c = make({{"compressor", "topk"}, {"k", "4"}, {"ef", "vanilla"}, {"momentum", "nesterov"}}, n);
+  std::vector<float> e(n);
+  for (size_t i = 0; i < n; ++i) e[i] = 0.01f * static_cast<float>(i);
+  ASSERT_TRUE(c->setFeedbackError(e));
+  EXPECT_TRUE(std::equal(e.begin(), e.end(), c->feedbackError().begin()));
+  std::vector<float> zeros(n, 0.0f);
+  auto out = roundTrip(*c, zeros);  // momentum of zeros stays zero: corrected = e
+  std::vector<double> corrected(e.begin(), e.end());
+  expectClose(out, topkRef(corrected, k), 1e-6, "payload", 0);
+  auto plain = make({{"compressor", "topk"}, {"k", "4"}, {"ef", "none"}}, n);
+  EXPECT_FALSE(plain->setFeedbackError(e));
+  EXPECT_FALSE(c->setFeedbackError(std::vector<float>(n - 1)));  // not its size
+}
+
 TEST(Momentum, NesterovMatchesFloat64Reference) {
   const size_t n = 1000;
   const double mu = 0.8;

@@ -17,7 +17,8 @@ namespace tsr::ctest {
 
 inline std::string lastError() { return tsr_last_error(); }
 
-// Runs body(comm, rank) on n threads, each with its own communicator from explicit params.
+// Runs body(comm, rank) on n threads, each with its own communicator from explicit params. A
+// body taking comm by reference may destroy it itself and set it to NULL.
 // local(r) gives rank r's (local_rank, local_size); by default every rank is on one host.
 template <typename Body>
 inline void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>> extra = {},

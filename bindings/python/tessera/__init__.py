@@ -7,14 +7,15 @@ CPU tensors.
     comm.allreduce(grad, op="avg")           # in place, blocking
     req = comm.allreduce(grad, async_op=True)
     ...                                       # overlap
-    req.wait()
+    req.wait()                                # or req.then(fn) / req.get_future()
 """
-from .communicator import Communicator, Request
-from .errors import (AbortedError, BootstrapError, CollectiveTimeoutError, InvalidArgumentError,
+from .communicator import Communicator
+from .errors import (AbortedError, BootstrapError, ClosedError, CollectiveTimeoutError, InvalidArgumentError,
                      MismatchError, NotSupportedError, NumericError, PeerFailedError, TesseraError)
+from .request import Request
 from ._selsync_covap import Covap, SelSync, inject
-from .tensor import CompressedTensor
+from .tensor import CompressedTensor, relayout_index
 
-__all__ = ["Communicator", "Request", "CompressedTensor", "SelSync", "inject", "Covap", "TesseraError", "NotSupportedError",
-           "InvalidArgumentError", "MismatchError", "PeerFailedError", "CollectiveTimeoutError",
-           "BootstrapError", "AbortedError", "NumericError"]
+__all__ = ["Communicator", "Request", "CompressedTensor", "relayout_index", "SelSync", "inject", "Covap",
+           "TesseraError", "NotSupportedError", "InvalidArgumentError", "MismatchError", "PeerFailedError",
+           "CollectiveTimeoutError", "BootstrapError", "AbortedError", "ClosedError", "NumericError"]

@@ -1,6 +1,9 @@
-"""What the collectives take: NumPy arrays and PyTorch CPU tensors, C-contiguous, of a
-Tessera element type. A Buffer is the C view of one (address, element count, dtype code)
-and keeps the object alive while a collective may touch it."""
+"""What the collectives and tensors take: NumPy arrays and PyTorch CPU tensors, C-contiguous,
+aligned, of a Tessera element type. Every array the package hands to C goes through
+as_buffer, which checks the dtype, the size in bytes, the layout and, where C writes, the
+writability, and names what is wrong: C trusts the pointer and the count it is given, so a
+float64 array passed where float32 was declared would be read half and written wrong, and a
+float16 one written past its end."""
 import numpy as np
 
 from . import _capi
@@ -8,6 +11,10 @@ from . import _capi
 _NUMPY_DTYPES = {np.dtype(np.float32): _capi.FLOAT32, np.dtype(np.float64): _capi.FLOAT64,
                  np.dtype(np.float16): _capi.FLOAT16, np.dtype(np.int32): _capi.INT32,
                  np.dtype(np.int64): _capi.INT64}
+NAMES = {_capi.FLOAT32: "float32", _capi.FLOAT64: "float64", _capi.FLOAT16: "float16",
+         _capi.BFLOAT16: "bfloat16", _capi.INT32: "int32", _capi.INT64: "int64"}
+ITEM_BYTES = {_capi.FLOAT32: 4, _capi.FLOAT64: 8, _capi.FLOAT16: 2, _capi.BFLOAT16: 2,
+              _capi.INT32: 4, _capi.INT64: 8}
 ACCEPTED = "float32, float64, float16, bfloat16 (torch), int32, int64"
 
 
@@ -21,37 +28,87 @@ class Buffer:
         self.count = array.size
         self.dtype = dtype
 
+    @property
+    def nbytes(self):
+        return self.count * ITEM_BYTES[self.dtype]
+
+    def overlaps(self, other):
+        return (self.address < other.address + other.nbytes and other.address < self.address + self.nbytes
+                and self.nbytes and other.nbytes)
+
 
 def _is_torch(obj):
     return type(obj).__module__.startswith("torch") and hasattr(obj, "numpy")
 
 
-def as_buffer(obj, what, writable):
-    """The Buffer of obj; ValueError/TypeError naming `what` when Tessera cannot use it."""
+def _torch_codes():
+    import torch
+    return {torch.float32: _capi.FLOAT32, torch.float64: _capi.FLOAT64, torch.float16: _capi.FLOAT16,
+            torch.bfloat16: _capi.BFLOAT16, torch.int32: _capi.INT32, torch.int64: _capi.INT64}
+
+
+def dtype_code(dtype, what):
+    """The tsr_dtype_t of a dtype given as a name ("float32", "bfloat16"), a NumPy dtype
+    (np.float32, np.dtype("float16")) or a torch dtype (torch.float32, torch.bfloat16)."""
+    if type(dtype).__module__.startswith("torch"):
+        code = _torch_codes().get(dtype)
+    elif isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        code = _capi.BFLOAT16
+    elif dtype is None:  # np.dtype(None) would be float64
+        code = None
+    else:
+        try:
+            code = _NUMPY_DTYPES.get(np.dtype(dtype))
+        except TypeError:
+            code = None
+    if code is None:
+        raise ValueError(f"{what}: dtype {dtype!r} is not accepted ({ACCEPTED}; as a name, a NumPy or a torch dtype)")
+    return code
+
+
+def _view(obj, what):
+    """(NumPy view, dtype code) of obj's memory, refusing what C could not read as one block."""
     if _is_torch(obj):
         import torch
         if obj.device.type != "cpu":
             raise ValueError(f"{what}: a tensor on {obj.device}: the Python layer takes host "
                              f"memory (move it with .cpu())")
+        code = _torch_codes().get(obj.dtype)
+        if code is None:
+            raise ValueError(f"{what}: dtype {obj.dtype} is not accepted ({ACCEPTED})")
         if not obj.is_contiguous():
             raise ValueError(f"{what}: a non-contiguous tensor (use .contiguous())")
         view = obj.detach()  # the same memory, without autograd (numpy() refuses it)
-        if obj.dtype == torch.bfloat16:
-            return Buffer(obj, view.view(torch.int16).numpy(), _capi.BFLOAT16)
-        if obj.dtype not in (torch.float32, torch.float64, torch.float16, torch.int32, torch.int64):
-            raise ValueError(f"{what}: dtype {obj.dtype} is not accepted ({ACCEPTED})")
-        array = view.numpy()
-        return Buffer(obj, array, _NUMPY_DTYPES[array.dtype])
+        array = view.view(torch.int16).numpy() if code == _capi.BFLOAT16 else view.numpy()
+        return array, code
     if not isinstance(obj, np.ndarray):
         raise TypeError(f"{what}: a {type(obj).__name__}, not a NumPy array or a PyTorch tensor")
-    dtype = _NUMPY_DTYPES.get(obj.dtype)
-    if dtype is None:
+    code = _NUMPY_DTYPES.get(obj.dtype)
+    if code is None:
         raise ValueError(f"{what}: dtype {obj.dtype} is not accepted ({ACCEPTED})")
     if not obj.flags.c_contiguous:
         raise ValueError(f"{what}: a non-contiguous array (use numpy.ascontiguousarray)")
-    if writable and not obj.flags.writeable:
+    return obj, code
+
+
+def as_buffer(obj, what, writable, dtype=None, count=None):
+    """The Buffer of obj; ValueError/TypeError naming `what` when Tessera cannot use it: not an
+    array, a dtype it has no type for (or not `dtype`, when given), not `count` elements (the
+    bytes C will touch), not C-contiguous, misaligned, or read-only where C writes."""
+    array, code = _view(obj, what)
+    if dtype is not None and code != dtype:
+        raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]} (the C side would read "
+                         f"{ITEM_BYTES[dtype]}-byte elements from {ITEM_BYTES[code]}-byte ones)")
+    if count is not None and array.size != count:
+        item = ITEM_BYTES[code]
+        raise ValueError(f"{what}: {array.size} elements, declared with {count} ({array.size * item} bytes "
+                         f"where C would touch {count * item})")
+    if array.ctypes.data % ITEM_BYTES[code]:
+        raise ValueError(f"{what}: misaligned memory (address {array.ctypes.data:#x} is not a multiple of "
+                         f"{ITEM_BYTES[code]}; use a copy)")
+    if writable and not array.flags.writeable:
         raise ValueError(f"{what}: a read-only array receives the result")
-    return Buffer(obj, obj, dtype)
+    return Buffer(obj, array, code)
 
 
 def empty_like(buf, times=1, divide=1):
@@ -72,5 +129,10 @@ def empty_like(buf, times=1, divide=1):
 
 def same_type(a, b, what):
     if a.dtype != b.dtype:
-        raise ValueError(f"{what}: element type differs from the input's "
-                         f"({b.array.dtype} against {a.array.dtype})")
+        raise ValueError(f"{what}: dtype {NAMES[b.dtype]} differs from the input's {NAMES[a.dtype]}")
+
+
+def disjoint(send, recv, what, in_place=False):
+    """Refuses recv overlapping send, unless `in_place` (the layout C takes in place)."""
+    if send.overlaps(recv) and not in_place:
+        raise ValueError(f"{what}: overlaps the input's memory (only the exact in-place layout is allowed)")

@@ -58,6 +58,8 @@ lib = ctypes.CDLL(_library_path())
 _P = ctypes.c_void_p
 _SIZE = ctypes.c_size_t
 _INT = ctypes.c_int
+# tsr_request_on_complete's callback: void fn(void* user, tsr_status_t status)
+ON_COMPLETE = ctypes.CFUNCTYPE(None, _P, _INT)
 _PROTOTYPES = {
     "tsr_comm_init_config": [ctypes.POINTER(_P), ctypes.POINTER(Param), _SIZE],
     "tsr_comm_destroy": [_P],
@@ -74,11 +76,14 @@ _PROTOTYPES = {
     "tsr_test": [_P],
     "tsr_wait": [_P],
     "tsr_request_free": [_P],
+    "tsr_request_on_complete": [_P, ON_COMPLETE, _P],
     "tsr_tensor_create": [_P, ctypes.c_char_p, _SIZE, _INT, ctypes.POINTER(Param), _SIZE,
                           ctypes.POINTER(_P)],
     "tsr_tensor_allreduce": [_P, _P, ctypes.POINTER(_P)],
     "tsr_tensor_info": [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_char_p)],
     "tsr_tensor_residual": [_P, ctypes.POINTER(ctypes.c_float)],
+    "tsr_tensor_set_residual": [_P, ctypes.POINTER(ctypes.c_float)],
+    "tsr_tensor_result_kind": [_P, ctypes.POINTER(_INT)],
     "tsr_tensor_destroy": [_P],
     "tsr_selsync_create": [_P, ctypes.POINTER(Param), _SIZE, ctypes.POINTER(_SIZE), _SIZE, ctypes.POINTER(_P)],
     "tsr_selsync_step": [_P, ctypes.c_double, ctypes.POINTER(_P), ctypes.POINTER(_INT)],

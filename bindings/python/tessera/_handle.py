@@ -1,6 +1,8 @@
 """The life cycle every C handle of the package shares: closed once, by close(), `with`, or
-garbage collection; using it after close() is a ValueError naming it."""
-from .errors import check
+garbage collection; using it after close() raises ClosedError (an AbortedError and a
+ValueError) naming it. Handles made from a communicator outlive it safely: after its close()
+their calls raise AbortedError from the C side."""
+from .errors import ClosedError, check
 
 
 class Handle:
@@ -12,7 +14,7 @@ class Handle:
 
     def _live(self):
         if getattr(self, "_handle", None) is None:
-            raise ValueError(f"{getattr(self, '_what', 'handle')} is closed")
+            raise ClosedError(f"{getattr(self, '_what', 'handle')} is closed")
         return self._handle
 
     def close(self):

@@ -22,12 +22,7 @@ def _counts(buckets):
 
 
 def _float32(obj, what, count):
-    buf = as_buffer(obj, what, writable=True)
-    if buf.dtype != _capi.FLOAT32:
-        raise ValueError(f"{what}: float32 only, not {buf.array.dtype}")
-    if buf.count != count:
-        raise ValueError(f"{what}: {buf.count} elements, declared with {count}")
-    return buf
+    return as_buffer(obj, what, writable=True, dtype=_capi.FLOAT32, count=count)
 
 
 class _Bucketed(Handle):
@@ -72,9 +67,7 @@ def inject(comm, seed, step, alpha, share):
     """SelSync's data injection (collective, the same seed/step/alpha/share size on every rank):
     the ceil(alpha*N) ranks drawn from (seed, step) send `share` (float32) to all others.
     Returns what this rank received from the drawn ranks (own excluded), in rank order."""
-    buf = as_buffer(share, "inject share", writable=False)
-    if buf.dtype != _capi.FLOAT32:
-        raise ValueError(f"inject share: float32 only, not {buf.array.dtype}")
+    buf = as_buffer(share, "inject share", writable=False, dtype=_capi.FLOAT32)
     received = np.empty(max(1, comm.size * buf.count), dtype=np.float32)
     count = ctypes.c_size_t()
     check(_lib.tsr_selsync_inject(comm._live(), seed, step, float(alpha), buf.address, buf.count,

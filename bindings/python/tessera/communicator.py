@@ -1,58 +1,21 @@
 """The communicator: dense collectives on NumPy arrays and PyTorch CPU tensors, blocking or
 not (async_op=True returns a Request), over the C API."""
+import atexit
 import ctypes
+import weakref
 
 from . import _capi
-from ._buffers import as_buffer, empty_like, same_type
+from ._buffers import as_buffer, disjoint, empty_like, same_type
 from ._handle import Handle
 from .errors import check
+from .request import Request
 
 _lib = _capi.lib
-
-
-class Request:
-    """A collective in flight. Its buffers stay referenced until it has finished; a Request
-    dropped unfinished waits for its collective first (the C side would write into freed
-    memory otherwise)."""
-
-    def __init__(self, handle, result, keep):
-        self._handle = handle
-        self._result = result
-        self._keep = keep
-
-    def test(self):
-        """True when finished (raising the collective's error, if any); False while running."""
-        if self._handle is None:
-            return True
-        status = _lib.tsr_test(self._handle)
-        if status == _capi.IN_PROGRESS:
-            return False
-        self._finish(status)
-        return True
-
-    def wait(self):
-        """Blocks until finished; returns the result (raising the collective's error)."""
-        if self._handle is not None:
-            self._finish(_lib.tsr_wait(self._handle))
-        return self._result
-
-    @property
-    def result(self):
-        return self._result
-
-    def _finish(self, status):
-        handle, self._handle, self._keep = self._handle, None, None
-        _lib.tsr_request_free(handle)
-        check(status)
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None:
-            try:
-                _lib.tsr_wait(self._handle)
-                _lib.tsr_request_free(self._handle)
-            except Exception:  # interpreter shutdown: the library may be gone already
-                pass
-            self._handle = None
+# Open communicators, closed at exit while the interpreter can still run the completion
+# callbacks their shutdown triggers (a progress thread calling into a finalized interpreter
+# would crash the process).
+_open = weakref.WeakSet()
+atexit.register(lambda: [c.close() for c in list(_open)])
 
 
 def _op_code(op):
@@ -74,6 +37,7 @@ class Communicator(Handle):
         handle = ctypes.c_void_p()
         check(_lib.tsr_comm_init_config(ctypes.byref(handle), array, count))
         self._adopt(handle, "the communicator")
+        _open.add(self)
         self.rank = self._query(_lib.tsr_comm_rank)
         self.size = self._query(_lib.tsr_comm_size)
         self.local_rank = self._query(_lib.tsr_comm_local_rank)
@@ -105,6 +69,7 @@ class Communicator(Handle):
             same_type(send, recv, "allreduce out")
             if recv.count != send.count:
                 raise ValueError(f"allreduce out: {recv.count} elements for {send.count} in data")
+            disjoint(send, recv, "allreduce out", in_place=recv.address == send.address)
         code = _op_code(op)
         return self._run(lambda r: _lib.tsr_allreduce(self._live(), send.address, recv.address, send.count,
                                                       send.dtype, code, r), recv.obj, (send, recv), async_op)
@@ -119,6 +84,7 @@ class Communicator(Handle):
         if recv.count != send.count * self.size:
             raise ValueError(f"allgather out: {recv.count} elements, not size x {send.count} = "
                              f"{send.count * self.size}")
+        disjoint(send, recv, "allgather out", in_place=send.address == recv.address + self.rank * send.nbytes)
         return self._run(lambda r: _lib.tsr_allgather(self._live(), send.address, recv.address, send.count,
                                                       send.dtype, r), recv.obj, (send, recv), async_op)
 
@@ -143,6 +109,7 @@ class Communicator(Handle):
         same_type(send, recv, "reduce_scatter out")
         if recv.count != block:
             raise ValueError(f"reduce_scatter out: {recv.count} elements for blocks of {block}")
+        disjoint(send, recv, "reduce_scatter out")
         code = _op_code(op)
         return self._run(lambda r: _lib.tsr_reduce_scatter(self._live(), send.address, recv.address, block,
                                                            send.dtype, code, r), recv.obj, (send, recv), async_op)

@@ -38,6 +38,13 @@ class AbortedError(TesseraError):
     """The communicator was aborted, or is unusable after an earlier error."""
 
 
+class ClosedError(AbortedError, ValueError):
+    """A handle used after close() (its own, or its communicator's)."""
+
+    def __init__(self, message):
+        super().__init__("TSR_ERR_ABORTED", message)
+
+
 class NumericError(TesseraError, ArithmeticError):
     """NaN or Inf where a compressor cannot take it."""
 
@@ -46,10 +53,14 @@ _BY_STATUS = {2: NotSupportedError, 3: InvalidArgumentError, 4: MismatchError, 5
               6: CollectiveTimeoutError, 7: BootstrapError, 9: AbortedError, 11: NumericError}
 
 
-def check(status):
-    """Raises the exception of a failed status; returns for TSR_OK."""
-    if status == _capi.OK:
-        return
+def error_of(status):
+    """The exception of a failed status, with this thread's tsr_last_error() message."""
     message = _capi.lib.tsr_last_error().decode(errors="replace")
     name = _capi.lib.tsr_status_string(status).decode(errors="replace")
-    raise _BY_STATUS.get(status, TesseraError)(name, message or name)
+    return _BY_STATUS.get(status, TesseraError)(name, message or name)
+
+
+def check(status):
+    """Raises the exception of a failed status; returns for TSR_OK."""
+    if status != _capi.OK:
+        raise error_of(status)

@@ -8,9 +8,11 @@ class Checks:
         self.count = 0
 
     def expect(self, condition, what):
+        """Records a failure unless condition holds; returns whether it held."""
         self.count += 1
         if not condition:
             self.failures.append(what)
+        return bool(condition)
 
     def raises(self, kind, needle, fn, what):
         """fn() must raise `kind` with `needle` in its message."""

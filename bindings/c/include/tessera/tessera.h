@@ -89,7 +89,11 @@ typedef struct {
 TSR_API tsr_status_t tsr_comm_init(tsr_comm_t* comm);
 /* Like tsr_comm_init, with params applied over the environment. */
 TSR_API tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* params, size_t nparams);
-/* Releases the communicator; pending collectives fail with TSR_ERR_ABORTED. */
+/* Releases the communicator; pending collectives fail with TSR_ERR_ABORTED. Handles made from
+ * it (requests, tensors, SelSync, COVAP) stay valid to free: every other call on them then
+ * returns TSR_ERR_ABORTED saying the communicator was destroyed (a request that had finished
+ * still reports how it ended). Waits for calls in progress on other threads (a blocking
+ * collective: tsr_comm_abort first ends it). */
 TSR_API tsr_status_t tsr_comm_destroy(tsr_comm_t comm);
 /* Fails this rank's pending and later collectives and tells the peers (which fail theirs). */
 TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
@@ -128,6 +132,14 @@ TSR_API tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request);
 /* TSR_OK when finished, TSR_IN_PROGRESS while running, or the collective's error. */
 TSR_API tsr_status_t tsr_test(tsr_request_t request);
 TSR_API tsr_status_t tsr_wait(tsr_request_t request);
+/* Calls fn(user, status) once when the collective ends, with its final status (inside fn,
+ * tsr_last_error() gives the message of a failure); at once, on this thread, if it has ended.
+ * It runs on Tessera's progress thread (or a thread driving it in tsr_wait/tsr_test): it must
+ * return quickly and must not call tsr_wait or a blocking collective. The request handle
+ * stays owned by the caller, who may free it before fn runs. For futures and completion
+ * queues that need no thread of their own polling. Several may be registered. */
+TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status),
+                                             void* user);
 /* Frees a request (a running collective still finishes). */
 TSR_API tsr_status_t tsr_request_free(tsr_request_t request);
 

@@ -12,9 +12,14 @@
  *   tsr_tensor_allreduce(t, grad, &request);      non-blocking; tsr_wait(request) later
  *   tsr_tensor_destroy(t);
  *
- * The result is the step's estimate of the average over ranks (spardl: of the sum), the same
- * on every rank.
+ * The result is the same on every rank: the step's estimate of the average over ranks (spardl:
+ * of the sum) unless op= says otherwise; tsr_tensor_result_kind tells which. A communicator
+ * holds one live tensor per name (a second is TSR_ERR_INVALID_ARGUMENT naming it).
  * Parameters:
+ *   op=avg|sum        (any algorithm) the result's kind; the algorithm's other kind is scaled
+ *                     by the ranks inside the step (spardl op=avg: the sum / N; the others
+ *                     op=sum: the average x N). Not with a memory=cuda tensor on the direct
+ *                     device path.
  *   algorithm=dense   plain averaging allreduce (any floating dtype; no other keys)
  *   algorithm=marsit  sign-bit allreduce (seed 002; TSR_FLOAT32): topology=ring|torus,
  *                     seed=<uint64>, full_precision_every=<K> (0 = never), intra=none|fp16
@@ -77,7 +82,18 @@ TSR_API tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const
  * Not while a step is
  * pending. */
 TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
-/* A pending step still finishes. */
+/* Replaces what the tensor keeps back (count floats, in tsr_tensor_residual's units), e.g. the
+ * residual read with tsr_tensor_residual and permuted after the caller re-laid-out its buffer
+ * (PyTorch DDP re-orders a bucket's parameters after the first step), or carried over to a
+ * re-created tensor. Local; not while a step is pending. Two-level tensors put it all into the
+ * cast residual and restart the row block's compensation (the next step adds the same sum).
+ * dense and ef=none keep nothing: only zeros. Not on the direct device path
+ * (TSR_ERR_NOT_SUPPORTED). */
+TSR_API tsr_status_t tsr_tensor_set_residual(tsr_tensor_t tensor, const float* residual);
+/* What a step leaves in data: TSR_AVG (the average over ranks) or TSR_SUM. */
+TSR_API tsr_status_t tsr_tensor_result_kind(tsr_tensor_t tensor, tsr_op_t* op);
+/* A pending step still finishes. Also valid (and the only call that is) after the
+ * communicator's tsr_comm_destroy. */
 TSR_API tsr_status_t tsr_tensor_destroy(tsr_tensor_t tensor);
 
 #ifdef __cplusplus

@@ -1,0 +1,142 @@
+"""A collective in flight, and the ways to learn that it ended: wait() and test() from the
+caller, or then(fn) / get_future(), which Tessera's progress thread completes through
+tsr_request_on_complete, so overlapping work (a DDP communication hook) needs no Python
+thread of its own polling."""
+import itertools
+import sys
+import threading
+import traceback
+
+from . import _capi
+from .errors import check, error_of
+
+_lib = _capi.lib
+
+# Requests whose completion callback has not run yet, by token: the registry keeps each alive
+# (and its buffers, which C may still write) however the caller drops it.
+_waiting = {}
+_tokens = itertools.count(1)
+_PENDING = object()  # the outcome before the collective has ended
+
+
+def _completed(token, status):
+    """The one C callback of the package (never freed: C may call it until the last request
+    ends); runs on Tessera's progress thread, or on a thread driving it."""
+    request = _waiting.pop(token, None)
+    if request is not None:
+        request._ended(None if status == _capi.OK else error_of(status))
+
+
+_COMPLETED = _capi.ON_COMPLETE(_completed)
+
+
+class Request:
+    """A collective in flight. Its buffers stay referenced until it has finished; a Request
+    dropped unfinished waits for its collective first (the C side would write into freed
+    memory otherwise), unless then() or get_future() was called: then the package keeps it
+    until the collective ends."""
+
+    def __init__(self, handle, result, keep):
+        self._handle = handle
+        self._result = result
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._error = _PENDING   # None once it ended well, else its TesseraError
+        self._callbacks = []     # then()'s functions, until it ends
+        self._registered = False
+        self._future = None
+
+    def test(self):
+        """True when finished (raising the collective's error, if any); False while running."""
+        if self._handle is None:
+            return True
+        status = _lib.tsr_test(self._handle)
+        if status == _capi.IN_PROGRESS:
+            return False
+        self._finish(status)
+        return True
+
+    def wait(self):
+        """Blocks until finished; returns the result (raising the collective's error)."""
+        if self._handle is not None:
+            self._finish(_lib.tsr_wait(self._handle))
+        return self._result
+
+    @property
+    def result(self):
+        return self._result
+
+    def then(self, fn):
+        """Calls fn(result, error) once the collective has ended: error is None on success, else
+        the TesseraError it failed with. It runs on Tessera's progress thread (at once, on this
+        thread, if the collective has already ended), so it must be quick and must not wait on
+        Tessera; an exception it raises is printed, not propagated. Returns self."""
+        with self._lock:
+            ended = self._error is not _PENDING
+            if not ended:
+                self._callbacks.append(fn)
+                register, self._registered = not self._registered, True
+        if ended:
+            _call(fn, self._result, self._error)
+        elif register:
+            token = next(_tokens)
+            _waiting[token] = self
+            status = _lib.tsr_request_on_complete(self._handle, _COMPLETED, token)
+            if status != _capi.OK:
+                _waiting.pop(token, None)
+                check(status)
+        return self
+
+    def get_future(self):
+        """A torch.futures.Future that Tessera's progress thread completes with the result, or
+        with the collective's TesseraError (fut.wait() raises it): what a DDP communication
+        hook returns. The same future on every call; needs PyTorch."""
+        try:
+            import torch.futures
+        except ImportError as e:
+            raise ImportError("Request.get_future needs PyTorch; use then(fn) without it") from e
+        with self._lock:
+            future, create = self._future, self._future is None
+            if create:
+                future = self._future = torch.futures.Future()
+        if create:
+            self.then(lambda result, error: future.set_exception(error) if error is not None
+                      else future.set_result(result))
+        return future
+
+    def _ended(self, error):
+        """The collective ended (from the C callback, or seen by wait/test)."""
+        with self._lock:
+            if self._error is not _PENDING:
+                return
+            self._error = error
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            _call(fn, self._result, error)
+
+    def _finish(self, status):
+        handle, self._handle = self._handle, None
+        _lib.tsr_request_free(handle)
+        error = None if status == _capi.OK else error_of(status)
+        if not self._registered:  # a registered one hears it from the C callback
+            self._keep = None
+            self._ended(error)
+        if error is not None:
+            raise error
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
+            try:
+                _lib.tsr_wait(self._handle)
+                _lib.tsr_request_free(self._handle)
+            except Exception:  # interpreter shutdown: the library may be gone already
+                pass
+            self._handle = None
+
+
+def _call(fn, result, error):
+    try:
+        fn(result, error)
+    except Exception:  # noqa: BLE001 - nothing above the progress thread could catch it
+        print("tessera: a Request.then callback raised:", file=sys.stderr)
+        traceback.print_exc()

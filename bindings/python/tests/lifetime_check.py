@@ -1,0 +1,68 @@
+"""Use after close: run under tsrun (tsrun -np N python3 lifetime_check.py). After comm.close()
+every call on the communicator or on anything made from it (tensors of every algorithm,
+SelSync, COVAP, requests) raises AbortedError saying so, instead of crashing the rank (a
+tensor step after close used to die with SIGSEGV); a request that had finished keeps its
+result, one pending at close fails, and one dropped after close goes quietly."""
+import gc
+
+import numpy as np
+
+import tessera
+from checks import Checks
+
+checks = Checks()
+expect, raises = checks.expect, checks.raises
+comm = tessera.Communicator()
+n, me = comm.size, comm.rank
+
+count = 64
+grad = np.ones(count, np.float32)
+tensors = [tessera.CompressedTensor(comm, "dense.w", count),
+           tessera.CompressedTensor(comm, "marsit.w", count, algorithm="marsit"),
+           tessera.CompressedTensor(comm, "topk.w", count, algorithm="compressed", compressor="topk", k=4),
+           tessera.CompressedTensor(comm, "spardl.w", count, algorithm="spardl", density=0.5)]
+for t in tensors:
+    t.allreduce(grad.copy())
+sync = tessera.SelSync(comm, [count], delta=0)
+covap = tessera.Covap(comm, [count], interval=1)
+finished = comm.allreduce(np.full(4, 1.0, np.float32), async_op=True)
+finished.wait()
+comm.barrier()
+# Rank 0 alone posts these barriers: they are pending when it closes (a peer that closes first
+# may fail them as PeerFailedError instead; either way they fail, and nothing crashes).
+pending = comm.barrier(async_op=True) if me == 0 else None
+dropped = comm.barrier(async_op=True) if me == 0 else None
+comm.close()
+comm.close()  # twice is harmless
+
+for t in tensors:
+    raises(tessera.AbortedError, "destroyed", lambda: t.allreduce(grad.copy()), f"{t.name} allreduce")
+    raises(tessera.AbortedError, t.name, lambda: t.allreduce(grad.copy(), async_op=True), f"{t.name} async")
+    raises(tessera.AbortedError, "destroyed", lambda: t.residual(), f"{t.name} residual")
+    raises(tessera.AbortedError, "destroyed", lambda: t.set_residual(np.zeros(count, np.float32)),
+           f"{t.name} set_residual")
+    raises(tessera.AbortedError, "destroyed", lambda: t.steps, f"{t.name} steps")
+    raises(tessera.AbortedError, "destroyed", lambda: t.result, f"{t.name} result")
+raises(tessera.AbortedError, "destroyed", lambda: sync.step(1.0, [grad.copy()]), "selsync step")
+raises(tessera.AbortedError, "destroyed", lambda: sync.stats, "selsync stats")
+raises(tessera.AbortedError, "destroyed", covap.begin_step, "covap begin_step")
+raises(tessera.AbortedError, "destroyed", lambda: covap.bucket_ready(0, grad.copy()), "covap bucket_ready")
+raises(tessera.AbortedError, "destroyed", covap.finish_step, "covap finish_step")
+raises(tessera.AbortedError, "destroyed", lambda: covap.interval, "covap interval")
+raises(tessera.AbortedError, "closed", lambda: comm.allreduce(grad), "the communicator itself")
+raises(tessera.AbortedError, "closed", lambda: tessera.CompressedTensor(comm, "late", 4), "a tensor after close")
+raises(tessera.AbortedError, "closed", lambda: tessera.inject(comm, 1, 0, 1.0, grad), "inject after close")
+
+expect(finished.wait()[0] == n, "a request that had finished keeps its result")
+if me == 0:
+    raises(tessera.TesseraError, "", pending.wait, "a request pending at close fails")
+    errors = []
+    pending.then(lambda result, error: errors.append(error))  # ended: runs at once
+    expect(errors and isinstance(errors[0], tessera.TesseraError), f"then after close: {errors}")
+del dropped  # waited on and freed after close: no crash
+gc.collect()
+for t in tensors:
+    t.close()
+sync.close()
+covap.close()
+checks.finish(me, n, "python lifetime")

@@ -1,0 +1,96 @@
+"""Completion without polling: run under tsrun (tsrun -np N python3 overlap_check.py).
+Request.then(fn) and Request.get_future() are completed by Tessera's progress thread through
+tsr_request_on_complete: the callback runs while the main thread only sleeps, no Python
+thread is started, a request dropped after then() still completes with its buffers kept, and
+a failed collective reaches the callback and the future as its exception."""
+import threading
+import time
+
+import numpy as np
+
+import tessera
+from checks import Checks
+
+checks = Checks()
+expect, raises = checks.expect, checks.raises
+comm = tessera.Communicator()
+n, me = comm.size, comm.rank
+try:
+    import torch
+except ImportError:
+    torch = None
+threads_before = threading.active_count()
+
+
+def sleep_until(condition, seconds=20.0):
+    """Sleeps (no Tessera call: nothing here drives the collective) until condition() holds."""
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.001)
+    return condition()
+
+
+# then(): the callback gets (result, None) on a thread that is not the main one.
+seen = {}
+data = np.full(1 << 16, me + 1.0, dtype=np.float32)
+request = comm.allreduce(data, async_op=True)
+request.then(lambda result, error: seen.update(result=result, error=error, thread=threading.get_ident()))
+at_once = "result" in seen  # the collective had ended already (possible, not likely): run here
+expect(sleep_until(lambda: "result" in seen), "then: the callback ran while the main thread slept")
+expect(seen.get("result") is data and seen.get("error") is None, f"then: {seen.get('error')}")
+expect(np.all(data == n * (n + 1) / 2), "then: the allreduce result")
+expect(at_once or seen.get("thread") != threading.get_ident(), "then: run by Tessera's thread")
+expect(request.wait() is data, "wait() after then()")
+later = []
+request.then(lambda result, error: later.append(error))  # already ended: at once, here
+expect(later == [None], "then on an ended request runs at once")
+
+# A request dropped right after then(): it completes, its buffer kept alive meanwhile.
+done = []
+comm.allreduce(np.full(1 << 15, 2.0, np.float32), async_op=True).then(
+    lambda result, error: done.append((float(result[0]), error)))
+expect(sleep_until(lambda: done), "a dropped request's callback ran")
+expect(done and done[0] == (2.0 * n, None), f"dropped request: {done}")
+
+# Tensors' requests too.
+with tessera.CompressedTensor(comm, "w", 4096, algorithm="marsit") as tensor:
+    got = []
+    tensor.allreduce(np.sin(np.arange(4096, dtype=np.float32) + me), async_op=True).then(
+        lambda result, error: got.append(error))
+    expect(sleep_until(lambda: got) and got == [None], f"marsit tensor then: {got}")
+
+if torch is not None:
+    t = torch.full((1000,), float(me))
+    future = comm.allreduce(t, op="avg", async_op=True).get_future()
+    expect(isinstance(future, torch.futures.Future), "get_future gives a torch Future")
+    # Waited on only once done: a future nothing completes would hang the check instead.
+    if expect(sleep_until(future.done), "the future completed while the main thread slept"):
+        expect(future.wait() is t and torch.all(t == (n - 1) / 2).item(), "future value")
+    # A DDP hook's shape: the future of a tensor's step, chained.
+    with tessera.CompressedTensor(comm, "bucket", 1000, algorithm="spardl", density=0.5, op="avg") as bucket:
+        g = torch.ones(1000) * (me + 1)
+        chained = bucket.allreduce(g, async_op=True).get_future().then(lambda f: f.value() * 2)
+        if expect(sleep_until(chained.done), "the chained future completed"):
+            out = chained.wait()
+            expect(bucket.result == "average" and torch.all(out[out != 0] == n + 1).item(), "chained tensor future")
+
+expect(threading.active_count() == threads_before, "no Python thread was started")
+
+# Last (it breaks the communicator): mismatched counts fail on every rank, in the callback and
+# the future, as the collective's exception.
+errors = []
+try:
+    comm.barrier()  # a rank still finishing it when the mismatch's abort notice comes fails here
+except tessera.TesseraError:
+    pass  # then the collective below is refused at once, as AbortedError
+bad = comm.allreduce(np.zeros(10 + me, np.float32), async_op=True)
+bad.then(lambda result, error: errors.append(error))
+future = bad.get_future() if torch is not None else None
+expect(sleep_until(lambda: errors), "the failing request's callback ran")
+if future is not None and expect(sleep_until(future.done), "the failing request's future completed"):
+    raises(tessera.TesseraError, "", future.wait, "the future raises the collective's error")
+expect(errors and isinstance(errors[0], (tessera.MismatchError, tessera.AbortedError)),
+       f"callback error: {errors and type(errors[0]).__name__}: {errors}")
+raises(tessera.TesseraError, "", bad.wait, "wait raises it too")
+comm.close()
+checks.finish(me, n, "python overlap")
