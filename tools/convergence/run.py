@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Trains the Fashion-MNIST CNN with N simulated workers and one allreduce, and prints the
+test accuracy after each epoch (sim_common.py says how the workers are simulated).
+
+  /usr/bin/python3 tools/convergence/run.py --algo marsit --seed 1
+  /usr/bin/python3 tools/convergence/run.py --algo marsit --opt beta=0,block=0  # the paper's form
+  /usr/bin/python3 tools/convergence/run.py --algo topk --opt density=0.05
+
+--algo: dense | marsit | topk | spardl. --opt key=value,...: the reducer's options
+(sim_marsit.Marsit, sim_sparse.TopkEF / SparDL); without them each algorithm takes Tessera's
+defaults. The last line is a JSON record of the run (for tables).
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_common  # noqa: E402
+import sim_marsit  # noqa: E402
+import sim_sparse  # noqa: E402
+
+# Tessera's defaults, as the algorithms' parseParams give them (Marsit: momentum=0.9 is beta,
+# scale_block=4096 is block; beta=0,block=0 is the paper's form, the default before).
+DEFAULTS = {
+    "marsit": {"scale": "meanabs", "comp": "global", "block": 4096, "beta": 0.9, "full_every": 0},
+    "topk": {"density": 0.01, "warmup": 0},
+    "spardl": {"density": 0.01, "warmup": 0},
+}
+
+
+def parse_opts(text):
+    out = {}
+    for item in filter(None, (text or "").split(",")):
+        key, _, value = item.partition("=")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
+def make_reducer(algo, opts, workers, seed):
+    if algo == "dense":
+        return sim_common.Dense()
+    params = dict(DEFAULTS[algo], **opts)
+    if algo == "marsit":
+        return sim_marsit.Marsit(workers=workers, seed=seed, **params)
+    if algo == "topk":
+        return sim_sparse.TopkEF(**params)
+    if algo == "spardl":
+        return sim_sparse.SparDL(workers=workers, **params)
+    raise SystemExit(f"--algo {algo}: accepted values are dense, marsit, topk, spardl")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--algo", default="dense")
+    ap.add_argument("--opt", default="")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--model", default="small", choices=sorted(sim_common.MODELS))
+    ap.add_argument("--train-size", type=int, default=0, help="first n training images (0: all 60000)")
+    ap.add_argument("--log-every", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    opts = parse_opts(args.opt)
+    reducer = make_reducer(args.algo, opts, args.workers, args.seed)
+    res = sim_common.train(reducer, seed=args.seed, workers=args.workers, batch=args.batch,
+                           epochs=args.epochs, lr=args.lr, momentum=args.momentum, model=args.model,
+                           train_size=args.train_size or None, log_every=args.log_every,
+                           log=lambda s: print(s, flush=True))
+    record = {"algo": args.algo, "opts": opts, "seed": args.seed, "model": args.model,
+              "train_size": args.train_size or 60000, "lr": args.lr, "momentum": args.momentum,
+              **res}
+    print(json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Single-process data-parallel training with a pluggable allreduce, for convergence checks of
+Tessera's compressed algorithms without a network.
+
+N simulated workers each draw their own batch (a DistributedSampler-like split of a shuffled
+epoch), compute their gradient, flatten it to one vector (as a single DDP bucket is), and hand
+the N vectors to a reducer; the reducer's result becomes every parameter's .grad and an
+ordinary torch.optim.SGD (momentum as given) steps once. All workers hold the same model, as
+in DDP, so one model stands for all of them.
+
+Data: Fashion-MNIST as gzipped IDX in /usr/share/datasets/fashion-mnist (Debian package
+dataset-fashion-mnist), or $FASHION_MNIST.
+"""
+import gzip
+import math
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DATA_DIR = os.environ.get("FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
+
+
+def _idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load_fashion_mnist(train_size=None):
+    """(train_x, train_y, test_x, test_y) as float tensors normalized like torchvision's
+    usual (0.2860, 0.3530); train_size keeps the first n training images (a fixed slice)."""
+    def images(name):
+        x = torch.from_numpy(_idx(os.path.join(DATA_DIR, name)).astype(np.float32) / 255.0)
+        return ((x - 0.2860) / 0.3530).unsqueeze(1)
+
+    def labels(name):
+        return torch.from_numpy(_idx(os.path.join(DATA_DIR, name)).astype(np.int64))
+
+    tx, ty = images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz")
+    if train_size:
+        tx, ty = tx[:train_size], ty[:train_size]
+    return tx, ty, images("t10k-images-idx3-ubyte.gz"), labels("t10k-labels-idx1-ubyte.gz")
+
+
+class Cnn(nn.Module):
+    """Two 3x3 convolutions (each ReLU and 2x2 max-pool), then an MLP head. The issue's model
+    is Cnn(32, 64, 384) (1,227,274 parameters); Cnn(16, 32, 128) (206,922) has the same
+    character (over 95% of the parameters in the first fully connected layer) at a sixth of
+    the cost."""
+
+    def __init__(self, c1=32, c2=64, hidden=384):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, c1, 3, padding=1)
+        self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
+        self.fc1 = nn.Linear(c2 * 49, hidden)
+        self.fc2 = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+MODELS = {"small": (16, 32, 128), "issue": (32, 64, 384)}
+
+
+def flat_grad(model):
+    return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+
+
+def set_flat_grad(model, vec):
+    at = 0
+    for p in model.parameters():
+        n = p.numel()
+        p.grad.copy_(vec[at:at + n].view_as(p))
+        at += n
+
+
+def accuracy(model, x, y):
+    model.eval()
+    with torch.no_grad():
+        correct = sum(int((model(x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum())
+                      for i in range(0, len(x), 1000))
+    model.train()
+    return 100.0 * correct / len(x)
+
+
+def cosine(a, b):
+    na, nb = float(a.norm()), float(b.norm())
+    return float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0
+
+
+def train(reducer, *, seed=1, workers=4, batch=64, epochs=3, lr=0.05, momentum=0.9,
+          model="small", train_size=None, log_every=0, log=print):
+    """Trains with `reducer` (an object with reduce(list of N flat gradients) -> flat
+    average estimate, and optionally stats() -> dict for the log) and returns a dict with the
+    test accuracy after each epoch, the final training loss and whether the loss went
+    non-finite (then training stops: a diverged run)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    tx, ty, vx, vy = load_fashion_mnist(train_size)
+    net = Cnn(*MODELS[model])
+    for p in net.parameters():
+        p.grad = torch.zeros_like(p)
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+    per_rank = len(tx) // workers
+    steps_per_epoch = per_rank // batch
+    result = {"accuracy": [], "diverged": False, "steps": 0, "loss": []}
+    step, t0 = 0, time.time()
+    for epoch in range(epochs):
+        order = torch.randperm(len(tx), generator=torch.Generator().manual_seed(seed * 1000 + epoch))
+        shards = [order[r:per_rank * workers:workers] for r in range(workers)]
+        running = []
+        for i in range(steps_per_epoch):
+            grads, loss_sum = [], 0.0
+            for r in range(workers):
+                idx = shards[r][i * batch:(i + 1) * batch]
+                net.zero_grad(set_to_none=False)
+                loss = F.cross_entropy(net(tx[idx]), ty[idx])
+                loss.backward()
+                grads.append(flat_grad(net).clone())
+                loss_sum += float(loss)
+            loss = loss_sum / workers
+            running.append(loss)
+            if not math.isfinite(loss) or loss > 1e3:
+                result["diverged"] = True
+                break
+            exact = torch.stack(grads).mean(0)
+            out = reducer.reduce(grads)
+            if log_every and step % log_every == 0:
+                extra = reducer.stats() if hasattr(reducer, "stats") else {}
+                fields = " ".join(f"{k} {v:.3g}" for k, v in extra.items())
+                log(f"step {step} loss {loss:.3f} cos {cosine(out, exact):.3f} "
+                    f"|out|/|avg| {float(out.norm()) / max(float(exact.norm()), 1e-30):.3g} {fields}")
+            set_flat_grad(net, out)
+            opt.step()
+            step += 1
+        result["loss"].append(float(np.mean(running[-50:])) if running else float("nan"))
+        if result["diverged"]:
+            break
+        result["accuracy"].append(accuracy(net, vx, vy))
+        log(f"epoch {epoch + 1}: test accuracy {result['accuracy'][-1]:.2f}% "
+            f"(train loss {result['loss'][-1]:.3f}, {time.time() - t0:.0f} s)")
+    result["steps"] = step
+    while len(result["accuracy"]) < epochs:
+        result["accuracy"].append(10.0 if result["diverged"] else float("nan"))
+    return result
+
+
+class Dense:
+    """The exact average (DDP's allreduce hook)."""
+
+    def reduce(self, grads):
+        return torch.stack(grads).mean(0)
