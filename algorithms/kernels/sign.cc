@@ -134,6 +134,15 @@ void signFinish(const float* work, const uint64_t* words, size_t count, float et
   }
 }
 
+void momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t count, float mu) {
+  for (size_t j = 0; j < count; ++j) {
+    const float m = g[j];
+    g[j] = m - mu * prev[j];
+    carry[j] = comp[j] + mu * m;
+    prev[j] = m;
+  }
+}
+
 uint64_t popcountWords(const uint64_t* words, size_t n) {
   uint64_t total = 0;
   for (size_t i = 0; i < n; ++i) total += static_cast<uint64_t>(__builtin_popcountll(words[i]));

@@ -54,6 +54,11 @@ size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end
 void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                 float* comp);
 
+// Marsit's momentum hand-off (marsit/marsit.h), element by element with M' = g[j] as given:
+// g[j] = M' - mu prev[j], carry[j] = comp[j] + mu M', prev[j] = M'. The device path composes
+// the same float operations (scale, add, copy), so both round alike.
+void momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t count, float mu);
+
 // bits[j] = bit j (0 or 1), for tests and debugging.
 void signUnpack(const uint64_t* words, size_t count, uint8_t* bits);
 

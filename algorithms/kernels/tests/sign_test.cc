@@ -161,6 +161,27 @@ TEST(SignFused, PrepareAndFinishMatchTheSeparateKernels) {
   }
 }
 
+// Marsit's momentum hand-off: g becomes M' - mu M, the carry c + mu M', and M becomes M' (the
+// g given), element by element in float: a heavy-ball buffer b = mu b + g fed these outputs
+// holds M' at every step.
+TEST(SignKernels, MomentumHandOffLeavesTheEstimateInAHeavyBallBuffer) {
+  const size_t n = 1000;
+  const float mu = 0.9f;
+  std::vector<float> prev(n, 0.0f), carry(n), buffer(n, 0.0f);
+  for (int step = 0; step < 5; ++step) {
+    std::vector<float> est = randomFloats(n, 10 + step), comp = randomFloats(n, 20 + step), g = est;
+    std::vector<float> prevBefore = prev;
+    momentumHandOff(g.data(), prev.data(), comp.data(), carry.data(), n, mu);
+    for (size_t j = 0; j < n; ++j) {
+      ASSERT_FLOAT_EQ(g[j], est[j] - mu * prevBefore[j]) << j;
+      ASSERT_FLOAT_EQ(carry[j], comp[j] + mu * est[j]) << j;
+      ASSERT_EQ(prev[j], est[j]) << j;
+      buffer[j] = mu * buffer[j] + g[j];
+      ASSERT_NEAR(buffer[j], est[j], 1e-5f) << "step " << step << " element " << j;
+    }
+  }
+}
+
 TEST(SignKernels, SumAbsMatchesDouble) {
   std::vector<float> x = randomFloats(5003, 17);
   double want = 0;
