@@ -15,7 +15,7 @@ namespace tsr::marsit {
 
 Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
   Params p;
-  bool twoLevel = false, topologyRing = false;
+  bool twoLevel = false, topologyRing = false, momentumGiven = false, blockGiven = false;
   for (const auto& [key, value] : kv) {
     auto bad = [&](const std::string& accepted) {
       return Status(Code::kInvalidArgument, "marsit: " + key + "=" + value + " is not accepted (" + accepted + ")");
@@ -44,9 +44,21 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
       else if (value == "fp16") p.intraType = DataType::kF16;
       else return bad("none or fp16");
       twoLevel = true;
+    } else if (key == "momentum") {
+      float v = std::strtof(value.c_str(), &end);
+      if (value.empty() || *end || !(v >= 0.0f && v < 1.0f)) return bad("a number in [0, 1): the optimizer's momentum");
+      p.momentum = v;
+      momentumGiven = true;
+    } else if (key == "scale_block") {
+      unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || *end || value[0] == '-' || v % kScaleBlockUnit != 0 || v > (1ull << 40))
+        return bad("0 (one scale for the tensor) or a multiple of 1024 elements");
+      p.scaleBlock = static_cast<size_t>(v);
+      blockGiven = true;
     } else {
       return Status(Code::kInvalidArgument, "marsit: unknown parameter " + key + "=" + value +
-                                                " (accepted: seed, full_precision_every, algorithm, topology, intra, pack)");
+                                                " (accepted: seed, full_precision_every, algorithm, topology, intra, "
+                                                "pack, momentum, scale_block)");
     }
   }
   if (twoLevel) {
@@ -54,6 +66,12 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
       return Status(Code::kInvalidArgument, "marsit: intra=" + kv.at("intra") + " selects the two-level "
                                             "schedule, which cannot be combined with topology=" + kv.at("topology"));
     p.topology = Topology::kTwoLevel;
+    // The two-level schedule runs the paper's form only (momentum 0, one scale).
+    if ((momentumGiven && p.momentum != 0.0f) || (blockGiven && p.scaleBlock != 0))
+      return Status(Code::kInvalidArgument, "marsit: intra=" + kv.at("intra") +
+                                                " (two-level) supports momentum=0 and scale_block=0 only");
+    p.momentum = 0.0f;
+    p.scaleBlock = 0;
   }
   return p;
 }
@@ -114,7 +132,9 @@ Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator
     s->bitPlan = bitPlan.take();
   }
   s->algorithm = s->bitPlan->algorithm;
-  auto scalarPlan = algorithms::ringAllreducePlan(s->rank, s->size, 2, DataType::kF64, ReduceOp::kSum, options);
+  if (!s->twoLevel) sizeFlatState(*s);
+  auto scalarPlan = algorithms::ringAllreducePlan(s->rank, s->size, s->scalarIn.size(), DataType::kF64,
+                                                  ReduceOp::kSum, options);
   if (!scalarPlan.isOk()) return named(scalarPlan.status());
   s->scalarPlan = scalarPlan.take();
   if (s->params.fullPrecisionEvery > 0) {
@@ -223,6 +243,10 @@ Status MarsitTensor::setResultScale(runtime::ResultScale scale) {
 }
 size_t MarsitTensor::shardOffset() const { return state_->twoLevel ? state_->hier.shardOffset : 0; }
 uint64_t MarsitTensor::step() const { return state_->step; }
+float MarsitTensor::momentum() const { return state_->params.momentum; }
+size_t MarsitTensor::scaleSpan() const {
+  return state_->twoLevel ? std::max<size_t>(state_->count, 1) : state_->scaleSpan;
+}
 const StepTimes& MarsitTensor::lastTimes() const { return state_->times; }
 const std::string& MarsitTensor::name() const { return state_->name; }
 size_t MarsitTensor::count() const { return state_->count; }

@@ -1,15 +1,23 @@
 // A Marsit tensor (seed 002): per-tensor state (compensation vector, step counter) and its
 // allreduce over a communicator. Each step:
-//   g' = g + c                       (c: compensation, zero at start)
-//   eta = mean over ranks of mean|g'| (one scalar allreduce: the shared magnitude)
+//   g' = g + c + mu M                (c: compensation; M: the last step's estimate; both 0 at start)
+//   eta_b = mean over ranks of mean|g'| over scale block b (one allreduce of the block means)
 //   bits = signs of g'               (a fair coin for exact zeros)
 //   bits = Marsit ring or torus (marsit_plan.h): one bit per element per hop, merged hop by hop
-//   G = eta * (2 bit - 1)            (the same on every rank, bit for bit)
-//   c = g' - G                       (what the sign discarded, kept for the next step)
-// and g is replaced by G. Every `full_precision_every` steps (0 = never) the step is instead a
-// full-precision averaging allreduce of g', and c is reset. A NaN or Inf in g' fails the step
-// on every rank with TSR_ERR_NUMERIC naming the tensor (and, on the rank that had it, the
+//   M' = eta_b * (2 bit - 1)         (the same on every rank, bit for bit)
+//   c = g' - M'                      (what the sign discarded, kept for the next step)
+// and g is replaced by M' - mu M, then M = M'. Every `full_precision_every` steps (0 = never)
+// M' is instead a full-precision average of g', and c is reset. A NaN or Inf in g' fails the
+// step on every rank with TSR_ERR_NUMERIC naming the tensor (and, on the rank that had it, the
 // element); g and the state are then left unchanged.
+//
+// mu (`momentum`) is the momentum of the optimizer that consumes g: with heavy-ball momentum
+// mu that optimizer's buffer then holds M, the sign estimate of the momentum, instead of
+// integrating the sign estimate of each gradient (whose errors the buffer compounds: plain
+// sign compression diverges under SGD momentum 0.9, docs/compressed.md "Convergence under
+// momentum"). mu = 0 is the paper's Algorithm 1 on the gradient. `scale_block` elements share
+// one eta (0: one eta for the whole tensor, the paper's global step size), so a bucket that
+// holds layers of very different gradient scales is not signed with one magnitude.
 //
 // A step is one task on the communicator's progress thread (marsit_step.h): the scalar
 // allreduce and the bit ring run side by side, so the step costs one ring of bits plus the
@@ -47,12 +55,17 @@ struct Params {
   // pack=whole packs the whole vector (two-level: the row block) before the plan starts (the
   // earlier schedule, same results bit for bit; for comparisons).
   bool chunkedPack = true;
+  // Flat ring and torus; the two-level schedule has neither yet (0 there, others refused).
+  float momentum = 0.9f;
+  size_t scaleBlock = 4096;  // a multiple of kScaleBlockUnit, or 0 (one eta per tensor)
 };
+
+inline constexpr size_t kScaleBlockUnit = 1024;  // kernels::sumAbs's block
 
 // Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus, intra=none|fp16
 // (selects the two-level schedule over the job's host grid; not with topology=torus),
-// pack=chunked|whole. Errors
-// name the key, the value and what is accepted.
+// pack=chunked|whole, momentum (0 <= mu < 1, default 0.9), scale_block (0 or a multiple of
+// 1024, default 4096). Errors name the key, the value and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv);
 
 // Where this rank's last step spent its time (microseconds), for tsr-bench's split.
@@ -120,6 +133,10 @@ class MarsitTensor {
   // op= the caller declared, when it is the sum (runtime/result_scale.h).
   Status setResultScale(runtime::ResultScale scale);
   uint64_t step() const;
+  // The momentum mu handed to the optimizer (0: the output is the sign estimate itself) and
+  // the elements that share one eta (the whole tensor when one eta serves it).
+  float momentum() const;
+  size_t scaleSpan() const;
   const StepTimes& lastTimes() const;
   const std::string& name() const;
   size_t count() const;

@@ -22,6 +22,10 @@ Result<std::shared_ptr<MarsitDeviceArrays>> MarsitDeviceArrays::create(std::shar
   TSR_RETURN_IF_ERROR(block(d->bits, s.bits.size() * sizeof(uint64_t), "sign bits"));
   TSR_RETURN_IF_ERROR(block(d->bitScratch, s.bitPlan->scratchBytes, "bit plan scratch"));
   if (s.fullPlan) TSR_RETURN_IF_ERROR(block(d->fullScratch, s.fullPlan->scratchBytes, "full-precision scratch"));
+  if (!s.prev.empty()) {
+    TSR_RETURN_IF_ERROR(block(d->prev, s.count * sizeof(float), "last estimate"));
+    TSR_RETURN_IF_ERROR(block(d->shift, s.count * sizeof(float), "compensation plus momentum"));
+  }
   if (s.twoLevel) {
     TSR_RETURN_IF_ERROR(block(d->intra, s.intraBuffer.size() * sizeof(uint64_t), "intra-host vector"));
     TSR_RETURN_IF_ERROR(block(d->rowScratch, s.hier.rowReduceScatter->scratchBytes, "intra-host plan scratch"));
@@ -50,11 +54,21 @@ Status MarsitDeviceStepTask::prepare() {
   algorithms::StepKernels& k = *d.kernels;
   double sumAbs = 0;
   const kernels::RngStream coin{s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
-  auto bad = full_ ? k.addScan(s.g, d.comp.as<float>(), s.count, d.work.as<float>())
-                   : k.signPrepare(s.g, d.comp.as<float>(), s.count, d.work.as<float>(), d.bits.as<uint64_t>(), coin,
-                                   &sumAbs);
+  const float* c = s.params.momentum > 0 ? d.shift.as<float>() : d.comp.as<float>();
+  auto bad = full_ ? k.addScan(s.g, c, s.count, d.work.as<float>())
+                   : k.signPrepare(s.g, c, s.count, d.work.as<float>(), d.bits.as<uint64_t>(), coin, &sumAbs);
   if (!bad.isOk()) return named(bad.status());
-  scalarsReady(bad.value(), sumAbs);
+  if (s.scaleBlocks == 1) {
+    s.blockSums[0] = sumAbs;
+  } else {
+    for (size_t b = 0; b < s.scaleBlocks; ++b) {
+      s.blockSums[b] = 0;
+      if (full_ || bad.value() < s.count) continue;
+      Status st = k.sumAbs(d.work.as<float>() + s.scaleBegin(b), s.scaleLength(b), &s.blockSums[b]);
+      if (!st.isOk()) return named(st);
+    }
+  }
+  scalarsReady(bad.value());
   s.times.prepare = nowUs() - startUs_;
   return Status::ok();
 }
@@ -91,8 +105,22 @@ Status MarsitDeviceStepTask::writeResult() {
     st = k.copy(s.g, d.work.as<float>(), s.count * sizeof(float));
     if (st.isOk()) st = k.zero(d.comp.as<float>(), s.count * sizeof(float));
   } else {
-    float eta = static_cast<float>(s.scalarOut[0] / s.size);
-    st = k.signFinish(d.work.as<float>(), d.bits.as<uint64_t>(), s.count, eta, s.g, d.comp.as<float>());
+    for (size_t b = 0; b < s.scaleBlocks && st.isOk(); ++b) {
+      size_t at = s.scaleBegin(b);
+      st = k.signFinish(d.work.as<float>() + at, d.bits.as<uint64_t>() + at / 64, s.scaleLength(b), s.eta(b),
+                        s.g + at, d.comp.as<float>() + at);
+    }
+  }
+  if (st.isOk() && s.params.momentum > 0) {
+    // kernels::momentumHandOff's float operations, one pass each (work is free now):
+    // tmp = (-mu) M, M = g, carry = mu g + c, g = g + tmp.
+    float* tmp = d.work.as<float>();
+    const float mu = s.params.momentum;
+    st = k.scale(d.prev.as<float>(), s.count, -mu, tmp);
+    if (st.isOk()) st = k.copy(d.prev.as<float>(), s.g, s.count * sizeof(float));
+    if (st.isOk()) st = k.scale(s.g, s.count, mu, d.shift.as<float>());
+    if (st.isOk()) st = k.reduce(d.shift.as<float>(), d.comp.as<float>(), s.count, DataType::kF32, ReduceOp::kSum);
+    if (st.isOk()) st = k.reduce(s.g, tmp, s.count, DataType::kF32, ReduceOp::kSum);
   }
   return named(st);
 }

@@ -3,8 +3,10 @@
 // packed bits and plan scratch all live where its StepKernels run (step_kernels.h); the bit
 // plan (ring or torus) and, every K steps, the full-precision plan run with
 // RunBuffers::memory = kCuda, so their payloads go to the transport as device buffers and the
-// executor's merges, copies and reductions run through the same kernels. Only the 2-double
-// scalar allreduce (eta, NaN/Inf count) and the plans' headers stay in host memory.
+// executor's merges, copies and reductions run through the same kernels. Only the scalar
+// allreduce (eta per scale block, NaN/Inf count) and the plans' headers stay in host memory.
+// Scale blocks beyond the first cost one sumAbs and one signFinish call each, and momentum
+// five vector calls (scale, copy, scale, two adds: kernels::momentumHandOff's operations).
 //
 // The schedule is pack=whole's (the whole vector prepared before the plans start): results
 // equal the host path's bit for bit either way (marsit_step.h); packing chunk by chunk on the
@@ -25,6 +27,7 @@ using algorithms::DeviceBlock;  // plan/device_block.h
 struct MarsitDeviceArrays {
   std::shared_ptr<algorithms::StepKernels> kernels;
   DeviceBlock comp, work, bits, bitScratch, fullScratch;
+  DeviceBlock prev, shift;  // momentum > 0: M and c + mu M (MarsitState::prev, shift)
   // Two-level only (marsit_hier_device_step.h): the padded intra-host vector (intraType) and
   // its plan's scratch, what the f16 cast, sums and division dropped (count floats), the row
   // block's s' and G, and the host ring's f16 rounding of this step (padded floats).

@@ -76,7 +76,7 @@ void TwoLevelMarsitSequence::scalarsReady(size_t badInBlock, double sumAbs) {
 void TwoLevelMarsitSequence::startScalar() {
   MarsitState& s = *state_;
   scalar_ = std::make_unique<algorithms::PlanExecutor>(
-      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, seq(1),
+      s.scalarPlan, algorithms::RunBuffers{s.scalarIn.data(), s.scalarOut.data(), s.scalarScratch.data()}, seq(1),
       ctx_.transport);
   scalarStatus_ = scalar_->start();
 }

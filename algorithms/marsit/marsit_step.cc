@@ -17,7 +17,7 @@ double nowUs() {
 Status numericError(const MarsitState& s, size_t badIndex, float badValue) {
   bool mine = badIndex != SIZE_MAX;
   return Status(Code::kNumericError,
-                "marsit tensor " + s.name + ": " + std::to_string(static_cast<int>(s.scalarOut[1])) +
+                "marsit tensor " + s.name + ": " + std::to_string(static_cast<int>(s.scalarOut.back())) +
                     " rank(s) had NaN or Inf in gradient + compensation" +
                     (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(badIndex) +
                                 " is " + std::to_string(badValue) + ")"
@@ -33,6 +33,18 @@ algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch)
   return b;
 }
 
+void sizeFlatState(MarsitState& s) {
+  s.scaleSpan = s.params.scaleBlock && s.count > s.params.scaleBlock ? s.params.scaleBlock : std::max<size_t>(s.count, 1);
+  s.scaleBlocks = s.count ? (s.count + s.scaleSpan - 1) / s.scaleSpan : 1;
+  s.scalarIn.assign(s.scaleBlocks + 1, 0.0);
+  s.scalarOut.assign(s.scaleBlocks + 1, 0.0);
+  s.blockSums.assign(s.scaleBlocks, 0.0);
+  if (s.params.momentum > 0) {
+    s.prev.assign(s.count, 0.0f);
+    s.shift.assign(s.count, 0.0f);
+  }
+}
+
 MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
     : FlatMarsitSequence(std::move(state), ctx) {}
 
@@ -42,7 +54,7 @@ Status MarsitStepTask::prepare() {
   coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
   if (chunked_) {
     s.prep.reset(s.count);
-    if (s.count == 0) scalarsReady(0, 0.0);  // nothing to pack
+    if (s.count == 0) scalarsReady(0);  // nothing to pack
   } else {
     prepareWhole();
   }
@@ -53,14 +65,21 @@ void MarsitStepTask::prepareWhole() {
   MarsitState& s = *state_;
   double sumAbs = 0;
   size_t bad;
+  const float* c = s.carried().data();
   if (full_) {
-    for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.comp[j];
+    for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + c[j];
     bad = kernels::firstNonFinite(s.work.data(), s.count);
   } else {
     // g' = g + c, its signs and its magnitude in one pass over g and c.
-    bad = kernels::signPrepare(s.g, s.comp.data(), s.count, s.work.data(), s.bits.data(), coin_, 0, &sumAbs);
+    bad = kernels::signPrepare(s.g, c, s.count, s.work.data(), s.bits.data(), coin_, 0, &sumAbs);
   }
-  scalarsReady(bad, sumAbs);
+  if (s.scaleBlocks == 1) {
+    s.blockSums[0] = sumAbs;
+  } else {
+    for (size_t b = 0; b < s.scaleBlocks; ++b)
+      s.blockSums[b] = full_ ? 0.0 : kernels::sumAbs(s.work.data() + s.scaleBegin(b), s.scaleLength(b));
+  }
+  scalarsReady(bad);
   s.times.prepare = nowUs() - startUs_;
 }
 
@@ -69,10 +88,11 @@ Status MarsitStepTask::packChunk(const algorithms::PlanOp& op) {
   double t = nowUs();
   size_t firstWord = op.dst.offset / sizeof(uint64_t);
   size_t begin = firstWord * 64, end = std::min(s.count, (firstWord + op.count) * 64);
-  s.prep.prepare(s.g, s.comp.data(), begin, end, s.work.data(), s.bits.data(), coin_);
+  s.prep.prepare(s.g, s.carried().data(), begin, end, s.work.data(), s.bits.data(), coin_);
   if (s.prep.prepared() == s.count) {
     size_t bad = s.prep.firstBad();
-    scalarsReady(bad, bad < s.count ? 0.0 : s.prep.sumAbs(s.work.data()));
+    if (bad >= s.count) s.prep.scaleSums(s.work.data(), s.scaleSpan, s.blockSums.data());
+    scalarsReady(bad);
   }
   s.times.prepare += nowUs() - t;
   return Status::ok();
@@ -94,9 +114,15 @@ Status MarsitStepTask::writeResult() {
     std::copy_n(s.work.data(), s.count, s.g);
     std::fill(s.comp.begin(), s.comp.end(), 0.0f);
   } else {
-    float eta = static_cast<float>(s.scalarOut[0] / s.size);
-    kernels::signFinish(s.work.data(), s.bits.data(), s.count, eta, s.g, s.comp.data());  // G and c
+    for (size_t b = 0; b < s.scaleBlocks; ++b) {  // M' and c, block by block (64-aligned)
+      size_t at = s.scaleBegin(b);
+      kernels::signFinish(s.work.data() + at, s.bits.data() + at / 64, s.scaleLength(b), s.eta(b), s.g + at,
+                          s.comp.data() + at);
+    }
   }
+  // g = M' - mu M, M = M', next carry c + mu M'.
+  if (s.params.momentum > 0)
+    kernels::momentumHandOff(s.g, s.prev.data(), s.comp.data(), s.shift.data(), s.count, s.params.momentum);
   return Status::ok();
 }
 

@@ -12,6 +12,7 @@
 //             G = eta * (2 bit - 1) into g and c = g' - G.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,13 @@ struct MarsitState {
   int rank = 0, size = 1;
   std::string algorithm;
   std::vector<float> comp, work;
+  // momentum > 0 (flat): M, the last step's estimate, and c + mu M, what the next step adds
+  // to g (so the packing passes take one vector, as with c alone).
+  std::vector<float> prev, shift;
+  // Scale blocks (flat): [b * scaleSpan, min(count, (b + 1) * scaleSpan)), scaleBlocks of them
+  // (1 with scale_block=0, or a tensor no longer than one block).
+  size_t scaleSpan = 0, scaleBlocks = 1;
+  std::vector<double> blockSums;  // this rank's sum |g'| per scale block, this step
   std::vector<uint64_t> bits;
   std::shared_ptr<const algorithms::Plan> bitPlan, scalarPlan, fullPlan;  // fullPlan: K > 0
   std::vector<uint64_t> bitScratch, scalarScratch, fullScratch;
@@ -49,7 +57,8 @@ struct MarsitState {
   std::shared_ptr<MarsitDeviceArrays> device;
   // The running step's arguments and scalars.
   float* g = nullptr;
-  double scalarIn[2] = {0, 0}, scalarOut[2] = {0, 0};
+  // Flat: [mean |g'| of each scale block..., ranks with NaN/Inf]; two-level: [sum |s'|, flag].
+  std::vector<double> scalarIn = {0, 0}, scalarOut = {0, 0};
   size_t badIndex = 0;
   uint64_t mergeNanos = 0;
   PiecewisePrepare prep;  // chunked packing's running sum and first bad index
@@ -71,6 +80,12 @@ struct MarsitState {
   bool fullPrecisionStep() const {
     return params.fullPrecisionEvery > 0 && (step + 1) % params.fullPrecisionEvery == 0;
   }
+  size_t scaleBegin(size_t b) const { return b * scaleSpan; }
+  size_t scaleLength(size_t b) const { return std::min(count, (b + 1) * scaleSpan) - std::min(count, b * scaleSpan); }
+  // What the packing adds to g: c, or c + mu M with momentum.
+  const std::vector<float>& carried() const { return params.momentum > 0 ? shift : comp; }
+  // eta of scale block b, once the scalar allreduce is done.
+  float eta(size_t b) const { return static_cast<float>(scalarOut[b] / size); }
 };
 
 double nowUs();
@@ -79,6 +94,8 @@ Status numericError(const MarsitState& s, size_t badIndex, float badValue);
 // The bit plan's buffers on a sign step (bits in place, its coin stream, the merge clock),
 // host or device: the caller sets where they live and what a kLocal op does.
 algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch);
+// Flat: sizes the scale blocks, the scalars and (momentum > 0) M and c + mu M for s.count.
+void sizeFlatState(MarsitState& s);
 
 // The host form: g, c, the work vector and the bits in host memory; packing chunk by chunk
 // inside the bit plan when params.chunkedPack (the sequencing: marsit_step_sequence.h).

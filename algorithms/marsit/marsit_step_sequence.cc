@@ -35,21 +35,24 @@ Status FlatMarsitSequence::start() {
   return drive();
 }
 
-// One small allreduce carries both the shared magnitude and whether any rank saw a NaN or
+// One small allreduce carries both the shared magnitudes and whether any rank saw a NaN or
 // Inf, so a bad value fails the step on every rank instead of leaving peers waiting.
-void FlatMarsitSequence::scalarsReady(size_t badIndex, double sumAbs) {
+void FlatMarsitSequence::scalarsReady(size_t badIndex) {
   MarsitState& s = *state_;
   s.badIndex = badIndex;
   bool bad = badIndex < s.count;
-  s.scalarIn[0] = bad || s.count == 0 ? 0.0 : sumAbs / s.count;
-  s.scalarIn[1] = bad ? 1.0 : 0.0;
+  for (size_t b = 0; b < s.scaleBlocks; ++b) {
+    size_t len = s.scaleLength(b);
+    s.scalarIn[b] = bad || len == 0 ? 0.0 : s.blockSums[b] / len;
+  }
+  s.scalarIn.back() = bad ? 1.0 : 0.0;
   packed_ = true;
 }
 
 void FlatMarsitSequence::startScalar() {
   MarsitState& s = *state_;
   scalar_ = std::make_unique<algorithms::PlanExecutor>(
-      s.scalarPlan, algorithms::RunBuffers{s.scalarIn, s.scalarOut, s.scalarScratch.data()}, ctx_.id,
+      s.scalarPlan, algorithms::RunBuffers{s.scalarIn.data(), s.scalarOut.data(), s.scalarScratch.data()}, ctx_.id,
       ctx_.transport);
   scalarStatus_ = scalar_->start();
 }
@@ -77,7 +80,7 @@ Status FlatMarsitSequence::finish() {
   s.times.merge = s.mergeNanos / 1000.0;
   // Chunked, the packing ran inside the bit plan: it is prepare's, not the wire's.
   s.times.wire = std::max(0.0, bitsEndUs_ - bitsStartUs_ - s.times.merge - (chunked_ ? s.times.prepare : 0.0));
-  if (s.scalarOut[1] > 0) {
+  if (s.scalarOut.back() > 0) {
     bool mine = s.badIndex < s.count;
     return fail(numericError(s, mine ? s.badIndex : SIZE_MAX, mine ? workValue(s.badIndex) : 0.0f));
   }

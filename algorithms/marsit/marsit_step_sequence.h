@@ -1,10 +1,11 @@
 // The sequencing of a flat Marsit step, shared by the host task (marsit_step.h) and the direct
 // device task (marsit_device_step.h):
 //   seq+1: the bit plan (or, every K steps, the dense full-precision plan) on g' = g + c;
-//   seq:   beside it, the 2-double scalar allreduce [sum of mean|g'|, ranks with NaN/Inf],
+//   seq:   beside it, the scalar allreduce [mean|g'| of each scale block, ranks with NaN/Inf],
 //          started once every element is packed (at once unless packing runs inside the plan).
 //   end:   any rank with NaN/Inf fails the step on every rank, nothing changed; else the
-//          subclass writes G = eta * (2 bit - 1) into g and c = g' - G.
+//          subclass writes G = eta_b * (2 bit - 1) into g and c = g' - G (then the momentum
+//          hand-off, marsit.h).
 // The subclass says only where the data lives: how g' is prepared, which buffers the bit plan
 // runs on, how a bad value is read back for the message, how the result is written.
 #pragma once
@@ -38,8 +39,9 @@ class FlatMarsitSequence : public algorithms::Task {
   // g = G and c = g' - G (full_: g = the average, c = 0).
   virtual Status writeResult() = 0;
 
-  // The scan's first bad index (count if none) and sum |g'| into the scalars.
-  void scalarsReady(size_t badIndex, double sumAbs);
+  // The scan's first bad index (count if none) and the state's blockSums (sum |g'| per scale
+  // block; not read when bad) into the scalars.
+  void scalarsReady(size_t badIndex);
 
   std::shared_ptr<MarsitState> state_;
   bool full_ = false;

@@ -40,14 +40,23 @@ void PiecewisePrepare::account(const float* work, size_t begin, size_t end) {
 }
 
 double PiecewisePrepare::sumAbs(const float* work) {
+  double total = 0;
+  scaleSums(work, std::max<size_t>(count_, 1), &total);
+  return total;
+}
+
+void PiecewisePrepare::scaleSums(const float* work, size_t span, double* out) {
   for (size_t b : cutBlocks_) {
     size_t start = b * kBlock;
     blockSums_[b] = kernels::sumAbs(work + start, std::min(kBlock, count_ - start));
   }
   cutBlocks_.clear();
-  double total = 0;
-  for (double part : blockSums_) total += part;
-  return total;
+  const size_t perScale = (span + kBlock - 1) / kBlock;  // a whole-vector span: every block
+  for (size_t b = 0; b < blockSums_.size(); ++b) {
+    if (b % perScale == 0) out[b / perScale] = 0;
+    out[b / perScale] += blockSums_[b];
+  }
+  if (blockSums_.empty()) out[0] = 0;
 }
 
 }  // namespace tsr::marsit

@@ -25,6 +25,9 @@ class PiecewisePrepare {
   void account(const float* work, size_t begin, size_t end);
   // Once every element is prepared: sum |work| over the whole vector, in signPrepare's order.
   double sumAbs(const float* work);
+  // Once every element is prepared: out[b] = sum |work| over [b span, (b + 1) span) in
+  // kernels::sumAbs's order over that range (span a multiple of 1024, or the whole vector).
+  void scaleSums(const float* work, size_t span, double* out);
   // The first non-finite element over the pieces prepared so far, or count.
   size_t firstBad() const { return firstBad_; }
   size_t prepared() const { return prepared_; }

@@ -20,43 +20,53 @@ void fill(std::vector<float>& g, int rank) {
     g[j] = static_cast<float>(reference::inputValue(rank, j, ReduceOp::kSum));
 }
 
-// sum_j |g[j] + c[j]| in float64, g + c rounded to float as Marsit forms g'.
-double sumAbsWithCompensation(const std::vector<float>& g, const std::vector<float>& c) {
-  double s = 0;
-  for (size_t j = 0; j < g.size(); ++j) s += std::fabs(static_cast<double>(g[j] + c[j]));
+// sum |g[j] + c[j] + mu M[j]| per scale block of `span` elements in float64: g' as Marsit
+// forms it (M: the last estimate, tracked from the outputs; 0 without momentum).
+std::vector<double> blockAbsOfInput(const std::vector<float>& g, const std::vector<float>& c,
+                                    const std::vector<float>& est, double mu, size_t span) {
+  std::vector<double> s(g.empty() ? 1 : (g.size() + span - 1) / span, 0.0);
+  for (size_t j = 0; j < g.size(); ++j)
+    s[j / span] += std::fabs(static_cast<double>(g[j] + c[j]) + mu * est[j]);
   return s;
 }
 
 // The check (-c 1). Compensation carries from step to step, so the expected magnitude comes
-// from this step's real input: eta = (1/N) sum_r mean_j |g_r[j] + c_r[j]| in float64, with c_r
-// the compensation before the step (`localAbs`, taken outside the timed region). An element is
-// wrong when its |value| is not eta (relative 1e-4: Marsit sums |g'| in float blocks and
-// rounds eta to float; a flipped or scaled value is far off) or when the ranks' results
+// from this step's real input: per scale block b (tensor.scaleSpan() elements),
+// eta_b = (1/N) sum_r mean_{j in b} |g_r[j] + c_r[j] + mu M[j]| in float64, with c_r the
+// compensation before the step (`localAbs`, taken outside the timed region) and M the last
+// sign estimate, which the output hands over as out = M' - mu M (mu = tensor.momentum()), so
+// `result` is the estimate out + mu M (the output itself when mu = 0). An element is
+// wrong when its |value| is not eta_b (relative 1e-4: Marsit sums |g'| in float
+// blocks and rounds eta to float; a flipped or scaled value is far off) or when the ranks' results
 // differ. For the latter a 64-bit hash of each result is compared (max and min over ranks);
 // only when they differ does an element-wise min/max allreduce say which elements. Each rank
 // counts its own elements, so an element that differs across ranks counts on every rank.
 // Two-level Marsit's eta is a mean over hosts of host averages (its float64 check is in
 // algorithms/marsit/tests); here every element must carry the same finite, non-zero
 // magnitude, the largest |result[0]| over ranks.
-Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>& result, double localAbs,
-                           bool twoLevel) {
+Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>& result,
+                           const std::vector<double>& localAbs, size_t span, bool twoLevel) {
   const size_t d = result.size();
   const int n = comm.size();
-  double total = 0;
-  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&localAbs, &total, 1, DataType::kF64, ReduceOp::kSum)));
-  double eta = d ? total / (static_cast<double>(d) * n) : 0;
+  std::vector<double> eta(localAbs.size(), 0.0);
+  TSR_RETURN_IF_ERROR(
+      waitFor(comm.allreduce(localAbs.data(), eta.data(), eta.size(), DataType::kF64, ReduceOp::kSum)));
+  for (size_t b = 0; b < eta.size(); ++b) {
+    size_t len = std::min(d, (b + 1) * span) - std::min(d, b * span);
+    eta[b] = len ? eta[b] / (static_cast<double>(len) * n) : 0;
+  }
   if (twoLevel && d) {
     double first = std::fabs(static_cast<double>(result[0]));
-    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&first, &eta, 1, DataType::kF64, ReduceOp::kMax)));
-    if (!(eta > 0 && std::isfinite(eta))) eta = std::nan("");  // then every element counts as wrong
+    TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&first, &eta[0], 1, DataType::kF64, ReduceOp::kMax)));
+    if (!(eta[0] > 0 && std::isfinite(eta[0]))) eta[0] = std::nan("");  // then every element counts as wrong
   }
   TSR_ASSIGN_OR_RETURN(std::vector<bool> differ, differsAcrossRanks(comm, result));
   int64_t wrong = 0;
-  const double tol = 1e-4 * eta;
   for (size_t j = 0; j < d; ++j) {
     bool differs = !differ.empty() && differ[j];
+    const double e = eta[j / span];
     // Written so that NaN counts as wrong.
-    wrong += differs || !(std::fabs(std::fabs(static_cast<double>(result[j])) - eta) <= tol);
+    wrong += differs || !(std::fabs(std::fabs(static_cast<double>(result[j])) - e) <= 1e-4 * e);
   }
   return wrong;
 }
@@ -82,18 +92,21 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
   }
   marsit::MarsitTensor& tensor = *created.value();
   row.algo = twoLevel ? o.algo : tensor.algorithm();  // says whether the host average was f16
-  std::vector<float> g(row.count), comp;
+  // The sign estimate M, tracked from the outputs (M' = out + mu M), and M before this step.
+  const double mu = tensor.momentum();
+  const size_t span = tensor.scaleSpan();
+  std::vector<float> g(row.count), comp, est(row.count, 0.0f);
   SlowestRank slowest(7);
   int64_t wrong = 0;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
     fill(g, me);
     const bool check = o.check && it >= o.warmup;
-    double localAbs = 0;
+    std::vector<double> localAbs(1, 0.0);
     if (check) {
       // Flat Marsit's compensation is per element; two-level's covers one row block (its
       // check does not use this sum).
       comp = tensor.compensation();
-      if (!twoLevel) localAbs = sumAbsWithCompensation(g, comp);
+      if (!twoLevel) localAbs = blockAbsOfInput(g, comp, est, mu, span);
     }
     TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return tensor.allreduce(g.data()); }));
     if (!step.status.isOk()) {
@@ -103,11 +116,13 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
     const marsit::StepTimes& s = tensor.lastTimes();
     TSR_RETURN_IF_ERROR(keepSlowest(comm, step, {s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total},
                                     it >= o.warmup, slowest));
+    for (size_t j = 0; j < row.count; ++j) est[j] = static_cast<float>(g[j] + mu * est[j]);
     if (it < o.warmup) continue;
     if (check) {
       // Test hook: a sign flip only the cross-rank comparison sees, a doubling the eta check sees.
-      if (me == hooks.plantWrongOnRank && row.count >= 2) g[0] = -g[0], g[1] *= 2;
-      TSR_ASSIGN_OR_RETURN(int64_t w, countWrong(comm, g, localAbs, twoLevel));
+      std::vector<float> m = est;
+      if (me == hooks.plantWrongOnRank && row.count >= 2) m[0] = -m[0], m[1] *= 2;
+      TSR_ASSIGN_OR_RETURN(int64_t w, countWrong(comm, m, localAbs, span, twoLevel));
       wrong += w;
     }
   }
