@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/dense/cost_model.h"
 #include "bindings/c/c_api_internal.h"
 #include "runtime/communicator.h"
 
@@ -128,6 +129,22 @@ tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes) {
   return onComm(comm, "tsr_comm_bytes_sent", [&](Communicator& c) {
     *bytes = c.bytesSent();
     return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, size_t bytes, double* seconds) {
+  if (!collective || !seconds) return invalid("tsr_comm_estimate: collective or seconds is NULL");
+  return guarded("tsr_comm_estimate", [&] {
+    return onComm(comm, "tsr_comm_estimate", [&](Communicator& c) {
+      const std::string what = collective;
+      const auto& sel = c.selector();
+      std::vector<tsr::algorithms::Candidate> ranked;
+      if (what == "allreduce") ranked = tsr::algorithms::rankAllreduce(bytes, sel.shape(), sel.links());
+      else if (what == "allgather") ranked = tsr::algorithms::rankAllgather(bytes, sel.shape(), sel.links());
+      else return invalid("tsr_comm_estimate: collective \"" + what + "\" is not estimated (allreduce, allgather)");
+      *seconds = ranked.empty() ? 0.0 : ranked.front().seconds;
+      return TSR_OK;
+    });
   });
 }
 

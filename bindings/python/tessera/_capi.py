@@ -53,7 +53,8 @@ def _text(value):
     return str(value)
 
 
-lib = ctypes.CDLL(_library_path())
+LIBRARY_PATH = _library_path()
+lib = ctypes.CDLL(LIBRARY_PATH)
 
 _P = ctypes.c_void_p
 _SIZE = ctypes.c_size_t
@@ -68,6 +69,7 @@ _PROTOTYPES = {
     "tsr_comm_size": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_local_rank": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_bytes_sent": [_P, ctypes.POINTER(ctypes.c_uint64)],
+    "tsr_comm_estimate": [_P, ctypes.c_char_p, _SIZE, ctypes.POINTER(ctypes.c_double)],
     "tsr_allreduce": [_P, _P, _P, _SIZE, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_allgather": [_P, _P, _P, _SIZE, _INT, ctypes.POINTER(_P)],
     "tsr_broadcast": [_P, _P, _P, _SIZE, _INT, _INT, ctypes.POINTER(_P)],

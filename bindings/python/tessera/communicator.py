@@ -42,6 +42,32 @@ class Communicator(Handle):
         self.size = self._query(_lib.tsr_comm_size)
         self.local_rank = self._query(_lib.tsr_comm_local_rank)
 
+    @classmethod
+    def adopt(cls, handle, owner=None):
+        """A Communicator over a tsr_comm_t that something else owns (its address, an int), e.g.
+        the tessera torch.distributed backend's: close() then only lets go of it; the owner
+        (kept referenced here) destroys it."""
+        self = cls.__new__(cls)
+        self._adopt(ctypes.c_void_p(handle), "the communicator")
+        self._owner = owner
+        self.rank = self._query(_lib.tsr_comm_rank)
+        self.size = self._query(_lib.tsr_comm_size)
+        self.local_rank = self._query(_lib.tsr_comm_local_rank)
+        return self
+
+    def close(self):
+        if getattr(self, "_owner", None) is not None:
+            self._handle = None  # borrowed: the owner destroys it
+            return
+        super().close()
+
+    def estimate(self, collective, nbytes):
+        """The cost model's seconds for the fastest dense "allreduce" of nbytes, or "allgather"
+        of nbytes from each rank, on this job's links (measured at creation)."""
+        seconds = ctypes.c_double()
+        check(_lib.tsr_comm_estimate(self._live(), collective.encode(), int(nbytes), ctypes.byref(seconds)))
+        return seconds.value
+
     def _query(self, fn, ctype=ctypes.c_int):
         value = ctype()
         check(fn(self._live(), ctypes.byref(value)))

@@ -105,6 +105,12 @@ TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);
  * wrote into the shared-memory segment for them). */
 TSR_API tsr_status_t tsr_comm_bytes_sent(tsr_comm_t comm, uint64_t* bytes);
 
+/* The cost model's estimate, in seconds, of the fastest dense algorithm for `collective`
+ * ("allreduce" of `bytes`, or "allgather" of `bytes` from each rank) on this job, with the
+ * links it measured (or TSR_LINK_BW / TSR_LINK_LAT gave) at creation: for choosing between
+ * dense and compressed communication per buffer. Local; the same on every rank. */
+TSR_API tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, size_t bytes, double* seconds);
+
 /* The memory type of the buffers of this communicator's later dense collectives (TSR_MEM_HOST
  * by default). TSR_MEM_CUDA: each dense collective copies its device input to pinned host
  * memory, runs on the host and copies the result back to the device (there is no GPU

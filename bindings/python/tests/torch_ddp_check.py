@@ -1,0 +1,184 @@
+"""DistributedDataParallel over Tessera under tsrun (N ranks):
+  * DDP on the "tessera" backend against DDP on gloo, same seed and data: the same parameters
+    after several steps (float tolerance);
+  * each Tessera hook (tessera.torch.hooks) trains a small model: the loss falls, nothing
+    diverges, and every rank ends with bit-identical parameters, through DDP's re-bucketing
+    after the first step (small buckets, so parameters move between them);
+  * a hook on a gloo process group (Tessera then runs a communicator of its own);
+  * bad hook parameters raise, naming the key and the value, at registration."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tessera
+import tessera.torch
+from checks import Checks
+
+STEPS = 12
+
+
+def data(rank, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(20, 4, generator=g)
+    x = torch.randn(64 * 8, 20, generator=g)
+    y = (x @ w).argmax(1)
+    return x[rank::8][:64], y[rank::8][:64]
+
+
+def model():
+    torch.manual_seed(7)
+    return nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def train(ddp, optimizer, x, y, steps=STEPS):
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(ddp(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    return losses
+
+
+def flat(net):
+    return torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+
+
+def identical_everywhere(net):
+    mine = flat(net)
+    everyone = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, mine)
+    return all(torch.equal(mine, other) for other in everyone)
+
+
+def ddp_of(net, group=None):
+    # 1 KiB buckets: several of them, rebuilt after the first step in gradient-ready order.
+    return nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.001, process_group=group)
+
+
+class FakeBucket:
+    """What a hook sees of a DDP bucket: its index, parameters (in buffer order) and buffer."""
+
+    def __init__(self, index, params, last):
+        self._index, self._params, self._last = index, params, last
+
+    def index(self):
+        return self._index
+
+    def parameters(self):
+        return self._params
+
+    def is_last(self):
+        return self._last
+
+    def buffer(self):
+        return torch.zeros(sum(p.numel() for p in self._params))
+
+
+def relayout_follows_parameters(c):
+    """DDP moves parameters between buckets after the first step: each parameter's residual
+    goes with it to its new bucket and place."""
+    from tessera.torch._buckets import BucketTensors
+    comm = tessera.torch.hooks.communicator_for()
+    a, b, d = torch.zeros(3), torch.zeros(5), torch.zeros(2)
+    tensors = BucketTensors(comm, {"algorithm": "compressed", "compressor": "topk", "k": "1", "op": "avg"})
+    first = [FakeBucket(0, [a, b], False), FakeBucket(1, [d], True)]
+    values = {id(a): [1, 2, 3], id(b): [4, 5, 6, 7, 8], id(d): [9, 10]}
+    for bucket in first:
+        t = tensors.tensor_for(bucket)
+        t.set_residual(torch.tensor(sum((values[id(p)] for p in bucket.parameters()), []), dtype=torch.float32))
+    rebuilt = [FakeBucket(0, [d, a], False), FakeBucket(1, [b], True)]
+    for bucket in rebuilt:
+        got = tensors.tensor_for(bucket).residual().tolist()
+        want = [float(v) for p in bucket.parameters() for v in values[id(p)]]
+        c.expect(got == want, f"relayout: bucket {bucket.index()} residual {got}, want {want}")
+
+
+def main():
+    import faulthandler
+    faulthandler.dump_traceback_later(90, exit=True)
+    comm = tessera.Communicator()  # for the gloo store's port, and the gloo-side hook
+    rank, size = comm.rank, comm.size
+    port = torch.tensor([0], dtype=torch.int64)
+    if rank == 0:
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port[0] = s.getsockname()[1]
+    comm.broadcast(port, root=0)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(int(port)))
+    c = Checks()
+    x, y = data(rank)
+
+    # gloo first: the reference.
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+    net = model()
+    train(ddp_of(net), torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9), x, y)
+    reference = flat(net)
+    # A Tessera hook on the gloo process group.
+    net = model()
+    ddp = ddp_of(net)
+    tessera.torch.hooks.register(ddp, "marsit", communicator=comm)
+    losses = train(ddp, torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9), x, y)
+    c.expect(losses[-1] < losses[0], f"marsit on gloo: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    c.expect(identical_everywhere(net), "marsit on gloo: the ranks' parameters differ")
+    dist.destroy_process_group()
+
+    # Tessera's own rendezvous: under tsrun no MASTER_ADDR and no store server are needed.
+    del os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
+    dist.init_process_group("tessera")
+    net = model()
+    train(ddp_of(net), torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9), x, y)
+    c.expect(torch.allclose(flat(net), reference, rtol=1e-5, atol=1e-6),
+             f"DDP on tessera vs gloo: largest difference {float((flat(net) - reference).abs().max()):.3g}")
+    c.expect(identical_everywhere(net), "DDP on tessera: the ranks' parameters differ")
+
+    hooks = [("dense", {}), ("marsit", {}), ("marsit", {"momentum": "0"}), ("spardl", {"density": "0.1"}),
+             ("topk", {"density": "0.1"}), ("onebit", {}), ("covap", {"interval": "2"}), ("auto", {})]
+    for name, params in hooks:
+        net = model()
+        ddp = ddp_of(net)
+        state = tessera.torch.hooks.register(ddp, name, **params)
+        mu = 0.0 if params.get("momentum") == "0" else 0.9  # marsit momentum=0: plain SGD
+        losses = train(ddp, torch.optim.SGD(net.parameters(), lr=0.05, momentum=mu), x, y, steps=2 * STEPS)
+        what = f"hook {name} {params}"
+        c.expect(all(l == l and l < 1e3 for l in losses), f"{what}: the loss diverged: {losses}")
+        c.expect(losses[-1] < losses[0], f"{what}: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+        c.expect(identical_everywhere(net), f"{what}: the ranks' parameters differ")
+        if getattr(state, "tensors", None) is not None and name != "auto":  # DDP re-bucketed: new tensors
+            c.expect(state.tensors.generation > len(state.tensors.by_index),
+                     f"{what}: no bucket was rebuilt ({state.tensors.generation} tensors made)")
+        del state
+    # SelSync wraps the optimizer; synchronize() ends on one model.
+    net = model()
+    ddp = ddp_of(net)
+    opt = tessera.torch.hooks.selsync(ddp, torch.optim.SGD(net.parameters(), lr=0.05), delta="0.2")
+    losses = train(ddp, opt, x, y, steps=2 * STEPS)
+    opt.synchronize()
+    c.expect(losses[-1] < losses[0], f"selsync: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    c.expect(identical_everywhere(net), "selsync: the ranks' parameters differ after synchronize()")
+
+    relayout_follows_parameters(c)
+
+    # Bad parameters, named at registration.
+    for name, params, words in (("marsit", {"topology": "bogus"}, ("topology", "bogus")),
+                                ("covap", {"interval": "0"}, ("interval", "0")),
+                                ("topk", {"density": "2"}, ("density", "2")),
+                                ("dense", {"k": "3"}, ("k",)),
+                                ("nope", {}, ("nope",))):
+        try:
+            tessera.torch.hooks.register(ddp_of(model()), name, **params)
+            c.expect(False, f"hook {name} {params} was accepted")
+        except (ValueError, tessera.TesseraError) as e:
+            c.expect(all(w in str(e) for w in words), f"hook {name} {params}: {e}")
+    dist.destroy_process_group()
+    c.finish(rank, size, "torch DDP")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

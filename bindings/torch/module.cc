@@ -1,0 +1,20 @@
+// The Python module `_tessera_torch`: ProcessGroupTessera for torch.distributed. Loaded and
+// registered as the "tessera" backend by the Python package (tessera/torch/__init__.py).
+#include <torch/csrc/utils/pybind.h>
+
+#include "bindings/torch/process_group_tessera.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_tessera_torch, m) {
+  m.doc() = "Tessera's torch.distributed backend (see tessera.torch)";
+  // The base class is torch's own, so torch.distributed takes this as any process group.
+  py::module_::import("torch.distributed");
+  py::class_<tessera_torch::ProcessGroupTessera, c10d::ProcessGroup,
+             c10::intrusive_ptr<tessera_torch::ProcessGroupTessera>>(m, "ProcessGroupTessera")
+      .def(py::init<int, int, const std::map<std::string, std::string>&>(), py::arg("rank"), py::arg("size"),
+           py::arg("settings"), py::call_guard<py::gil_scoped_release>())
+      .def("_communicator",
+           [](const tessera_torch::ProcessGroupTessera& pg) { return reinterpret_cast<uintptr_t>(pg.communicator()); },
+           "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.");
+}

@@ -1,0 +1,54 @@
+// WorkTessera: the c10d::Work of one Tessera collective (a tsr_request_t). It completes from
+// Tessera's progress, not from a polling thread: the request's completion callback runs the
+// collective's last step (copying a gathered buffer into the caller's list, say), then
+// completes this Work and its Future, with the tensors or with an error that names the rank,
+// the peer and the collective (a std::runtime_error, a RuntimeError in Python).
+//
+// wait() drives Tessera on the calling thread (tsr_wait) and then waits for that callback, so
+// it never returns before the outputs are in place, and rethrows a failure.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "tessera/tessera.h"
+
+namespace tessera_torch {
+
+class WorkTessera : public c10d::Work {
+ public:
+  // Runs on the completing thread, after the collective succeeded; may throw (the Work then
+  // fails with that message).
+  using Finish = std::function<void()>;
+
+  WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish = {});
+  ~WorkTessera() override;
+
+  // Takes the posted request over and arranges for its completion; call once, right after
+  // posting. `what` names the collective in errors ("allreduce of 1000 float32").
+  void watch(tsr_request_t request, std::string what);
+  // The collective could not be posted: fails the Work at once.
+  void failNow(const std::string& message);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  static void onComplete(void* self, tsr_status_t status);
+  void complete(tsr_status_t status, const std::string& message);
+
+  std::vector<at::Tensor> outputs_;
+  Finish finish_;
+  tsr_request_t request_ = nullptr;
+  std::string what_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace tessera_torch
