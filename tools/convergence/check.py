@@ -3,12 +3,14 @@
 
 Trains the Fashion-MNIST CNN (sim_common.py) with 4 simulated workers, SGD lr 0.05 momentum
 0.9, batch 64 per worker, once with the exact average and once with each algorithm at
-Tessera's defaults (run.py DEFAULTS), and fails (exit 1) when an algorithm diverges or ends
-more than --tolerance points of test accuracy below the dense run. About 3 minutes on one
-core with the defaults below:
+Tessera's defaults (run.py DEFAULTS; top-k and SparDL at density 0.01), and fails (exit 1)
+when an algorithm diverges or ends more than its tolerance below the dense run in test
+accuracy: 1 point for Marsit, 2.5 for the sparse ones (at 1% they end 1-2 points below dense
+over three epochs of 30,000 images: docs/compressed.md, "Convergence under momentum"). About
+6 minutes on one core:
 
   nice -n 10 /usr/bin/python3 tools/convergence/check.py
-  /usr/bin/python3 tools/convergence/check.py --algos marsit --train-size 30000 --epochs 3
+  nice -n 10 /usr/bin/python3 tools/convergence/check.py --algos marsit --seeds 1,2
 
 The simulation reproduces each algorithm's arithmetic, not its code (sim_marsit.py and
 sim_sparse.py say what differs: the random bits, not their distribution); the C++ side has
@@ -26,13 +28,18 @@ import run  # noqa: E402
 import sim_common  # noqa: E402
 
 
+# Points of test accuracy below dense each algorithm may end at (defaults, 3 epochs of 30,000).
+TOLERANCE = {"marsit": 1.0, "topk": 2.5, "spardl": 2.5}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--algos", default="marsit,topk,spardl")
     ap.add_argument("--seeds", default="1")
-    ap.add_argument("--train-size", type=int, default=20000)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--tolerance", type=float, default=1.5, help="points of accuracy below dense allowed")
+    ap.add_argument("--train-size", type=int, default=30000)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--tolerance", type=float, default=0,
+                    help="points of accuracy below dense allowed for every algorithm (0: TOLERANCE)")
     ap.add_argument("--model", default="small", choices=sorted(sim_common.MODELS))
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -50,13 +57,13 @@ def main():
         dense = results["dense"]["accuracy"][-1]
         for algo, res in results.items():
             gap = res["accuracy"][-1] - dense
-            if res["diverged"] or gap < -args.tolerance:
+            if res["diverged"] or gap < -(args.tolerance or TOLERANCE.get(algo, 1.0)):
                 failures.append(f"seed {seed} {algo}: {res['accuracy'][-1]:.2f}% vs dense {dense:.2f}% "
                                 f"({gap:+.2f}){', diverged' if res['diverged'] else ''}")
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1
-    print(f"OK: every algorithm within {args.tolerance} points of dense")
+    print("OK: no divergence, every algorithm within its tolerance of dense")
     return 0
 
 
