@@ -25,8 +25,9 @@ tsr_install_missing() {
 tsr_build() {
   local dir=$1; shift
   if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$TSR_ROOT" -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1 || {
-      cat "$dir.configure.log"; echo "tessera: configure failed ($dir)"; return 1; }
+    mkdir -p "$dir"
+    cmake -S "$TSR_ROOT" -B "$dir" -G Ninja "$@" >"$dir/configure.log" 2>&1 || {
+      cat "$dir/configure.log"; echo "tessera: configure failed ($dir)"; return 1; }
   fi
   cmake --build "$dir" -j"$(nproc)"
 }

@@ -46,6 +46,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--train-limit", type=int, default=0, help="use only the first N training images (0: all)")
     p.add_argument("--test-limit", type=int, default=0, help="use only the first N test images (0: all)")
+    p.add_argument("--evals-per-epoch", type=int, default=1,
+                   help="test evaluations (and JSON lines) per epoch; their time is not counted")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--json", default="", help="append the epoch lines to this file (rank 0)")
     p.add_argument("--label", default="", help="a name for this run in the JSON lines")
@@ -131,6 +133,9 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     if args.backend == "tessera":
         import tessera.torch  # noqa: F401  (registers the backend)
+    if args.backend == "gloo" and "RANK" not in os.environ and "TSR_RANK" in os.environ:
+        # torch's env:// reads RANK and WORLD_SIZE; tsrun says TSR_RANK and TSR_WORLD_SIZE.
+        os.environ.update(RANK=os.environ["TSR_RANK"], WORLD_SIZE=os.environ["TSR_WORLD_SIZE"])
     dist.init_process_group(args.backend)
     rank, size = dist.get_rank(), dist.get_world_size()
     x_train, y_train = load(args.data, "train", args.train_limit)
@@ -143,44 +148,60 @@ def main(argv=None):
     order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(args.seed))
     mine = order[rank::size]
     steps = len(mine) // args.batch
-    start, nic0 = time.perf_counter(), nic_bytes()
+    nic0 = nic_bytes()
     bytes0 = comm.bytes_sent if comm is not None else None
+    evals = max(1, args.evals_per_epoch)
+    wall, total, done = 0.0, 0.0, 0
     for epoch in range(1, args.epochs + 1):
-        model.train()
         shuffle = mine[torch.randperm(len(mine), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))]
-        total = 0.0
-        for step in range(steps):
-            idx = shuffle[step * args.batch:(step + 1) * args.batch]
-            optimizer.zero_grad()
-            loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
-            loss.backward()
-            optimizer.step()
-            total += float(loss)
-        if args.hook == "selsync":
-            optimizer.synchronize()  # end the epoch on one model
-        wall = time.perf_counter() - start
-        accuracy = evaluate(model.module, x_test, y_test)
-        same = parameters_agree(model.module)
-        losses = torch.tensor([total / max(steps, 1)], dtype=torch.float64)
-        dist.all_reduce(losses)
-        line = {"label": args.label or f"{args.backend}/{args.hook}", "backend": args.backend, "hook": args.hook,
-                "ranks": size, "epoch": epoch, "wall_s": round(wall, 3), "steps": steps * epoch,
-                "train_loss": round(float(losses) / size, 5), "test_accuracy": round(accuracy, 3),
-                "ranks_agree": same, "seed": args.seed}
-        if comm is not None:
-            line["tessera_bytes_sent"] = comm.bytes_sent - bytes0
-        if nic0 is not None:
-            line["nic_bytes_sent"] = nic_bytes() - nic0
-        if rank == 0:
-            print(json.dumps(line), flush=True)
-            if args.json:
-                with open(args.json, "a") as f:
-                    f.write(json.dumps(line) + "\n")
-        if not same:
-            print(f"rank {rank}: the ranks' parameters differ after epoch {epoch}", file=sys.stderr, flush=True)
-            return 1
+        for part in range(evals):
+            model.train()
+            began = time.perf_counter()
+            part_steps = range(part * steps // evals, (part + 1) * steps // evals)
+            for step in part_steps:
+                idx = shuffle[step * args.batch:(step + 1) * args.batch]
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+                loss.backward()
+                optimizer.step()
+                total += float(loss)
+                done += 1
+            if args.hook == "selsync":
+                optimizer.synchronize()  # evaluate (and go on from) one model
+            wall += time.perf_counter() - began  # training only: evaluations are not counted
+            line = report(args, model, comm, epoch - 1 + (part + 1) / evals, wall, done,
+                          total / max(1, len(part_steps)), bytes0, nic0, x_test, y_test)
+            total = 0.0
+            if line is None:
+                return 1
     dist.destroy_process_group()
     return 0
+
+
+def report(args, model, comm, epoch, wall, steps, mean_loss, bytes0, nic0, x_test, y_test):
+    """Evaluates, prints rank 0's JSON line; None when the ranks' parameters differ."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    accuracy = evaluate(model.module, x_test, y_test)
+    same = parameters_agree(model.module)
+    losses = torch.tensor([mean_loss], dtype=torch.float64)
+    dist.all_reduce(losses)
+    line = {"label": args.label or f"{args.backend}/{args.hook}", "backend": args.backend, "hook": args.hook,
+            "ranks": size, "epoch": round(epoch, 4), "wall_s": round(wall, 3), "steps": steps,
+            "train_loss": round(float(losses) / size, 5), "test_accuracy": round(accuracy, 3),
+            "ranks_agree": same, "seed": args.seed}
+    if comm is not None:
+        line["tessera_bytes_sent"] = comm.bytes_sent - bytes0
+    if nic0 is not None:
+        line["nic_bytes_sent"] = nic_bytes() - nic0
+    if rank == 0:
+        print(json.dumps(line), flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(line) + "\n")
+    if not same:
+        print(f"rank {rank}: the ranks' parameters differ after epoch {epoch}", file=sys.stderr, flush=True)
+        return None
+    return line
 
 
 def evaluate(net, x, y):
@@ -203,4 +224,9 @@ def parameters_agree(net):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # torch 1.13's gloo process group can hang in its destructor at interpreter exit (it joins
+    # a worker thread that waits for the GIL the exiting thread holds): leave at once.
+    os._exit(status)

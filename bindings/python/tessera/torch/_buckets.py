@@ -39,13 +39,19 @@ class BucketTensors:
         probe.close()
 
     def _params(self, count):
+        """The tensor's parameters; density (the compressed algorithms' share kept) is the
+        compressor's k as a ratio, 0.01 for top-k when neither is given."""
         params = dict(self.params)
-        density = params.pop("density", None) if params.get("algorithm") == "compressed" else None
-        if density is not None:
-            density = float(density)
-            if not 0 < density <= 1:
-                raise ValueError(f"tessera hooks: density={density}: must be in (0, 1]")
-            params.setdefault("k", max(1, int(round(density * count))))
+        if params.get("algorithm") == "compressed":
+            density = params.pop("density", None)
+            if density is not None:
+                if "k" in params:
+                    raise ValueError("tessera hooks: give density or k, not both")
+                if not 0 < float(density) <= 1:
+                    raise ValueError(f"tessera hooks: density={density}: must be in (0, 1]")
+                params["k"] = str(density) if float(density) < 1 else str(count)
+            elif params.get("compressor") in ("topk", "randomk"):
+                params.setdefault("k", "0.01")
         return params
 
     def tensor_for(self, bucket):
