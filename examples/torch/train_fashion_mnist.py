@@ -140,11 +140,15 @@ def main(argv=None):
     rank, size = dist.get_rank(), dist.get_world_size()
     x_train, y_train = load(args.data, "train", args.train_limit)
     x_test, y_test = load(args.data, "test", args.test_limit)
-    # PowerSGD on gloo aborts with more than one bucket (torch 1.13): one bucket for it.
+    # PowerSGD on gloo aborts with more than one bucket (torch 1.13): one bucket for it, the
+    # first one (1 MiB by default) included.
     bucket_mb = 64 if args.hook == "powersgd" else 25
+    if args.hook == "powersgd":
+        dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_mb << 20
     model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=bucket_mb)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     optimizer, comm = attach_hook(model, optimizer, args)
+    _alive.append(model)  # see the end of the file
     order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(args.seed))
     mine = order[rank::size]
     steps = len(mine) // args.batch
@@ -223,10 +227,13 @@ def parameters_agree(net):
     return bool(torch.equal(low, high))
 
 
+# torch 1.13's gloo process group can hang in its destructor (it joins a worker thread that
+# waits for the GIL the destroying thread holds), which runs when the DDP model goes: the model
+# is kept here, and the process leaves at once, without tearing anything down.
+_alive = []
+
 if __name__ == "__main__":
     status = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    # torch 1.13's gloo process group can hang in its destructor at interpreter exit (it joins
-    # a worker thread that waits for the GIL the exiting thread holds): leave at once.
     os._exit(status)
