@@ -1,0 +1,212 @@
+#!/bin/bash
+# The GPU device check (docs/gpu.md): runs Tessera's CUDA code on the machine's GPU from the kit
+# that tools/gpu/pack.sh made (gpu-kit/, carried to the device machine), and writes
+# summary.json, summary.txt and logs.tar.gz into OUT_DIR.
+#
+#   tools/gpu/device_check.sh OUT_DIR [--kit DIR]   the check (a dry run without a GPU)
+#   tools/gpu/device_check.sh --verify-only [--kit DIR]   only: is the kit complete?
+#
+# The kit is verified first: every binary and library resolves its libraries from the kit or
+# from glibc / libstdc++ / the GPU driver. Without a GPU (no nvidia-smi, or it lists none) it
+# prints "no GPU: dry run", runs each program once in its no-device mode, and exits 0 when the
+# kit is complete. With a GPU: the CUDA tests, the kernel tests under compute-sanitizer, the
+# multi-rank device checks under tsrun (2 and 4 ranks), the device kernel benchmark against a
+# device-to-device memcpy and torch.topk, and the direct device path when the kit has UCX with
+# CUDA. Each step has its own timeout, all of them together TSR_GPU_BUDGET_S (default 330 s).
+# Exit status: 0 when every step that ran passed, 1 otherwise, 2 for a bad kit or usage.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KIT=$ROOT/gpu-kit
+OUT=
+VERIFY_ONLY=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --kit) KIT=$(cd "$2" && pwd) || exit 2; shift 2 ;;
+    --verify-only) VERIFY_ONLY=1; shift ;;
+    -*) echo "usage: $0 OUT_DIR [--kit DIR] | --verify-only [--kit DIR]" >&2; exit 2 ;;
+    *) OUT=$1; shift ;;
+  esac
+done
+[ $VERIFY_ONLY = 1 ] || [ -n "$OUT" ] || { echo "usage: $0 OUT_DIR [--kit DIR] | --verify-only [--kit DIR]" >&2; exit 2; }
+START=$(date +%s)
+BUDGET=${TSR_GPU_BUDGET_S:-330}
+BASE_LIBS="linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libgcc_s.so.1 libstdc++.so.6 libcuda.so.1 libnvidia-ml.so.1"
+
+# verify_kit LIBDIRS FILES...: each file's libraries resolve in LIBDIRS (a : list) or are base
+# libraries.
+verify_kit() {
+  local libdir=$1 bad=0 f line soname path real d inside
+  shift
+  for f in "$@"; do
+    [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
+    while read -r line; do
+      soname=$(echo "$line" | awk '{print $1}')
+      case $line in *"not found"*)  # the driver's libraries exist only where a GPU does
+        case $soname in libcuda.so.1|libnvidia-ml.so.1) ;; *) echo "$f: $line"; bad=1 ;; esac; continue ;; esac
+      path=$(echo "$line" | awk '$2 == "=>" {print $3}')
+      [ -n "$path" ] || continue
+      case " $BASE_LIBS " in *" $soname "*) continue ;; esac
+      real=$(readlink -f "$path") inside=0
+      for d in ${libdir//:/ }; do case $real in "$(readlink -f "$d")"/*) inside=1 ;; esac; done
+      [ $inside = 1 ] || { echo "$f: $soname from $path, outside the kit"; bad=1; }
+    done < <(LD_LIBRARY_PATH=$libdir ldd "$f" 2>&1)
+  done
+  return $bad
+}
+
+[ -f "$KIT/MANIFEST.txt" ] || { echo "device_check: no kit at $KIT (make it with tools/gpu/pack.sh)"; exit 2; }
+chmod u+x "$KIT"/bin/* 2>/dev/null
+KIT_FILES=$(cd "$KIT" && ls bin/* lib/*.so* lib/ucx/*.so* 2>/dev/null | sed "s|^|$KIT/|")
+for want in $(sed -n 's/^tests //p; s/^tools //p' "$KIT/MANIFEST.txt"); do
+  [ -f "$KIT/bin/$want" ] || { echo "device_check: kit lacks bin/$want"; exit 2; }
+done
+VERIFY_LOG=$(verify_kit "$KIT/lib" $KIT_FILES)
+VERIFY_RC=$?
+if [ -d "$KIT/ucx-cuda/lib" ]; then
+  UCX_VERIFY=$(verify_kit "$KIT/ucx-cuda/lib:$KIT/lib" "$KIT"/ucx-cuda/lib/*.so* "$KIT"/ucx-cuda/lib/ucx/*.so* \
+               "$KIT/ucx-cuda/bin/ucx_info") || { VERIFY_LOG="$VERIFY_LOG
+$UCX_VERIFY"; VERIFY_RC=1; }
+fi
+NFILES=$(echo "$KIT_FILES" | wc -w)
+if [ $VERIFY_RC != 0 ]; then
+  echo "device_check: the kit at $KIT is incomplete:"; echo "$VERIFY_LOG"; exit 2
+fi
+echo "device_check: kit verified: $NFILES binaries and libraries resolve from $KIT/lib or glibc/libstdc++/the driver ($(du -sh "$KIT" | cut -f1))"
+[ -d "$KIT/ucx-cuda" ] && echo "device_check: optional UCX with CUDA present: $KIT/ucx-cuda"
+[ $VERIFY_ONLY = 1 ] && exit 0
+
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d)
+LOGS=$WORK/logs
+mkdir -p "$LOGS"
+export TMPDIR=$WORK
+STEPS=$WORK/steps.tsv   # name, result, rc, seconds, note
+: > "$STEPS"
+export LD_LIBRARY_PATH=$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+BIN=$KIT/bin
+
+# step NAME TIMEOUT CMD...: runs CMD with its output in logs/NAME.log; records PASS, FAIL,
+# TIMEOUT or NOT-RUN (the budget would not cover it). A check function named by CHECK (if
+# set) may turn a PASS into a FAIL by printing a reason.
+step() {
+  local name=$1 limit=$2 left rc t0 note=""
+  shift 2
+  left=$((BUDGET - ($(date +%s) - START) - 15))
+  if [ "$left" -lt 20 ]; then
+    printf '%s\tNOT-RUN\t-\t0\tthe %ss budget was spent\n' "$name" "$BUDGET" >> "$STEPS"
+    echo "== $name: NOT RUN (budget)"; return 0
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name (limit ${limit}s)"
+  t0=$(date +%s.%N)
+  timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
+  rc=$?
+  local secs
+  secs=$(awk "BEGIN {print $(date +%s.%N) - $t0}")
+  local result=PASS
+  if [ $rc = 124 ] || [ $rc = 137 ]; then result=TIMEOUT; note="killed after ${limit}s"
+  elif [ $rc != 0 ]; then result=FAIL; note=$(grep -m1 -E 'FAIL|Failure|ERROR|error' "$LOGS/$name.log" | cut -c1-200)
+  elif [ -n "${CHECK:-}" ]; then note=$($CHECK "$LOGS/$name.log"); [ -n "$note" ] && result=FAIL
+  fi
+  [ $result = PASS ] && [ -z "$note" ] && note=$(grep -m1 -E 'tests? ran|passed, [0-9]+ failed|PASSED' "$LOGS/$name.log" | cut -c1-200)
+  printf '%s\t%s\t%s\t%.1f\t%s\n' "$name" "$result" "$rc" "$secs" "$note" >> "$STEPS"
+  echo "   $result (rc $rc, ${secs%.*}s) $note"
+  tail -n 3 "$LOGS/$name.log" | sed 's/^/   | /'
+}
+# CHECK functions: a CUDA test that skipped on a GPU machine did not run.
+no_skips() { grep -q '\[  SKIPPED \]' "$1" && echo "skipped on a GPU machine: $(grep -m1 'Skipped\|SKIPPED' "$1")"; }
+# A program that found no usable device on a GPU machine (a driver or runtime problem) ran nothing.
+device_ran() { grep -q 'no CUDA device' "$1" && echo "ran without a usable CUDA device: $(grep -m1 -o 'no CUDA device.*' "$1" | cut -c1-160)"; }
+# The direct job must have taken the direct path (the creation log at info says which).
+direct_path() {
+  local d s
+  device_ran "$1" && return
+  d=$(grep -c 'memory=cuda on .*direct device path' "$1")
+  s=$(grep -c 'memory=cuda on .*staged through pinned' "$1")
+  echo "$d direct, $s staged tensor creations" > "$1.paths"
+  [ "$d" -gt 0 ] || echo "no tensor took the direct device path ($s staged)"
+}
+
+ENV=$WORK/env.txt
+{
+  echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host $(uname -n) kernel $(uname -r)"
+  sed -n 's/^commit /kit_commit /p; s/^build /kit_build /p; s/^cuda /kit_cuda /p' "$KIT/MANIFEST.txt"
+} > "$ENV"
+
+GPU=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L > "$LOGS/nvidia-smi-L.log" 2>&1 && grep -q '^GPU ' "$LOGS/nvidia-smi-L.log"; then
+  GPU=1
+fi
+
+if [ $GPU = 0 ]; then
+  echo "device_check: no GPU: dry run (nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'lists none' || echo 'not found'))"
+  echo "mode dry-run" >> "$ENV"
+  # Each program once in its no-device mode: they start, find their libraries and skip.
+  CHECK= step gtest-kernels_cuda 60 "$BIN/kernels_cuda_tests"
+  CHECK= step gtest-device_kernels 60 "$BIN/device_kernels_tests"
+  CHECK= step gtest-c_api_device 60 "$BIN/c_api_device_tests"
+  CHECK= step gpu-check-2ranks-host-halves 120 "$BIN/tsrun" -np 2 --timeout 110 "$BIN/tsr-gpu-check" --count 4099 --steps 2
+  CHECK= step device-kernel-bench 30 "$BIN/tsr-device-kernel-bench"
+else
+  echo "mode gpu" >> "$ENV"
+  nvidia-smi > "$LOGS/nvidia-smi.log" 2>&1
+  {
+    echo "gpu $(nvidia-smi --query-gpu=name,memory.total,driver_version,pci.bus_id --format=csv,noheader | head -1)"
+    echo "cuda_driver_api $(sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' "$LOGS/nvidia-smi.log" | head -1)"
+    echo "nvcc $( (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 \2/p')"
+    echo "compute_sanitizer $( (compute-sanitizer --version || /usr/local/cuda/bin/compute-sanitizer --version) 2>/dev/null | sed -n 's/.*Version \(.*\)/\1/p' | head -1)"
+  } >> "$ENV"
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  # 1. The CUDA tests that skip without a GPU, and the ones whose expectations depend on one.
+  CHECK=no_skips step gtest-kernels_cuda 90 "$BIN/kernels_cuda_tests"
+  CHECK=no_skips step gtest-device_kernels 90 "$BIN/device_kernels_tests"
+  CHECK=no_skips step gtest-c_api_device 120 "$BIN/c_api_device_tests"
+  CHECK= step gtest-c_api-memory 90 "$BIN/c_api_tests" --gtest_filter='CApi.MemoryType*:CApi.TensorMemoryParameter'
+  CHECK= step gtest-device_staging 90 "$BIN/device_staging_tests"
+  CHECK= step gtest-dense_device 90 "$BIN/dense_device_tests"
+  # 2. Multi-rank jobs on the one GPU: dense TSR_MEM_CUDA and every device tensor vs host.
+  CHECK=device_ran step gpu-check-2ranks 120 "$BIN/tsrun" -np 2 --timeout 110 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 1
+  CHECK=device_ran step gpu-check-4ranks-2hosts 150 "$BIN/tsrun" -np 4 --timeout 140 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2
+  # 3. The kernels on device memory against a device-to-device memcpy, top-k against torch.topk.
+  CHECK=device_ran step device-kernel-bench 120 "$BIN/tsr-device-kernel-bench" --json "$WORK/kernel-bench.json" \
+    --dump-input "$WORK/x.f32" --dump-topk "$WORK/topk.u32"
+  if [ -f "$WORK/topk.u32" ]; then
+    CHECK= step torch-topk 120 env -u LD_LIBRARY_PATH python3 "$ROOT/tools/gpu/torch_topk.py" "$WORK/x.f32" "$WORK/topk.u32" \
+      --bench-json "$WORK/kernel-bench.json" --out "$WORK/torch-topk.json"
+  fi
+  rm -f "$WORK/x.f32" "$WORK/topk.u32"
+  # 4. The kernel tests under compute-sanitizer (memcheck).
+  if [ -n "$SAN" ]; then
+    CHECK=no_skips step memcheck-kernels_cuda 150 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/kernels_cuda_tests"
+    CHECK=no_skips step memcheck-device_kernels 150 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/device_kernels_tests"
+  else
+    printf 'memcheck\tNOT-RUN\t-\t0\tcompute-sanitizer not found\n' >> "$STEPS"
+  fi
+  # 5. The direct device path: UCX built with CUDA, device buffers straight to UCX.
+  if [ -d "$KIT/ucx-cuda/lib" ]; then
+    UCXLIB=$KIT/ucx-cuda/lib:$KIT/lib
+    CHECK= step ucx-info-cuda 30 env LD_LIBRARY_PATH="$UCXLIB" "$KIT/ucx-cuda/bin/ucx_info" -d
+    CHECK=direct_path step direct-2ranks 120 env LD_LIBRARY_PATH="$UCXLIB" "$BIN/tsrun" -np 2 --timeout 110 \
+      -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 1 --only tensors
+    CHECK=direct_path step direct-4ranks-2hosts 150 env LD_LIBRARY_PATH="$UCXLIB" "$BIN/tsrun" -np 4 --timeout 140 \
+      -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2 --only tensors
+  else
+    printf 'direct-path\tNOT-RUN\t-\t0\tthe kit has no UCX with CUDA (docs/gpu.md)\n' >> "$STEPS"
+  fi
+fi
+
+# Summary: JSON and text into OUT, every log in one archive (the device tool returns at most 8 files).
+echo "elapsed $(( $(date +%s) - START ))" >> "$ENV"
+python3 "$ROOT/tools/gpu/summarize.py" "$ENV" "$STEPS" "$WORK" "$OUT/summary.json" "$OUT/summary.txt"
+for f in "$LOGS"/*.log; do  # a runaway log keeps its first and last 2 MiB
+  [ "$(stat -c %s "$f")" -gt 4194304 ] && { head -c 2097152 "$f"; echo "[... cut ...]"; tail -c 2097152 "$f"; } > "$f.cut" && mv "$f.cut" "$f"
+done
+tar -czf "$OUT/logs.tar.gz" -C "$WORK" logs env.txt steps.tsv $(cd "$WORK" && ls ./*.json 2>/dev/null) 2>/dev/null
+cat "$OUT/summary.txt"
+RC=0
+cut -f2 "$STEPS" | grep -q -x -E 'FAIL|TIMEOUT' && RC=1
+[ -s "$OUT/summary.json" ] || RC=1
+rm -rf "$WORK"
+exit $RC
