@@ -149,6 +149,11 @@ if [ $GPU = 0 ]; then
   CHECK= step gtest-c_api_device 60 "$BIN/c_api_device_tests"
   CHECK= step gpu-check-2ranks-host-halves 120 "$BIN/tsrun" -np 2 --timeout 110 "$BIN/tsr-gpu-check" --count 4099 --steps 2
   CHECK= step device-kernel-bench 30 "$BIN/tsr-device-kernel-bench"
+  if [ -d "$KIT/ucx-cuda/lib" ]; then  # Tessera on the kit's own UCX build (its CUDA module needs a driver)
+    CHECK= step ucx-info-cuda 30 env LD_LIBRARY_PATH="$KIT/ucx-cuda/lib:$KIT/lib" "$KIT/ucx-cuda/bin/ucx_info" -v
+    CHECK= step direct-2ranks-host-halves 120 env LD_LIBRARY_PATH="$KIT/ucx-cuda/lib:$KIT/lib" "$BIN/tsrun" -np 2 \
+      --timeout 110 "$BIN/tsr-gpu-check" --count 4099 --steps 2 --only tensors
+  fi
 else
   echo "mode gpu" >> "$ENV"
   nvidia-smi > "$LOGS/nvidia-smi.log" 2>&1
