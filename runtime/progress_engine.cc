@@ -26,6 +26,10 @@ constexpr int kWaitSliceMs = 1;
 constexpr auto kNoticeGrace = std::chrono::milliseconds(50);
 // Longest a rank leaving after an error waits for its peers' goodbyes (run()).
 constexpr auto kLinger = std::chrono::milliseconds(1000);
+// Longest a failed run's request waits for its sends and receives to end before it is told
+// anyway (failWhenQuiet): a peer that aborted leaves a rendezvous send of ours waiting for a
+// receive it will never post; the buffer is not read then, and the wait must end.
+constexpr auto kQuietLimit = std::chrono::milliseconds(2000);
 // Set while this thread drives (runs turns): driving again from inside a turn (a task's code
 // waiting) would re-lock driveMutex_.
 thread_local bool tDriving = false;
@@ -184,14 +188,36 @@ void ProgressEngine::finish(Active& active, Status status) {
     FailedSeqs seqs{a.submission.seq, int64_t{a.submission.seq} + a.submission.seqSpan - 1};
     if (spread) breakCommunicator(status, true, seqs);
   }
-  a.submission.request->complete(status);
-  if (!a.executor->quiescent()) {
-    draining_.splice(draining_.end(), done);
+  if (status.isError()) {
+    failWhenQuiet(done, done.begin(), status);
     return;
   }
+  a.submission.request->complete(status);
   // Let go of the run (its scratch, request and plan) and keep the entry for the next one.
   a = Active{};
   if (spare_.size() < 16) spare_.splice(spare_.end(), done);
+}
+
+void ProgressEngine::failWhenQuiet(std::list<Active>& from, std::list<Active>::iterator it, Status status) {
+  if (it->executor->quiescent()) {
+    it->submission.request->complete(status);
+    from.erase(it);
+    return;
+  }
+  it->owed = std::move(status);
+  it->quietBy = coarseNow() + kQuietLimit;
+  draining_.splice(draining_.end(), from, it);
+}
+
+void ProgressEngine::settleDraining(Clock::time_point now) {
+  for (auto it = draining_.begin(); it != draining_.end();) {
+    const bool quiet = it->executor->quiescent();
+    if (it->owed && (quiet || now >= it->quietBy)) {
+      it->submission.request->complete(*it->owed);
+      it->owed.reset();
+    }
+    it = quiet && !it->owed ? draining_.erase(it) : std::next(it);
+  }
 }
 
 bool ProgressEngine::driveActive() {
@@ -238,14 +264,15 @@ bool ProgressEngine::turn(bool spinning) {
   if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   checkTimeouts(now);
   watchNeighbours(now);
-  draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
+  settleDraining(now);
   controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
   return busy;
 }
 
 bool ProgressEngine::hasWork() const {
-  // Not draining_: runs that already failed or finished only need a turn some time to let go.
-  return !active_.empty() || !controlSends_.empty() || abortRequested_ || hasIncoming();
+  // Runs draining_ only need a turn some time to let go, unless a caller waits to be told.
+  bool owed = std::any_of(draining_.begin(), draining_.end(), [](const Active& a) { return a.owed.has_value(); });
+  return !active_.empty() || !controlSends_.empty() || abortRequested_ || hasIncoming() || owed;
 }
 
 bool ProgressEngine::hasIncoming() const { return incomingCount_ > 0; }
@@ -394,11 +421,12 @@ void ProgressEngine::run() {
   transport_.cancel(&controlRecv_);
   while (Clock::now() < until) {
     transport_.progress();
-    draining_.remove_if([](const Active& a) { return a.executor->quiescent(); });
+    settleDraining(coarseNow());
     controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
     if (draining_.empty() && controlSends_.empty() && (!controlRecv_.posted || controlRecv_.done))
       break;
   }
+  settleDraining(Clock::time_point::max());  // destroyed: whatever is still owed is told now
 }
 
 }  // namespace tsr::runtime

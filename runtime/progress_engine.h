@@ -88,6 +88,10 @@ class ProgressEngine {
     // A lost-peer failure held back for a moment (driveActive), and since when.
     std::optional<Status> heldFailure;
     std::chrono::steady_clock::time_point heldSince;
+    // A failed run whose transport operations still read or write the caller's buffers: its
+    // status, told once they are done (or at quietBy, whichever comes first: settleDraining).
+    std::optional<Status> owed;
+    std::chrono::steady_clock::time_point quietBy;
   };
   struct ControlSend {
     std::string payload;
@@ -111,6 +115,13 @@ class ProgressEngine {
   bool pollControl();
   void checkTimeouts(std::chrono::steady_clock::time_point now);
   void finish(Active& active, Status status);
+  // Completes a failed run's request with `status` now if nothing of it is in flight, else
+  // moves it to draining_ to be completed once quiet: a caller told it ended may free its
+  // buffers, which a send still queued in UCX would then read (UCX cannot cancel sends).
+  void failWhenQuiet(std::list<Active>& from, std::list<Active>::iterator it, Status status);
+  // Completes the owed requests of draining_ runs that went quiet (or waited long enough) and
+  // lets go of the quiet ones.
+  void settleDraining(std::chrono::steady_clock::time_point now);
   // failed: the sequence numbers of the collective that failed (none: nothing in particular).
   // A mismatch breaks the communicator from that collective on only (see spared()); any other
   // failure breaks it for everything still pending.

@@ -56,9 +56,7 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, F
     auto here = it++;
     if (spared(here->submission)) continue;
     here->executor->abort(reason);
-    here->submission.request->complete(pendingFailure(here->submission, reason));
-    if (!here->executor->quiescent()) draining_.splice(draining_.end(), active_, here);
-    else active_.erase(here);
+    failWhenQuiet(active_, here, pendingFailure(here->submission, reason));
   }
   std::vector<Submission> rest, kept;
   {

@@ -107,6 +107,7 @@ class PlanExecutor final : public Task {
   static WireHeader headerOf(const Plan& p, RunIdentity id);
   Status checkHeader(const WireHeader& theirs, int peer) const;
   Status takeHeader(size_t slot);
+  bool headerTaken(int peer) const;  // the peer's header has come and been checked
   Status postFirstRecv(uint32_t index, size_t slot);
   void land(uint32_t index, size_t slot);
   Status sendInline(uint32_t index, size_t slot);
