@@ -116,6 +116,10 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_LOCAL_SIZE", ValueKind::kString, "", "", "ranks on this host (set by tsrun)"},
       {"TSR_PEERS", ValueKind::kString, "", "", "host:port bootstrap address of every rank"},
       {"TSR_JOB_SECRET", ValueKind::kString, "", "", "HMAC key of the bootstrap (set by tsrun)"},
+      {"TSR_JOB_SECRET_FILE", ValueKind::kString, "", "",
+       "file holding the job secret (mode 0600 or stricter) when TSR_JOB_SECRET is not set"},
+      {"TSR_INSECURE", ValueKind::kEnum, "0", "0|1",
+       "1: a job of several ranks may start without a job secret (unauthenticated bootstrap)"},
       {"TSR_JOB_ID", ValueKind::kString, "", "", "job identifier (set by tsrun)"},
       {"TSR_BASE_PORT", ValueKind::kString, "29400", "", "first bootstrap port when derived"},
       // Set inside the emulated cluster's hosts (../shared/tools/netcluster.sh); informational.

@@ -1,6 +1,7 @@
 #include "runtime/bootstrap/bootstrap.h"
 
 #include "base/logging.h"
+#include "runtime/bootstrap/job_secret.h"
 #include "runtime/bootstrap/ring_join.h"
 
 namespace tsr::runtime {
@@ -199,6 +200,8 @@ Status validate(const LaunchInfo& info, const BootstrapOptions& options) {
   if (info.size > 1 && static_cast<int>(info.peers.size()) != info.size)
     return bad("bootstrap: " + std::to_string(info.peers.size()) +
                " peer addresses for world size " + std::to_string(info.size));
+  Status secret = checkJobSecret(info.secret, info.insecure, info.size);
+  if (!secret.isOk()) return bad("bootstrap: rank " + std::to_string(info.rank) + ": " + secret.message());
   if (info.jobId.size() > wire::kMaxJobIdBytes)
     return bad("bootstrap: job id '" + info.jobId + "' is longer than " +
                std::to_string(wire::kMaxJobIdBytes) + " bytes");
@@ -215,6 +218,11 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const LaunchInfo& info,
                                                      BootstrapOptions options) {
   try {
     TSR_RETURN_IF_ERROR(validate(info, options));
+    if (info.size > 1 && info.secret.empty())
+      tsr::log::get("bootstrap")->error(
+          "rank {}: TSR_INSECURE=1 and no job secret: the bootstrap is NOT authenticated; anyone who "
+          "reaches {} can join this job or feed it data",
+          info.rank, info.peers[info.rank].toString());
     auto impl = std::make_unique<Impl>(info, options);
     TSR_RETURN_IF_ERROR(impl->start());
     return std::unique_ptr<Bootstrap>(new Bootstrap(std::move(impl)));

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <optional>
 
+#include "runtime/bootstrap/job_secret.h"
 #include "runtime/bootstrap/slurm_nodelist.h"
 
 namespace tsr::runtime {
@@ -136,15 +137,17 @@ std::string firstOf(const EnvMap& env, std::initializer_list<const char*> names)
   return "";
 }
 
-LaunchInfo makeInfo(const Counts& c, std::vector<PeerAddress> peers, const EnvMap& env,
-                    std::string jobId, std::string source) {
+Result<LaunchInfo> makeInfo(const Counts& c, std::vector<PeerAddress> peers, const EnvMap& env,
+                            std::string jobId, std::string source) {
+  TSR_ASSIGN_OR_RETURN(JobSecret secret, jobSecretFromEnv(env, c.size));
   LaunchInfo info;
   info.rank = c.rank;
   info.size = c.size;
   info.localRank = c.localRank;
   info.localSize = c.localSize;
   info.peers = std::move(peers);
-  info.secret = firstOf(env, {"TSR_JOB_SECRET"});
+  info.secret = std::move(secret.secret);
+  info.insecure = secret.insecure;
   std::string tsrJob = firstOf(env, {"TSR_JOB_ID"});
   info.jobId = tsrJob.empty() ? std::move(jobId) : tsrJob;
   info.source = std::move(source);
@@ -176,9 +179,6 @@ Result<LaunchInfo> fromTsrun(const EnvMap& env) {
     }
   }
   TSR_RETURN_IF_ERROR(validateCounts(c));
-  if (firstOf(env, {"TSR_JOB_SECRET"}).empty())
-    return invalid("TSR_JOB_SECRET is not set: tsrun always sets it; when setting TSR_RANK by "
-                   "hand, set TSR_JOB_SECRET to the same random string on every rank");
   return makeInfo(c, std::move(peers), env, "", "tsrun");
 }
 

@@ -30,10 +30,12 @@ void fails(const EnvMap& env, std::initializer_list<std::string> needles) {
         << "message '" << r.status().message() << "' lacks '" << n << "'";
 }
 
+const std::string kSecret = "0123456789abcdef0123";
+
 EnvMap tsrun() {
   return {{"TSR_RANK", "1"},       {"TSR_WORLD_SIZE", "3"},
           {"TSR_LOCAL_RANK", "1"}, {"TSR_LOCAL_SIZE", "2"},
-          {"TSR_PEERS", "a:100,a:101,b:100"}, {"TSR_JOB_SECRET", "s3"},
+          {"TSR_PEERS", "a:100,a:101,b:100"}, {"TSR_JOB_SECRET", kSecret},
           {"TSR_JOB_ID", "job9"}};
 }
 
@@ -55,7 +57,7 @@ TEST(LaunchEnv, Tsrun) {
   EXPECT_EQ(info.localRank, 1);
   EXPECT_EQ(info.localSize, 2);
   EXPECT_EQ(peersText(info), "a:100,a:101,b:100");
-  EXPECT_EQ(info.secret, "s3");
+  EXPECT_EQ(info.secret, kSecret);
   EXPECT_EQ(info.jobId, "job9");
 }
 
@@ -71,7 +73,7 @@ TEST(LaunchEnv, TsrunDerivesLocalRankFromPeerHosts) {
 
 TEST(LaunchEnv, TsrunAllLocalWithoutPeers) {
   EnvMap env = {{"TSR_RANK", "2"}, {"TSR_WORLD_SIZE", "4"}, {"TSR_LOCAL_RANK", "2"},
-                {"TSR_LOCAL_SIZE", "4"}, {"TSR_JOB_SECRET", "x"}, {"TSR_BASE_PORT", "5000"}};
+                {"TSR_LOCAL_SIZE", "4"}, {"TSR_JOB_SECRET", kSecret}, {"TSR_BASE_PORT", "5000"}};
   EXPECT_EQ(peersText(ok(env)), "127.0.0.1:5000,127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003");
 }
 
@@ -94,7 +96,7 @@ TEST(LaunchEnv, TsrunBadValuesNameTheVariable) {
   fails(with("TSR_PEERS", ""), {"TSR_PEERS", "empty"});
   EnvMap noSecret = tsrun();
   noSecret.erase("TSR_JOB_SECRET");
-  fails(noSecret, {"TSR_JOB_SECRET"});
+  fails(noSecret, {"TSR_JOB_SECRET", "TSR_JOB_SECRET_FILE", "TSR_INSECURE=1"});
   EnvMap noLocal = tsrun();
   noLocal.erase("TSR_PEERS");
   noLocal.erase("TSR_LOCAL_SIZE");
@@ -117,15 +119,15 @@ TEST(LaunchEnv, Ipv6Peers) {
 EnvMap ompi(const char* rank, const char* size, const char* lrank, const char* lsize) {
   return {{"OMPI_COMM_WORLD_RANK", rank}, {"OMPI_COMM_WORLD_SIZE", size},
           {"OMPI_COMM_WORLD_LOCAL_RANK", lrank}, {"OMPI_COMM_WORLD_LOCAL_SIZE", lsize},
-          {"PMIX_NAMESPACE", "prterun-x-1@1"}};
+          {"PMIX_NAMESPACE", "prterun-x-1@1"}, {"TSR_JOB_SECRET", kSecret}};
 }
 
-TEST(LaunchEnv, OpenMpiAllLocalDerivesPeersWithEmptySecret) {
+TEST(LaunchEnv, OpenMpiAllLocalDerivesPeers) {
   LaunchInfo info = ok(ompi("1", "2", "1", "2"));
   EXPECT_EQ(info.source, "ompi");
   EXPECT_EQ(info.rank, 1);
   EXPECT_EQ(peersText(info), "127.0.0.1:29400,127.0.0.1:29401");
-  EXPECT_EQ(info.secret, "");
+  EXPECT_EQ(info.secret, kSecret);
   EXPECT_EQ(info.jobId, "prterun-x-1@1");
 }
 
@@ -134,11 +136,10 @@ TEST(LaunchEnv, OpenMpiAcrossHostsNeedsPeers) {
                                    "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_SIZE=4"});
   EnvMap env = ompi("1", "4", "1", "2");
   env["TSR_PEERS"] = "h1:1,h1:2,h2:1,h2:2";
-  env["TSR_JOB_SECRET"] = "k";
   env["TSR_JOB_ID"] = "mine";
   LaunchInfo info = ok(env);
   EXPECT_EQ(peersText(info), "h1:1,h1:2,h2:1,h2:2");
-  EXPECT_EQ(info.secret, "k");
+  EXPECT_EQ(info.secret, kSecret);
   EXPECT_EQ(info.jobId, "mine");
   fails(ompi("1", "2", "1", "x"), {"OMPI_COMM_WORLD_LOCAL_SIZE='x'"});
   EnvMap missing = ompi("0", "2", "0", "2");
@@ -149,7 +150,7 @@ TEST(LaunchEnv, OpenMpiAcrossHostsNeedsPeers) {
 TEST(LaunchEnv, Torchrun) {
   EnvMap env = {{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"},
                 {"LOCAL_WORLD_SIZE", "4"}, {"TORCHELASTIC_RUN_ID", "tr1"},
-                {"TSR_BASE_PORT", "31000"}};
+                {"TSR_BASE_PORT", "31000"}, {"TSR_JOB_SECRET", kSecret}};
   LaunchInfo info = ok(env);
   EXPECT_EQ(info.source, "torchrun");
   EXPECT_EQ(info.rank, 3);
@@ -168,7 +169,7 @@ TEST(LaunchEnv, Torchrun) {
 EnvMap slurm(const char* procid, const char* localid) {
   return {{"SLURM_PROCID", procid}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", localid},
           {"SLURM_JOB_NODELIST", "node[01-03],gpu5"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"},
-          {"SLURM_JOB_ID", "123"}, {"SLURM_STEP_ID", "0"}};
+          {"SLURM_JOB_ID", "123"}, {"SLURM_STEP_ID", "0"}, {"TSR_JOB_SECRET", kSecret}};
 }
 
 TEST(LaunchEnv, SlurmBlockDistributionDerivesPeers) {
@@ -182,7 +183,7 @@ TEST(LaunchEnv, SlurmBlockDistributionDerivesPeers) {
             "node01:29400,node01:29401,node02:29400,node02:29401,node03:29400,node03:29401,"
             "gpu5:29400");
   EXPECT_EQ(info.jobId, "123.0");
-  EXPECT_EQ(info.secret, "");
+  EXPECT_EQ(info.secret, kSecret);
   LaunchInfo last = ok(slurm("6", "0"));
   EXPECT_EQ(last.localSize, 1);
 }
