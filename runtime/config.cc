@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 
 extern char** environ;
 
@@ -131,11 +133,23 @@ const std::vector<ConfigEntry>& configTable() {
 }
 
 EnvMap processEnvironment() {
+  // The job secret leaves the environment the first time it is seen, so programs this rank
+  // starts do not inherit it. Later snapshots (a second communicator) get it from here.
+  static std::mutex mutex;
+  static std::optional<std::string> jobSecret;
+  std::lock_guard<std::mutex> lock(mutex);
   EnvMap env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto secret = env.find(kJobSecretVariable);
+  if (secret != env.end()) {
+    jobSecret = secret->second;
+    unsetenv(kJobSecretVariable);
+  } else if (jobSecret) {
+    env[kJobSecretVariable] = *jobSecret;
   }
   return env;
 }

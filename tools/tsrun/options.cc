@@ -14,8 +14,9 @@ constexpr const char* kDescription =
     "\n"
     "Ranks fill the hosts' slots in order (like mpirun --map-by slot). Hosts named localhost,\n"
     "127.x.x.x or this machine's hostname are started directly; other hosts through the --rsh\n"
-    "agent as: <rsh words> <host> env TSR_...=... VAR=VALUE ... prog args...\n"
-    "(the job secret is then visible in ps; local ranks get it only through the environment).\n"
+    "agent as: <rsh words> <host> sh -c '<read the secret>' tsrun-rank env TSR_...=... VAR=VALUE\n"
+    "... prog args..., with the job secret on the agent's standard input (never on a command\n"
+    "line); local ranks get it only through the environment.\n"
     "\n"
     "Hostfile lines: 'host slots=N', 'host:N', 'host' (1 slot); '#' comments, blank lines.\n"
     "Without --hostfile/-H the job runs N ranks on localhost.\n"
@@ -87,7 +88,7 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
       ->check(CLI::Range(0.0, 9.0))
       ->capture_default_str();
   app.add_flag("--dry-run", o.dryRun,
-               "Print the rank plan and each rank's command (secret hidden) and exit");
+               "Print the rank plan and each rank's command and exit");
 
   std::vector<std::string> args = normalizeArgs(app, rawArgs);
   std::vector<char*> argv;

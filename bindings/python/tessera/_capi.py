@@ -47,6 +47,13 @@ def params(pairs):
     return array, len(items)
 
 
+def forget_job_secret():
+    """Creating a communicator takes TSR_JOB_SECRET out of the process environment (the C
+    library keeps it): drop Python's copy too, so os.environ and the programs it starts do
+    not hand it on."""
+    os.environ.pop("TSR_JOB_SECRET", None)
+
+
 def _text(value):
     if isinstance(value, bool):
         return "1" if value else "0"
