@@ -40,8 +40,11 @@ int parseSlots(std::string_view text) {
   return value;
 }
 
+// Letters, digits, '.', '-', '_', starting with a letter or digit: the host becomes a word of
+// the rsh agent's command line, and a word starting with '-' (-Fconfig, -Jjumphost) would
+// be read by ssh as an option.
 bool validHostName(std::string_view name) {
-  if (name.empty()) return false;
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
   });
@@ -52,7 +55,9 @@ Status parseHostToken(std::string_view token, const std::string& where, HostEntr
   size_t colon = token.find(':');
   std::string_view name = token.substr(0, colon);
   if (!validHostName(name)) {
-    return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) + "'");
+    return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) +
+                                              "' (letters, digits, '.', '-' and '_', starting with a "
+                                              "letter or digit)");
   }
   entry.name = std::string(name);
   entry.slots = 1;

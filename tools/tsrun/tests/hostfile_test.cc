@@ -82,6 +82,21 @@ TEST(Hostfile, BadHostName) {
   expectMentions(parseError(":4\n"), {"hosts.txt:1", "bad host name"});
 }
 
+// The host becomes a word of the rsh agent's command line: a word ssh reads as an option
+// (-F<file> gives it a config file whose ProxyCommand runs here, -J a jump host) is no host.
+TEST(Hostfile, HostNamesThatLookLikeOptionsAreRefused) {
+  expectMentions(parseError("node1\n-Fevil_config slots=1\n"),
+                 {"hosts.txt:2", "bad host name '-Fevil_config'", "starting with a letter or digit"});
+  expectMentions(parseError("-Jjumphost\n"), {"hosts.txt:1", "bad host name '-Jjumphost'"});
+  expectMentions(parseError("-Fx:2\n"), {"hosts.txt:1", "'-Fx'"});
+  expectMentions(parseError("--\n"), {"hosts.txt:1", "'--'"});
+  expectMentions(parseError(".hidden\n"), {"hosts.txt:1", "'.hidden'"});
+  auto list = parseHostList("node1:2,-Fx:1");
+  ASSERT_FALSE(list.isOk());
+  expectMentions(list.status().message(), {"item 2", "bad host name '-Fx'"});
+  EXPECT_TRUE(parseHostList("node-1:2,10.0.0.1,a_b.example.com").isOk());
+}
+
 TEST(Hostfile, EmptyFileIsAnError) {
   expectMentions(parseError("", "empty.txt"), {"empty.txt", "no hosts", "empty"});
   expectMentions(parseError("# only\n\n   \n# comments\n", "c.txt"),
