@@ -28,10 +28,10 @@ constexpr const char* kDescription =
     "TSR_BASE_PORT (default 29400) + local rank on remote hosts.\n"
     "\n"
     "Output lines are prefixed with '[rank] ' (rank stdout -> stdout, stderr -> stderr).\n"
-    "SIGINT/SIGTERM are forwarded to all ranks. When a rank exits non-zero or dies, tsrun\n"
-    "names it, stops the others (SIGTERM, then SIGKILL after --grace seconds) and exits with\n"
-    "its status (128+signal for a signal); 124 on --timeout, 127 when a rank cannot start,\n"
-    "2 for usage errors.\n";
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to all ranks. When a rank exits\n"
+    "non-zero or dies, tsrun names it, stops the others (SIGTERM, then SIGKILL after --grace\n"
+    "seconds) and exits with its status (128+signal for a signal); 124 on --timeout, 127 when\n"
+    "a rank cannot start, 2 for usage errors.\n";
 
 // Rewrites mpirun's "-np" among tsrun's own options; stops at the program.
 std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::string> args) {
