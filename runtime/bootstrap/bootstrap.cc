@@ -2,6 +2,7 @@
 
 #include "base/logging.h"
 #include "runtime/bootstrap/job_secret.h"
+#include "runtime/bootstrap/listen_address.h"
 #include "runtime/bootstrap/ring_join.h"
 
 namespace tsr::runtime {
@@ -19,10 +20,8 @@ class Bootstrap::Impl {
   Status start() {
     if (info_.size == 1) return Status::ok();
     const PeerAddress& me = info_.peers[info_.rank];
-    bool v6 = me.host.find(':') != std::string::npos;
-    tcp::endpoint endpoint(v6 ? asio::ip::address(asio::ip::address_v6::any())
-                              : asio::ip::address(asio::ip::address_v4::any()),
-                           me.port);
+    detail::ListenAddress listen = detail::chooseListenAddress(info_);
+    tcp::endpoint endpoint(listen.address, me.port);
     boost::system::error_code ec;
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -32,8 +31,10 @@ class Bootstrap::Impl {
       return Status(Code::kBootstrap, "rank " + std::to_string(info_.rank) +
                                           " cannot listen on its bootstrap port " +
                                           std::to_string(me.port) + " (address " +
-                                          me.toString() + "): " + ec.message());
-    log_->debug("rank {}: listening on port {}", info_.rank, me.port);
+                                          me.toString() + ", listening on " +
+                                          detail::endpointString(endpoint) + "): " + ec.message());
+    log_->debug("rank {}: listening on {} ({}{})", info_.rank, detail::endpointString(endpoint),
+                listen.everyInterface ? "every interface: " : "", listen.why);
     auto links = detail::joinRing(io_, acceptor_, info_, options_);
     acceptor_.close(ec);  // the ring is formed: nobody else may connect
     if (!links.isOk()) return links.status();
