@@ -1,7 +1,9 @@
 #include "runtime/bootstrap/launch_env.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
+#include <tuple>
 
 #include "runtime/bootstrap/job_secret.h"
 #include "runtime/bootstrap/slurm_nodelist.h"
@@ -98,6 +100,23 @@ Result<std::vector<PeerAddress>> slurmPeers(const std::vector<std::string>& host
   return peers;
 }
 
+// No two ranks at one address; sorted, so a million ranks take a moment, not hours.
+Status checkDistinct(const std::vector<PeerAddress>& peers) {
+  std::vector<size_t> order(peers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(peers[a].host, peers[a].port, a) < std::tie(peers[b].host, peers[b].port, b);
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const PeerAddress& a = peers[order[k - 1]];
+    const PeerAddress& b = peers[order[k]];
+    if (a.host == b.host && a.port == b.port)
+      return invalid("TSR_PEERS gives ranks " + std::to_string(order[k - 1]) + " and " +
+                     std::to_string(order[k]) + " the same address " + b.toString());
+  }
+  return Status::ok();
+}
+
 // TSR_PEERS when set, else the derived list, else all-local, else an error saying what to set.
 Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c,
                                              const std::string& source,
@@ -123,11 +142,7 @@ Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c,
                    (whyNotDerived.empty() ? "" : " (" + whyNotDerived + ")") +
                    "; set TSR_PEERS to comma-separated host:port, one per rank in rank order");
   }
-  for (size_t i = 0; i < peers.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (peers[i].host == peers[j].host && peers[i].port == peers[j].port)
-        return invalid("TSR_PEERS gives ranks " + std::to_string(j) + " and " +
-                       std::to_string(i) + " the same address " + peers[i].toString());
+  TSR_RETURN_IF_ERROR(checkDistinct(peers));
   return peers;
 }
 

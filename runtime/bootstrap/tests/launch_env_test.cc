@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace tsr::runtime {
 namespace {
 
@@ -104,6 +106,24 @@ TEST(LaunchEnv, TsrunBadValuesNameTheVariable) {
   EnvMap noSize = tsrun();
   noSize.erase("TSR_WORLD_SIZE");
   fails(noSize, {"TSR_WORLD_SIZE is not set"});
+}
+
+// A million ranks is allowed, so the check that no two share an address must not compare
+// every pair (that took minutes for 200000).
+TEST(LaunchEnv, DuplicatePeersAreFoundQuicklyInALargeJob) {
+  const int n = 200000;
+  std::string peers;
+  for (int r = 0; r < n; ++r) peers += (r ? "," : "") + std::string("h") + std::to_string(r / 60000) + ":" +
+                                       std::to_string(1 + r % 60000);
+  EnvMap env = {{"TSR_RANK", "0"}, {"TSR_WORLD_SIZE", std::to_string(n)}, {"TSR_PEERS", peers},
+                {"TSR_JOB_SECRET", kSecret}};
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ok(env).peers.size(), static_cast<size_t>(n));
+  env["TSR_PEERS"] = peers + ",h0:7";
+  env["TSR_WORLD_SIZE"] = std::to_string(n + 1);
+  fails(env, {"ranks 6 and 200000", "h0:7"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(LaunchEnv, Ipv6Peers) {

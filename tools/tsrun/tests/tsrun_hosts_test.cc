@@ -45,5 +45,17 @@ TEST(TsrunHosts, HostsThatLookLikeOptionsNeverReachTheAgent) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/pwned")) << "ssh ran the stranger's ProxyCommand";
 }
 
+TEST(TsrunHosts, HostfileTooLargeToBeOneIsRefused) {
+  TempDir dir;
+  std::string big = dir.write("big_hosts", std::string((1 << 20) + 1, '#'));
+  RunResult r = testing::run(tsrun({"--hostfile", big, "true"}));
+  EXPECT_EQ(r.exitCode(), 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "hostfile '" + big + "' is too large (1048577 bytes; the limit is 1048576 bytes)"))
+      << r.err;
+  r = testing::run(tsrun({"--hostfile", "/dev/zero", "true"}), {}, 20);
+  EXPECT_EQ(r.exitCode(), 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "hostfile '/dev/zero' is too large")) << r.err;
+}
+
 }  // namespace
 }  // namespace tsr::tools::tsrun
