@@ -118,4 +118,21 @@ std::shared_ptr<spdlog::logger> get(const std::string& layer) {
   return logger;
 }
 
+std::string printable(std::string_view text, size_t maxBytes) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < maxBytes; ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (text.size() > maxBytes) out += "...";
+  return out;
+}
+
 }  // namespace tsr::log

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -44,5 +45,10 @@ std::string expandFilePattern(const std::string& pattern, int rank, const std::s
 
 // False when the level name is not one of error|warn|info|debug|trace.
 bool isValidLevel(const std::string& level);
+
+// Text from outside (a peer, a stranger) made safe to log: bytes outside printable ASCII and
+// the backslash become \xNN, and more than maxBytes of it end in "...", so no control
+// character, terminal escape or forged line ever reaches a log verbatim.
+std::string printable(std::string_view text, size_t maxBytes = 64);
 
 }  // namespace tsr::log

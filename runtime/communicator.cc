@@ -65,8 +65,6 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   log::setThreadRank(rank_);  // ranks as threads share the loggers: this thread is this rank
   auto logger = log::get("runtime");
   for (const auto& w : config.warnings()) logger->warn("{}", w);
-  if (launch.secret.empty() && size_ > 1)
-    logger->warn("no TSR_JOB_SECRET: bootstrap messages are not authenticated");
 
   dense_.chunkBytes = static_cast<size_t>(config.getInt("TSR_CHUNK_BYTES"));
   dense_.window = static_cast<int>(config.getInt("TSR_WINDOW"));

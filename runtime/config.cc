@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 
 extern char** environ;
 
@@ -116,6 +118,10 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_LOCAL_SIZE", ValueKind::kString, "", "", "ranks on this host (set by tsrun)"},
       {"TSR_PEERS", ValueKind::kString, "", "", "host:port bootstrap address of every rank"},
       {"TSR_JOB_SECRET", ValueKind::kString, "", "", "HMAC key of the bootstrap (set by tsrun)"},
+      {"TSR_JOB_SECRET_FILE", ValueKind::kString, "", "",
+       "file holding the job secret (mode 0600 or stricter) when TSR_JOB_SECRET is not set"},
+      {"TSR_INSECURE", ValueKind::kEnum, "0", "0|1",
+       "1: a job of several ranks may start without a job secret (unauthenticated bootstrap)"},
       {"TSR_JOB_ID", ValueKind::kString, "", "", "job identifier (set by tsrun)"},
       {"TSR_BASE_PORT", ValueKind::kString, "29400", "", "first bootstrap port when derived"},
       // Set inside the emulated cluster's hosts (../shared/tools/netcluster.sh); informational.
@@ -127,11 +133,23 @@ const std::vector<ConfigEntry>& configTable() {
 }
 
 EnvMap processEnvironment() {
+  // The job secret leaves the environment the first time it is seen, so programs this rank
+  // starts do not inherit it. Later snapshots (a second communicator) get it from here.
+  static std::mutex mutex;
+  static std::optional<std::string> jobSecret;
+  std::lock_guard<std::mutex> lock(mutex);
   EnvMap env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto secret = env.find(kJobSecretVariable);
+  if (secret != env.end()) {
+    jobSecret = secret->second;
+    unsetenv(kJobSecretVariable);
+  } else if (jobSecret) {
+    env[kJobSecretVariable] = *jobSecret;
   }
   return env;
 }

@@ -27,7 +27,11 @@ const std::vector<ConfigEntry>& configTable();
 
 using EnvMap = std::map<std::string, std::string>;
 
-// A snapshot of the process environment (the only getenv in Tessera).
+constexpr const char* kJobSecretVariable = "TSR_JOB_SECRET";
+
+// A snapshot of the process environment (the only getenv in Tessera). TSR_JOB_SECRET is taken
+// out of the environment at the first snapshot that has it (child processes do not inherit
+// it) and is in every later snapshot of this process, unless set anew.
 EnvMap processEnvironment();
 
 class Config {

@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
+
+#include "base/bounded_file.h"
 
 namespace tsr::topology {
 namespace {
@@ -35,14 +35,7 @@ Status initTopology(HwlocTopology& topo) {
 }
 
 Result<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status(Code::kInvalidArgument,
-                  "topology XML file '" + path + "' cannot be read: " + std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return readBoundedFile(path, kMaxTopologyXmlBytes, "topology XML file");
 }
 
 std::string bridgeName(hwloc_obj_t bridge) {

@@ -7,6 +7,7 @@
 // OpenFabrics OS device (one NIC per PCI function, however many OS names it has).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "base/status.h"
@@ -17,8 +18,12 @@ namespace tsr::topology {
 // The machine this process runs on.
 Result<MachineTopology> discoverLocal();
 
+// Largest topology XML file read: a large machine's is a few MB; a wrong path (/dev/zero, a
+// log) must not fill the memory.
+constexpr size_t kMaxTopologyXmlBytes = size_t{32} << 20;
+
 // A machine described by an hwloc XML file (hwloc 1.x or 2.x format, as `lstopo --of xml` writes).
-// Errors name the file: unreadable, not hwloc XML, or empty.
+// Errors name the file: unreadable, larger than kMaxTopologyXmlBytes, not hwloc XML, or empty.
 Result<MachineTopology> loadXml(const std::string& path);
 
 // The same from XML text in memory; `sourceName` is used in error messages.

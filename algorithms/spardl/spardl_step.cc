@@ -198,6 +198,7 @@ Status SparDLStepTask::merge(Message& m) {
                                          std::to_string(in.values.size()) + " entries where block " +
                                          std::to_string(m.blocks[i]) + " with at most " + std::to_string(blk.k) +
                                          " was expected");
+    TSR_RETURN_IF_ERROR(checkCopies(m, in, blk, from));
     for (uint32_t idx : in.indices)
       if (idx >= blk.count && !bad)
         return Status(Code::kInvalidArgument, from() + " sent index " + std::to_string(idx) + " in block " +
@@ -221,6 +222,26 @@ Status SparDLStepTask::merge(Message& m) {
       blk.copies = in.copies;
     }
   }
+  return Status::ok();
+}
+
+// A block's copies (the ranks holding that very sum) divide what a selection drops: zero gave
+// Inf, a count that wrapped around gave zero. The schedule allows 1..T (the teams hold one copy
+// each at most), and an exchange may not take this rank's own count past T.
+template <typename From>
+Status SparDLStepTask::checkCopies(const Message& m, const WireBlock& in, const BlockState& blk,
+                                   const From& from) const {
+  const uint64_t teams = static_cast<uint64_t>(state_->teams);
+  bool exchange = false;
+  for (const Message& sent : sends_[current_])
+    exchange |= sent.combine == topology::Combine::kReduce && m.combine == topology::Combine::kReduce &&
+                std::find(sent.blocks.begin(), sent.blocks.end(), static_cast<int>(in.id)) != sent.blocks.end();
+  uint64_t after = exchange ? uint64_t{blk.copies} + in.copies : in.copies;
+  if (in.copies == 0 || in.copies > teams || after > teams)
+    return Status(Code::kInvalidArgument,
+                  from() + " sent block " + std::to_string(in.id) + " with copies=" + std::to_string(in.copies) +
+                      (exchange ? " (this rank holds " + std::to_string(blk.copies) + ")" : std::string()) +
+                      "; the schedule allows 1.." + std::to_string(teams) + " in all");
   return Status::ok();
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "algorithms/plan/task.h"
+#include "algorithms/spardl/sparse_wire.h"
 #include "runtime/device_staging.h"
 #include "runtime/result_scale.h"
 #include "algorithms/spardl/spardl.h"
@@ -98,6 +99,8 @@ class SparDLStepTask final : public algorithms::Task {
   void leaveCross();
   void clearBlock(int block);
   Status merge(Message& m);
+  template <typename From>
+  Status checkCopies(const Message& m, const WireBlock& in, const BlockState& blk, const From& from) const;
 
   std::shared_ptr<SparDLState> state_;
   algorithms::TaskContext ctx_;

@@ -1,6 +1,8 @@
 #include "runtime/bootstrap/bootstrap.h"
 
 #include "base/logging.h"
+#include "runtime/bootstrap/job_secret.h"
+#include "runtime/bootstrap/listen_address.h"
 #include "runtime/bootstrap/ring_join.h"
 
 namespace tsr::runtime {
@@ -18,10 +20,8 @@ class Bootstrap::Impl {
   Status start() {
     if (info_.size == 1) return Status::ok();
     const PeerAddress& me = info_.peers[info_.rank];
-    bool v6 = me.host.find(':') != std::string::npos;
-    tcp::endpoint endpoint(v6 ? asio::ip::address(asio::ip::address_v6::any())
-                              : asio::ip::address(asio::ip::address_v4::any()),
-                           me.port);
+    detail::ListenAddress listen = detail::chooseListenAddress(info_);
+    tcp::endpoint endpoint(listen.address, me.port);
     boost::system::error_code ec;
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -31,8 +31,10 @@ class Bootstrap::Impl {
       return Status(Code::kBootstrap, "rank " + std::to_string(info_.rank) +
                                           " cannot listen on its bootstrap port " +
                                           std::to_string(me.port) + " (address " +
-                                          me.toString() + "): " + ec.message());
-    log_->debug("rank {}: listening on port {}", info_.rank, me.port);
+                                          me.toString() + ", listening on " +
+                                          detail::endpointString(endpoint) + "): " + ec.message());
+    log_->debug("rank {}: listening on {} ({}{})", info_.rank, detail::endpointString(endpoint),
+                listen.everyInterface ? "every interface: " : "", listen.why);
     auto links = detail::joinRing(io_, acceptor_, info_, options_);
     acceptor_.close(ec);  // the ring is formed: nobody else may connect
     if (!links.isOk()) return links.status();
@@ -199,6 +201,8 @@ Status validate(const LaunchInfo& info, const BootstrapOptions& options) {
   if (info.size > 1 && static_cast<int>(info.peers.size()) != info.size)
     return bad("bootstrap: " + std::to_string(info.peers.size()) +
                " peer addresses for world size " + std::to_string(info.size));
+  Status secret = checkJobSecret(info.secret, info.insecure, info.size);
+  if (!secret.isOk()) return bad("bootstrap: rank " + std::to_string(info.rank) + ": " + secret.message());
   if (info.jobId.size() > wire::kMaxJobIdBytes)
     return bad("bootstrap: job id '" + info.jobId + "' is longer than " +
                std::to_string(wire::kMaxJobIdBytes) + " bytes");
@@ -215,6 +219,11 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const LaunchInfo& info,
                                                      BootstrapOptions options) {
   try {
     TSR_RETURN_IF_ERROR(validate(info, options));
+    if (info.size > 1 && info.secret.empty())
+      tsr::log::get("bootstrap")->error(
+          "rank {}: TSR_INSECURE=1 and no job secret: the bootstrap is NOT authenticated; anyone who "
+          "reaches {} can join this job or feed it data",
+          info.rank, info.peers[info.rank].toString());
     auto impl = std::make_unique<Impl>(info, options);
     TSR_RETURN_IF_ERROR(impl->start());
     return std::unique_ptr<Bootstrap>(new Bootstrap(std::move(impl)));

@@ -35,9 +35,11 @@ struct BootstrapOptions {
 
 class Bootstrap {
  public:
-  // Listens on peers[rank] (all interfaces, that port) and joins the ring: returns once both
+  // Listens on peers[rank] (that address when it is this machine's, else every interface:
+  // listen_address.h) and joins the ring: returns once both
   // neighbours' links are authenticated. Size 1 opens no socket. Errors (Code::kBootstrap) name
-  // the ranks and addresses that never answered.
+  // the ranks and addresses that never answered; a job of several ranks without a secret of 16
+  // bytes or more is refused (kInvalidArgument) unless info.insecure (job_secret.h).
   static Result<std::unique_ptr<Bootstrap>> create(const LaunchInfo& info,
                                                    BootstrapOptions options = {});
   ~Bootstrap();

@@ -1,5 +1,7 @@
 #include "runtime/bootstrap/handshake.h"
 
+#include "base/logging.h"
+
 namespace tsr::runtime::detail {
 
 std::string endpointString(const tcp::endpoint& endpoint) {
@@ -110,11 +112,12 @@ void Handshake::acceptorReadClaimTail(wire::ClaimHead head) {
                      if (ec) return self->readError(ec, "claim");
                      wire::Claim claim = wire::decodeClaimTail(head, self->buffer_);
                      const HandshakeParams& p = self->params_;
-                     if (claim.jobId != p.jobId)
-                       return self->fail("claims job id '" + claim.jobId +
-                                         "', which is not this job's");
+                     // Verified before anything it claims is believed or echoed.
                      Status mac = wire::verifyClaim(p.secret, self->acceptorNonce_, claim);
                      if (!mac.isOk()) return self->fail(mac.message());
+                     if (claim.jobId != p.jobId)
+                       return self->fail("holds the job secret but claims job id '" +
+                                         log::printable(claim.jobId) + "', which is not this job's");
                      if (static_cast<int>(claim.rank) != p.peerRank)
                        return self->fail("authenticated as rank " + std::to_string(claim.rank) +
                                          ", but only rank " + std::to_string(p.peerRank) +

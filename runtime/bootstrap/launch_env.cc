@@ -1,8 +1,11 @@
 #include "runtime/bootstrap/launch_env.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
+#include <tuple>
 
+#include "runtime/bootstrap/job_secret.h"
 #include "runtime/bootstrap/slurm_nodelist.h"
 
 namespace tsr::runtime {
@@ -97,6 +100,23 @@ Result<std::vector<PeerAddress>> slurmPeers(const std::vector<std::string>& host
   return peers;
 }
 
+// No two ranks at one address; sorted, so a million ranks take a moment, not hours.
+Status checkDistinct(const std::vector<PeerAddress>& peers) {
+  std::vector<size_t> order(peers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(peers[a].host, peers[a].port, a) < std::tie(peers[b].host, peers[b].port, b);
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const PeerAddress& a = peers[order[k - 1]];
+    const PeerAddress& b = peers[order[k]];
+    if (a.host == b.host && a.port == b.port)
+      return invalid("TSR_PEERS gives ranks " + std::to_string(order[k - 1]) + " and " +
+                     std::to_string(order[k]) + " the same address " + b.toString());
+  }
+  return Status::ok();
+}
+
 // TSR_PEERS when set, else the derived list, else all-local, else an error saying what to set.
 Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c,
                                              const std::string& source,
@@ -122,11 +142,7 @@ Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c,
                    (whyNotDerived.empty() ? "" : " (" + whyNotDerived + ")") +
                    "; set TSR_PEERS to comma-separated host:port, one per rank in rank order");
   }
-  for (size_t i = 0; i < peers.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (peers[i].host == peers[j].host && peers[i].port == peers[j].port)
-        return invalid("TSR_PEERS gives ranks " + std::to_string(j) + " and " +
-                       std::to_string(i) + " the same address " + peers[i].toString());
+  TSR_RETURN_IF_ERROR(checkDistinct(peers));
   return peers;
 }
 
@@ -136,15 +152,17 @@ std::string firstOf(const EnvMap& env, std::initializer_list<const char*> names)
   return "";
 }
 
-LaunchInfo makeInfo(const Counts& c, std::vector<PeerAddress> peers, const EnvMap& env,
-                    std::string jobId, std::string source) {
+Result<LaunchInfo> makeInfo(const Counts& c, std::vector<PeerAddress> peers, const EnvMap& env,
+                            std::string jobId, std::string source) {
+  TSR_ASSIGN_OR_RETURN(JobSecret secret, jobSecretFromEnv(env, c.size));
   LaunchInfo info;
   info.rank = c.rank;
   info.size = c.size;
   info.localRank = c.localRank;
   info.localSize = c.localSize;
   info.peers = std::move(peers);
-  info.secret = firstOf(env, {"TSR_JOB_SECRET"});
+  info.secret = std::move(secret.secret);
+  info.insecure = secret.insecure;
   std::string tsrJob = firstOf(env, {"TSR_JOB_ID"});
   info.jobId = tsrJob.empty() ? std::move(jobId) : tsrJob;
   info.source = std::move(source);
@@ -176,9 +194,6 @@ Result<LaunchInfo> fromTsrun(const EnvMap& env) {
     }
   }
   TSR_RETURN_IF_ERROR(validateCounts(c));
-  if (firstOf(env, {"TSR_JOB_SECRET"}).empty())
-    return invalid("TSR_JOB_SECRET is not set: tsrun always sets it; when setting TSR_RANK by "
-                   "hand, set TSR_JOB_SECRET to the same random string on every rank");
   return makeInfo(c, std::move(peers), env, "", "tsrun");
 }
 

@@ -8,7 +8,7 @@
 // Peers: TSR_PEERS (comma-separated host:port, one per rank in rank order) when set; otherwise
 // Slurm's nodelist + tasks per node (block distribution) at port TSR_BASE_PORT + local rank;
 // otherwise, when every rank is on this host, 127.0.0.1:(TSR_BASE_PORT + rank).
-// Pure: the caller passes the environment as a map.
+// Pure but for TSR_JOB_SECRET_FILE: the caller passes the environment as a map.
 #pragma once
 
 #include <cstdint>
@@ -36,13 +36,15 @@ struct LaunchInfo {
   int localRank = 0;
   int localSize = 1;
   std::vector<PeerAddress> peers;  // one bootstrap address per rank, rank order
-  std::string secret;              // empty: bootstrap is unauthenticated (caller warns)
+  std::string secret;              // HMAC key of the bootstrap (job_secret.h)
+  bool insecure = false;           // TSR_INSECURE=1: an empty secret is allowed (logged loudly)
   std::string jobId;
   std::string source;              // "tsrun", "ompi", "slurm", "torchrun", "default"
 };
 
-// Reads the launch description from an environment snapshot. Errors name the variable and
-// its value.
+// Reads the launch description from an environment snapshot (and the file TSR_JOB_SECRET_FILE
+// names, if any). Errors name the variable and its value; a job of several ranks without a
+// job secret is an error unless TSR_INSECURE=1 (job_secret.h).
 Result<LaunchInfo> launchInfoFromEnv(const EnvMap& env);
 
 // Parses "host:port" or "[v6addr]:port"; `what` names the source in errors (e.g. "TSR_PEERS entry 2").

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/log_rate_limit.h"
 #include "base/logging.h"
 
 namespace tsr::runtime::detail {
@@ -14,6 +15,13 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kFirstBackoff{10};
 constexpr milliseconds kMaxBackoff{500};
+// Warnings about rejected connections (strangers) and accept errors: 10 every 10 s at most.
+constexpr int kLogBurst = 10;
+constexpr std::chrono::seconds kLogWindow{10};
+
+std::string heldBackNote(uint64_t heldBack) {
+  return heldBack == 0 ? "" : " (" + std::to_string(heldBack) + " similar lines before this one were not logged)";
+}
 
 class RingJoin : public std::enable_shared_from_this<RingJoin> {
  public:
@@ -53,8 +61,10 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
       if (self->stopped_) return;
       if (ec) {
         // Out of descriptors and the like: say so, and try again a little later.
-        self->log_->warn("rank {}: accept on the bootstrap port failed: {}", self->info_.rank,
-                         ec.message());
+        uint64_t heldBack = 0;
+        if (self->acceptErrorLog_.allow(log::LogRateLimit::Clock::now(), &heldBack))
+          self->log_->warn("rank {}: accept on the bootstrap port failed: {}{}", self->info_.rank,
+                           ec.message(), heldBackNote(heldBack));
         self->acceptRetry_ = std::make_shared<asio::steady_timer>(self->io_, milliseconds(50));
         self->acceptRetry_->async_wait([self](const boost::system::error_code& e) {
           if (!e && !self->stopped_) self->accept();
@@ -77,8 +87,10 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
         [self, remote](Result<std::unique_ptr<Link>> link) {
           if (self->stopped_) return;
           if (!link.isOk()) {
-            self->log_->warn("rank {}: rejected bootstrap connection from {}: {}",
-                             self->info_.rank, remote, link.status().message());
+            uint64_t heldBack = 0;
+            if (self->rejectLog_.allow(log::LogRateLimit::Clock::now(), &heldBack))
+              self->log_->warn("rank {}: rejected bootstrap connection from {}: {}{}", self->info_.rank,
+                               remote, link.status().message(), heldBackNote(heldBack));
             return;
           }
           if (self->links_.left)
@@ -155,6 +167,9 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
       if (auto handshake = weak.lock()) handshake->abort();
     io_.restart();
     io_.poll();
+    if (uint64_t heldBack = rejectLog_.takeHeldBack())
+      log_->warn("rank {}: {} more bootstrap connections were rejected and not logged one by one",
+                 info_.rank, heldBack);
   }
 
   std::string missingMessage() const {
@@ -193,6 +208,8 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
   std::string lastDialError_;
   std::weak_ptr<tcp::socket> dialing_;
   std::vector<std::weak_ptr<Handshake>> pending_;
+  log::LogRateLimit rejectLog_{kLogBurst, kLogWindow};
+  log::LogRateLimit acceptErrorLog_{kLogBurst, kLogWindow};
   RingLinks links_;
   bool stopped_ = false;
 };

@@ -2,8 +2,8 @@
 // until both links are authenticated or the deadline passes (internal header, uses Asio).
 //
 // Accepting: every incoming connection runs its own acceptor handshake, so strangers (garbage,
-// wrong secret, wrong rank, silence) are refused and logged one by one while the real left
-// neighbour still gets in. Dialling: refused or failed attempts are retried with a backoff of
+// wrong secret, wrong rank, silence) are refused and logged (10 lines every 10 s at most, the
+// rest counted) while the real left neighbour still gets in. Dialling: refused or failed attempts are retried with a backoff of
 // 10 ms doubling to 500 ms.
 #pragma once
 

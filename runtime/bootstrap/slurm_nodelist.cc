@@ -1,11 +1,21 @@
 #include "runtime/bootstrap/slurm_nodelist.h"
 
+#include <algorithm>
+
 namespace tsr::runtime {
 
 namespace {
 
-// Upper bound on hosts from one nodelist: a typo like node[1-999999999] must not eat memory.
+// What one nodelist may expand to, in all: a few hundred bytes of brackets can name billions
+// of hosts, which must be refused before they are made, not after.
 constexpr size_t kMaxHosts = 1 << 20;
+constexpr size_t kMaxNameBytes = size_t{64} << 20;  // the host names' characters together
+
+// What is left of those limits while a nodelist is expanded.
+struct Budget {
+  size_t hosts = kMaxHosts;
+  size_t bytes = kMaxNameBytes;
+};
 
 Status bad(const std::string& nodelist, const std::string& why) {
   return Status(Code::kInvalidArgument, "bad Slurm nodelist '" + nodelist + "': " + why);
@@ -43,8 +53,14 @@ std::string pad(unsigned long long value, size_t width) {
   return digits;
 }
 
-// Expands the inside of one bracket group ("01-03,7") into its labels.
-Result<std::vector<std::string>> expandGroup(const std::string& nodelist, const std::string& group) {
+Status tooMany(const std::string& nodelist) {
+  return bad(nodelist, "names more than " + std::to_string(kMaxHosts) + " hosts or " +
+                           std::to_string(kMaxNameBytes) + " bytes of host names");
+}
+
+// Expands the inside of one bracket group ("01-03,7") into its labels, at most maxLabels.
+Result<std::vector<std::string>> expandGroup(const std::string& nodelist, const std::string& group,
+                                             size_t maxLabels) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= group.size()) {
@@ -58,7 +74,7 @@ Result<std::vector<std::string>> expandGroup(const std::string& nodelist, const 
       return bad(nodelist, "range '" + term + "' is not a number or a-b range");
     unsigned long long a = std::stoull(lo), b = std::stoull(hi);
     if (a > b) return bad(nodelist, "range '" + term + "' goes down");
-    if (b - a >= kMaxHosts) return bad(nodelist, "range '" + term + "' is too large");
+    if (b - a >= maxLabels - out.size()) return tooMany(nodelist);
     size_t width = lo.size() > 1 && lo[0] == '0' ? lo.size() : 0;
     for (unsigned long long v = a; v <= b; ++v) out.push_back(pad(v, width));
     if (comma == std::string::npos) break;
@@ -68,8 +84,8 @@ Result<std::vector<std::string>> expandGroup(const std::string& nodelist, const 
 }
 
 // Expands one top-level item ("rack[1-2]n[01-02]") into host names.
-Status expandItem(const std::string& nodelist, const std::string& item,
-                  std::vector<std::string>& hosts) {
+Status expandItem(const std::string& nodelist, const std::string& item, std::vector<std::string>& hosts,
+                  Budget& budget) {
   std::vector<std::string> partial{""};
   size_t pos = 0;
   while (pos < item.size()) {
@@ -78,6 +94,10 @@ Status expandItem(const std::string& nodelist, const std::string& item,
     if (stray != std::string::npos && (open == std::string::npos || stray < open))
       return bad(nodelist, "unmatched ']' in '" + item + "'");
     std::string text = item.substr(pos, open == std::string::npos ? std::string::npos : open - pos);
+    size_t partialBytes = 0;
+    for (const auto& p : partial) partialBytes += p.size();
+    if (text.size() > (budget.bytes - std::min(partialBytes, budget.bytes)) / partial.size())
+      return tooMany(nodelist);
     for (auto& p : partial) p += text;
     if (open == std::string::npos) break;
     size_t close = item.find(']', open);
@@ -85,8 +105,16 @@ Status expandItem(const std::string& nodelist, const std::string& item,
     std::string inside = item.substr(open + 1, close - open - 1);
     if (inside.find('[') != std::string::npos)
       return bad(nodelist, "nested '[' in '" + item + "'");
-    TSR_ASSIGN_OR_RETURN(auto labels, expandGroup(nodelist, inside));
-    if (partial.size() * labels.size() > kMaxHosts) return bad(nodelist, "too many hosts");
+    TSR_ASSIGN_OR_RETURN(auto labels, expandGroup(nodelist, inside, budget.hosts / partial.size()));
+    // Every prefix with every label: count the names and their bytes before making them.
+    size_t prefixBytes = 0, labelBytes = 0;
+    for (const auto& p : partial) prefixBytes += p.size();
+    for (const auto& l : labels) labelBytes += l.size();
+    if (partial.size() > budget.hosts / labels.size() ||
+        prefixBytes > budget.bytes / labels.size() ||
+        labelBytes > budget.bytes / partial.size() ||
+        prefixBytes * labels.size() + labelBytes * partial.size() > budget.bytes)
+      return tooMany(nodelist);
     std::vector<std::string> next;
     next.reserve(partial.size() * labels.size());
     for (const auto& p : partial)
@@ -95,11 +123,15 @@ Status expandItem(const std::string& nodelist, const std::string& item,
     pos = close + 1;
   }
   if (partial.size() == 1 && partial[0].empty()) return bad(nodelist, "empty host name");
+  size_t bytes = 0;
+  for (const auto& p : partial) bytes += p.size();
+  if (partial.size() > budget.hosts || bytes > budget.bytes) return tooMany(nodelist);
+  budget.hosts -= partial.size();
+  budget.bytes -= bytes;
   for (auto& p : partial) {
     if (p.empty()) return bad(nodelist, "empty host name in '" + item + "'");
     hosts.push_back(std::move(p));
   }
-  if (hosts.size() > kMaxHosts) return bad(nodelist, "too many hosts");
   return Status::ok();
 }
 
@@ -115,9 +147,10 @@ Result<std::vector<std::string>> expandNodelist(const std::string& nodelist) {
   }
   if (depth != 0) return bad(nodelist, "unmatched '['");
   std::vector<std::string> hosts;
+  Budget budget;
   for (const auto& item : splitTopLevel(nodelist)) {
     if (item.empty()) return bad(nodelist, "empty item between commas");
-    TSR_RETURN_IF_ERROR(expandItem(nodelist, item, hosts));
+    TSR_RETURN_IF_ERROR(expandItem(nodelist, item, hosts, budget));
   }
   return hosts;
 }

@@ -2,6 +2,8 @@
 // with the closest known one; bad values rejected naming the variable and the value.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "runtime/config.h"
 
 namespace tsr::runtime {
@@ -55,6 +57,19 @@ TEST(Config, EveryDefaultIsValid) {
     Config c;
     EXPECT_TRUE(c.set(e.name, e.defaultValue).isOk()) << e.name << "=" << e.defaultValue;
   }
+}
+
+// The job secret leaves the process environment at the first snapshot, so a program the rank
+// starts does not inherit it; later snapshots (a second communicator) still have it.
+TEST(Config, JobSecretLeavesTheEnvironmentOnceRead) {
+  ASSERT_EQ(setenv("TSR_JOB_SECRET", "secret-for-the-environment-test", 1), 0);
+  EXPECT_EQ(processEnvironment()["TSR_JOB_SECRET"], "secret-for-the-environment-test");
+  EXPECT_EQ(std::getenv("TSR_JOB_SECRET"), nullptr);
+  EXPECT_EQ(std::system("test -z \"${TSR_JOB_SECRET+set}\""), 0) << "a child process inherited the secret";
+  EXPECT_EQ(processEnvironment()["TSR_JOB_SECRET"], "secret-for-the-environment-test");
+  ASSERT_EQ(setenv("TSR_JOB_SECRET", "a-new-secret-set-by-the-program", 1), 0);
+  EXPECT_EQ(processEnvironment()["TSR_JOB_SECRET"], "a-new-secret-set-by-the-program");
+  EXPECT_EQ(std::getenv("TSR_JOB_SECRET"), nullptr);
 }
 
 }  // namespace

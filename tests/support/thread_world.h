@@ -16,7 +16,7 @@ namespace tsr::testing {
 
 
 runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
-                                     const std::string& secret = "test-secret");
+                                     const std::string& secret = "test-secret-of-16+bytes");
 
 // Creates N communicators concurrently (creation is collective) and calls body on each rank's
 // thread. Fails the current test if creation fails.

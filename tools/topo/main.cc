@@ -8,10 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "base/bounded_file.h"
 #include "topology/discovery.h"
 #include "tools/topo/report.h"
 
@@ -19,6 +18,8 @@ namespace {
 
 using namespace tsr;
 using namespace tsr::topology;
+
+constexpr size_t kMaxHostfileBytes = size_t{1} << 20;
 
 int fail(const Status& status) {
   std::cerr << "tsr-topo: error: " << status.message() << "\n";
@@ -70,11 +71,9 @@ int run(int argc, char** argv) {
   tools::topo::Report report = tools::topo::makeReport(xml.empty() ? "local machine" : xml,
                                                        machine.take(), mode.value(), localRanks);
   if (!hostfile.empty()) {
-    std::ifstream in(hostfile);
-    if (!in) return fail(Status(Code::kInvalidArgument, "hostfile '" + hostfile + "' cannot be read"));
-    std::stringstream text;
-    text << in.rdbuf();
-    auto slots = parseHostfile(text.str(), hostfile);
+    auto text = readBoundedFile(hostfile, kMaxHostfileBytes, "hostfile");
+    if (!text.isOk()) return fail(text.status());
+    auto slots = parseHostfile(text.value(), hostfile);
     if (!slots.isOk()) return fail(slots.status());
     auto job = tools::topo::makeJob(report, hostfile, slots.value(), np);
     if (!job.isOk()) return fail(job.status());

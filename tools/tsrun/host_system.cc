@@ -8,9 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "base/bounded_file.h"
 #include "base/port_reservation.h"
 
 namespace tsr::tools::tsrun {
@@ -53,17 +52,7 @@ Result<std::string> randomHex(int bytes) {
 }
 
 Result<std::string> readTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status(Code::kInvalidArgument,
-                  path + ": cannot open hostfile (" + std::strerror(errno) + ")");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return Status(Code::kInvalidArgument, path + ": read error");
-  }
-  return text.str();
+  return readBoundedFile(path, kMaxHostfileBytes, "hostfile");
 }
 
 }  // namespace tsr::tools::tsrun

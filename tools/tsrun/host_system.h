@@ -2,6 +2,7 @@
 // Kept apart from the pure planning code so that code can be tested without them.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ Result<std::vector<int>> pickFreePorts(int n);
 // bytes random bytes from OpenSSL RAND_bytes, as lowercase hex (2 * bytes characters).
 Result<std::string> randomHex(int bytes);
 
+// A hostfile is text of a few lines per host: more than this is a wrong path (/dev/zero, a log).
+constexpr size_t kMaxHostfileBytes = size_t{1} << 20;
+
+// The hostfile's text; errors name the path (cannot be read, larger than kMaxHostfileBytes).
 Result<std::string> readTextFile(const std::string& path);
 
 }  // namespace tsr::tools::tsrun

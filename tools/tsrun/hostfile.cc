@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <unordered_map>
 
 namespace tsr::tools::tsrun {
 namespace {
@@ -40,8 +41,11 @@ int parseSlots(std::string_view text) {
   return value;
 }
 
+// Letters, digits, '.', '-', '_', starting with a letter or digit: the host becomes a word of
+// the rsh agent's command line, and a word starting with '-' (-Fconfig, -Jjumphost) would
+// be read by ssh as an option.
 bool validHostName(std::string_view name) {
-  if (name.empty()) return false;
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
   });
@@ -52,7 +56,9 @@ Status parseHostToken(std::string_view token, const std::string& where, HostEntr
   size_t colon = token.find(':');
   std::string_view name = token.substr(0, colon);
   if (!validHostName(name)) {
-    return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) + "'");
+    return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) +
+                                              "' (letters, digits, '.', '-' and '_', starting with a "
+                                              "letter or digit)");
   }
   entry.name = std::string(name);
   entry.slots = 1;
@@ -68,21 +74,27 @@ Status parseHostToken(std::string_view token, const std::string& where, HostEntr
   return Status::ok();
 }
 
-// Adds entry to hosts, merging with an earlier entry of the same name.
-void addEntry(std::vector<HostEntry>& hosts, HostEntry entry) {
-  for (HostEntry& h : hosts) {
-    if (h.name == entry.name) {
+// The entries so far, and where each name is among them: merging stays linear in the hosts.
+struct HostTable {
+  std::vector<HostEntry> hosts;
+  std::unordered_map<std::string, size_t> index;
+
+  // Adds entry, merging with an earlier entry of the same name.
+  void add(HostEntry entry) {
+    auto [at, added] = index.try_emplace(entry.name, hosts.size());
+    if (!added) {
+      HostEntry& h = hosts[at->second];
       h.slots = std::min(kMaxSlots, h.slots + entry.slots);
       return;
     }
+    hosts.push_back(std::move(entry));
   }
-  hosts.push_back(std::move(entry));
-}
+};
 
 }  // namespace
 
 Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_view fileName) {
-  std::vector<HostEntry> hosts;
+  HostTable table;
   int lineNo = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -124,20 +136,20 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_
       }
       sawSlots = true;
     }
-    addEntry(hosts, std::move(entry));
+    table.add(std::move(entry));
   }
-  if (hosts.empty()) {
+  if (table.hosts.empty()) {
     std::string why = lineNo == 0 ? "the file is empty"
                                   : "all " + std::to_string(lineNo) +
                                         " lines are blank or comments";
     return Status(Code::kInvalidArgument,
                   std::string(fileName) + ": hostfile lists no hosts (" + why + ")");
   }
-  return hosts;
+  return std::move(table.hosts);
 }
 
 Result<std::vector<HostEntry>> parseHostList(std::string_view list) {
-  std::vector<HostEntry> hosts;
+  HostTable table;
   int item = 0;
   size_t pos = 0;
   while (pos <= list.size()) {
@@ -153,9 +165,9 @@ Result<std::vector<HostEntry>> parseHostList(std::string_view list) {
     HostEntry entry;
     entry.line = item;
     TSR_RETURN_IF_ERROR(parseHostToken(token, where, entry));
-    addEntry(hosts, std::move(entry));
+    table.add(std::move(entry));
   }
-  return hosts;
+  return std::move(table.hosts);
 }
 
 int totalSlots(const std::vector<HostEntry>& hosts) {

@@ -27,7 +27,15 @@ sigset_t handledSignals() {
   sigaddset(&set, SIGCHLD);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGQUIT);
   return set;
+}
+
+// The wait status (as waitpid gives it) of a child that waitid saw end.
+int waitStatusOf(const siginfo_t& info) {
+  if (info.si_code == CLD_EXITED) return (info.si_status & 0xff) << 8;
+  return (info.si_status & 0x7f) | (info.si_code == CLD_DUMPED ? 0x80 : 0);
 }
 
 // Writes everything, waiting when fd is non-blocking and full. False when the reader is gone.
@@ -95,6 +103,7 @@ int JobRunner::run() {
   startAll();
   loop();
   if (stopping_) signalAll(SIGKILL);  // leftovers of stopped ranks' process groups
+  reapExited();
   for (int s = 0; s < 2; ++s) {
     for (Rank& rank : ranks_) {
       emit(s, rank.prefixers[s].finish());
@@ -219,15 +228,17 @@ void JobRunner::reapChildren() {
   // (its exit unmaps a large address space first: seen under ASan), so a rank that exited with
   // an error is blamed only after kBlameGrace, unless a killed one turns up meanwhile.
   std::vector<Failure> failed;
-  int status = 0;
-  pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    auto it = std::find_if(ranks_.begin(), ranks_.end(),
-                           [&](const Rank& r) { return r.pid == pid && r.running; });
-    if (it == ranks_.end()) continue;
-    it->running = false;
-    for (int s = 0; s < 2; ++s) readStream(*it, s, 16);
-    if (isFailure(status)) failed.push_back({&*it, status});
+  for (Rank& rank : ranks_) {
+    if (!rank.running) continue;
+    siginfo_t info{};
+    // WNOWAIT: the rank stays a zombie, holding its pid and process group id (job_runner.h).
+    if (waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+        info.si_pid != rank.pid)
+      continue;
+    rank.running = false;
+    int status = waitStatusOf(info);
+    for (int s = 0; s < 2; ++s) readStream(rank, s, 16);
+    if (isFailure(status)) failed.push_back({&rank, status});
   }
   if (failed.empty() || outcome_ != Outcome::kNone) return;
   auto killed = std::find_if(failed.begin(), failed.end(), [](const Failure& f) {
@@ -306,9 +317,19 @@ void JobRunner::stopAll(int signal) {
 }
 
 void JobRunner::signalAll(int signal) {
-  // Exited ranks too: their process group may still hold children.
+  // Exited ranks too, while they are zombies: their process group may still hold children.
   for (const Rank& rank : ranks_) {
-    if (rank.pid > 0) killpg(rank.pid, signal);
+    if (rank.pid > 0 && !rank.reaped) killpg(rank.pid, signal);
+  }
+}
+
+void JobRunner::reapExited() {
+  for (Rank& rank : ranks_) {
+    if (rank.pid <= 0 || rank.running || rank.reaped) continue;
+    int status = 0;
+    while (waitpid(rank.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    rank.reaped = true;
   }
 }
 

@@ -1,19 +1,23 @@
 // JobRunner: starts every rank, relays their output, watches them and ends the job.
 //
 // One thread, one poll() loop over the ranks' stdout/stderr pipes and a signalfd that
-// receives SIGCHLD, SIGINT and SIGTERM (blocked for the whole process while it runs).
+// receives SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGQUIT (blocked for the whole process while
+// it runs).
 // Life of a job:
 //   running  -> all ranks exit 0                        -> exit 0
 //   running  -> first rank exits non-zero / by a signal -> print it, SIGTERM every rank's
 //               process group, SIGKILL after the grace period -> exit with that rank's code
 //               (a rank killed by a signal is blamed over one that exited non-zero up to
 //               300 ms earlier: the killed one is the likelier root cause)
-//   running  -> SIGINT/SIGTERM to tsrun -> forward it, SIGKILL after the grace period
+//   running  -> SIGINT/SIGTERM/SIGHUP/SIGQUIT to tsrun -> forward it, SIGKILL after the grace period
 //               (a second signal: SIGKILL at once)      -> exit 128 + signal
 //   running  -> --timeout expires -> stop as above       -> exit 124
 // Only the first of these events sets the exit code; ranks dying from tsrun's own signals
 // afterwards are not reported as failures. After SIGKILL tsrun waits at most kReapSeconds
 // more, so a job is gone within 0.3 s + grace + kReapSeconds of the first failure.
+// A rank that has exited stays a zombie (seen with WNOWAIT, reaped when the job is over), so
+// its process group id cannot be given to another process while tsrun may still signal the
+// group to stop what the rank left running; a reaped rank's group is never signalled.
 #pragma once
 
 #include <sys/types.h>
@@ -59,7 +63,8 @@ class JobRunner {
   struct Rank {
     RankLaunch launch;
     pid_t pid = -1;
-    bool running = false;
+    bool running = false;  // started and not exited
+    bool reaped = false;   // waited for: its pid may belong to another process now
     int fds[2] = {-1, -1};  // stdout, stderr read ends
     LinePrefixer prefixers[2];
     explicit Rank(RankLaunch l)
@@ -78,6 +83,7 @@ class JobRunner {
   void blame(const Failure& failure);
   void onSignalFd();
   void reapChildren();
+  void reapExited();
   void onInterrupt(int signal);
   // Reads what a pipe holds now (up to a few reads); closes it at end of file.
   void readStream(Rank& rank, int stream, int maxReads);

@@ -13,6 +13,14 @@ bool validVariableName(std::string_view name) {
   });
 }
 
+constexpr const char* kSecretVariable = "TSR_JOB_SECRET";
+
+// Run by the remote host's sh: `read` is a builtin, so the secret reaches the rank's
+// environment without appearing on any command line; the rank's stdin is then at its end.
+constexpr const char* kReadSecretScript =
+    "IFS= read -r TSR_JOB_SECRET || { echo \"tsrun: no job secret on standard input (the --rsh "
+    "agent must pass its standard input on)\" >&2; exit 1; }; export TSR_JOB_SECRET; exec \"$@\"";
+
 std::string baseName(std::string_view path) {
   size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
@@ -168,11 +176,21 @@ std::vector<std::string> remoteArgv(const std::vector<std::string>& rshWords,
                                     const std::vector<std::string>& program, bool quote) {
   std::vector<std::string> argv = rshWords;
   argv.push_back(host);
-  argv.push_back("env");
   auto add = [&](const std::string& word) { argv.push_back(quote ? shellQuote(word) : word); };
-  for (const EnvVar& v : env) add(v.name + "=" + v.value);
+  for (const char* word : {"sh", "-c", kReadSecretScript, "tsrun-rank", "env"}) add(word);
+  for (const EnvVar& v : env)
+    if (v.name != kSecretVariable) add(v.name + "=" + v.value);
   for (const std::string& word : program) add(word);
   return argv;
+}
+
+std::string remoteInput(const JobInfo& job) { return job.secret + "\n"; }
+
+std::vector<std::string> withoutVariable(const std::vector<std::string>& base, const std::string& name) {
+  std::vector<std::string> out;
+  for (const std::string& entry : base)
+    if (entry.compare(0, name.size() + 1, name + "=") != 0) out.push_back(entry);
+  return out;
 }
 
 }  // namespace tsr::tools::tsrun

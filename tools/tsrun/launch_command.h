@@ -3,13 +3,15 @@
 //
 // Vocabulary: the *rsh template* is the --rsh text split into words ("ssh -o BatchMode=yes",
 // "ip netns exec"). A remote rank runs as
-//     <rsh words...> <host> env VAR=VALUE ... prog args...
+//     <rsh words...> <host> sh -c '<read the secret>' tsrun-rank env VAR=VALUE ... prog args...
 // passed to execvp as an argv (no local shell). Agents like ssh join the words after the host
 // into one string that the remote shell parses again, so for them each word is shell-quoted;
 // agents that exec their argv directly (ip netns exec, nsenter, env, sudo, chroot) get the
 // words unquoted. --rsh-quote=auto picks by the agent's program name.
-// The job secret travels in the env words for remote ranks (visible in ps on both machines);
-// local ranks receive it only through their environment.
+// The job secret is on no command line (ps shows every user those): a remote rank's agent
+// gets it on standard input (remoteInput), and the remote shell reads it with its `read`
+// builtin into the environment before it execs the rank; local ranks receive it only through
+// their environment.
 #pragma once
 
 #include <functional>
@@ -66,9 +68,16 @@ std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job,
 std::vector<std::string> mergeEnvironment(const std::vector<std::string>& base,
                                           const std::vector<EnvVar>& overrides);
 
-// argv of a remote rank: rsh words, host, "env", VAR=VALUE..., program and its arguments.
+// argv of a remote rank: rsh words, host, the shell that reads the secret from standard
+// input, "env", VAR=VALUE... (TSR_JOB_SECRET left out), program and its arguments.
 std::vector<std::string> remoteArgv(const std::vector<std::string>& rshWords,
                                     const std::string& host, const std::vector<EnvVar>& env,
                                     const std::vector<std::string>& program, bool quote);
+
+// What a remote rank's agent gets on standard input: the job secret and a newline.
+std::string remoteInput(const JobInfo& job);
+
+// base without the variable `name`.
+std::vector<std::string> withoutVariable(const std::vector<std::string>& base, const std::string& name);
 
 }  // namespace tsr::tools::tsrun

@@ -82,23 +82,23 @@ Result<std::vector<RankLaunch>> prepare(const LaunchOptions& o) {
     launch.slot = slot;
     std::vector<EnvVar> env = rankEnvironment(slot, job, exports);
     launch.request.env = mergeEnvironment(baseEnv, env);
-    launch.request.argv = slot.local ? o.program : remoteArgv(rsh, slot.host, env, o.program, quote);
+    if (slot.local) {
+      launch.request.argv = o.program;
+    } else {  // the agent gets the secret on stdin only (launch_command.h)
+      launch.request.env = withoutVariable(launch.request.env, "TSR_JOB_SECRET");
+      launch.request.argv = remoteArgv(rsh, slot.host, env, o.program, quote);
+      launch.request.input = remoteInput(job);
+    }
     launches.push_back(std::move(launch));
   }
   return launches;
 }
 
+// The secret is on no command line, so the commands print as they run.
 void printDryRun(const std::vector<RankLaunch>& launches) {
   for (const RankLaunch& l : launches) {
     const RankSlot& s = l.slot;
-    std::string secret;
-    for (const std::string& e : l.request.env) {
-      if (e.rfind("TSR_JOB_SECRET=", 0) == 0) secret = e.substr(15);
-    }
     std::string command = displayCommand(l.request.argv);
-    for (size_t at; !secret.empty() && (at = command.find(secret)) != std::string::npos;) {
-      command.replace(at, secret.size(), "<secret>");
-    }
     std::cout << "rank " << s.rank << " host " << s.host << (s.local ? " (local)" : " (remote)")
               << " local_rank " << s.localRank << "/" << s.localSize << " bootstrap "
               << s.peerHost << ":" << s.port << "\n  " << command << "\n";

@@ -14,8 +14,9 @@ constexpr const char* kDescription =
     "\n"
     "Ranks fill the hosts' slots in order (like mpirun --map-by slot). Hosts named localhost,\n"
     "127.x.x.x or this machine's hostname are started directly; other hosts through the --rsh\n"
-    "agent as: <rsh words> <host> env TSR_...=... VAR=VALUE ... prog args...\n"
-    "(the job secret is then visible in ps; local ranks get it only through the environment).\n"
+    "agent as: <rsh words> <host> sh -c '<read the secret>' tsrun-rank env TSR_...=... VAR=VALUE\n"
+    "... prog args..., with the job secret on the agent's standard input (never on a command\n"
+    "line); local ranks get it only through the environment.\n"
     "\n"
     "Hostfile lines: 'host slots=N', 'host:N', 'host' (1 slot); '#' comments, blank lines.\n"
     "Without --hostfile/-H the job runs N ranks on localhost.\n"
@@ -27,10 +28,10 @@ constexpr const char* kDescription =
     "TSR_BASE_PORT (default 29400) + local rank on remote hosts.\n"
     "\n"
     "Output lines are prefixed with '[rank] ' (rank stdout -> stdout, stderr -> stderr).\n"
-    "SIGINT/SIGTERM are forwarded to all ranks. When a rank exits non-zero or dies, tsrun\n"
-    "names it, stops the others (SIGTERM, then SIGKILL after --grace seconds) and exits with\n"
-    "its status (128+signal for a signal); 124 on --timeout, 127 when a rank cannot start,\n"
-    "2 for usage errors.\n";
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to all ranks. When a rank exits\n"
+    "non-zero or dies, tsrun names it, stops the others (SIGTERM, then SIGKILL after --grace\n"
+    "seconds) and exits with its status (128+signal for a signal); 124 on --timeout, 127 when\n"
+    "a rank cannot start, 2 for usage errors.\n";
 
 // Rewrites mpirun's "-np" among tsrun's own options; stops at the program.
 std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::string> args) {
@@ -87,7 +88,7 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
       ->check(CLI::Range(0.0, 9.0))
       ->capture_default_str();
   app.add_flag("--dry-run", o.dryRun,
-               "Print the rank plan and each rank's command (secret hidden) and exit");
+               "Print the rank plan and each rank's command and exit");
 
   std::vector<std::string> args = normalizeArgs(app, rawArgs);
   std::vector<char*> argv;

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstring>
 
 #include "tools/tsrun/launch_command.h"
@@ -40,9 +41,24 @@ Result<SpawnedProcess> spawnRank(const SpawnRequest& request) {
     return Status(Code::kInternal, std::string("pipe2: ") + std::strerror(errno));
   }
 
+  // The input fits a pipe's buffer (a secret, a line), so it is written whole before the
+  // spawn and the write end closed: the rank reads it, then end of file.
+  PipePair in;
+  if (!request.input.empty()) {
+    if (request.input.size() > PIPE_BUF) return Status(Code::kInternal, "spawnRank: input larger than PIPE_BUF");
+    if (pipe2(in.fds, O_CLOEXEC) != 0 ||
+        write(in.fds[1], request.input.data(), request.input.size()) != static_cast<ssize_t>(request.input.size()))
+      return Status(Code::kInternal, std::string("stdin pipe: ") + std::strerror(errno));
+    close(in.fds[1]);
+    in.fds[1] = -1;
+  }
+
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (request.input.empty())
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  else
+    posix_spawn_file_actions_adddup2(&actions, in.fds[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err.fds[1], STDERR_FILENO);
 

@@ -1,4 +1,5 @@
-// Starting one rank: posix_spawnp with its stdout and stderr on pipes, stdin on /dev/null,
+// Starting one rank: posix_spawnp with its stdout and stderr on pipes, stdin on /dev/null (or
+// a pipe holding `input`, then its end),
 // in a process group of its own (so a signal to the group reaches the rank's children too),
 // with tsrun's blocked signals unblocked and its ignored/handled signals reset to default.
 #pragma once
@@ -15,6 +16,7 @@ namespace tsr::tools::tsrun {
 struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0] is looked up in tsrun's PATH
   std::vector<std::string> env;   // the complete environment, "NAME=VALUE"
+  std::string input;              // standard input (then end of file); empty: /dev/null
 };
 
 struct SpawnedProcess {

@@ -120,6 +120,12 @@ TEST(Discovery, ErrorsNameTheFile) {
   EXPECT_NE(missing.status().message().find("/nonexistent/topo.xml"), std::string::npos);
   EXPECT_NE(missing.status().message().find("cannot be read"), std::string::npos);
 
+  // A file without end (or a huge one) is refused at the limit, not read into memory.
+  auto endless = loadXml("/dev/zero");
+  ASSERT_FALSE(endless.isOk());
+  EXPECT_NE(endless.status().message().find("'/dev/zero' is too large"), std::string::npos)
+      << endless.status().message();
+
   auto garbage = loadXmlText("this is not xml", "garbage.xml");
   ASSERT_FALSE(garbage.isOk());
   EXPECT_NE(garbage.status().message().find("garbage.xml"), std::string::npos);

@@ -36,7 +36,7 @@ inline void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::
       std::string localRank = std::to_string(lr), localSize = std::to_string(ls);
       std::vector<tsr_param_t> params{{"rank", rank.c_str()}, {"size", size.c_str()},
                                       {"local_rank", localRank.c_str()}, {"local_size", localSize.c_str()},
-                                      {"peers", peers.c_str()}, {"secret", "c-api-test"}};
+                                      {"peers", peers.c_str()}, {"secret", "c-api-test-secret-16+bytes"}};
       for (const auto& [k, v] : extra) params.push_back({k.c_str(), v.c_str()});
       tsr_comm_t comm = nullptr;
       if (tsr_comm_init_config(&comm, params.data(), params.size()) != TSR_OK) {

@@ -1,7 +1,6 @@
 """ctypes declarations of libtessera.so (bindings/c/include/tessera/tessera.h): the only
 module that touches the C library."""
 import ctypes
-import ctypes.util
 import os
 import pathlib
 
@@ -15,25 +14,30 @@ OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4}
 
 
 def _library_path():
-    """TESSERA_LIBRARY, else the library beside an installed package (cmake --install puts
-    the package in LIBDIR/tessera/python), else a source checkout's build/lib, else the
-    linker's search path."""
+    """TESSERA_LIBRARY, else the library of the install prefix the package sits in (cmake
+    --install puts the package in LIBDIR/tessera/python and the library in LIBDIR), else the
+    build of the source checkout it sits in (bindings/python/tessera, build/lib). Nowhere
+    else: a libtessera.so in some parent folder or on the linker's path need not be ours, and
+    loading it runs its code."""
     explicit = os.environ.get("TESSERA_LIBRARY")
     if explicit:
         return explicit
     package = pathlib.Path(__file__).resolve().parent
-    installed = package.parent.parent.parent / "libtessera.so"
-    if package.parent.name == "python" and package.parent.parent.name == "tessera" and installed.exists():
-        return str(installed)
-    for parent in package.parents:
-        candidate = parent / "build" / "lib" / "libtessera.so"
-        if candidate.exists():
-            return str(candidate)
-    found = ctypes.util.find_library("tessera")
-    if found:
-        return found
-    raise ImportError("tessera: libtessera.so not found: set TESSERA_LIBRARY to its path "
-                      "or build it (cmake --build build)")
+    above = package.parents[1]  # LIBDIR/tessera or <checkout>/bindings
+    root = package.parents[2]   # LIBDIR or <checkout>
+    if package.parent.name == "python" and above.name == "tessera":
+        installed = root / "libtessera.so"
+        if installed.exists():
+            return str(installed)
+    checkout = package.parent.name == "python" and above.name == "bindings" and \
+        (root / "bindings" / "c" / "include" / "tessera" / "tessera.h").exists()
+    if checkout:
+        built = root / "build" / "lib" / "libtessera.so"
+        if built.exists():
+            return str(built)
+    raise ImportError("tessera: libtessera.so not found beside this package (" + str(package) + "): set "
+                      "TESSERA_LIBRARY to its path, install it (cmake --install), or build this checkout "
+                      "(cmake --build build)")
 
 
 class Param(ctypes.Structure):
@@ -45,6 +49,13 @@ def params(pairs):
     items = [(str(k).encode(), _text(v).encode()) for k, v in pairs.items()]
     array = (Param * max(1, len(items)))(*[Param(k, v) for k, v in items])
     return array, len(items)
+
+
+def forget_job_secret():
+    """Creating a communicator takes TSR_JOB_SECRET out of the process environment (the C
+    library keeps it): drop Python's copy too, so os.environ and the programs it starts do
+    not hand it on."""
+    os.environ.pop("TSR_JOB_SECRET", None)
 
 
 def _text(value):

@@ -36,6 +36,7 @@ class Communicator(Handle):
         array, count = _capi.params(settings)
         handle = ctypes.c_void_p()
         check(_lib.tsr_comm_init_config(ctypes.byref(handle), array, count))
+        _capi.forget_job_secret()
         self._adopt(handle, "the communicator")
         _open.add(self)
         self.rank = self._query(_lib.tsr_comm_rank)

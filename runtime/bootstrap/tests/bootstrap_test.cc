@@ -81,7 +81,7 @@ TEST(Bootstrap, PeerThatNeverStartsIsNamedWithinTheTimeout) {
 
 TEST(Bootstrap, RanksWithDifferentSecretsNeverJoin) {
   auto infos = localInfos(2);
-  infos[1].secret = "another-secret";
+  infos[1].secret = "another-secret-of-16+bytes";
   BootstrapOptions options;
   options.timeoutMs = 1000;
   LogCapture log;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace tsr::runtime {
 namespace {
 
@@ -30,10 +32,12 @@ void fails(const EnvMap& env, std::initializer_list<std::string> needles) {
         << "message '" << r.status().message() << "' lacks '" << n << "'";
 }
 
+const std::string kSecret = "0123456789abcdef0123";
+
 EnvMap tsrun() {
   return {{"TSR_RANK", "1"},       {"TSR_WORLD_SIZE", "3"},
           {"TSR_LOCAL_RANK", "1"}, {"TSR_LOCAL_SIZE", "2"},
-          {"TSR_PEERS", "a:100,a:101,b:100"}, {"TSR_JOB_SECRET", "s3"},
+          {"TSR_PEERS", "a:100,a:101,b:100"}, {"TSR_JOB_SECRET", kSecret},
           {"TSR_JOB_ID", "job9"}};
 }
 
@@ -55,7 +59,7 @@ TEST(LaunchEnv, Tsrun) {
   EXPECT_EQ(info.localRank, 1);
   EXPECT_EQ(info.localSize, 2);
   EXPECT_EQ(peersText(info), "a:100,a:101,b:100");
-  EXPECT_EQ(info.secret, "s3");
+  EXPECT_EQ(info.secret, kSecret);
   EXPECT_EQ(info.jobId, "job9");
 }
 
@@ -71,7 +75,7 @@ TEST(LaunchEnv, TsrunDerivesLocalRankFromPeerHosts) {
 
 TEST(LaunchEnv, TsrunAllLocalWithoutPeers) {
   EnvMap env = {{"TSR_RANK", "2"}, {"TSR_WORLD_SIZE", "4"}, {"TSR_LOCAL_RANK", "2"},
-                {"TSR_LOCAL_SIZE", "4"}, {"TSR_JOB_SECRET", "x"}, {"TSR_BASE_PORT", "5000"}};
+                {"TSR_LOCAL_SIZE", "4"}, {"TSR_JOB_SECRET", kSecret}, {"TSR_BASE_PORT", "5000"}};
   EXPECT_EQ(peersText(ok(env)), "127.0.0.1:5000,127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003");
 }
 
@@ -94,7 +98,7 @@ TEST(LaunchEnv, TsrunBadValuesNameTheVariable) {
   fails(with("TSR_PEERS", ""), {"TSR_PEERS", "empty"});
   EnvMap noSecret = tsrun();
   noSecret.erase("TSR_JOB_SECRET");
-  fails(noSecret, {"TSR_JOB_SECRET"});
+  fails(noSecret, {"TSR_JOB_SECRET", "TSR_JOB_SECRET_FILE", "TSR_INSECURE=1"});
   EnvMap noLocal = tsrun();
   noLocal.erase("TSR_PEERS");
   noLocal.erase("TSR_LOCAL_SIZE");
@@ -102,6 +106,24 @@ TEST(LaunchEnv, TsrunBadValuesNameTheVariable) {
   EnvMap noSize = tsrun();
   noSize.erase("TSR_WORLD_SIZE");
   fails(noSize, {"TSR_WORLD_SIZE is not set"});
+}
+
+// A million ranks is allowed, so the check that no two share an address must not compare
+// every pair (that took minutes for 200000).
+TEST(LaunchEnv, DuplicatePeersAreFoundQuicklyInALargeJob) {
+  const int n = 200000;
+  std::string peers;
+  for (int r = 0; r < n; ++r) peers += (r ? "," : "") + std::string("h") + std::to_string(r / 60000) + ":" +
+                                       std::to_string(1 + r % 60000);
+  EnvMap env = {{"TSR_RANK", "0"}, {"TSR_WORLD_SIZE", std::to_string(n)}, {"TSR_PEERS", peers},
+                {"TSR_JOB_SECRET", kSecret}};
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ok(env).peers.size(), static_cast<size_t>(n));
+  env["TSR_PEERS"] = peers + ",h0:7";
+  env["TSR_WORLD_SIZE"] = std::to_string(n + 1);
+  fails(env, {"ranks 6 and 200000", "h0:7"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(LaunchEnv, Ipv6Peers) {
@@ -117,15 +139,15 @@ TEST(LaunchEnv, Ipv6Peers) {
 EnvMap ompi(const char* rank, const char* size, const char* lrank, const char* lsize) {
   return {{"OMPI_COMM_WORLD_RANK", rank}, {"OMPI_COMM_WORLD_SIZE", size},
           {"OMPI_COMM_WORLD_LOCAL_RANK", lrank}, {"OMPI_COMM_WORLD_LOCAL_SIZE", lsize},
-          {"PMIX_NAMESPACE", "prterun-x-1@1"}};
+          {"PMIX_NAMESPACE", "prterun-x-1@1"}, {"TSR_JOB_SECRET", kSecret}};
 }
 
-TEST(LaunchEnv, OpenMpiAllLocalDerivesPeersWithEmptySecret) {
+TEST(LaunchEnv, OpenMpiAllLocalDerivesPeers) {
   LaunchInfo info = ok(ompi("1", "2", "1", "2"));
   EXPECT_EQ(info.source, "ompi");
   EXPECT_EQ(info.rank, 1);
   EXPECT_EQ(peersText(info), "127.0.0.1:29400,127.0.0.1:29401");
-  EXPECT_EQ(info.secret, "");
+  EXPECT_EQ(info.secret, kSecret);
   EXPECT_EQ(info.jobId, "prterun-x-1@1");
 }
 
@@ -134,11 +156,10 @@ TEST(LaunchEnv, OpenMpiAcrossHostsNeedsPeers) {
                                    "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_SIZE=4"});
   EnvMap env = ompi("1", "4", "1", "2");
   env["TSR_PEERS"] = "h1:1,h1:2,h2:1,h2:2";
-  env["TSR_JOB_SECRET"] = "k";
   env["TSR_JOB_ID"] = "mine";
   LaunchInfo info = ok(env);
   EXPECT_EQ(peersText(info), "h1:1,h1:2,h2:1,h2:2");
-  EXPECT_EQ(info.secret, "k");
+  EXPECT_EQ(info.secret, kSecret);
   EXPECT_EQ(info.jobId, "mine");
   fails(ompi("1", "2", "1", "x"), {"OMPI_COMM_WORLD_LOCAL_SIZE='x'"});
   EnvMap missing = ompi("0", "2", "0", "2");
@@ -149,7 +170,7 @@ TEST(LaunchEnv, OpenMpiAcrossHostsNeedsPeers) {
 TEST(LaunchEnv, Torchrun) {
   EnvMap env = {{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"},
                 {"LOCAL_WORLD_SIZE", "4"}, {"TORCHELASTIC_RUN_ID", "tr1"},
-                {"TSR_BASE_PORT", "31000"}};
+                {"TSR_BASE_PORT", "31000"}, {"TSR_JOB_SECRET", kSecret}};
   LaunchInfo info = ok(env);
   EXPECT_EQ(info.source, "torchrun");
   EXPECT_EQ(info.rank, 3);
@@ -168,7 +189,7 @@ TEST(LaunchEnv, Torchrun) {
 EnvMap slurm(const char* procid, const char* localid) {
   return {{"SLURM_PROCID", procid}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", localid},
           {"SLURM_JOB_NODELIST", "node[01-03],gpu5"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"},
-          {"SLURM_JOB_ID", "123"}, {"SLURM_STEP_ID", "0"}};
+          {"SLURM_JOB_ID", "123"}, {"SLURM_STEP_ID", "0"}, {"TSR_JOB_SECRET", kSecret}};
 }
 
 TEST(LaunchEnv, SlurmBlockDistributionDerivesPeers) {
@@ -182,7 +203,7 @@ TEST(LaunchEnv, SlurmBlockDistributionDerivesPeers) {
             "node01:29400,node01:29401,node02:29400,node02:29401,node03:29400,node03:29401,"
             "gpu5:29400");
   EXPECT_EQ(info.jobId, "123.0");
-  EXPECT_EQ(info.secret, "");
+  EXPECT_EQ(info.secret, kSecret);
   LaunchInfo last = ok(slurm("6", "0"));
   EXPECT_EQ(last.localSize, 1);
 }

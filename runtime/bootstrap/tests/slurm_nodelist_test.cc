@@ -1,6 +1,7 @@
 #include "runtime/bootstrap/slurm_nodelist.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 namespace tsr::runtime {
 namespace {
@@ -42,6 +43,34 @@ TEST(SlurmNodelist, Errors) {
           << r.status().message();
     }
   }
+}
+
+long peakRssKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// A few hundred bytes can name billions of hosts (one took a rank down with bad_alloc): every
+// such list is refused, within the limit of 2^20 hosts and 64 MiB of names, before it is built.
+TEST(SlurmNodelist, HugeListsAreRefusedBeforeTheyAreBuilt) {
+  std::string manyRanges = "n[";
+  while (manyRanges.size() < 630) manyRanges += "0-999999,";
+  manyRanges += "0-999999]";  // 641 bytes, 71 million hosts
+  ASSERT_EQ(manyRanges.size(), 641u);
+  for (const std::string& list : {manyRanges, std::string("a[0-999999]b[0-999999]"),
+                                  std::string("a[0-999999],b[0-999999]"), std::string(600, 'x') + "[0-999999]",
+                                  std::string("r[0-99999]") + std::string(700, 'y')}) {
+    long before = peakRssKb();
+    auto r = expandNodelist(list);
+    long grownMb = (peakRssKb() - before) / 1024;
+    ASSERT_FALSE(r.isOk()) << list.substr(0, 40) << "... expanded to " << r.value().size() << " hosts";
+    EXPECT_NE(r.status().message().find("names more than 1048576 hosts or 67108864 bytes of host names"),
+              std::string::npos)
+        << r.status().message().substr(0, 200);
+    EXPECT_LT(grownMb, 200) << list.substr(0, 40) << "...";
+  }
+  EXPECT_EQ(expand("n[0-1048575]").size(), 1048576u);  // the limit itself is fine
 }
 
 TEST(SlurmTasksPerNode, Expands) {

@@ -1,6 +1,7 @@
 // Strangers at a rank's bootstrap port: garbage bytes, the wrong secret, the right secret but
-// the wrong rank, and silence. Each is refused and logged with its address and reason; none
-// joins, none holds the job up, and the job still gathers the right blobs.
+// the wrong rank, and silence. Each is refused and logged with its address and reason (nothing
+// it sent verbatim, and a flood of them in a few lines); none joins, none holds the job up, and
+// the job still gathers the right blobs.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -66,7 +67,7 @@ TEST(BootstrapStrangers, AreRefusedLoggedAndTheJobStillFinishes) {
   Status s = detail::dialOnce(infos[0].peers[1], wrongSecret);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("refused our claim"), std::string::npos) << s.message();
-  EXPECT_TRUE(log.waitFor("HMAC of the claim to be rank 0 does not verify (wrong job secret)"))
+  EXPECT_TRUE(log.waitFor("the claim's HMAC does not verify (wrong job secret)"))
       << log.text();
 
   detail::HandshakeParams wrongRank{2, 1, infos[0].jobId, infos[0].secret,
@@ -78,7 +79,8 @@ TEST(BootstrapStrangers, AreRefusedLoggedAndTheJobStillFinishes) {
 
   detail::HandshakeParams wrongJob{0, 1, "job-2", infos[0].secret, std::chrono::milliseconds(3000)};
   EXPECT_FALSE(detail::dialOnce(infos[0].peers[1], wrongJob).isOk());
-  EXPECT_TRUE(log.waitFor("claims job id 'job-2', which is not this job's")) << log.text();
+  EXPECT_TRUE(log.waitFor("holds the job secret but claims job id 'job-2', which is not this job's"))
+      << log.text();
 
   // The real rank 0 joins at once although the silent stranger is still connected.
   auto start = Clock::now();
@@ -133,6 +135,54 @@ TEST(BootstrapStrangers, OversizedClaimIsRefused) {
   RankOutcome out1 = rank1.get();
   expectCorrect(out0, 0, 2);
   expectCorrect(out1, 1, 2);
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A job id with a terminal escape and a line of its own: from a stranger (wrong secret) none
+// of it is repeated; from a holder of the secret (another job) it is repeated escaped.
+TEST(BootstrapStrangers, NothingTheyClaimReachesTheLogVerbatim) {
+  auto infos = localInfos(2);
+  BootstrapOptions options;
+  options.timeoutMs = 20000;
+  LogCapture log;
+  auto rank1 = std::async(std::launch::async, runRank, infos[1], options, 1);
+  ASSERT_TRUE(waitListening(infos[1].peers[1].port));
+  const std::string forged = "job\x1b[31m\n[tessera rank 1] [bootstrap] [info] all is well";
+  detail::HandshakeParams stranger{0, 1, forged, "not-the-secret", std::chrono::milliseconds(3000)};
+  EXPECT_FALSE(detail::dialOnce(infos[0].peers[1], stranger).isOk());
+  EXPECT_TRUE(log.waitFor("the claim's HMAC does not verify")) << log.text();
+  detail::HandshakeParams otherJob{0, 1, forged, infos[0].secret, std::chrono::milliseconds(3000)};
+  EXPECT_FALSE(detail::dialOnce(infos[0].peers[1], otherJob).isOk());
+  EXPECT_TRUE(log.waitFor("claims job id 'job\\x1b[31m\\x0a[tessera rank 1]")) << log.text();
+  RankOutcome out0 = runRank(infos[0], options, 1);
+  EXPECT_TRUE(out0.status.isOk() && rank1.get().status.isOk());
+  EXPECT_EQ(log.text().find('\x1b'), std::string::npos) << log.text();
+  EXPECT_EQ(count(log.text(), "all is well"), 1u) << "only the escaped echo of the holder of the secret";
+}
+
+// Sixty garbage connections: ten lines, then one saying how many more there were.
+TEST(BootstrapStrangers, AFloodOfRejectionsIsLoggedInAFewLines) {
+  auto infos = localInfos(2);
+  BootstrapOptions options;
+  options.timeoutMs = 20000;
+  LogCapture log;
+  auto rank1 = std::async(std::launch::async, runRank, infos[1], options, 1);
+  uint16_t port1 = infos[1].peers[1].port;
+  ASSERT_TRUE(waitListening(port1));
+  for (int i = 0; i < 60; ++i) sendGarbage(port1, std::string(16, 'x'));
+  RankOutcome out0 = runRank(infos[0], options, 1);
+  EXPECT_TRUE(out0.status.isOk() && rank1.get().status.isOk());
+  std::string text = log.text();
+  EXPECT_EQ(count(text, "rejected bootstrap connection from"), 10u) << text;
+  // waitListening's probe connection is one of the rejected too.
+  EXPECT_NE(text.find("51 more bootstrap connections were rejected and not logged one by one"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

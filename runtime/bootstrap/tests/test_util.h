@@ -32,7 +32,7 @@ inline std::vector<uint16_t> freePorts(int n) {
   return held.back().ports();
 }
 
-inline std::vector<LaunchInfo> localInfos(int n, const std::string& secret = "test-secret",
+inline std::vector<LaunchInfo> localInfos(int n, const std::string& secret = "test-secret-of-16+bytes",
                                           const std::string& jobId = "job-1") {
   std::vector<uint16_t> ports = freePorts(n);
   std::vector<LaunchInfo> infos(n);

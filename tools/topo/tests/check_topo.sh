@@ -118,6 +118,11 @@ case $case in
     expect "^tsr-topo: error: topology XML file '.*truncated.xml' is not valid hwloc XML"
     run_fails --topology-xml "$work/missing.xml"
     expect "cannot be read"
+    # A wrong path is an error naming the file, not a read without end.
+    run_fails --topology-xml /dev/zero
+    expect "topology XML file '/dev/zero' is too large"
+    run_fails --topology-xml "$dual" --hostfile /dev/zero
+    expect "hostfile '/dev/zero' is too large"
     printf 'node01 slots=two\n' >"$work/badhosts"
     run_fails --topology-xml "$dual" --hostfile "$work/badhosts"
     expect "badhosts:1: bad slots value 'two'"

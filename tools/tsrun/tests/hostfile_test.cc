@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace tsr::tools::tsrun {
 namespace {
 
@@ -80,6 +82,36 @@ TEST(Hostfile, SlotCountGivenTwice) {
 TEST(Hostfile, BadHostName) {
   expectMentions(parseError("no/de slots=2\n"), {"hosts.txt:1", "bad host name", "'no/de'"});
   expectMentions(parseError(":4\n"), {"hosts.txt:1", "bad host name"});
+}
+
+// The host becomes a word of the rsh agent's command line: a word ssh reads as an option
+// (-F<file> gives it a config file whose ProxyCommand runs here, -J a jump host) is no host.
+TEST(Hostfile, HostNamesThatLookLikeOptionsAreRefused) {
+  expectMentions(parseError("node1\n-Fevil_config slots=1\n"),
+                 {"hosts.txt:2", "bad host name '-Fevil_config'", "starting with a letter or digit"});
+  expectMentions(parseError("-Jjumphost\n"), {"hosts.txt:1", "bad host name '-Jjumphost'"});
+  expectMentions(parseError("-Fx:2\n"), {"hosts.txt:1", "'-Fx'"});
+  expectMentions(parseError("--\n"), {"hosts.txt:1", "'--'"});
+  expectMentions(parseError(".hidden\n"), {"hosts.txt:1", "'.hidden'"});
+  auto list = parseHostList("node1:2,-Fx:1");
+  ASSERT_FALSE(list.isOk());
+  expectMentions(list.status().message(), {"item 2", "bad host name '-Fx'"});
+  EXPECT_TRUE(parseHostList("node-1:2,10.0.0.1,a_b.example.com").isOk());
+}
+
+// A hostfile of 1 MiB holds some 100000 hosts: merging repeated names must not compare every
+// pair (that took about a minute).
+TEST(Hostfile, ManyHostsAreParsedInLinearTime) {
+  std::string text;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < 100000; ++i) text += "node" + std::to_string(i) + " slots=2\n";
+  auto start = std::chrono::steady_clock::now();
+  auto hosts = parseHostfile(text, "big");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(hosts.isOk()) << hosts.status().toString();
+  ASSERT_EQ(hosts.value().size(), 100000u);
+  EXPECT_EQ(hosts.value()[99999], (HostEntry{"node99999", 4, 100000}));
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(Hostfile, EmptyFileIsAnError) {

@@ -84,16 +84,28 @@ TEST(LaunchCommand, MergeEnvironmentReplacesAndAdds) {
                                            "NEW=1"}));
 }
 
-TEST(LaunchCommand, RemoteArgv) {
-  std::vector<EnvVar> env = {{"TSR_RANK", "1"}, {"MSG", "a b"}};
+TEST(LaunchCommand, RemoteArgvKeepsTheSecretOffTheCommandLine) {
+  std::vector<EnvVar> env = {{"TSR_RANK", "1"}, {"TSR_JOB_SECRET", "s3cr3t"}, {"MSG", "a b"}};
   std::vector<std::string> program = {"/bin/sh", "-c", "echo $TSR_RANK"};
   auto quoted = remoteArgv({"ssh", "-o", "BatchMode=yes"}, "node1", env, program, true);
-  EXPECT_EQ(quoted, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "node1", "env",
-                                              "TSR_RANK=1", "'MSG=a b'", "/bin/sh", "-c",
-                                              "'echo $TSR_RANK'"}));
+  ASSERT_EQ(quoted.size(), 14u);
+  EXPECT_EQ(std::vector<std::string>(quoted.begin(), quoted.begin() + 6),
+            (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "node1", "sh", "-c"}));
+  EXPECT_EQ(quoted[6].substr(0, 29), "'IFS= read -r TSR_JOB_SECRET ");
+  EXPECT_EQ(std::vector<std::string>(quoted.begin() + 7, quoted.end()),
+            (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "'MSG=a b'", "/bin/sh", "-c",
+                                      "'echo $TSR_RANK'"}));
   auto direct = remoteArgv({"ip", "netns", "exec"}, "tsr0", env, program, false);
-  EXPECT_EQ(direct, (std::vector<std::string>{"ip", "netns", "exec", "tsr0", "env", "TSR_RANK=1",
-                                              "MSG=a b", "/bin/sh", "-c", "echo $TSR_RANK"}));
+  EXPECT_EQ(direct[6].substr(0, 28), "IFS= read -r TSR_JOB_SECRET ");
+  EXPECT_EQ(std::vector<std::string>(direct.begin() + 7, direct.end()),
+            (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "MSG=a b", "/bin/sh", "-c",
+                                      "echo $TSR_RANK"}));
+  for (const auto& argv : {quoted, direct})
+    for (const std::string& word : argv) EXPECT_EQ(word.find("s3cr3t"), std::string::npos) << word;
+  JobInfo job{2, "a:1,b:1", "s3cr3t", "id"};
+  EXPECT_EQ(remoteInput(job), "s3cr3t\n");
+  EXPECT_EQ(withoutVariable({"A=1", "TSR_JOB_SECRET=s3cr3t", "TSR_JOB_SECRET_FILE=f"}, "TSR_JOB_SECRET"),
+            (std::vector<std::string>{"A=1", "TSR_JOB_SECRET_FILE=f"}));
 }
 
 }  // namespace

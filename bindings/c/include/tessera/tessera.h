@@ -78,7 +78,8 @@ typedef struct tsr_request* tsr_request_t;
 
 /* A key/value setting: configuration names with or without the TSR_ prefix
  * (e.g. {"timeout_ms", "5000"}), plus, for tsr_comm_init_config only, the launch keys
- * "rank", "size", "local_rank", "local_size", "peers" (host:port,...), "secret". */
+ * "rank", "size", "local_rank", "local_size", "peers" (host:port,...), "secret" (16 bytes or
+ * more; a job of several ranks without one fails unless "insecure" is "1"). */
 typedef struct {
   const char* key;
   const char* value;

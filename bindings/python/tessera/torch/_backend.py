@@ -168,6 +168,7 @@ def _create(store, rank, size, timeout):
     if "TSR_TIMEOUT_MS" not in os.environ and timeout is not None:
         settings["timeout_ms"] = int(timeout.total_seconds() * 1000)
     pg = ProcessGroupTessera(rank, size, {k: str(v) for k, v in settings.items()})
+    _capi.forget_job_secret()
     if ours:
         _last_store.process_group = pg
     return pg
