@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ./run.sh: install what is missing, build, then run the main job on 4 local ranks (tsrun):
 #   1. tsr-check: every collective, checked against a float64 reference, as a table;
-#   2. the MLP trainer (issue 7): the digits set trained with dense, Marsit, SparDL, SelSync
+#   2. the MLP trainer: the digits set trained with dense, Marsit, SparDL, SelSync
 #      and COVAP, one row each (time and bytes per step, test accuracy), written as JSON lines.
 # Both always run; the exit status is non-zero if either failed.
 # Extra arguments go to tsrun before each program (e.g. ./run.sh -np 3).

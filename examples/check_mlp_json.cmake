@@ -1,4 +1,4 @@
-# Checks the MLP trainer's --json output (issue 7): cmake -DFILE=<jsonl> -DEPOCHS=<n> -P this.
+# Checks the MLP trainer's --json output: cmake -DFILE=<jsonl> -DEPOCHS=<n> -P this.
 # One JSON object per line, five lines (dense, marsit, spardl, selsync, covap in that order),
 # each with algo, epochs (= EPOCHS), step_ms (> 0), bytes_per_step (> 0), test_acc (0..100),
 # synced_steps and total_steps (0 < synced <= total, total the same on every line).

@@ -2,7 +2,7 @@
 // and barriers meet there instead of going through UCX as messages: barriers, and collectives
 // whose payload fits a 4 KiB slot, on the board (algorithms/dense/shm_board_collective.h);
 // larger ones in chunks through the stages (algorithms/dense/shm_staged_collective.h), faster
-// than the message plans (docs/benchmarks.md, "One host, eleventh session" and "One host:
+// than the message plans (docs/performance.md, "One host: allreduce" and "One host:
 // reduce-scatter, all-gather and broadcast"). CUDA buffers take the same
 // route through pinned host memory, so every rank takes it whatever its buffers are.
 #include <algorithm>

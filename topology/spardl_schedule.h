@@ -1,6 +1,6 @@
-// SparDL schedules (seed 001): Spar-Reduce-Scatter bags and the team splits of R-SAG / B-SAG.
+// SparDL schedules (docs/references.md): Spar-Reduce-Scatter bags and the team splits of R-SAG / B-SAG.
 //
-// Vocabulary (ARCHITECTURE.md, "SparDL"): the gradient is split into N blocks, block j meant
+// Vocabulary (the SparDL paper; docs/compressed.md, "SparDL"): the gradient is split into N blocks, block j meant
 // for worker j. L = ceil(log2 N). Worker i keeps block i in its "preservation bag"; its other
 // blocks travel in "sending bags". Step k = 1..L uses distance d = 2^(L-k): worker i sends the
 // bag of blocks [i+d, i+min(2d, N)) (mod N) to worker i+d and receives the matching bag

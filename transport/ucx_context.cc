@@ -21,7 +21,7 @@ namespace {
 // TCP segments of 2 MiB: a ring chunk (TSR_CHUNK_BYTES, 512 KiB) then travels as one eager
 // message, sent from the caller's buffer and copied out once, where UCX's 8 KiB default made
 // it a rendezvous of 64 fragments, each its own send and copy (4 hosts at 10 Gbit/s: busbw
-// 0.43 -> 0.53 GB/s, docs/benchmarks.md). The buffers are taken from UCX's pools as traffic
+// 0.43 -> 0.53 GB/s, docs/performance.md). The buffers are taken from UCX's pools as traffic
 // needs them. The two sizes go together (UCX refuses a receive segment smaller than the send
 // segment): a user who set either keeps UCX's own defaults for the other.
 //
@@ -29,7 +29,7 @@ namespace {
 // ring forwards each chunk as soon as it has it, so data queued beyond about one chunk per
 // link only adds queueing delay in front of every hop (and, with BBR's pacing, reordering).
 // 4 emulated hosts at 10 Gbit/s: 1.24-1.52x the bus bandwidth at 16-64 MiB under cubic,
-// reno and bbr alike (docs/benchmarks.md, tenth session). It still lets a connection keep
+// reno and bbr alike (docs/performance.md, "TCP send buffer"). It still lets a connection keep
 // up to 512 KiB in flight: about 40 Gbit/s at a 100 us round trip. Less on a slower link the
 // user named or the link probe measured (tcpSendBufferFor; runtime/communicator_links.cc).
 struct Default {
@@ -68,7 +68,7 @@ size_t tcpSendBufferFor(double bytesPerSec) {
   if (!(bytesPerSec > 0) || !std::isfinite(bytesPerSec)) return kMaxSendBuffer;
   // A power of two: sizes just above one are slow (33k and 34k, doubled by the kernel to a
   // little over 64 KiB, ran 4 emulated 1 Gbit/s hosts at 1.08-1.11x the floor where 29-32k
-  // and 35-64k ran at 1.04-1.05x; docs/benchmarks.md, fourteenth session), and the probe's
+  // and 35-64k ran at 1.04-1.05x; docs/performance.md, "TCP send buffer"), and the probe's
   // figure wanders by +-15%, so it must not land there.
   const double kib = std::max(1.0, bytesPerSec * kSendBufferSeconds / 1024);
   const double wanted = std::exp2(std::round(std::log2(kib))) * 1024;

@@ -1,4 +1,4 @@
-// none / fp16 / bf16: element-wise casts (seed 003's "mild" intra-node compression).
+// none / fp16 / bf16: element-wise casts (BytePS compression's "mild" intra-node compression).
 //
 // Payload: count elements of the target type (f32 for none, IEEE binary16 for fp16, bfloat16
 // for bf16), round to nearest even. Error bound per element: 0 (none), |x| * 2^-11 for normal

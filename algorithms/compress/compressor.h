@@ -1,4 +1,4 @@
-// Compressor: the interface of seed 003's compressor framework (BytePS design), in Tessera form.
+// Compressor: the interface of the BytePS compression framework, in Tessera form.
 //
 // A compressor is built for one tensor of `count` f32 elements (registry.h) and owns every
 // buffer it needs, so compress / decompress never allocate: they write into caller-provided

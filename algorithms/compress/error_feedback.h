@@ -1,5 +1,5 @@
 // ErrorFeedback (ef=vanilla): a decorator that makes any compressor's error reappear later
-// instead of being lost (seed 003; Karimireddy et al. 2019).
+// instead of being lost (BytePS compression; Karimireddy et al. 2019).
 //
 //   corrected = g + e                      (e starts at 0)
 //   payload   = inner.compress(corrected)

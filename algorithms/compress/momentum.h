@@ -1,5 +1,5 @@
 // NesterovMomentum (momentum=nesterov): a decorator applying Nesterov momentum before the wrapped
-// compressor, as BytePS does (seed 003: momentum must come before compression for
+// compressor, as BytePS does (BytePS compression: momentum must come before compression for
 // dist-EF-SGDM; disable the framework's own momentum when using it).
 //
 //   m  = mu * m + g          (m starts at 0)

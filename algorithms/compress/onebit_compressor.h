@@ -1,4 +1,4 @@
-// onebit: signSGD compression (seed 003 "onebit"), one bit per element.
+// onebit: signSGD compression (BytePS compression's "onebit"), one bit per element.
 //
 // Payload: f32 scale | u32 0 | ceil(count/64) u64 sign words (kernels/sign_ops.h layout and
 // sign rule: bit = x > 0, exact zeros get a fair Philox coin keyed by (seed, step)).

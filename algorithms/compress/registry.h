@@ -1,5 +1,5 @@
-// Building compressors from string parameters (seed 003's registry; ARCHITECTURE.md
-// "Compressor framework").
+// Building compressors from string parameters (BytePS compression's registry;
+// docs/compressed.md, "The compressor framework").
 //
 // Keys (all values are strings):
 //   compressor          onebit | topk | randomk | dithering | fp16 | bf16 | none   (required)

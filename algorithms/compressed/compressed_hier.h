@@ -1,4 +1,4 @@
-// Two-level compressed tensor (seed 003's hierarchical compression with any compressor of the
+// Two-level compressed tensor (BytePS compression's two-level compression with any compressor of the
 // registry), selected by intra=none|fp16 on the communicator's host grid (rows are hosts,
 // X ranks per host, Y hosts; algorithms/dense/host_grid_plans.h). Each step:
 //   1. x = g + q (q: what this rank's last f16 cast dropped), cast to the intra type

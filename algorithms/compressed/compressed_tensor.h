@@ -1,4 +1,4 @@
-// A tensor reduced through any compressor of the registry (seed 003's framework, no server):
+// A tensor reduced through any compressor of the registry (the BytePS compression framework, no server):
 // each step every rank compresses its gradient (with error feedback on by default, so what
 // the compressor drops comes back next step), the ranks all-gather the payloads, and each
 // decompresses all N and averages them. The result is the same on every rank.

@@ -71,7 +71,7 @@ Status Covap::finishStep() {
   posted_.clear();
   TSR_RETURN_IF_ERROR(first);
   if (params_.interval == 0 && static_cast<int>(step_) < params_.profileSteps) {
-    // Align the ranks' timelines at the end of each op (seed 000): an op ends at about the
+    // Align the ranks' timelines at the end of each op (as the COVAP paper does): an op ends at about the
     // same moment everywhere, and the rank that posted it last waited for nobody, so the op's
     // communication time is the shortest post-to-end span over ranks; a rank that posted
     // early does not count its wait for that straggler. (Every rank posted the same ops.)

@@ -1,4 +1,4 @@
-// COVAP's pure logic (seed 000): which buckets (tensors) a step communicates, how large buckets
+// COVAP's pure logic (docs/references.md): which buckets (tensors) a step communicates, how large buckets
 // are sharded, the interval from the measured communication-to-computation ratio, and the
 // error-feedback coefficient. No communication here.
 //
@@ -24,7 +24,7 @@ struct Params {
   int interval = 0;           // 0 = auto (from the profile)
   int maxInterval = 0;        // auto: the largest I taken (0 = no cap, the seed's I = ceil(CCR))
   int profileSteps = 3;
-  double efInit = 0.1;        // error-feedback coefficient schedule (seed 000, III-D)
+  double efInit = 0.1;        // error-feedback coefficient schedule (the COVAP paper, III-D)
   int efAscendSteps = 100;
   double efAscendRange = 0.1;
 };

@@ -23,7 +23,7 @@ const LinkCost& ringLink(const JobShape& job, const LinkModel& links) {
 
 // Over the network Rabenseifner's big exchanges pipeline worse than the ring's steady stream:
 // on 4 hosts at 1 Gbit/s it ran at 1.10-1.18x the floor where the ring ran at 1.04-1.05x
-// (docs/benchmarks.md), so its network bytes count 1.1 times. Over shared memory it was the
+// (docs/performance.md), so its network bytes count 1.1 times. Over shared memory it was the
 // faster of the two at every size, so no penalty there.
 constexpr double kRabenseifnerNetPenalty = 1.1;
 

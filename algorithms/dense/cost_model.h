@@ -6,7 +6,7 @@
 // cross-host steps), they share the host's link, so each flow gets bandwidth / flows. The
 // ring is ordered host after host (topology/host_map.h), so only one flow per host crosses.
 // Estimates only need to rank the algorithms, not predict times; the figures that justify
-// them are in docs/benchmarks.md.
+// them are in docs/performance.md.
 #pragma once
 
 #include <string>

@@ -25,7 +25,7 @@
 namespace tsr::algorithms {
 
 // The most a rank posts on the board: up to here one write and N-1 reads beat messages
-// (docs/benchmarks.md, "Small messages").
+// (docs/performance.md, "One host: small-message latency").
 constexpr size_t kShmPayloadBytes = 4096;
 constexpr size_t kShmAnnounceRing = 64;
 

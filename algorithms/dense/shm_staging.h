@@ -20,8 +20,8 @@
 
 namespace tsr::algorithms {
 
-// 256 KiB: two stages of every rank stay in the last-level cache (docs/benchmarks.md, "One
-// host, eleventh session", has the sweep that chose it).
+// 256 KiB: two stages of every rank stay in the last-level cache (docs/performance.md, "One
+// host: allreduce", says why).
 constexpr size_t kShmStageBytes = 256 * 1024;
 
 struct alignas(64) ShmCounter {

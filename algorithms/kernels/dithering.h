@@ -1,5 +1,5 @@
-// Dithering (stochastic s-level quantization), as in BytePS's dithering compressor (seed 003's
-// compressor framework): normalize by a scale, round |x| stochastically to one of the levels so
+// Dithering (stochastic s-level quantization), as in BytePS's dithering compressor (the BytePS
+// compression framework): normalize by a scale, round |x| stochastically to one of the levels so
 // that the expectation is |x|, keep the sign.
 //
 //   scale      max |x| (kMax, the default) or ||x||_2 (kL2).

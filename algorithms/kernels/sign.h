@@ -1,4 +1,4 @@
-// Sign-bit kernels for Marsit (seed 002) and the onebit compressor (seed 003), CPU side.
+// Sign-bit kernels for Marsit (Sign Bit is Enough) and the onebit compressor (BytePS compression), CPU side.
 // Bit layout, sign rule and the merge's exact probabilities are defined in sign_ops.h.
 //
 // `firstWord` is the global index of words[0] within the whole tensor: it keys the random

@@ -1,7 +1,7 @@
 // Per-word sign-bit operations shared by the CPU kernels (sign.cc, avx2.cc) and the CUDA
 // kernels (cuda/sign_kernels.cu). Everything here is TSR_HD and allocation-free.
 //
-// Vocabulary (seed 002, Marsit):
+// Vocabulary (Marsit, Sign Bit is Enough):
 //   word   64 sign bits; element j of a segment lives in word j/64, bit j%64 (LSB first).
 //   s      the local worker's sign bits, standing for b workers.
 //   v      the received bits, standing for a workers.

@@ -1,4 +1,4 @@
-// Two-level Marsit (seed 003's hierarchical compression over seed 002's merge): with a grid
+// Two-level Marsit (BytePS compression's two-level scheme over Marsit's merge): with a grid
 // whose rows are hosts (grid[row][col] = rank, X = ranks per host, Y = hosts),
 //   1. rowReduceScatter: the ranks of a host average the padded vector (f32, or f16 for
 //      intra=fp16) over shared memory; column position c ends with row block c;

@@ -1,4 +1,4 @@
-// A Marsit tensor (seed 002): per-tensor state (compensation vector, step counter) and its
+// A Marsit tensor (Sign Bit is Enough): per-tensor state (compensation vector, step counter) and its
 // allreduce over a communicator. Each step:
 //   g' = g + c + mu M                (c: compensation; M: the last step's estimate; both 0 at start)
 //   eta_b = mean over ranks of mean|g'| over scale block b (one allreduce of the block means)

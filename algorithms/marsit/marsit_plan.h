@@ -1,4 +1,4 @@
-// Marsit's ring on sign bits (seed 002, ARCHITECTURE.md): a reduce-scatter whose hops carry
+// Marsit's ring on sign bits (Marsit, Sign Bit is Enough; docs/compressed.md): a reduce-scatter whose hops carry
 // one bit per element and merge v' = (v AND s) OR ((v XOR s) AND t) (the incoming bits stand
 // for k+1 workers at step k, the local ones for 1), then an all-gather of the merged bits. The
 // vector is `words` 64-bit words; blocks and chunks are whole words (64-element aligned).

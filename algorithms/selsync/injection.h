@@ -1,4 +1,4 @@
-// Data injection for non-IID data (seed 004, section on data injection): at each step the
+// Data injection for non-IID data (the SelSync paper, section on data injection): at each step the
 // ceil(alpha*N) ranks chosen by injectionRanks(seed, step, N, alpha) (the same on every rank,
 // no message needed to agree) each send `shareCount` floats, the beta fraction of their local
 // batch b' = injectedLocalBatch(b, alpha, beta, N) the trainer packed, to every other rank,

@@ -1,5 +1,5 @@
 // SelSync over a communicator: per step, decide together whether to synchronize, and if so
-// average the model's buckets in one fused allreduce (seed 004, ARCHITECTURE.md).
+// average the model's buckets in one fused allreduce (the SelSync paper; docs/compressed.md).
 //
 // Each rank passes its squared gradient norm; the decision is an allreduce of ceil(N/64)
 // words in which rank r sets only bit r (so the sum is the bitwise OR: N bits on the wire, no

@@ -1,4 +1,4 @@
-// SelSync's pure logic (seed 004): parameters, the relative gradient change, flag packing, and
+// SelSync's pure logic (docs/references.md): parameters, the relative gradient change, flag packing, and
 // the data helpers (SelDP partitioning, data injection). No communication here; selsync.h
 // runs it over a communicator.
 //

@@ -1,4 +1,4 @@
-// A SparDL tensor (seed 001): sparse-block allreduce for any number of workers, with global
+// A SparDL tensor (docs/references.md): sparse-block allreduce for any number of workers, with global
 // residual collection. Each step the rank adds its residual to the gradient, splits it into
 // blocks (N, or N/T with T teams), keeps k_b = ceil(density * block size) entries per block
 // (exact top-k by magnitude, ties to the lower index) and runs Spar-Reduce-Scatter, then (teams)

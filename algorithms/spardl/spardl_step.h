@@ -1,4 +1,4 @@
-// One SparDL step (seed 001) as a progress-thread task that interprets a sparse schedule
+// One SparDL step as a progress-thread task that interprets a sparse schedule
 // (topology/spardl_schedule.h: Spar-Reduce-Scatter in the teams, recursive doubling across
 // teams for R-SAG, Bruck all-gather in the teams), one message per transfer (sparse_wire.h).
 //

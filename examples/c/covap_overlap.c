@@ -1,4 +1,4 @@
-/* covap_overlap: how much of COVAP's communication hides behind the backward pass (issue 7).
+/* covap_overlap: how much of COVAP's communication hides behind the backward pass.
  * A synthetic backward pass of K buckets, each preceded by a known compute time (a sleep, so
  * the "computation" does not compete with the progress threads for the CPU), hands every
  * bucket to COVAP (interval 1: every bucket is averaged every step) as soon as it is "ready".

@@ -1,5 +1,5 @@
 /* train_mlp: a 64-H-10 perceptron trained data-parallel on the sklearn digits set with each of
- * Tessera's algorithms (issue 7), through the C API only. Every rank starts from the same
+ * Tessera's algorithms, through the C API only. Every rank starts from the same
  * weights (one seed), trains on its own shard of the training split (rank r takes samples
  * r, r+N, ...), and is evaluated on the same held-out 20% of the shuffled set.
  *

@@ -87,7 +87,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
   app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64");
-  // The spelling: --op names the collective, -o (long form --redop) the reduction;
+  // nccl-tests' spelling: --op names the collective, -o (long form --redop) the reduction;
   // --collective stays as an alias of --op.
   app.add_option("-o,--redop", op, "reduction: sum|avg|min|max|prod");
   app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")

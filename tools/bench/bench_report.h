@@ -70,7 +70,7 @@ std::string header(const BenchOptions& o, int nranks, const std::string& transpo
 // the launcher's (TSR_RANK, TSR_PEERS, TSR_JOB_SECRET, ...) nor unknown TSR_ names.
 std::string settingsLine(const std::map<std::string, std::string>& env);
 // "# tcp congestion control (rank 0's host): NAME\n", or "" when unknown: TCP results depend
-// on it (bbr's pacing and round-trip probes, docs/benchmarks.md, tenth session).
+// on it (bbr's pacing and round-trip probes, docs/performance.md, "TCP send buffer").
 std::string congestionControlLine(const std::string& name);
 // The kernel's default for new TCP connections (/proc/sys/net/ipv4/tcp_congestion_control),
 // "" when it cannot be read.

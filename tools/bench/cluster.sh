@@ -11,9 +11,9 @@
 # TSR_BUILD (default build), RANKS_PER_HOST (default 1; Tessera only, the peers run one per
 # host), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
 # "TSR_CHUNK_BYTES=262144", or "UCX_TCP_SNDBUF=auto" for the kernel's autotuning instead of
-# Tessera's 256 KiB: docs/benchmarks.md, "tenth session"), ALGOS (space-separated tsr-bench --algo values, e.g.
+# Tessera's 256 KiB: docs/configuration.md), ALGOS (space-separated tsr-bench --algo values, e.g.
 # "ring marsit" or "ring spardl topk-allgather": one tsr-bench run each, interleaved within
-# every repeat, so their ratios come from one cluster session), ITERS and WARMUP (tsr-bench -n
+# every repeat, so their ratios come from one cluster), ITERS and WARMUP (tsr-bench -n
 # and -w, default 5 and 1), TSR_ENVS ('|'-separated settings, e.g. "TSR_WAIT=spin|TSR_WAIT=auto":
 # one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat),
 # TCP_STATS=1 (after each run, a "## tcp counters" line: retransmits, reordering, spurious

@@ -1,4 +1,4 @@
-"""Marsit ("Sign Bit is Enough", seed 002) as Tessera's ring implements it, for N simulated
+"""Marsit ("Sign Bit is Enough") as Tessera's ring implements it, for N simulated
 workers in one process (algorithms/marsit/marsit_step.cc, kernels/sign*.{h,cc}):
 
   g'_m = g_m + c_m + beta M          (c_m: worker m's compensation; M: last estimate; 0 at start)

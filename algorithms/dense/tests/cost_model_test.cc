@@ -32,7 +32,7 @@ TEST(CostModel, TheTorusBeatsTheRingAcrossHostsForLargeBuffers) {
   JobShape grid{4, 2, 2, true};
   auto ranked = rankAllreduce(16 << 20, grid, links);
   EXPECT_EQ(first(ranked), "torus");
-  // Two hosts of two: the torus moves S/B across, the ring 1.5 S/B (docs/benchmarks.md measured
+  // Two hosts of two: the torus moves S/B across, the ring 1.5 S/B (docs/performance.md measured
   // the torus 1.12-1.15x faster).
   EXPECT_LT(costOf(ranked, "torus") * 1.3, costOf(ranked, "ring"));
   // Rabenseifner's cross-host steps share each host's link between both ranks.
@@ -114,7 +114,7 @@ TEST(LinkSpec, BadValuesNameTheVariableAndThePart) {
 namespace tsr::algorithms {
 namespace {
 
-// Measured (docs/benchmarks.md): on 4 hosts at 1 Gbit/s the ring beats Rabenseifner from
+// Measured (docs/performance.md): on 4 hosts at 1 Gbit/s the ring beats Rabenseifner from
 // 1 MiB up; over shared memory Rabenseifner is the faster at every size.
 TEST(CostModel, AcrossHostsTheRingKeepsLargeBuffersOnOneHostRabenseifnerTakesThem) {
   LinkModel links;

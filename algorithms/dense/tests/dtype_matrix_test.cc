@@ -1,4 +1,4 @@
-// The issue-4 matrix at plan level: every dense builder (ring, Rabenseifner, doubling, hier on
+// The dtype x op matrix at plan level: every dense builder (ring, Rabenseifner, doubling, hier on
 // one-host / one-rank-per-host / two-per-host grids, torus where N has a grid; ring and Bruck
 // all-gather, ring reduce-scatter, binomial broadcast) for N = 1..8, 11, 16, every dtype and
 // op, counts 0, 1, N-1, N+1, checked against the float64 reference of base/reference_values.h

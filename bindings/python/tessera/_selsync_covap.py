@@ -1,5 +1,5 @@
-"""SelSync (selective synchronization, seed 004) and COVAP (coarse-grained filtering overlapped
-with backprop, seed 000) over their C APIs (tessera_selsync.h, tessera_covap.h). Both work on
+"""SelSync (selective synchronization) and COVAP (coarse-grained filtering overlapped
+with backprop) over their C APIs (tessera_selsync.h, tessera_covap.h). Both work on
 float32 buckets, declared once by their element counts."""
 import ctypes
 

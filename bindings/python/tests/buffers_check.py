@@ -85,7 +85,7 @@ for name, params in algorithms.items():
         refused(lambda: t.set_residual(np.zeros(count + 1, np.float32)), "65 elements", f"{what} long residual")
         refused(lambda: t.set_residual(np.zeros((count, 2), np.float32)[:, 0]), "non-contiguous",
                 f"{what} strided residual")
-        if torch is not None:  # the case: a float64 torch tensor of the declared count
+        if torch is not None:  # a float64 torch tensor of the declared count
             t64 = torch.arange(count, dtype=torch.float64)
             raises(ValueError, "float64", lambda: t.allreduce(t64), f"{what} torch float64")
             expect(torch.equal(t64, torch.arange(count, dtype=torch.float64)), f"{what}: torch tensor changed")

@@ -118,7 +118,7 @@ TEST(Bench, JsonAndMinBusbw) {
   std::ifstream in(file);
   int lines = 0;
   for (std::string line; std::getline(in, line); ++lines) {
-    // Every field the issue requires, with its value's shape.
+    // Every documented field, with its value's shape.
     for (const char* field : {"\"size\": ", "\"count\": ", "\"type\": \"f32\"", "\"redop\": \"sum\"",
                               "\"algo\": \"", "\"nranks\": 2", "\"time_us\": ", "\"algbw\": ",
                               "\"busbw\": ", "\"wire_bytes\": ", "\"wrong\": 0"})

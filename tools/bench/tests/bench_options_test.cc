@@ -39,7 +39,7 @@ TEST(BenchOptions, BadValuesAreNamed) {
   auto coll = parse({"--op", "alltoall"});
   ASSERT_FALSE(coll.isOk());
   EXPECT_NE(coll.status().message().find("--op alltoall"), std::string::npos) << coll.status().message();
-  // --op is the collective (issue 4's spelling): a reduction there is refused, naming it.
+  // --op is the collective (nccl-tests' spelling): a reduction there is refused, naming it.
   auto redop = parse({"--op", "sum"});
   ASSERT_FALSE(redop.isOk());
   EXPECT_NE(redop.status().message().find("--op sum"), std::string::npos) << redop.status().message();

@@ -1,4 +1,4 @@
-/* COVAP through the C API: coarse-grained, overlap-aware filtering (seed 000). Included by
+/* COVAP through the C API: coarse-grained, overlap-aware filtering (the COVAP paper). Included by
  * tessera.h.
  *
  *   tsr_covap_t c;

@@ -1,4 +1,4 @@
-/* SelSync through the C API: selective synchronization (seed 004). Included by tessera.h.
+/* SelSync through the C API: selective synchronization (the SelSync paper). Included by tessera.h.
  *
  *   tsr_selsync_t s;
  *   size_t counts[] = {n_weights, n_bias};
@@ -41,7 +41,7 @@ TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_ste
                                        uint64_t* local_steps, uint64_t* bytes_saved);
 TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
 
-/* Data injection for non-IID data (seed 004). Collective, same seed/step/alpha/share_count on
+/* Data injection for non-IID data (SelSync). Collective, same seed/step/alpha/share_count on
  * every rank: the ceil(alpha*N) ranks chosen from (seed, step) send share_count floats (beta
  * of their local batch) to every other rank point to point; received gets the chosen ranks' shares,
  * own excluded, in ascending rank order (*received_count floats; capacity is received's size

@@ -21,11 +21,11 @@
  *                     op=sum: the average x N). Not with a memory=cuda tensor on the direct
  *                     device path.
  *   algorithm=dense   plain averaging allreduce (any floating dtype; no other keys)
- *   algorithm=marsit  sign-bit allreduce (seed 002; TSR_FLOAT32): topology=ring|torus,
+ *   algorithm=marsit  sign-bit allreduce (Marsit, Sign Bit is Enough; TSR_FLOAT32): topology=ring|torus,
  *                     seed=<uint64>, full_precision_every=<K> (0 = never), intra=none|fp16
  *                     (two-level: average inside each host in f32 or f16, Marsit across hosts;
  *                     not with topology=; needs equal hosts)
- *   algorithm=compressed  any compressor of the registry (seed 003; TSR_FLOAT32): compressor=
+ *   algorithm=compressed  any compressor of the registry (BytePS compression; TSR_FLOAT32): compressor=
  *                     onebit|topk|randomk|dithering|fp16|bf16|none, k, scaling, ef=vanilla|none
  *                     (default vanilla: what the compressor drops comes back next step),
  *                     momentum=nesterov|none, momentum_mu, seed; TSR_COMPRESS_<KEY> variables
@@ -34,7 +34,7 @@
  *                     the compressor across hosts on each rank's shard, then all-gather
  *                     inside the host; a topk/randomk k count is split among the shards;
  *                     needs equal hosts of 2+ ranks).
- *   algorithm=spardl  sparse-block allreduce (seed 001; TSR_FLOAT32): density (0, 1] (default
+ *   algorithm=spardl  sparse-block allreduce (SparDL; TSR_FLOAT32): density (0, 1] (default
  *                     0.01), teams=T (divides N; a power of two: R-SAG), sag=auto|r. The result
  *                     is the SUM over ranks of the kept entries (divide by N to average); what
  *                     any selection drops stays in the residual of the rank that dropped it.
