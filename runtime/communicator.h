@@ -105,7 +105,7 @@ class Communicator {
   // default). kCuda: each dense collective copies its device input to pinned host memory,
   // runs on the host and copies the result back (runtime/dense_staging.h; there is no device
   // reduction for dense plans); it needs a CUDA device (else NotSupported with the reason,
-  // the setting unchanged). Never run on a GPU: tested with a fake copier.
+  // the setting unchanged). Tested with a fake copier; on a GPU: docs/gpu.md.
   Status setBufferMemory(transport::MemoryType memory);
   // kCuda through this copier instead of the CUDA one (tests: a host-memcpy fake device).
   Status useDeviceCopier(std::unique_ptr<DeviceCopier> copier);

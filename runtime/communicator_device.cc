@@ -1,5 +1,5 @@
 // Communicator: dense collectives on device (CUDA) buffers, staged through pinned host memory
-// (runtime/dense_staging.h). Never run on a GPU: tested with a host-memcpy fake copier.
+// (runtime/dense_staging.h). Tested with a host-memcpy fake copier; on a GPU: docs/gpu.md.
 #include "algorithms/plan/executor.h"
 #include "base/logging.h"
 #include "runtime/communicator.h"

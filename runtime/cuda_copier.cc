@@ -1,5 +1,5 @@
 // The CUDA DeviceCopier (device_copier.h). Plain C++ against the CUDA runtime API; compiled
-// only when TSR_CUDA_ENABLED. NOT RUN ON A GPU in this project: compiled and linked only.
+// only when TSR_CUDA_ENABLED. Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
 #include "runtime/device_copier.h"

@@ -7,8 +7,8 @@
 //
 // Pinned buffers are kept for reuse (allocating page-locked memory is slow) up to
 // kKeptPinnedBytes. The copier is shared by the communicator's collectives, all run by the
-// progress engine one turn at a time. NOT RUN ON A GPU (none is available here): the CUDA
-// copier is compiled and linked only; the orchestration is tested with a host-memcpy fake
+// progress engine one turn at a time. Status on a GPU: docs/gpu.md. The
+// orchestration is tested with a host-memcpy fake
 // (runtime/tests/fake_copier.h).
 #pragma once
 

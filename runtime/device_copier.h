@@ -4,8 +4,8 @@
 // copies run in order on its own stream and never block the caller.
 //
 // The CUDA copier (cuda_copier.cc, built with TSR_CUDA_ENABLED): cudaMallocHost buffers,
-// cudaMemcpyAsync on a non-blocking stream, an event to poll for completion. NOT RUN ON A GPU
-// in this project (none is available): it is compiled and linked only; without a device,
+// cudaMemcpyAsync on a non-blocking stream, an event to poll for completion. Status on a GPU:
+// docs/gpu.md. Without a device,
 // openCudaCopier fails with the reason (cuda_copier_none.cc when built without CUDA).
 #pragma once
 

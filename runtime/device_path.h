@@ -4,7 +4,7 @@
 //           device step (Marsit ring, torus and two-level; a flat or two-level compressed
 //           tensor whose compressor has a device form, compressed/device_codec.h): device
 //           kernels, device buffers
-//           to UCX. NOT RUN ON A GPU here: tested with a host-memory fake device only;
+//           to UCX. Tested with a host-memory fake device (on a GPU: docs/gpu.md);
 //   staged  otherwise: pinned host buffers around the host step.
 // The openers make the path's resources, so tests substitute fakes for CUDA; the choice and
 // its reason are logged (devicePathNote) by whoever attaches the tensor.

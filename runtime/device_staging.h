@@ -25,8 +25,8 @@
 // ucp_tag_recv_nbx as UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice. Every registry
 // compressor has a device form (compressed/device_codec.h), flat or two-level; SparDL tensors
 // have no device step and always stage.
-// NOTHING OF EITHER PATH HAS RUN ON A GPU: no GPU exists here and Debian's UCX reports no CUDA
-// memory. Both are tested with fakes (a host-memcpy copier; a host-memory "device" running the
+// Status on a GPU: docs/gpu.md (Debian's UCX reports no CUDA memory, so with it every device
+// tensor stages). Both are tested with fakes (a host-memcpy copier; a host-memory "device" running the
 // CPU kernels behind a transport wrapper that claims CUDA support: tests/device_direct_test.cc,
 // compressed_direct_test.cc, marsit_hier_direct_test.cc, compressed_hier_direct_test.cc);
 // the CUDA code is compiled and linked only.

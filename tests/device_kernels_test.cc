@@ -1,6 +1,6 @@
 // The CUDA StepKernels (algorithms/plan/cuda_step_kernels.cc) against the host ones, bit for
-// bit: the direct device path's math (Marsit's step, the compressed tensor's codec). Needs a GPU: skipped without one (always, here), so it
-// has NEVER RUN; built only with CUDA.
+// bit: the direct device path's math (Marsit's step, the compressed tensor's codec). Needs a GPU: skipped without one
+// (docs/gpu.md runs it on one); built only with CUDA.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>

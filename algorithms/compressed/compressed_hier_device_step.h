@@ -10,7 +10,7 @@
 //   seq+3: the slots decoded and averaged in row order on the device, the row all-gather of
 //          the blocks on device buffers; then g = the result, q = q'.
 // Results and state equal the host step's bit for bit (the same per-element code and order).
-// NOT RUN ON A GPU here: tested with a host-memory fake device over UCX only.
+// Tested with a host-memory fake device over UCX (on a GPU: docs/gpu.md).
 #pragma once
 
 #include <memory>

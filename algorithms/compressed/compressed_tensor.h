@@ -20,7 +20,7 @@
 // Device tensors (memory=cuda, useDeviceMemory): a tensor whose compressor has a device form
 // runs its whole step on the device when the transport moves CUDA memory (flat:
 // compressed_device_step.h; two-level: compressed_hier_device_step.h); otherwise it stages
-// (runtime/device_staging.h). Neither has run on a GPU here: tested with a fake device.
+// (runtime/device_staging.h). Both are tested with a fake device; on a GPU: docs/gpu.md.
 #pragma once
 
 #include <map>

@@ -11,7 +11,7 @@
 // A full-precision step: y = x + X c on the device, the dense plan on device buffers.
 // The pack=whole schedule (the block packed before the plan starts; results equal pack=
 // chunked's bit for bit, marsit_hier_step.h): a pack=chunked plan's kLocal ops do nothing.
-// NOT RUN ON A GPU here: tested with a host-memory fake device over UCX only.
+// Tested with a host-memory fake device over UCX (on a GPU: docs/gpu.md).
 #pragma once
 
 #include "algorithms/marsit/marsit_device_step.h"

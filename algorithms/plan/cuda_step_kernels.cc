@@ -1,7 +1,7 @@
 // The CUDA StepKernels (step_kernels.h): the .cu kernels (algorithms/kernels/cuda) on
 // cudaMalloc'd memory, each call launched on the backend's stream and synchronized before it
-// returns. Compiled only when TSR_CUDA_ENABLED. NOT RUN ON A GPU in this project (none is
-// available): compiled and linked only.
+// returns. Compiled only when TSR_CUDA_ENABLED. Status on a GPU:
+// docs/gpu.md.
 #include <cuda_runtime.h>
 
 #include <algorithm>

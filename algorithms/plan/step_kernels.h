@@ -12,7 +12,7 @@
 //    (host memory posing as device memory, calls recorded).
 //  * the CUDA backend (openCudaStepKernels, plan/cuda_step_kernels.cc, built with
 //    TSR_CUDA_ENABLED): the .cu kernels (algorithms/kernels/cuda) on cudaMalloc'd scratch.
-//    NOT RUN ON A GPU in this project: compiled and linked only.
+//    Status on a GPU: docs/gpu.md.
 //
 // Every call is complete when it returns (the CUDA backend launches on its stream and
 // synchronizes it): simple, and the executor may post a send of what a merge wrote right

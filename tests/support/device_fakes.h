@@ -1,4 +1,4 @@
-// Fakes for the direct device path over real UCX, no GPU involved (none exists here):
+// Fakes for the direct device path over real UCX, no GPU involved:
 //  * FakeDeviceKernels: host memory posing as device memory. Its "device" is the blocks it
 //    allocated; checkMemory refuses anything else as host memory, every kernel call counts
 //    itself and counts a call given a pointer outside those blocks as a violation. The math is

@@ -3,7 +3,7 @@
 // --fmad=false, so each element rounds as on the CPU; the sparse codecs' gather, scatter and
 // index check; max |x| and the block sums of x^2 (dither_ops.h sumSquaresBlock, one thread per
 // 1024-element block) for dithering's scales; the error-feedback and momentum updates
-// (feedback_ops.h). NOT RUN ON A GPU in this project: compiled and linked only.
+// (feedback_ops.h). Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"

@@ -2,7 +2,7 @@
 // Built only when TSR_CUDA_ENABLED (target tsr_kernels_cuda, define TSR_HAVE_CUDA_KERNELS). Each kernel runs the
 // same TSR_HD per-element code as the CPU path (sign_ops.h, base/half.h), so results are
 // bit-identical to signPack / signMerge / signDecompress / castF32To* on the CPU.
-// NOT RUN ON A GPU in this project: no GPU is available; only compiled and linked.
+// Status on a GPU: docs/gpu.md.
 //
 // All pointers are device pointers; `stream` is a cudaStream_t (nullptr = default stream).
 // Launches are asynchronous; the return value is the cudaError_t of the launch (0 = success).

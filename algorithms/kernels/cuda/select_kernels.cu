@@ -1,5 +1,5 @@
 // CUDA random-k, top-k and dithering over the shared TSR_HD code (randomk_ops.h, topk_ops.h,
-// dither_ops.h). NOT RUN ON A GPU in this project: compiled and linked only.
+// dither_ops.h). Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>

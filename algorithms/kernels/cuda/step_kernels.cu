@@ -1,6 +1,6 @@
 // CUDA kernels for a Marsit step and a dense plan on device memory (the direct device path,
-// algorithms/plan/step_kernels.h), over the shared TSR_HD code of sign_ops.h. NOT RUN ON A GPU
-// in this project: compiled and linked only.
+// algorithms/plan/step_kernels.h), over the shared TSR_HD code of sign_ops.h. Status on a GPU:
+// docs/gpu.md.
 #include <cuda_runtime.h>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"

@@ -1,5 +1,5 @@
-// CUDA kernels against the CPU kernels. Built only with TSR_CUDA_ENABLED; without a GPU (this
-// project's machines) every test is skipped, but the binary still proves the CUDA kernels link.
+// CUDA kernels against the CPU kernels. Built only with TSR_CUDA_ENABLED; without a GPU every
+// test is skipped (docs/gpu.md runs them on one), but the binary still proves the CUDA kernels link.
 #include <cuda_runtime.h>
 
 #include <random>

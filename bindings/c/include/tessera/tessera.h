@@ -119,7 +119,7 @@ TSR_API tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, 
  * Without a usable CUDA device it returns TSR_ERR_NOT_SUPPORTED with the reason and leaves the
  * setting unchanged. Device gradients can also go through tensors declared with memory=cuda
  * (tessera_tensor.h): Marsit and compressed tensors directly on the device when UCX moves CUDA
- * memory. NOTHING OF THIS HAS RUN ON A GPU (none was available); tested with a fake device. */
+ * memory. Tested with a fake device; status on a GPU: docs/gpu.md. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */

@@ -48,7 +48,7 @@
  *                     progress thread; state stays in host memory. The log (info) says which
  *                     path and why. Fails
  *                     with TSR_ERR_NOT_SUPPORTED naming the tensor when Tessera was built without
- *                     CUDA or no CUDA device is usable. NEVER RUN ON A GPU: no GPU was available.
+ *                     CUDA or no CUDA device is usable. Status on a GPU: docs/gpu.md.
  * Every rank declares the same tensors with the same parameters. Bad keys or values fail with
  * TSR_ERR_INVALID_ARGUMENT naming the tensor, the key and the value; NaN or Inf in a Marsit
  * tensor fails that step on every rank with TSR_ERR_NUMERIC (tensor and residual unchanged);
