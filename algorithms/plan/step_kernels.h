@@ -8,7 +8,7 @@
 // call on the hot path).
 //
 // Backends:
-//  * HostStepKernels (here): today's CPU kernels on host memory. Tests derive fakes from it
+//  * HostStepKernels (here): the CPU kernels on host memory. Tests derive fakes from it
 //    (host memory posing as device memory, calls recorded).
 //  * the CUDA backend (openCudaStepKernels, plan/cuda_step_kernels.cc, built with
 //    TSR_CUDA_ENABLED): the .cu kernels (algorithms/kernels/cuda) on cudaMalloc'd scratch.

@@ -3,7 +3,7 @@
 # N hosts at RATE through tools/bench/cluster.sh, which tears the cluster down; so does this
 # script's own trap, on any exit or signal.
 #   cluster_check.sh N RATE BUILD_DIR [RANKS_PER_HOST [ALGOS]]
-# ALGOS: space-separated --algo values (default auto), all run in the same cluster session;
+# ALGOS: space-separated --algo values (default auto), all run on the same cluster;
 # each must check clean.
 # Skipped (exit 77) where network namespaces cannot be made (not root, no ip netns).
 set -uo pipefail
