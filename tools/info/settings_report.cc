@@ -57,7 +57,7 @@ SettingsReport renderSettings(const runtime::EnvMap& env) {
         ++r.invalid;
       }
       if (std::string(e.name) == runtime::kJobSecretVariable)
-        value = "<hidden, " + std::to_string(value.size()) + " characters>";
+        value = "<set, not shown>";
     }
     const std::string accepted = acceptedText(e);
     r.text += std::string(e.name) + "=" + value + "  (" + note + (accepted.empty() ? "" : "; " + accepted) + ")\n";
@@ -73,7 +73,7 @@ SettingsReport renderSettings(const runtime::EnvMap& env) {
     const std::string hint = runtime::closestConfigName(name);
     unknown += "  " + name + (hint.empty() ? "" : " (did you mean " + hint + "?)") + "\n";
   }
-  if (!unknown.empty()) r.text += "TSR_ variables in the environment that are no setting:\n" + unknown;
+  if (!unknown.empty()) r.text += "TSR_ variables in the environment that are not settings:\n" + unknown;
   return r;
 }
 
