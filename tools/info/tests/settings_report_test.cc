@@ -7,8 +7,10 @@
 #include <string>
 
 #include "algorithms/compress/registry.h"
+#include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
 #include "tools/info/info.h"
+#include "tools/tsrun/rank_plan.h"
 
 namespace tsr::tools::info {
 namespace {
@@ -81,6 +83,14 @@ TEST(SettingsTable, EveryCompressorKeyIsASetting) {
   std::sort(fromKeys.begin(), fromKeys.end());
   std::sort(fromTable.begin(), fromTable.end());
   EXPECT_EQ(fromKeys, fromTable);
+}
+
+// The bootstrap and tsrun keep TSR_BASE_PORT's default as a constant each; the table must say
+// the same, or tsr-info would print a default nothing uses.
+TEST(SettingsTable, BasePortDefaultIsTheOneInUse) {
+  runtime::Config defaults;
+  EXPECT_EQ(defaults.get("TSR_BASE_PORT"), std::to_string(runtime::kDefaultBasePort));
+  EXPECT_EQ(defaults.get("TSR_BASE_PORT"), std::to_string(tsrun::kDefaultBasePort));
 }
 
 }  // namespace
