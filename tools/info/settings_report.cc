@@ -9,7 +9,7 @@ using runtime::ConfigEntry;
 using runtime::ValueKind;
 
 constexpr size_t kWidth = 100;
-constexpr const char* kIndent = "    ";
+const std::string kIndent = "    ";
 
 std::string acceptedText(const ConfigEntry& e) {
   if (e.kind == ValueKind::kInt) return std::string("an integer in ") + e.accepted;
@@ -27,11 +27,12 @@ std::string wrap(const std::string& text) {
     std::string word = text.substr(start, end - start);
     start = end + 1;
     if (word.empty()) continue;
-    if (line.size() > 4 && line.size() + 1 + word.size() > kWidth) {
+    const bool first = line.size() == kIndent.size();
+    if (!first && line.size() + 1 + word.size() > kWidth) {
       out += line + "\n";
       line = kIndent;
     }
-    line += (line.size() > 4 ? " " : "") + word;
+    line += (line.size() == kIndent.size() ? "" : " ") + word;
   }
   return out + line + "\n";
 }
