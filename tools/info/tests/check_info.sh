@@ -51,7 +51,7 @@ case $case in
     expect '^Settings '
     ;;
   settings)
-    # Every entry once, in table order; a value the environment sets is the current one.
+    # Every entry exactly once; a value the environment sets is the current one.
     run TSR_WINDOW=8 TSR_LOG_FILE=/tmp/x-%r.log -- -s
     diff <(printed_names) <(echo "$table") >/dev/null || { fail "the settings printed differ from the table:"; diff <(printed_names) <(echo "$table"); }
     [ "$(grep -cE '^TSR_' "$out")" -eq "$(echo "$table" | wc -l)" ] || fail "the number of NAME= lines differs from the table's"
