@@ -1,6 +1,7 @@
 // Config: the one table of Tessera's settings. Values come from the defaults, then TSR_*
-// environment variables, then per-call key/value parameters (set()). This file is the only
-// place that reads the environment; `tsr-bench --config` style tools print the table.
+// environment variables, then per-call key/value parameters (set()). Settings that other parts
+// read themselves (the launch variables, TSR_COMPRESS_*) are in the table too, so tsr-info
+// prints every one; tools/info/tests fails when a TSR_ name in the sources is missing here.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@ struct ConfigEntry {
   const char* name;          // TSR_ variable name
   ValueKind kind;
   const char* defaultValue;
-  const char* accepted;      // enum: '|'-separated values; int: "min..max"
+  const char* accepted;      // enum: '|'-separated values; int: "min..max"; string: for people only
   const char* description;
 };
 
