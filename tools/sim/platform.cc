@@ -33,7 +33,10 @@ std::vector<sg4::Host*> buildSwitch(const PlatformSpec& s, int hosts, int cores)
     zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                     {sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)}, true);
     if (cores > 1) {
-      auto* loop = zone->create_link("loop" + std::to_string(h), s.hostRate)->set_latency(s.hostLatency)->seal();
+      auto* loop = zone->create_link("loop" + std::to_string(h), s.hostRate)
+                       ->set_latency(s.hostLatency)
+                       ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                       ->seal();
       zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(loop)}, false);
     }
     out.push_back(host);
@@ -55,7 +58,10 @@ std::vector<sg4::Host*> buildFatTree(const PlatformSpec& s, int hosts, int cores
   std::function<sg4::ClusterCallbacks::ClusterLinkCb> loopback = {};
   if (cores > 1)
     loopback = [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
-      return zone->create_link("loop" + std::to_string(id), s.hostRate)->set_latency(s.hostLatency)->seal();
+      return zone->create_link("loop" + std::to_string(id), s.hostRate)
+          ->set_latency(s.hostLatency)
+          ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+          ->seal();
     };
   // Levels bottom up: a leaf holds perLeaf hosts under 1 up link each; a spine holds `leaves`
   // leaves, each leaf with one link up to every spine.

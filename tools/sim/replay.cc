@@ -2,6 +2,9 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <deque>
+#include <unordered_map>
+
 #include "algorithms/plan/executor.h"
 
 namespace tsr::sim {
@@ -14,47 +17,96 @@ using algorithms::PlanOp;
 
 namespace {
 
-constexpr uint32_t kHeader = UINT32_MAX;  // mailbox id of a pair's header
+constexpr uint32_t kHeader = UINT32_MAX;  // message id of a pair's argument header
 constexpr size_t kHeaderBytes = sizeof(algorithms::WireHeader);
-int gPayload = 0;  // SimGrid needs a non-null payload; no data travels
-
-sg4::Mailbox* mailbox(int from, int to, uint32_t id) {
-  return sg4::Mailbox::by_name(std::to_string(from) + ">" + std::to_string(to) + "#" +
-                               (id == kHeader ? std::string("h") : std::to_string(id)));
-}
 
 bool isTransfer(OpKind k) {
   return k == OpKind::kSend || k == OpKind::kRecv || k == OpKind::kRecvReduce || k == OpKind::kRecvMerge;
 }
 
-struct Totals {
+// What a rank hears back when one of its transfers is done.
+enum class Flight : uint8_t { kOp, kHeaderIn, kHeaderOut };
+struct Done {
+  Flight what;
+  size_t index;  // op index, or the peer's slot for headers
+};
+
+// Everything the ranks share: the matching of sends to receives and the ranks' inboxes.
+// Both sides post into `posted` under the message's key; once both are there, a short-lived
+// actor carries the bytes host to host (SimGrid starts the transfer then: UCX's rendezvous) and
+// hands each side its Done. A rank thus waits on one semaphore whatever it has in flight.
+struct World {
+  struct Side {
+    bool set = false;
+    Done done{};
+    size_t bytes = 0;
+  };
+  struct Pending {
+    Side send, recv;
+  };
+  int ranks = 0;
+  std::vector<sg4::Host*> hostOfRank;
+  std::vector<std::deque<Done>> inbox;
+  std::vector<sg4::SemaphorePtr> bell;
+  std::unordered_map<uint64_t, Pending> posted;
   ReplayResult result;
-  std::vector<size_t> opsDone;  // per rank, for a deadlock report
+  std::vector<size_t> opsDone;
+  std::string mismatch;
+
+  uint64_t key(int from, int to, uint32_t id) const {
+    return (static_cast<uint64_t>(from) * ranks + to) << 32 | id;
+  }
+  void deliver(int rank, Done d) {
+    inbox[rank].push_back(d);
+    bell[rank]->release();
+  }
+  void post(int from, int to, uint32_t id, bool isSend, Done done, size_t bytes) {
+    Pending& p = posted[key(from, to, id)];
+    (isSend ? p.send : p.recv) = Side{true, done, bytes};
+    if (!p.send.set || !p.recv.set) return;
+    if (p.send.bytes != p.recv.bytes && mismatch.empty())
+      mismatch = "rank " + std::to_string(from) + " sends " + std::to_string(p.send.bytes) + " bytes to rank " +
+                 std::to_string(to) + " where " + std::to_string(p.recv.bytes) + " are expected (message " +
+                 std::to_string(id) + ")";
+    Done sent = p.send.done, received = p.recv.done;
+    size_t size = p.send.bytes;
+    posted.erase(key(from, to, id));
+    ++result.messages;
+    sg4::Actor::create("x", hostOfRank[from], [this, from, to, sent, received, size] {
+      sg4::Comm::sendto(hostOfRank[from], hostOfRank[to], size);
+      deliver(from, sent);
+      deliver(to, received);
+    });
+  }
 };
 
 // One rank's executor, as the actor's body.
 class RankReplay {
  public:
-  RankReplay(int rank, const Plan& plan, const ReplayOptions& o, Totals& totals)
-      : rank_(rank), plan_(plan), o_(o), totals_(totals), pending_(plan.depCount),
-        headerIn_(plan.recvPeers.size(), !o.headers),
-        inlineIn_(plan.recvPeers.size(), false), inlineWaits_(plan.recvPeers.size(), false),
-        sinks_(plan.ops.size() + plan.recvPeers.size(), nullptr) {}
+  RankReplay(int rank, const Plan& plan, const ReplayOptions& o, World& world)
+      : rank_(rank), plan_(plan), o_(o), w_(world), pending_(plan.depCount),
+        headerIn_(plan.recvPeers.size(), !o.headers), inlineIn_(plan.recvPeers.size(), false),
+        inlineWaits_(plan.recvPeers.size(), false) {}
 
   void operator()() {
     const Plan& p = plan_;
     if (o_.headers) {
-      for (size_t i = 0; i < p.recvPeers.size(); ++i)
-        track(mailbox(p.recvPeers[i], rank_, kHeader)->get_async(&sinks_[p.ops.size() + i]), Flight::kHeaderIn, i);
+      for (size_t i = 0; i < p.recvPeers.size(); ++i) {
+        uint32_t first = p.firstRecvOp[i];
+        size_t bytes = kHeaderBytes + (inlinable(first) ? bytesOf(p.ops[first]) : 0);
+        w_.post(p.recvPeers[i], rank_, kHeader, false, {Flight::kHeaderIn, i}, bytes);
+        ++outstanding_;
+      }
       for (size_t i = 0; i < p.sendPeers.size(); ++i)
         if (!inlinable(p.firstSendOp[i])) {
-          track(mailbox(rank_, p.sendPeers[i], kHeader)->put_async(&gPayload, kHeaderBytes), Flight::kHeaderOut, i);
-          totals_.result.headerBytes += kHeaderBytes;
+          w_.post(rank_, p.sendPeers[i], kHeader, true, {Flight::kHeaderOut, i}, kHeaderBytes);
+          w_.result.headerBytes += kHeaderBytes;
+          ++outstanding_;
         }
     }
     for (uint32_t i = 0; i < p.ops.size(); ++i)
       if (pending_[i] == 0) enqueue(i);
-    while (done_ < p.ops.size() || !comms_.empty()) {
+    for (;;) {
       postReady();
       while (localHead_ < readyLocal_.size()) {
         uint32_t index = readyLocal_[localHead_++];
@@ -62,39 +114,27 @@ class RankReplay {
         markDone(index);
         postReady();
       }
-      if (comms_.empty()) break;  // nothing in flight, nothing ready: the plan is stuck
-      ssize_t at = sg4::Comm::wait_any(comms_);
-      do {
-        complete(static_cast<size_t>(at));
-        at = comms_.empty() ? -1 : sg4::Comm::test_any(comms_);
-      } while (at >= 0);
+      if (outstanding_ == 0) break;  // done, or stuck: nothing in flight and nothing ready
+      w_.bell[rank_]->acquire();
+      Done d = w_.inbox[rank_].front();
+      w_.inbox[rank_].pop_front();
+      --outstanding_;
+      complete(d);
     }
-    totals_.result.finish[rank_] = sg4::Engine::get_clock();
-    totals_.opsDone[rank_] = done_;
+    w_.result.finish[rank_] = sg4::Engine::get_clock();
+    w_.opsDone[rank_] = done_;
   }
 
  private:
-  enum class Flight : uint8_t { kOp, kHeaderIn, kHeaderOut };
-  struct InFlight {
-    Flight what;
-    size_t index;  // op index, or the peer's slot for headers
-  };
-
   bool inlinable(uint32_t index) const {
     const PlanOp& op = plan_.ops[index];
-    return o_.headers && !op.onArrival && bytes(op) <= PlanExecutor::kInlineBytes;
+    return o_.headers && !op.onArrival && bytesOf(op) <= PlanExecutor::kInlineBytes;
   }
-  size_t bytes(const PlanOp& op) const { return op.count * dataTypeSize(plan_.dtype); }
+  size_t bytesOf(const PlanOp& op) const { return op.count * dataTypeSize(plan_.dtype); }
   size_t recvSlot(int peer) const {
     for (size_t i = 0; i < plan_.recvPeers.size(); ++i)
       if (plan_.recvPeers[i] == peer) return i;
     return 0;
-  }
-
-  void track(sg4::CommPtr comm, Flight what, size_t index) {
-    comms_.push_back(std::move(comm));
-    flights_.push_back({what, index});
-    ++totals_.result.messages;
   }
 
   void enqueue(uint32_t index) {
@@ -119,8 +159,8 @@ class RankReplay {
       default: rate = o_.reduceRate; break;  // reduce, recv-reduce, merge, caller's local work
     }
     if (rate <= 0 || op.count == 0) return;
-    double seconds = static_cast<double>(bytes(op)) / rate;
-    totals_.result.computeSeconds += seconds;
+    double seconds = static_cast<double>(bytesOf(op)) / rate;
+    w_.result.computeSeconds += seconds;
     sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
   }
 
@@ -132,15 +172,13 @@ class RankReplay {
   void post(uint32_t index) {
     const PlanOp& op = plan_.ops[index];
     const bool first = plan_.peerSlot[index] >= 0 && inlinable(index);
+    const size_t bytes = bytesOf(op);
     if (op.kind == OpKind::kSend) {
-      size_t b = bytes(op);
-      totals_.result.payloadBytes += b;
-      if (first) {
-        totals_.result.headerBytes += kHeaderBytes;
-        track(mailbox(rank_, op.peer, kHeader)->put_async(&gPayload, b + kHeaderBytes), Flight::kOp, index);
-      } else {
-        track(mailbox(rank_, op.peer, op.msgId)->put_async(&gPayload, b), Flight::kOp, index);
-      }
+      w_.result.payloadBytes += bytes;
+      if (first) w_.result.headerBytes += kHeaderBytes;
+      w_.post(rank_, op.peer, first ? kHeader : op.msgId, true, {Flight::kOp, index},
+              first ? bytes + kHeaderBytes : bytes);
+      ++outstanding_;
       return;
     }
     if (first) {  // the payload rides on the header, received from the start
@@ -149,7 +187,8 @@ class RankReplay {
       else inlineWaits_[slot] = true;
       return;
     }
-    track(mailbox(op.peer, rank_, op.msgId)->get_async(&sinks_[index]), Flight::kOp, index);
+    w_.post(op.peer, rank_, op.msgId, false, {Flight::kOp, index}, bytes);
+    ++outstanding_;
   }
 
   void finishRecv(uint32_t index) {
@@ -158,18 +197,15 @@ class RankReplay {
     markDone(index);
   }
 
-  void complete(size_t at) {
-    InFlight f = flights_[at];
-    comms_.erase(comms_.begin() + static_cast<long>(at));
-    flights_.erase(flights_.begin() + static_cast<long>(at));
-    if (f.what == Flight::kHeaderOut) return;
-    if (f.what == Flight::kHeaderIn) {
-      headerIn_[f.index] = true;
-      int peer = plan_.recvPeers[f.index];
-      uint32_t firstOp = plan_.firstRecvOp[f.index];
+  void complete(Done d) {
+    if (d.what == Flight::kHeaderOut) return;
+    if (d.what == Flight::kHeaderIn) {
+      headerIn_[d.index] = true;
+      int peer = plan_.recvPeers[d.index];
+      uint32_t firstOp = plan_.firstRecvOp[d.index];
       if (inlinable(firstOp)) {
-        inlineIn_[f.index] = true;
-        if (inlineWaits_[f.index]) finishRecv(firstOp);
+        inlineIn_[d.index] = true;
+        if (inlineWaits_[d.index]) finishRecv(firstOp);
       }
       // Receives that landed before the header are used now (executor: headerTaken).
       std::vector<uint32_t> held;
@@ -180,28 +216,23 @@ class RankReplay {
       }
       return;
     }
-    const PlanOp& op = plan_.ops[f.index];
-    if (op.kind == OpKind::kSend) {
-      markDone(static_cast<uint32_t>(f.index));
-    } else if (!op.onArrival && !headerIn_[recvSlot(op.peer)]) {
-      heldRecvs_.push_back(static_cast<uint32_t>(f.index));
-    } else {
-      finishRecv(static_cast<uint32_t>(f.index));
-    }
+    const auto index = static_cast<uint32_t>(d.index);
+    const PlanOp& op = plan_.ops[index];
+    if (op.kind == OpKind::kSend) markDone(index);
+    else if (!op.onArrival && !headerIn_[recvSlot(op.peer)]) heldRecvs_.push_back(index);
+    else finishRecv(index);
   }
 
   const int rank_;
   const Plan& plan_;
   const ReplayOptions& o_;
-  Totals& totals_;
+  World& w_;
   std::vector<uint32_t> pending_;
   std::vector<bool> headerIn_, inlineIn_, inlineWaits_;
-  std::vector<void*> sinks_;  // where SimGrid writes each receive's (dummy) payload
   std::vector<uint32_t> readyTransfers_, readyLocal_, heldRecvs_;
   size_t localHead_ = 0;
   size_t done_ = 0;
-  std::vector<sg4::CommPtr> comms_;
-  std::vector<InFlight> flights_;
+  size_t outstanding_ = 0;  // transfers posted, not yet heard back
 };
 
 Status configure(const ReplayOptions& o) {
@@ -228,23 +259,29 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   char arg0[] = "tsr-sim", arg1[] = "--log=root.thresh:warning";
   char* argv[] = {arg0, arg1, nullptr};
   sg4::Engine engine(&argc, argv);
+  // Many short-lived transfer actors, each a few frames deep.
+  sg4::Engine::set_config("contexts/stack-size:128");
   TSR_RETURN_IF_ERROR(configure(options));
   TSR_ASSIGN_OR_RETURN(auto hosts, buildPlatform(engine, platform, n / ranksPerHost, ranksPerHost));
-  Totals totals;
-  totals.result.finish.assign(n, -1);
-  totals.opsDone.assign(n, 0);
+  World w;
+  w.ranks = n;
+  for (int r = 0; r < n; ++r) w.hostOfRank.push_back(hosts[job.hostOfRank[r]]);
+  w.inbox.resize(n);
+  for (int r = 0; r < n; ++r) w.bell.push_back(sg4::Semaphore::create(0));
+  w.result.finish.assign(n, -1);
+  w.opsDone.assign(n, 0);
   for (int r = 0; r < n; ++r)
-    sg4::Actor::create("rank" + std::to_string(r), hosts[job.hostOfRank[r]],
-                       RankReplay(r, *job.plans[r], options, totals));
+    sg4::Actor::create("rank" + std::to_string(r), w.hostOfRank[r], RankReplay(r, *job.plans[r], options, w));
   engine.run();
+  if (!w.mismatch.empty()) return Status(Code::kMismatch, "replay: " + w.mismatch);
   for (int r = 0; r < n; ++r) {
-    if (totals.result.finish[r] < 0 || totals.opsDone[r] != job.plans[r]->ops.size())
+    if (w.result.finish[r] < 0 || w.opsDone[r] != job.plans[r]->ops.size())
       return Status(Code::kInternal, "replay: rank " + std::to_string(r) + " stopped after " +
-                                         std::to_string(totals.opsDone[r]) + " of " +
+                                         std::to_string(w.opsDone[r]) + " of " +
                                          std::to_string(job.plans[r]->ops.size()) + " ops (plans deadlock)");
-    totals.result.seconds = std::max(totals.result.seconds, totals.result.finish[r]);
+    w.result.seconds = std::max(w.result.seconds, w.result.finish[r]);
   }
-  return totals.result;
+  return w.result;
 }
 
 }  // namespace tsr::sim
