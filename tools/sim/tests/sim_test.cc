@@ -133,6 +133,19 @@ TEST(SimJobTest, HostsOfEightRanksGiveAHostGrid) {
   EXPECT_EQ(plans.value().grid[0].size(), 8u);
 }
 
+TEST(SimReplay, RingAllgatherSendsEachPartAroundTheRing) {
+  SimJob job = ringJob(6, size_t{1} << 20);
+  job.collective = "allgather";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  EXPECT_EQ(wireBytes(plans.value()), uint64_t{6} * 5 * (1 << 20));
+  Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), freeCompute(), 1);
+  ASSERT_TRUE(f.ok) << f.error;
+  EXPECT_EQ(f.payloadBytes, wireBytes(plans.value()));
+  double model = 5.0 * (1 << 20) / 1.25e9 + 5 * 20e-6;  // (N-1) parts, N-1 hops
+  EXPECT_NEAR(f.seconds, model, 0.01 * model);
+}
+
 // (a) On an ideal one-switch platform the ring costs 2(N-1)/N * S/B + 2(N-1) * alpha.
 TEST(SimReplay, RingMatchesTheAlphaBetaFormula) {
   const int n = 8;
