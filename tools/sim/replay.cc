@@ -261,6 +261,10 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   sg4::Engine engine(&argc, argv);
   // Many short-lived transfer actors, each a few frames deep.
   sg4::Engine::set_config("contexts/stack-size:128");
+#ifdef TSR_SIM_THREAD_CONTEXTS
+  // AddressSanitizer cannot follow SimGrid's own context switches; with threads it can.
+  sg4::Engine::set_config("contexts/factory:thread");
+#endif
   TSR_RETURN_IF_ERROR(configure(options));
   TSR_ASSIGN_OR_RETURN(auto hosts, buildPlatform(engine, platform, n / ranksPerHost, ranksPerHost));
   World w;

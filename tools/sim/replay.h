@@ -2,9 +2,9 @@
 // PlanExecutor does (algorithms/plan/executor.h):
 //  * an op starts when its deps are done; ready transfers are posted first, in plan order, then
 //    ready local ops run one at a time on the rank's core, then completions are collected;
-//  * a send / receive is a SimGrid communication of the op's bytes on the mailbox of
-//    (sender, receiver, message id), so they match as UCX tags do; SimGrid starts it once both
-//    sides are posted (UCX's rendezvous, what the ring's 512 KiB chunks use);
+//  * a send and the receive of the same (sender, receiver, message id) match as UCX tags do;
+//    once both are posted, one SimGrid communication of the op's bytes goes host to host
+//    (UCX's rendezvous, what the ring's 512 KiB chunks use);
 //  * the 32-byte argument header goes once per (sender, receiver) pair, carrying the first
 //    message when that is <= 256 bytes; a receive counts only once its peer's header is in;
 //  * copy, reduce (also a receive-and-reduce's reduction, and a reduction on arrival), divide:
