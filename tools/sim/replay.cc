@@ -45,6 +45,7 @@ struct World {
     Side send, recv;
   };
   int ranks = 0;
+  const JobPlans* job = nullptr;
   std::vector<sg4::Host*> hostOfRank;
   std::vector<std::deque<Done>> inbox;
   std::vector<sg4::SemaphorePtr> bell;
@@ -122,7 +123,6 @@ class RankReplay {
       complete(d);
     }
     w_.result.finish[rank_] = sg4::Engine::get_clock();
-    w_.opsDone[rank_] = done_;
   }
 
  private:
@@ -143,7 +143,7 @@ class RankReplay {
   }
 
   void markDone(uint32_t index) {
-    ++done_;
+    w_.opsDone[rank_] = ++done_;
     for (uint32_t next : plan_.dependents[index])
       if (--pending_[next] == 0) enqueue(next);
   }
@@ -197,11 +197,26 @@ class RankReplay {
     markDone(index);
   }
 
+  // The executor's header check (executor_headers.cc), on the fields a plan carries.
+  void checkHeader(int peer) {
+    const Plan& theirs = *w_.job->plans[peer];
+    const char* field = theirs.collective != plan_.collective ? "collective"
+                        : theirs.dtype != plan_.dtype         ? "dtype"
+                        : theirs.op != plan_.op               ? "op"
+                        : theirs.count != plan_.count         ? "count"
+                        : theirs.root != plan_.root           ? "root"
+                        : theirs.algorithm != plan_.algorithm ? "algorithm"
+                                                              : nullptr;
+    if (field && w_.mismatch.empty())
+      w_.mismatch = "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + "'s header differs in " + field;
+  }
+
   void complete(Done d) {
     if (d.what == Flight::kHeaderOut) return;
     if (d.what == Flight::kHeaderIn) {
       headerIn_[d.index] = true;
       int peer = plan_.recvPeers[d.index];
+      checkHeader(peer);
       uint32_t firstOp = plan_.firstRecvOp[d.index];
       if (inlinable(firstOp)) {
         inlineIn_[d.index] = true;
@@ -269,6 +284,7 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   TSR_ASSIGN_OR_RETURN(auto hosts, buildPlatform(engine, platform, n / ranksPerHost, ranksPerHost));
   World w;
   w.ranks = n;
+  w.job = &job;
   for (int r = 0; r < n; ++r) w.hostOfRank.push_back(hosts[job.hostOfRank[r]]);
   w.inbox.resize(n);
   for (int r = 0; r < n; ++r) w.bell.push_back(sg4::Semaphore::create(0));

@@ -146,6 +146,17 @@ TEST(SimReplay, RingAllgatherSendsEachPartAroundTheRing) {
   EXPECT_NEAR(f.seconds, model, 0.01 * model);
 }
 
+// Plans that disagree (one rank built for another count) are reported, not hung on.
+TEST(SimReplay, DisagreeingPlansAreReported) {
+  auto plans = buildJobPlans(ringJob(4, size_t{1} << 20));
+  auto other = buildJobPlans(ringJob(4, size_t{2} << 20));
+  ASSERT_TRUE(plans.isOk() && other.isOk());
+  plans.value().plans[0] = other.value().plans[0];
+  Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), freeCompute(), 1);
+  EXPECT_FALSE(f.ok);
+  EXPECT_NE(std::string(f.error).find("differs in count"), std::string::npos) << f.error;
+}
+
 // (a) On an ideal one-switch platform the ring costs 2(N-1)/N * S/B + 2(N-1) * alpha.
 TEST(SimReplay, RingMatchesTheAlphaBetaFormula) {
   const int n = 8;
