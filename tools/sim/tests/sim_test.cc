@@ -157,6 +157,16 @@ TEST(SimReplay, DisagreeingPlansAreReported) {
   EXPECT_NE(std::string(f.error).find("differs in count"), std::string::npos) << f.error;
 }
 
+TEST(SimJobTest, AutoTakesTheCostModelsFirstChoice) {
+  SimJob job = ringJob(16, size_t{64} << 20);
+  job.ranksPerHost = 8;
+  job.algorithm = "auto";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  auto ranked = algorithms::rankAllreduce(job.bytes, {16, 2, 8, true}, job.links);
+  EXPECT_EQ(plans.value().algorithm, ranked.front().algorithm);
+}
+
 // (a) On an ideal one-switch platform the ring costs 2(N-1)/N * S/B + 2(N-1) * alpha.
 TEST(SimReplay, RingMatchesTheAlphaBetaFormula) {
   const int n = 8;
