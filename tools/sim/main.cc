@@ -1,0 +1,113 @@
+// tsr-sim: replay Tessera's own plans for a collective in SimGrid and print the time.
+//
+//   tsr-sim --ranks 8 --algo ring --size 64MiB --bw 1Gbps --lat 20us
+//   tsr-sim --ranks 64 --platform fattree --leaf-hosts 16 --spines 4 --algo auto --size 1MiB
+//   tsr-sim --ranks 16 --ranks-per-host 8 --algo hier --size 256MiB
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "tools/sim/replay.h"
+#include "tools/sim/sim_job.h"
+#include "tools/sim/units.h"
+
+namespace {
+
+using namespace tsr;
+using namespace tsr::sim;
+
+int fail(const Status& status) {
+  std::cerr << "tsr-sim: error: " << status.message() << "\n";
+  return 1;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"tsr-sim: simulate a Tessera collective by replaying its plans in SimGrid"};
+  SimJob job;
+  PlatformSpec platform;
+  ReplayOptions replayOptions;
+  std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps",
+              hostLat = "3us", reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum";
+  bool noHeaders = false;
+  app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--collective", job.collective, "allreduce | allgather");
+  app.add_option("--algo", job.algorithm,
+                 "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier; allgather: ring | bruck");
+  app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
+  app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
+  app.add_option("--op", op, "sum | avg | min | max | prod");
+  app.add_option("--chunk", chunk, "Pipelining chunk (TSR_CHUNK_BYTES)");
+  app.add_option("--window", job.window, "Staging window (TSR_WINDOW)")->check(CLI::Range(1, 64));
+  app.add_option("--arrival", job.arrival, "Reduce on arrival: auto | on | off (TSR_ARRIVAL_REDUCE)");
+  app.add_option("--platform", platform.kind, "switch | fattree | xml");
+  app.add_option("--xml", platform.xmlFile, "SimGrid platform file (--platform xml); hosts by name order");
+  app.add_option("--bw", bw, "Network link rate: 1Gbps, 12.5GBps, ...");
+  app.add_option("--lat", lat, "Host-to-host latency through one switch: 20us, ...");
+  app.add_option("--host-bw", hostBw, "Same-host rate (ranks per host > 1)");
+  app.add_option("--host-lat", hostLat, "Same-host latency");
+  app.add_option("--leaf-hosts", platform.leafHosts, "Fat tree: hosts per leaf switch")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--spines", platform.spines, "Fat tree: spine switches (0 = leaf hosts: non-blocking)")
+      ->check(CLI::Range(0, 1 << 16));
+  app.add_option("--reduce-rate", reduceRate, "Reduction throughput, bytes/s of data reduced (0 = free)");
+  app.add_option("--copy-rate", copyRate, "Copy / divide throughput (0 = free)");
+  app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");
+  app.add_flag("--no-headers", noHeaders, "Leave out the 32-byte argument headers");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto bytes = parseBytes(size);
+  auto chunkBytes = parseBytes(chunk);
+  auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate);
+  auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
+  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &rate.status(), &hostRate.status(),
+                          &reduce.status(), &copy.status(), &latency.status(), &hostLatency.status()})
+    if (!s->isOk()) return fail(*s);
+  auto type = parseDataType(dtype);
+  if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));
+  auto reduceOp = parseReduceOp(op);
+  if (!reduceOp) return fail(Status(Code::kInvalidArgument, "op '" + op + "'"));
+  job.bytes = bytes.value();
+  job.dtype = *type;
+  job.op = *reduceOp;
+  job.chunkBytes = chunkBytes.value();
+  platform.rate = rate.value();
+  platform.latency = latency.value();
+  platform.hostRate = hostRate.value();
+  platform.hostLatency = hostLatency.value();
+  replayOptions.reduceRate = reduce.value();
+  replayOptions.copyRate = copy.value();
+  replayOptions.headers = !noHeaders;
+  job.links.net = {platform.latency, platform.rate};
+  job.links.host = {platform.hostLatency, platform.hostRate};
+  Status valid = validate(platform);
+  if (!valid.isOk()) return fail(valid);
+
+  auto plans = buildJobPlans(job);
+  if (!plans.isOk()) return fail(plans.status());
+  const JobPlans& jp = plans.value();
+  auto result = replay(jp, platform, replayOptions, job.ranksPerHost);
+  if (!result.isOk()) return fail(result.status());
+  const ReplayResult& r = result.value();
+  for (const std::string& why : jp.refused) std::printf("not %s\n", why.c_str());
+  double algbw = r.seconds > 0 ? algoBytes(job) / r.seconds : 0;
+  std::printf("%s %s: %d ranks (%d hosts x %d), %s %s, %s %s %s\n", job.collective.c_str(), jp.algorithm.c_str(),
+              job.ranks, jp.hosts, job.ranksPerHost, formatBytes(static_cast<double>(job.bytes)).c_str(),
+              dataTypeName(job.dtype), platform.kind.c_str(), formatRate(platform.rate).c_str(),
+              formatTime(platform.latency).c_str());
+  std::printf("time %s  algbw %s  busbw %s\n", formatTime(r.seconds).c_str(), formatRate(algbw).c_str(),
+              formatRate(algbw * busFactor(job.collective, job.ranks)).c_str());
+  std::printf("wire %llu B payload (plans: %llu B), %llu B headers, %llu messages, compute %s (all ranks)\n",
+              static_cast<unsigned long long>(r.payloadBytes), static_cast<unsigned long long>(wireBytes(jp)),
+              static_cast<unsigned long long>(r.headerBytes), static_cast<unsigned long long>(r.messages),
+              formatTime(r.computeSeconds).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }

@@ -1,0 +1,50 @@
+// Replays a job's plans (sim_job.h) in SimGrid: one actor per rank, running its Plan the way
+// PlanExecutor does (algorithms/plan/executor.h):
+//  * an op starts when its deps are done; ready transfers are posted first, in plan order, then
+//    ready local ops run one at a time on the rank's core, then completions are collected;
+//  * a send and the receive of the same (sender, receiver, message id) match as UCX tags do;
+//    once both are posted, one SimGrid communication of the op's bytes goes host to host
+//    (UCX's rendezvous, what the ring's 512 KiB chunks use);
+//  * the 32-byte argument header goes once per (sender, receiver) pair, carrying the first
+//    message when that is <= 256 bytes; a receive counts only once its peer's header is in;
+//  * copy, reduce (also a receive-and-reduce's reduction, and a reduction on arrival), divide:
+//    an execution of bytes / rate seconds on the rank's core.
+// Not modelled: UCX's eager protocol and its copies, transport progress overheads, the
+// collective's set-up, memory bandwidth shared by ranks of one host.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/sim/platform.h"
+#include "tools/sim/sim_job.h"
+
+namespace tsr::sim {
+
+struct ReplayOptions {
+  // Local math in bytes of the op's count per second; 0 = free. Defaults: the order of
+  // tsr-kernel-bench's f32 sum (~0.7-1x a memcpy) and memcpy on a small server.
+  double reduceRate = 6e9;
+  double copyRate = 8e9;
+  bool headers = true;
+  // "ideal": SimGrid's CM02 with no correction factors, no TCP window bound and no reverse
+  // (ACK) traffic: a message costs latency + bytes / rate exactly. "lv08": SimGrid's default
+  // TCP model (latency x13.01, rate x0.97, ACK traffic), closer to a kernel TCP stack.
+  std::string network = "ideal";
+};
+
+struct ReplayResult {
+  double seconds = 0;              // when the last rank finished
+  std::vector<double> finish;      // per rank
+  uint64_t payloadBytes = 0;       // plan transfers (inlined first messages included)
+  uint64_t headerBytes = 0;        // argument headers
+  uint64_t messages = 0;           // SimGrid communications
+  double computeSeconds = 0;       // local math, all ranks
+};
+
+// Runs one simulation. SimGrid allows one engine per process: call this once per process.
+Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, const ReplayOptions& options,
+                            int ranksPerHost);
+
+}  // namespace tsr::sim

@@ -1,0 +1,113 @@
+#include "tools/sim/sim_job.h"
+
+#include "topology/host_map.h"
+#include "topology/torus_schedule.h"
+
+namespace tsr::sim {
+
+using algorithms::Plan;
+
+namespace {
+
+Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out,
+                                       const algorithms::DenseOptions& dense,
+                                       const std::string& gridWhyNot, int rank) {
+  const int n = job.ranks;
+  const size_t count = job.bytes / dataTypeSize(job.dtype);
+  const std::string& a = out.algorithm;
+  if (job.collective == "allgather") {
+    if (a == "bruck") return algorithms::bruckAllgatherPlan(rank, n, count, job.dtype, dense);
+    return algorithms::ringAllgatherPlan(rank, n, count, job.dtype, dense);
+  }
+  if (a == "rabenseifner") return algorithms::rabenseifnerAllreducePlan(rank, n, count, job.dtype, job.op, dense);
+  if (a == "doubling") return algorithms::doublingAllreducePlan(rank, n, count, job.dtype, job.op, dense);
+  if (a == "torus" || a == "hier") {
+    if (out.grid.empty()) return Status(Code::kNotSupported, gridWhyNot);
+    return a == "torus" ? algorithms::torusAllreducePlan(rank, n, count, job.dtype, job.op, out.grid, dense)
+                        : algorithms::hierAllreducePlan(rank, n, count, job.dtype, job.op, out.grid, dense);
+  }
+  return algorithms::ringAllreducePlan(rank, n, count, job.dtype, job.op, dense);
+}
+
+}  // namespace
+
+Result<JobPlans> buildJobPlans(const SimJob& job) {
+  if (job.ranks < 1 || job.ranksPerHost < 1 || job.ranks % job.ranksPerHost != 0)
+    return Status(Code::kInvalidArgument, "ranks (" + std::to_string(job.ranks) +
+                                              ") must be a positive multiple of ranks per host (" +
+                                              std::to_string(job.ranksPerHost) + ")");
+  if (job.collective != "allreduce" && job.collective != "allgather")
+    return Status(Code::kInvalidArgument, "collective '" + job.collective + "': allreduce or allgather");
+  JobPlans out;
+  std::vector<topology::RankPlacement> placements;
+  for (int r = 0; r < job.ranks; ++r) {
+    topology::RankPlacement p;
+    p.rank = r;
+    p.hostname = "host" + std::to_string(r / job.ranksPerHost);
+    placements.push_back(p);
+  }
+  TSR_ASSIGN_OR_RETURN(topology::HostMap hostMap, topology::buildHostMap(placements));
+  out.order = topology::ringOrder(hostMap);
+  out.hosts = static_cast<int>(hostMap.hosts.size());
+  out.hostOfRank = hostMap.hostOfRank;
+  std::string gridWhyNot;
+  auto shape = topology::torusShape(hostMap);
+  auto layout = shape.isOk() ? topology::torusLayout(hostMap, shape.value())
+                             : Result<topology::TorusLayout>(shape.status());
+  if (layout.isOk()) out.grid = layout.value().grid;
+  else gridWhyNot = layout.status().message();
+
+  algorithms::DenseOptions dense;
+  dense.chunkBytes = job.chunkBytes;
+  dense.window = job.window;
+  dense.order = out.order;
+  dense.reduceOnArrival = job.arrival == "on" || (job.arrival == "auto" && out.hosts == job.ranks);
+
+  // The selector's order: the named algorithm, else the cost model's ranking; an algorithm
+  // that cannot serve the job (NotSupported) passes to the next, as in the runtime.
+  std::vector<std::string> names;
+  if (job.algorithm != "auto") names.push_back(job.algorithm);
+  algorithms::JobShape js{job.ranks, out.hosts, job.ranksPerHost,
+                          layout.isOk() && shape.value().hostAxis};
+  auto ranked = job.collective == "allgather" ? algorithms::rankAllgather(job.bytes, js, job.links)
+                                              : algorithms::rankAllreduce(job.bytes, js, job.links);
+  for (const auto& c : ranked)
+    if (c.algorithm != job.algorithm) names.push_back(c.algorithm);
+  Status last(Code::kInternal, "no algorithm");
+  for (const std::string& name : names) {
+    out.algorithm = name;
+    out.plans.clear();
+    Status failed;
+    for (int r = 0; r < job.ranks && failed.isOk(); ++r) {
+      auto plan = buildOne(job, out, dense, gridWhyNot, r);
+      if (plan.isOk()) out.plans.push_back(plan.take());
+      else failed = plan.status();
+    }
+    if (failed.isOk()) return out;
+    if (failed.code() != Code::kNotSupported) return failed;
+    out.refused.push_back(name + ": " + failed.message());
+    last = failed;
+  }
+  return last;
+}
+
+uint64_t wireBytes(const JobPlans& plans) {
+  uint64_t total = 0;
+  for (const auto& plan : plans.plans)
+    for (const auto& op : plan->ops)
+      if (op.kind == algorithms::OpKind::kSend) total += op.count * dataTypeSize(plan->dtype);
+  return total;
+}
+
+double busFactor(const std::string& collective, int ranks) {
+  if (ranks < 2) return 0;
+  double f = static_cast<double>(ranks - 1) / ranks;
+  return collective == "allgather" ? f : 2 * f;
+}
+
+double algoBytes(const SimJob& job) {
+  return job.collective == "allgather" ? static_cast<double>(job.bytes) * job.ranks
+                                       : static_cast<double>(job.bytes);
+}
+
+}  // namespace tsr::sim

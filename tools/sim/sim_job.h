@@ -1,0 +1,53 @@
+// The plans a Tessera job would run, built the way the runtime builds them, without a network:
+// placements -> topology::HostMap -> ring order and torus grid (as Communicator::init), the
+// DenseOptions defaults of runtime/config.cc, and the dense builders chosen by name as
+// runtime/dense_selector.cc does ("auto": the cost model's first choice for the job's links).
+// Pure: no SimGrid here, so the plans and their byte counts are testable alone.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/dense/cost_model.h"
+#include "algorithms/dense/dense_plans.h"
+
+namespace tsr::sim {
+
+struct SimJob {
+  int ranks = 8;
+  int ranksPerHost = 1;              // ranks h*R .. h*R+R-1 share host h
+  std::string collective = "allreduce";  // allreduce | allgather
+  std::string algorithm = "auto";    // allreduce: ring|rabenseifner|doubling|torus|hier; allgather: ring|bruck
+  size_t bytes = 0;                  // allreduce: the buffer; allgather: each rank's part
+  DataType dtype = DataType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  size_t chunkBytes = 512 * 1024;    // TSR_CHUNK_BYTES
+  int window = 4;                    // TSR_WINDOW
+  std::string arrival = "auto";      // TSR_ARRIVAL_REDUCE: auto|on|off
+  algorithms::LinkModel links;       // for "auto"
+};
+
+struct JobPlans {
+  std::string algorithm;             // the one built
+  std::vector<std::shared_ptr<algorithms::Plan>> plans;  // by rank
+  std::vector<int> order;            // ring order
+  std::vector<std::vector<int>> grid;  // torus/hier grid, empty when the job has none
+  int hosts = 1;
+  std::vector<int> hostOfRank;
+  std::vector<std::string> refused;  // "name: why" of algorithms tried before that cannot serve the job
+};
+
+Result<JobPlans> buildJobPlans(const SimJob& job);
+
+// Payload bytes of every send of every plan (what the executor hands the transport, without
+// the 32-byte argument headers).
+uint64_t wireBytes(const JobPlans& plans);
+// Bus bandwidth factor (nccl-tests): allreduce 2(N-1)/N, allgather (N-1)/N.
+double busFactor(const std::string& collective, int ranks);
+// Bytes the collective's algorithm bandwidth is measured on: allreduce the buffer, allgather
+// the whole output.
+double algoBytes(const SimJob& job);
+
+}  // namespace tsr::sim

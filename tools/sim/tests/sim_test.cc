@@ -1,0 +1,251 @@
+// tsr-sim: plans built as the runtime builds them, replayed in SimGrid. SimGrid allows one
+// engine per process, so each replay runs in a forked child that sends back its figures.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "tools/sim/replay.h"
+#include "tools/sim/sim_job.h"
+#include "tools/sim/units.h"
+
+namespace tsr::sim {
+namespace {
+
+struct Figures {
+  bool ok = false;
+  double seconds = 0, computeSeconds = 0;
+  uint64_t payloadBytes = 0, headerBytes = 0, messages = 0;
+  char error[256] = {};
+};
+
+Figures replayInChild(const JobPlans& plans, const PlatformSpec& platform, const ReplayOptions& options,
+                      int ranksPerHost) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    Figures f;
+    auto r = replay(plans, platform, options, ranksPerHost);
+    if (r.isOk()) {
+      f = {true, r.value().seconds, r.value().computeSeconds, r.value().payloadBytes, r.value().headerBytes,
+           r.value().messages, {}};
+    } else {
+      std::strncpy(f.error, r.status().message().c_str(), sizeof f.error - 1);
+    }
+    ssize_t w = write(fds[1], &f, sizeof f);
+    _exit(w == static_cast<ssize_t>(sizeof f) ? 0 : 1);
+  }
+  close(fds[1]);
+  Figures f;
+  size_t got = 0;
+  while (got < sizeof f) {
+    ssize_t n = read(fds[0], reinterpret_cast<char*>(&f) + got, sizeof f - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (got != sizeof f) std::snprintf(f.error, sizeof f.error, "child died (status %d)", status);
+  return f;
+}
+
+SimJob ringJob(int ranks, size_t bytes) {
+  SimJob job;
+  job.ranks = ranks;
+  job.algorithm = "ring";
+  job.bytes = bytes;
+  return job;
+}
+
+PlatformSpec oneSwitch(double rate, double latency) {
+  PlatformSpec p;
+  p.rate = rate;
+  p.latency = latency;
+  return p;
+}
+
+ReplayOptions freeCompute() {
+  ReplayOptions o;
+  o.reduceRate = 0;
+  o.copyRate = 0;
+  return o;
+}
+
+// Distinct (sender, receiver) pairs: one argument header each.
+uint64_t headerBytesOf(const JobPlans& plans) {
+  std::set<std::pair<int, int>> pairs;
+  for (size_t r = 0; r < plans.plans.size(); ++r)
+    for (int peer : plans.plans[r]->sendPeers) pairs.insert({static_cast<int>(r), peer});
+  return pairs.size() * 32;
+}
+
+TEST(SimUnits, ParsesSizesRatesAndTimes) {
+  EXPECT_EQ(parseBytes("64MiB").value(), size_t{64} << 20);
+  EXPECT_EQ(parseBytes("4k").value(), 4000u);
+  EXPECT_EQ(parseBytes("1024").value(), 1024u);
+  EXPECT_DOUBLE_EQ(parseRate("1Gbps").value(), 1.25e8);
+  EXPECT_DOUBLE_EQ(parseRate("12.5GBps").value(), 12.5e9);
+  EXPECT_DOUBLE_EQ(parseRate("800MB/s").value(), 8e8);
+  EXPECT_DOUBLE_EQ(parseTime("20us").value(), 20e-6);
+  EXPECT_DOUBLE_EQ(parseTime("1.5ms").value(), 1.5e-3);
+  EXPECT_FALSE(parseBytes("12 furlongs").isOk());
+  EXPECT_FALSE(parseRate("fast").isOk());
+  EXPECT_FALSE(parseTime("-1s").isOk());
+}
+
+TEST(SimJobTest, RingPlansAreTheRuntimesAndMoveTwoNMinusOneBuffers) {
+  auto plans = buildJobPlans(ringJob(8, size_t{1} << 20));
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  EXPECT_EQ(plans.value().algorithm, "ring");
+  ASSERT_EQ(plans.value().plans.size(), 8u);
+  EXPECT_EQ(plans.value().order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // One rank per host: the runtime reduces on arrival (TSR_ARRIVAL_REDUCE=auto).
+  EXPECT_TRUE(plans.value().plans[0]->reducesOnArrival);
+  EXPECT_EQ(wireBytes(plans.value()), uint64_t{2} * 7 * (1 << 20));
+}
+
+TEST(SimJobTest, TorusOnAPrimeJobFallsBackAsTheRuntimeDoes) {
+  SimJob job = ringJob(7, size_t{1} << 20);
+  job.algorithm = "torus";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  EXPECT_NE(plans.value().algorithm, "torus");
+  job.ranks = 0;
+  EXPECT_FALSE(buildJobPlans(job).isOk());
+}
+
+TEST(SimJobTest, HostsOfEightRanksGiveAHostGrid) {
+  SimJob job = ringJob(16, size_t{16} << 20);
+  job.ranksPerHost = 8;
+  job.algorithm = "hier";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  EXPECT_EQ(plans.value().algorithm, "hier");
+  EXPECT_EQ(plans.value().hosts, 2);
+  ASSERT_EQ(plans.value().grid.size(), 2u);
+  EXPECT_EQ(plans.value().grid[0].size(), 8u);
+}
+
+TEST(SimReplay, RingAllgatherSendsEachPartAroundTheRing) {
+  SimJob job = ringJob(6, size_t{1} << 20);
+  job.collective = "allgather";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  EXPECT_EQ(wireBytes(plans.value()), uint64_t{6} * 5 * (1 << 20));
+  Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), freeCompute(), 1);
+  ASSERT_TRUE(f.ok) << f.error;
+  EXPECT_EQ(f.payloadBytes, wireBytes(plans.value()));
+  double model = 5.0 * (1 << 20) / 1.25e9 + 5 * 20e-6;  // (N-1) parts, N-1 hops
+  EXPECT_NEAR(f.seconds, model, 0.01 * model);
+}
+
+// Plans that disagree (one rank built for another count) are reported, not hung on.
+TEST(SimReplay, DisagreeingPlansAreReported) {
+  auto plans = buildJobPlans(ringJob(4, size_t{1} << 20));
+  auto other = buildJobPlans(ringJob(4, size_t{2} << 20));
+  ASSERT_TRUE(plans.isOk() && other.isOk());
+  plans.value().plans[0] = other.value().plans[0];
+  Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), freeCompute(), 1);
+  EXPECT_FALSE(f.ok);
+  EXPECT_NE(std::string(f.error).find("differs in count"), std::string::npos) << f.error;
+}
+
+TEST(SimJobTest, AutoTakesTheCostModelsFirstChoice) {
+  SimJob job = ringJob(16, size_t{64} << 20);
+  job.ranksPerHost = 8;
+  job.algorithm = "auto";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  auto ranked = algorithms::rankAllreduce(job.bytes, {16, 2, 8, true}, job.links);
+  EXPECT_EQ(plans.value().algorithm, ranked.front().algorithm);
+}
+
+// (a) On an ideal one-switch platform the ring costs 2(N-1)/N * S/B + 2(N-1) * alpha.
+TEST(SimReplay, RingMatchesTheAlphaBetaFormula) {
+  const int n = 8;
+  const double rate = 1.25e8, alpha = 20e-6;
+  for (size_t bytes : {size_t{64} << 20, size_t{64} << 10}) {
+    auto plans = buildJobPlans(ringJob(n, bytes));
+    ASSERT_TRUE(plans.isOk()) << plans.status().message();
+    Figures f = replayInChild(plans.value(), oneSwitch(rate, alpha), freeCompute(), 1);
+    ASSERT_TRUE(f.ok) << f.error;
+    double model = 2.0 * (n - 1) / n * bytes / rate + 2.0 * (n - 1) * alpha;
+    EXPECT_NEAR(f.seconds, model, 0.01 * model) << bytes << " bytes";
+  }
+}
+
+// (b) What crosses the simulated network is what the plans send, plus one header per pair.
+TEST(SimReplay, SimulatedBytesAreThePlansWireBytes) {
+  struct Case {
+    const char* algo;
+    int ranks, perHost;
+    size_t bytes;
+  };
+  for (const Case& c : {Case{"ring", 8, 1, size_t{8} << 20}, Case{"rabenseifner", 6, 1, size_t{1} << 20},
+                        Case{"doubling", 8, 1, size_t{4} << 10}, Case{"torus", 8, 1, size_t{8} << 20},
+                        Case{"hier", 16, 8, size_t{8} << 20}, Case{"ring", 5, 1, 100}}) {
+    SimJob job = ringJob(c.ranks, c.bytes);
+    job.algorithm = c.algo;
+    job.ranksPerHost = c.perHost;
+    auto plans = buildJobPlans(job);
+    ASSERT_TRUE(plans.isOk()) << c.algo << ": " << plans.status().message();
+    ASSERT_EQ(plans.value().algorithm, c.algo);
+    Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), ReplayOptions{}, c.perHost);
+    ASSERT_TRUE(f.ok) << c.algo << ": " << f.error;
+    EXPECT_EQ(f.payloadBytes, wireBytes(plans.value())) << c.algo;
+    EXPECT_EQ(f.headerBytes, headerBytesOf(plans.value())) << c.algo;
+    EXPECT_GT(f.seconds, 0) << c.algo;
+  }
+}
+
+// (c) A small job of every dense allreduce runs in seconds, and local math costs time.
+TEST(SimReplay, EveryAllreduceOnEightRanksRunsQuickly) {
+  auto t0 = std::chrono::steady_clock::now();
+  double ringFree = 0;
+  for (const char* algo : {"ring", "rabenseifner", "doubling", "torus", "hier"}) {
+    SimJob job = ringJob(8, size_t{16} << 20);
+    job.algorithm = algo;
+    auto plans = buildJobPlans(job);
+    ASSERT_TRUE(plans.isOk()) << algo << ": " << plans.status().message();
+    Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), freeCompute(), 1);
+    ASSERT_TRUE(f.ok) << algo << ": " << f.error;
+    // Nothing beats the bandwidth bound of an allreduce: 2(N-1)/N * S/B.
+    EXPECT_GE(f.seconds, 2.0 * 7 / 8 * (16 << 20) / 1.25e9 * 0.999) << algo;
+    if (std::string(algo) == "ring") ringFree = f.seconds;
+  }
+  auto plans = buildJobPlans(ringJob(8, size_t{16} << 20));
+  Figures costly = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), ReplayOptions{}, 1);
+  ASSERT_TRUE(costly.ok) << costly.error;
+  EXPECT_GT(costly.computeSeconds, 0);
+  EXPECT_GT(costly.seconds, ringFree);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+}
+
+// A fat tree with one spine funnels each leaf's traffic through one up link: Rabenseifner's
+// cross-leaf exchanges slow down, the ring (one flow per leaf boundary) does not.
+TEST(SimReplay, FatTreeOversubscriptionSlowsRabenseifnerNotTheRing) {
+  auto timeOf = [](const char* algo, int spines) {
+    SimJob job = ringJob(16, size_t{2} << 20);
+    job.algorithm = algo;
+    auto plans = buildJobPlans(job);
+    PlatformSpec p = oneSwitch(1.25e9, 20e-6);
+    p.kind = "fattree";
+    p.leafHosts = 4;
+    p.spines = spines;
+    Figures f = replayInChild(plans.value(), p, freeCompute(), 1);
+    EXPECT_TRUE(f.ok) << algo << ": " << f.error;
+    return f.seconds;
+  };
+  EXPECT_GT(timeOf("rabenseifner", 1), 1.5 * timeOf("rabenseifner", 4));
+  EXPECT_NEAR(timeOf("ring", 1), timeOf("ring", 4), 0.02 * timeOf("ring", 4));
+}
+
+}  // namespace
+}  // namespace tsr::sim
