@@ -45,6 +45,17 @@ def train(ddp, optimizer, x, y, steps=STEPS):
     return losses
 
 
+def first_step_update(hook, params, lr=0.05):
+    """The size of one SGD step's change to the parameters, with `hook` (None: DDP's own)."""
+    net = model()
+    before = flat(net).clone()
+    ddp = ddp_of(net)
+    state = tessera.torch.hooks.register(ddp, hook, **params) if hook else None
+    train(ddp, torch.optim.SGD(net.parameters(), lr=lr), *data(dist.get_rank()), steps=1)
+    del state
+    return float((flat(net) - before).norm())
+
+
 def flat(net):
     return torch.cat([p.detach().reshape(-1) for p in net.parameters()])
 
@@ -140,7 +151,13 @@ def main():
 
     hooks = [("dense", {}), ("marsit", {}), ("marsit", {"momentum": "0"}), ("spardl", {"density": "0.1"}),
              ("topk", {"density": "0.1"}), ("onebit", {}), ("covap", {"interval": "2"}), ("auto", {})]
+    # One plain-SGD step's update, dense, as the yardstick for each hook's first step: a
+    # compressor that changes the gradient's size (unscaled onebit sends +-1 everywhere) makes
+    # a model diverge at any usual learning rate, even where this small one still learns.
+    dense_step = first_step_update(None, {})
     for name, params in hooks:
+        ratio = first_step_update(name, params) / dense_step
+        c.expect(0.1 < ratio < 3, f"hook {name} {params}: its first update is {ratio:.3g}x dense's size")
         net = model()
         ddp = ddp_of(net)
         state = tessera.torch.hooks.register(ddp, name, **params)

@@ -66,6 +66,11 @@ def _tensor_params(algorithm, params):
     if algorithm in ("topk", "onebit"):
         params.setdefault("compressor", algorithm)
         algorithm = "compressed"
+    if params.get("compressor") == "onebit":
+        # Unscaled, onebit sends +-1 per element: a gradient of unit size everywhere, which
+        # SGD at a usual learning rate does not survive. Scaled by the mean |g|, it keeps the
+        # gradient's size (1-bit SGD, signSGD with scale); error feedback keeps the rest.
+        params.setdefault("scaling", "true")
     params["algorithm"] = algorithm
     params.setdefault("op", "avg")
     return params
