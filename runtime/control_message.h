@@ -9,10 +9,12 @@
 #include <string>
 
 #include "base/status.h"
+#include "runtime/control_auth.h"
 
 namespace tsr::runtime {
 
-inline constexpr size_t kControlBytes = 4096;
+inline constexpr size_t kControlBytes = 4096;  // on the wire, sealed (control_auth.h)
+inline constexpr size_t kControlBodyBytes = kControlBytes - kControlOverhead;
 inline constexpr char kGoodbye[] = "goodbye";
 
 // The sequence numbers of the collective that failed (a custom task may take several).
