@@ -8,6 +8,7 @@
 #include "algorithms/dense/cost_model.h"
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/control_auth.h"
 #include "runtime/link_probe.h"
 #include "runtime/local_topology.h"
 #include "runtime/peer_card.h"
@@ -78,7 +79,8 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
                                        rank_, size_, netRate > 0 ? transport::tcpSendBufferFor(netRate) : 0));
   sendBufferWhy_ = netRate > 0 ? "sized to TSR_LINK_BW's net rate" : "the default";
   PeerCard mine{transport_->localAddress(), localHostname(), localHostId(config.get("TSR_TEST_HOST_ID")), placed.numaNode,
-                placed.locality};
+                placed.locality, std::string(kControlNonceBytes, '\0')};
+  TSR_RETURN_IF_ERROR(randomBytes(reinterpret_cast<uint8_t*>(mine.controlNonce.data()), kControlNonceBytes));
   std::vector<std::string> blobs{mine.encode()};
   if (size_ > 1) {
     BootstrapOptions options;
@@ -86,6 +88,8 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
     TSR_ASSIGN_OR_RETURN(bootstrap_, Bootstrap::create(launch, options));
     TSR_ASSIGN_OR_RETURN(blobs, bootstrap_->allGather(mine.encode()));
   }
+  // Every rank has the same cards (the all-gather is authenticated), so the same key.
+  TSR_ASSIGN_OR_RETURN(Digest controlKey, deriveControlKey(launch.secret, launch.jobId, blobs));
   std::vector<std::string> addresses;
   std::vector<topology::RankPlacement> placements;
   for (int r = 0; r < size_; ++r) {
@@ -156,6 +160,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   engine.sleepWhileWaiting = wait == "sleep" || (wait == "auto" && !sharedMemoryPeers);
   logger->debug("rank {}: waits by {} (TSR_WAIT={})", rank_, engine.sleepWhileWaiting ? "sleeping" : "spinning", wait);
   engine.hosts = hosts_;
+  engine.controlKey = controlKey;
   if (bootstrap_) engine.neighbourSockets = bootstrap_->neighbourSockets();
   if (wrap) wrapped_ = wrap(*transport_);
   engine_ = std::make_unique<ProgressEngine>(active(), engine);

@@ -34,6 +34,7 @@ std::string PeerCard::encode() const {
   put(out, hostId);
   put(out, std::to_string(numaNode));
   put(out, locality);
+  put(out, controlNonce);
   return out;
 }
 
@@ -43,7 +44,8 @@ Result<PeerCard> PeerCard::decode(const std::string& bytes, int fromRank) {
   std::string numa;
   if (bytes.compare(0, 4, "TSRC") != 0 || !take(bytes, pos, card.transportAddress) ||
       !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) ||
-      !take(bytes, pos, numa) || !take(bytes, pos, card.locality) || pos != bytes.size())
+      !take(bytes, pos, numa) || !take(bytes, pos, card.locality) ||
+      !take(bytes, pos, card.controlNonce) || pos != bytes.size())
     return Status(Code::kBootstrap, "malformed peer card from rank " + std::to_string(fromRank));
   card.numaNode = std::atoi(numa.c_str());
   return card;

@@ -56,7 +56,8 @@ ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions op
       rank_(transport.rank()),
       neighbours_(options_.neighbourSockets,
                   std::chrono::milliseconds(std::clamp(options_.timeoutMs / 2, 1000, 30000))),
-      controlBuffer_(kControlBytes) {
+      controlBuffer_(kControlBytes),
+      controlAuth_(options_.controlKey, transport.rank(), transport.size(), options_.comm) {
   thread_ = std::thread([this] { run(); });
   // Named here, not by the thread itself: the name (for top -H, perf and gdb) is then there
   // from the start, even before the thread first runs.

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
+#include "base/log_rate_limit.h"
+#include "runtime/control_auth.h"
 #include "runtime/control_message.h"
 #include "runtime/neighbour_watch.h"
 #include "runtime/request.h"
@@ -44,6 +46,9 @@ struct EngineOptions {
   // yielding the core (TSR_WAIT): only right when every message raises an event (TCP, not
   // UCX's shared memory), and then it leaves the cores to the ranks that have work.
   bool sleepWhileWaiting = false;
+  // Seals and checks control messages (control_auth.h); the same on every rank. The
+  // communicator derives it at creation; engines built without one share the all-zero key.
+  Digest controlKey{};
 };
 
 using algorithms::TaskFactory;
@@ -137,6 +142,8 @@ class ProgressEngine {
   void watchNeighbours(std::chrono::steady_clock::time_point now);
   void sendControl(const std::string& payload);
   void sayGoodbye();
+  // A control message that failed its check (ControlAuth::open): not acted on, said (rate-limited).
+  void dropControl(int from, const Status& why);
   std::string peerName(int peer) const;
 
   transport::Transport& transport_;
@@ -180,6 +187,8 @@ class ProgressEngine {
   std::vector<std::pair<int, std::chrono::steady_clock::time_point>> left_;  // goodbyes, when
   transport::Completion controlRecv_;
   std::vector<char> controlBuffer_;
+  ControlAuth controlAuth_;
+  log::LogRateLimit droppedControlLog_{5, std::chrono::seconds(10)};  // forged or replayed ones
 };
 
 }  // namespace tsr::runtime

@@ -48,7 +48,7 @@ void ProgressEngine::breakCommunicator(const Status& reason, bool notifyPeers, F
       told = sparing ? broken_ : reason;
       at = sparing ? brokenAt_ : failed;
     }
-    sendControl(encodeControl(told, at).substr(0, kControlBytes));
+    sendControl(encodeControl(told, at).substr(0, kControlBodyBytes));
   }
   // Everything still pending that is not spared fails: the failed collective (and earlier
   // ones) with the reason, later ones as aborted because of it.
@@ -90,9 +90,15 @@ Status ProgressEngine::pendingFailure(const Submission& s, const Status& reason)
 void ProgressEngine::sendControl(const std::string& payload) {
   for (int peer = 0; peer < transport_.size(); ++peer) {
     if (peer == transport_.rank() || !transport_.peerStatus(peer).isOk()) continue;
+    // Sealed for this peer: a receiver acts only on what carries the job's MAC.
+    auto sealed = controlAuth_.seal(peer, payload);
+    if (!sealed.isOk()) {
+      log::get("runtime")->error("cannot seal a control message: {}", sealed.status().toString());
+      continue;
+    }
     controlSends_.emplace_back();
     ControlSend& cs = controlSends_.back();
-    cs.payload = payload;
+    cs.payload = sealed.take();
     transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm),
                     cs.payload.data(), cs.payload.size(), transport::MemoryType::kHost,
                     &cs.completion).ignore();
@@ -103,14 +109,18 @@ void ProgressEngine::sayGoodbye() { sendControl(kGoodbye); }
 
 bool ProgressEngine::pollControl() {
   if (!controlRecv_.done) return false;
-  int from = transport::tagSource(controlRecv_.tag);
-  if (controlRecv_.status.isOk() &&
-      std::string_view(controlBuffer_.data(), controlRecv_.bytes) == kGoodbye) {
+  int from = transport::tagSource(controlRecv_.tag);  // claimed: anyone may write any tag
+  Result<std::string_view> body = Status(Code::kTransport, "not received");
+  if (controlRecv_.status.isOk()) {
+    body = controlAuth_.open(from, std::string_view(controlBuffer_.data(), controlRecv_.bytes));
+    if (!body.isOk()) dropControl(from, body.status());
+  }
+  if (body.isOk() && body.value() == kGoodbye) {
     transport_.markPeerLeft(from);
-    if (from >= 0 && from < transport_.size()) left_.push_back({from, Clock::now()});
-  } else if (controlRecv_.status.isOk()) {
+    left_.push_back({from, Clock::now()});
+  } else if (body.isOk()) {
     FailedSeqs failed;
-    Status reason = decodeControl(controlBuffer_.data(), controlRecv_.bytes, from, &failed);
+    Status reason = decodeControl(body.value().data(), body.value().size(), from, &failed);
     // Every peer relays the notice: only the first one is news.
     if (health().isOk()) log::get("runtime")->error("abort notice: {}", reason.toString());
     else log::get("runtime")->debug("abort notice (already failed): {}", reason.toString());
@@ -121,6 +131,16 @@ bool ProgressEngine::pollControl() {
   }
   postControlRecv();  // also while shutting down, until the receive is cancelled
   return true;
+}
+
+void ProgressEngine::dropControl(int from, const Status& why) {
+  uint64_t heldBack = 0;
+  if (!droppedControlLog_.allow(Clock::now(), &heldBack)) return;
+  log::get("runtime")->warn(
+      "rank {}: dropped a control message that claims to come from rank {}: {} (forged, "
+      "replayed or from another communicator){}",
+      transport_.rank(), from, why.message(),
+      heldBack ? " (" + std::to_string(heldBack) + " more not logged)" : std::string());
 }
 
 void ProgressEngine::failWaitsOnLeftPeers(Clock::time_point now) {
