@@ -38,3 +38,7 @@ UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -L python -LE "slow|netns"
+
+echo "== Fuzz (short)"
+# Every libFuzzer target for 15 s on its seeds (docs/fuzzing.md); a warning without clang++.
+scripts/fuzz.sh 15

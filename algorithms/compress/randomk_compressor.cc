@@ -1,5 +1,6 @@
 #include "algorithms/compress/randomk_compressor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/kernels/randomk.h"
@@ -49,7 +50,7 @@ Status RandomkCompressor::decompress(std::span<const std::byte> compressed,
                                               std::to_string(compressed.size()) + " bytes (k=" +
                                               std::to_string(header[1]) + ")");
   std::span<const uint32_t> idx = indicesFor(header[0]);
-  std::memset(output.data(), 0, count() * sizeof(float));
+  std::fill(output.begin(), output.end(), 0.0f);  // not memset: an empty span may be null
   kernels::scatterValues(idx.data(), payloadAs<float>(compressed.data() + kHeader), idx.size(),
                          output.data());
   return Status::ok();

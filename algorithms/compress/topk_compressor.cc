@@ -1,5 +1,6 @@
 #include "algorithms/compress/topk_compressor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/kernels/topk.h"
@@ -40,7 +41,7 @@ Status TopkCompressor::decompress(std::span<const std::byte> compressed, std::sp
     if (indices[i] >= count())
       return Status(Code::kInvalidArgument, name() + ": payload index " + std::to_string(indices[i]) +
                                                 " out of range " + std::to_string(count()));
-  std::memset(output.data(), 0, count() * sizeof(float));
+  std::fill(output.begin(), output.end(), 0.0f);  // not memset: an empty span may be null
   kernels::scatterValues(indices, payloadAs<float>(compressed.data() + kHeader + 4 * size_t{k}), k,
                          output.data());
   return Status::ok();

@@ -4,6 +4,7 @@
 
 #include "algorithms/compressed/compressed_hier.h"
 #include "algorithms/compressed/compressed_step.h"
+#include "base/summed_count.h"
 
 namespace tsr::compressed {
 
@@ -67,12 +68,12 @@ Status TwoLevelStepSequence::nonFiniteFailure() {
   CompressedState& s = *state_;
   std::string what = "compressed tensor " + s.name + ": ";
   if (s.flagOut[0] > 0) {
-    what += std::to_string(static_cast<int>(s.flagOut[0])) + " rank(s) had NaN or Inf in gradient + residual";
+    what += summedCount(s.flagOut[0], s.size, "rank(s)") + " had NaN or Inf in gradient + residual";
     if (h_.badIndex < s.count)
       what += " (rank " + std::to_string(s.rank) + ": element " + std::to_string(h_.badIndex) + " is " +
               std::to_string(workValue(h_.badIndex)) + (h_.overflow ? ", beyond f16 (intra=fp16)" : "") + ")";
   } else {
-    what += std::to_string(static_cast<int>(s.flagOut[1])) + " host average block(s) overflowed f16 (intra=fp16)";
+    what += summedCount(s.flagOut[1], s.size, "host average block(s)") + " overflowed f16 (intra=fp16)";
     if (s.badIndex < h_.shardReal)
       what += " (rank " + std::to_string(s.rank) + ": element " + std::to_string(h_.shardOffset + s.badIndex) + ")";
   }

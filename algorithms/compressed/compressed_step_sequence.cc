@@ -1,6 +1,7 @@
 #include "algorithms/compressed/compressed_step_sequence.h"
 
 #include "algorithms/compressed/compressed_step.h"
+#include "base/summed_count.h"
 
 namespace tsr::compressed {
 
@@ -44,8 +45,8 @@ Status FlatStepSequence::startGather() {
   if (s.flagOut[0] > 0) {
     bool mine = s.badIndex < s.count;
     return fail(Status(Code::kNumericError,
-                       "compressed tensor " + s.name + ": " + std::to_string(static_cast<int>(s.flagOut[0])) +
-                           " rank(s) had NaN or Inf" +
+                       "compressed tensor " + s.name + ": " + summedCount(s.flagOut[0], s.size, "rank(s)") +
+                           " had NaN or Inf" +
                            (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(s.badIndex) +
                                        " is " + std::to_string(valueOfG(s.badIndex)) + ")"
                                  : std::string()) +

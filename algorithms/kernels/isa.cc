@@ -2,6 +2,10 @@
 
 #include <atomic>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace tsr::kernels {
 namespace {
 
@@ -37,7 +41,13 @@ bool cpuHasF16c() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool has = [] {
     __builtin_cpu_init();
+#if defined(__clang__) && __clang_major__ < 15
+    // Older clang knows no "f16c" here: CPUID.1:ECX.F16C, usable only where AVX is.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+#else
     return __builtin_cpu_supports("f16c") != 0;
+#endif
   }();
   return has;
 #else

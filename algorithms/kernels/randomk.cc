@@ -1,6 +1,6 @@
 #include "algorithms/kernels/randomk.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "algorithms/kernels/randomk_ops.h"
 
@@ -12,7 +12,7 @@ size_t randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint64_t*
                      uint32_t* indices) {
   if (k > n) k = n;
   const size_t words = randomkBitmapWords(n);
-  std::memset(bitmap, 0, words * sizeof(uint64_t));
+  std::fill_n(bitmap, words, uint64_t{0});  // not memset: an empty tensor's bitmap may be null
   const RngStream stream = randomkStream(seed, step);
   for (size_t j = n - k; j < n; ++j) randomkMark(bitmap, j, randomkDraw(stream, j));
   size_t out = 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "algorithms/kernels/sign.h"
+#include "base/summed_count.h"
 
 namespace tsr::marsit {
 
@@ -17,8 +18,8 @@ double nowUs() {
 Status numericError(const MarsitState& s, size_t badIndex, float badValue) {
   bool mine = badIndex != SIZE_MAX;
   return Status(Code::kNumericError,
-                "marsit tensor " + s.name + ": " + std::to_string(static_cast<int>(s.scalarOut.back())) +
-                    " rank(s) had NaN or Inf in gradient + compensation" +
+                "marsit tensor " + s.name + ": " + summedCount(s.scalarOut.back(), s.size, "rank(s)") +
+                    " had NaN or Inf in gradient + compensation" +
                     (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(badIndex) +
                                 " is " + std::to_string(badValue) + ")"
                           : std::string()) +

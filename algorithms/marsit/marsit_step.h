@@ -96,6 +96,13 @@ Status numericError(const MarsitState& s, size_t badIndex, float badValue);
 algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch);
 // Flat: sizes the scale blocks, the scalars and (momentum > 0) M and c + mu M for s.count.
 void sizeFlatState(MarsitState& s);
+// The state of tensor `name` on `rank` of `size`, with parameters already parsed (parseParams),
+// over the job's host grid (empty: none, torusWhyNot says why) and dense options, as the
+// communicator gives them. Errors name the tensor.
+Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, const Params& params, int rank,
+                                               int size, const std::vector<std::vector<int>>& grid,
+                                               const std::string& torusWhyNot,
+                                               const algorithms::DenseOptions& options);
 
 // The host form: g, c, the work vector and the bits in host memory; packing chunk by chunk
 // inside the bit plan when params.chunkedPack (the sequencing: marsit_step_sequence.h).

@@ -70,6 +70,11 @@ struct SparDLState {
   float* g = nullptr;
 };
 
+// The state of tensor `name` on `rank` of the ranks in `ringOrder` (the communicator's ring),
+// with parameters already parsed (parseParams). Errors name the tensor.
+Result<std::shared_ptr<SparDLState>> makeState(std::string name, size_t count, const Params& params, int rank,
+                                               const std::vector<int>& ringOrder);
+
 class SparDLStepTask final : public algorithms::Task {
  public:
   SparDLStepTask(std::shared_ptr<SparDLState> state, const algorithms::TaskContext& ctx);

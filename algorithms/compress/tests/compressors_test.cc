@@ -174,5 +174,21 @@ TEST(Compressors, BadBuffersAndPayloadsAreRejected) {
   EXPECT_EQ(c->decompress(buf.span().first(bytes.value()), out).code(), Code::kInvalidArgument);
 }
 
+// A tensor of no elements: its spans may be null (an empty vector's data()), and nothing may be
+// handed to memcpy or memset from them (found by fuzz/compressor_payload_fuzzer.cc).
+TEST(Compressors, EmptyTensorWithNullSpansRoundTrips) {
+  const Params kinds[] = {{{"compressor", "none"}}, {{"compressor", "fp16"}}, {{"compressor", "bf16"}},
+                          {{"compressor", "onebit"}}, {{"compressor", "topk"}, {"k", "1"}},
+                          {{"compressor", "randomk"}, {"k", "1"}}, {{"compressor", "dithering"}, {"k", "4"}}};
+  for (const Params& p : kinds) {
+    auto c = make(p, 0);
+    ASSERT_NE(c, nullptr);
+    Buffer buf(c->maxCompressedBytes());
+    auto bytes = c->compress(std::span<const float>(), buf.span());
+    ASSERT_TRUE(bytes.isOk()) << c->name() << ": " << bytes.status().toString();
+    EXPECT_TRUE(c->decompress(buf.span().first(bytes.value()), std::span<float>()).isOk()) << c->name();
+  }
+}
+
 }  // namespace
 }  // namespace tsr::compress
