@@ -7,10 +7,13 @@ into shards (at most the interval I of them); shard t is averaged at step s when
 goes to the residual and the hook returns zeros for it; when the shard is next sent, the
 schedule's coefficient min(ef_init + floor(s / ef_ascend_steps) * ef_ascend_range, 1) of its
 residual goes along (the rest stays). I is given (interval=N) or, with interval=auto, measured
-over the first profile_steps steps, which average everything: I = ceil(CCR), the ratio of the
-step's communication (the union of the allreduces' busy spans) to its computation (the step's
-period less the communication left after the last bucket was handed over), the largest over
-the ranks. The same logic in C++ is algorithms/covap/covap_logic.h (the trainer-driven form).
+over the first profile_steps steps, which average everything: I = ceil(CCR), the ratio of a
+step's communication (the union of its allreduces' busy spans) to its computation (the step's
+period, from its first bucket to the next step's, less the communication left after its last
+bucket was handed over), the largest over the profiled steps and the ranks. Each step is
+measured on its own: over several steps at once, the earlier steps' waits for communication
+would count as computation. The same logic in C++ is algorithms/covap/covap_logic.h (the
+trainer-driven form).
 """
 import math
 import threading
@@ -120,12 +123,13 @@ class CovapState:
         request = self.comm.allreduce(data, op="avg", async_op=True)
         if profile:
             self.profiled += 1
-            request.then(lambda result, error: self._record(posted))
+            step = self.step
+            request.then(lambda result, error: self._record(step, posted))
         return request.get_future()
 
-    def _record(self, posted):
+    def _record(self, step, posted):
         with self.lock:
-            self.spans.append((posted, time.perf_counter()))
+            self.spans.append((step, posted, time.perf_counter()))
 
     def _filtered(self, index, buf):
         residual = self.residual[index]
@@ -156,25 +160,44 @@ class CovapState:
         while len(self.spans) < self.profiled and time.perf_counter() < deadline:
             time.sleep(0.0005)
         with self.lock:
-            spans = sorted(self.spans)
+            spans = list(self.spans)
+        ccr = torch.tensor([ccr_from_profile(spans)], dtype=torch.float64)
+        self.comm.allreduce(ccr, op="max")
+        self.ccr = float(ccr.item())
+        interval = max(1, math.ceil(self.ccr))
+        self.interval = min(interval, self.max_interval) if self.max_interval else interval
+        self.shards = None
+
+
+def ccr_from_profile(spans):
+    """The largest communication-to-computation ratio over the profiled steps, from the
+    (step, posted, ended) of each allreduce. A step's period runs from its first allreduce's
+    posting to the next step's (the last step has no next and gives no figure, unless it is
+    the only one: then its period is its span)."""
+    by_step = {}
+    for step, start, stop in spans:
+        by_step.setdefault(step, []).append((start, stop))
+    steps = sorted(by_step)
+    ratios = []
+    for i, step in enumerate(steps):
+        own = sorted(by_step[step])
+        if i + 1 < len(steps):
+            period = min(start for start, _ in by_step[steps[i + 1]]) - own[0][0]
+        elif len(steps) == 1:
+            period = max(stop for _, stop in own) - own[0][0]
+        else:
+            continue
         busy, end = 0.0, None
-        for start, stop in spans:
+        for start, stop in own:
             if end is None or start > end:
                 busy += stop - start
                 end = stop
             elif stop > end:
                 busy += stop - end
                 end = stop
-        first = spans[0][0] if spans else 0.0
-        tail = (spans[-1][1] - max(s for s, _ in spans)) if spans else 0.0
-        period = (spans[-1][1] - first) if spans else 0.0
-        comp = max(period - tail, 1e-9)
-        ccr = torch.tensor([busy / comp], dtype=torch.float64)
-        self.comm.allreduce(ccr, op="max")
-        self.ccr = float(ccr.item())
-        interval = max(1, math.ceil(self.ccr))
-        self.interval = min(interval, self.max_interval) if self.max_interval else interval
-        self.shards = None
+        tail = max(stop for _, stop in own) - max(start for start, _ in own)
+        ratios.append(busy / max(period - tail, 1e-9))
+    return max(ratios, default=0.0)
 
 
 def _all_done(requests, buf):
