@@ -30,6 +30,12 @@ for comp, comm, overlap in ((0.5, 0.6, 0.2), (0.5, 1.5, 0.3), (1.0, 0.4, 0.4), (
 two, six = ccr_from_profile(steps(2, 0.5, 1.5, 0.3)), ccr_from_profile(steps(6, 0.5, 1.5, 0.3))
 if abs(two - six) > 1e-9:
     failures.append(f"the ratio changes with the number of steps profiled: {two:.4f} vs {six:.4f}")
+# The first step is a warm-up (DDP builds its buckets, the first collectives connect): a slow
+# one must not set the interval.
+warm = steps(5, 0.5, 0.6, 0.2)
+warm[1] = (0, warm[1][1], warm[1][2] + 3.0)
+if abs(ccr_from_profile(warm) - 1.2) > 1e-9:
+    failures.append(f"a slow first step sets the ratio: {ccr_from_profile(warm):.4f}, want 1.2")
 if ccr_from_profile([]) != 0.0:
     failures.append("no profile must give 0")
 print("\n".join(failures) or "covap profile: OK")

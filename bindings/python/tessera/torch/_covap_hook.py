@@ -10,7 +10,8 @@ residual goes along (the rest stays). I is given (interval=N) or, with interval=
 over the first profile_steps steps, which average everything: I = ceil(CCR), the ratio of a
 step's communication (the union of its allreduces' busy spans) to its computation (the step's
 period, from its first bucket to the next step's, less the communication left after its last
-bucket was handed over), the largest over the profiled steps and the ranks. Each step is
+bucket was handed over), the median over the profiled steps after the first (a warm-up), the
+largest over the ranks. Each step is
 measured on its own: over several steps at once, the earlier steps' waits for communication
 would count as computation. The same logic in C++ is algorithms/covap/covap_logic.h (the
 trainer-driven form).
@@ -22,7 +23,7 @@ import time
 import torch
 
 
-def _parse(interval="auto", profile_steps=3, ef_init=0.1, ef_ascend_steps=100, ef_ascend_range=0.1,
+def _parse(interval="auto", profile_steps=5, ef_init=0.1, ef_ascend_steps=100, ef_ascend_range=0.1,
            max_interval=0, **unknown):
     if unknown:
         key, value = next(iter(unknown.items()))
@@ -170,8 +171,8 @@ class CovapState:
 
 
 def ccr_from_profile(spans):
-    """The largest communication-to-computation ratio over the profiled steps, from the
-    (step, posted, ended) of each allreduce. A step's period runs from its first allreduce's
+    """The communication-to-computation ratio of the profiled steps (the median of those after
+    the first), from the (step, posted, ended) of each allreduce. A step's period runs from its first allreduce's
     posting to the next step's (the last step has no next and gives no figure, unless it is
     the only one: then its period is its span)."""
     by_step = {}
@@ -197,7 +198,11 @@ def ccr_from_profile(spans):
                 end = stop
         tail = max(stop for _, stop in own) - max(start for start, _ in own)
         ratios.append(busy / max(period - tail, 1e-9))
-    return max(ratios, default=0.0)
+    # The first step is a warm-up (DDP builds its buckets, the first collectives connect): it
+    # counts only when it is all there is. The median of the rest resists one slow step.
+    if len(ratios) > 1:
+        ratios = sorted(ratios[1:])
+    return ratios[len(ratios) // 2] if ratios else 0.0
 
 
 def _all_done(requests, buf):
