@@ -58,9 +58,10 @@ def plot(runs, out, title):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5))
-    for label, rows in runs.items():
+    colours = plt.get_cmap("tab20").colors  # more runs than the default cycle's 10 colours
+    for i, (label, rows) in enumerate(runs.items()):
         ax.plot([0] + [r["wall_s"] for r in rows], [10.0] + [r["test_accuracy"] for r in rows], marker="o",
-                label=label, linestyle="--" if label.startswith("gloo") else "-")
+                label=label, color=colours[i % len(colours)], linestyle="--" if label.startswith("gloo") else "-")
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title)
