@@ -47,8 +47,10 @@ for t in "${targets[@]}"; do
   log=$build/fuzz-$name.log
   echo "== $t (${seconds}s)"
   # The repository's seeds are read, never written: what the run finds goes to $corpus.
-  # -timeout is wall-clock: generous, so that a loaded machine does not report a hang.
+  # -timeout is wall-clock: generous, so that a loaded machine does not report a hang. The
+  # seed is fixed (TSR_FUZZ_SEED, 0: random) so that a short run tries the same inputs each time.
   if "$build/bin/$t" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+       -seed="${TSR_FUZZ_SEED:-1}" \
        -artifact_prefix="$artifacts/" "$corpus" "$root/fuzz/corpus/$name" >"$log" 2>&1; then
     status=ok
   else
