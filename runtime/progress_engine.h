@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
+#include "algorithms/team/request.h"
 #include "runtime/control_message.h"
 #include "runtime/neighbour_watch.h"
-#include "runtime/request.h"
 #include "transport/transport.h"
 
 namespace tsr::runtime {
@@ -46,6 +46,7 @@ struct EngineOptions {
   bool sleepWhileWaiting = false;
 };
 
+using algorithms::Request;
 using algorithms::TaskFactory;
 
 struct Submission {
@@ -59,10 +60,10 @@ struct Submission {
   uint32_t seqSpan = 1;
 };
 
-class ProgressEngine {
+class ProgressEngine final : public algorithms::RequestDriver {
  public:
   ProgressEngine(transport::Transport& transport, EngineOptions options);
-  ~ProgressEngine();
+  ~ProgressEngine() override;
   // Stops the thread; pending collectives fail with kAborted. Call before destroying the
   // transport; destroy the engine after it (transport callbacks still write completions).
   void stop();
@@ -75,10 +76,10 @@ class ProgressEngine {
   Status health() const;
   // Drives the engine on the calling thread until `request` is done (the progress thread
   // parks meanwhile), or until the engine stops (which completes every request). Used by
-  // Request::wait().
-  void driveUntilDone(const Request& request);
+  // Request::wait() through RequestDriver.
+  void driveUntilDone(const Request& request) override;
   // One turn on the calling thread if nobody else drives (Request::test()).
-  void driveOnce();
+  void driveOnce() override;
 
  private:
   struct Active {
