@@ -121,7 +121,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   bool hostPerRank = static_cast<int>(hostMap.hosts.size()) == size_;
   hostDense_ = dense_;
   hostDense_.reduceOnArrival = arrival == "on" || (arrival == "auto" && hostPerRank);
-  SelectorSetup setup{rank_, size_, hostDense_, torusGrid_, torusWhyNot_, {}, config.get("TSR_ALGO")};
+  algorithms::SelectorSetup setup{rank_, size_, hostDense_, torusGrid_, torusWhyNot_, {}, config.get("TSR_ALGO")};
   setup.shape.size = size_;
   setup.shape.hosts = static_cast<int>(hostMap.hosts.size());
   for (int n : hostMap.localSize) setup.shape.ranksPerHost = std::max(setup.shape.ranksPerHost, n);

@@ -4,7 +4,8 @@
 // runtime/bootstrap), exchanges its UCX address and host, connects endpoints and starts its
 // progress thread. Collectives are non-blocking: each returns a Request; the blocking forms
 // wait on it. All ranks must call collectives in the same order with matching arguments;
-// when they do not, every rank gets TSR_ERR_MISMATCH.
+// when they do not, every rank gets TSR_ERR_MISMATCH. It is the algorithm families' Team
+// (algorithms/team/team.h).
 #pragma once
 
 #include <atomic>
@@ -18,19 +19,23 @@
 #include <vector>
 
 #include "algorithms/dense/dense_plans.h"
+#include "algorithms/dense/dense_selector.h"
 #include "algorithms/dense/shm_board_collective.h"
 #include "algorithms/dense/shm_staging.h"
 #include "algorithms/dense/shm_staged_layout.h"
+#include "algorithms/plan/task.h"
+#include "algorithms/team/request.h"
+#include "algorithms/team/team.h"
 #include "base/dtype.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
-#include "runtime/dense_selector.h"
-#include "algorithms/plan/task.h"
-#include "runtime/request.h"
 #include "transport/transport.h"
 
 namespace tsr::transport {
 class UcxTransport;
+}
+namespace tsr::algorithms {
+class DeviceCopier;
 }
 
 namespace tsr::runtime {
@@ -41,12 +46,15 @@ struct Submission;
 class ScratchPool;
 class ShmSegment;
 class DenseStaging;
-class DeviceCopier;
 
-using RequestPtr = std::shared_ptr<Request>;
+using algorithms::DenseSelector;
+using algorithms::DeviceCopier;
+using algorithms::Request;
+using algorithms::RequestPtr;
 using algorithms::TaskFactory;
 
-class Communicator {
+// final: the runtime's own calls through Communicator& bind statically.
+class Communicator final : public algorithms::Team {
  public:
   // From the process environment (tsrun, Open MPI, Slurm, torchrun variables).
   static Result<std::unique_ptr<Communicator>> createFromEnvironment();
@@ -57,17 +65,17 @@ class Communicator {
   using TransportWrapper = std::function<std::unique_ptr<transport::Transport>(transport::Transport& ucx)>;
   static Result<std::unique_ptr<Communicator>> create(const LaunchInfo& launch, const Config& config,
                                                       TransportWrapper wrap);
-  ~Communicator();
+  ~Communicator() override;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   int localRank() const { return localRank_; }
   int localSize() const { return localSize_; }
   const std::string& hostOf(int rank) const { return hosts_.at(rank); }
   const Config& config() const { return config_; }
 
   Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype,
-                               ReduceOp op);
+                               ReduceOp op) override;
   Result<RequestPtr> allgather(const void* input, void* output, size_t countPerRank, DataType dtype);
   Result<RequestPtr> reduceScatter(const void* input, void* output, size_t countPerRank,
                                    DataType dtype, ReduceOp op);
@@ -79,27 +87,27 @@ class Communicator {
   // numbers. Every rank must submit its tasks and collectives in the same order.
   // `keepAlive` (buffers, state) lives until the task no longer touches memory.
   Result<RequestPtr> submitTask(TaskFactory make, uint32_t seqSpan = 1,
-                                std::shared_ptr<void> keepAlive = nullptr);
+                                std::shared_ptr<void> keepAlive = nullptr) override;
   // Runs a plan built outside the communicator (compressed collectives such as Marsit) on
   // input/output; rngSeed and rngStep key the plan's random merges. Same ordering rule.
   Result<RequestPtr> submitPlan(std::shared_ptr<const algorithms::Plan> plan, const void* input,
-                                void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
+                                void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0) override;
   // This communicator's ring order and chunking, for plan builders outside it.
-  const algorithms::DenseOptions& denseOptions() const { return dense_; }
+  const algorithms::DenseOptions& denseOptions() const override { return dense_; }
   // The options of this communicator's own dense collectives (host buffers only): dense_
   // plus whether the ring reduces on arrival (TSR_ARRIVAL_REDUCE).
   const algorithms::DenseOptions& hostDenseOptions() const { return hostDense_; }
   // Hosts: hostOf(r) is rank r's hostname, hostIdOf(r) its machine identity (same value =
   // same machine).
-  const std::string& hostIdOf(int rank) const { return hostIds_.at(rank); }
+  const std::string& hostIdOf(int rank) const override { return hostIds_.at(rank); }
   // The ring the ring algorithms use (topology/host_map.h ringOrder): ranks of one host
   // adjacent, ordered by locality inside a host.
-  const std::vector<int>& ringOrder() const { return dense_.order; }
+  const std::vector<int>& ringOrder() const override { return dense_.order; }
   // The 2D torus (grid[row][col] = rank, a row per host) that TSR_ALGO=torus uses; empty when
   // the job has none (prime N, unequal hosts).
-  const std::vector<std::vector<int>>& torusGrid() const { return torusGrid_; }
+  const std::vector<std::vector<int>>& torusGrid() const override { return torusGrid_; }
   // Why the job has no torus (empty when it has one).
-  const std::string& torusWhyNot() const { return torusWhyNot_; }
+  const std::string& torusWhyNot() const override { return torusWhyNot_; }
 
   // The memory the caller's buffers live in, for the dense collectives that follow (host by
   // default). kCuda: each dense collective copies its device input to pinned host memory,
@@ -111,7 +119,7 @@ class Communicator {
   Status useDeviceCopier(std::unique_ptr<DeviceCopier> copier);
   transport::MemoryType bufferMemory() const { return bufferMemory_; }
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
-  bool transportMovesCuda() const;
+  bool transportMovesCuda() const override;
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

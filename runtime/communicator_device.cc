@@ -25,7 +25,7 @@ Status Communicator::setBufferMemory(transport::MemoryType memory) {
       return Status::ok();
     }
   }
-  auto copier = openCudaCopier();
+  auto copier = algorithms::openCudaCopier();
   if (!copier.isOk())
     return Status(Code::kNotSupported,
                   "rank " + std::to_string(rank_) +

@@ -9,7 +9,7 @@
 // kKeptPinnedBytes. The copier is shared by the communicator's collectives, all run by the
 // progress engine one turn at a time. Status on a GPU: docs/gpu.md. The
 // orchestration is tested with a host-memcpy fake
-// (runtime/tests/fake_copier.h).
+// (algorithms/team/tests/fake_copier.h).
 #pragma once
 
 #include <functional>
@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
-#include "runtime/device_copier.h"
+#include "algorithms/team/device_copier.h"
 
 namespace tsr::runtime {
+
+using algorithms::DeviceCopier;
 
 class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
  public:

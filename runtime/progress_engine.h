@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "algorithms/plan/executor.h"
+#include "algorithms/team/request.h"
 #include "base/log_rate_limit.h"
 #include "runtime/control_auth.h"
 #include "runtime/control_message.h"
 #include "runtime/neighbour_watch.h"
-#include "runtime/request.h"
 #include "transport/transport.h"
 
 namespace tsr::runtime {
@@ -51,6 +51,7 @@ struct EngineOptions {
   Digest controlKey{};
 };
 
+using algorithms::Request;
 using algorithms::TaskFactory;
 
 struct Submission {
@@ -64,10 +65,10 @@ struct Submission {
   uint32_t seqSpan = 1;
 };
 
-class ProgressEngine {
+class ProgressEngine final : public algorithms::RequestDriver {
  public:
   ProgressEngine(transport::Transport& transport, EngineOptions options);
-  ~ProgressEngine();
+  ~ProgressEngine() override;
   // Stops the thread; pending collectives fail with kAborted. Call before destroying the
   // transport; destroy the engine after it (transport callbacks still write completions).
   void stop();
@@ -80,10 +81,10 @@ class ProgressEngine {
   Status health() const;
   // Drives the engine on the calling thread until `request` is done (the progress thread
   // parks meanwhile), or until the engine stops (which completes every request). Used by
-  // Request::wait().
-  void driveUntilDone(const Request& request);
+  // Request::wait() through RequestDriver.
+  void driveUntilDone(const Request& request) override;
   // One turn on the calling thread if nobody else drives (Request::test()).
-  void driveOnce();
+  void driveOnce() override;
 
  private:
   struct Active {

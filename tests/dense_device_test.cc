@@ -7,8 +7,8 @@
 
 #include <numeric>
 
+#include "algorithms/team/tests/fake_copier.h"
 #include "runtime/communicator.h"
-#include "runtime/tests/fake_copier.h"
 #include "tests/support/thread_world.h"
 
 namespace tsr {

@@ -10,8 +10,8 @@
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/spardl/spardl.h"
-#include "runtime/device_staging.h"
-#include "runtime/tests/fake_copier.h"
+#include "algorithms/team/device_staging.h"
+#include "algorithms/team/tests/fake_copier.h"
 #include "tests/support/thread_world.h"
 
 namespace tsr {
@@ -24,8 +24,8 @@ float inputOf(int rank, size_t j, int step) {
   return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank);
 }
 
-std::shared_ptr<runtime::DeviceStaging> fakeStaging(const std::string& name, const std::shared_ptr<testing::FakeCopierLog>& log) {
-  auto made = runtime::DeviceStaging::create(std::make_unique<testing::FakeCopier>(log), name, kCount);
+std::shared_ptr<algorithms::DeviceStaging> fakeStaging(const std::string& name, const std::shared_ptr<testing::FakeCopierLog>& log) {
+  auto made = algorithms::DeviceStaging::create(std::make_unique<testing::FakeCopier>(log), name, kCount);
   EXPECT_TRUE(made.isOk()) << made.status().toString();
   return made.take();
 }

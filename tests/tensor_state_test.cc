@@ -30,7 +30,7 @@ struct AnyTensor {
   std::function<Status(float*)> allreduce;
   std::function<std::vector<float>()> residual;
   std::function<Status(const float*)> setResidual;
-  std::function<Status(runtime::ResultScale)> setResultScale;
+  std::function<Status(algorithms::ResultScale)> setResultScale;
 };
 
 template <typename T>
@@ -44,7 +44,7 @@ AnyTensor wrap(std::shared_ptr<T> t, size_t d) {
     return r;
   };
   a.setResidual = [t](const float* v) { return t->setResidual(v); };
-  a.setResultScale = [t](runtime::ResultScale s) { return t->setResultScale(s); };
+  a.setResultScale = [t](algorithms::ResultScale s) { return t->setResultScale(s); };
   return a;
 }
 
@@ -161,14 +161,14 @@ TEST(TensorState, ResultScaleGivesTheOtherKind) {
   testing::runRanks(n, [&](runtime::Communicator& comm) {
     const int me = comm.rank();
     auto run = [&](const std::string& algorithm, const std::string& name, const Params& p,
-                   runtime::ResultScale scale, std::vector<float>& into) {
+                   algorithms::ResultScale scale, std::vector<float>& into) {
       AnyTensor t = make(comm, algorithm, name, d, p);
       ASSERT_TRUE(t.setResultScale(scale).isOk());
       into.resize(d);
       for (size_t j = 0; j < d; ++j) into[j] = inputOf(me, j, 0);
       ASSERT_TRUE(t.allreduce(into.data()).isOk());
     };
-    using runtime::ResultScale;
+    using algorithms::ResultScale;
     run("marsit", "m1", {{"seed", "9"}}, ResultScale::kNone, marsitAvg[me]);
     run("marsit", "m2", {{"seed", "9"}}, ResultScale::kTimesRanks, marsitSum[me]);
     run("spardl", "s1", {{"density", "1"}}, ResultScale::kNone, spardlSum[me]);

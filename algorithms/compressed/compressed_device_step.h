@@ -1,5 +1,5 @@
 // One flat CompressedTensor step on device memory: the direct device path
-// (runtime/device_path.h), taken when the transport moves CUDA memory and the tensor's
+// (algorithms/team/device_path.h), taken when the transport moves CUDA memory and the tensor's
 // compressor has a device form (device_codec.h). The same two runs as the host step
 // (compressed_step.h):
 //   seq:   allreduce of [ranks with NaN/Inf in g] (host scalars: the scan runs on the device);
@@ -50,7 +50,7 @@ class CompressedDeviceStepTask final : public FlatStepSequence {
 };
 
 // Ok when g holds the tensor's count floats in the direct path's device memory; else the error
-// names the tensor, the rank and the kernels (runtime/tensor_step.h calls it).
+// names the tensor, the rank and the kernels (algorithms/team/tensor_step.h calls it).
 Status checkDirect(const CompressedState& s, const float* g);
 
 }  // namespace tsr::compressed

@@ -38,7 +38,7 @@ compress::Params shardParams(const compress::Params& kv, size_t shardReal, size_
   return out;
 }
 
-Status setUpTwoLevel(CompressedState& s, runtime::Communicator& comm, DataType intraType,
+Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraType,
                      const compress::Params& kv) {
   const std::string intraName = intraType == DataType::kF16 ? "fp16" : "none";
   const auto& grid = comm.torusGrid();

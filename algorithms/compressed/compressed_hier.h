@@ -23,7 +23,7 @@
 
 #include "algorithms/compress/registry.h"
 #include "algorithms/dense/host_grid_plans.h"
-#include "runtime/communicator.h"
+#include "algorithms/team/team.h"
 
 namespace tsr::compressed {
 
@@ -60,7 +60,7 @@ compress::Params shardParams(const compress::Params& kv, size_t shardReal, size_
 // Fills s (whose name, count, rank and size are set) for the two-level schedule: the shard's
 // compressor, slots, plans and buffers. NotSupported when the job has no host grid (unequal
 // hosts, a prime N on one host), naming why.
-Status setUpTwoLevel(CompressedState& s, runtime::Communicator& comm, DataType intraType,
+Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraType,
                      const compress::Params& kv);
 
 // What this rank keeps back, count floats: q + X * (EF error of the shard) at the shard.

@@ -1,5 +1,5 @@
 // One two-level compressed step (compressed_hier.h) on device memory: the direct device path
-// (runtime/device_path.h) for intra=none|fp16, the stages of compressed_hier_step.h with every
+// (algorithms/team/device_path.h) for intra=none|fp16, the stages of compressed_hier_step.h with every
 // vector where the tensor's StepKernels run:
 //   seq:   x = g + q, the f16 cast and what it drops (q' = x - f16(x)) on the device, the row
 //          ring's average with RunBuffers::memory = kCuda (f16 or f32 reduce and divide);

@@ -13,9 +13,9 @@
 #include "algorithms/compress/compressor.h"
 #include "algorithms/compressed/compressed_step_sequence.h"
 #include "algorithms/plan/executor.h"
-#include "runtime/communicator.h"
-#include "runtime/device_staging.h"
-#include "runtime/result_scale.h"
+#include "algorithms/team/device_staging.h"
+#include "algorithms/team/result_scale.h"
+#include "algorithms/team/team.h"
 
 namespace tsr::compressed {
 
@@ -36,9 +36,9 @@ struct CompressedState {
   std::vector<uint64_t> flagScratch, gatherScratch;
   double flagIn[2] = {0, 0}, flagOut[2] = {0, 0};
   uint64_t step = 0;
-  runtime::RequestPtr pending;
-  runtime::ResultScale resultScale = runtime::ResultScale::kNone;  // op= (runtime/result_scale.h)
-  std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  algorithms::RequestPtr pending;
+  algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
+  std::shared_ptr<algorithms::DeviceStaging> staging;  // device tensors only (memory=cuda)
   std::shared_ptr<CompressedDevice> device;         // the direct device path (flat or two-level)
   float* g = nullptr;
   size_t badIndex = 0;

@@ -10,8 +10,8 @@
 #include "algorithms/compressed/compressed_hier_device_step.h"
 #include "algorithms/compressed/compressed_hier_step.h"
 #include "algorithms/compressed/compressed_step.h"
-#include "runtime/device_path.h"
-#include "runtime/tensor_step.h"
+#include "algorithms/team/device_path.h"
+#include "algorithms/team/tensor_step.h"
 
 namespace tsr::compressed {
 
@@ -23,7 +23,7 @@ std::vector<uint64_t> scratchFor(const algorithms::Plan& plan) {
 
 }  // namespace
 
-Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(runtime::Communicator& comm, std::string name,
+Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(algorithms::Team& comm, std::string name,
                                                                    size_t count,
                                                                    const std::map<std::string, std::string>& params) {
   const std::string who = "compressed tensor " + name + ": ";
@@ -79,14 +79,14 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(runtime::Comm
   return std::unique_ptr<CompressedTensor>(new CompressedTensor(comm, std::move(s)));
 }
 
-CompressedTensor::CompressedTensor(runtime::Communicator& comm, std::shared_ptr<CompressedState> state)
+CompressedTensor::CompressedTensor(algorithms::Team& comm, std::shared_ptr<CompressedState> state)
     : comm_(comm), state_(std::move(state)) {}
 CompressedTensor::~CompressedTensor() = default;
 
-Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
+Result<algorithms::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
   // Sequence numbers: the NaN flag, then the all-gather of payloads; two-level: the host
   // average, the flag, the column gather of payloads, the row gather of blocks.
-  return runtime::submitTensorStep(comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
+  return algorithms::submitTensorStep(comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
                                    [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
                                      if (state->hier && state->device)
                                        return std::unique_ptr<algorithms::Task>(
@@ -100,15 +100,15 @@ Result<runtime::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
 }
 
 Status CompressedTensor::allreduce(float* g) {
-  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, allreduceAsync(g));
+  TSR_ASSIGN_OR_RETURN(algorithms::RequestPtr request, allreduceAsync(g));
   return request->wait();
 }
 
-Status CompressedTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+Status CompressedTensor::setStaging(std::shared_ptr<algorithms::DeviceStaging> staging) {
   if (state_->device && staging)
     return Status(Code::kInvalidArgument, "compressed tensor " + state_->name + ": it runs on the direct device path; "
                                           "its compressor state lives on the device and cannot be staged");
-  return runtime::setTensorStaging(*state_, "compressed tensor", std::move(staging));
+  return algorithms::setTensorStaging(*state_, "compressed tensor", std::move(staging));
 }
 
 namespace {
@@ -122,17 +122,18 @@ std::string noDirectStep(const CompressedState& s) {
 
 Status CompressedTensor::setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels) {
   CompressedState& s = *state_;
-  TSR_RETURN_IF_ERROR(runtime::checkDirectSwitch(s, "compressed tensor", kernels != nullptr, noDirectStep(s)));
+  TSR_RETURN_IF_ERROR(algorithms::checkDirectSwitch(s, "compressed tensor", kernels != nullptr, noDirectStep(s)));
   TSR_ASSIGN_OR_RETURN(s.device, CompressedDevice::create(std::move(kernels), s));
   return Status::ok();
 }
 
-Result<std::string> CompressedTensor::useDeviceMemory(const runtime::DeviceOpeners& open) {
-  return runtime::useTensorDeviceMemory(*this, state_->name, comm_.transportMovesCuda(), noDirectStep(*state_), open);
+Result<std::string> CompressedTensor::useDeviceMemory(const algorithms::DeviceOpeners& open) {
+  return algorithms::useTensorDeviceMemory(*this, state_->name, comm_.transportMovesCuda(), noDirectStep(*state_),
+                                           open);
 }
 
 bool CompressedTensor::directDevice() const { return state_->device != nullptr; }
-bool CompressedTensor::busy() const { return runtime::stepPending(*state_); }
+bool CompressedTensor::busy() const { return algorithms::stepPending(*state_); }
 uint64_t CompressedTensor::step() const { return state_->step; }
 const std::string& CompressedTensor::algorithm() const { return state_->algorithm; }
 size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }
@@ -151,7 +152,7 @@ void CompressedTensor::residual(float* out) const {
 
 Status CompressedTensor::setResidual(const float* values) {
   CompressedState& s = *state_;
-  TSR_RETURN_IF_ERROR(runtime::checkResidualReplace(s, "compressed tensor"));
+  TSR_RETURN_IF_ERROR(algorithms::checkResidualReplace(s, "compressed tensor"));
   if (s.hier) {
     CompressedHier& h = *s.hier;
     std::copy_n(values, s.count, h.intraResidual.begin());
@@ -166,8 +167,8 @@ Status CompressedTensor::setResidual(const float* values) {
                                         "zeros can be set; declare it with error feedback (the default) to carry one");
 }
 
-Status CompressedTensor::setResultScale(runtime::ResultScale scale) {
-  return runtime::setTensorResultScale(*state_, "compressed tensor", scale);
+Status CompressedTensor::setResultScale(algorithms::ResultScale scale) {
+  return algorithms::setTensorResultScale(*state_, "compressed tensor", scale);
 }
 
 void CompressedTensor::momentum(float* out) const {

@@ -20,23 +20,21 @@
 // Device tensors (memory=cuda, useDeviceMemory): a tensor whose compressor has a device form
 // runs its whole step on the device when the transport moves CUDA memory (flat:
 // compressed_device_step.h; two-level: compressed_hier_device_step.h); otherwise it stages
-// (runtime/device_staging.h). Both are tested with a fake device; on a GPU: docs/gpu.md.
+// (algorithms/team/device_staging.h). Both are tested with a fake device; on a GPU: docs/gpu.md.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
 
-#include "runtime/communicator.h"
-#include "runtime/result_scale.h"
+#include "algorithms/team/result_scale.h"
+#include "algorithms/team/team.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 class DeviceStaging;
 struct DeviceOpeners;
-}  // namespace tsr::runtime
-namespace tsr::algorithms {
 class StepKernels;
-}
+}  // namespace tsr::algorithms
 
 namespace tsr::compressed {
 
@@ -44,25 +42,25 @@ struct CompressedState;
 
 class CompressedTensor {
  public:
-  static Result<std::unique_ptr<CompressedTensor>> create(runtime::Communicator& comm, std::string name,
+  static Result<std::unique_ptr<CompressedTensor>> create(algorithms::Team& comm, std::string name,
                                                           size_t count,
                                                           const std::map<std::string, std::string>& params);
   ~CompressedTensor();
   // Collective: replaces g (count floats) by the average of every rank's decompressed payload.
   Status allreduce(float* g);
   // Non-blocking: g untouched until the request is done; one step at a time.
-  Result<runtime::RequestPtr> allreduceAsync(float* g);
+  Result<algorithms::RequestPtr> allreduceAsync(float* g);
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
-  // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
-  Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
+  // (algorithms/team/device_staging.h); null returns to host buffers. Not while a step is pending.
+  Status setStaging(std::shared_ptr<algorithms::DeviceStaging> staging);
   // The direct device path (compressed_device_step.h, compressed_hier_device_step.h): later
   // steps take pointers into the kernels' memory and run there, compressor state included.
   // Tensors whose compressor has a device form only (device_codec.h); before the first step.
   Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);
   // A memory=cuda tensor: the direct path when the transport moves CUDA memory and the tensor
   // has a device step, else staging; opens what that path needs through `open`. Returns the
-  // log line saying which path and why (runtime/device_path.h).
-  Result<std::string> useDeviceMemory(const runtime::DeviceOpeners& open);
+  // log line saying which path and why (algorithms/team/device_path.h).
+  Result<std::string> useDeviceMemory(const algorithms::DeviceOpeners& open);
   bool directDevice() const;
   bool busy() const;
   uint64_t step() const;
@@ -81,8 +79,8 @@ class CompressedTensor {
   // to g, intra=none too, once) and the shard's error restarts at zero. Not while a step is
   // pending, nor on the direct device path.
   Status setResidual(const float* values);
-  // op= the caller declared, when it is the sum (runtime/result_scale.h).
-  Status setResultScale(runtime::ResultScale scale);
+  // op= the caller declared, when it is the sum (algorithms/team/result_scale.h).
+  Status setResultScale(algorithms::ResultScale scale);
   // Flat with momentum=nesterov: the momentum (count floats; read from the device on the
   // direct path); zeros otherwise.
   void momentum(float* out) const;
@@ -90,8 +88,8 @@ class CompressedTensor {
   size_t slotBytes() const;
 
  private:
-  CompressedTensor(runtime::Communicator& comm, std::shared_ptr<CompressedState> state);
-  runtime::Communicator& comm_;
+  CompressedTensor(algorithms::Team& comm, std::shared_ptr<CompressedState> state);
+  algorithms::Team& comm_;
   std::shared_ptr<CompressedState> state_;
 };
 

@@ -11,7 +11,7 @@
 // randomk, onebit, dithering with either normalization: the L2 norm's sum of squares runs in
 // the CPU's block order, kernels::ditherSumSquares); with or without ef=vanilla and
 // momentum=nesterov. Anything else answers noDeviceForm() with why, and the tensor stages
-// (runtime/device_path.h). A sparse payload's 8-byte header is written from and
+// (algorithms/team/device_path.h). A sparse payload's 8-byte header is written from and
 // read into the host (its k and step drive the kernels). As on the host, a stage whose input
 // is not finite (g + e or the shifted gradient overflowing) fails naming it, state unchanged.
 #pragma once

@@ -7,7 +7,7 @@
 
 namespace tsr::covap {
 
-Result<std::unique_ptr<Covap>> Covap::create(runtime::Communicator& comm,
+Result<std::unique_ptr<Covap>> Covap::create(algorithms::Team& comm,
                                              const std::map<std::string, std::string>& params,
                                              std::vector<size_t> bucketCounts) {
   TSR_ASSIGN_OR_RETURN(Params p, parseParams(params));
@@ -15,7 +15,7 @@ Result<std::unique_ptr<Covap>> Covap::create(runtime::Communicator& comm,
   return std::unique_ptr<Covap>(new Covap(comm, p, std::move(bucketCounts)));
 }
 
-Covap::Covap(runtime::Communicator& comm, Params p, std::vector<size_t> counts)
+Covap::Covap(algorithms::Team& comm, Params p, std::vector<size_t> counts)
     : comm_(comm), params_(p), counts_(std::move(counts)) {
   for (size_t c : counts_) residual_.emplace_back(c, 0.0f);
   interval_ = params_.interval > 0 ? params_.interval : 1;  // auto: profile with I = 1 first

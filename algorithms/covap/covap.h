@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "algorithms/covap/covap_logic.h"
-#include "runtime/communicator.h"
+#include "algorithms/team/team.h"
 
 namespace tsr::covap {
 
 class Covap {
  public:
-  static Result<std::unique_ptr<Covap>> create(runtime::Communicator& comm,
+  static Result<std::unique_ptr<Covap>> create(algorithms::Team& comm,
                                                const std::map<std::string, std::string>& params,
                                                std::vector<size_t> bucketCounts);
   // Starts a step's clock (call before the backward pass).
@@ -49,11 +49,11 @@ class Covap {
   size_t bucketCount() const { return counts_.size(); }
 
  private:
-  Covap(runtime::Communicator& comm, Params p, std::vector<size_t> counts);
+  Covap(algorithms::Team& comm, Params p, std::vector<size_t> counts);
   Status endProfile();
 
   using Clock = std::chrono::steady_clock;
-  runtime::Communicator& comm_;
+  algorithms::Team& comm_;
   Params params_;
   std::vector<size_t> counts_;
   std::vector<Shard> shards_;                      // for the current interval
@@ -63,7 +63,7 @@ class Covap {
   uint64_t step_ = 0;
   uint64_t bytesPosted_ = 0;
   struct Posted {
-    runtime::RequestPtr request;
+    algorithms::RequestPtr request;
     Clock::time_point start;
   };
   std::vector<Posted> posted_;

@@ -8,12 +8,12 @@
 #include "algorithms/marsit/marsit_hier_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_step.h"
-#include "runtime/device_path.h"
-#include "runtime/tensor_step.h"
+#include "algorithms/team/device_path.h"
+#include "algorithms/team/tensor_step.h"
 
 namespace tsr::marsit {
 
-Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator& comm, std::string name,
+Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(algorithms::Team& comm, std::string name,
                                                            size_t count,
                                                            const std::map<std::string, std::string>& params) {
   auto parsed = parseParams(params);
@@ -23,14 +23,14 @@ Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(runtime::Communicator
   return std::unique_ptr<MarsitTensor>(new MarsitTensor(comm, std::move(s)));
 }
 
-MarsitTensor::MarsitTensor(runtime::Communicator& comm, std::shared_ptr<MarsitState> state)
+MarsitTensor::MarsitTensor(algorithms::Team& comm, std::shared_ptr<MarsitState> state)
     : comm_(comm), state_(std::move(state)) {}
 MarsitTensor::~MarsitTensor() = default;
 
-Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
+Result<algorithms::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
   // Sequence numbers: the scalar allreduce and the bit plan run side by side; two-level runs
   // the intra-host average before them.
-  return runtime::submitTensorStep(
+  return algorithms::submitTensorStep(
       comm_, state_, "marsit tensor", g, state_->twoLevel ? 3 : 2,
       [](const std::shared_ptr<MarsitState>& state, const algorithms::TaskContext& ctx) {
         if (state->twoLevel && state->device)
@@ -42,15 +42,15 @@ Result<runtime::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
 }
 
 Status MarsitTensor::allreduce(float* g) {
-  TSR_ASSIGN_OR_RETURN(runtime::RequestPtr request, allreduceAsync(g));
+  TSR_ASSIGN_OR_RETURN(algorithms::RequestPtr request, allreduceAsync(g));
   return request->wait();
 }
 
-Status MarsitTensor::setStaging(std::shared_ptr<runtime::DeviceStaging> staging) {
+Status MarsitTensor::setStaging(std::shared_ptr<algorithms::DeviceStaging> staging) {
   if (state_->device && staging)
     return Status(Code::kInvalidArgument, "marsit tensor " + state_->name + ": it runs on the direct device path; "
                                           "its compensation lives on the device and cannot be staged");
-  return runtime::setTensorStaging(*state_, "marsit tensor", std::move(staging));
+  return algorithms::setTensorStaging(*state_, "marsit tensor", std::move(staging));
 }
 
 namespace {
@@ -61,17 +61,18 @@ std::string noDirectStep(const MarsitState&) { return ""; }
 
 Status MarsitTensor::setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels) {
   MarsitState& s = *state_;
-  TSR_RETURN_IF_ERROR(runtime::checkDirectSwitch(s, "marsit tensor", kernels != nullptr, noDirectStep(s)));
+  TSR_RETURN_IF_ERROR(algorithms::checkDirectSwitch(s, "marsit tensor", kernels != nullptr, noDirectStep(s)));
   TSR_ASSIGN_OR_RETURN(s.device, MarsitDeviceArrays::create(std::move(kernels), s));
   return Status::ok();
 }
 
-Result<std::string> MarsitTensor::useDeviceMemory(const runtime::DeviceOpeners& open) {
-  return runtime::useTensorDeviceMemory(*this, state_->name, comm_.transportMovesCuda(), noDirectStep(*state_), open);
+Result<std::string> MarsitTensor::useDeviceMemory(const algorithms::DeviceOpeners& open) {
+  return algorithms::useTensorDeviceMemory(*this, state_->name, comm_.transportMovesCuda(), noDirectStep(*state_),
+                                           open);
 }
 
 bool MarsitTensor::directDevice() const { return state_->device != nullptr; }
-bool MarsitTensor::busy() const { return runtime::stepPending(*state_); }
+bool MarsitTensor::busy() const { return algorithms::stepPending(*state_); }
 const std::vector<float>& MarsitTensor::compensation() const {
   MarsitState& s = *state_;
   if (s.device)  // the copy that residual() and callers read; the device holds the real one
@@ -101,7 +102,7 @@ void MarsitTensor::residual(float* out) const {
 }
 Status MarsitTensor::setResidual(const float* values) {
   MarsitState& s = *state_;
-  TSR_RETURN_IF_ERROR(runtime::checkResidualReplace(s, "marsit tensor"));
+  TSR_RETURN_IF_ERROR(algorithms::checkResidualReplace(s, "marsit tensor"));
   if (!s.twoLevel) {
     std::copy_n(values, s.count, s.comp.begin());
     return Status::ok();
@@ -111,8 +112,8 @@ Status MarsitTensor::setResidual(const float* values) {
   s.intraResidualOnce = s.intraType != DataType::kF16;
   return Status::ok();
 }
-Status MarsitTensor::setResultScale(runtime::ResultScale scale) {
-  return runtime::setTensorResultScale(*state_, "marsit tensor", scale);
+Status MarsitTensor::setResultScale(algorithms::ResultScale scale) {
+  return algorithms::setTensorResultScale(*state_, "marsit tensor", scale);
 }
 size_t MarsitTensor::shardOffset() const { return state_->twoLevel ? state_->hier.shardOffset : 0; }
 uint64_t MarsitTensor::step() const { return state_->step; }

@@ -29,16 +29,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/communicator.h"
-#include "runtime/result_scale.h"
+#include "algorithms/team/result_scale.h"
+#include "algorithms/team/team.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 class DeviceStaging;
 struct DeviceOpeners;
-}
-namespace tsr::algorithms {
 class StepKernels;
-}
+}  // namespace tsr::algorithms
 
 namespace tsr::marsit {
 
@@ -88,7 +86,7 @@ struct MarsitState;
 
 class MarsitTensor {
  public:
-  static Result<std::unique_ptr<MarsitTensor>> create(runtime::Communicator& comm, std::string name,
+  static Result<std::unique_ptr<MarsitTensor>> create(algorithms::Team& comm, std::string name,
                                                       size_t count,
                                                       const std::map<std::string, std::string>& params);
   ~MarsitTensor();
@@ -97,19 +95,19 @@ class MarsitTensor {
   Status allreduce(float* g);
   // Non-blocking form: g must stay untouched until the request is done. One step at a time
   // per tensor (a second call while one is pending is TSR_ERR_INVALID_ARGUMENT).
-  Result<runtime::RequestPtr> allreduceAsync(float* g);
+  Result<algorithms::RequestPtr> allreduceAsync(float* g);
 
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
-  // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
-  Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
+  // (algorithms/team/device_staging.h); null returns to host buffers. Not while a step is pending.
+  Status setStaging(std::shared_ptr<algorithms::DeviceStaging> staging);
   // The direct device path (marsit_device_step.h): later steps take device pointers and run
   // on `kernels`, compensation included, payloads handed to the transport as CUDA memory.
   // Ring, torus and two-level; before the first step (the compensation starts on the device).
   Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);
   // memory=cuda: the direct path when the communicator's transport moves CUDA memory (and the
   // topology has a device step), else staging; opens what that path needs through `open`.
-  // Returns the log line saying which path and why (runtime/device_path.h).
-  Result<std::string> useDeviceMemory(const runtime::DeviceOpeners& open);
+  // Returns the log line saying which path and why (algorithms/team/device_path.h).
+  Result<std::string> useDeviceMemory(const algorithms::DeviceOpeners& open);
   bool directDevice() const;
   // True while a step is pending.
   bool busy() const;
@@ -130,8 +128,8 @@ class MarsitTensor {
   // block's compensation restarts at zero; both reach the row's sum the same way. Not while a
   // step is pending, nor on the direct device path.
   Status setResidual(const float* values);
-  // op= the caller declared, when it is the sum (runtime/result_scale.h).
-  Status setResultScale(runtime::ResultScale scale);
+  // op= the caller declared, when it is the sum (algorithms/team/result_scale.h).
+  Status setResultScale(algorithms::ResultScale scale);
   uint64_t step() const;
   // The momentum mu handed to the optimizer (0: the output is the sign estimate itself) and
   // the elements that share one eta (the whole tensor when one eta serves it).
@@ -144,8 +142,8 @@ class MarsitTensor {
   const std::string& algorithm() const;
 
  private:
-  MarsitTensor(runtime::Communicator& comm, std::shared_ptr<MarsitState> state);
-  runtime::Communicator& comm_;
+  MarsitTensor(algorithms::Team& comm, std::shared_ptr<MarsitState> state);
+  algorithms::Team& comm_;
   std::shared_ptr<MarsitState> state_;
 };
 

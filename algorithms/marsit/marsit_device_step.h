@@ -1,4 +1,4 @@
-// One Marsit step on device memory: the direct device path (runtime/device_staging.h), taken
+// One Marsit step on device memory: the direct device path (algorithms/team/device_staging.h), taken
 // when the transport moves CUDA memory. The tensor's gradient, compensation, work vector,
 // packed bits and plan scratch all live where its StepKernels run (step_kernels.h); the bit
 // plan (ring or torus) and, every K steps, the full-precision plan run with
@@ -55,6 +55,6 @@ class MarsitDeviceStepTask final : public FlatMarsitSequence {
 
 namespace tsr::marsit {
 // Ok when g holds the tensor's count floats in the direct path's device memory; else the
-// error names the tensor, the rank and the kernels (runtime/tensor_step.h calls it).
+// error names the tensor, the rank and the kernels (algorithms/team/tensor_step.h calls it).
 Status checkDirect(const MarsitState& s, const float* g);
 }  // namespace tsr::marsit

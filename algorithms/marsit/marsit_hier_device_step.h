@@ -1,4 +1,4 @@
-// One two-level Marsit step on device memory (the direct device path, runtime/device_path.h):
+// One two-level Marsit step on device memory (the direct device path, algorithms/team/device_path.h):
 // the schedule of marsit_hier_step.h with every vector where the tensor's StepKernels run,
 //   stage 1 (seq):     x = g + r on the device, cast to the intra type there (r = x - f16(x),
 //                      StepKernels::castResidual), then the row reduce-scatter average with

@@ -22,8 +22,8 @@
 #include "algorithms/marsit/marsit_step_sequence.h"
 #include "algorithms/marsit/piecewise_prepare.h"
 #include "algorithms/plan/executor.h"
-#include "runtime/device_staging.h"
-#include "runtime/result_scale.h"
+#include "algorithms/team/device_staging.h"
+#include "algorithms/team/result_scale.h"
 
 namespace tsr::marsit {
 
@@ -49,9 +49,9 @@ struct MarsitState {
   std::vector<uint64_t> bitScratch, scalarScratch, fullScratch;
   uint64_t step = 0;
   StepTimes times;
-  runtime::RequestPtr pending;  // the running step, if any
-  runtime::ResultScale resultScale = runtime::ResultScale::kNone;  // op= (runtime/result_scale.h)
-  std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  algorithms::RequestPtr pending;  // the running step, if any
+  algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
+  std::shared_ptr<algorithms::DeviceStaging> staging;  // device tensors only (memory=cuda)
   // The direct device path instead (memory=cuda, the transport moves CUDA memory): comp, work,
   // bits and scratch live there, and the host vectors above are unused.
   std::shared_ptr<MarsitDeviceArrays> device;

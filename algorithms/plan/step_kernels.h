@@ -1,5 +1,5 @@
 // StepKernels: the local math of a collective step, for buffers that live where a backend's
-// kernels run. It is the seam of the direct device path (runtime/device_staging.h): a device
+// kernels run. It is the seam of the direct device path (algorithms/team/device_staging.h): a device
 // tensor's step keeps its buffers (gradient, compensation, packed bits, plan scratch) in device
 // memory, runs its math through a device backend, and hands the payload buffers to the
 // transport as MemoryType::kCuda. The PlanExecutor routes its own local math (copy, reduce,

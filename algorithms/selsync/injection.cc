@@ -12,7 +12,7 @@ using algorithms::OpKind;
 using algorithms::Plan;
 using algorithms::Slot;
 
-Result<Injection> injectData(runtime::Communicator& comm, uint64_t seed, uint64_t step,
+Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step,
                              double alpha, const float* share, size_t shareCount, float* received,
                              size_t capacity) {
   const int me = comm.rank(), n = comm.size();

@@ -4,7 +4,7 @@
 
 namespace tsr::selsync {
 
-Result<std::unique_ptr<SelSync>> SelSync::create(runtime::Communicator& comm,
+Result<std::unique_ptr<SelSync>> SelSync::create(algorithms::Team& comm,
                                                  const std::map<std::string, std::string>& params,
                                                  std::vector<size_t> bucketCounts) {
   TSR_ASSIGN_OR_RETURN(Params p, parseParams(params, comm.size()));
@@ -13,7 +13,7 @@ Result<std::unique_ptr<SelSync>> SelSync::create(runtime::Communicator& comm,
   return std::unique_ptr<SelSync>(new SelSync(comm, p, std::move(bucketCounts)));
 }
 
-SelSync::SelSync(runtime::Communicator& comm, Params params, std::vector<size_t> counts)
+SelSync::SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts)
     : comm_(comm), params_(params), counts_(std::move(counts)), change_(params_) {
   for (size_t c : counts_) total_ += c;
   fused_.resize(total_);

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "algorithms/selsync/selsync_logic.h"
-#include "runtime/communicator.h"
+#include "algorithms/team/team.h"
 
 namespace tsr::selsync {
 
@@ -51,7 +51,7 @@ inline uint64_t savedBytesPerLocalStep(int worldSize, size_t floats) {
 class SelSync {
  public:
   // bucketCounts: f32 elements of each bucket of the model, fixed for the handle's life.
-  static Result<std::unique_ptr<SelSync>> create(runtime::Communicator& comm,
+  static Result<std::unique_ptr<SelSync>> create(algorithms::Team& comm,
                                                  const std::map<std::string, std::string>& params,
                                                  std::vector<size_t> bucketCounts);
   // Collective: every rank calls it once per step with its buckets (same counts, in order).
@@ -61,10 +61,10 @@ class SelSync {
   size_t bucketCount() const { return counts_.size(); }
 
  private:
-  SelSync(runtime::Communicator& comm, Params params, std::vector<size_t> counts);
+  SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts);
   Status averageBuckets(const std::vector<float*>& buckets);
 
-  runtime::Communicator& comm_;
+  algorithms::Team& comm_;
   Params params_;
   std::vector<size_t> counts_;
   size_t total_ = 0;

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "runtime/communicator.h"
-#include "runtime/result_scale.h"
+#include "algorithms/team/result_scale.h"
+#include "algorithms/team/team.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 class DeviceStaging;
 }
 
@@ -47,16 +47,16 @@ struct SparDLState;
 
 class SparDLTensor {
  public:
-  static Result<std::unique_ptr<SparDLTensor>> create(runtime::Communicator& comm, std::string name, size_t count,
+  static Result<std::unique_ptr<SparDLTensor>> create(algorithms::Team& comm, std::string name, size_t count,
                                                       const std::map<std::string, std::string>& params);
   ~SparDLTensor();
   // Collective: replaces g (count floats) by the global sparse sum.
   Status allreduce(float* g);
   // Non-blocking: g untouched until done; one step at a time.
-  Result<runtime::RequestPtr> allreduceAsync(float* g);
+  Result<algorithms::RequestPtr> allreduceAsync(float* g);
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
-  // (runtime/device_staging.h); null returns to host buffers. Not while a step is pending.
-  Status setStaging(std::shared_ptr<runtime::DeviceStaging> staging);
+  // (algorithms/team/device_staging.h); null returns to host buffers. Not while a step is pending.
+  Status setStaging(std::shared_ptr<algorithms::DeviceStaging> staging);
   bool busy() const;
   uint64_t step() const;
   const std::string& algorithm() const;  // "spardl", "spardl-rsag T=2", "spardl-bsag T=3"
@@ -70,12 +70,12 @@ class SparDLTensor {
   // Replaces it (count floats), e.g. permuted after the caller re-laid-out its buffer. Not while
   // a step is pending.
   Status setResidual(const float* values);
-  // op= the caller declared, when it is the average (runtime/result_scale.h).
-  Status setResultScale(runtime::ResultScale scale);
+  // op= the caller declared, when it is the average (algorithms/team/result_scale.h).
+  Status setResultScale(algorithms::ResultScale scale);
 
  private:
-  SparDLTensor(runtime::Communicator& comm, std::shared_ptr<SparDLState> state);
-  runtime::Communicator& comm_;
+  SparDLTensor(algorithms::Team& comm, std::shared_ptr<SparDLState> state);
+  algorithms::Team& comm_;
   std::shared_ptr<SparDLState> state_;
 };
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "algorithms/plan/task.h"
-#include "algorithms/spardl/sparse_wire.h"
-#include "runtime/device_staging.h"
-#include "runtime/result_scale.h"
 #include "algorithms/spardl/spardl.h"
+#include "algorithms/spardl/sparse_wire.h"
+#include "algorithms/team/device_staging.h"
+#include "algorithms/team/result_scale.h"
 #include "topology/schedule.h"
 
 namespace tsr::spardl {
@@ -64,9 +64,9 @@ struct SparDLState {
   std::vector<uint32_t> topkScratch, topkOut;
   uint64_t step = 0;
   StepStats stats;
-  runtime::RequestPtr pending;
-  runtime::ResultScale resultScale = runtime::ResultScale::kNone;  // op= (runtime/result_scale.h)
-  std::shared_ptr<runtime::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  algorithms::RequestPtr pending;
+  algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
+  std::shared_ptr<algorithms::DeviceStaging> staging;  // device tensors only (memory=cuda)
   float* g = nullptr;
 };
 

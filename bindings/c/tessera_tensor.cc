@@ -9,12 +9,12 @@
 #include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/spardl/spardl.h"
+#include "algorithms/team/device_path.h"
 #include "base/logging.h"
 #include "bindings/c/c_api_internal.h"
-#include "runtime/device_path.h"
 
 using tsr::runtime::Communicator;
-using tsr::runtime::ResultScale;
+using tsr::algorithms::ResultScale;
 
 struct tsr_tensor {
   std::shared_ptr<tsr::capi::CommLife> life;  // the communicator, while it lives
@@ -86,7 +86,7 @@ tsr_status_t buildAlgorithm(tsr_tensor& t, Communicator& comm, const std::string
 // memory=cuda: Marsit (ring, torus) and flat compressed tensors may take the direct device
 // path; SparDL stages (device_path.h).
 tsr_status_t placeOnDevice(tsr_tensor& t, Communicator& comm) {
-  tsr::runtime::DeviceOpeners open = tsr::runtime::cudaDeviceOpeners(t.name, t.count);
+  tsr::algorithms::DeviceOpeners open = tsr::algorithms::cudaDeviceOpeners(t.name, t.count);
   auto prefixed = [](const tsr::Status& st) { return tsr::Status(st.code(), "tsr_tensor_create: " + st.message()); };
   if (t.marsit || t.compressed) {
     auto placed = t.marsit ? t.marsit->useDeviceMemory(open) : t.compressed->useDeviceMemory(open);
@@ -99,13 +99,13 @@ tsr_status_t placeOnDevice(tsr_tensor& t, Communicator& comm) {
   const bool moves = comm.transportMovesCuda();
   const std::string noDirect = "algorithm=spardl has no device step";
   tsr::log::get("runtime")->info("tensor {}: memory=cuda on {}: {}", t.name, staging.value()->copier().describe(),
-                                 tsr::runtime::devicePathNote(tsr::runtime::chooseDevicePath(moves, noDirect), moves,
-                                                              noDirect));
+                                 tsr::algorithms::devicePathNote(tsr::algorithms::chooseDevicePath(moves, noDirect),
+                                                                 moves, noDirect));
   return TSR_OK;
 }
 
 // op=avg|sum: SparDL computes the sum, the others the average; the other kind is scaled by the
-// ranks inside the step (runtime/result_scale.h), dense reduces with TSR_SUM instead.
+// ranks inside the step (algorithms/team/result_scale.h), dense reduces with TSR_SUM instead.
 tsr_status_t applyOp(tsr_tensor& t, const std::string& op, const std::string& who) {
   const tsr_op_t native = t.spardl ? TSR_SUM : TSR_AVG;
   t.result = op.empty() ? native : op == "sum" ? TSR_SUM : TSR_AVG;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/team/device_path.h"
+#include "algorithms/team/tests/fake_copier.h"
 #include "runtime/communicator.h"
-#include "runtime/device_path.h"
-#include "runtime/tests/fake_copier.h"
 #include "tests/support/device_fakes.h"
 
 namespace tsr::testing {
@@ -18,15 +18,15 @@ struct Opened {
   std::shared_ptr<FakeDeviceKernels> kernels = std::make_shared<FakeDeviceKernels>();
   std::shared_ptr<FakeCopierLog> copies = std::make_shared<FakeCopierLog>();
   int kernelOpens = 0, stagingOpens = 0;
-  runtime::DeviceOpeners openers(const std::string& name, size_t count) {
-    runtime::DeviceOpeners o;
+  algorithms::DeviceOpeners openers(const std::string& name, size_t count) {
+    algorithms::DeviceOpeners o;
     o.kernels = [this]() -> Result<std::shared_ptr<algorithms::StepKernels>> {
       ++kernelOpens;
       return std::shared_ptr<algorithms::StepKernels>(kernels);
     };
     o.staging = [this, name, count]() {
       ++stagingOpens;
-      return runtime::DeviceStaging::create(std::make_unique<FakeCopier>(copies), name, count);
+      return algorithms::DeviceStaging::create(std::make_unique<FakeCopier>(copies), name, count);
     };
     return o;
   }

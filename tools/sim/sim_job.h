@@ -1,7 +1,7 @@
 // The plans a Tessera job would run, built the way the runtime builds them, without a network:
 // placements -> topology::HostMap -> ring order and torus grid (as Communicator::init), the
 // DenseOptions defaults of runtime/config.cc, and the dense builders chosen by name as
-// runtime/dense_selector.cc does ("auto": the cost model's first choice for the job's links).
+// algorithms/dense/dense_selector.cc does ("auto": the cost model's first choice for the job's links).
 // Pure: no SimGrid here, so the plans and their byte counts are testable alone.
 #pragma once
 

@@ -1,14 +1,14 @@
-#include "runtime/result_scale.h"
+#include "algorithms/team/result_scale.h"
 
 #include <string>
 #include <utility>
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 namespace {
 
-class ScaledResultTask final : public algorithms::Task {
+class ScaledResultTask final : public Task {
  public:
-  ScaledResultTask(std::unique_ptr<algorithms::Task> inner, float* data, size_t count, ResultScale scale, int size)
+  ScaledResultTask(std::unique_ptr<Task> inner, float* data, size_t count, ResultScale scale, int size)
       : inner_(std::move(inner)), data_(data), count_(count), scale_(scale), size_(static_cast<float>(size)) {}
   Status start() override { return afterStep(inner_->start()); }
   Status progress() override { return afterStep(inner_->progress()); }
@@ -29,7 +29,7 @@ class ScaledResultTask final : public algorithms::Task {
     return st;
   }
 
-  std::unique_ptr<algorithms::Task> inner_;
+  std::unique_ptr<Task> inner_;
   float* data_;
   size_t count_;
   ResultScale scale_;
@@ -39,13 +39,13 @@ class ScaledResultTask final : public algorithms::Task {
 
 }  // namespace
 
-algorithms::TaskFactory scaleResult(algorithms::TaskFactory make, float* data, size_t count, ResultScale scale) {
+TaskFactory scaleResult(TaskFactory make, float* data, size_t count, ResultScale scale) {
   if (scale == ResultScale::kNone) return make;
   return [make = std::move(make), data, count, scale](
-             const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+             const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     TSR_ASSIGN_OR_RETURN(auto inner, make(ctx));
-    return std::unique_ptr<algorithms::Task>(new ScaledResultTask(std::move(inner), data, count, scale, ctx.size));
+    return std::unique_ptr<Task>(new ScaledResultTask(std::move(inner), data, count, scale, ctx.size));
   };
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

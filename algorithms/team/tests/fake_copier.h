@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/device_copier.h"
+#include "algorithms/team/device_copier.h"
 
 namespace tsr::testing {
 
@@ -25,7 +25,7 @@ struct FakeCopierLog {
   const void* rejected = nullptr; // checkDevice refuses this pointer
 };
 
-class FakeCopier final : public runtime::DeviceCopier {
+class FakeCopier final : public algorithms::DeviceCopier {
  public:
   explicit FakeCopier(std::shared_ptr<FakeCopierLog> log) : log_(std::move(log)) {}
   std::string describe() const override { return "fake copier (host memcpy)"; }

@@ -1,5 +1,5 @@
 // Dense algorithm selection (see dense_selector.h).
-#include "runtime/dense_selector.h"
+#include "algorithms/dense/dense_selector.h"
 
 #include <algorithm>
 
@@ -7,10 +7,8 @@
 
 #include "base/logging.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
-using algorithms::Candidate;
-using algorithms::Plan;
 
 namespace {
 const std::vector<std::string> kAllreduceNames = {"ring", "torus", "hier", "rabenseifner", "doubling"};
@@ -39,11 +37,11 @@ std::vector<std::string> DenseSelector::order(std::vector<Candidate> ranked, con
 }
 
 std::vector<std::string> DenseSelector::allreduceOrder(size_t bytes) const {
-  return order(algorithms::rankAllreduce(bytes, s_.shape, links_), "allreduce", bytes);
+  return order(rankAllreduce(bytes, s_.shape, links_), "allreduce", bytes);
 }
 
 std::vector<std::string> DenseSelector::allgatherOrder(size_t bytesPerRank) const {
-  return order(algorithms::rankAllgather(bytesPerRank, s_.shape, links_), "allgather", bytesPerRank);
+  return order(rankAllgather(bytesPerRank, s_.shape, links_), "allgather", bytesPerRank);
 }
 
 void DenseSelector::sayOnce(const std::string& algorithm, const std::string& why) {
@@ -57,19 +55,19 @@ Result<std::shared_ptr<Plan>> DenseSelector::build(const std::string& algorithm,
                                                    DataType dtype, ReduceOp op, bool allgather) {
   const int r = s_.rank, n = s_.size;
   if (allgather) {
-    if (algorithm == "bruck") return algorithms::bruckAllgatherPlan(r, n, count, dtype, s_.dense);
-    return algorithms::ringAllgatherPlan(r, n, count, dtype, s_.dense);
+    if (algorithm == "bruck") return bruckAllgatherPlan(r, n, count, dtype, s_.dense);
+    return ringAllgatherPlan(r, n, count, dtype, s_.dense);
   }
   if (algorithm == "rabenseifner")
-    return algorithms::rabenseifnerAllreducePlan(r, n, count, dtype, op, s_.dense);
+    return rabenseifnerAllreducePlan(r, n, count, dtype, op, s_.dense);
   if (algorithm == "doubling")
-    return algorithms::doublingAllreducePlan(r, n, count, dtype, op, s_.dense);
+    return doublingAllreducePlan(r, n, count, dtype, op, s_.dense);
   if (algorithm == "torus" || algorithm == "hier") {
     if (s_.grid.empty()) return Status(Code::kNotSupported, s_.gridWhyNot);
-    return algorithm == "torus" ? algorithms::torusAllreducePlan(r, n, count, dtype, op, s_.grid, s_.dense)
-                                : algorithms::hierAllreducePlan(r, n, count, dtype, op, s_.grid, s_.dense);
+    return algorithm == "torus" ? torusAllreducePlan(r, n, count, dtype, op, s_.grid, s_.dense)
+                                : hierAllreducePlan(r, n, count, dtype, op, s_.grid, s_.dense);
   }
-  return algorithms::ringAllreducePlan(r, n, count, dtype, op, s_.dense);
+  return ringAllreducePlan(r, n, count, dtype, op, s_.dense);
 }
 
 Result<std::shared_ptr<Plan>> DenseSelector::allreduce(size_t count, DataType dtype, ReduceOp op) {
@@ -88,4 +86,4 @@ Result<std::shared_ptr<Plan>> DenseSelector::allgather(size_t count, DataType dt
   return build(names.front(), count, dtype, ReduceOp::kSum, true);
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

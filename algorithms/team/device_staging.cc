@@ -1,15 +1,15 @@
-#include "runtime/device_staging.h"
+#include "algorithms/team/device_staging.h"
 
 #include <utility>
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 namespace {
 
 // copy to host -> host step -> copy back, polled by the progress thread.
-class StagedTask final : public algorithms::Task {
+class StagedTask final : public Task {
  public:
-  StagedTask(std::shared_ptr<DeviceStaging> staging, float* device, algorithms::TaskFactory hostStep,
-             const algorithms::TaskContext& ctx)
+  StagedTask(std::shared_ptr<DeviceStaging> staging, float* device, TaskFactory hostStep,
+             const TaskContext& ctx)
       : staging_(std::move(staging)), device_(device), hostStep_(std::move(hostStep)), ctx_(ctx) {}
 
   Status start() override {
@@ -93,9 +93,9 @@ class StagedTask final : public algorithms::Task {
 
   std::shared_ptr<DeviceStaging> staging_;
   float* device_;
-  algorithms::TaskFactory hostStep_;
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::Task> inner_;
+  TaskFactory hostStep_;
+  TaskContext ctx_;
+  std::unique_ptr<Task> inner_;
   Phase phase_ = Phase::kIdle;
   mutable bool copying_ = false;
 };
@@ -124,11 +124,11 @@ Status DeviceStaging::checkDevice(const float* device) const {
   return Status(st.code(), "device tensor " + tensor_ + " (memory=cuda): " + st.message());
 }
 
-algorithms::TaskFactory DeviceStaging::wrap(float* device, algorithms::TaskFactory hostStep) {
+TaskFactory DeviceStaging::wrap(float* device, TaskFactory hostStep) {
   std::shared_ptr<DeviceStaging> self = shared_from_this();
   return [self, device, hostStep = std::move(hostStep)](
-             const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(new StagedTask(self, device, hostStep, ctx));
+             const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
+    return std::unique_ptr<Task>(new StagedTask(self, device, hostStep, ctx));
   };
 }
 
@@ -141,4 +141,4 @@ Result<std::shared_ptr<DeviceStaging>> openDeviceStaging(const std::string& tens
   return DeviceStaging::create(copier.take(), tensor, count);
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

@@ -10,12 +10,12 @@
 
 #include "algorithms/plan/task.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 enum class ResultScale { kNone, kTimesRanks, kOverRanks };
 
-// Scales data[0..count) (host floats) by the communicator's size once the step built by
+// Scales data[0..count) (host floats) by the team's size once the step built by
 // `make` ends without error; kNone returns `make` as it is.
-algorithms::TaskFactory scaleResult(algorithms::TaskFactory make, float* data, size_t count, ResultScale scale);
+TaskFactory scaleResult(TaskFactory make, float* data, size_t count, ResultScale scale);
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

@@ -15,14 +15,14 @@
 #include <string>
 
 #include "algorithms/plan/step_kernels.h"
-#include "runtime/device_staging.h"
+#include "algorithms/team/device_staging.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 enum class DevicePath { kStaged, kDirect };
 
 struct DeviceOpeners {
-  std::function<Result<std::shared_ptr<algorithms::StepKernels>>()> kernels;  // the direct path's
+  std::function<Result<std::shared_ptr<StepKernels>>()> kernels;  // the direct path's
   std::function<Result<std::shared_ptr<DeviceStaging>>()> staging;             // the staged path's
 };
 
@@ -35,4 +35,4 @@ DevicePath chooseDevicePath(bool transportMovesCuda, const std::string& noDirect
 // One line for the log: the path taken and why.
 std::string devicePathNote(DevicePath path, bool transportMovesCuda, const std::string& noDirect);
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

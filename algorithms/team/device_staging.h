@@ -1,13 +1,13 @@
 // Device staging: how a compressed tensor whose gradient lives in device (CUDA) memory runs
 // its step when it cannot take the direct path. The spec: device buffers go to UCX directly
 // when UCX reports CUDA memory support, otherwise through pinned host staging buffers. Which
-// of the two a tensor takes is chosen in runtime/device_path.h. Staging:
+// of the two a tensor takes is chosen in algorithms/team/device_path.h. Staging:
 //
 //   step on a device tensor = copy device -> pinned host buffer (the copier's stream),
 //                             the tensor's host step on that buffer (unchanged: same
 //                             kernels, same wire, same state), then copy the result back.
 //
-// All three stages are one Task on the communicator's progress thread (StagedTask): the
+// All three stages are one Task on the team's progress thread (StagedTask): the
 // caller's non-blocking call returns at once and the copies are polled, never waited for.
 // The tensor's state (Marsit compensation, error-feedback residual, SparDL residual) stays in
 // host memory, as for a host tensor, so results and residuals are bit-identical to the host
@@ -19,7 +19,7 @@
 // algorithms/compressed/compressed_device_step.h, and the two-level one:
 // compressed_hier_device_step.h):
 // when ucp_context_query lists UCS_MEMORY_TYPE_CUDA (Communicator::transportMovesCuda), the
-// step runs on the device through algorithms::StepKernels (plan/step_kernels.h: the CUDA
+// step runs on the device through StepKernels (plan/step_kernels.h: the CUDA
 // kernels of algorithms/kernels/cuda on cudaMalloc'd scratch), the compensation stays on the
 // device, and the plans hand the device payload buffers to ucp_tag_send_nbx /
 // ucp_tag_recv_nbx as UCS_MEMORY_TYPE_CUDA, so no byte crosses PCIe twice. Every registry
@@ -36,9 +36,9 @@
 #include <string>
 
 #include "algorithms/plan/task.h"
-#include "runtime/device_copier.h"
+#include "algorithms/team/device_copier.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
  public:
@@ -58,7 +58,7 @@ class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
   Status checkDevice(const float* device) const;
   // The step as one task: copy `device` to host(), run the task `hostStep` builds (it works
   // on host()), copy host() back to `device`.
-  algorithms::TaskFactory wrap(float* device, algorithms::TaskFactory hostStep);
+  TaskFactory wrap(float* device, TaskFactory hostStep);
 
  private:
   DeviceStaging(std::unique_ptr<DeviceCopier> copier, std::string tensor, size_t count)
@@ -73,4 +73,4 @@ class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
 // NotSupported naming the tensor and why (built without CUDA, no CUDA device).
 Result<std::shared_ptr<DeviceStaging>> openDeviceStaging(const std::string& tensor, size_t count);
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

@@ -14,14 +14,14 @@
 #include "algorithms/dense/cost_model.h"
 #include "algorithms/dense/dense_plans.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 struct SelectorSetup {
   int rank = 0, size = 1;
-  algorithms::DenseOptions dense;
+  DenseOptions dense;
   std::vector<std::vector<int>> grid;  // hosts x local ranks, empty when the job has none
   std::string gridWhyNot;
-  algorithms::JobShape shape;
+  JobShape shape;
   std::string forced;                  // TSR_ALGO ("auto" = none)
 };
 
@@ -29,27 +29,27 @@ class DenseSelector {
  public:
   DenseSelector() = default;
   explicit DenseSelector(SelectorSetup setup) : s_(std::move(setup)) {}
-  void setLinks(const algorithms::LinkModel& links) { links_ = links; }
-  const algorithms::LinkModel& links() const { return links_; }
-  const algorithms::JobShape& shape() const { return s_.shape; }
+  void setLinks(const LinkModel& links) { links_ = links; }
+  const LinkModel& links() const { return links_; }
+  const JobShape& shape() const { return s_.shape; }
 
-  Result<std::shared_ptr<algorithms::Plan>> allreduce(size_t count, DataType dtype, ReduceOp op);
-  Result<std::shared_ptr<algorithms::Plan>> allgather(size_t count, DataType dtype);
+  Result<std::shared_ptr<Plan>> allreduce(size_t count, DataType dtype, ReduceOp op);
+  Result<std::shared_ptr<Plan>> allgather(size_t count, DataType dtype);
   // The order allreduce / allgather would try, forced choice first (for logs and tests).
   std::vector<std::string> allreduceOrder(size_t bytes) const;
   std::vector<std::string> allgatherOrder(size_t bytesPerRank) const;
 
  private:
-  Result<std::shared_ptr<algorithms::Plan>> build(const std::string& algorithm, size_t count,
+  Result<std::shared_ptr<Plan>> build(const std::string& algorithm, size_t count,
                                                   DataType dtype, ReduceOp op, bool allgather);
-  std::vector<std::string> order(std::vector<algorithms::Candidate> ranked, const char* what,
+  std::vector<std::string> order(std::vector<Candidate> ranked, const char* what,
                                  size_t bytes) const;
   void sayOnce(const std::string& algorithm, const std::string& why);
 
   SelectorSetup s_;
-  algorithms::LinkModel links_;
+  LinkModel links_;
   std::mutex mutex_;
   std::set<std::string> said_;  // algorithms whose refusal was logged
 };
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

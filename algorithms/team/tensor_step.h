@@ -1,6 +1,6 @@
 // The step protocol that every per-tensor handle (Marsit, SparDL, compressed) shares: check
 // the buffer, refuse a second step while one is pending, hand one step task to the
-// communicator (in the ranks' common order) and remember its request.
+// team (in the ranks' common order) and remember its request.
 //
 // State needs: name, count, step, g (the step's buffer), pending (RequestPtr), algorithm, and
 // staging (shared_ptr<DeviceStaging>, null for a host tensor): a device tensor's step runs on
@@ -12,13 +12,13 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/team/device_path.h"
+#include "algorithms/team/device_staging.h"
+#include "algorithms/team/result_scale.h"
+#include "algorithms/team/team.h"
 #include "base/logging.h"
-#include "runtime/communicator.h"
-#include "runtime/device_path.h"
-#include "runtime/device_staging.h"
-#include "runtime/result_scale.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 template <typename State>
 bool stepPending(const State& s) {
@@ -27,7 +27,7 @@ bool stepPending(const State& s) {
 
 // `what` names the handle in messages ("marsit tensor"); makeTask(state, ctx) builds the task.
 template <typename State, typename MakeTask>
-Result<RequestPtr> submitTensorStep(Communicator& comm, const std::shared_ptr<State>& state, const char* what,
+Result<RequestPtr> submitTensorStep(Team& team, const std::shared_ptr<State>& state, const char* what,
                                     float* g, uint32_t seqSpan, MakeTask makeTask) {
   State& s = *state;
   if (!g && s.count) return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": buffer is NULL");
@@ -39,13 +39,13 @@ Result<RequestPtr> submitTensorStep(Communicator& comm, const std::shared_ptr<St
     if (s.device) TSR_RETURN_IF_ERROR(checkDirect(s, g));
   }
   s.g = s.staging ? s.staging->host() : g;
-  algorithms::TaskFactory make = [state, makeTask](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+  TaskFactory make = [state, makeTask](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     return makeTask(state, ctx);
   };
   // Scaled on the host buffer, before a staged step copies it back to the device.
   if constexpr (requires { s.resultScale; }) make = scaleResult(std::move(make), s.g, s.count, s.resultScale);
   if (s.staging) make = s.staging->wrap(g, std::move(make));
-  TSR_ASSIGN_OR_RETURN(RequestPtr request, comm.submitTask(std::move(make), seqSpan, state));
+  TSR_ASSIGN_OR_RETURN(RequestPtr request, team.submitTask(std::move(make), seqSpan, state));
   request->setAlgorithm(s.algorithm);
   s.pending = request;
   return request;
@@ -135,4 +135,4 @@ Result<std::string> useTensorDeviceMemory(Tensor& tensor, const std::string& nam
   return note;
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

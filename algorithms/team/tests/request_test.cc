@@ -1,13 +1,13 @@
 // Request::onComplete: the callback runs once, on the thread that completes the request, after
 // done() turns true, or at once when the request has already ended.
-#include "runtime/request.h"
+#include "algorithms/team/request.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <thread>
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 namespace {
 
 TEST(RequestOnComplete, RunsOnceOnTheCompletingThreadAfterDone) {
@@ -64,4 +64,4 @@ TEST(RequestOnComplete, EveryCallbackRunsAndMayReleaseTheLastReference) {
 }
 
 }  // namespace
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

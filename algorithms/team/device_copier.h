@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 class DeviceCopier {
  public:
@@ -39,4 +39,4 @@ class DeviceCopier {
 // be created.
 Result<std::unique_ptr<DeviceCopier>> openCudaCopier();
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

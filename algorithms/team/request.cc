@@ -1,8 +1,6 @@
-#include "runtime/request.h"
+#include "algorithms/team/request.h"
 
-#include "runtime/progress_engine.h"
-
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 Status Request::test() const {
   if (driver_ && !done()) driver_->driveOnce();
@@ -57,4 +55,4 @@ void Request::onComplete(CompletionCallback fn) {
   fn(status_);  // final once done: no lock needed to read it
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

@@ -5,13 +5,13 @@
 
 #include <vector>
 
-#include "runtime/device_path.h"
-#include "runtime/device_staging.h"
+#include "algorithms/team/device_path.h"
+#include "algorithms/team/device_staging.h"
+#include "algorithms/team/tests/fake_copier.h"
 #include "transport/testing/stub_transport.h"
-#include "runtime/tests/fake_copier.h"
 #include "transport/transport.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 namespace {
 
 using testing::FakeCopier;
@@ -204,4 +204,4 @@ TEST(DevicePath, CudaOpenersFailClearlyWithoutADevice) {
 }
 
 }  // namespace
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

@@ -2,9 +2,9 @@
 // only when TSR_CUDA_ENABLED. Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
-#include "runtime/device_copier.h"
+#include "algorithms/team/device_copier.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 namespace {
 
 std::string cudaText(cudaError_t e) {
@@ -102,4 +102,4 @@ Result<std::unique_ptr<DeviceCopier>> openCudaCopier() {
   return std::unique_ptr<DeviceCopier>(new CudaCopier(device, std::move(name), stream, event));
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms

@@ -1,31 +1,44 @@
 // Request: the handle of a posted collective. The progress thread completes it; any thread
-// may test or wait on it, or ask to be called back when it ends (onComplete).
+// may test or wait on it, or ask to be called back when it ends (onComplete). Whoever runs
+// the collectives (the runtime's progress engine) may drive them from a waiting caller
+// through RequestDriver, so this layer needs no runtime.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
-class ProgressEngine;
+class Request;
+
+// What a waiting caller may use to move collectives along (MPI_Wait-style progress).
+class RequestDriver {
+ public:
+  virtual ~RequestDriver() = default;
+  // Drives on the calling thread until `request` is done (or the driver stops).
+  virtual void driveUntilDone(const Request& request) = 0;
+  // One turn on the calling thread if nobody else drives.
+  virtual void driveOnce() = 0;
+};
 
 class Request {
  public:
   // InProgress until the collective ends, then its final status. With a driver, first drives
-  // the communicator one turn if no other thread is driving it.
+  // one turn if no other thread is driving it.
   Status test() const;
   // Blocks until the collective ends (the collective's own timeout bounds this). With a
-  // driver, the calling thread drives the communicator meanwhile (see ProgressEngine).
+  // driver, the calling thread drives the collectives meanwhile (RequestDriver).
   Status wait() const;
   // Set once, before the request is shared; the engine outlives every pending request.
-  void setDriver(ProgressEngine* engine) { driver_ = engine; }
+  void setDriver(RequestDriver* driver) { driver_ = driver; }
   void complete(Status status);
   bool done() const;
   // Calls fn(final status) once, when the collective ends: on the thread that completes it
@@ -44,7 +57,7 @@ class Request {
  private:
   Status waitWithoutDriving() const;
 
-  ProgressEngine* driver_ = nullptr;
+  RequestDriver* driver_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   std::atomic<bool> done_{false};  // read without the lock by spinning waiters
@@ -54,4 +67,6 @@ class Request {
   std::vector<CompletionCallback> callbacks_;  // until done
 };
 
-}  // namespace tsr::runtime
+using RequestPtr = std::shared_ptr<Request>;
+
+}  // namespace tsr::algorithms

@@ -1,11 +1,11 @@
-#include "runtime/device_path.h"
+#include "algorithms/team/device_path.h"
 
-namespace tsr::runtime {
+namespace tsr::algorithms {
 
 DeviceOpeners cudaDeviceOpeners(const std::string& tensor, size_t count) {
   DeviceOpeners o;
-  o.kernels = [tensor]() -> Result<std::shared_ptr<algorithms::StepKernels>> {
-    auto k = algorithms::openCudaStepKernels();
+  o.kernels = [tensor]() -> Result<std::shared_ptr<StepKernels>> {
+    auto k = openCudaStepKernels();
     if (k.isOk()) return k;
     return Status(k.status().code(), "tensor " + tensor + ": memory=cuda is not possible here: " +
                                          k.status().message() + "; declare it memory=host and pass host memory");
@@ -27,4 +27,4 @@ std::string devicePathNote(DevicePath path, bool transportMovesCuda, const std::
   return "staged through pinned host memory: UCX reports CUDA memory support, but " + noDirect;
 }
 
-}  // namespace tsr::runtime
+}  // namespace tsr::algorithms
