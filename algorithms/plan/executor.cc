@@ -299,14 +299,16 @@ Status PlanExecutor::collect() {
     }
     const PlanOp& op = plan_->ops[index];
     bool isSend = op.kind == OpKind::kSend;
-    if (!c.status.isOk()) return context(op.peer, c.status, isSend ? "send to" : "receive from");
-    // Nothing from a peer is used before its header was checked: a peer that called something
-    // else is then named with the field that differs, whatever came first (a broadcast's tree
-    // data may overtake the header riding on its agreement round).
+    // Nothing from a peer is used, nor its failure reported, before its header was checked: a
+    // peer that called something else is then named with the field that differs, whatever came
+    // first (a broadcast's tree data may overtake the header riding on its agreement round, and
+    // a larger message than expected fails its receive). A peer that sent us data sends us its
+    // header too; a dead one fails the header's receive.
     if (!isSend && !op.onArrival && !headerTaken(op.peer)) {
       inFlight_[kept++] = index;
       continue;
     }
+    if (!c.status.isOk()) return context(op.peer, c.status, isSend ? "send to" : "receive from");
     size_t expected = op.count * dataTypeSize(plan_->dtype);
     if (!isSend && c.bytes != expected)
       return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) + ": " +

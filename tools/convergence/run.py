@@ -6,8 +6,8 @@ test accuracy after each epoch (sim_common.py says how the workers are simulated
   /usr/bin/python3 tools/convergence/run.py --algo marsit --opt beta=0,block=0  # the paper's form
   /usr/bin/python3 tools/convergence/run.py --algo topk --opt density=0.05
 
---algo: dense | marsit | topk | spardl. --opt key=value,...: the reducer's options
-(sim_marsit.Marsit, sim_sparse.TopkEF / SparDL); without them each algorithm takes Tessera's
+--algo: dense | marsit | topk | spardl | onebit | covap. --opt key=value,...: the reducer's options
+(sim_marsit.Marsit, sim_sparse.TopkEF / SparDL, sim_onebit.OnebitEF, sim_covap.Covap); without them each algorithm takes Tessera's
 defaults. The last line is a JSON record of the run (for tables).
 """
 import argparse
@@ -19,7 +19,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_common  # noqa: E402
+import sim_covap  # noqa: E402
 import sim_marsit  # noqa: E402
+import sim_onebit  # noqa: E402
 import sim_sparse  # noqa: E402
 
 # Tessera's defaults, as the algorithms' parseParams give them (Marsit: momentum=0.9 is beta,
@@ -28,6 +30,8 @@ DEFAULTS = {
     "marsit": {"scale": "meanabs", "comp": "global", "block": 4096, "beta": 0.9, "full_every": 0},
     "topk": {"density": 0.01, "warmup": 0},
     "spardl": {"density": 0.01, "warmup": 0},
+    "onebit": {"block": 0, "beta": 0.0},
+    "covap": {"interval": 3, "ef_init": 0.1, "ef_ascend_steps": 100, "ef_ascend_range": 0.1},
 }
 
 
@@ -55,7 +59,11 @@ def make_reducer(algo, opts, workers, seed):
         return sim_sparse.TopkEF(**params)
     if algo == "spardl":
         return sim_sparse.SparDL(workers=workers, **params)
-    raise SystemExit(f"--algo {algo}: accepted values are dense, marsit, topk, spardl")
+    if algo == "onebit":
+        return sim_onebit.OnebitEF(**params)
+    if algo == "covap":
+        return sim_covap.Covap(**params)
+    raise SystemExit(f"--algo {algo}: accepted values are dense, marsit, topk, spardl, onebit, covap")
 
 
 def main():

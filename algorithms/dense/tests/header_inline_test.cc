@@ -3,6 +3,7 @@
 // when only one of them inlines.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "algorithms/dense/dense_plans.h"
@@ -81,6 +82,65 @@ TEST(HeaderInline, AnEmptyFirstMessageIsTheHeaderItself) {
   ASSERT_EQ(transport.sent.size(), 1u);
   EXPECT_EQ(transport.sent[0].msgId, transport::kHeaderMessageId);
   EXPECT_EQ(transport.sent[0].bytes, sizeof(WireHeader));
+}
+
+// Holds every receive the executor posts, for the test to complete in the order it chooses.
+class ScriptedTransport final : public transport::testing::StubTransport {
+ public:
+  struct Posted {
+    uint32_t msgId;
+    void* buffer;
+    transport::Completion* completion;
+  };
+  explicit ScriptedTransport(int rank, int size) : StubTransport(rank, size) {}
+  std::vector<Posted> recvs;
+  Status send(int, uint64_t, const void*, size_t, transport::MemoryType, transport::Completion* c) override {
+    c->posted = true;
+    return Status::ok();
+  }
+  Status recv(int, uint64_t tag, uint64_t, void* buffer, size_t, transport::MemoryType,
+              transport::Completion* c) override {
+    c->posted = true;
+    recvs.push_back({static_cast<uint32_t>(tag & transport::kTagMsgMask), buffer, c});
+    return Status::ok();
+  }
+  void cancel(transport::Completion* c) override { c->done = true; }
+};
+
+// The peer's data overtakes its header, and is larger than this rank expects, so its receive
+// fails in the transport: the run waits for the header and names the field that differs
+// rather than the transport's "message larger than the receive buffer".
+TEST(HeaderInline, AnOvertakingLargerMessageIsNamedByTheHeaderThatFollows) {
+  const size_t count = PlanExecutor::kInlineBytes;  // not inlined: data and header travel apart
+  auto plan = doublingAllreducePlan(0, 2, count, DataType::kF32, ReduceOp::kSum, {});
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  const CollectiveKind collective = plan.value()->collective;
+  std::vector<float> in(count), out(count);
+  ScriptedTransport transport(0, 2);
+  PlanExecutor executor(plan.take(), {in.data(), out.data(), nullptr}, {0, 1, 7}, transport);
+  ASSERT_EQ(executor.start().code(), Code::kInProgress);
+  const ScriptedTransport::Posted* header = nullptr;
+  const ScriptedTransport::Posted* data = nullptr;
+  for (const auto& r : transport.recvs) (r.msgId == transport::kHeaderMessageId ? header : data) = &r;
+  ASSERT_TRUE(header && data) << transport.recvs.size() << " receives posted";
+
+  data->completion->status = Status(Code::kMismatch, "receive: message larger than the receive buffer");
+  data->completion->done = true;
+  EXPECT_EQ(executor.progress().code(), Code::kInProgress) << "failed before the header came";
+
+  WireHeader theirs;
+  theirs.collective = static_cast<uint8_t>(collective);
+  theirs.dtype = static_cast<uint8_t>(DataType::kF32);
+  theirs.op = static_cast<uint8_t>(ReduceOp::kSum);
+  theirs.sender = 1;
+  theirs.count = count + 1;
+  std::memcpy(header->buffer, &theirs, sizeof theirs);
+  header->completion->bytes = sizeof theirs;
+  header->completion->done = true;
+  Status st = executor.progress();
+  EXPECT_EQ(st.code(), Code::kMismatch) << st.toString();
+  EXPECT_NE(st.message().find("count differs"), std::string::npos) << st.toString();
+  executor.abort(Status(Code::kAborted, "test over"));
 }
 
 // Over UCX: rank 1 calls with a count whose first message is too large to inline, the others
