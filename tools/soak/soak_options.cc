@@ -1,0 +1,78 @@
+#include "tools/soak/soak_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace tsr::tools::soak {
+
+Result<size_t> parseSize(const std::string& text) {
+  size_t end = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &end);
+  } catch (...) {
+    end = 0;
+  }
+  if (end == 0 || text[0] == '-') return Status(Code::kInvalidArgument, "'" + text + "' is not a size");
+  std::string unit = text.substr(end);
+  int shift = unit.empty() || unit == "B" ? 0 : unit == "K" || unit == "KB" ? 10
+              : unit == "M" || unit == "MB" ? 20 : unit == "G" || unit == "GB" ? 30 : -1;
+  if (shift < 0) return Status(Code::kInvalidArgument, "'" + text + "' is not a size (bytes, or K, M, G)");
+  if (v > (~0ull >> shift)) return Status(Code::kInvalidArgument, "'" + text + "' is too large");
+  return static_cast<size_t>(v << shift);
+}
+
+Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
+  SoakOptions o;
+  std::string maxBytes = "16M";
+  CLI::App app{"tsr-soak: mixed collectives, every result checked, then communicator create/destroy "
+               "cycles, with RSS, open file descriptors and /dev/shm entries watched (run it under tsrun)",
+               "tsr-soak"};
+  app.add_option("--ops", o.ops, "phase 1: mixed collectives to run")->capture_default_str();
+  app.add_option("--max-bytes", maxBytes, "largest buffer of one collective per rank (K, M, G)")
+      ->capture_default_str();
+  app.add_option("--inflight", o.inflight, "most collectives in flight (posted, then waited in order)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--cycles", o.cycles, "phase 2: communicator create/destroy cycles")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the operation sequence (the same on every rank)")
+      ->capture_default_str();
+  app.add_option("--algos", o.algos, "communicators to draw from: all, or a comma-separated list of "
+                                     "shm, ring, rabenseifner, doubling, bruck, torus, hier, ring-hosts")
+      ->capture_default_str();
+  app.add_option("--warmup-pct", o.warmupPct, "share of each phase before the figures count")
+      ->check(CLI::Range(0, 90))->capture_default_str();
+  app.add_option("--rss-bound-mib", o.rssBoundMiB, "allowed RSS growth after warm-up (MiB)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--samples", o.samples, "figures taken per phase")->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--timeout-ms", o.timeoutMs, "TSR_TIMEOUT_MS unless set: a collective that waits "
+                                              "longer fails, naming the peer")
+      ->check(CLI::Range(1000, 86400000))->capture_default_str();
+  app.add_option("--json", o.jsonFile, "rank 0 also writes the final JSON line to this file");
+  app.add_option("--trace", o.traceFile, "every rank writes every sample of its figures to this CSV file "
+                                         "(%r: the rank)");
+  std::string plantWrong;
+  app.add_option("--plant-wrong", plantWrong)->group("");  // test hook: RANK:OP
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return Status(Code::kNotSupported, app.help());
+  } catch (const CLI::ParseError& e) {
+    return Status(Code::kInvalidArgument, std::string("tsr-soak: ") + e.what() + " (--help lists the options)");
+  }
+  auto bytes = parseSize(maxBytes);
+  if (!bytes.isOk()) return Status(Code::kInvalidArgument, "tsr-soak: --max-bytes " + bytes.status().message());
+  o.maxBytes = bytes.value();
+  if (!plantWrong.empty()) {
+    size_t colon = plantWrong.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      o.plantWrongRank = std::stoi(plantWrong.substr(0, colon));
+      o.plantWrongOp = std::stoull(plantWrong.substr(colon + 1));
+    } catch (...) {
+      return Status(Code::kInvalidArgument, "tsr-soak: --plant-wrong " + plantWrong + ": expected RANK:OP");
+    }
+  }
+  return o;
+}
+
+}  // namespace tsr::tools::soak

@@ -1,0 +1,126 @@
+#include "tools/soak/soak_resources.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+namespace tsr::tools::soak {
+
+namespace {
+
+int64_t rssKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
+  return -1;
+}
+
+// Entries of a directory, without . and ..; -1 when it cannot be read.
+int64_t countEntries(const char* path, std::vector<std::string>* names = nullptr) {
+  DIR* dir = opendir(path);
+  if (!dir) return -1;
+  int64_t n = 0;
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    ++n;
+    if (names) names->push_back(name);
+  }
+  closedir(dir);
+  return n;
+}
+
+int64_t openFds() {
+  int64_t n = countEntries("/proc/self/fd");
+  return n < 0 ? n : n - 1;  // the directory's own descriptor
+}
+
+int64_t shmMaps() {
+  std::ifstream maps("/proc/self/maps");
+  int64_t n = 0;
+  for (std::string line; std::getline(maps, line);)
+    n += line.find("/dev/shm/") != std::string::npos || line.find("SYSV") != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+Figures readFigures(int64_t shmNotAbove) {
+  Figures f;
+  f.rssKiB = rssKiB();
+  f.fds = openFds();
+  f.shmMaps = shmMaps();
+  f.shmEntries = countEntries("/dev/shm");
+  for (int i = 0; i < 10 && f.shmEntries > shmNotAbove; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    f.shmEntries = std::min(f.shmEntries, countEntries("/dev/shm"));
+  }
+  return f;
+}
+
+std::vector<std::string> shmEntryNames() {
+  std::vector<std::string> names;
+  countEntries("/dev/shm", &names);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+PhaseVerdict judgePhase(const std::string& phase, int rank, const std::vector<Sample>& samples,
+                        uint64_t warmupEnd, int64_t rssBoundKiB, bool judgeRss) {
+  PhaseVerdict v;
+  if (samples.empty()) {
+    v.failures.push_back("rank " + std::to_string(rank) + ", " + phase + ": no figures were taken");
+    return v;
+  }
+  v.before = samples.front();
+  v.end = samples.back();
+  auto start = std::find_if(samples.begin(), samples.end(), [&](const Sample& s) { return s.at >= warmupEnd; });
+  v.start = start == samples.end() ? samples.back() : *start;
+  v.peak = v.start.figures;
+  for (auto it = start; it != samples.end(); ++it) {
+    v.peak.rssKiB = std::max(v.peak.rssKiB, it->figures.rssKiB);
+    v.peak.fds = std::max(v.peak.fds, it->figures.fds);
+    v.peak.shmEntries = std::max(v.peak.shmEntries, it->figures.shmEntries);
+    v.peak.shmMaps = std::max(v.peak.shmMaps, it->figures.shmMaps);
+  }
+  const Figures& a = v.start.figures;
+  const Figures& b = v.end.figures;
+  std::string where = "rank " + std::to_string(rank) + ", " + phase + ": ";
+  std::string span = " after warm-up (from " + std::to_string(v.start.at) + " to " + std::to_string(v.end.at) + ")";
+  auto flat = [&](const char* what, int64_t from, int64_t to) {
+    if (from < 0 || to < 0)
+      v.failures.push_back(where + what + " could not be read");
+    else if (to > from)
+      v.failures.push_back(where + what + " grew from " + std::to_string(from) + " to " + std::to_string(to) +
+                           span + "; bound: no growth");
+  };
+  flat("open file descriptors", a.fds, b.fds);
+  flat("/dev/shm entries", a.shmEntries, b.shmEntries);
+  if (a.shmMaps < 0 || b.shmMaps < 0)
+    flat("shared-memory mappings", a.shmMaps, b.shmMaps);
+  else if (b.shmMaps - b.poolBlocks > a.shmMaps - a.poolBlocks)
+    v.failures.push_back(where + "shared-memory mappings grew from " + std::to_string(a.shmMaps) + " to " +
+                         std::to_string(b.shmMaps) + " while the scratch pools obtained " +
+                         std::to_string(b.poolBlocks - a.poolBlocks) + " blocks" + span + "; bound: no growth");
+  if (a.rssKiB < 0 || b.rssKiB < 0) {
+    v.failures.push_back(where + "VmRSS could not be read");
+  } else if (judgeRss && (b.rssKiB - b.poolIdleKiB) - (a.rssKiB - a.poolIdleKiB) > rssBoundKiB) {
+    char text[300];
+    std::snprintf(text, sizeof text,
+                  "RSS less the scratch pools' idle memory grew from %.1f MiB to %.1f MiB (+%.1f MiB; RSS %.1f -> "
+                  "%.1f MiB, pools %.1f -> %.1f MiB)",
+                  (a.rssKiB - a.poolIdleKiB) / 1024.0, (b.rssKiB - b.poolIdleKiB) / 1024.0,
+                  ((b.rssKiB - b.poolIdleKiB) - (a.rssKiB - a.poolIdleKiB)) / 1024.0, a.rssKiB / 1024.0,
+                  b.rssKiB / 1024.0, a.poolIdleKiB / 1024.0, b.poolIdleKiB / 1024.0);
+    char bound[64];
+    std::snprintf(bound, sizeof bound, "; bound: +%.1f MiB", rssBoundKiB / 1024.0);
+    v.failures.push_back(where + text + span + bound);
+  }
+  return v;
+}
+
+}  // namespace tsr::tools::soak
