@@ -1,11 +1,40 @@
 #include "runtime/local_topology.h"
 
+#include <mutex>
+#include <optional>
+
 #include "base/logging.h"
 #include "topology/binding.h"
 #include "topology/discovery.h"
 #include "topology/host_map.h"
 
 namespace tsr::runtime {
+
+namespace {
+
+std::mutex discoveryMutex;
+std::optional<topology::MachineTopology> discoveredMachine;  // guarded by discoveryMutex
+size_t discoveryRuns = 0;                                    // guarded by discoveryMutex
+
+// The live machine, discovered by the first communicator that needs it; a failed discovery is
+// not kept, so the next communicator tries again.
+Result<topology::MachineTopology> localMachine() {
+  std::lock_guard<std::mutex> lock(discoveryMutex);
+  if (!discoveredMachine) {
+    ++discoveryRuns;
+    auto machine = topology::discoverLocal();
+    if (!machine.isOk()) return machine.status();
+    discoveredMachine = machine.take();
+  }
+  return *discoveredMachine;
+}
+
+}  // namespace
+
+size_t localDiscoveries() {
+  std::lock_guard<std::mutex> lock(discoveryMutex);
+  return discoveryRuns;
+}
 
 LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank, int localSize,
                                   const std::string& host, Status* error) {
@@ -26,7 +55,7 @@ LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank,
     *error = mode.status();
     return out;
   }
-  auto machine = file.empty() ? topology::discoverLocal() : topology::loadXml(file);
+  auto machine = file.empty() ? localMachine() : topology::loadXml(file);
   if (!machine.isOk()) {
     *error = Status(machine.status().code(),
                     (file.empty() ? std::string("topology discovery") : "TSR_TOPO_FILE=" + file) +
