@@ -59,11 +59,12 @@ std::string figuresText(const PhaseVerdict& v, bool pools) {
 void writeTrace(std::string name, int rank, const RankRecord& r) {
   for (size_t at; (at = name.find("%r")) != std::string::npos;) name.replace(at, 2, std::to_string(rank));
   std::ofstream out(name);
-  out << "phase,at,rss_kib,fds,shm_entries,shm_maps,pool_idle_kib,pool_blocks\n";
+  out << "phase,at,rss_kib,fds,shm_entries,shm_maps,pool_idle_kib,pool_blocks,rss_anon_kib,rss_shmem_kib\n";
   for (const auto& [phase, samples] : {std::pair{"mixed", &r.mixed.samples}, std::pair{"cycles", &r.cycles.samples}})
     for (const Sample& s : *samples)
       out << phase << "," << s.at << "," << s.figures.rssKiB << "," << s.figures.fds << "," << s.figures.shmEntries
-          << "," << s.figures.shmMaps << "," << s.figures.poolIdleKiB << "," << s.figures.poolBlocks << "\n";
+          << "," << s.figures.shmMaps << "," << s.figures.poolIdleKiB << "," << s.figures.poolBlocks << ","
+          << s.figures.rssAnonKiB << "," << s.figures.rssShmemKiB << "\n";
   if (!out) std::fprintf(stderr, "tsr-soak: rank %d: cannot write --trace %s\n", rank, name.c_str());
 }
 
@@ -108,7 +109,8 @@ std::string jsonLine(const SoakOptions& o, int n, const std::vector<int64_t>& al
   double mixedS = r0[3] / 1e6, cycleS = r0[5] / 1e6;
   j << "{\"tool\":\"tsr-soak\",\"ranks\":" << n << ",\"seed\":" << o.seed << ",\"ops\":" << o.ops
     << ",\"max_bytes\":" << o.maxBytes << ",\"inflight\":" << o.inflight << ",\"cycles\":" << o.cycles
-    << ",\"warmup_pct\":" << o.warmupPct << ",\"rss_bound_mib\":" << o.rssBoundMiB
+    << ",\"warmup_pct\":" << o.warmupPct << ",\"cycle_warmup_pct\":" << o.cycleWarmupPct
+    << ",\"rss_bound_mib\":" << o.rssBoundMiB << ",\"cycle_rss_bound_kib\":" << o.cycleRssBoundKiB
     << ",\"rss_judged\":" << (kAddressSanitizer ? "false" : "true")
     << ",\"mixed\":{\"ops_done\":" << r0[1] << ",\"bytes\":" << r0[2] << ",\"seconds\":" << mixedS
     << ",\"ops_per_s\":" << (mixedS > 0 ? r0[1] / mixedS : 0) << "},\"cycles\":{\"done\":" << r0[4]
@@ -159,9 +161,11 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     say("tsr-soak: " + std::to_string(n) + " ranks, seed " + std::to_string(o.seed) + ": " + std::to_string(o.ops) +
         " mixed collectives up to " + std::to_string(o.maxBytes) + " bytes, up to " + std::to_string(o.inflight) +
-        " in flight, then " + std::to_string(o.cycles) + " communicator create/destroy cycles; figures after " +
-        std::to_string(o.warmupPct) + "% warm-up, RSS bound +" + mib(static_cast<int64_t>(o.rssBoundMiB * 1024)) +
-        " MiB" + (kAddressSanitizer ? " (not judged: AddressSanitizer keeps freed memory in quarantine)" : ""));
+        " in flight, then " + std::to_string(o.cycles) + " communicator create/destroy cycles; figures judged after " +
+        std::to_string(o.warmupPct) + "% and " + std::to_string(o.cycleWarmupPct) + "% warm-up, RSS bounds +" +
+        mib(static_cast<int64_t>(o.rssBoundMiB * 1024)) + " MiB and +" +
+        std::to_string(static_cast<int64_t>(o.cycleRssBoundKiB)) + " KiB" +
+        (kAddressSanitizer ? " (RSS not judged: AddressSanitizer keeps freed memory in quarantine)" : ""));
     for (const Setup& s : setups) say("  communicator " + s.describe(n));
   }
 
@@ -195,11 +199,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const int64_t bound = static_cast<int64_t>(o.rssBoundMiB * 1024);
-  PhaseVerdict mixed = judgePhase("mixed collectives", rank, record.mixed.samples, record.mixed.warmupEnd, bound,
-                                  !kAddressSanitizer);
+  PhaseVerdict mixed = judgePhase("mixed collectives", rank, record.mixed.samples, record.mixed.warmupEnd,
+                                  static_cast<int64_t>(o.rssBoundMiB * 1024), !kAddressSanitizer);
   PhaseVerdict cycles = judgePhase("create/destroy cycles", rank, record.cycles.samples, record.cycles.warmupEnd,
-                                   bound, !kAddressSanitizer);
+                                   static_cast<int64_t>(o.cycleRssBoundKiB), !kAddressSanitizer);
   std::vector<std::string> failures = mixed.failures;
   failures.insert(failures.end(), cycles.failures.begin(), cycles.failures.end());
   if (mixed.end.figures.shmEntries > mixed.start.figures.shmEntries ||

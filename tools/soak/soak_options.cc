@@ -38,9 +38,13 @@ Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
   app.add_option("--algos", o.algos, "communicators to draw from: all, or a comma-separated list of "
                                      "shm, ring, rabenseifner, doubling, bruck, torus, hier, ring-hosts")
       ->capture_default_str();
-  app.add_option("--warmup-pct", o.warmupPct, "share of each phase before the figures count")
+  app.add_option("--warmup-pct", o.warmupPct, "share of the mixed collectives before the figures count")
       ->check(CLI::Range(0, 90))->capture_default_str();
-  app.add_option("--rss-bound-mib", o.rssBoundMiB, "allowed RSS growth after warm-up (MiB)")
+  app.add_option("--cycle-warmup-pct", o.cycleWarmupPct, "share of the cycles before the figures count")
+      ->check(CLI::Range(0, 90))->capture_default_str();
+  app.add_option("--rss-bound-mib", o.rssBoundMiB, "allowed RSS growth after warm-up, mixed collectives (MiB)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--cycle-rss-bound-kib", o.cycleRssBoundKiB, "allowed RSS growth after warm-up, cycles (KiB)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--samples", o.samples, "figures taken per phase")->check(CLI::Range(1, 10000))
       ->capture_default_str();

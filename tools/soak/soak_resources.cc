@@ -12,11 +12,14 @@ namespace tsr::tools::soak {
 
 namespace {
 
-int64_t rssKiB() {
+void readRss(Figures& f) {
+  f.rssKiB = f.rssAnonKiB = f.rssShmemKiB = -1;
   std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
-  return -1;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) f.rssKiB = std::atoll(line.c_str() + 6);
+    if (line.rfind("RssAnon:", 0) == 0) f.rssAnonKiB = std::atoll(line.c_str() + 8);
+    if (line.rfind("RssShmem:", 0) == 0) f.rssShmemKiB = std::atoll(line.c_str() + 9);
+  }
 }
 
 // Entries of a directory, without . and ..; -1 when it cannot be read.
@@ -51,7 +54,7 @@ int64_t shmMaps() {
 
 Figures readFigures(int64_t shmNotAbove) {
   Figures f;
-  f.rssKiB = rssKiB();
+  readRss(f);
   f.fds = openFds();
   f.shmMaps = shmMaps();
   f.shmEntries = countEntries("/dev/shm");

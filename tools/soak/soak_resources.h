@@ -11,6 +11,8 @@ namespace tsr::tools::soak {
 
 struct Figures {
   int64_t rssKiB = 0;      // /proc/self/status VmRSS
+  int64_t rssAnonKiB = 0;  // its parts (reported only): RssAnon (heap, UCX's TCP buffers) and
+  int64_t rssShmemKiB = 0; // RssShmem (shared memory: segments, registered scratch)
   int64_t fds = 0;         // entries of /proc/self/fd
   int64_t shmEntries = 0;  // entries of /dev/shm (the whole machine's)
   int64_t shmMaps = 0;     // lines of /proc/self/maps naming /dev/shm/ or SYSV

@@ -192,7 +192,7 @@ void runCycles(const std::vector<Setup>& setups, const SoakOptions& options, int
                RankRecord* record) {
   PhaseRecord& phase = record->cycles;
   const uint64_t interval = std::max<uint64_t>(1, options.cycles / static_cast<uint64_t>(options.samples));
-  phase.warmupEnd = options.cycles * static_cast<uint64_t>(options.warmupPct) / 100;
+  phase.warmupEnd = options.cycles * static_cast<uint64_t>(options.cycleWarmupPct) / 100;
   phase.samples.push_back(sample(0, std::numeric_limits<int64_t>::max()));
   const int64_t shmBaseline = phase.samples.front().figures.shmEntries;
   uint64_t due = nextSampleAt(0, interval, phase.warmupEnd);

@@ -231,7 +231,12 @@ TEST(SoakValues, FilledInputReadsBackAndMismatchesAreFound) {
 
 TEST(SoakResources, FlatAfterWarmupPassesGrowthIsNamed) {
   auto at = [](uint64_t when, int64_t rss, int64_t fds, int64_t shm, int64_t maps) {
-    return Sample{when, Figures{rss, fds, shm, maps}};
+    Figures f;
+    f.rssKiB = rss;
+    f.fds = fds;
+    f.shmEntries = shm;
+    f.shmMaps = maps;
+    return Sample{when, f};
   };
   // Growth during warm-up (before op 100) does not count.
   std::vector<Sample> flat = {at(0, 1000, 10, 2, 3), at(50, 90000, 40, 2, 9), at(100, 100000, 50, 2, 9),
@@ -279,6 +284,10 @@ TEST(SoakOptions, DefaultsSizesAndErrors) {
   EXPECT_EQ(d.value().maxBytes, size_t{16} << 20);
   EXPECT_EQ(d.value().inflight, 8);
   EXPECT_EQ(d.value().cycles, 500u);
+  EXPECT_EQ(d.value().warmupPct, 50);
+  EXPECT_EQ(d.value().cycleWarmupPct, 10);
+  EXPECT_EQ(d.value().rssBoundMiB, 16);
+  EXPECT_EQ(d.value().cycleRssBoundKiB, 1024);
   const char* some[] = {"tsr-soak", "--ops", "300", "--max-bytes", "1M", "--cycles", "30", "--algos", "ring,shm"};
   auto s = parseSoakOptions(9, some);
   ASSERT_TRUE(s.isOk()) << s.status().message();
