@@ -42,7 +42,8 @@ Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 90))->capture_default_str();
   app.add_option("--cycle-warmup-pct", o.cycleWarmupPct, "share of the cycles before the figures count")
       ->check(CLI::Range(0, 90))->capture_default_str();
-  app.add_option("--rss-bound-mib", o.rssBoundMiB, "allowed RSS growth after warm-up, mixed collectives (MiB)")
+  app.add_option("--rss-bound-mib", o.rssBoundMiB,
+                 "allowed RSS growth after warm-up, mixed collectives, less the scratch pools' idle memory (MiB)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--cycle-rss-bound-kib", o.cycleRssBoundKiB, "allowed RSS growth after warm-up, cycles (KiB)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();

@@ -23,12 +23,13 @@ struct SoakOptions {
   std::string algos = "all";            // setups (soak_plan.h defaultSetups)
   // Warm-up before the figures count, and the RSS growth allowed after it, per rank. The mixed
   // phase raises per-communicator high-water marks (plan caches, UCX's receive pools, 2 MiB a
-  // descriptor over TCP) for a long while: on 4 ranks with the 8 default communicators, RSS
-  // outside the scratch pools still stepped up by 22 MiB between 40% and 50% of 20,000
-  // operations in one run, by at most 6 MiB after half (docs/reliability.md).
+  // descriptor over TCP) for a long while: on 4 ranks with the 8 default communicators and
+  // 20,000 operations, RSS outside the scratch pools rose by 22 MiB between 40% and 53% on one
+  // rank, and by 1.3 to 15.6 MiB over the second half on each of 12 rank-runs
+  // (docs/reliability.md). 32 MiB over 10,000 operations still fails a leak of 3.3 KiB each.
   int warmupPct = 50;                   // of the mixed operations
   int cycleWarmupPct = 10;              // of the create/destroy cycles
-  double rssBoundMiB = 16;              // mixed phase
+  double rssBoundMiB = 32;              // mixed phase
   double cycleRssBoundKiB = 1024;       // create/destroy phase
   int samples = 20;                     // figures taken per phase (plus one before it)
   int timeoutMs = 120000;               // TSR_TIMEOUT_MS (unless set): a hang becomes an error

@@ -286,7 +286,7 @@ TEST(SoakOptions, DefaultsSizesAndErrors) {
   EXPECT_EQ(d.value().cycles, 500u);
   EXPECT_EQ(d.value().warmupPct, 50);
   EXPECT_EQ(d.value().cycleWarmupPct, 10);
-  EXPECT_EQ(d.value().rssBoundMiB, 16);
+  EXPECT_EQ(d.value().rssBoundMiB, 32);
   EXPECT_EQ(d.value().cycleRssBoundKiB, 1024);
   const char* some[] = {"tsr-soak", "--ops", "300", "--max-bytes", "1M", "--cycles", "30", "--algos", "ring,shm"};
   auto s = parseSoakOptions(9, some);
