@@ -1,5 +1,6 @@
 #include "runtime/scratch_pool.h"
 
+#include <bit>
 #include <cstdlib>
 #include <string>
 
@@ -19,6 +20,14 @@ std::shared_ptr<const ScratchMemory> heapMemory() {
 }
 }  // namespace
 
+size_t ScratchPool::sizeClass(size_t bytes) {
+  bytes = bytes < 64 ? 64 : (bytes + 63) / 64 * 64;
+  if (bytes <= 4096) return std::bit_ceil(bytes);
+  // Four classes per power of two: 2^k, 1.25, 1.5 and 1.75 times it.
+  const size_t step = std::bit_floor(bytes) / 4;
+  return (bytes + step - 1) / step * step;
+}
+
 ScratchPool::ScratchPool(std::shared_ptr<const ScratchMemory> memory)
     : memory_(memory ? std::move(memory) : heapMemory()) {}
 
@@ -28,7 +37,7 @@ size_t ScratchPool::blocksAllocated() const {
 }
 
 Result<std::shared_ptr<void>> ScratchPool::acquire(size_t bytes) {
-  bytes = (bytes + 63) / 64 * 64;
+  bytes = sizeClass(bytes);
   void* block = nullptr;
   size_t size = bytes;
   {

@@ -1,7 +1,11 @@
 // ScratchPool: reuses the scratch areas of collectives (staging chunks, reduce-scatter work
 // copies), so a training loop that calls the same collectives every step does not pay for
 // fresh pages (page faults) every time. Thread-safe; blocks come back when the last holder
-// (the running task) lets go. Keeps at most kMaxFreeBytes of idle memory.
+// (the running task) lets go. Keeps at most kMaxFreeBytes of idle memory. Requests are rounded
+// up to size classes (powers of two up to 4 KiB, then four per power of two: at most 25% more
+// than asked), so sizes that vary from call to call reuse the same blocks: rounded only to 64
+// bytes, a request a little larger than every idle block took a new one, and a long run of
+// varied sizes kept adding blocks (each a registered segment) up to the idle cap.
 // Blocks come from a ScratchMemory: a communicator's pool uses its transport's registered
 // memory (ucp_mem_map), so UCX need not register scratch again on zero-copy paths; tests and
 // the default use aligned_alloc. A block held past the pool's life is released through the
@@ -35,6 +39,8 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
   // Blocks obtained from the memory so far (reuse keeps this flat).
   size_t blocksAllocated() const;
 
+  // The size of the block a request of `bytes` gets.
+  static size_t sizeClass(size_t bytes);
   // A 64-byte aligned block of at least `bytes`; returned to the pool when released.
   Result<std::shared_ptr<void>> acquire(size_t bytes);
   size_t idleBytes() const;

@@ -29,6 +29,34 @@ TEST(ScratchPool, ReusesReleasedBlocksAndAligns) {
   ASSERT_TRUE(big.isOk());
 }
 
+TEST(ScratchPool, SizeClassesWasteAtMostAQuarter) {
+  EXPECT_EQ(ScratchPool::sizeClass(0), 64u);
+  EXPECT_EQ(ScratchPool::sizeClass(65), 128u);
+  EXPECT_EQ(ScratchPool::sizeClass(4096), 4096u);
+  EXPECT_EQ(ScratchPool::sizeClass(4097), 5120u);
+  EXPECT_EQ(ScratchPool::sizeClass(size_t{5} << 20), size_t{5} << 20);
+  EXPECT_EQ(ScratchPool::sizeClass((size_t{5} << 20) + 1), size_t{6} << 20);
+  for (size_t bytes = 1; bytes < (size_t{1} << 26); bytes = bytes * 3 / 2 + 7) {
+    const size_t c = ScratchPool::sizeClass(bytes);
+    EXPECT_GE(c, bytes);
+    EXPECT_EQ(c % 64, 0u);
+    if (bytes > 4096) EXPECT_LE(c, bytes + bytes / 4 + 64) << bytes;
+    EXPECT_EQ(ScratchPool::sizeClass(c), c) << "a class is its own class";
+  }
+}
+
+// Sizes that grow a little from call to call (a training loop's buckets, a soak's random
+// sizes) reuse one block per class instead of taking a new one each time.
+TEST(ScratchPool, GrowingSizesReuseTheirClassBlock) {
+  auto pool = std::make_shared<ScratchPool>();
+  // (5 MiB, 6 MiB] is one class: rounded to 64 bytes only, each request took a new block.
+  for (size_t bytes = (size_t{5} << 20) + 1024; bytes <= (size_t{6} << 20); bytes += 1024) {
+    auto block = pool->acquire(bytes);
+    ASSERT_TRUE(block.isOk());
+  }
+  EXPECT_EQ(pool->blocksAllocated(), 1u);
+}
+
 TEST(ScratchPool, IdleMemoryIsCappedAndBlocksOutliveThePool) {
   auto pool = std::make_shared<ScratchPool>();
   std::shared_ptr<void> keep;
