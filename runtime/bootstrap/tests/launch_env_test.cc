@@ -109,7 +109,9 @@ TEST(LaunchEnv, TsrunBadValuesNameTheVariable) {
 }
 
 // A million ranks is allowed, so the check that no two share an address must not compare
-// every pair (that took minutes for 200000).
+// every pair (that took minutes for 200000, optimised). The bound only has to tell minutes
+// from seconds: the two parses take 0.3 s optimised and about 12 s under ASan on a loaded
+// 2-core machine.
 TEST(LaunchEnv, DuplicatePeersAreFoundQuicklyInALargeJob) {
   const int n = 200000;
   std::string peers;
@@ -123,7 +125,7 @@ TEST(LaunchEnv, DuplicatePeersAreFoundQuicklyInALargeJob) {
   env["TSR_WORLD_SIZE"] = std::to_string(n + 1);
   fails(env, {"ranks 6 and 200000", "h0:7"});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 10.0);
+  EXPECT_LT(seconds, 60.0);
 }
 
 TEST(LaunchEnv, Ipv6Peers) {
