@@ -11,6 +11,12 @@ tsr_fetch_digits >/dev/null ||
 
 echo "== Release build (build/)"
 tsr_build build -DCMAKE_BUILD_TYPE=Release
+# A python3 earlier on PATH without NumPy or torch must not leave the Python checks out
+# unnoticed (cmake/python.cmake picks Debian's interpreter, which has them).
+if /usr/bin/python3 -c "import numpy, torch" 2>/dev/null &&
+   ! ctest --test-dir build -N -L python | grep -q "Total Tests: [1-9]"; then
+  echo "tessera: no Python checks in build/ although /usr/bin/python3 has NumPy and torch"; exit 1
+fi
 echo "== Tests"
 ctest --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
 

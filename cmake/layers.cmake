@@ -73,8 +73,7 @@ function(tsr_check_layer_links)
   endforeach()
 endfunction()
 
-find_program(TSR_PYTHON NAMES python3)
-if(TSR_PYTHON)
+if(TSR_PYTHON)  # cmake/python.cmake
   add_test(NAME Layers.IncludesRunDown
            COMMAND ${TSR_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/check_layers.py ${PROJECT_SOURCE_DIR} ${TSR_LAYERS})
   set_tests_properties(Layers.IncludesRunDown PROPERTIES LABELS layers TIMEOUT 60)
