@@ -11,6 +11,16 @@ using detail::asio::ip::tcp;
 namespace asio = detail::asio;
 using Clock = std::chrono::steady_clock;
 
+// The first byte of every frame's payload: a blob of the all-gather, or the reason a rank gave
+// up. A rank that fails tells its right neighbour why before it leaves, and each rank passes the
+// first reason on, so a rank far from the fault names it (the host that never started, say)
+// instead of the neighbour that left because of it, and learns it without waiting out its own
+// timeout.
+constexpr char kBlobFrame = 'D';
+constexpr char kGiveUpFrame = 'A';
+constexpr size_t kMaxReasonBytes = 1024;
+constexpr auto kGiveUpSendLimit = std::chrono::milliseconds(500);
+
 class Bootstrap::Impl {
  public:
   Impl(LaunchInfo info, BootstrapOptions options)
@@ -19,6 +29,7 @@ class Bootstrap::Impl {
 
   Status start() {
     if (info_.size == 1) return Status::ok();
+    joinStart_ = Clock::now();
     const PeerAddress& me = info_.peers[info_.rank];
     detail::ListenAddress listen = detail::chooseListenAddress(info_);
     tcp::endpoint endpoint(listen.address, me.port);
@@ -35,9 +46,13 @@ class Bootstrap::Impl {
                                           detail::endpointString(endpoint) + "): " + ec.message());
     log_->debug("rank {}: listening on {} ({}{})", info_.rank, detail::endpointString(endpoint),
                 listen.everyInterface ? "every interface: " : "", listen.why);
-    auto links = detail::joinRing(io_, acceptor_, info_, options_);
+    detail::RingLinks partial;
+    auto links = detail::joinRing(io_, acceptor_, info_, options_, &partial);
     acceptor_.close(ec);  // the ring is formed: nobody else may connect
-    if (!links.isOk()) return links.status();
+    if (!links.isOk()) {
+      if (partial.right) sendGiveUp(*partial.right, links.status().message());
+      return links.status();
+    }
     left_ = std::move(links.value().left);
     right_ = std::move(links.value().right);
     return Status::ok();
@@ -55,13 +70,19 @@ class Bootstrap::Impl {
     const int n = info_.size, r = info_.rank;
     std::vector<std::string> blobs(n);
     blobs[r] = myBlob;
-    auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+    // The first all-gather also waits for the rest of the ring to join, which may take each rank
+    // up to the timeout from its own start: a rank whose own links formed at once must not give
+    // up before a rank that still waits for a peer says which peer never came.
+    const auto timeout = std::chrono::milliseconds(options_.timeoutMs);
+    auto deadline = std::max(Clock::now(), firstGather_ ? joinStart_ + timeout : Clock::now()) + timeout;
+    firstGather_ = false;
     for (int step = 0; step + 1 < n; ++step) {
       int sendIndex = (r - step + n) % n;
       int recvIndex = (r - step - 1 + n) % n;
       Status s = exchange(blobs[sendIndex], &blobs[recvIndex], step, deadline);
       if (!s.isOk()) {
         broken_ = s;
+        sendGiveUp(*right_, forwardedReason_.empty() ? s.message() : forwardedReason_);
         boost::system::error_code ec;
         left_->socket.close(ec);
         right_->socket.close(ec);
@@ -86,9 +107,31 @@ class Bootstrap::Impl {
     return "rank " + std::to_string(link.peerRank) + " (" + link.remote + ")";
   }
 
+  // Best effort, bounded: the neighbour may be gone or stalled; then it finds out on its own.
+  void sendGiveUp(detail::Link& link, const std::string& reason) {
+    if (!link.socket.is_open()) return;
+    std::string payload = kGiveUpFrame + reason.substr(0, kMaxReasonBytes);
+    auto frame = wire::encodeFrame(link.key, link.sendSeq++, payload);
+    if (!frame.isOk()) return;
+    bool done = false;
+    asio::async_write(link.socket, asio::buffer(frame.value()),
+                      [&done](const boost::system::error_code&, size_t) { done = true; });
+    auto until = Clock::now() + kGiveUpSendLimit;
+    io_.restart();
+    while (!done && Clock::now() < until) {
+      if (io_.run_one_until(until) == 0 && io_.stopped()) io_.restart();
+    }
+    if (!done) {
+      boost::system::error_code ec;
+      link.socket.close(ec);
+      io_.restart();
+      while (!done) io_.run_one();
+    }
+  }
+
   // One ring step: send `out` to the right while receiving one blob from the left.
   Status exchange(const std::string& out, std::string* in, int step, Clock::time_point deadline) {
-    auto frame = wire::encodeFrame(right_->key, right_->sendSeq, out);
+    auto frame = wire::encodeFrame(right_->key, right_->sendSeq, kBlobFrame + out);
     if (!frame.isOk()) return frame.status();
     ++right_->sendSeq;
     bool sent = false, received = false;
@@ -154,8 +197,16 @@ class Bootstrap::Impl {
                            return setError(s);
                          }
                          ++left_->recvSeq;
-                         body.resize(h.length);
-                         *in = std::move(body);
+                         if (h.length > 0 && body[0] == kGiveUpFrame) {
+                           forwardedReason_ = body.substr(1, h.length - 1);
+                           return setError(Status(Code::kBootstrap,
+                                                  who() + ": " + peer(*left_) + " gave up: " +
+                                                      forwardedReason_));
+                         }
+                         if (h.length == 0 || body[0] != kBlobFrame)
+                           return setError(Status(Code::kBootstrap, who() + ": frame of unknown kind from " +
+                                                                        peer(*left_)));
+                         *in = body.substr(1, h.length - 1);
                        });
     });
     while (!(sent && received) && error.isOk()) {
@@ -187,6 +238,9 @@ class Bootstrap::Impl {
   std::unique_ptr<detail::Link> left_;
   std::unique_ptr<detail::Link> right_;
   Status broken_;
+  std::string forwardedReason_;  // why the rank that gave up first did
+  Clock::time_point joinStart_;
+  bool firstGather_ = true;
   std::shared_ptr<spdlog::logger> log_;
 };
 

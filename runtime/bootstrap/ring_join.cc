@@ -37,7 +37,7 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
         retryTimer_(io),
         log_(tsr::log::get("bootstrap")) {}
 
-  Result<RingLinks> run() {
+  Result<RingLinks> run(RingLinks* partial) {
     deadline_ = Clock::now() + milliseconds(options_.timeoutMs);
     accept();
     dial();
@@ -46,7 +46,9 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
     }
     stop();
     if (links_.left && links_.right) return std::move(links_);
-    return Status(Code::kBootstrap, missingMessage());
+    Status missing(Code::kBootstrap, missingMessage());
+    if (partial) *partial = std::move(links_);
+    return missing;
   }
 
  private:
@@ -217,9 +219,9 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
 }  // namespace
 
 Result<RingLinks> joinRing(asio::io_context& io, tcp::acceptor& acceptor, const LaunchInfo& info,
-                           const BootstrapOptions& options) {
+                           const BootstrapOptions& options, RingLinks* partial) {
   auto join = std::make_shared<RingJoin>(io, acceptor, info, options);
-  return join->run();
+  return join->run(partial);
 }
 
 }  // namespace tsr::runtime::detail

@@ -20,8 +20,9 @@ struct RingLinks {
 };
 
 // `acceptor` is already listening on this rank's bootstrap port. Runs `io` on the calling
-// thread until done; leaves no pending work that refers to the join.
+// thread until done; leaves no pending work that refers to the join. On failure, the link that
+// was formed (if any) goes to `partial`, so the caller can say why it leaves.
 Result<RingLinks> joinRing(asio::io_context& io, tcp::acceptor& acceptor, const LaunchInfo& info,
-                           const BootstrapOptions& options);
+                           const BootstrapOptions& options, RingLinks* partial = nullptr);
 
 }  // namespace tsr::runtime::detail

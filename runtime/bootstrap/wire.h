@@ -7,7 +7,8 @@
 //                                      nonce Nc, HMAC(secret, "claim"|Na|job id|c|Nc)
 //   3. acceptor -> connector  Answer : magic, rank a, HMAC(secret, "answer"|Nc|Na|job id|a|c)
 // Both sides then derive a per-link session key K = HMAC(secret, "session"|Na|Nc|job id|c|a).
-// A data *frame* is seq (u64), length (u32), payload, HMAC(K, seq|length|payload). The fixed
+// A data *frame* is seq (u64), length (u32), payload, HMAC(K, seq|length|payload) (the payload
+// starts with its kind, see bootstrap.cc: a blob, or why the sender gave up). The fixed
 // labels stop one message's MAC from being replayed as another's; the fresh nonces in K stop a
 // frame recorded on one link (or job) from being replayed on another; seq stops replays and
 // reordering within a link.
@@ -28,7 +29,7 @@ using Nonce = std::array<uint8_t, 32>;
 using Mac = Digest;
 
 constexpr uint32_t kMagic = 0x54535242;  // "TSRB"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;  // 2: frame payloads start with their kind
 constexpr size_t kMaxJobIdBytes = 256;
 
 constexpr size_t kHelloBytes = 4 + 2 + 32;

@@ -79,6 +79,39 @@ TEST(Bootstrap, PeerThatNeverStartsIsNamedWithinTheTimeout) {
   EXPECT_NE(outcomes[0].status.message().find(rank2), std::string::npos);
 }
 
+// Ranks 3 and 4 joined their own links; rank 3 gives up on rank 2 and leaves. Without the
+// reason passed on, rank 4 and rank 0 would name rank 3 ("closed its bootstrap connection"),
+// the neighbour that left, instead of the rank that never came.
+TEST(Bootstrap, EveryRankNamesThePeerThatNeverStartsNotTheNeighbourThatGaveUp) {
+  auto infos = localInfos(5);
+  infos.erase(infos.begin() + 2);  // rank 2 never starts
+  BootstrapOptions options;
+  options.timeoutMs = 1500;
+  auto start = Clock::now();
+  auto outcomes = runJob(infos, options, 1);
+  auto elapsedMs =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  EXPECT_LT(elapsedMs, 4000);  // the others learn it from rank 3, not from timeouts of their own
+  std::string rank2 = "rank 2 (expected from 127.0.0.1, its bootstrap address 127.0.0.1:" +
+                      std::to_string(infos[0].peers[2].port) + ")";
+  const int ranks[] = {0, 1, 3, 4};
+  for (int i = 0; i < 4; ++i) {
+    const Status& s = outcomes[i].status;
+    ASSERT_FALSE(s.isOk()) << "rank " << ranks[i];
+    EXPECT_EQ(s.code(), Code::kBootstrap) << s.toString();
+    if (ranks[i] == 1) {
+      EXPECT_NE(s.message().find("rank 1 could not connect to rank 2"), std::string::npos) << s.message();
+    } else {
+      EXPECT_NE(s.message().find("rank 3 was never contacted by " + rank2), std::string::npos)
+          << "rank " << ranks[i] << ": " << s.message();
+    }
+  }
+  EXPECT_NE(outcomes[3].status.message().find("rank 4: rank 3 (127.0.0.1:"), std::string::npos)
+      << outcomes[3].status.message();
+  EXPECT_NE(outcomes[0].status.message().find("rank 0: rank 4 (127.0.0.1:"), std::string::npos)
+      << outcomes[0].status.message();
+}
+
 TEST(Bootstrap, RanksWithDifferentSecretsNeverJoin) {
   auto infos = localInfos(2);
   infos[1].secret = "another-secret-of-16+bytes";

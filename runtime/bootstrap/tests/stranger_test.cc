@@ -126,7 +126,7 @@ TEST(BootstrapStrangers, OversizedClaimIsRefused) {
   uint16_t port1 = infos[1].peers[1].port;
   ASSERT_TRUE(waitListening(port1));
   // A well-formed claim head announcing a 65535-byte job id.
-  std::string head = {'T', 'S', 'R', 'B', 0, 1, 0, 0, 0, 0, '\xff', '\xff'};
+  std::string head = {'T', 'S', 'R', 'B', 0, static_cast<char>(wire::kVersion), 0, 0, 0, 0, '\xff', '\xff'};
   std::string from = sendGarbage(port1, head);
   EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + from +
                           ": claimed job id length 65535 exceeds 256"))
