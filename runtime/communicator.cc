@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/control_auth.h"
+#include "runtime/launcher_watch.h"
 #include "runtime/link_probe.h"
 #include "runtime/local_topology.h"
 #include "runtime/peer_card.h"
@@ -66,6 +67,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   log::setThreadRank(rank_);  // ranks as threads share the loggers: this thread is this rank
   auto logger = log::get("runtime");
   for (const auto& w : config.warnings()) logger->warn("{}", w);
+  watchLauncher(config.get("TSR_LAUNCHER_WATCH"), rank_, !config.get("TSR_LOG_FILE").empty());
 
   dense_.chunkBytes = static_cast<size_t>(config.getInt("TSR_CHUNK_BYTES"));
   dense_.window = static_cast<int>(config.getInt("TSR_WINDOW"));

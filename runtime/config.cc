@@ -123,6 +123,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_INSECURE", ValueKind::kEnum, "0", "0|1",
        "1: a job of several ranks may start without a job secret (unauthenticated bootstrap)"},
       {"TSR_JOB_ID", ValueKind::kString, "", "", "job identifier (set by tsrun)"},
+      {"TSR_LAUNCHER_WATCH", ValueKind::kString, "", "seconds",
+       "set by tsrun: standard input is its pipe; when it ends (tsrun gone, even by SIGKILL) the "
+       "rank sends itself SIGTERM, then SIGKILL after this many seconds"},
       {"TSR_BASE_PORT", ValueKind::kString, "29400", "a port in 1..65535", "first bootstrap port when derived"},
       // Defaults of a compressed collective's parameters (algorithms/compress/registry.h);
       // the compressor checks them when it is built, so they are not checked here.

@@ -3,6 +3,7 @@
 // reports are read from tsrun's prefixed output.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -151,6 +152,27 @@ TEST(ProcessFaults, StoppedRankMakesSleepingRanksTimeOut) {
   RunResult r = runJob(4, {"stop", "1"}, {"TSR_TIMEOUT_MS=4000", "TSR_ERR_MODE=peer", "TSR_WAIT=auto"}, 90);
   EXPECT_NE(r.exitCode(), 0) << describe(r);
   expectFailedNaming(r, {0, 2, 3}, 4000 + 3000, {"TSR_ERR_TIMEOUT", "stopped responding", "rank 1 ("});
+}
+
+// tsrun killed with SIGKILL cannot stop its ranks: each sees the end of the standard input
+// tsrun held for it, sends itself SIGTERM (ignored by fault_worker) and SIGKILL after --grace.
+TEST(ProcessFaults, RanksEndWhenTsrunIsKilled) {
+  ChildProcess job({TSRUN_PATH, "-np", "3", "--grace", "1", FAULT_WORKER_PATH, "hold"});
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string up = "[" + std::to_string(rank) + "] rank " + std::to_string(rank) + ": up pid ";
+    ASSERT_TRUE(job.waitForOutput(up, 60)) << up;
+  }
+  job.signal(SIGKILL);
+  double killed = tools::tsrun::testing::nowSeconds();
+  RunResult r = job.finish(10);
+  std::vector<pid_t> pids;
+  std::smatch m;
+  for (const auto& line : r.outLines())
+    if (std::regex_search(line, m, std::regex(": up pid ([0-9]+)$"))) pids.push_back(std::stoi(m[1]));
+  ASSERT_EQ(pids.size(), 3u) << describe(r);
+  for (pid_t pid : pids)  // the grace, and the watcher's poll of 1 s at most
+    EXPECT_TRUE(tools::tsrun::testing::processGone(pid, 1 + 5)) << "rank process " << pid << " survived tsrun";
+  EXPECT_LT(tools::tsrun::testing::nowSeconds() - killed, 1 + 5 + 1);
 }
 
 class ProcessMismatch : public ::testing::TestWithParam<std::string> {};

@@ -7,6 +7,8 @@
 //   fault_worker kill R [COUNT]    rank R SIGKILLs itself in the middle of a long allreduce (of
 //                                  COUNT floats, 2^22 by default; 2: the shared-memory board)
 //   fault_worker stop R [COUNT]    rank R SIGSTOPs itself likewise
+//   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
+//                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
 //   fault_worker repeat CASE REPS  REPS times a fresh communicator runs CASE, each rank checking
 //                                  its outcome (prints "rank R: OK REPS reps" or what failed):
@@ -48,6 +50,22 @@ int reportFailure(int rank, Clock::time_point since, const Status& st) {
   std::printf("rank %d: FAILED after %ld ms: %s\n", rank, ms, st.toString().c_str());
   std::fflush(stdout);
   return 3;
+}
+
+int runHold(Communicator& comm) {
+  std::vector<float> buf(1024, 1.0f);
+  auto until = Clock::now() + std::chrono::seconds(120);
+  for (int i = 0; Clock::now() < until; ++i) {
+    auto req = comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kAvg);
+    Status st = req.isOk() ? req.value()->wait() : req.status();
+    if (!st.isOk()) return reportFailure(comm.rank(), until, st);
+    if (i == 0) {
+      std::printf("rank %d: up pid %d\n", comm.rank(), static_cast<int>(getpid()));
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
 }
 
 // Allreduces until `victim` kills or stops itself during one of them.
@@ -173,6 +191,7 @@ int main(int argc, char** argv) {
   if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL, count);
   if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP, count);
   if (mode == "mismatch") return runMismatch(comm, arg);
+  if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;
 }

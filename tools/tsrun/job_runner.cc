@@ -79,6 +79,7 @@ JobRunner::JobRunner(std::vector<RankLaunch> ranks, JobSettings settings)
 JobRunner::~JobRunner() {
   for (Rank& rank : ranks_) {
     for (int s = 0; s < 2; ++s) closeStream(rank, s);
+    if (rank.inputFd >= 0) close(rank.inputFd);
   }
   if (signalFd_ >= 0) close(signalFd_);
 }
@@ -130,6 +131,7 @@ void JobRunner::startAll() {
     rank.running = true;
     rank.fds[0] = spawned.value().outFd;
     rank.fds[1] = spawned.value().errFd;
+    rank.inputFd = spawned.value().inFd;
     onSignalFd();  // a signal that came while spawning is handled before the next spawn
   }
 }

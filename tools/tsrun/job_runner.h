@@ -66,6 +66,7 @@ class JobRunner {
     bool running = false;  // started and not exited
     bool reaped = false;   // waited for: its pid may belong to another process now
     int fds[2] = {-1, -1};  // stdout, stderr read ends
+    int inputFd = -1;       // its standard input's write end, held open while tsrun lives
     LinePrefixer prefixers[2];
     explicit Rank(RankLaunch l)
         : launch(std::move(l)), prefixers{LinePrefixer(launch.slot.rank),

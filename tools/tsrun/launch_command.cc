@@ -31,7 +31,7 @@ std::string baseName(std::string_view path) {
 const std::vector<std::string>& launcherVariableNames() {
   static const std::vector<std::string> kNames = {
       "TSR_RANK",  "TSR_WORLD_SIZE",     "TSR_LOCAL_RANK", "TSR_LOCAL_SIZE",
-      "TSR_PEERS", "TSR_JOB_SECRET",     "TSR_JOB_ID"};
+      "TSR_PEERS", "TSR_JOB_SECRET",     "TSR_JOB_ID", "TSR_LAUNCHER_WATCH"};
   return kNames;
 }
 
@@ -152,6 +152,7 @@ std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job,
       {"TSR_PEERS", job.peers},
       {"TSR_JOB_SECRET", job.secret},
       {"TSR_JOB_ID", job.jobId},
+      {"TSR_LAUNCHER_WATCH", job.graceSeconds},
   };
   env.insert(env.end(), exports.begin(), exports.end());
   return env;

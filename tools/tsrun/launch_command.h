@@ -40,6 +40,7 @@ struct JobInfo {
   std::string peers;   // peersString(plan)
   std::string secret;  // 64 hex characters
   std::string jobId;
+  std::string graceSeconds = "5";  // TSR_LAUNCHER_WATCH: SIGTERM -> SIGKILL once tsrun is gone
 };
 
 // The variables tsrun sets for every rank; -x cannot override them.

@@ -73,6 +73,9 @@ Result<std::vector<RankLaunch>> prepare(const LaunchOptions& o) {
   job.peers = peersString(slots);
   TSR_ASSIGN_OR_RETURN(job.secret, randomHex(kSecretBytes));
   TSR_ASSIGN_OR_RETURN(job.jobId, randomHex(kJobIdBytes));
+  char grace[32];
+  std::snprintf(grace, sizeof(grace), "%g", o.graceSeconds);
+  job.graceSeconds = grace;
 
   std::vector<std::string> baseEnv;
   for (char** e = environ; *e != nullptr; ++e) baseEnv.emplace_back(*e);

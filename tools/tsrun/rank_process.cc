@@ -42,23 +42,16 @@ Result<SpawnedProcess> spawnRank(const SpawnRequest& request) {
   }
 
   // The input fits a pipe's buffer (a secret, a line), so it is written whole before the
-  // spawn and the write end closed: the rank reads it, then end of file.
+  // spawn; the write end stays open for the life of the rank (rank_process.h).
   PipePair in;
-  if (!request.input.empty()) {
-    if (request.input.size() > PIPE_BUF) return Status(Code::kInternal, "spawnRank: input larger than PIPE_BUF");
-    if (pipe2(in.fds, O_CLOEXEC) != 0 ||
-        write(in.fds[1], request.input.data(), request.input.size()) != static_cast<ssize_t>(request.input.size()))
-      return Status(Code::kInternal, std::string("stdin pipe: ") + std::strerror(errno));
-    close(in.fds[1]);
-    in.fds[1] = -1;
-  }
+  if (request.input.size() > PIPE_BUF) return Status(Code::kInternal, "spawnRank: input larger than PIPE_BUF");
+  if (pipe2(in.fds, O_CLOEXEC) != 0 ||
+      write(in.fds[1], request.input.data(), request.input.size()) != static_cast<ssize_t>(request.input.size()))
+    return Status(Code::kInternal, std::string("stdin pipe: ") + std::strerror(errno));
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (request.input.empty())
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  else
-    posix_spawn_file_actions_adddup2(&actions, in.fds[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, in.fds[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err.fds[1], STDERR_FILENO);
 
@@ -89,8 +82,10 @@ Result<SpawnedProcess> spawnRank(const SpawnRequest& request) {
   process.pid = pid;
   process.outFd = out.fds[0];
   process.errFd = err.fds[0];
+  process.inFd = in.fds[1];
   out.fds[0] = -1;
   err.fds[0] = -1;
+  in.fds[1] = -1;
   for (int fd : {process.outFd, process.errFd}) {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 extern char** environ;
@@ -28,6 +29,22 @@ std::vector<std::string> splitLines(const std::string& text) {
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+bool processGone(pid_t pid, double seconds) {
+  auto running = [pid] {
+    if (kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pidField, comm, state;
+    stat >> pidField >> comm >> state;
+    return state != "Z" && state != "X";
+  };
+  double end = nowSeconds() + seconds;
+  while (running()) {
+    if (nowSeconds() > end) return false;
+    usleep(20000);
+  }
+  return true;
 }
 
 int RunResult::exitCode() const {

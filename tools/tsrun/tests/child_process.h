@@ -49,4 +49,8 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
 
 double nowSeconds();
 
+// True once pid no longer runs, within seconds (a zombie waiting for init to reap it counts as
+// gone).
+bool processGone(pid_t pid, double seconds);
+
 }  // namespace tsr::tools::tsrun::testing

@@ -65,16 +65,17 @@ TEST(LaunchCommand, RankEnvironmentContract) {
   slot.rank = 2;
   slot.localRank = 1;
   slot.localSize = 3;
-  JobInfo job{4, "a:1,a:2,b:1,b:2", std::string(64, 'f'), "0123456789abcdef"};
+  JobInfo job{4, "a:1,a:2,b:1,b:2", std::string(64, 'f'), "0123456789abcdef", "2.5"};
   auto env = rankEnvironment(slot, job, {{"FOO", "bar"}});
   std::vector<EnvVar> expected = {
       {"TSR_RANK", "2"},         {"TSR_WORLD_SIZE", "4"},
       {"TSR_LOCAL_RANK", "1"},   {"TSR_LOCAL_SIZE", "3"},
       {"TSR_PEERS", job.peers},  {"TSR_JOB_SECRET", job.secret},
-      {"TSR_JOB_ID", job.jobId}, {"FOO", "bar"}};
+      {"TSR_JOB_ID", job.jobId}, {"TSR_LAUNCHER_WATCH", "2.5"},
+      {"FOO", "bar"}};
   EXPECT_EQ(env, expected);
-  ASSERT_EQ(launcherVariableNames().size(), 7u);
-  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(env[i].name, launcherVariableNames()[i]);
+  ASSERT_EQ(launcherVariableNames().size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(env[i].name, launcherVariableNames()[i]);
 }
 
 TEST(LaunchCommand, MergeEnvironmentReplacesAndAdds) {

@@ -86,23 +86,6 @@ constexpr const char* kWaitForFiles =
     "wait_for() { for f in \"$@\"; do i=0; while [ ! -e $f ] && [ $i -lt 200 ]; do "
     "sleep 0.05; i=$((i+1)); done; done; }; wait_for";
 
-// True once pid no longer runs (a zombie waiting for init to reap it counts as gone).
-bool processGone(pid_t pid, double seconds) {
-  auto running = [pid] {
-    if (kill(pid, 0) != 0) return false;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string pidField, comm, state;
-    stat >> pidField >> comm >> state;
-    return state != "Z" && state != "X";
-  };
-  double end = testing::nowSeconds() + seconds;
-  while (running()) {
-    if (testing::nowSeconds() > end) return false;
-    usleep(20000);
-  }
-  return true;
-}
-
 TEST(TsrunEndToEnd, FailingRankStopsTheJobAndSetsTheExitCode) {
   TempDir dir;
   // Ranks 0 and 2 sleep in a child process (recorded in a pid file): tsrun must stop those too.
