@@ -164,6 +164,9 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   engine.hosts = hosts_;
   engine.controlKey = controlKey;
   if (bootstrap_) engine.neighbourSockets = bootstrap_->neighbourSockets();
+  engine.expectedSendRates.assign(size_, 0.0);  // links to other hosts, at the net figure
+  for (int r = 0; r < size_; ++r)
+    if (hostIds_[r] != hostIds_[rank_]) engine.expectedSendRates[r] = selector_->links().net.bytesPerSec;
   if (wrap) wrapped_ = wrap(*transport_);
   engine_ = std::make_unique<ProgressEngine>(active(), engine);
   logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_,

@@ -56,6 +56,7 @@ ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions op
       rank_(transport.rank()),
       neighbours_(options_.neighbourSockets,
                   std::chrono::milliseconds(std::clamp(options_.timeoutMs / 2, 1000, 30000))),
+      slowLinks_(options_.expectedSendRates, SlowLinkWatch::Options{}),
       controlBuffer_(kControlBytes),
       controlAuth_(options_.controlKey, transport.rank(), transport.size(), options_.comm) {
   thread_ = std::thread([this] { run(); });
@@ -265,6 +266,7 @@ bool ProgressEngine::turn(bool spinning) {
   if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   checkTimeouts(now);
   watchNeighbours(now);
+  watchLinkRates(now);
   settleDraining(now);
   controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
   return busy;

@@ -28,6 +28,7 @@
 #include "runtime/control_auth.h"
 #include "runtime/control_message.h"
 #include "runtime/neighbour_watch.h"
+#include "runtime/slow_link_watch.h"
 #include "transport/transport.h"
 
 namespace tsr::runtime {
@@ -49,6 +50,9 @@ struct EngineOptions {
   // Seals and checks control messages (control_auth.h); the same on every rank. The
   // communicator derives it at creation; engines built without one share the all-zero key.
   Digest controlKey{};
+  // Per rank: the bytes/s its link was measured at, for the slow-link warning
+  // (slow_link_watch.h); 0 where not judged. Empty: no warning.
+  std::vector<double> expectedSendRates;
 };
 
 using algorithms::Request;
@@ -141,6 +145,7 @@ class ProgressEngine final : public algorithms::RequestDriver {
   Status pendingFailure(const Submission& s, const Status& reason) const;
   void postControlRecv();
   void watchNeighbours(std::chrono::steady_clock::time_point now);
+  void watchLinkRates(std::chrono::steady_clock::time_point now);
   void sendControl(const std::string& payload);
   void sayGoodbye();
   // A control message that failed its check (ControlAuth::open): not acted on, said (rate-limited).
@@ -181,6 +186,7 @@ class ProgressEngine final : public algorithms::RequestDriver {
 
   // Driving state (guarded by driveMutex_).
   NeighbourWatch neighbours_;
+  SlowLinkWatch slowLinks_;
   std::list<Active> active_;
   std::list<Active> draining_;  // failed runs whose transport ops are still in flight
   std::list<Active> spare_;     // finished entries, reused by the next runs (no allocation)

@@ -64,7 +64,7 @@ wrap=()
 [ "$scenario" = stop-long ] && wrap=(sh -c 'trap "" TERM; exec "$0" "$@"')
 setsid timeout 240 "$build/bin/tsrun" --hostfile "$work/hosts" --rsh "$rsh" --grace 9 \
   -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 -x TSR_TIMEOUT_MS="$timeout_ms" "${env[@]}" \
-  "${wrap[@]}" "$build/bin/tsr-bench" -b 16M -e 16M -n "$iters" -w 1 -c 1 >"$log" 2>&1 &
+  "${wrap[@]}" "$build/bin/tsr-bench" -b 16M -e 16M -n "$iters" -w 1 -c 1 --json "$work/rows.json" >"$log" 2>&1 &
 child=$!
 start=$(date +%s%N)
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
@@ -87,13 +87,20 @@ wait_for_sweep() {
   sleep 1
   kill -0 "$child" 2>/dev/null || fail "the job ended before the fault"
 }
-# The job must end with status 0 and every result right.
+# The job must end with status 0 and every result right, and the fault must have hit an
+# allreduce: its slowest one took at least $1 ms.
 expect_success() {
   wait "$child"; local status=$?; child=
   cat "$log"
   [ "$status" = 0 ] || { echo "FAIL: the job exited $status"; exit 1; }
   grep -q '# Out of bounds values : 0 OK' "$log" || { echo "FAIL: no all-right summary"; exit 1; }
   ! grep -q ' FAIL$' "$log" || { echo "FAIL: a row failed"; exit 1; }
+  local slowest
+  slowest=$(grep -o '"iter_us": \[[^]]*\]' "$work/rows.json" | tr -d '[]"a-z_: ' | tr ',' '\n' |
+            sort -g | tail -1)
+  echo "slowest allreduce: ${slowest%.*} us"
+  [ "${slowest%.*}" -ge $(($1 * 1000)) ] ||
+    { echo "FAIL: no allreduce took ${1} ms or more: the fault missed the load"; exit 1; }
 }
 
 case $scenario in
@@ -102,12 +109,12 @@ case $scenario in
     ip -n "tsr$victim" link set net0 down
     sleep 1
     ip -n "tsr$victim" link set net0 up
-    expect_success ;;
+    expect_success 900 ;;
   stop-short)
     wait_for_sweep
     pid=$(rank_pid "$victim"); [ -n "$pid" ] || fail "no process of rank $victim"
     kill -STOP "$pid"; sleep 3; kill -CONT "$pid"
-    expect_success ;;
+    expect_success 2500 ;;
   stop-long)
     wait_for_sweep
     pid=$(rank_pid "$victim"); [ -n "$pid" ] || fail "no process of rank $victim"
@@ -172,7 +179,7 @@ case $scenario in
       m = u == "g" ? 1000 : u == "m" ? 1 : 0.001; printf "%dkbit", n * m * 100 }')
     tc -n "tsr$victim" qdisc change dev net0 root tbf rate "$tenth" burst 131072 latency 20ms
     tc -n tsrsw qdisc change dev "p$victim" root tbf rate "$tenth" burst 131072 latency 20ms
-    expect_success
+    expect_success 1000
     grep -E "slow.*rank $victim \(tsr$victim\)|rank $victim \(tsr$victim\).*slow" "$log" >/dev/null ||
       { echo "FAIL: no warning names rank $victim (tsr$victim) as slow"; exit 1; }
     exit 0 ;;

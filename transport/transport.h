@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "transport/send_clock.h"
 
 namespace tsr::transport {
 
@@ -99,6 +100,9 @@ class Transport {
   virtual bool supportsMemoryType(MemoryType type) const = 0;
   // Bytes this rank has handed to send(), for wire accounting.
   virtual uint64_t bytesSent() const = 0;
+  // Per rank: large sends' bytes and the time the link to it was kept busy (send_clock.h);
+  // empty where the transport does not measure them.
+  virtual std::vector<PeerSendTime> sendTimes() const { return {}; }
 };
 
 }  // namespace tsr::transport

@@ -95,13 +95,14 @@ Status UcxTransport::sendToConsumer(int peer, uint64_t tag, const void* buffer, 
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  param.cb.send = onSendDone;
-  param.user_data = c;
+  TimedSend* timed = startTimedSend(c, peer, bytes);
+  param.cb.send = timed ? onTimedSendDone : onSendDone;
+  param.user_data = timed ? static_cast<void*>(timed) : c;
   param.memory_type = UCS_MEMORY_TYPE_HOST;
   ucs_status_ptr_t req = ucp_am_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), kConsumerAmId,
                                          &c->tag, sizeof c->tag, buffer, bytes, &param);
   countSent(bytes);
-  trackSend(req, c, peer);
+  trackSend(req, c, peer, timed);
   return Status::ok();
 }
 

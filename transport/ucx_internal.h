@@ -14,5 +14,7 @@ namespace tsr::transport {
 Status fromUcs(ucs_status_t st, const std::string& what);
 // Send completion callback: fills the Completion given as user data, frees the request.
 void onSendDone(void* request, ucs_status_t st, void* user);
+// The same for a timed send (user data: UcxTransport::TimedSend): stops its clock too.
+void onTimedSendDone(void* request, ucs_status_t st, void* user);
 
 }  // namespace tsr::transport

@@ -51,7 +51,7 @@ Status UcxTransport::settle(int timeoutMs) {
     sync.user_data = &sends[peer];
     trackSend(ucp_tag_send_sync_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), &nothing, 0,
                                     makeDataTag(rank_, kSettleComm, 0, 0), &sync),
-              &sends[peer], peer);
+              &sends[peer], peer, nullptr);
     ucp_request_param_t param{};
     ucs_status_ptr_t req = ucp_ep_flush_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), &param);
     if (UCS_PTR_IS_ERR(req))

@@ -58,8 +58,28 @@ void onSendDone(void* request, ucs_status_t st, void* user) {
   ucp_request_free(request);
 }
 
+void onTimedSendDone(void* request, ucs_status_t st, void* user) {
+  auto* t = static_cast<UcxTransport::TimedSend*>(user);
+  if (st == UCS_OK) t->clock->completed(t->peer, t->bytes, SendClock::Clock::now());
+  else t->clock->completed(t->peer, 0, SendClock::Clock::now());
+  t->spares->push_back(t);
+  onSendDone(request, st, t->completion);
+}
+
+UcxTransport::TimedSend* UcxTransport::startTimedSend(Completion* c, int peer, size_t bytes) {
+  if (bytes < SendClock::kLargeSendBytes) return nullptr;
+  if (spareTimedSends_.empty()) {
+    timedSends_.push_back(std::make_unique<TimedSend>());
+    spareTimedSends_.push_back(timedSends_.back().get());
+  }
+  TimedSend* t = spareTimedSends_.back();
+  spareTimedSends_.pop_back();
+  *t = TimedSend{c, &sendClock_, &spareTimedSends_, peer, bytes};
+  return t;
+}
+
 UcxTransport::UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context)
-    : rank_(rank), size_(size), context_(std::move(context)) {}
+    : rank_(rank), size_(size), context_(std::move(context)), sendClock_(size) {}
 
 Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size, size_t tcpSendBuffer) {
   if (size < 1 || size > kMaxRanks || rank < 0 || rank >= size)
@@ -240,13 +260,14 @@ Status UcxTransport::send(int peer, uint64_t tag, const void* buffer, size_t byt
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  param.cb.send = onSendDone;
-  param.user_data = c;
+  TimedSend* timed = startTimedSend(c, peer, bytes);
+  param.cb.send = timed ? onTimedSendDone : onSendDone;
+  param.user_data = timed ? static_cast<void*>(timed) : c;
   param.memory_type = type == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
   ucs_status_ptr_t req =
       ucp_tag_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), buffer, bytes, tag, &param);
   countSent(bytes);
-  trackSend(req, c, peer);
+  trackSend(req, c, peer, timed);
   return Status::ok();
 }
 
@@ -257,14 +278,15 @@ void UcxTransport::countSent(size_t bytes) {
   bytesSent_.store(bytesSent_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
 }
 
-void UcxTransport::trackSend(void* request, Completion* c, int peer) {
+void UcxTransport::trackSend(void* request, Completion* c, int peer, TimedSend* timed) {
   auto req = static_cast<ucs_status_ptr_t>(request);
-  if (req == nullptr) {
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) {
+    // Done at once (buffered) or failed: no callback comes, and nothing to time.
+    if (timed) spareTimedSends_.push_back(timed);
     c->done = true;
-  } else if (UCS_PTR_IS_ERR(req)) {
-    c->done = true;
-    c->status = fromUcs(UCS_PTR_STATUS(req), "send to " + peerLabel(peer, hosts_));
+    if (req != nullptr) c->status = fromUcs(UCS_PTR_STATUS(req), "send to " + peerLabel(peer, hosts_));
   } else {
+    if (timed) sendClock_.posted(peer, SendClock::Clock::now());
     c->handle = req;
   }
 }

@@ -67,6 +67,16 @@ class UcxTransport final : public Transport {
   void beginLeaving() override { closing_ = true; }
   bool supportsMemoryType(MemoryType type) const override;
   uint64_t bytesSent() const override { return bytesSent_.load(std::memory_order_relaxed); }
+  std::vector<PeerSendTime> sendTimes() const override { return sendClock_.totals(SendClock::Clock::now()); }
+
+  // A large send in flight, timed by the send clock; the UCX callback's user data (internal).
+  struct TimedSend {
+    Completion* completion;
+    SendClock* clock;
+    std::vector<TimedSend*>* spares;  // where it goes back once done
+    int peer;
+    size_t bytes;
+  };
 
   // Registered (ucp_mem_map) host memory for buffers that are reused across collectives
   // (transport/registered_memory.h); shared, so it may outlive this transport.
@@ -92,7 +102,10 @@ class UcxTransport final : public Transport {
   // A send just handed to UCX: counted in bytesSent(), and its request (done at once, failed,
   // or in flight) recorded in c.
   void countSent(size_t bytes);
-  void trackSend(void* request, Completion* c, int peer);
+  void trackSend(void* request, Completion* c, int peer, TimedSend* timed);
+  // The record for timing a send of `bytes` to peer (its callback: onTimedSendDone), or null
+  // when the send is too small to say anything about the link.
+  TimedSend* startTimedSend(Completion* c, int peer, size_t bytes);
   Status setUpConsumerPath();
   void onConsumerMessage(uint64_t tag, const void* data, size_t length);
   bool cancelConsumerRecv(Completion* completion);
@@ -125,6 +138,9 @@ class UcxTransport final : public Transport {
   std::shared_ptr<RegisteredMemory> registered_;
   std::vector<Completion> settleSends_, settleRecvs_;  // settle()'s, alive with the worker
   std::atomic<uint64_t> bytesSent_{0};
+  SendClock sendClock_;
+  std::vector<std::unique_ptr<TimedSend>> timedSends_;  // every record made, owned here
+  std::vector<TimedSend*> spareTimedSends_;
 };
 
 }  // namespace tsr::transport

@@ -104,7 +104,7 @@ std::string tcpCongestionControl() {
 std::string settingsLine(const std::map<std::string, std::string>& env) {
   static const std::set<std::string> launcher = {"TSR_RANK",    "TSR_WORLD_SIZE", "TSR_LOCAL_RANK",
                                                  "TSR_LOCAL_SIZE", "TSR_PEERS",  "TSR_JOB_SECRET",
-                                                 "TSR_JOB_ID",  "TSR_HOST",       "TSR_IFACE",
+                                                 "TSR_JOB_ID",  "TSR_LAUNCHER_WATCH", "TSR_HOST", "TSR_IFACE",
                                                  "TSR_ADDR"};
   std::set<std::string> tessera;
   for (const auto& entry : runtime::configTable()) tessera.insert(entry.name);
