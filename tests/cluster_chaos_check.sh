@@ -47,7 +47,7 @@ timeout_ms=30000 iters=40 rsh="$net rsh" env=()
 case $scenario in
   stop-long) timeout_ms=4000 iters=2000 ;;
   kill-tsrun) iters=2000 ;;
-  slow) iters=25 ;;
+  slow) iters=10 ;;
   no-start)
     # The agent for tsr{V} never runs the rank: a host that does not answer.
     printf '#!/bin/sh\nfor a; do [ "$a" = tsr%d ] && exec sleep 300; done\nexec %s "$@"\n' \

@@ -43,10 +43,32 @@ def close(got, want, dtype, op):
     return torch.allclose(got, want, rtol=tol, atol=tol)
 
 
+def store_secret(c):
+    """Under torchrun the ranks meet through torch's store, which is not authenticated: rank 0
+    publishes a secret there only when the user gave none of their own."""
+    import os
+    from tessera.torch import _backend
+    saved = {k: os.environ.pop(k) for k in ("TSR_JOB_SECRET", "TSR_JOB_SECRET_FILE") if k in os.environ}
+    try:
+        store = dist.HashStore()
+        drawn = _backend._peers_through(store, 0, 1, "a")
+        c.expect(len(drawn.get("secret", "")) == 64 and store.num_keys() == 2,
+                 f"no secret of the user's: rank 0 draws one and publishes it ({sorted(drawn)})")
+        os.environ["TSR_JOB_SECRET"] = "the-user's-own-secret"
+        store = dist.HashStore()
+        own = _backend._peers_through(store, 0, 1, "b")
+        c.expect("secret" not in own and store.num_keys() == 1,
+                 f"TSR_JOB_SECRET set: the store must hold no secret ({sorted(own)})")
+    finally:
+        os.environ.pop("TSR_JOB_SECRET", None)
+        os.environ.update(saved)
+
+
 def main():
     dist.init_process_group("tessera")
     rank, size = dist.get_rank(), dist.get_world_size()
     c = Checks()
+    store_secret(c)
     for dtype in DTYPES:
         for op_code, op in OPS.items():
             if op == "avg" and dtype in (torch.int32, torch.int64):

@@ -142,18 +142,23 @@ def _free_port():
 
 def _peers_through(store, rank, size, group):
     """Launch settings from a store every rank shares: each rank's bootstrap host:port, and a
-    secret drawn by rank 0."""
+    secret drawn by rank 0, unless the user gave one (TSR_JOB_SECRET or TSR_JOB_SECRET_FILE):
+    torch's TCPStore is not authenticated, so a secret in it is only as safe as its port."""
     prefix = f"tessera/{group}/"
     host = _reachable_address()
     store.set(f"{prefix}peer/{rank}", f"{host}:{_free_port()}")
-    if rank == 0:
+    own_secret = "TSR_JOB_SECRET" in os.environ or "TSR_JOB_SECRET_FILE" in os.environ
+    if rank == 0 and not own_secret:
         store.set(f"{prefix}secret", secrets.token_hex(32))
     peers = [store.get(f"{prefix}peer/{r}").decode() for r in range(size)]
     hosts = [p.rsplit(":", 1)[0] for p in peers]
     local_rank = int(os.environ.get("LOCAL_RANK", hosts[:rank].count(hosts[rank])))
     local_size = int(os.environ.get("LOCAL_WORLD_SIZE", hosts.count(hosts[rank])))
-    return {"rank": rank, "size": size, "local_rank": local_rank, "local_size": local_size,
-            "peers": ",".join(peers), "secret": store.get(f"{prefix}secret").decode()}
+    settings = {"rank": rank, "size": size, "local_rank": local_rank, "local_size": local_size,
+                "peers": ",".join(peers)}
+    if not own_secret:
+        settings["secret"] = store.get(f"{prefix}secret").decode()
+    return settings
 
 
 def _create(store, rank, size, timeout):
