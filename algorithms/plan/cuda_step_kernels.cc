@@ -10,12 +10,11 @@
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
 #include "algorithms/kernels/reduce.h"
+#include "algorithms/plan/cuda_device.h"
 #include "algorithms/plan/step_kernels.h"
 
 namespace tsr::algorithms {
 namespace {
-
-std::string cudaText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 
 class CudaStepKernels final : public StepKernels {
  public:
@@ -282,18 +281,8 @@ class CudaStepKernels final : public StepKernels {
 }  // namespace
 
 Result<std::shared_ptr<StepKernels>> openCudaStepKernels() {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount: " + cudaText(e) + ")");
-  if (count == 0) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount found 0)");
-  int device = 0;
-  cudaGetDevice(&device);
-  cudaDeviceProp prop{};
-  std::string name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "unknown";
-  cudaStream_t stream = nullptr;
-  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  if (e != cudaSuccess) return Status(Code::kNotSupported, "cudaStreamCreateWithFlags: " + cudaText(e));
-  return std::shared_ptr<StepKernels>(new CudaStepKernels(device, std::move(name), stream));
+  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream());
+  return std::shared_ptr<StepKernels>(new CudaStepKernels(d.device, std::move(d.name), d.stream));
 }
 
 }  // namespace tsr::algorithms

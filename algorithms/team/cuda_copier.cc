@@ -2,14 +2,11 @@
 // only when TSR_CUDA_ENABLED. Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
+#include "algorithms/plan/cuda_device.h"
 #include "algorithms/team/device_copier.h"
 
 namespace tsr::algorithms {
 namespace {
-
-std::string cudaText(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-}
 
 class CudaCopier final : public DeviceCopier {
  public:
@@ -82,24 +79,14 @@ class CudaCopier final : public DeviceCopier {
 }  // namespace
 
 Result<std::unique_ptr<DeviceCopier>> openCudaCopier() {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount: " + cudaText(e) + ")");
-  if (count == 0) return Status(Code::kNotSupported, "no usable CUDA device (cudaGetDeviceCount found 0)");
-  int device = 0;
-  cudaGetDevice(&device);
-  cudaDeviceProp prop{};
-  std::string name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "unknown";
-  cudaStream_t stream = nullptr;
-  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  if (e != cudaSuccess) return Status(Code::kNotSupported, "cudaStreamCreateWithFlags: " + cudaText(e));
+  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream());
   cudaEvent_t event = nullptr;
-  e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
   if (e != cudaSuccess) {
-    cudaStreamDestroy(stream);
+    cudaStreamDestroy(d.stream);
     return Status(Code::kNotSupported, "cudaEventCreateWithFlags: " + cudaText(e));
   }
-  return std::unique_ptr<DeviceCopier>(new CudaCopier(device, std::move(name), stream, event));
+  return std::unique_ptr<DeviceCopier>(new CudaCopier(d.device, std::move(d.name), d.stream, event));
 }
 
 }  // namespace tsr::algorithms

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "base/half.h"
+#include "base/reference_values.h"
 #include "runtime/communicator.h"
 
 using namespace tsr;
@@ -17,53 +17,12 @@ using runtime::Communicator;
 
 namespace {
 
-double load(const std::vector<char>& b, size_t i, DataType t) {
-  const void* p = b.data();
-  switch (t) {
-    case DataType::kF32: return static_cast<const float*>(p)[i];
-    case DataType::kF64: return static_cast<const double*>(p)[i];
-    case DataType::kF16: return f16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    case DataType::kBF16: return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    case DataType::kI32: return static_cast<const int32_t*>(p)[i];
-    case DataType::kI64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-  }
-  return 0;
-}
-
-void store(std::vector<char>& b, size_t i, DataType t, double v) {
-  void* p = b.data();
-  switch (t) {
-    case DataType::kF32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case DataType::kF64: static_cast<double*>(p)[i] = v; break;
-    case DataType::kF16: static_cast<uint16_t*>(p)[i] = floatToF16(static_cast<float>(v)); break;
-    case DataType::kBF16: static_cast<uint16_t*>(p)[i] = floatToBf16(static_cast<float>(v)); break;
-    case DataType::kI32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case DataType::kI64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
-  }
-}
-
-double value(int rank, size_t j, ReduceOp op) {
-  if (op == ReduceOp::kProd) return 1.0 + static_cast<double>((j + rank) % 2);
-  return static_cast<double>(rank + 1 + static_cast<int>(j % 5));
-}
-
-double reduced(int n, size_t j, ReduceOp op, DataType t) {
-  double acc = value(0, j, op);
-  for (int r = 1; r < n; ++r) {
-    double v = value(r, j, op);
-    if (op == ReduceOp::kSum || op == ReduceOp::kAvg) acc += v;
-    if (op == ReduceOp::kMin) acc = std::min(acc, v);
-    if (op == ReduceOp::kMax) acc = std::max(acc, v);
-    if (op == ReduceOp::kProd) acc *= v;
-  }
-  if (op == ReduceOp::kAvg) acc = isFloatType(t) ? acc / n : std::trunc(acc / n);
-  return acc;
-}
-
-bool close(double got, double want, DataType t) {
-  double tol = t == DataType::kF16 ? 2e-3 : t == DataType::kBF16 ? 1e-2 : t == DataType::kF32 ? 1e-6 : 0;
-  return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));
-}
+// The float64 reference every multi-rank check shares (base/reference_values.h).
+double load(const std::vector<char>& b, size_t i, DataType t) { return reference::loadValue(b.data(), i, t); }
+void store(std::vector<char>& b, size_t i, DataType t, double v) { reference::storeValue(b.data(), i, t, v); }
+using reference::closeEnough;
+using reference::inputValue;
+using reference::reduceReference;
 
 struct Row {
   std::string collective, dtype, op, algo;
@@ -110,11 +69,11 @@ int main() {
                  Case{DataType::kI32, ReduceOp::kMin, 1}, Case{DataType::kI64, ReduceOp::kProd, 4099}}) {
     size_t es = dataTypeSize(c.t);
     std::vector<char> in(c.count * es), out(c.count * es);
-    for (size_t j = 0; j < c.count; ++j) store(in, j, c.t, value(me, j, c.op));
+    for (size_t j = 0; j < c.count; ++j) store(in, j, c.t, inputValue(me, j, c.op));
     Row row{"allreduce", dataTypeName(c.t), reduceOpName(c.op), "", c.count, 0, 0, ""};
     Status st = timed([&] { return comm.allreduce(in.data(), out.data(), c.count, c.t, c.op); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
-    for (size_t j = 0; j < c.count && st.isOk(); ++j) row.wrong += !close(load(out, j, c.t), reduced(n, j, c.op, c.t), c.t);
+    for (size_t j = 0; j < c.count && st.isOk(); ++j) row.wrong += !closeEnough(load(out, j, c.t), reduceReference(n, j, c.op, c.t), c.t);
     rows.push_back(row);
   }
   {
@@ -131,12 +90,12 @@ int main() {
   {
     size_t count = 250000;
     std::vector<char> in(count * 4 * n), out(count * 4);
-    for (size_t j = 0; j < count * n; ++j) store(in, j, DataType::kF32, value(me, j, ReduceOp::kSum));
+    for (size_t j = 0; j < count * n; ++j) store(in, j, DataType::kF32, inputValue(me, j, ReduceOp::kSum));
     Row row{"reduce_scatter", "f32", "sum", "", count, 0, 0, ""};
     Status st = timed([&] { return comm.reduceScatter(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (size_t j = 0; j < count && st.isOk(); ++j)
-      row.wrong += !close(load(out, j, DataType::kF32), reduced(n, me * count + j, ReduceOp::kSum, DataType::kF32), DataType::kF32);
+      row.wrong += !closeEnough(load(out, j, DataType::kF32), reduceReference(n, me * count + j, ReduceOp::kSum, DataType::kF32), DataType::kF32);
     rows.push_back(row);
   }
   {
