@@ -27,6 +27,7 @@
 #include "algorithms/team/request.h"
 #include "algorithms/team/team.h"
 #include "base/dtype.h"
+#include "runtime/bootstrap/hmac.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
 #include "transport/transport.h"
@@ -145,6 +146,7 @@ class Communicator final : public algorithms::Team {
   transport::Transport& active() const;  // the wrapper if any, else UCX
   Status chooseLinks();  // communicator_links.cc
   Status fitSendBufferToProbedLink(const std::vector<bool>& fastLocal);
+  Status sealDataPlane(const Digest& controlKey);  // TSR_SECURE=encrypt
   Status checkArgs(const char* what, const void* input, const void* output, size_t count,
                    DataType dtype, const ReduceOp* op, int root) const;
   using PlanKey = std::tuple<int, size_t, int, int, int>;
@@ -209,6 +211,8 @@ class Communicator final : public algorithms::Team {
   std::string sendBufferWhy_;    // where transport_'s TCP send buffer size came from
   double probedNetRate_ = 0;     // bytes/s the probe measured on the network (0: not probed)
   std::unique_ptr<transport::Transport> wrapped_;  // tests only (create with a wrapper)
+  // TSR_SECURE=encrypt: seals what the two above carry between hosts (sealed_transport.h).
+  std::unique_ptr<transport::Transport> sealed_;
   std::unique_ptr<ProgressEngine> engine_;
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();

@@ -77,6 +77,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
        "pipelining chunk of ring and tree collectives"},
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
+      {"TSR_SECURE", ValueKind::kEnum, "off", "off|encrypt",
+       "encrypt: seal every message between hosts with AES-256-GCM under per-link keys (a "
+       "tampered or replayed message fails the collective naming the peer)"},
       {"TSR_ARRIVAL_REDUCE", ValueKind::kEnum, "auto", "auto|on|off",
        "ring reduce-scatter chunks are reduced straight from UCX's receive buffer (UCX active "
        "messages; no staging copy, no window): on, off, or auto = on when no two ranks share a "
@@ -203,8 +206,11 @@ Status Config::set(const std::string& name, const std::string& value) {
   }
   TSR_RETURN_IF_ERROR(validate(*e, value));
   values_[key] = value;
+  given_.insert(key);
   return Status::ok();
 }
+
+bool Config::isSet(const std::string& name) const { return given_.count(canonical(name)) > 0; }
 
 const std::string& Config::get(const std::string& name) const {
   static const std::string empty;

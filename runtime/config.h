@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,8 @@ class Config {
   Status set(const std::string& name, const std::string& value);
   const std::string& get(const std::string& name) const;
   int64_t getInt(const std::string& name) const;
+  // Whether the value was given (environment or set()), not left at its default.
+  bool isSet(const std::string& name) const;
 
   int timeoutMs() const { return static_cast<int>(getInt("TSR_TIMEOUT_MS")); }
   int bootstrapTimeoutMs() const { return static_cast<int>(getInt("TSR_BOOTSTRAP_TIMEOUT_MS")); }
@@ -54,6 +57,7 @@ class Config {
 
  private:
   std::map<std::string, std::string> values_;
+  std::set<std::string> given_;
   std::vector<std::string> warnings_;
 };
 
