@@ -9,6 +9,9 @@ tsr_install_missing
 tsr_fetch_digits >/dev/null ||
   echo "tessera: WARNING: no digits data set: Examples.TrainMlpUnderTsrun will be skipped"
 
+echo "== Format (.clang-format)"
+scripts/check_format.sh
+
 echo "== Release build (build/)"
 tsr_build build -DCMAKE_BUILD_TYPE=Release
 # A python3 earlier on PATH without NumPy or torch must not leave the Python checks out

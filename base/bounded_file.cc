@@ -22,9 +22,7 @@ struct FileDescriptor {
 }  // namespace
 
 Result<std::string> readBoundedFile(const std::string& path, size_t maxBytes, const std::string& what) {
-  auto failed = [&](const std::string& why) {
-    return Status(Code::kInvalidArgument, what + " '" + path + "' " + why);
-  };
+  auto failed = [&](const std::string& why) { return Status(Code::kInvalidArgument, what + " '" + path + "' " + why); };
   FileDescriptor file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) return failed(std::string("cannot be read: ") + std::strerror(errno));
   struct stat info {};

@@ -18,22 +18,27 @@ inline constexpr int kNumReduceOps = 5;
 
 constexpr size_t dataTypeSize(DataType t) {
   switch (t) {
-    case DataType::kF32: return 4;
-    case DataType::kF64: return 8;
-    case DataType::kF16: return 2;
-    case DataType::kBF16: return 2;
-    case DataType::kI32: return 4;
-    case DataType::kI64: return 8;
+    case DataType::kF32:
+      return 4;
+    case DataType::kF64:
+      return 8;
+    case DataType::kF16:
+      return 2;
+    case DataType::kBF16:
+      return 2;
+    case DataType::kI32:
+      return 4;
+    case DataType::kI64:
+      return 8;
   }
   return 0;
 }
 
 constexpr bool isFloatType(DataType t) {
-  return t == DataType::kF32 || t == DataType::kF64 || t == DataType::kF16 ||
-         t == DataType::kBF16;
+  return t == DataType::kF32 || t == DataType::kF64 || t == DataType::kF16 || t == DataType::kBF16;
 }
 
-const char* dataTypeName(DataType t);  // "f32", ...
+const char* dataTypeName(DataType t);   // "f32", ...
 const char* reduceOpName(ReduceOp op);  // "sum", ...
 std::optional<DataType> parseDataType(std::string_view name);
 std::optional<ReduceOp> parseReduceOp(std::string_view name);

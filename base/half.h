@@ -51,7 +51,7 @@ TSR_HD uint16_t floatToF16(float f) {
   uint32_t u = floatBits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (absu > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (absu >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> Inf
   if (absu < 0x38800000u) {
     // Result is subnormal or zero: round abs * 2^24 to the nearest integer (even on ties).

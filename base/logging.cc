@@ -43,9 +43,7 @@ class RankFlag final : public spdlog::custom_flag_formatter {
     std::string s = rank >= 0 ? std::to_string(rank) : "?";
     dest.append(s.data(), s.data() + s.size());
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<RankFlag>(configured_);
-  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<RankFlag>(configured_); }
 
  private:
   int configured_;
@@ -64,8 +62,7 @@ void applyTo(Registry& r, spdlog::logger& logger) {
 spdlog::sink_ptr makeSink(const Options& o) {
   if (!o.file.empty()) {
     try {
-      return std::make_shared<spdlog::sinks::basic_file_sink_mt>(
-          expandFilePattern(o.file, o.rank, o.host));
+      return std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandFilePattern(o.file, o.rank, o.host));
     } catch (const spdlog::spdlog_ex&) {
       // Fall through to stderr; the caller's config validation reports the bad path.
     }
@@ -89,8 +86,16 @@ std::string expandFilePattern(const std::string& pattern, int rank, const std::s
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      if (pattern[i + 1] == 'r') { out += std::to_string(rank); ++i; continue; }
-      if (pattern[i + 1] == 'h') { out += host; ++i; continue; }
+      if (pattern[i + 1] == 'r') {
+        out += std::to_string(rank);
+        ++i;
+        continue;
+      }
+      if (pattern[i + 1] == 'h') {
+        out += host;
+        ++i;
+        continue;
+      }
     }
     out += pattern[i];
   }

@@ -15,30 +15,47 @@
 namespace tsr::reference {
 
 // Every dtype and every reduction, for tests that sweep them all.
-inline constexpr DataType kAllTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16,
+inline constexpr DataType kAllTypes[] = {DataType::kF32,  DataType::kF64, DataType::kF16,
                                          DataType::kBF16, DataType::kI32, DataType::kI64};
-inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin,
-                                       ReduceOp::kMax, ReduceOp::kProd};
+inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProd};
 
 inline void storeValue(void* base, size_t i, DataType t, double v) {
   switch (t) {
-    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kF16: static_cast<uint16_t*>(base)[i] = floatToF16(static_cast<float>(v)); break;
-    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = floatToBf16(static_cast<float>(v)); break;
-    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DataType::kF32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::kF64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::kF16:
+      static_cast<uint16_t*>(base)[i] = floatToF16(static_cast<float>(v));
+      break;
+    case DataType::kBF16:
+      static_cast<uint16_t*>(base)[i] = floatToBf16(static_cast<float>(v));
+      break;
+    case DataType::kI32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kI64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
   }
 }
 
 inline double loadValue(const void* base, size_t i, DataType t) {
   switch (t) {
-    case DataType::kF32: return static_cast<const float*>(base)[i];
-    case DataType::kF64: return static_cast<const double*>(base)[i];
-    case DataType::kF16: return f16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kBF16: return bf16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kI32: return static_cast<const int32_t*>(base)[i];
-    case DataType::kI64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kF32:
+      return static_cast<const float*>(base)[i];
+    case DataType::kF64:
+      return static_cast<const double*>(base)[i];
+    case DataType::kF16:
+      return f16ToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kBF16:
+      return bf16ToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kI32:
+      return static_cast<const int32_t*>(base)[i];
+    case DataType::kI64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
   }
   return 0;
 }
@@ -55,25 +72,40 @@ inline double reduceReference(int size, size_t j, ReduceOp op, DataType t) {
   for (int r = 1; r < size; ++r) {
     double v = inputValue(r, j, op);
     switch (op) {
-      case ReduceOp::kSum: case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      case ReduceOp::kProd: acc *= v; break;
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg:
+        acc += v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
+      case ReduceOp::kProd:
+        acc *= v;
+        break;
     }
   }
   if (op == ReduceOp::kAvg) {
-    if (isFloatType(t)) acc /= size;
-    else acc = std::trunc(acc / size);
+    if (isFloatType(t))
+      acc /= size;
+    else
+      acc = std::trunc(acc / size);
   }
   return acc;
 }
 
 inline double tolerance(DataType t) {
   switch (t) {
-    case DataType::kF16: return 2e-3;
-    case DataType::kBF16: return 1e-2;
-    case DataType::kF32: return 1e-6;
-    default: return 0;
+    case DataType::kF16:
+      return 2e-3;
+    case DataType::kBF16:
+      return 1e-2;
+    case DataType::kF32:
+      return 1e-6;
+    default:
+      return 0;
   }
 }
 

@@ -36,9 +36,7 @@ class [[nodiscard]] Status {
   static Status ok() { return {}; }
   bool isOk() const { return code_ == Code::kOk; }
   // True for real failures: not Ok, not InProgress, not NotSupported.
-  bool isError() const {
-    return code_ != Code::kOk && code_ != Code::kInProgress && code_ != Code::kNotSupported;
-  }
+  bool isError() const { return code_ != Code::kOk && code_ != Code::kInProgress && code_ != Code::kNotSupported; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string toString() const;
@@ -53,7 +51,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT
   bool isOk() const { return status_.isOk(); }
   const Status& status() const { return status_; }
@@ -72,25 +70,23 @@ class [[nodiscard]] Result {
 #define TSR_CONCAT(a, b) TSR_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function when it is not Ok.
-#define TSR_RETURN_IF_ERROR(expr)                               \
-  do {                                                          \
-    ::tsr::Status tsr_status_ = (expr);                         \
-    if (!tsr_status_.isOk()) return tsr_status_;                \
+#define TSR_RETURN_IF_ERROR(expr)                \
+  do {                                           \
+    ::tsr::Status tsr_status_ = (expr);          \
+    if (!tsr_status_.isOk()) return tsr_status_; \
   } while (0)
 
 // TSR_ASSIGN_OR_RETURN(auto x, resultExpr);
-#define TSR_ASSIGN_OR_RETURN(lhs, expr)                          \
-  auto TSR_CONCAT(tsr_result_, __LINE__) = (expr);               \
-  if (!TSR_CONCAT(tsr_result_, __LINE__).isOk())                 \
-    return TSR_CONCAT(tsr_result_, __LINE__).status();           \
+#define TSR_ASSIGN_OR_RETURN(lhs, expr)                                                             \
+  auto TSR_CONCAT(tsr_result_, __LINE__) = (expr);                                                  \
+  if (!TSR_CONCAT(tsr_result_, __LINE__).isOk()) return TSR_CONCAT(tsr_result_, __LINE__).status(); \
   lhs = TSR_CONCAT(tsr_result_, __LINE__).take()
 
 // Invariant check that prints both values; for conditions that mean a bug, not bad input.
-#define TSR_CHECK_EQ(a, b)                                                                  \
-  do {                                                                                      \
-    if (!((a) == (b)))                                                                      \
-      return ::tsr::Status(::tsr::Code::kInternal,                                          \
-                           std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " #a   \
-                               " == " #b " failed (" + std::to_string(a) + " vs " +         \
-                               std::to_string(b) + ")");                                    \
+#define TSR_CHECK_EQ(a, b)                                                                                          \
+  do {                                                                                                              \
+    if (!((a) == (b)))                                                                                              \
+      return ::tsr::Status(::tsr::Code::kInternal, std::string(__FILE__ ":") + std::to_string(__LINE__) +           \
+                                                       ": " #a " == " #b " failed (" + std::to_string(a) + " vs " + \
+                                                       std::to_string(b) + ")");                                    \
   } while (0)

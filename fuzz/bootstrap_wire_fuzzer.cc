@@ -60,10 +60,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {
-    case 0: hello(in); break;
-    case 1: claim(in); break;
-    case 2: answer(in); break;
-    case 3: frame(in); break;
+    case 0:
+      hello(in);
+      break;
+    case 1:
+      claim(in);
+      break;
+    case 2:
+      answer(in);
+      break;
+    case 3:
+      frame(in);
+      break;
   }
   return 0;
 }

@@ -16,9 +16,13 @@ inline compress::Params pickCompressor(uint8_t kind, uint8_t knob) {
   static const char* kinds[] = {"onebit", "topk", "randomk", "dithering", "fp16", "bf16", "none"};
   compress::Params p{{"compressor", kinds[kind % 7]}};
   switch (kind % 7) {
-    case 0: p["scaling"] = knob & 1 ? "true" : "false"; break;
+    case 0:
+      p["scaling"] = knob & 1 ? "true" : "false";
+      break;
     case 1:
-    case 2: p["k"] = knob & 1 ? "0.05" : std::to_string(1 + knob % 64); break;
+    case 2:
+      p["k"] = knob & 1 ? "0.05" : std::to_string(1 + knob % 64);
+      break;
     case 3:
       p["k"] = std::to_string(1 + knob % 15);
       p["dithering_partition"] = knob & 0x10 ? "natural" : "linear";

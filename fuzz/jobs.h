@@ -79,11 +79,21 @@ inline std::unique_ptr<Job> planJob(const uint8_t* h, int rank = -1) {
   options.window = 2;
   Result<std::shared_ptr<algorithms::Plan>> plan = Status(Code::kInternal, "");
   switch (h[0] % 5) {
-    case 0: plan = algorithms::ringAllreducePlan(job->rank, n, count, dtype, op, options); break;
-    case 1: plan = algorithms::ringAllgatherPlan(job->rank, n, count, dtype, options); break;
-    case 2: plan = algorithms::ringReduceScatterPlan(job->rank, n, count, dtype, op, options); break;
-    case 3: plan = algorithms::binomialBroadcastPlan(job->rank, n, h[6] % n, count, dtype, options); break;
-    default: plan = algorithms::disseminationBarrierPlan(job->rank, n); break;
+    case 0:
+      plan = algorithms::ringAllreducePlan(job->rank, n, count, dtype, op, options);
+      break;
+    case 1:
+      plan = algorithms::ringAllgatherPlan(job->rank, n, count, dtype, options);
+      break;
+    case 2:
+      plan = algorithms::ringReduceScatterPlan(job->rank, n, count, dtype, op, options);
+      break;
+    case 3:
+      plan = algorithms::binomialBroadcastPlan(job->rank, n, h[6] % n, count, dtype, options);
+      break;
+    default:
+      plan = algorithms::disseminationBarrierPlan(job->rank, n);
+      break;
   }
   if (!plan.isOk()) return nullptr;
   // Room for the largest of the collectives' buffers (all-gather: n * count elements).

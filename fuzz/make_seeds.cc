@@ -148,7 +148,8 @@ void taskSeed(const std::string& target, const std::string& name, MakeJob make, 
     if (round > 1000000) std::abort();
   }
   for (int r = 0; r < n; ++r)
-    if (!status[r].isOk()) std::fprintf(stderr, "%s/%s: rank %d: %s\n", target.c_str(), name.c_str(), r, status[r].toString().c_str());
+    if (!status[r].isOk())
+      std::fprintf(stderr, "%s/%s: rank %d: %s\n", target.c_str(), name.c_str(), r, status[r].toString().c_str());
   std::string seed = bytesOf(head.data(), head.size());
   for (const std::string& m : world.received[me]) {
     if (m.size() > 0xffff) std::abort();
@@ -163,13 +164,15 @@ void wireSeeds() {
   using namespace fuzz::wire_keys;
   namespace wire = runtime::wire;
   write("bootstrap_wire", "hello", std::string(1, '\0') + wire::encodeHello(acceptorNonce()));
-  write("bootstrap_wire", "claim",
-        std::string(1, '\1') + wire::encodeClaim(kSecret, acceptorNonce(), kPeerRank, kJobId, connectorNonce()).value());
+  write(
+      "bootstrap_wire", "claim",
+      std::string(1, '\1') + wire::encodeClaim(kSecret, acceptorNonce(), kPeerRank, kJobId, connectorNonce()).value());
   write("bootstrap_wire", "answer",
         std::string(1, '\2') +
             wire::encodeAnswer(kSecret, acceptorNonce(), connectorNonce(), kJobId, kPeerRank, kMyRank).value());
   auto key = wire::sessionKey(kSecret, acceptorNonce(), connectorNonce(), kJobId, kPeerRank, kMyRank).value();
-  write("bootstrap_wire", "frame", std::string(1, '\3') + wire::encodeFrame(key, 0, "rank 3 at 10.0.0.3:29400").value());
+  write("bootstrap_wire", "frame",
+        std::string(1, '\3') + wire::encodeFrame(key, 0, "rank 3 at 10.0.0.3:29400").value());
   write("bootstrap_wire", "frame-empty", std::string(1, '\3') + wire::encodeFrame(key, 0, "").value());
 }
 

@@ -16,9 +16,9 @@
 #include "runtime/progress_engine.h"
 #include "runtime/scratch_pool.h"
 #include "runtime/shm_segment.h"
-#include "transport/sealed_transport.h"
 #include "topology/host_map.h"
 #include "topology/torus_schedule.h"
+#include "transport/sealed_transport.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_transport.h"
 
@@ -46,8 +46,7 @@ Result<std::unique_ptr<Communicator>> Communicator::createFromEnvironment() {
   return create(launch, config);
 }
 
-Result<std::unique_ptr<Communicator>> Communicator::create(const LaunchInfo& launch,
-                                                           const Config& config) {
+Result<std::unique_ptr<Communicator>> Communicator::create(const LaunchInfo& launch, const Config& config) {
   return create(launch, config, nullptr);
 }
 
@@ -85,8 +84,12 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(
                                        rank_, size_, netRate > 0 ? transport::tcpSendBufferFor(netRate) : 0));
   sendBufferWhy_ = netRate > 0 ? "sized to TSR_LINK_BW's net rate" : "the default";
-  PeerCard mine{transport_->localAddress(), localHostname(), localHostId(config.get("TSR_TEST_HOST_ID")), placed.numaNode,
-                placed.locality, std::string(kControlNonceBytes, '\0')};
+  PeerCard mine{transport_->localAddress(),
+                localHostname(),
+                localHostId(config.get("TSR_TEST_HOST_ID")),
+                placed.numaNode,
+                placed.locality,
+                std::string(kControlNonceBytes, '\0')};
   TSR_RETURN_IF_ERROR(randomBytes(reinterpret_cast<uint8_t*>(mine.controlNonce.data()), kControlNonceBytes));
   std::vector<std::string> blobs{mine.encode()};
   if (size_ > 1) {
@@ -116,10 +119,12 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   TSR_ASSIGN_OR_RETURN(topology::HostMap hostMap, topology::buildHostMap(placements));
   dense_.order = topology::ringOrder(hostMap);
   auto shape = topology::torusShape(hostMap);
-  auto layout = shape.isOk() ? topology::torusLayout(hostMap, shape.value())
-                             : Result<topology::TorusLayout>(shape.status());
-  if (layout.isOk()) torusGrid_ = layout.value().grid;
-  else torusWhyNot_ = layout.status().message();
+  auto layout =
+      shape.isOk() ? topology::torusLayout(hostMap, shape.value()) : Result<topology::TorusLayout>(shape.status());
+  if (layout.isOk())
+    torusGrid_ = layout.value().grid;
+  else
+    torusWhyNot_ = layout.status().message();
   torusAcrossHosts_ = layout.isOk() && shape.value().hostAxis;
   // The communicator's own dense collectives (host buffers) may reduce on arrival; decided
   // from the host map, which every rank has, so the ring's plans agree everywhere. Not
@@ -148,9 +153,9 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   TSR_RETURN_IF_ERROR(fitSendBufferToProbedLink(fastLocal));
   // Scratch (staging chunks, work copies) is reused every step: register it with UCX once.
   std::shared_ptr<transport::RegisteredMemory> registered = transport_->registeredMemory();
-  scratchPool_ = std::make_shared<ScratchPool>(std::make_shared<const ScratchMemory>(ScratchMemory{
-      "ucp_mem_map", [registered](size_t bytes) { return registered->allocate(bytes); },
-      [registered](void* block) { registered->release(block); }}));
+  scratchPool_ = std::make_shared<ScratchPool>(std::make_shared<const ScratchMemory>(
+      ScratchMemory{"ucp_mem_map", [registered](size_t bytes) { return registered->allocate(bytes); },
+                    [registered](void* block) { registered->release(block); }}));
   TSR_RETURN_IF_ERROR(setUpShmBoard());
   // Nobody leaves creation before every rank has connected: a rank that destroyed its
   // communicator at once would otherwise pull its shared-memory segment from under a peer
@@ -175,8 +180,7 @@ Status Communicator::init(const LaunchInfo& launch, const Config& config, const 
   if (wrap) wrapped_ = wrap(*transport_);
   if (config.get("TSR_SECURE") == "encrypt") TSR_RETURN_IF_ERROR(sealDataPlane(controlKey));
   engine_ = std::make_unique<ProgressEngine>(active(), engine);
-  logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_,
-               hosts_[rank_], launch.source);
+  logger->info("communicator ready: rank {} of {} on {} (launched by {})", rank_, size_, hosts_[rank_], launch.source);
   return Status::ok();
 }
 
@@ -213,9 +217,7 @@ bool Communicator::transportMovesCuda() const {
   return transport_ && active().supportsMemoryType(transport::MemoryType::kCuda);
 }
 
-std::shared_ptr<ScratchPool> Communicator::makeScratchPool() {
-  return std::make_shared<ScratchPool>();
-}
+std::shared_ptr<ScratchPool> Communicator::makeScratchPool() { return std::make_shared<ScratchPool>(); }
 
 Communicator::~Communicator() {
   // Order matters: stop the thread, then close endpoints (their callbacks may still write
@@ -227,8 +229,8 @@ Communicator::~Communicator() {
   engine_.reset();
 }
 
-Status Communicator::checkArgs(const char* what, const void* input, const void* output,
-                               size_t count, DataType dtype, const ReduceOp* op, int root) const {
+Status Communicator::checkArgs(const char* what, const void* input, const void* output, size_t count, DataType dtype,
+                               const ReduceOp* op, int root) const {
   auto where = [&] { return std::string(what) + " on rank " + std::to_string(rank_) + ": "; };  // errors only
   if (!isValidDataType(static_cast<int>(dtype)))
     return Status(Code::kInvalidArgument, where() + "invalid dtype " + std::to_string(static_cast<int>(dtype)));
@@ -254,11 +256,21 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   auto op = static_cast<ReduceOp>(opInt);
   Result<std::shared_ptr<algorithms::Plan>> plan = Status(Code::kInternal, "no plan");
   switch (kind) {
-    case kAllreducePlan: plan = selector_->allreduce(count, dtype, op); break;
-    case kAllgatherPlan: plan = selector_->allgather(count, dtype); break;
-    case kReduceScatterPlan: plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, hostDense_); break;
-    case kBroadcastPlan: plan = algorithms::binomialBroadcastPlan(rank_, size_, root, count, dtype, dense_); break;
-    case kBarrierPlan: plan = algorithms::disseminationBarrierPlan(rank_, size_); break;
+    case kAllreducePlan:
+      plan = selector_->allreduce(count, dtype, op);
+      break;
+    case kAllgatherPlan:
+      plan = selector_->allgather(count, dtype);
+      break;
+    case kReduceScatterPlan:
+      plan = algorithms::ringReduceScatterPlan(rank_, size_, count, dtype, op, hostDense_);
+      break;
+    case kBroadcastPlan:
+      plan = algorithms::binomialBroadcastPlan(rank_, size_, root, count, dtype, dense_);
+      break;
+    case kBarrierPlan:
+      plan = algorithms::disseminationBarrierPlan(rank_, size_);
+      break;
   }
   if (!plan.isOk()) return plan.status();
   std::shared_ptr<const algorithms::Plan> shared = plan.take();
@@ -268,16 +280,14 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   return shared;
 }
 
-Result<RequestPtr> Communicator::submitPlan(std::shared_ptr<const algorithms::Plan> plan,
-                                            const void* input, void* output, uint64_t rngSeed,
-                                            uint32_t rngStep) {
+Result<RequestPtr> Communicator::submitPlan(std::shared_ptr<const algorithms::Plan> plan, const void* input,
+                                            void* output, uint64_t rngSeed, uint32_t rngStep) {
   if (!plan) return Status(Code::kInvalidArgument, "submitPlan on rank " + std::to_string(rank_) + ": no plan");
   return submit(std::move(plan), input, output, rngSeed, rngStep);
 }
 
-Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> plan,
-                                        const void* input, void* output, uint64_t rngSeed,
-                                        uint32_t rngStep) {
+Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> plan, const void* input, void* output,
+                                        uint64_t rngSeed, uint32_t rngStep) {
   // Small scratch comes with the executor's own state (RunBuffers::scratch); larger from
   // the pool of registered memory, reused across steps.
   std::shared_ptr<void> scratch;
@@ -285,21 +295,20 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
   Submission s;
-  s.buffers = algorithms::RunBuffers{input, output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep, nullptr, {}, nullptr};
+  s.buffers = algorithms::RunBuffers{input,   output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep,
+                                     nullptr, {},     nullptr};
   std::string algorithm = plan->algorithm;
   algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),
-                          static_cast<uint8_t>(plan->op), plan->count, plan->root};
+                           static_cast<uint8_t>(plan->op), plan->count, plan->root};
   s.plan = std::move(plan);
   auto posted = post(std::move(s), 1, std::move(scratch), algorithms::ShmRoute::kPlan, call);
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;
 }
 
-Result<RequestPtr> Communicator::submitTask(TaskFactory make, uint32_t seqSpan,
-                                            std::shared_ptr<void> keepAlive) {
+Result<RequestPtr> Communicator::submitTask(TaskFactory make, uint32_t seqSpan, std::shared_ptr<void> keepAlive) {
   if (seqSpan == 0 || seqSpan > 1024)
-    return Status(Code::kInvalidArgument, "a task takes 1..1024 sequence numbers, not " +
-                                              std::to_string(seqSpan));
+    return Status(Code::kInvalidArgument, "a task takes 1..1024 sequence numbers, not " + std::to_string(seqSpan));
   Submission s;
   s.make = std::move(make);
   return post(std::move(s), seqSpan, std::move(keepAlive), algorithms::ShmRoute::kTask);
@@ -321,8 +330,7 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
   return request;
 }
 
-Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count,
-                                           DataType dtype, ReduceOp op) {
+Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
   if (auto shm = viaShm({input, output, count, dtype, op, false})) return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
@@ -330,38 +338,34 @@ Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size
   return submitDense(std::move(plan), input, bytes, output, bytes);
 }
 
-Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank,
-                                           DataType dtype) {
+Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank, DataType dtype) {
   TSR_RETURN_IF_ERROR(checkArgs("allgather", input, output, countPerRank, dtype, nullptr, -1));
-  if (auto shm = viaShm({input, output, countPerRank, dtype, ReduceOp::kSum, false,
-                          algorithms::CollectiveKind::kAllgather}))
+  if (auto shm =
+          viaShm({input, output, countPerRank, dtype, ReduceOp::kSum, false, algorithms::CollectiveKind::kAllgather}))
     return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllgatherPlan, countPerRank, int(dtype), 0, -1}));
   size_t bytes = countPerRank * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes * size_);
 }
 
-Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output,
-                                               size_t countPerRank, DataType dtype, ReduceOp op) {
+Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output, size_t countPerRank, DataType dtype,
+                                               ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
   if (auto shm = viaShm({input, output, countPerRank, dtype, op, false, algorithms::CollectiveKind::kReduceScatter}))
     return std::move(*shm);
-  TSR_ASSIGN_OR_RETURN(auto plan,
-                       cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
+  TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
   size_t bytes = countPerRank * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes * size_, output, bytes);
 }
 
-Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size_t count,
-                                           DataType dtype, int root) {
+Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size_t count, DataType dtype, int root) {
   if (root < 0 || root >= size_)
-    return Status(Code::kInvalidArgument, "broadcast on rank " + std::to_string(rank_) +
-                                              ": root " + std::to_string(root) +
-                                              " is not a rank of this " + std::to_string(size_) +
+    return Status(Code::kInvalidArgument, "broadcast on rank " + std::to_string(rank_) + ": root " +
+                                              std::to_string(root) + " is not a rank of this " + std::to_string(size_) +
                                               "-rank communicator");
   TSR_RETURN_IF_ERROR(checkArgs("broadcast", input, output, count, dtype, nullptr, root));
-  if (auto shm = viaShm({input, output, count, dtype, ReduceOp::kSum, false, algorithms::CollectiveKind::kBroadcast,
-                          root}))
+  if (auto shm =
+          viaShm({input, output, count, dtype, ReduceOp::kSum, false, algorithms::CollectiveKind::kBroadcast, root}))
     return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBroadcastPlan, count, int(dtype), 0, root}));
   size_t bytes = count * dataTypeSize(dtype);

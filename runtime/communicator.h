@@ -12,8 +12,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -21,8 +21,8 @@
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/dense/dense_selector.h"
 #include "algorithms/dense/shm_board_collective.h"
-#include "algorithms/dense/shm_staging.h"
 #include "algorithms/dense/shm_staged_layout.h"
+#include "algorithms/dense/shm_staging.h"
 #include "algorithms/plan/task.h"
 #include "algorithms/team/request.h"
 #include "algorithms/team/team.h"
@@ -75,11 +75,9 @@ class Communicator final : public algorithms::Team {
   const std::string& hostOf(int rank) const { return hosts_.at(rank); }
   const Config& config() const { return config_; }
 
-  Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype,
-                               ReduceOp op) override;
+  Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   Result<RequestPtr> allgather(const void* input, void* output, size_t countPerRank, DataType dtype);
-  Result<RequestPtr> reduceScatter(const void* input, void* output, size_t countPerRank,
-                                   DataType dtype, ReduceOp op);
+  Result<RequestPtr> reduceScatter(const void* input, void* output, size_t countPerRank, DataType dtype, ReduceOp op);
   Result<RequestPtr> broadcast(const void* input, void* output, size_t count, DataType dtype, int root);
   Result<RequestPtr> barrier();
 
@@ -91,8 +89,8 @@ class Communicator final : public algorithms::Team {
                                 std::shared_ptr<void> keepAlive = nullptr) override;
   // Runs a plan built outside the communicator (compressed collectives such as Marsit) on
   // input/output; rngSeed and rngStep key the plan's random merges. Same ordering rule.
-  Result<RequestPtr> submitPlan(std::shared_ptr<const algorithms::Plan> plan, const void* input,
-                                void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0) override;
+  Result<RequestPtr> submitPlan(std::shared_ptr<const algorithms::Plan> plan, const void* input, void* output,
+                                uint64_t rngSeed = 0, uint32_t rngStep = 0) override;
   // This communicator's ring order and chunking, for plan builders outside it.
   const algorithms::DenseOptions& denseOptions() const override { return dense_; }
   // The options of this communicator's own dense collectives (host buffers only): dense_
@@ -144,23 +142,23 @@ class Communicator final : public algorithms::Team {
   Communicator() = default;
   Status init(const LaunchInfo& launch, const Config& config, const TransportWrapper& wrap);
   transport::Transport& active() const;  // the wrapper if any, else UCX
-  Status chooseLinks();  // communicator_links.cc
+  Status chooseLinks();                  // communicator_links.cc
   Status fitSendBufferToProbedLink(const std::vector<bool>& fastLocal);
   Status sealDataPlane(const Digest& controlKey);  // TSR_SECURE=encrypt
-  Status checkArgs(const char* what, const void* input, const void* output, size_t count,
-                   DataType dtype, const ReduceOp* op, int root) const;
+  Status checkArgs(const char* what, const void* input, const void* output, size_t count, DataType dtype,
+                   const ReduceOp* op, int root) const;
   using PlanKey = std::tuple<int, size_t, int, int, int>;
   Result<std::shared_ptr<const algorithms::Plan>> cachedPlan(const PlanKey& key);
-  Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input,
-                            void* output, uint64_t rngSeed = 0, uint32_t rngStep = 0);
+  Result<RequestPtr> submit(std::shared_ptr<const algorithms::Plan> plan, const void* input, void* output,
+                            uint64_t rngSeed = 0, uint32_t rngStep = 0);
   // A dense collective's plan on the caller's buffers (inBytes read, outBytes written):
   // submit() for host memory, staged through pinned host memory for device memory.
-  Result<RequestPtr> submitDense(std::shared_ptr<const algorithms::Plan> plan, const void* input,
-                                 size_t inBytes, void* output, size_t outBytes);
+  Result<RequestPtr> submitDense(std::shared_ptr<const algorithms::Plan> plan, const void* input, size_t inBytes,
+                                 void* output, size_t outBytes);
   // Numbers a submission (seq .. seq+seqSpan-1), announces it on the shared-memory board (if
   // any) as `call` by `route`, gives it a request and hands it to the engine.
-  Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive,
-                          algorithms::ShmRoute route, const algorithms::ShmCall& call = {});
+  Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive, algorithms::ShmRoute route,
+                          const algorithms::ShmCall& call = {});
   // The shared-memory segment (communicator_shm.cc): set up when every rank is on this host,
   // with the small-allreduce board and the stages of large allreduces.
   Status setUpShmBoard();
@@ -175,7 +173,7 @@ class Communicator final : public algorithms::Team {
   // Posts the task `make` builds on host buffers: the caller's, or pinned copies of CUDA ones.
   using ShmTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const algorithms::ShmCollectiveArgs&,
                                                                        const algorithms::TaskContext&)>;
-  std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
+  std::shared_ptr<DenseStaging> deviceStaging();                     // null while buffers are host memory
   Status checkShmDevice(const algorithms::ShmCollectiveArgs& args);  // CUDA buffers: are they?
   Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, algorithms::ShmRoute route,
                              std::string algorithm, ShmTaskMaker make);
@@ -188,18 +186,19 @@ class Communicator final : public algorithms::Team {
   std::vector<std::string> hostIds_;
   Config config_;
   algorithms::DenseOptions dense_;
-  algorithms::DenseOptions hostDense_;  // dense_ for this communicator's own collectives (host buffers)
+  algorithms::DenseOptions hostDense_;       // dense_ for this communicator's own collectives (host buffers)
   std::vector<std::vector<int>> torusGrid_;  // empty when the job has no torus shape
   std::string torusWhyNot_;                  // why not, for the fallback message
   bool torusAcrossHosts_ = false;            // rows are hosts (several hosts, several ranks each)
   std::unique_ptr<DenseSelector> selector_;
-  std::atomic<transport::MemoryType> bufferMemory_{transport::MemoryType::kHost};  // which algorithm serves each dense collective
+  std::atomic<transport::MemoryType> bufferMemory_{
+      transport::MemoryType::kHost};       // which algorithm serves each dense collective
   std::shared_ptr<DenseStaging> staging_;  // bufferMemory_ kCuda: the copier (guarded by mutex_)
   // The shared-memory board: mapped while the engine runs (declared before it, freed after).
   std::unique_ptr<ShmSegment> shmSegment_;
   algorithms::ShmBoard shmBoard_;
   algorithms::ShmStaging shmStaging_;
-  std::string shmWhyNot_;              // why there is none, for TSR_ALGO=shm
+  std::string shmWhyNot_;                        // why there is none, for TSR_ALGO=shm
   bool shmAllowed_ = false, shmForced_ = false;  // TSR_ALGO is auto or shm; is shm
   std::atomic<bool> shmRefusalSaid_{false};
   uint64_t shmIndex_ = 0;              // board collectives so far (guarded by mutex_)
@@ -208,8 +207,8 @@ class Communicator final : public algorithms::Team {
 
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
-  std::string sendBufferWhy_;    // where transport_'s TCP send buffer size came from
-  double probedNetRate_ = 0;     // bytes/s the probe measured on the network (0: not probed)
+  std::string sendBufferWhy_;                      // where transport_'s TCP send buffer size came from
+  double probedNetRate_ = 0;                       // bytes/s the probe measured on the network (0: not probed)
   std::unique_ptr<transport::Transport> wrapped_;  // tests only (create with a wrapper)
   // TSR_SECURE=encrypt: seals what the two above carry between hosts (sealed_transport.h).
   std::unique_ptr<transport::Transport> sealed_;

@@ -30,7 +30,8 @@ Status Communicator::setBufferMemory(transport::MemoryType memory) {
     return Status(Code::kNotSupported,
                   "rank " + std::to_string(rank_) +
                       ": dense collectives on CUDA buffers need a CUDA device (they are staged through "
-                      "pinned host memory; there is no GPU reduction for them): " + copier.status().message() +
+                      "pinned host memory; there is no GPU reduction for them): " +
+                      copier.status().message() +
                       "; pass host buffers, or declare a tensor with memory=cuda (tsr_tensor_create)");
   return useDeviceCopier(copier.take());
 }

@@ -59,8 +59,10 @@ Status Communicator::setUpShmBoard() {
   TSR_ASSIGN_OR_RETURN(auto names, bootstrap_->allGather(segment ? segment->name() : std::string()));
   if (rank_ != 0 && !names[0].empty()) {
     auto opened = ShmSegment::open(names[0], bytes);
-    if (opened.isOk()) segment = opened.take();
-    else problem = opened.status().message();
+    if (opened.isOk())
+      segment = opened.take();
+    else
+      problem = opened.status().message();
   }
   if (names[0].empty() && problem.empty()) problem = "rank 0 could not create it";
   TSR_ASSIGN_OR_RETURN(auto problems, bootstrap_->allGather(problem));
@@ -74,8 +76,9 @@ Status Communicator::setUpShmBoard() {
   shmSegment_ = std::move(segment);
   shmBoard_ = ShmBoard(shmSegment_->data(), size_);
   shmStaging_ = ShmStaging(static_cast<char*>(shmSegment_->data()) + boardBytes(size_), size_);
-  logger->debug("rank {}: collectives meet in shared memory ({}): allreduces up to {} bytes on the board, the rest in stages",
-                rank_, shmSegment_->name(), algorithms::kShmPayloadBytes);
+  logger->debug(
+      "rank {}: collectives meet in shared memory ({}): allreduces up to {} bytes on the board, the rest in stages",
+      rank_, shmSegment_->name(), algorithms::kShmPayloadBytes);
   return Status::ok();
 }
 
@@ -88,17 +91,20 @@ Communicator::ShmWay Communicator::shmWay(const algorithms::ShmCollectiveArgs& a
   }
   if (shmForced_ && !shmRefusalSaid_.exchange(true)) {
     std::string why = shmSegment_ ? "an empty buffer needs no collective" : shmWhyNot_;
-    log::get("runtime")->info("rank {}: shm cannot serve this collective: {}; the cost model chooses instead",
-                              rank_, why);
+    log::get("runtime")->info("rank {}: shm cannot serve this collective: {}; the cost model chooses instead", rank_,
+                              why);
   }
   return ShmWay::kNone;
 }
 
 std::optional<Result<RequestPtr>> Communicator::viaShm(const algorithms::ShmCollectiveArgs& args) {
   switch (shmWay(args)) {
-    case ShmWay::kBoard: return shmCollective(args);
-    case ShmWay::kStaged: return shmStaged(args);
-    case ShmWay::kNone: break;
+    case ShmWay::kBoard:
+      return shmCollective(args);
+    case ShmWay::kStaged:
+      return shmStaged(args);
+    case ShmWay::kNone:
+      break;
   }
   return std::nullopt;
 }
@@ -111,10 +117,11 @@ Result<RequestPtr> Communicator::shmCollective(const algorithms::ShmCollectiveAr
     index = shmIndex_++;
   }
   shmBytes_ += algorithms::ShmBoardCollective::payloadBytes(args, size_, rank_);  // its slot, read by the peers
-  return postShm(args, algorithms::ShmRoute::kBoard, args.barrier ? "shm barrier" : "shm",
-                 [board = shmBoard_, index](const algorithms::ShmCollectiveArgs& a, const algorithms::TaskContext& ctx) {
-                   return std::unique_ptr<algorithms::Task>(new algorithms::ShmBoardCollective(board, ctx.id, index, a));
-                 });
+  return postShm(
+      args, algorithms::ShmRoute::kBoard, args.barrier ? "shm barrier" : "shm",
+      [board = shmBoard_, index](const algorithms::ShmCollectiveArgs& a, const algorithms::TaskContext& ctx) {
+        return std::unique_ptr<algorithms::Task>(new algorithms::ShmBoardCollective(board, ctx.id, index, a));
+      });
 }
 
 Result<RequestPtr> Communicator::shmStaged(const algorithms::ShmCollectiveArgs& args) {
@@ -146,9 +153,12 @@ std::shared_ptr<DenseStaging> Communicator::deviceStaging() {
 std::pair<size_t, size_t> Communicator::shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const {
   const size_t bytes = args.count * dataTypeSize(args.dtype), all = bytes * static_cast<size_t>(size_);
   switch (args.collective) {
-    case algorithms::CollectiveKind::kReduceScatter: return {all, bytes};
-    case algorithms::CollectiveKind::kAllgather: return {bytes, all};
-    default: return {bytes, bytes};
+    case algorithms::CollectiveKind::kReduceScatter:
+      return {all, bytes};
+    case algorithms::CollectiveKind::kAllgather:
+      return {bytes, all};
+    default:
+      return {bytes, bytes};
   }
 }
 

@@ -48,21 +48,18 @@ Status validate(const ConfigEntry& e, const std::string& value) {
     long long lo = 0, hi = 0;
     std::sscanf(e.accepted, "%lld..%lld", &lo, &hi);
     if (value.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
-      return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value +
-                                                ": expected an integer in " + e.accepted);
+      return Status(Code::kInvalidArgument,
+                    std::string(e.name) + "=" + value + ": expected an integer in " + e.accepted);
   } else if (e.kind == ValueKind::kEnum) {
     std::string accepted = std::string("|") + e.accepted + "|";
     if (accepted.find("|" + value + "|") == std::string::npos)
-      return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value +
-                                                ": accepted values are " + e.accepted);
+      return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value + ": accepted values are " + e.accepted);
   }
   return Status::ok();
 }
 
 // Names other parts of Tessera read directly from the environment map (launch, compression).
-bool isFamilyName(const std::string& name) {
-  return name.rfind("TSR_COMPRESS_", 0) == 0;
-}
+bool isFamilyName(const std::string& name) { return name.rfind("TSR_COMPRESS_", 0) == 0; }
 
 }  // namespace
 
@@ -99,7 +96,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_LINK_LAT", ValueKind::kString, "", "",
        "cost model latency: VALUE or host=VALUE,net=VALUE (microseconds, or 50us, 1ms); a class "
        "left out is probed"},
-      {"TSR_TEST_HOST_ID", ValueKind::kString, "", "", "tests only: appended to this rank's host identity, so ranks on one machine with different values act as different hosts"},
+      {"TSR_TEST_HOST_ID", ValueKind::kString, "", "",
+       "tests only: appended to this rank's host identity, so ranks on one machine with different values act as "
+       "different hosts"},
       {"TSR_ERR_MODE", ValueKind::kEnum, "auto", "auto|peer",
        "UCX error handling: peer = UCX peer failure mode on every endpoint (same-host traffic then "
        "goes over TCP loopback); auto = shared memory to same-host peers"},
@@ -201,8 +200,8 @@ Status Config::set(const std::string& name, const std::string& value) {
   const ConfigEntry* e = find(key);
   if (!e) {
     std::string hint = closestConfigName(key);
-    return Status(Code::kInvalidArgument, "unknown setting " + name +
-                                              (hint.empty() ? "" : " (did you mean " + hint + "?)"));
+    return Status(Code::kInvalidArgument,
+                  "unknown setting " + name + (hint.empty() ? "" : " (did you mean " + hint + "?)"));
   }
   TSR_RETURN_IF_ERROR(validate(*e, value));
   values_[key] = value;
@@ -218,9 +217,7 @@ const std::string& Config::get(const std::string& name) const {
   return it == values_.end() ? empty : it->second;
 }
 
-int64_t Config::getInt(const std::string& name) const {
-  return std::strtoll(get(name).c_str(), nullptr, 10);
-}
+int64_t Config::getInt(const std::string& name) const { return std::strtoll(get(name).c_str(), nullptr, 10); }
 
 std::string closestConfigName(const std::string& name) {
   std::string best;

@@ -17,10 +17,10 @@ namespace tsr::runtime {
 enum class ValueKind { kInt, kString, kEnum };
 
 struct ConfigEntry {
-  const char* name;          // TSR_ variable name
+  const char* name;  // TSR_ variable name
   ValueKind kind;
   const char* defaultValue;
-  const char* accepted;      // enum: '|'-separated values; int: "min..max"; string: for people only
+  const char* accepted;  // enum: '|'-separated values; int: "min..max"; string: for people only
   const char* description;
 };
 

@@ -44,8 +44,7 @@ Result<Digest> deriveControlKey(std::string_view secret, std::string_view jobId,
 ControlAuth::ControlAuth(const Digest& key, int rank, int size, uint32_t comm)
     : key_(asView(key)), rank_(rank), size_(size), comm_(comm), heard_(size > 0 ? size : 0, 0) {}
 
-Result<Digest> ControlAuth::mac(int from, int to, std::string_view counter,
-                                std::string_view body) const {
+Result<Digest> ControlAuth::mac(int from, int to, std::string_view counter, std::string_view body) const {
   std::string head;
   putU32(head, comm_);
   putU32(head, static_cast<uint32_t>(from));
@@ -65,11 +64,9 @@ Result<std::string> ControlAuth::seal(int to, std::string_view body) {
 }
 
 Result<std::string_view> ControlAuth::open(int from, std::string_view wire) {
-  if (from < 0 || from >= size_ || from == rank_)
-    return Status(Code::kInvalidArgument, "no such peer");
+  if (from < 0 || from >= size_ || from == rank_) return Status(Code::kInvalidArgument, "no such peer");
   if (wire.size() < kControlOverhead)
-    return Status(Code::kInvalidArgument, "too short to carry a MAC (" +
-                                              std::to_string(wire.size()) + " bytes)");
+    return Status(Code::kInvalidArgument, "too short to carry a MAC (" + std::to_string(wire.size()) + " bytes)");
   std::string_view counter = wire.substr(0, 8);
   std::string_view body = wire.substr(8, wire.size() - kControlOverhead);
   Digest got{};
@@ -80,8 +77,8 @@ Result<std::string_view> ControlAuth::open(int from, std::string_view wire) {
   // Checked after the MAC: a forged counter must not move the window.
   uint64_t n = readU64(counter);
   if (n <= heard_[from])
-    return Status(Code::kInvalidArgument, "replayed (counter " + std::to_string(n) +
-                                              ", already had " + std::to_string(heard_[from]) + ")");
+    return Status(Code::kInvalidArgument,
+                  "replayed (counter " + std::to_string(n) + ", already had " + std::to_string(heard_[from]) + ")");
   heard_[from] = n;
   return body;
 }

@@ -31,8 +31,7 @@ inline constexpr size_t kControlOverhead = 8 + kDigestBytes;  // counter and MAC
 // bootstrap card in rank order). Each card carries a fresh random nonce, and the bootstrap's
 // all-gather is authenticated, so every rank derives the same key and no other job or
 // communicator has it.
-Result<Digest> deriveControlKey(std::string_view secret, std::string_view jobId,
-                                const std::vector<std::string>& cards);
+Result<Digest> deriveControlKey(std::string_view secret, std::string_view jobId, const std::vector<std::string>& cards);
 
 class ControlAuth {
  public:
@@ -52,8 +51,8 @@ class ControlAuth {
   int rank_;
   int size_;
   uint32_t comm_;
-  uint64_t sent_ = 0;             // the last counter this rank sealed
-  std::vector<uint64_t> heard_;   // per sender, the last counter accepted (0: none)
+  uint64_t sent_ = 0;            // the last counter this rank sealed
+  std::vector<uint64_t> heard_;  // per sender, the last counter accepted (0: none)
 };
 
 }  // namespace tsr::runtime

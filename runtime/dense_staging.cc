@@ -11,8 +11,14 @@ class StagedHostTask final : public algorithms::Task {
  public:
   StagedHostTask(std::shared_ptr<DenseStaging> staging, std::string what, DenseStaging::HostTaskMaker make,
                  const void* input, size_t inBytes, void* output, size_t outBytes, const algorithms::TaskContext& ctx)
-      : staging_(std::move(staging)), what_(std::move(what)), make_(std::move(make)), input_(input),
-        inBytes_(inBytes), output_(output), outBytes_(outBytes), ctx_(ctx) {}
+      : staging_(std::move(staging)),
+        what_(std::move(what)),
+        make_(std::move(make)),
+        input_(input),
+        inBytes_(inBytes),
+        output_(output),
+        outBytes_(outBytes),
+        ctx_(ctx) {}
 
   ~StagedHostTask() override {
     if (hostOut_ && hostOut_ != hostIn_) staging_->givePinned(hostOut_, outBytes_);
@@ -68,9 +74,7 @@ class StagedHostTask final : public algorithms::Task {
     return !copying_ && (!executor_ || executor_->quiescent());
   }
   int waitingOn() const override { return executor_ && phase_ == Phase::kHostPlan ? executor_->waitingOn() : -1; }
-  std::string describe() const override {
-    return what_ + " on device buffers (staged through pinned host memory)";
-  }
+  std::string describe() const override { return what_ + " on device buffers (staged through pinned host memory)"; }
 
  private:
   enum class Phase { kIdle, kToHost, kHostPlan, kToDevice, kDone };
@@ -147,8 +151,8 @@ Result<void*> DenseStaging::takePinned(size_t bytes) {
   }
   auto pinned = copier_->allocPinned(std::max<size_t>(bytes, 1));
   if (!pinned.isOk())
-    return Status(pinned.status().code(), "pinned host staging buffer of " + std::to_string(bytes) +
-                                              " bytes: " + pinned.status().message());
+    return Status(pinned.status().code(),
+                  "pinned host staging buffer of " + std::to_string(bytes) + " bytes: " + pinned.status().message());
   return pinned.value();
 }
 
@@ -175,12 +179,13 @@ algorithms::TaskFactory DenseStaging::stage(std::shared_ptr<const algorithms::Pl
   return stageTask(std::move(what), std::move(make), input, inBytes, output, outBytes);
 }
 
-algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker make, const void* input,
-                                                size_t inBytes, void* output, size_t outBytes) {
+algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker make, const void* input, size_t inBytes,
+                                                void* output, size_t outBytes) {
   std::shared_ptr<DenseStaging> self = shared_from_this();
-  return [self, what = std::move(what), make = std::move(make), input, inBytes, output, outBytes](
-             const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(new StagedHostTask(self, what, make, input, inBytes, output, outBytes, ctx));
+  return [self, what = std::move(what), make = std::move(make), input, inBytes, output,
+          outBytes](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+    return std::unique_ptr<algorithms::Task>(
+        new StagedHostTask(self, what, make, input, inBytes, output, outBytes, ctx));
   };
 }
 

@@ -37,20 +37,19 @@ Result<std::shared_ptr<const Plan>> roundTripPlan(int left, int right, size_t el
   plan->dtype = DataType::kI64;
   plan->count = elems;
   plan->add({.kind = OpKind::kSend, .peer = right, .msgId = 0, .src = {Slot::kInput, 0}, .count = elems});
-  uint32_t got = plan->add({.kind = OpKind::kRecv, .peer = left, .msgId = 0,
-                            .dst = {Slot::kOutput, 0}, .count = elems});
-  plan->add({.kind = OpKind::kSend, .peer = left, .msgId = 1, .src = {Slot::kOutput, 0}, .count = 1,
-             .deps = {got}});
-  plan->add({.kind = OpKind::kRecv, .peer = right, .msgId = 1,
-             .dst = {Slot::kOutput, elems * sizeof(int64_t)}, .count = 1});
+  uint32_t got =
+      plan->add({.kind = OpKind::kRecv, .peer = left, .msgId = 0, .dst = {Slot::kOutput, 0}, .count = elems});
+  plan->add({.kind = OpKind::kSend, .peer = left, .msgId = 1, .src = {Slot::kOutput, 0}, .count = 1, .deps = {got}});
+  plan->add(
+      {.kind = OpKind::kRecv, .peer = right, .msgId = 1, .dst = {Slot::kOutput, elems * sizeof(int64_t)}, .count = 1});
   TSR_RETURN_IF_ERROR(plan->finalize());
   return std::shared_ptr<const Plan>(std::move(plan));
 }
 
 // Runs one plan to completion by driving the transport from this thread (the progress
 // thread does not exist yet); returns the seconds it took.
-Result<double> timeRoundTrip(const ProbeSetup& setup, const std::shared_ptr<const Plan>& plan,
-                             uint32_t seq, std::vector<int64_t>& in, std::vector<int64_t>& out) {
+Result<double> timeRoundTrip(const ProbeSetup& setup, const std::shared_ptr<const Plan>& plan, uint32_t seq,
+                             std::vector<int64_t>& in, std::vector<int64_t>& out) {
   transport::Transport& t = *setup.transport;
   algorithms::RunBuffers buffers{in.data(), out.data(), nullptr, transport::MemoryType::kHost};
   algorithms::PlanExecutor ex(plan, buffers, {t.rank(), setup.comm, seq}, t);
@@ -65,8 +64,8 @@ Result<double> timeRoundTrip(const ProbeSetup& setup, const std::shared_ptr<cons
   }
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (st.code() == Code::kInProgress)
-    st = Status(Code::kTimeout, "link probe: no answer from the ring neighbours within " +
-                                    std::to_string(setup.timeoutMs) + " ms");
+    st = Status(Code::kTimeout,
+                "link probe: no answer from the ring neighbours within " + std::to_string(setup.timeoutMs) + " ms");
   if (!st.isOk()) {
     ex.abort(st);
     for (int spin = 0; spin < 100000 && !ex.quiescent(); ++spin) t.progress();
@@ -82,8 +81,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void mergeProbeReports(const std::vector<double>& rows, const ProbeNeeds& needs,
-                       algorithms::LinkModel& links) {
+void mergeProbeReports(const std::vector<double>& rows, const ProbeNeeds& needs, algorithms::LinkModel& links) {
   for (bool net : {false, true}) {
     if (net ? !needs.net : !needs.host) continue;
     std::vector<double> lat, bw;
@@ -98,8 +96,7 @@ void mergeProbeReports(const std::vector<double>& rows, const ProbeNeeds& needs,
   }
 }
 
-Status probeLinks(const ProbeSetup& setup, const ProbeNeeds& needs,
-                            algorithms::LinkModel& links) {
+Status probeLinks(const ProbeSetup& setup, const ProbeNeeds& needs, algorithms::LinkModel& links) {
   const int size = setup.transport->size(), rank = setup.transport->rank();
   if (size < 2 || (!needs.host && !needs.net)) return Status::ok();
   const std::vector<int>& order = setup.ringOrder;

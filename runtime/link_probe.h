@@ -32,20 +32,18 @@ struct ProbeNeeds {
 
 struct ProbeSetup {
   transport::Transport* transport = nullptr;
-  uint32_t comm = 0;                   // tag communicator id: one no collective uses
-  std::vector<int> ringOrder;          // position -> rank
-  std::vector<std::string> hostIds;    // per rank: same value = same machine
+  uint32_t comm = 0;                 // tag communicator id: one no collective uses
+  std::vector<int> ringOrder;        // position -> rank
+  std::vector<std::string> hostIds;  // per rank: same value = same machine
   std::function<Result<std::vector<std::string>>(const std::string&)> allGather;
   int timeoutMs = 60000;
 };
 
 // Collective: every rank calls it with the same needs.
-Status probeLinks(const ProbeSetup& setup, const ProbeNeeds& needs,
-                            algorithms::LinkModel& links);
+Status probeLinks(const ProbeSetup& setup, const ProbeNeeds& needs, algorithms::LinkModel& links);
 
 // The pure part: per class, the median of the reported figures (rows of {isNet, latency s,
 // bytes/s}, one per rank; a figure <= 0 means "not measured").
-void mergeProbeReports(const std::vector<double>& rows, const ProbeNeeds& needs,
-                       algorithms::LinkModel& links);
+void mergeProbeReports(const std::vector<double>& rows, const ProbeNeeds& needs, algorithms::LinkModel& links);
 
 }  // namespace tsr::runtime

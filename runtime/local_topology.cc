@@ -36,8 +36,8 @@ size_t localDiscoveries() {
   return discoveryRuns;
 }
 
-LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank, int localSize,
-                                  const std::string& host, Status* error) {
+LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank, int localSize, const std::string& host,
+                                  Status* error) {
   LocalPlacement out;
   *error = Status::ok();
   const std::string file = config.get("TSR_TOPO_FILE");
@@ -57,13 +57,12 @@ LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank,
   }
   auto machine = file.empty() ? localMachine() : topology::loadXml(file);
   if (!machine.isOk()) {
-    *error = Status(machine.status().code(),
-                    (file.empty() ? std::string("topology discovery") : "TSR_TOPO_FILE=" + file) +
-                        ": " + machine.status().message());
+    *error =
+        Status(machine.status().code(), (file.empty() ? std::string("topology discovery") : "TSR_TOPO_FILE=" + file) +
+                                            ": " + machine.status().message());
     return out;
   }
-  topology::RankPlacement placement =
-      topology::placementOn(machine.value(), rank, localRank, localSize, host);
+  topology::RankPlacement placement = topology::placementOn(machine.value(), rank, localRank, localSize, host);
   out.numaNode = placement.numaNode;
   out.locality = placement.locality;
   if (mode.value() == topology::BindMode::kNone) {

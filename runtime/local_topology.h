@@ -21,8 +21,8 @@ struct LocalPlacement {
   std::string locality;     // topology::localityKey of its GPU, else NIC ("" unknown)
 };
 
-LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank, int localSize,
-                                  const std::string& host, Status* error);
+LocalPlacement setUpLocalTopology(const Config& config, int rank, int localRank, int localSize, const std::string& host,
+                                  Status* error);
 
 // How many times this process has run hwloc discovery of the live machine (tests).
 size_t localDiscoveries();

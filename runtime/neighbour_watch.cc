@@ -11,13 +11,10 @@ namespace {
 constexpr auto kCheckEvery = std::chrono::milliseconds(50);
 constexpr auto kHeartbeatEvery = std::chrono::milliseconds(250);
 
-void sendByte(int fd, char byte) {
-  [[maybe_unused]] ssize_t n = send(fd, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
+void sendByte(int fd, char byte) { [[maybe_unused]] ssize_t n = send(fd, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT); }
 }  // namespace
 
-NeighbourWatch::NeighbourWatch(std::vector<std::pair<int, int>> sockets,
-                               std::chrono::milliseconds silenceLimit)
+NeighbourWatch::NeighbourWatch(std::vector<std::pair<int, int>> sockets, std::chrono::milliseconds silenceLimit)
     : silenceLimit_(silenceLimit) {
   auto now = Clock::now();
   for (auto [peer, fd] : sockets) neighbours_.push_back({peer, fd, false, now});

@@ -43,9 +43,8 @@ Result<PeerCard> PeerCard::decode(const std::string& bytes, int fromRank) {
   size_t pos = 4;
   std::string numa;
   if (bytes.compare(0, 4, "TSRC") != 0 || !take(bytes, pos, card.transportAddress) ||
-      !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) ||
-      !take(bytes, pos, numa) || !take(bytes, pos, card.locality) ||
-      !take(bytes, pos, card.controlNonce) || pos != bytes.size())
+      !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) || !take(bytes, pos, numa) ||
+      !take(bytes, pos, card.locality) || !take(bytes, pos, card.controlNonce) || pos != bytes.size())
     return Status(Code::kBootstrap, "malformed peer card from rank " + std::to_string(fromRank));
   card.numaNode = std::atoi(numa.c_str());
   return card;

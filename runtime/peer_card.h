@@ -11,7 +11,7 @@ namespace tsr::runtime {
 struct PeerCard {
   std::string transportAddress;
   std::string hostname;
-  std::string hostId;  // equal on ranks that share a machine (and its network namespace)
+  std::string hostId;    // equal on ranks that share a machine (and its network namespace)
   int numaNode = -1;     // where the rank works (topology), for the ring order
   std::string locality;  // its GPU's (else NIC's) PCI locality key, for the ring order
   // Fresh random bytes: they make this communicator's control key its own (control_auth.h).

@@ -49,7 +49,6 @@ struct DrivingScope {
 };
 }  // namespace
 
-
 ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions options)
     : transport_(transport),
       options_(std::move(options)),
@@ -125,14 +124,14 @@ void ProgressEngine::abort(const Status& reason) {
 std::string ProgressEngine::peerName(int peer) const { return transport::peerLabel(peer, options_.hosts); }
 
 void ProgressEngine::postControlRecv() {
-  Status st = transport_.recv(-1, transport::makeControlTag(0, options_.comm),
-                              transport::kControlTagMask, controlBuffer_.data(),
-                              controlBuffer_.size(), transport::MemoryType::kHost, &controlRecv_);
+  Status st =
+      transport_.recv(-1, transport::makeControlTag(0, options_.comm), transport::kControlTagMask,
+                      controlBuffer_.data(), controlBuffer_.size(), transport::MemoryType::kHost, &controlRecv_);
   if (!st.isOk()) log::get("runtime")->error("cannot post the control receive: {}", st.toString());
 }
 
 bool ProgressEngine::startSubmissions() {
-  if (incomingCount_ == 0) return false;  // no lock taken on a turn with nothing new
+  if (incomingCount_ == 0) return false;    // no lock taken on a turn with nothing new
   std::vector<Submission>& batch = batch_;  // only the driving thread is here
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -144,8 +143,8 @@ bool ProgressEngine::startSubmissions() {
       s.request->complete(refusal(s));
       continue;
     }
-    algorithms::TaskContext context{transport_, {transport_.rank(), options_.comm, s.seq},
-                                    s.seqSpan, transport_.size()};
+    algorithms::TaskContext context{
+        transport_, {transport_.rank(), options_.comm, s.seq}, s.seqSpan, transport_.size()};
     std::unique_ptr<algorithms::Task> executor;
     if (s.make) {
       auto task = s.make(context);
@@ -258,8 +257,7 @@ bool ProgressEngine::turn(bool spinning) {
   // Housekeeping (timeouts, watches, clean-up): when spinning, on busy turns and every 32nd
   // idle one (a waiting rank spins through idle turns, and their cost delays what it waits
   // for); an abort at once.
-  if (spinning && !busy && ++idleTurns_ < 32 && !abortRequested_.load(std::memory_order_relaxed))
-    return false;
+  if (spinning && !busy && ++idleTurns_ < 32 && !abortRequested_.load(std::memory_order_relaxed)) return false;
   idleTurns_ = 0;
   auto now = coarseNow();
   if (!left_.empty()) failWaitsOnLeftPeers(now);
@@ -375,7 +373,7 @@ void ProgressEngine::run() {
     }
     std::unique_lock<std::mutex> drive(driveMutex_);
     if (turn(!active_.empty())) {  // with work pending it spins
-      lastBusy_ = Clock::now();  // the spin window (spinUs) needs the fine clock
+      lastBusy_ = Clock::now();    // the spin window (spinUs) needs the fine clock
       continue;
     }
     // While a collective is pending, poll (yielding the core to the other ranks): UCX's
@@ -426,8 +424,7 @@ void ProgressEngine::run() {
     transport_.progress();
     settleDraining(coarseNow());
     controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
-    if (draining_.empty() && controlSends_.empty() && (!controlRecv_.posted || controlRecv_.done))
-      break;
+    if (draining_.empty() && controlSends_.empty() && (!controlRecv_.posted || controlRecv_.done)) break;
   }
   settleDraining(Clock::time_point::max());  // destroyed: whatever is still owed is told now
 }

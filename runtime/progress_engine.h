@@ -165,10 +165,10 @@ class ProgressEngine final : public algorithms::RequestDriver {
 
   mutable std::mutex mutex_;  // guards incoming_ and broken_
   std::vector<Submission> incoming_;
-  std::vector<Submission> batch_;  // startSubmissions' swap partner: keeps its capacity
+  std::vector<Submission> batch_;         // startSubmissions' swap partner: keeps its capacity
   std::atomic<size_t> incomingCount_{0};  // incoming_.size(), read without the lock
   Status broken_;
-  FailedSeqs brokenAt_;  // the collective that broke it, if one did
+  FailedSeqs brokenAt_;   // the collective that broke it, if one did
   bool sparing_ = false;  // broken by a mismatch only: earlier collectives go on (spared())
 
   // Who drives: the progress thread or a waiting caller, one at a time. The progress thread
@@ -180,7 +180,7 @@ class ProgressEngine final : public algorithms::RequestDriver {
   bool resume_ = false;  // guarded by parkMutex_
   std::atomic<bool> parked_{false};
   std::atomic<bool> longParked_{false};  // parked past kParkLimit: a leaving caller wakes it
-  std::atomic<bool> sleeping_{false};  // on the transport's events (submit must wake it)
+  std::atomic<bool> sleeping_{false};    // on the transport's events (submit must wake it)
   std::chrono::steady_clock::time_point lastBusy_;
   uint32_t idleTurns_ = 0;  // since the last housekeeping (turn)
 

@@ -99,9 +99,10 @@ void ProgressEngine::sendControl(const std::string& payload) {
     controlSends_.emplace_back();
     ControlSend& cs = controlSends_.back();
     cs.payload = sealed.take();
-    transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm),
-                    cs.payload.data(), cs.payload.size(), transport::MemoryType::kHost,
-                    &cs.completion).ignore();
+    transport_
+        .send(peer, transport::makeControlTag(transport_.rank(), options_.comm), cs.payload.data(), cs.payload.size(),
+              transport::MemoryType::kHost, &cs.completion)
+        .ignore();
   }
 }
 
@@ -122,8 +123,10 @@ bool ProgressEngine::pollControl() {
     FailedSeqs failed;
     Status reason = decodeControl(body.value().data(), body.value().size(), from, &failed);
     // Every peer relays the notice: only the first one is news.
-    if (health().isOk()) log::get("runtime")->error("abort notice: {}", reason.toString());
-    else log::get("runtime")->debug("abort notice (already failed): {}", reason.toString());
+    if (health().isOk())
+      log::get("runtime")->error("abort notice: {}", reason.toString());
+    else
+      log::get("runtime")->debug("abort notice (already failed): {}", reason.toString());
     // Relay it: this rank will now fail and leave, and a peer that waits on it must hear the
     // root cause before it sees this rank's endpoint go (seen: "rank 0 has destroyed its
     // communicator" instead of the mismatch rank 2 had reported).
@@ -152,8 +155,8 @@ void ProgressEngine::failWaitsOnLeftPeers(Clock::time_point now) {
     auto it = std::find_if(left_.begin(), left_.end(), [&](const auto& l) { return l.first == peer; });
     if (it == left_.end() || now - it->second < kLeftGrace) continue;
     Status st(Code::kPeerFailed, peerName(peer) + " destroyed its communicator while rank " +
-                                     std::to_string(transport_.rank()) + " waited for it in " +
-                                     a.executor->describe() + " #" + std::to_string(a.submission.seq));
+                                     std::to_string(transport_.rank()) + " waited for it in " + a.executor->describe() +
+                                     " #" + std::to_string(a.submission.seq));
     a.executor->abort(st);
     finish(a, st);
     return;  // finish() may have cleared the list; the next turn looks again
@@ -164,14 +167,11 @@ void ProgressEngine::watchNeighbours(Clock::time_point now) {
   auto event = neighbours_.poll(now, !active_.empty());
   if (!event) return;
   Status st = event->kind == NeighbourWatch::Event::kDied
-                  ? Status(Code::kPeerFailed, peerName(event->peer) +
-                                                  " died: its bootstrap connection to rank " +
-                                                  std::to_string(transport_.rank()) +
-                                                  " closed without a goodbye")
-                  : Status(Code::kTimeout, peerName(event->peer) + " stopped responding: rank " +
-                                               std::to_string(transport_.rank()) +
-                                               " has had no heartbeat from it for " +
-                                               std::to_string(event->silentFor.count()) + " ms");
+                  ? Status(Code::kPeerFailed, peerName(event->peer) + " died: its bootstrap connection to rank " +
+                                                  std::to_string(transport_.rank()) + " closed without a goodbye")
+                  : Status(Code::kTimeout,
+                           peerName(event->peer) + " stopped responding: rank " + std::to_string(transport_.rank()) +
+                               " has had no heartbeat from it for " + std::to_string(event->silentFor.count()) + " ms");
   log::get("runtime")->error("{}", st.toString());
   breakCommunicator(st, true);
 }
@@ -184,8 +184,7 @@ void ProgressEngine::watchLinkRates(Clock::time_point now) {
         "of sending), under a quarter of the {:.1f} MB/s measured between hosts when the "
         "communicator was created (a congested or degraded link, or a slow peer; the "
         "collectives go on at its pace)",
-        transport_.rank(), peerName(s.peer), s.bytesPerSecond / 1e6, s.bytes / 1e6, s.busySeconds,
-        s.expected / 1e6);
+        transport_.rank(), peerName(s.peer), s.bytesPerSecond / 1e6, s.bytes / 1e6, s.busySeconds, s.expected / 1e6);
 }
 
 void ProgressEngine::checkTimeouts(Clock::time_point now) {
@@ -193,12 +192,10 @@ void ProgressEngine::checkTimeouts(Clock::time_point now) {
     auto next = std::next(it);
     if (now >= it->deadline) {
       int peer = it->executor->waitingOn();
-      Status st(Code::kTimeout,
-                "rank " + std::to_string(transport_.rank()) + ": " +
-                    it->executor->describe() + " #" +
-                    std::to_string(it->submission.seq) + " timed out after " +
-                    std::to_string(options_.timeoutMs) + " ms" +
-                    (peer >= 0 ? " waiting for " + peerName(peer) : std::string()));
+      Status st(Code::kTimeout, "rank " + std::to_string(transport_.rank()) + ": " + it->executor->describe() + " #" +
+                                    std::to_string(it->submission.seq) + " timed out after " +
+                                    std::to_string(options_.timeoutMs) + " ms" +
+                                    (peer >= 0 ? " waiting for " + peerName(peer) : std::string()));
       it->executor->abort(st);
       finish(*it, st);
       return;  // finish() may have cleared the list

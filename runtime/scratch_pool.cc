@@ -58,8 +58,10 @@ Result<std::shared_ptr<void>> ScratchPool::acquire(size_t bytes) {
   }
   std::weak_ptr<ScratchPool> pool = weak_from_this();
   return std::shared_ptr<void>(block, [pool, size, memory = memory_](void* p) {
-    if (auto alive = pool.lock()) alive->giveBack(p, size);
-    else memory->release(p);
+    if (auto alive = pool.lock())
+      alive->giveBack(p, size);
+    else
+      memory->release(p);
   });
 }
 

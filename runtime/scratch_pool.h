@@ -24,8 +24,8 @@
 namespace tsr::runtime {
 
 struct ScratchMemory {
-  std::string name;                                 // for logs and tests
-  std::function<Result<void*>(size_t)> allocate;    // 64-byte aligned at least
+  std::string name;                               // for logs and tests
+  std::function<Result<void*>(size_t)> allocate;  // 64-byte aligned at least
   std::function<void(void*)> release;
 };
 

@@ -5,14 +5,13 @@
 namespace tsr::runtime {
 
 SlowLinkWatch::SlowLinkWatch(std::vector<double> expected, Options options)
-    : expected_(std::move(expected)), options_(options), last_(expected_.size()),
-      quietUntil_(expected_.size()) {
+    : expected_(std::move(expected)), options_(options), last_(expected_.size()), quietUntil_(expected_.size()) {
   if (std::none_of(expected_.begin(), expected_.end(), [](double e) { return e > 0; }))
     expected_.clear();  // nothing to judge: due() stays false
 }
 
-std::vector<SlowLinkWatch::Slow> SlowLinkWatch::judge(
-    Clock::time_point now, const std::vector<transport::PeerSendTime>& totals) {
+std::vector<SlowLinkWatch::Slow> SlowLinkWatch::judge(Clock::time_point now,
+                                                      const std::vector<transport::PeerSendTime>& totals) {
   std::vector<Slow> slow;
   if (totals.size() != expected_.size()) return slow;  // a transport that does not measure
   bool first = next_ == Clock::time_point{};

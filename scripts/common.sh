@@ -4,7 +4,7 @@
 TSR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TSR_PACKAGES=(cmake ninja-build g++ pkg-config libucx-dev ucx-utils libhwloc-dev hwloc
               libboost-dev libspdlog-dev libfmt-dev libgtest-dev libssl-dev libcli11-dev
-              iproute2 zlib1g-dev python3-numpy libsimgrid-dev
+              iproute2 zlib1g-dev python3-numpy libsimgrid-dev clang-format
               python3-torch libtorch-dev pybind11-dev python3-dev python3-matplotlib dataset-fashion-mnist)
 
 tsr_install_missing() {

@@ -26,9 +26,8 @@ std::vector<size_t> countsFor(int n) {
 }
 
 std::string label(const char* what, DataType t, ReduceOp op, size_t count, bool inPlace, int rank) {
-  return std::string(what) + " " + dataTypeName(t) + " " + reduceOpName(op) + " count " +
-         std::to_string(count) + (inPlace ? " in-place" : " out-of-place") + " rank " +
-         std::to_string(rank);
+  return std::string(what) + " " + dataTypeName(t) + " " + reduceOpName(op) + " count " + std::to_string(count) +
+         (inPlace ? " in-place" : " out-of-place") + " rank " + std::to_string(rank);
 }
 
 using testing::checkAllreduce;
@@ -39,9 +38,12 @@ enum class RsOutput { kSeparate, kSameBuffer, kOwnBlock };
 
 const char* rsOutputName(RsOutput where) {
   switch (where) {
-    case RsOutput::kSeparate: return "out-of-place";
-    case RsOutput::kSameBuffer: return "in-place (output == input)";
-    case RsOutput::kOwnBlock: return "in-place (output == own block of input)";
+    case RsOutput::kSeparate:
+      return "out-of-place";
+    case RsOutput::kSameBuffer:
+      return "in-place (output == input)";
+    case RsOutput::kOwnBlock:
+      return "in-place (output == own block of input)";
   }
   return "?";
 }
@@ -52,7 +54,7 @@ void checkReduceScatter(Communicator& comm, DataType t, ReduceOp op, size_t coun
   int n = comm.size();
   std::vector<char> in(count * n * esize + 1), out(count * esize + 1);
   for (size_t j = 0; j < count * n; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
-  char* dst = where == RsOutput::kSeparate ? out.data()
+  char* dst = where == RsOutput::kSeparate     ? out.data()
               : where == RsOutput::kSameBuffer ? in.data()
                                                : in.data() + comm.rank() * count * esize;
   std::string what = std::string("reduce_scatter ") + dataTypeName(t) + " " + reduceOpName(op) + " count " +
@@ -96,15 +98,14 @@ void checkBroadcast(Communicator& comm, DataType t, size_t count, int root, bool
     storeValue(out.data(), j, t, -2.0);
   }
   char* dst = inPlace ? in.data() : out.data();
-  std::string what = "broadcast " + std::string(dataTypeName(t)) + " root " + std::to_string(root) +
-                     " count " + std::to_string(count) + (inPlace ? " in-place" : " out-of-place") +
-                     " rank " + std::to_string(comm.rank());
+  std::string what = "broadcast " + std::string(dataTypeName(t)) + " root " + std::to_string(root) + " count " +
+                     std::to_string(count) + (inPlace ? " in-place" : " out-of-place") + " rank " +
+                     std::to_string(comm.rank());
   auto req = comm.broadcast(in.data(), dst, count, t, root);
   ASSERT_TRUE(req.isOk()) << req.status().toString();
   Status st = req.value()->wait();
   ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
-  for (size_t j = 0; j < count; ++j)
-    ASSERT_EQ(loadValue(dst, j, t), expected(j)) << what << " element " << j;
+  for (size_t j = 0; j < count; ++j) ASSERT_EQ(loadValue(dst, j, t), expected(j)) << what << " element " << j;
   if (!inPlace) {
     for (size_t j = 0; j < count; ++j)
       ASSERT_EQ(loadValue(in.data(), j, t), isRoot ? expected(j) : -1.0) << what << ": input changed at " << j;
@@ -140,8 +141,7 @@ TEST_P(Collectives, ReduceScatterAllgatherBroadcastBarrier) {
         for (bool inPlace : {false, true}) checkAllgather(comm, t, count, inPlace);
     }
     for (int root = 0; root < comm.size(); ++root)
-      for (size_t count : {size_t{0}, size_t{1}, size_t{5000}})
-        checkBroadcast(comm, DataType::kF32, count, root);
+      for (size_t count : {size_t{0}, size_t{1}, size_t{5000}}) checkBroadcast(comm, DataType::kF32, count, root);
     checkBroadcast(comm, DataType::kI64, (size_t{1} << 20) + 3, comm.size() - 1);
     checkBroadcast(comm, DataType::kF16, 333, 0);
     for (int i = 0; i < 5; ++i) {
@@ -216,19 +216,21 @@ TEST(Overlap, ProgressThreadFinishesAllreduceWithoutTestOrWait) {
 class TorusCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(TorusCollectives, AllreduceEveryTypeOpAndCount) {
-  testing::runRanks(GetParam(), [](Communicator& comm) {
-    EXPECT_EQ(comm.torusGrid().empty(), comm.size() == 5 || comm.size() == 7) << comm.size();
-    for (DataType t : kTypes)
-      for (ReduceOp op : kOps)
-        for (size_t count : countsFor(comm.size())) checkAllreduce(comm, t, op, count, true);
-    checkAllreduce(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, false);
-    auto req = comm.allreduce(nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum);
-    ASSERT_TRUE(req.isOk());
-    ASSERT_TRUE(req.value()->wait().isOk());
-    // Without a torus shape the cost model's next choice serves.
-    EXPECT_EQ(req.value()->algorithm(),
-              comm.torusGrid().empty() ? comm.selector().allreduceOrder(0).at(1) : "torus");
-  }, {{"TSR_ALGO", "torus"}});
+  testing::runRanks(GetParam(),
+                    [](Communicator& comm) {
+                      EXPECT_EQ(comm.torusGrid().empty(), comm.size() == 5 || comm.size() == 7) << comm.size();
+                      for (DataType t : kTypes)
+                        for (ReduceOp op : kOps)
+                          for (size_t count : countsFor(comm.size())) checkAllreduce(comm, t, op, count, true);
+                      checkAllreduce(comm, DataType::kF32, ReduceOp::kAvg, (size_t{1} << 20) + 3, false);
+                      auto req = comm.allreduce(nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum);
+                      ASSERT_TRUE(req.isOk());
+                      ASSERT_TRUE(req.value()->wait().isOk());
+                      // Without a torus shape the cost model's next choice serves.
+                      EXPECT_EQ(req.value()->algorithm(),
+                                comm.torusGrid().empty() ? comm.selector().allreduceOrder(0).at(1) : "torus");
+                    },
+                    {{"TSR_ALGO", "torus"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TorusCollectives, ::testing::Values(4, 5, 6, 8),

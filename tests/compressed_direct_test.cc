@@ -37,54 +37,58 @@ constexpr testing::InputOf inputOf = testing::compressedInputOf;
 void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
   World world(n);
   params["algorithm"] = "compressed";
-  testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
-    ASSERT_TRUE(comm.transportMovesCuda());
-    testing::DirectHostStaged<CompressedTensor> t;
-    ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", count, params, t));
-    testing::RecordingTransport& wire = *world.transports[comm.rank()];
-    std::vector<float> rh, mh(count), md(count);
-    for (int step = 0; step < kSteps; ++step) {
-      testing::TransferCounts c;
-      ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
-      // The ring all-gather: N-1 slots out and in (in 1 KiB chunks), all of them device memory.
-      EXPECT_GE(c.cudaSends, n - 1) << "rank " << comm.rank() << " step " << step;
-      EXPECT_GE(c.cudaRecvs, n - 1) << "rank " << comm.rank() << " step " << step;
-      EXPECT_EQ(c.cudaBytes, 2 * (n - 1) * t.direct->slotBytes()) << "rank " << comm.rank();
-      // In host memory only the argument headers and the 2-double NaN flag.
-      EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
-      testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
-      t.host->momentum(mh.data());
-      t.direct->momentum(md.data());
-      EXPECT_TRUE(sameBits(mh.data(), md.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;
-    }
-    EXPECT_EQ(t.direct->step(), static_cast<uint64_t>(kSteps));
-    testing::FakeDeviceKernels& k = *t.opened.kernels;
-    // The NaN scan of g, and with momentum of the shifted gradient too.
-    EXPECT_EQ(k.scans, kSteps * (params.count("momentum") ? 2 : 1)) << "the scans did not run on the device";
-    EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
-    EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
-    const std::string kind = params.at("compressor");
-    const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
-    if (kind == "fp16" || kind == "bf16") {
-      EXPECT_EQ(k.casts, kSteps * (2 + n - (ef ? 0 : 1))) << "compress (ef: and its decompress), N decompresses";
-    }
-    if (kind == "topk" || kind == "randomk") {
-      // randomk redraws its indices for each payload it decompresses.
-      EXPECT_EQ(k.selects, kSteps * (kind == "topk" ? 1 : 1 + n + (ef ? 1 : 0))) << "the selection did not run on the device";
-      EXPECT_EQ(k.gathers, kSteps);
-      EXPECT_EQ(k.scatters, kSteps * n + (ef ? kSteps : 0));  // ef decompresses its own payload too
-    }
-    if (kind == "onebit" || kind == "dithering") {
-      EXPECT_EQ(k.packs, kSteps) << "the encoding did not run on the device";
-      EXPECT_EQ(k.unpacks, kSteps * (n + (ef ? 1 : 0))) << "the decoding did not run on the device";
-      const bool scaled = kind == "dithering" || (params.count("scaling") && params.at("scaling") == "true");
-      EXPECT_EQ(k.sums, scaled ? kSteps : 0) << "the scale was not computed on the device";
-    }
-    EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
-    EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
-    EXPECT_EQ(k.nesterovs, params.count("momentum") ? kSteps : 0) << "the momentum did not run on the device";
-    testing::expectDeviceOnlyAndNoStaging(t, kSteps);
-  }, [](int) { return testing::withSmallChunks({}); }, world.wrapper(true));
+  testing::runRanksWrapped(
+      n,
+      [&](runtime::Communicator& comm) {
+        ASSERT_TRUE(comm.transportMovesCuda());
+        testing::DirectHostStaged<CompressedTensor> t;
+        ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", count, params, t));
+        testing::RecordingTransport& wire = *world.transports[comm.rank()];
+        std::vector<float> rh, mh(count), md(count);
+        for (int step = 0; step < kSteps; ++step) {
+          testing::TransferCounts c;
+          ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
+          // The ring all-gather: N-1 slots out and in (in 1 KiB chunks), all of them device memory.
+          EXPECT_GE(c.cudaSends, n - 1) << "rank " << comm.rank() << " step " << step;
+          EXPECT_GE(c.cudaRecvs, n - 1) << "rank " << comm.rank() << " step " << step;
+          EXPECT_EQ(c.cudaBytes, 2 * (n - 1) * t.direct->slotBytes()) << "rank " << comm.rank();
+          // In host memory only the argument headers and the 2-double NaN flag.
+          EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
+          testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
+          t.host->momentum(mh.data());
+          t.direct->momentum(md.data());
+          EXPECT_TRUE(sameBits(mh.data(), md.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;
+        }
+        EXPECT_EQ(t.direct->step(), static_cast<uint64_t>(kSteps));
+        testing::FakeDeviceKernels& k = *t.opened.kernels;
+        // The NaN scan of g, and with momentum of the shifted gradient too.
+        EXPECT_EQ(k.scans, kSteps * (params.count("momentum") ? 2 : 1)) << "the scans did not run on the device";
+        EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
+        EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
+        const std::string kind = params.at("compressor");
+        const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
+        if (kind == "fp16" || kind == "bf16") {
+          EXPECT_EQ(k.casts, kSteps * (2 + n - (ef ? 0 : 1))) << "compress (ef: and its decompress), N decompresses";
+        }
+        if (kind == "topk" || kind == "randomk") {
+          // randomk redraws its indices for each payload it decompresses.
+          EXPECT_EQ(k.selects, kSteps * (kind == "topk" ? 1 : 1 + n + (ef ? 1 : 0)))
+              << "the selection did not run on the device";
+          EXPECT_EQ(k.gathers, kSteps);
+          EXPECT_EQ(k.scatters, kSteps * n + (ef ? kSteps : 0));  // ef decompresses its own payload too
+        }
+        if (kind == "onebit" || kind == "dithering") {
+          EXPECT_EQ(k.packs, kSteps) << "the encoding did not run on the device";
+          EXPECT_EQ(k.unpacks, kSteps * (n + (ef ? 1 : 0))) << "the decoding did not run on the device";
+          const bool scaled = kind == "dithering" || (params.count("scaling") && params.at("scaling") == "true");
+          EXPECT_EQ(k.sums, scaled ? kSteps : 0) << "the scale was not computed on the device";
+        }
+        EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
+        EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
+        EXPECT_EQ(k.nesterovs, params.count("momentum") ? kSteps : 0) << "the momentum did not run on the device";
+        testing::expectDeviceOnlyAndNoStaging(t, kSteps);
+      },
+      [](int) { return testing::withSmallChunks({}); }, world.wrapper(true));
 }
 
 void sweep(const Params& params, size_t count = 3001) {
@@ -124,15 +128,23 @@ TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
 }
 TEST(CompressedDirect, DitheringEqualsHostAndStaged) {
   sweep({{"compressor", "dithering"}, {"k", "7"}, {"seed", "11"}});
-  sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"ef", "none"},
-         {"momentum", "nesterov"}}, 1000);
+  sweep({{"compressor", "dithering"},
+         {"k", "4"},
+         {"dithering_partition", "natural"},
+         {"ef", "none"},
+         {"momentum", "nesterov"}},
+        1000);
 }
 // dithering_normalize=l2: the norm's sum of squares on the device in the CPU's block order
 // (3001 elements: two full blocks and a tail).
 TEST(CompressedDirect, DitheringL2EqualsHostAndStaged) {
   sweep({{"compressor", "dithering"}, {"k", "7"}, {"dithering_normalize", "l2"}, {"seed", "11"}});
-  sweep({{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "natural"}, {"dithering_normalize", "l2"},
-         {"ef", "none"}, {"momentum", "nesterov"}});
+  sweep({{"compressor", "dithering"},
+         {"k", "4"},
+         {"dithering_partition", "natural"},
+         {"dithering_normalize", "l2"},
+         {"ef", "none"},
+         {"momentum", "nesterov"}});
 }
 
 // The StepKernels seam's sum of squares (what the device codec's L2 scale is rooted from) is
@@ -181,7 +193,8 @@ void expectCodecMatchesHost(const Params& params) {
     ASSERT_EQ(got.value(), want.value());
     EXPECT_EQ(std::memcmp(payload, hostPayload.data(), want.value()), 0) << "step " << step;
     ASSERT_TRUE(codec.value()->decompress(payload, got.value(), out).isOk());
-    ASSERT_TRUE(host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), want.value()}, hostOut).isOk());
+    ASSERT_TRUE(
+        host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), want.value()}, hostOut).isOk());
     EXPECT_TRUE(sameBits(out, hostOut.data(), count)) << "step " << step;
     std::vector<float> state(count), zeros(count, 0.0f);
     ASSERT_TRUE(codec.value()->readError(state.data()).isOk());
@@ -208,18 +221,21 @@ void expectCodecMatchesHost(const Params& params) {
   Status shortHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), bytes - 8}, hostOut);
   Status shortDev = codec.value()->decompress(payload, bytes - 8, out);
   EXPECT_EQ(shortDev.code(), Code::kInvalidArgument) << shortDev.toString();
-  EXPECT_NE(shortDev.message().find(shortHost.message()), std::string::npos) << shortDev.toString() << " vs " << shortHost.toString();
+  EXPECT_NE(shortDev.message().find(shortHost.message()), std::string::npos)
+      << shortDev.toString() << " vs " << shortHost.toString();
   if (params.at("compressor") == "topk") {
     const uint32_t k = reinterpret_cast<const uint32_t*>(payload)[0];
     reinterpret_cast<uint32_t*>(payload + 8)[k - 1] = 99999;
     reinterpret_cast<uint32_t*>(hostPayload.data())[2 + k - 1] = 99999;
-    Status badHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k}}, hostOut);
+    Status badHost =
+        host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k}}, hostOut);
     Status badDev = codec.value()->decompress(payload, 8 + 8 * size_t{k}, out);
     EXPECT_NE(badHost.message().find("payload index 99999 out of range 1000"), std::string::npos) << badHost.toString();
     EXPECT_NE(badDev.message().find(badHost.message()), std::string::npos) << badDev.toString();
     // A k above the compressor's, with the byte count to match.
     reinterpret_cast<uint32_t*>(payload)[0] = reinterpret_cast<uint32_t*>(hostPayload.data())[0] = k + 1;
-    badHost = host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k + 1}}, hostOut);
+    badHost =
+        host.value()->decompress({reinterpret_cast<std::byte*>(hostPayload.data()), 8 + 8 * size_t{k + 1}}, hostOut);
     badDev = codec.value()->decompress(payload, 8 + 8 * size_t{k + 1}, out);
     EXPECT_NE(badHost.message().find("malformed payload"), std::string::npos) << badHost.toString();
     EXPECT_NE(badDev.message().find(badHost.message()), std::string::npos) << badDev.toString();
@@ -239,8 +255,11 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"ef", "vanilla"}});
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"dithering_normalize", "l2"}, {"ef", "vanilla"}});
-  expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "3"}, {"dithering_partition", "natural"},
-                          {"dithering_normalize", "l2"}, {"momentum", "nesterov"}});
+  expectCodecMatchesHost({{"compressor", "dithering"},
+                          {"k", "3"},
+                          {"dithering_partition", "natural"},
+                          {"dithering_normalize", "l2"},
+                          {"momentum", "nesterov"}});
 }
 
 // The staged path is chosen, with its reason, without the claimed CUDA support (flat and
@@ -253,25 +272,28 @@ TEST(CompressedDirect, StagesWithoutCudaSupport) {
   };
   const std::vector<Case> cases = {
       {false, {{"compressor", "fp16"}, {"ef", "none"}}, "UCX reports no CUDA memory support"},
-      {false, {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"intra", "none"}},
+      {false,
+       {{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l2"}, {"intra", "none"}},
        "UCX reports no CUDA memory support"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);
     World world(4);
-    testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
-      EXPECT_EQ(comm.transportMovesCuda(), c.claim);
-      Opened opened;
-      ASSERT_NO_FATAL_FAILURE(testing::expectStagesAndEqualsHost<CompressedTensor>(
-          comm, c.params, c.why, *world.transports[comm.rank()], inputOf, opened, [&](CompressedTensor& t) {
-            if (!c.claim) return;  // asked directly, the direct path is refused for the same reason
-            Status direct = t.setDeviceKernels(opened.kernels);
-            EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
-            EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
-          }));
-      EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);  // the kernels were never used
-    }, [](int rank) { return testing::onFakeHosts(rank, 2); },
-                             world.wrapper(c.claim));
+    testing::runRanksWrapped(
+        4,
+        [&](runtime::Communicator& comm) {
+          EXPECT_EQ(comm.transportMovesCuda(), c.claim);
+          Opened opened;
+          ASSERT_NO_FATAL_FAILURE(testing::expectStagesAndEqualsHost<CompressedTensor>(
+              comm, c.params, c.why, *world.transports[comm.rank()], inputOf, opened, [&](CompressedTensor& t) {
+                if (!c.claim) return;  // asked directly, the direct path is refused for the same reason
+                Status direct = t.setDeviceKernels(opened.kernels);
+                EXPECT_EQ(direct.code(), Code::kInvalidArgument) << direct.toString();
+                EXPECT_NE(direct.message().find(c.why), std::string::npos) << direct.toString();
+              }));
+          EXPECT_EQ(opened.kernels->violations + opened.kernels->scans, 0);  // the kernels were never used
+        },
+        [](int rank) { return testing::onFakeHosts(rank, 2); }, world.wrapper(c.claim));
   }
 }
 
@@ -280,46 +302,50 @@ TEST(CompressedDirect, StagesWithoutCudaSupport) {
 // the memory cannot be switched once chosen and stepped.
 void expectBadInputNamed(const Params& params) {
   World world(3);
-  testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
-    Opened opened;
-    std::unique_ptr<CompressedTensor> t;
-    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
+  testing::runRanksWrapped(
+      3,
+      [&](runtime::Communicator& comm) {
+        Opened opened;
+        std::unique_ptr<CompressedTensor> t;
+        ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", params, opened, t));
 
-    float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
-    for (int step = 0; step < 2; ++step) {  // a good step first, so the residual is not trivially zero
-      for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, step);
-      if (step == 1 && comm.rank() == 1) d[17] = NAN;
-      if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
-      std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
-      std::vector<float> momentumBefore(1000);
-      t->residual(residualBefore.data());
-      t->momentum(momentumBefore.data());
-      Status st = t->allreduce(d);
-      if (step == 0) {
-        ASSERT_TRUE(st.isOk()) << st.toString();
-        continue;
-      }
-      EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
-      EXPECT_NE(st.message().find("compressed tensor emb: 2 rank(s) had NaN or Inf"), std::string::npos) << st.toString();
-      if (comm.rank() == 1) {
-        EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
-      }
-      if (comm.rank() == 2) {
-        EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
-      }
-      EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
-      t->residual(residualAfter.data());
-      EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
-      t->momentum(residualAfter.data());
-      EXPECT_TRUE(sameBits(momentumBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
-      EXPECT_EQ(t->step(), 1u);
-    }
-    for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
-    ASSERT_TRUE(t->allreduce(d).isOk());
-    ASSERT_NO_FATAL_FAILURE(testing::expectMemoryFixedAfterSteps(*t, opened, "emb", 2));
-    EXPECT_EQ(opened.kernels->violations, 0);
-    opened.kernels->release(d);
-  }, [](int) { return testing::Settings{}; }, world.wrapper(true));
+        float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+        for (int step = 0; step < 2; ++step) {  // a good step first, so the residual is not trivially zero
+          for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, step);
+          if (step == 1 && comm.rank() == 1) d[17] = NAN;
+          if (step == 1 && comm.rank() == 2) d[5] = -INFINITY;
+          std::vector<float> before(d, d + 1000), residualBefore(1000), residualAfter(1000);
+          std::vector<float> momentumBefore(1000);
+          t->residual(residualBefore.data());
+          t->momentum(momentumBefore.data());
+          Status st = t->allreduce(d);
+          if (step == 0) {
+            ASSERT_TRUE(st.isOk()) << st.toString();
+            continue;
+          }
+          EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+          EXPECT_NE(st.message().find("compressed tensor emb: 2 rank(s) had NaN or Inf"), std::string::npos)
+              << st.toString();
+          if (comm.rank() == 1) {
+            EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+          }
+          if (comm.rank() == 2) {
+            EXPECT_NE(st.message().find("element 5 is -inf"), std::string::npos) << st.toString();
+          }
+          EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
+          t->residual(residualAfter.data());
+          EXPECT_TRUE(sameBits(residualBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
+          t->momentum(residualAfter.data());
+          EXPECT_TRUE(sameBits(momentumBefore.data(), residualAfter.data(), 1000)) << "rank " << comm.rank();
+          EXPECT_EQ(t->step(), 1u);
+        }
+        for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 2);
+        ASSERT_TRUE(t->allreduce(d).isOk());
+        ASSERT_NO_FATAL_FAILURE(testing::expectMemoryFixedAfterSteps(*t, opened, "emb", 2));
+        EXPECT_EQ(opened.kernels->violations, 0);
+        opened.kernels->release(d);
+      },
+      [](int) { return testing::Settings{}; }, world.wrapper(true));
 }
 
 TEST(CompressedDirect, BadInputIsNamed) {

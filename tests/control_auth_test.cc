@@ -159,43 +159,49 @@ Communicator::TransportWrapper noting(AddressBook& book) {
 // come from another rank of the job, sent to every rank while the others wait in a collective.
 TEST(ControlAuth, StrangersForgedAbortAndGoodbyeLeaveTheJobRunning) {
   AddressBook book;
-  testing::runRanksWrapped(kRanks, [&](Communicator& comm) {
-    expectSum(comm, 1);  // every rank is up, so the book is complete
-    if (comm.rank() == 0) {
-      Stranger stranger(book.all());
-      for (int to = 0; to < kRanks; ++to) {
-        uint64_t tag = transport::makeControlTag((to + 1) % kRanks, 0);
-        stranger.send(to, tag, "1\n-1:-1\nforged by a stranger");
-        stranger.send(to, tag, "4\n2:2\nforged mismatch");
-        stranger.send(to, tag, "goodbye");
-        stranger.send(to, tag, std::string(80, 'x'));
-      }
-      stranger.flush();
-      std::this_thread::sleep_for(500ms);  // the ranks' progress threads have read them
-    }
-    for (int round = 2; round < 6; ++round) expectSum(comm, round);
-    auto b = comm.barrier();
-    ASSERT_TRUE(b.isOk());
-    EXPECT_TRUE(b.value()->wait().isOk());
-    EXPECT_TRUE(comm.health().isOk()) << "rank " << comm.rank() << ": " << comm.health().toString();
-  }, settings, noting(book));
+  testing::runRanksWrapped(
+      kRanks,
+      [&](Communicator& comm) {
+        expectSum(comm, 1);  // every rank is up, so the book is complete
+        if (comm.rank() == 0) {
+          Stranger stranger(book.all());
+          for (int to = 0; to < kRanks; ++to) {
+            uint64_t tag = transport::makeControlTag((to + 1) % kRanks, 0);
+            stranger.send(to, tag, "1\n-1:-1\nforged by a stranger");
+            stranger.send(to, tag, "4\n2:2\nforged mismatch");
+            stranger.send(to, tag, "goodbye");
+            stranger.send(to, tag, std::string(80, 'x'));
+          }
+          stranger.flush();
+          std::this_thread::sleep_for(500ms);  // the ranks' progress threads have read them
+        }
+        for (int round = 2; round < 6; ++round) expectSum(comm, round);
+        auto b = comm.barrier();
+        ASSERT_TRUE(b.isOk());
+        EXPECT_TRUE(b.value()->wait().isOk());
+        EXPECT_TRUE(comm.health().isOk()) << "rank " << comm.rank() << ": " << comm.health().toString();
+      },
+      settings, noting(book));
 }
 
 // A genuine abort still ends the job on every rank, naming the rank that aborted.
 TEST(ControlAuth, GenuineAbortStillEndsTheJobOnEveryRank) {
   std::latch summed(kRanks);  // the abort must not cut the first collective short
-  testing::runRanksEach(kRanks, [&](Communicator& comm) {
-    expectSum(comm, 1);
-    summed.arrive_and_wait();
-    if (comm.rank() == 1) comm.abort("the loss diverged");
-    Status health = waitUntilBroken(comm);
-    EXPECT_EQ(health.code(), Code::kAborted) << "rank " << comm.rank() << ": " << health.toString();
-    EXPECT_NE(health.message().find("rank 1 aborted: the loss diverged"), std::string::npos)
-        << "rank " << comm.rank() << ": " << health.toString();
-    std::vector<float> x(16, 1.0f);
-    auto req = comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum);
-    EXPECT_FALSE(req.isOk() && req.value()->wait().isOk()) << "rank " << comm.rank();
-  }, settings);
+  testing::runRanksEach(
+      kRanks,
+      [&](Communicator& comm) {
+        expectSum(comm, 1);
+        summed.arrive_and_wait();
+        if (comm.rank() == 1) comm.abort("the loss diverged");
+        Status health = waitUntilBroken(comm);
+        EXPECT_EQ(health.code(), Code::kAborted) << "rank " << comm.rank() << ": " << health.toString();
+        EXPECT_NE(health.message().find("rank 1 aborted: the loss diverged"), std::string::npos)
+            << "rank " << comm.rank() << ": " << health.toString();
+        std::vector<float> x(16, 1.0f);
+        auto req = comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum);
+        EXPECT_FALSE(req.isOk() && req.value()->wait().isOk()) << "rank " << comm.rank();
+      },
+      settings);
 }
 
 // Genuine notices and goodbyes recorded in one communicator, replayed to the same ranks of the
@@ -204,28 +210,32 @@ TEST(ControlAuth, GenuineNoticesReplayedIntoTheNextCommunicatorAreDropped) {
   std::mutex mutex;
   std::vector<Recorded> recorded;
   std::latch summed(kRanks);
-  testing::runRanksWrapped(kRanks, [&](Communicator& comm) {
-    expectSum(comm, 1);
-    summed.arrive_and_wait();
-    if (comm.rank() == 2) comm.abort("recorded");
-    EXPECT_FALSE(waitUntilBroken(comm).isOk());
-  }, settings, [&](transport::Transport& ucx) {
-    return std::make_unique<ControlTap>(ucx, mutex, recorded);
-  });
+  testing::runRanksWrapped(
+      kRanks,
+      [&](Communicator& comm) {
+        expectSum(comm, 1);
+        summed.arrive_and_wait();
+        if (comm.rank() == 2) comm.abort("recorded");
+        EXPECT_FALSE(waitUntilBroken(comm).isOk());
+      },
+      settings, [&](transport::Transport& ucx) { return std::make_unique<ControlTap>(ucx, mutex, recorded); });
   ASSERT_GE(recorded.size(), 2u * (kRanks - 1)) << "the abort and the goodbyes were recorded";
 
   AddressBook book;
-  testing::runRanksWrapped(kRanks, [&](Communicator& comm) {
-    expectSum(comm, 1);
-    if (comm.rank() == 0) {
-      Stranger stranger(book.all());
-      for (const Recorded& r : recorded) stranger.send(r.to, r.tag, r.bytes);
-      stranger.flush();
-      std::this_thread::sleep_for(500ms);
-    }
-    for (int round = 2; round < 5; ++round) expectSum(comm, round);
-    EXPECT_TRUE(comm.health().isOk()) << "rank " << comm.rank() << ": " << comm.health().toString();
-  }, settings, noting(book));
+  testing::runRanksWrapped(
+      kRanks,
+      [&](Communicator& comm) {
+        expectSum(comm, 1);
+        if (comm.rank() == 0) {
+          Stranger stranger(book.all());
+          for (const Recorded& r : recorded) stranger.send(r.to, r.tag, r.bytes);
+          stranger.flush();
+          std::this_thread::sleep_for(500ms);
+        }
+        for (int round = 2; round < 5; ++round) expectSum(comm, round);
+        EXPECT_TRUE(comm.health().isOk()) << "rank " << comm.rank() << ": " << comm.health().toString();
+      },
+      settings, noting(book));
 }
 
 }  // namespace

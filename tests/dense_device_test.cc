@@ -87,23 +87,26 @@ TEST(DenseDeviceStaging, HostAndDeviceRanksInterworkAndPinnedBuffersAreReused) {
 // A buffer that is not device memory is refused before anything is sent, naming it; the
 // communicator stays usable. A copy that fails fails the collective with the copier's message.
 TEST(DenseDeviceStaging, BadBufferIsRefusedAndFailedCopyFailsTheCollective) {
-  testing::runRanks(2, [](Communicator& comm) {
-    auto log = useFakeDevice(comm);
-    std::vector<float> in(100, 1.0f), out(100, 0.0f);
-    log->rejected = out.data();
-    Status st = waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum));
-    EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
-    EXPECT_NE(st.message().find("allreduce: output (memory type CUDA)"), std::string::npos) << st.toString();
-    EXPECT_NE(st.message().find("not CUDA device memory"), std::string::npos) << st.toString();
-    log->rejected = nullptr;
-    ASSERT_TRUE(waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum)).isOk());
-    EXPECT_EQ(out[99], 2.0f);
-    log->failCopy = true;
-    st = waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum));
-    EXPECT_FALSE(st.isOk());
-    EXPECT_NE(st.message().find("fake copy failed"), std::string::npos) << st.toString();
-    EXPECT_NE(st.message().find("allreduce on device buffers"), std::string::npos) << st.toString();
-  }, {{"TSR_TIMEOUT_MS", "10000"}});
+  testing::runRanks(
+      2,
+      [](Communicator& comm) {
+        auto log = useFakeDevice(comm);
+        std::vector<float> in(100, 1.0f), out(100, 0.0f);
+        log->rejected = out.data();
+        Status st = waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum));
+        EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
+        EXPECT_NE(st.message().find("allreduce: output (memory type CUDA)"), std::string::npos) << st.toString();
+        EXPECT_NE(st.message().find("not CUDA device memory"), std::string::npos) << st.toString();
+        log->rejected = nullptr;
+        ASSERT_TRUE(waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum)).isOk());
+        EXPECT_EQ(out[99], 2.0f);
+        log->failCopy = true;
+        st = waitFor(comm.allreduce(in.data(), out.data(), 100, DataType::kF32, ReduceOp::kSum));
+        EXPECT_FALSE(st.isOk());
+        EXPECT_NE(st.message().find("fake copy failed"), std::string::npos) << st.toString();
+        EXPECT_NE(st.message().find("allreduce on device buffers"), std::string::npos) << st.toString();
+      },
+      {{"TSR_TIMEOUT_MS", "10000"}});
 }
 
 // Without a usable CUDA device the setting is refused with the reason and stays host.

@@ -33,31 +33,34 @@ using testing::World;
 void expectDirectEqualsHostAndStaged(int n, size_t count, const testing::Params& params,
                                      const std::function<testing::Settings(int)>& settingsOf) {
   World world(n);
-  testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
-    ASSERT_TRUE(comm.transportMovesCuda());
-    testing::DirectHostStaged<MarsitTensor> t;
-    ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", count, params, t));
-    testing::RecordingTransport& wire = *world.transports[comm.rank()];
-    std::vector<float> rh;
-    int fullSteps = 0;
-    for (int step = 0; step < kSteps; ++step) {
-      testing::TransferCounts c;
-      ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
-      // In host memory only the argument headers and the 2-double scalar allreduce.
-      testing::expectPayloadsOnDevice(c, comm.rank(), step);
-      fullSteps += t.direct->lastTimes().fullPrecision ? 1 : 0;
-      testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
-    }
-    testing::FakeDeviceKernels& k = *t.opened.kernels;
-    EXPECT_EQ(k.prepares, kSteps - fullSteps);
-    EXPECT_EQ(k.finishes, kSteps - fullSteps);
-    EXPECT_EQ(k.addScans, fullSteps);
-    EXPECT_GT(k.merges, 0) << "the executor's merges did not run on the device kernels";
-    if (fullSteps) {
-      EXPECT_GT(k.reduces, 0) << "the full-precision step's reductions did not run on the device";
-    }
-    testing::expectDeviceOnlyAndNoStaging(t, kSteps);
-  }, settingsOf, world.wrapper(true));
+  testing::runRanksWrapped(
+      n,
+      [&](runtime::Communicator& comm) {
+        ASSERT_TRUE(comm.transportMovesCuda());
+        testing::DirectHostStaged<MarsitTensor> t;
+        ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", count, params, t));
+        testing::RecordingTransport& wire = *world.transports[comm.rank()];
+        std::vector<float> rh;
+        int fullSteps = 0;
+        for (int step = 0; step < kSteps; ++step) {
+          testing::TransferCounts c;
+          ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
+          // In host memory only the argument headers and the 2-double scalar allreduce.
+          testing::expectPayloadsOnDevice(c, comm.rank(), step);
+          fullSteps += t.direct->lastTimes().fullPrecision ? 1 : 0;
+          testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
+        }
+        testing::FakeDeviceKernels& k = *t.opened.kernels;
+        EXPECT_EQ(k.prepares, kSteps - fullSteps);
+        EXPECT_EQ(k.finishes, kSteps - fullSteps);
+        EXPECT_EQ(k.addScans, fullSteps);
+        EXPECT_GT(k.merges, 0) << "the executor's merges did not run on the device kernels";
+        if (fullSteps) {
+          EXPECT_GT(k.reduces, 0) << "the full-precision step's reductions did not run on the device";
+        }
+        testing::expectDeviceOnlyAndNoStaging(t, kSteps);
+      },
+      settingsOf, world.wrapper(true));
 }
 
 TEST(DeviceDirect, RingEqualsHostAndStaged) {
@@ -74,9 +77,8 @@ TEST(DeviceDirect, RingPackWholeEqualsHost) {
 
 // 2 fake hosts x 2 ranks: the torus bit plan (row and column merges) on the device.
 TEST(DeviceDirect, TorusEqualsHostAndStaged) {
-  expectDirectEqualsHostAndStaged(4, 3001, {{"topology", "torus"}, {"full_precision_every", "3"}}, [](int rank) {
-    return testing::withSmallChunks(testing::onFakeHosts(rank, 2));
-  });
+  expectDirectEqualsHostAndStaged(4, 3001, {{"topology", "torus"}, {"full_precision_every", "3"}},
+                                  [](int rank) { return testing::withSmallChunks(testing::onFakeHosts(rank, 2)); });
 }
 
 // Without the claimed support, memory=cuda stages and says why (every Marsit topology has a
@@ -84,12 +86,15 @@ TEST(DeviceDirect, TorusEqualsHostAndStaged) {
 TEST(DeviceDirect, StagesWithoutCudaSupport) {
   for (bool claim : {false}) {
     World world(4);
-    testing::runRanksWrapped(4, [&](runtime::Communicator& comm) {
-      EXPECT_EQ(comm.transportMovesCuda(), claim);
-      Opened opened;
-      testing::expectStagesAndEqualsHost<MarsitTensor>(comm, {}, "UCX reports no CUDA memory support",
-                                                       *world.transports[comm.rank()], inputOf, opened);
-    }, [](int rank) { return testing::onFakeHosts(rank, 2); }, world.wrapper(claim));
+    testing::runRanksWrapped(
+        4,
+        [&](runtime::Communicator& comm) {
+          EXPECT_EQ(comm.transportMovesCuda(), claim);
+          Opened opened;
+          testing::expectStagesAndEqualsHost<MarsitTensor>(comm, {}, "UCX reports no CUDA memory support",
+                                                           *world.transports[comm.rank()], inputOf, opened);
+        },
+        [](int rank) { return testing::onFakeHosts(rank, 2); }, world.wrapper(claim));
   }
 }
 
@@ -98,31 +103,34 @@ TEST(DeviceDirect, StagesWithoutCudaSupport) {
 // were; the memory cannot be switched once chosen and stepped.
 TEST(DeviceDirect, BadInputIsNamed) {
   World world(3);
-  testing::runRanksWrapped(3, [&](runtime::Communicator& comm) {
-    Opened opened;
-    std::unique_ptr<MarsitTensor> t;
-    ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", {}, opened, t));
+  testing::runRanksWrapped(
+      3,
+      [&](runtime::Communicator& comm) {
+        Opened opened;
+        std::unique_ptr<MarsitTensor> t;
+        ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "emb", {}, opened, t));
 
-    float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
-    for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 0);
-    if (comm.rank() == 1) d[17] = NAN;
-    std::vector<float> before(d, d + 1000);
-    Status st = t->allreduce(d);
-    EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
-    EXPECT_NE(st.message().find("marsit tensor emb"), std::string::npos) << st.toString();
-    if (comm.rank() == 1) {
-      EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
-    }
-    EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
-    std::vector<float> comp(1000);
-    t->residual(comp.data());
-    EXPECT_TRUE(std::all_of(comp.begin(), comp.end(), [](float x) { return x == 0.0f; }));
+        float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+        for (size_t j = 0; j < 1000; ++j) d[j] = inputOf(comm.rank(), j, 0);
+        if (comm.rank() == 1) d[17] = NAN;
+        std::vector<float> before(d, d + 1000);
+        Status st = t->allreduce(d);
+        EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+        EXPECT_NE(st.message().find("marsit tensor emb"), std::string::npos) << st.toString();
+        if (comm.rank() == 1) {
+          EXPECT_NE(st.message().find("element 17 is nan"), std::string::npos) << st.toString();
+        }
+        EXPECT_TRUE(sameBits(before.data(), d, 1000)) << "rank " << comm.rank();
+        std::vector<float> comp(1000);
+        t->residual(comp.data());
+        EXPECT_TRUE(std::all_of(comp.begin(), comp.end(), [](float x) { return x == 0.0f; }));
 
-    d[17] = 1.0f;
-    ASSERT_TRUE(t->allreduce(d).isOk());
-    ASSERT_NO_FATAL_FAILURE(testing::expectMemoryFixedAfterSteps(*t, opened, "emb", 1));
-    opened.kernels->release(d);
-  }, [](int) { return testing::Settings{}; }, world.wrapper(true));
+        d[17] = 1.0f;
+        ASSERT_TRUE(t->allreduce(d).isOk());
+        ASSERT_NO_FATAL_FAILURE(testing::expectMemoryFixedAfterSteps(*t, opened, "emb", 1));
+        opened.kernels->release(d);
+      },
+      [](int) { return testing::Settings{}; }, world.wrapper(true));
 }
 
 }  // namespace

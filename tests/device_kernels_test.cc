@@ -5,8 +5,8 @@
 
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -117,7 +117,8 @@ TEST(CudaStepKernels, CodecKernelsMatchHostBitForBit) {
     ASSERT_TRUE(dev.scatter(didx, dx, k, dout).isOk());
     same("scatter");
   }
-  EXPECT_EQ(dev.firstIndexOutOfRange(didx, k, idx[k / 2]).value(), host.firstIndexOutOfRange(idx.data(), k, idx[k / 2]).value());
+  EXPECT_EQ(dev.firstIndexOutOfRange(didx, k, idx[k / 2]).value(),
+            host.firstIndexOutOfRange(idx.data(), k, idx[k / 2]).value());
   hostOut = m;
   ASSERT_TRUE(dev.copy(dout, dm, n * 4).isOk());
   ASSERT_TRUE(host.nesterovUpdate(x.data(), n, 0.9f, hostOut.data()).isOk());

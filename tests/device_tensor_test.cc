@@ -24,7 +24,8 @@ float inputOf(int rank, size_t j, int step) {
   return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) * (1.0f + rank);
 }
 
-std::shared_ptr<algorithms::DeviceStaging> fakeStaging(const std::string& name, const std::shared_ptr<testing::FakeCopierLog>& log) {
+std::shared_ptr<algorithms::DeviceStaging> fakeStaging(const std::string& name,
+                                                       const std::shared_ptr<testing::FakeCopierLog>& log) {
   auto made = algorithms::DeviceStaging::create(std::make_unique<testing::FakeCopier>(log), name, kCount);
   EXPECT_TRUE(made.isOk()) << made.status().toString();
   return made.take();

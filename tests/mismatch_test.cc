@@ -25,19 +25,27 @@ enum class Kind { kAllreduce, kAllgather, kReduceScatter, kBroadcast, kBarrier }
 
 const char* routeName(Route r) {
   switch (r) {
-    case Route::kMessages: return "messages";
-    case Route::kBoard: return "board";
-    case Route::kStages: return "stages";
+    case Route::kMessages:
+      return "messages";
+    case Route::kBoard:
+      return "board";
+    case Route::kStages:
+      return "stages";
   }
   return "?";
 }
 const char* kindName(Kind k) {
   switch (k) {
-    case Kind::kAllreduce: return "allreduce";
-    case Kind::kAllgather: return "allgather";
-    case Kind::kReduceScatter: return "reduce_scatter";
-    case Kind::kBroadcast: return "broadcast";
-    case Kind::kBarrier: return "barrier";
+    case Kind::kAllreduce:
+      return "allreduce";
+    case Kind::kAllgather:
+      return "allgather";
+    case Kind::kReduceScatter:
+      return "reduce_scatter";
+    case Kind::kBroadcast:
+      return "broadcast";
+    case Kind::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -66,11 +74,21 @@ Status post(Communicator& comm, const Call& c) {
   std::vector<char> in(8 * (c.count + 1) * comm.size(), 1), out(in.size());
   Result<runtime::RequestPtr> req = Status(Code::kInternal, "no call");
   switch (c.kind) {
-    case Kind::kAllreduce: req = comm.allreduce(in.data(), out.data(), c.count, c.dtype, c.op); break;
-    case Kind::kAllgather: req = comm.allgather(in.data(), out.data(), c.count, c.dtype); break;
-    case Kind::kReduceScatter: req = comm.reduceScatter(in.data(), out.data(), c.count, c.dtype, c.op); break;
-    case Kind::kBroadcast: req = comm.broadcast(in.data(), out.data(), c.count, c.dtype, c.root); break;
-    case Kind::kBarrier: req = comm.barrier(); break;
+    case Kind::kAllreduce:
+      req = comm.allreduce(in.data(), out.data(), c.count, c.dtype, c.op);
+      break;
+    case Kind::kAllgather:
+      req = comm.allgather(in.data(), out.data(), c.count, c.dtype);
+      break;
+    case Kind::kReduceScatter:
+      req = comm.reduceScatter(in.data(), out.data(), c.count, c.dtype, c.op);
+      break;
+    case Kind::kBroadcast:
+      req = comm.broadcast(in.data(), out.data(), c.count, c.dtype, c.root);
+      break;
+    case Kind::kBarrier:
+      req = comm.barrier();
+      break;
   }
   return req.isOk() ? req.value()->wait() : req.status();
 }
@@ -79,10 +97,14 @@ Status post(Communicator& comm, const Call& c) {
 std::vector<std::string> fieldsOf(Kind k) {
   switch (k) {
     case Kind::kAllreduce:
-    case Kind::kReduceScatter: return {"count", "dtype", "op", "collective"};
-    case Kind::kAllgather: return {"count", "dtype", "collective"};
-    case Kind::kBroadcast: return {"count", "dtype", "root", "collective"};
-    case Kind::kBarrier: return {"collective"};
+    case Kind::kReduceScatter:
+      return {"count", "dtype", "op", "collective"};
+    case Kind::kAllgather:
+      return {"count", "dtype", "collective"};
+    case Kind::kBroadcast:
+      return {"count", "dtype", "root", "collective"};
+    case Kind::kBarrier:
+      return {"collective"};
   }
   return {};
 }
@@ -91,9 +113,12 @@ std::vector<std::string> fieldsOf(Kind k) {
 // tried small and large, as the cost model picks other algorithms for each).
 std::vector<size_t> countsFor(Route route) {
   switch (route) {
-    case Route::kBoard: return {8};
-    case Route::kStages: return {100000};
-    case Route::kMessages: return {8, 100000};
+    case Route::kBoard:
+      return {8};
+    case Route::kStages:
+      return {100000};
+    case Route::kMessages:
+      return {8, 100000};
   }
   return {};
 }
@@ -155,9 +180,10 @@ TEST_P(MismatchMatrix, EveryRankIsToldForEveryCollectiveAndField) {
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(Routes, MismatchMatrix,
-                         ::testing::Values(Route::kMessages, Route::kBoard, Route::kStages),
-                         [](const ::testing::TestParamInfo<Route>& info) { return std::string(routeName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Routes, MismatchMatrix, ::testing::Values(Route::kMessages, Route::kBoard, Route::kStages),
+                         [](const ::testing::TestParamInfo<Route>& info) {
+                           return std::string(routeName(info.param));
+                         });
 
 // A task that finishes at once, or (gated) only once `open` is set: a rank that is slow to
 // finish a collective its peers have finished.
@@ -165,9 +191,7 @@ class GatedTask final : public algorithms::Task {
  public:
   explicit GatedTask(const std::atomic<bool>* open) : open_(open) {}
   Status start() override { return progress(); }
-  Status progress() override {
-    return !open_ || open_->load() ? Status::ok() : Status(Code::kInProgress, "");
-  }
+  Status progress() override { return !open_ || open_->load() ? Status::ok() : Status(Code::kInProgress, ""); }
   void abort(const Status&) override {}
   bool quiescent() const override { return true; }
   int waitingOn() const override { return -1; }
@@ -192,14 +216,15 @@ TEST_P(EarlierCollectives, CompleteWhenALaterOneIsMismatched) {
       [&](Communicator& comm) {
         const int r = comm.rank();
         const std::atomic<bool>* gate = r == 3 ? &open : nullptr;
-        auto req0 = comm.submitTask([gate](const algorithms::TaskContext&) -> Result<std::unique_ptr<algorithms::Task>> {
-          return std::unique_ptr<algorithms::Task>(new GatedTask(gate));
-        });
+        auto req0 =
+            comm.submitTask([gate](const algorithms::TaskContext&) -> Result<std::unique_ptr<algorithms::Task>> {
+              return std::unique_ptr<algorithms::Task>(new GatedTask(gate));
+            });
         ASSERT_TRUE(req0.isOk()) << req0.status().toString();
         second[r] = post(comm, {Kind::kAllreduce, r == 1 ? count + 1 : count}).toString();
         if (r == 3) {
-          EXPECT_FALSE(req0.value()->done()) << "rank 3's #0 ended before it was let through: "
-                                             << req0.value()->test().toString();
+          EXPECT_FALSE(req0.value()->done())
+              << "rank 3's #0 ended before it was let through: " << req0.value()->test().toString();
           open = true;
         }
         first[r] = req0.value()->wait().toString();
@@ -219,9 +244,10 @@ TEST_P(EarlierCollectives, CompleteWhenALaterOneIsMismatched) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Routes, EarlierCollectives,
-                         ::testing::Values(Route::kMessages, Route::kBoard, Route::kStages),
-                         [](const ::testing::TestParamInfo<Route>& info) { return std::string(routeName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Routes, EarlierCollectives, ::testing::Values(Route::kMessages, Route::kBoard, Route::kStages),
+                         [](const ::testing::TestParamInfo<Route>& info) {
+                           return std::string(routeName(info.param));
+                         });
 
 }  // namespace
 }  // namespace tsr

@@ -21,8 +21,8 @@ namespace {
 using tools::tsrun::testing::ChildProcess;
 using tools::tsrun::testing::RunResult;
 
-RunResult runJob(int n, const std::vector<std::string>& workerArgs,
-                 const std::vector<std::string>& env, double limitSeconds) {
+RunResult runJob(int n, const std::vector<std::string>& workerArgs, const std::vector<std::string>& env,
+                 double limitSeconds) {
   std::vector<std::string> argv{TSRUN_PATH, "-np", std::to_string(n), "--grace", "9"};
   for (const auto& e : env) {
     argv.push_back("-x");
@@ -35,8 +35,8 @@ RunResult runJob(int n, const std::vector<std::string>& workerArgs,
 }
 
 std::string describe(const RunResult& r) {
-  return "exit " + std::to_string(r.exitCode()) + " after " + std::to_string(r.seconds) +
-         " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+  return "exit " + std::to_string(r.exitCode()) + " after " + std::to_string(r.seconds) + " s\n--- stdout\n" + r.out +
+         "--- stderr\n" + r.err;
 }
 
 // The line rank r printed about its outcome ("[r] rank r: ..."), or "".
@@ -112,8 +112,10 @@ TEST_P(ProcessKilled, KilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
   // "arrival": UCX peer-failure mode, and the ring's receives posted on UCX's active messages
   // (TSR_ARRIVAL_REDUCE=on), which UCX holds no request of ours for: the transport fails them.
   std::vector<std::string> env = {"TSR_TIMEOUT_MS=5000"};
-  if (GetParam() == "arrival") env.insert(env.end(), {"TSR_ERR_MODE=peer", "TSR_ARRIVAL_REDUCE=on", "TSR_ALGO=ring"});
-  else env.push_back("TSR_ERR_MODE=" + GetParam());
+  if (GetParam() == "arrival")
+    env.insert(env.end(), {"TSR_ERR_MODE=peer", "TSR_ARRIVAL_REDUCE=on", "TSR_ALGO=ring"});
+  else
+    env.push_back("TSR_ERR_MODE=" + GetParam());
   RunResult r = runJob(4, {"kill", "2"}, env, 90);
   expectFailedNaming(r, {0, 1, 3}, 5000 + 2000, {"rank 2"});
   // tsrun names the rank that failed first, how it ended, and exits with its status
@@ -129,8 +131,7 @@ INSTANTIATE_TEST_SUITE_P(ErrMode, ProcessKilled, ::testing::Values("auto", "peer
 // The same with 8-byte allreduces, which meet in shared memory on one host: the others wait on
 // the dead rank's slot, not on a message, and still name it within the timeout.
 TEST(ProcessFaults, KilledRankIsNamedDuringSharedMemoryAllreduces) {
-  expectFailedNaming(runJob(4, {"kill", "2", "2"}, {"TSR_TIMEOUT_MS=5000"}, 90), {0, 1, 3}, 5000 + 2000,
-                     {"rank 2"});
+  expectFailedNaming(runJob(4, {"kill", "2", "2"}, {"TSR_TIMEOUT_MS=5000"}, 90), {0, 1, 3}, 5000 + 2000, {"rank 2"});
 }
 
 TEST(ProcessFaults, StoppedRankTimesOutSharedMemoryAllreduces) {
@@ -184,7 +185,8 @@ TEST_P(ProcessMismatch, EveryRankGetsMismatchNamingTheField) {
   EXPECT_NE(r.exitCode(), 0) << describe(r);
   for (int rank = 0; rank < 4; ++rank) {
     std::string line = outcomeOf(r, rank);
-    EXPECT_NE(line.find("TSR_ERR_MISMATCH"), std::string::npos) << "rank " << rank << ": " << line << "\n" << describe(r);
+    EXPECT_NE(line.find("TSR_ERR_MISMATCH"), std::string::npos) << "rank " << rank << ": " << line << "\n"
+                                                                << describe(r);
     EXPECT_NE(line.find(field), std::string::npos) << line;
     EXPECT_LT(failedAfterMs(line), 10000) << line;
     // Both sides of the disagreement are named: rank 1 and the peer that compared headers
@@ -192,7 +194,8 @@ TEST_P(ProcessMismatch, EveryRankGetsMismatchNamingTheField) {
     // is depends on the algorithm the cost model chose (ring neighbours 0 and 2, recursive
     // doubling's partners 0 and 3).
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(line, m, std::regex(field + " differs: rank ([0-9]+) called .* but rank ([0-9]+) called")))
+    ASSERT_TRUE(
+        std::regex_search(line, m, std::regex(field + " differs: rank ([0-9]+) called .* but rank ([0-9]+) called")))
         << line;
     int a = std::stoi(m[1]), b = std::stoi(m[2]);
     EXPECT_NE(a, b) << line;
@@ -225,7 +228,8 @@ TEST_P(ProcessRepeat, EveryRepetitionEndsAsItMust) {
   EXPECT_EQ(r.exitCode(), 0) << describe(r);
   for (int rank = 0; rank < c.ranks; ++rank)
     EXPECT_NE(outcomeOf(r, rank).find("OK " + std::to_string(c.reps) + " reps"), std::string::npos)
-        << "rank " << rank << ": " << outcomeOf(r, rank) << "\n" << describe(r);
+        << "rank " << rank << ": " << outcomeOf(r, rank) << "\n"
+        << describe(r);
   for (const char* bad : {"Assertion", "shmat", "Segmentation", "Aborted"}) {
     EXPECT_EQ(r.out.find(bad), std::string::npos) << bad << "\n" << describe(r);
     EXPECT_EQ(r.err.find(bad), std::string::npos) << bad << "\n" << describe(r);
@@ -238,8 +242,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RepeatCase{"mismatch-destroy", 3, true, 30}, RepeatCase{"mismatch-destroy", 6, true, 15},
                       RepeatCase{"then-mismatch", 4, false, 40}, RepeatCase{"then-mismatch", 4, true, 20}),
     [](const ::testing::TestParamInfo<RepeatCase>& info) {
-      std::string name = info.param.what + "_N" + std::to_string(info.param.ranks) +
-                         (info.param.hostPerRank ? "_hosts" : "_onehost");
+      std::string name =
+          info.param.what + "_N" + std::to_string(info.param.ranks) + (info.param.hostPerRank ? "_hosts" : "_onehost");
       for (char& ch : name)
         if (ch == '-') ch = '_';
       return name;

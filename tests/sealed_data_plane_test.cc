@@ -111,8 +111,10 @@ class FlipTap final : public transport::Transport {
 };
 
 testing::Settings sealedOnOwnHost(int rank, const std::string& arrival) {
-  return {{"TSR_SECURE", "encrypt"}, {"TSR_TEST_HOST_ID", "h" + std::to_string(rank)},
-          {"TSR_ARRIVAL_REDUCE", arrival}, {"TSR_TIMEOUT_MS", "20000"}};
+  return {{"TSR_SECURE", "encrypt"},
+          {"TSR_TEST_HOST_ID", "h" + std::to_string(rank)},
+          {"TSR_ARRIVAL_REDUCE", arrival},
+          {"TSR_TIMEOUT_MS", "20000"}};
 }
 
 template <typename R>
@@ -124,28 +126,31 @@ class SealedDataPlane : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SealedDataPlane, CollectivesAreExact) {
   std::atomic<bool> armed{false};
-  testing::runRanksWrapped(kRanks, [](runtime::Communicator& comm) {
-    const int me = comm.rank(), n = comm.size();
-    const size_t count = (1 << 18) + 3;
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-      std::vector<float> buf(count);
-      for (size_t j = 0; j < count; ++j) buf[j] = static_cast<float>(testing::inputValue(me, j, op));
-      ASSERT_TRUE(waitFor(comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, op)).isOk());
-      size_t wrong = 0;
-      for (size_t j = 0; j < count; ++j)
-        wrong += !testing::closeEnough(buf[j], testing::reduceReference(n, j, op, DataType::kF32), DataType::kF32);
-      EXPECT_EQ(wrong, 0u) << "allreduce, rank " << me;
-    }
-    std::vector<int64_t> mine(1000), all(1000 * n);
-    for (size_t j = 0; j < mine.size(); ++j) mine[j] = me * 100000 + static_cast<int64_t>(j);
-    ASSERT_TRUE(waitFor(comm.allgather(mine.data(), all.data(), mine.size(), DataType::kI64)).isOk());
-    for (int r = 0; r < n; ++r) EXPECT_EQ(all[r * 1000 + 7], r * 100000 + 7);
-    std::vector<int64_t> b(5000, me == 2 ? 42 : -1);
-    ASSERT_TRUE(waitFor(comm.broadcast(b.data(), b.data(), b.size(), DataType::kI64, 2)).isOk());
-    EXPECT_EQ(std::count(b.begin(), b.end(), 42), 5000);
-    ASSERT_TRUE(waitFor(comm.barrier()).isOk());
-  }, [](int rank) { return sealedOnOwnHost(rank, GetParam()); },
-     [&armed](transport::Transport& ucx) { return std::make_unique<FlipTap>(ucx, armed); });
+  testing::runRanksWrapped(
+      kRanks,
+      [](runtime::Communicator& comm) {
+        const int me = comm.rank(), n = comm.size();
+        const size_t count = (1 << 18) + 3;
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+          std::vector<float> buf(count);
+          for (size_t j = 0; j < count; ++j) buf[j] = static_cast<float>(testing::inputValue(me, j, op));
+          ASSERT_TRUE(waitFor(comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, op)).isOk());
+          size_t wrong = 0;
+          for (size_t j = 0; j < count; ++j)
+            wrong += !testing::closeEnough(buf[j], testing::reduceReference(n, j, op, DataType::kF32), DataType::kF32);
+          EXPECT_EQ(wrong, 0u) << "allreduce, rank " << me;
+        }
+        std::vector<int64_t> mine(1000), all(1000 * n);
+        for (size_t j = 0; j < mine.size(); ++j) mine[j] = me * 100000 + static_cast<int64_t>(j);
+        ASSERT_TRUE(waitFor(comm.allgather(mine.data(), all.data(), mine.size(), DataType::kI64)).isOk());
+        for (int r = 0; r < n; ++r) EXPECT_EQ(all[r * 1000 + 7], r * 100000 + 7);
+        std::vector<int64_t> b(5000, me == 2 ? 42 : -1);
+        ASSERT_TRUE(waitFor(comm.broadcast(b.data(), b.data(), b.size(), DataType::kI64, 2)).isOk());
+        EXPECT_EQ(std::count(b.begin(), b.end(), 42), 5000);
+        ASSERT_TRUE(waitFor(comm.barrier()).isOk());
+      },
+      [](int rank) { return sealedOnOwnHost(rank, GetParam()); },
+      [&armed](transport::Transport& ucx) { return std::make_unique<FlipTap>(ucx, armed); });
 }
 
 TEST_P(SealedDataPlane, AByteFlippedOnTheWireFailsTheCollectiveNamingTheSender) {
@@ -153,17 +158,20 @@ TEST_P(SealedDataPlane, AByteFlippedOnTheWireFailsTheCollectiveNamingTheSender) 
   std::mutex mutex;
   std::vector<Status> outcomes(kRanks);
   std::vector<bool> right(kRanks);
-  testing::runRanksWrapped(kRanks, [&](runtime::Communicator& comm) {
-    std::vector<float> buf((1 << 18) + 3, 1.0f);
-    ASSERT_TRUE(waitFor(comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum)).isOk());
-    ASSERT_TRUE(waitFor(comm.barrier()).isOk());
-    if (comm.rank() == kVictim) armed = true;  // after its barrier: the next allreduce's message
-    Status st = waitFor(comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum));
-    std::lock_guard<std::mutex> lock(mutex);
-    outcomes[comm.rank()] = st;
-    right[comm.rank()] = std::all_of(buf.begin(), buf.end(), [](float v) { return v == 16.0f; });
-  }, [](int rank) { return sealedOnOwnHost(rank, GetParam()); },
-     [&armed](transport::Transport& ucx) { return std::make_unique<FlipTap>(ucx, armed); });
+  testing::runRanksWrapped(
+      kRanks,
+      [&](runtime::Communicator& comm) {
+        std::vector<float> buf((1 << 18) + 3, 1.0f);
+        ASSERT_TRUE(waitFor(comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+        ASSERT_TRUE(waitFor(comm.barrier()).isOk());
+        if (comm.rank() == kVictim) armed = true;  // after its barrier: the next allreduce's message
+        Status st = waitFor(comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum));
+        std::lock_guard<std::mutex> lock(mutex);
+        outcomes[comm.rank()] = st;
+        right[comm.rank()] = std::all_of(buf.begin(), buf.end(), [](float v) { return v == 16.0f; });
+      },
+      [](int rank) { return sealedOnOwnHost(rank, GetParam()); },
+      [&armed](transport::Transport& ucx) { return std::make_unique<FlipTap>(ucx, armed); });
   ASSERT_FALSE(armed) << "no message to rank 0 was flipped";
   // The receiving rank fails; the others fail too (its abort notice), or, if they had what
   // they needed before, return the right result: never a wrong one.

@@ -37,8 +37,9 @@ TEST(ShmCollectives, TinyAllreducesUseTheBoardAndMatchTheReference) {
             ASSERT_EQ(testing::checkAllreduce(comm, t, op, count, inPlace), "shm")
                 << dataTypeName(t) << " " << reduceOpName(op) << " count " << count;
     // One element past what the board carries goes through the stages.
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, algorithms::kShmPayloadBytes / 4 + 1, false),
-              "shm-staged");
+    EXPECT_EQ(
+        testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, algorithms::kShmPayloadBytes / 4 + 1, false),
+        "shm-staged");
     EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 0, false), "shm");
   });
 }
@@ -108,28 +109,35 @@ TEST(ShmCollectives, TheSegmentNameIsGoneOnceEveryRankHasIt) {
 }
 
 TEST(ShmCollectives, ForcedAlgorithmsTurnTheBoardOff) {
-  testing::runRanks(3, [](Communicator& comm) {
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "ring");
-    auto req = comm.barrier();
-    ASSERT_TRUE(req.isOk() && req.value()->wait().isOk());
-    EXPECT_NE(req.value()->algorithm(), "shm barrier");
-  }, {{"TSR_ALGO", "ring"}});
+  testing::runRanks(3,
+                    [](Communicator& comm) {
+                      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "ring");
+                      auto req = comm.barrier();
+                      ASSERT_TRUE(req.isOk() && req.value()->wait().isOk());
+                      EXPECT_NE(req.value()->algorithm(), "shm barrier");
+                    },
+                    {{"TSR_ALGO", "ring"}});
 }
 
 // Above the board's 4 KiB, allreduces go through the stages, by default and when forced;
 // TSR_ALGO naming a message plan turns them off as it does the board.
 TEST(ShmCollectives, LargeAllreducesGoThroughTheStages) {
   for (const char* algo : {"auto", "shm"})
-    testing::runRanks(3, [](Communicator& comm) {
-      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
-      const size_t count = algorithms::kShmPayloadBytes / 4 + 1;
-      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, count, false), "shm-staged");
-      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF64, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
-                "shm-staged");
-    }, {{"TSR_ALGO", algo}});
-  testing::runRanks(3, [](Communicator& comm) {
-    EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 100000, false), "ring");
-  }, {{"TSR_ALGO", "ring"}});
+    testing::runRanks(
+        3,
+        [](Communicator& comm) {
+          EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
+          const size_t count = algorithms::kShmPayloadBytes / 4 + 1;
+          EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, count, false), "shm-staged");
+          EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF64, ReduceOp::kAvg, (size_t{1} << 20) + 3, true),
+                    "shm-staged");
+        },
+        {{"TSR_ALGO", algo}});
+  testing::runRanks(3,
+                    [](Communicator& comm) {
+                      EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 100000, false), "ring");
+                    },
+                    {{"TSR_ALGO", "ring"}});
 }
 
 // reduce_scatter, allgather and broadcast go through the segment too: on the board when a
@@ -165,33 +173,43 @@ TEST(ShmCollectives, ReduceScatterAllgatherAndBroadcastGoThroughTheSegment) {
     const size_t chunks = 70000;  // over one chunk each (reduce_scatter: several)
     EXPECT_EQ(routes(comm, chunks), (std::vector<std::string>{"shm-staged", "shm-staged", "shm-staged"}));
   });
-  testing::runRanks(3, [&](Communicator& comm) {
-    for (size_t count : {size_t{10}, size_t{70000}})
-      for (const std::string& name : routes(comm, count)) EXPECT_EQ(name.rfind("shm", 0), std::string::npos);
-  }, {{"TSR_ALGO", "ring"}});
+  testing::runRanks(3,
+                    [&](Communicator& comm) {
+                      for (size_t count : {size_t{10}, size_t{70000}})
+                        for (const std::string& name : routes(comm, count))
+                          EXPECT_EQ(name.rfind("shm", 0), std::string::npos);
+                    },
+                    {{"TSR_ALGO", "ring"}});
 }
 
 // Ranks that count as different hosts share no memory: no board, messages instead.
 TEST(ShmCollectives, NoBoardAcrossHosts) {
-  testing::runRanksEach(4, [](Communicator& comm) {
-    EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
-  }, [](int rank) { return testing::Settings{{"TSR_TEST_HOST_ID", std::to_string(rank / 2)}}; });
+  testing::runRanksEach(
+      4,
+      [](Communicator& comm) {
+        EXPECT_NE(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 2, false), "shm");
+      },
+      [](int rank) {
+        return testing::Settings{{"TSR_TEST_HOST_ID", std::to_string(rank / 2)}};
+      });
 }
 
 // Rank 1 calls with a count above the board's limit (messages), the others below it (the
 // board): every rank reports the mismatch, none waits for the timeout.
 TEST(ShmCollectives, ACallerOnAnotherRouteIsAMismatchEverywhere) {
-  testing::runRanks(4, [](Communicator& comm) {
-    size_t count = comm.rank() == 1 ? algorithms::kShmPayloadBytes / 4 + 1 : 2;
-    std::vector<float> in(count, 1.0f), out(count);
-    auto t0 = std::chrono::steady_clock::now();
-    auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
-    ASSERT_TRUE(req.isOk());
-    Status st = req.value()->wait();
-    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
-    EXPECT_NE(st.message().find("count"), std::string::npos) << st.message();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  }, {{"TSR_TIMEOUT_MS", "15000"}});
+  testing::runRanks(4,
+                    [](Communicator& comm) {
+                      size_t count = comm.rank() == 1 ? algorithms::kShmPayloadBytes / 4 + 1 : 2;
+                      std::vector<float> in(count, 1.0f), out(count);
+                      auto t0 = std::chrono::steady_clock::now();
+                      auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+                      ASSERT_TRUE(req.isOk());
+                      Status st = req.value()->wait();
+                      EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
+                      EXPECT_NE(st.message().find("count"), std::string::npos) << st.message();
+                      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+                    },
+                    {{"TSR_TIMEOUT_MS", "15000"}});
 }
 
 // One rank forces recursive doubling (messages), the others let the board serve: the board's
@@ -204,36 +222,43 @@ TEST(ShmCollectives, ARankWithAnotherTsrAlgoIsNamed) {
     return s;
   };
   for (size_t count : {size_t{2}, size_t{100000}}) {
-    testing::runRanksEach(3, [count](Communicator& comm) {
-      std::vector<float> in(count, 1.0f), out(count);
-      auto t0 = std::chrono::steady_clock::now();
-      auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
-      ASSERT_TRUE(req.isOk());
-      Status st = req.value()->wait();
-      EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << " count " << count << ": " << st.toString();
-      EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
-      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-    }, settings);
+    testing::runRanksEach(
+        3,
+        [count](Communicator& comm) {
+          std::vector<float> in(count, 1.0f), out(count);
+          auto t0 = std::chrono::steady_clock::now();
+          auto req = comm.allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum);
+          ASSERT_TRUE(req.isOk());
+          Status st = req.value()->wait();
+          EXPECT_EQ(st.code(), Code::kMismatch)
+              << "rank " << comm.rank() << " count " << count << ": " << st.toString();
+          EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
+          EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+        },
+        settings);
   }
 }
 
 // The same for an allgather: rank 1 runs the ring, the others the stages.
 TEST(ShmCollectives, AnAllgatherRankWithAnotherTsrAlgoIsNamed) {
-  testing::runRanksEach(3, [](Communicator& comm) {
-    const size_t count = 50000;
-    std::vector<float> in(count, 1.0f), out(3 * count);
-    auto t0 = std::chrono::steady_clock::now();
-    auto req = comm.allgather(in.data(), out.data(), count, DataType::kF32);
-    ASSERT_TRUE(req.isOk());
-    Status st = req.value()->wait();
-    EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
-    EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  }, [](int rank) {
-    testing::Settings s{{"TSR_TIMEOUT_MS", "15000"}};
-    if (rank == 1) s["TSR_ALGO"] = "ring";
-    return s;
-  });
+  testing::runRanksEach(
+      3,
+      [](Communicator& comm) {
+        const size_t count = 50000;
+        std::vector<float> in(count, 1.0f), out(3 * count);
+        auto t0 = std::chrono::steady_clock::now();
+        auto req = comm.allgather(in.data(), out.data(), count, DataType::kF32);
+        ASSERT_TRUE(req.isOk());
+        Status st = req.value()->wait();
+        EXPECT_EQ(st.code(), Code::kMismatch) << "rank " << comm.rank() << ": " << st.toString();
+        EXPECT_NE(st.message().find("TSR_ALGO"), std::string::npos) << st.message();
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+      },
+      [](int rank) {
+        testing::Settings s{{"TSR_TIMEOUT_MS", "15000"}};
+        if (rank == 1) s["TSR_ALGO"] = "ring";
+        return s;
+      });
 }
 
 }  // namespace

@@ -39,8 +39,10 @@ AnyTensor wrap(std::shared_ptr<T> t, size_t d) {
   a.allreduce = [t](float* g) { return t->allreduce(g); };
   a.residual = [t, d] {
     std::vector<float> r(d);
-    if constexpr (std::is_same_v<T, spardl::SparDLTensor>) r = t->residual();
-    else t->residual(r.data());
+    if constexpr (std::is_same_v<T, spardl::SparDLTensor>)
+      r = t->residual();
+    else
+      t->residual(r.data());
     return r;
   };
   a.setResidual = [t](const float* v) { return t->setResidual(v); };
@@ -84,29 +86,33 @@ TEST_P(TensorState, SetResidualReadsBackAndGoesInOnce) {
   const size_t d = 300;
   const int n = c.n;
   std::vector<std::vector<float>> set(n), in(n), out(n), after(n);
-  testing::runRanksEach(n, [&](runtime::Communicator& comm) {
-    const int me = comm.rank();
-    AnyTensor t = make(comm, c.algorithm, "w", d, c.params);
-    ASSERT_TRUE(t.allreduce);
-    std::vector<float> g(d);
-    for (size_t j = 0; j < d; ++j) g[j] = inputOf(me, j, 0);
-    ASSERT_TRUE(t.allreduce(g.data()).isOk());
-    // The buffer was re-laid-out (here: reversed); the residual follows it, plus a mark of
-    // this rank so that a residual ignored or added twice shows.
-    std::vector<float> moved = t.residual();
-    std::reverse(moved.begin(), moved.end());
-    for (size_t j = 0; j < d; j += 7) moved[j] += 0.25f * static_cast<float>(me + 1);
-    ASSERT_TRUE(t.setResidual(moved.data()).isOk());
-    EXPECT_EQ(t.residual(), moved);
-    set[me] = moved;
-    for (size_t j = 0; j < d; ++j) g[j] = inputOf(me, j, 1);
-    in[me] = g;
-    ASSERT_TRUE(t.allreduce(g.data()).isOk());
-    out[me] = g;
-    after[me] = t.residual();
-  }, [&](int r) {
-    return c.hosts ? testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(r % c.hosts)}} : testing::Settings{};
-  });
+  testing::runRanksEach(
+      n,
+      [&](runtime::Communicator& comm) {
+        const int me = comm.rank();
+        AnyTensor t = make(comm, c.algorithm, "w", d, c.params);
+        ASSERT_TRUE(t.allreduce);
+        std::vector<float> g(d);
+        for (size_t j = 0; j < d; ++j) g[j] = inputOf(me, j, 0);
+        ASSERT_TRUE(t.allreduce(g.data()).isOk());
+        // The buffer was re-laid-out (here: reversed); the residual follows it, plus a mark of
+        // this rank so that a residual ignored or added twice shows.
+        std::vector<float> moved = t.residual();
+        std::reverse(moved.begin(), moved.end());
+        for (size_t j = 0; j < d; j += 7) moved[j] += 0.25f * static_cast<float>(me + 1);
+        ASSERT_TRUE(t.setResidual(moved.data()).isOk());
+        EXPECT_EQ(t.residual(), moved);
+        set[me] = moved;
+        for (size_t j = 0; j < d; ++j) g[j] = inputOf(me, j, 1);
+        in[me] = g;
+        ASSERT_TRUE(t.allreduce(g.data()).isOk());
+        out[me] = g;
+        after[me] = t.residual();
+      },
+      [&](int r) {
+        return c.hosts ? testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(r % c.hosts)}}
+                       : testing::Settings{};
+      });
   for (int r = 1; r < n; ++r) ASSERT_EQ(out[r], out[0]) << "rank " << r;
   for (size_t j = 0; j < d; ++j) {
     double sent = 0, kept = 0;
@@ -127,8 +133,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"marsit_2level_none", "marsit", {{"intra", "none"}}, 4, 2, false, 1e-5},
                       Case{"marsit_2level_fp16", "marsit", {{"intra", "fp16"}}, 4, 2, false, 1e-3},
                       Case{"compressed_topk", "compressed", {{"compressor", "topk"}, {"k", "20"}}, 3, 0, false, 1e-5},
-                      Case{"compressed_2level_none", "compressed", {{"compressor", "topk"}, {"k", "20"}, {"intra", "none"}},
-                           4, 2, false, 1e-5},
+                      Case{"compressed_2level_none",
+                           "compressed",
+                           {{"compressor", "topk"}, {"k", "20"}, {"intra", "none"}},
+                           4,
+                           2,
+                           false,
+                           1e-5},
                       Case{"spardl", "spardl", {{"density", "0.2"}}, 3, 0, true, 1e-5}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.label); });
 

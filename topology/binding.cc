@@ -12,9 +12,12 @@ namespace tsr::topology {
 
 const char* bindModeName(BindMode mode) {
   switch (mode) {
-    case BindMode::kNone: return "none";
-    case BindMode::kNuma: return "numa";
-    case BindMode::kCore: return "core";
+    case BindMode::kNone:
+      return "none";
+    case BindMode::kNuma:
+      return "numa";
+    case BindMode::kCore:
+      return "core";
   }
   return "?";
 }
@@ -23,8 +26,7 @@ Result<BindMode> parseBindMode(const std::string& text) {
   if (text == "none") return BindMode::kNone;
   if (text == "numa") return BindMode::kNuma;
   if (text == "core") return BindMode::kCore;
-  return Status(Code::kInvalidArgument,
-                "bind mode '" + text + "' is not one of none|numa|core (TSR_BIND)");
+  return Status(Code::kInvalidArgument, "bind mode '" + text + "' is not one of none|numa|core (TSR_BIND)");
 }
 
 DeviceAssignment assignDevices(const MachineTopology& topo, int localRank, int localSize) {
@@ -60,8 +62,7 @@ DeviceAssignment assignDevices(const MachineTopology& topo, int localRank, int l
   return out;
 }
 
-BindingPlan chooseBinding(const MachineTopology& topo, int localRank, int localSize,
-                          BindMode mode) {
+BindingPlan chooseBinding(const MachineTopology& topo, int localRank, int localSize, BindMode mode) {
   BindingPlan plan;
   plan.mode = mode;
   plan.localRank = localRank;
@@ -112,8 +113,8 @@ std::string BindingPlan::describe() const {
   std::string out = "local rank " + std::to_string(localRank) + ": " + bindModeName(mode);
   if (mode == BindMode::kNone) return out + " (not bound; " + devices.reason + ")";
   if (pus.empty()) return out + " -> not bound (" + devices.reason + ")";
-  return out + " -> NUMA " + std::to_string(devices.numaNode) + ", PUs " + formatCpuList(pus) +
-         " (" + devices.reason + ")";
+  return out + " -> NUMA " + std::to_string(devices.numaNode) + ", PUs " + formatCpuList(pus) + " (" + devices.reason +
+         ")";
 }
 
 Status applyBinding(const BindingPlan& plan) {
@@ -131,8 +132,7 @@ Status applyBinding(const BindingPlan& plan) {
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     for (int pu : plan.pus) hwloc_bitmap_set(set, static_cast<unsigned>(pu));
     if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
-      status = Status(Code::kInvalidArgument, "cannot bind local rank " +
-                                                  std::to_string(plan.localRank) + " to PUs " +
+      status = Status(Code::kInvalidArgument, "cannot bind local rank " + std::to_string(plan.localRank) + " to PUs " +
                                                   formatCpuList(plan.pus) + ": " + std::strerror(errno));
     }
     hwloc_bitmap_free(set);

@@ -27,10 +27,10 @@ const char* bindModeName(BindMode mode);
 Result<BindMode> parseBindMode(const std::string& text);
 
 struct DeviceAssignment {
-  int gpu = -1;       // index into MachineTopology::gpus, -1 none
-  int nic = -1;       // index into MachineTopology::nics, -1 none
-  int numaNode = -1;  // logical NUMA index, -1 when the machine lists none
-  std::string reason; // "GPU cuda0 on NUMA 0", "NIC mlx5_0 on NUMA 1", "round-robin"
+  int gpu = -1;        // index into MachineTopology::gpus, -1 none
+  int nic = -1;        // index into MachineTopology::nics, -1 none
+  int numaNode = -1;   // logical NUMA index, -1 when the machine lists none
+  std::string reason;  // "GPU cuda0 on NUMA 0", "NIC mlx5_0 on NUMA 1", "round-robin"
 };
 
 // Devices and NUMA node of local rank `localRank` among `localSize` ranks of one host.
@@ -40,12 +40,11 @@ struct BindingPlan {
   BindMode mode = BindMode::kNone;
   int localRank = 0;
   DeviceAssignment devices;
-  std::vector<int> pus;  // OS PU indices to bind to; empty for mode none
+  std::vector<int> pus;          // OS PU indices to bind to; empty for mode none
   std::string describe() const;  // "local rank 1: numa -> NUMA 0, PUs 0-15 (GPU cuda1 ...)"
 };
 
-BindingPlan chooseBinding(const MachineTopology& topo, int localRank, int localSize,
-                          BindMode mode);
+BindingPlan chooseBinding(const MachineTopology& topo, int localRank, int localSize, BindMode mode);
 
 // Binds the calling process to plan.pus (no-op for mode none) and logs the choice at info.
 Status applyBinding(const BindingPlan& plan);

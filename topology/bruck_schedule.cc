@@ -14,8 +14,7 @@ int appendBruckAllGather(ScheduleBuilder& builder, int firstStep, const std::vec
       std::vector<BlockRange> blocks;
       for (int i = 0; i < count; ++i)
         for (const BlockRange& range : pieces[(p + i) % n]) blocks.push_back(range);
-      builder.transfer(firstStep + step, group[p], group[((p - d) % n + n) % n], std::move(blocks),
-                       Combine::kCopy);
+      builder.transfer(firstStep + step, group[p], group[((p - d) % n + n) % n], std::move(blocks), Combine::kCopy);
     }
   }
   return step;
@@ -41,8 +40,7 @@ Schedule binomialBroadcast(int n, int root, int numBlocks) {
   int step = 0;
   for (int mask = 1; mask < n; mask *= 2, ++step)
     for (int v = 0; v < mask && v + mask < n; ++v)
-      builder.transfer(step, (v + root) % n, (v + mask + root) % n, {BlockRange{0, numBlocks}},
-                       Combine::kCopy);
+      builder.transfer(step, (v + root) % n, (v + mask + root) % n, {BlockRange{0, numBlocks}}, Combine::kCopy);
   return builder.finish();
 }
 

@@ -50,14 +50,11 @@ std::string bridgeName(hwloc_obj_t bridge) {
 std::string busIdOf(hwloc_obj_t pci) {
   char text[32];
   const auto& a = pci->attr->pcidev;
-  std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%01x", static_cast<unsigned>(a.domain), a.bus,
-                a.dev, a.func);
+  std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%01x", static_cast<unsigned>(a.domain), a.bus, a.dev, a.func);
   return text;
 }
 
-bool startsWith(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
+bool startsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // Lower rank = preferred display name for a GPU.
 int gpuNameRank(const std::string& name) {
@@ -69,26 +66,22 @@ int gpuNameRank(const std::string& name) {
 }
 
 void fillLocality(hwloc_topology_t topo, hwloc_obj_t pci, Device& device) {
-  for (hwloc_obj_t parent = pci->parent; parent && parent->type == HWLOC_OBJ_BRIDGE;
-       parent = parent->parent)
+  for (hwloc_obj_t parent = pci->parent; parent && parent->type == HWLOC_OBJ_BRIDGE; parent = parent->parent)
     device.pciPath.push_back(bridgeName(parent));
   std::reverse(device.pciPath.begin(), device.pciPath.end());
   hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topo, pci);
   if (!anchor) return;
   if (anchor->nodeset && hwloc_bitmap_weight(anchor->nodeset) == 1) {
-    hwloc_obj_t node =
-        hwloc_get_numanode_obj_by_os_index(topo, hwloc_bitmap_first(anchor->nodeset));
+    hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topo, hwloc_bitmap_first(anchor->nodeset));
     if (node) device.numaNode = static_cast<int>(node->logical_index);
   }
-  hwloc_obj_t package = anchor->type == HWLOC_OBJ_PACKAGE
-                            ? anchor
-                            : hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, anchor);
+  hwloc_obj_t package =
+      anchor->type == HWLOC_OBJ_PACKAGE ? anchor : hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, anchor);
   if (package) device.package = static_cast<int>(package->logical_index);
 }
 
 void collectDevices(hwloc_topology_t topo, MachineTopology& out) {
-  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci;
-       pci = hwloc_get_next_pcidev(topo, pci)) {
+  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci; pci = hwloc_get_next_pcidev(topo, pci)) {
     const auto& attr = pci->attr->pcidev;
     Device device;
     device.busId = busIdOf(pci);
@@ -105,10 +98,8 @@ void collectDevices(hwloc_topology_t topo, MachineTopology& out) {
       switch (child->attr->osdev.type) {
         case HWLOC_OBJ_OSDEV_COPROC:
         case HWLOC_OBJ_OSDEV_GPU:
-          if (startsWith(name, "cuda") || startsWith(name, "nvml") || startsWith(name, "rsmi"))
-            gpuOsDev = true;
-          if (const char* model = hwloc_obj_get_info_by_name(child, "GPUModel"))
-            device.model = model;
+          if (startsWith(name, "cuda") || startsWith(name, "nvml") || startsWith(name, "rsmi")) gpuOsDev = true;
+          if (const char* model = hwloc_obj_get_info_by_name(child, "GPUModel")) device.model = model;
           break;
         case HWLOC_OBJ_OSDEV_NETWORK:
           netOsDev = true;
@@ -141,8 +132,7 @@ void collectDevices(hwloc_topology_t topo, MachineTopology& out) {
 }
 
 void collectCpus(hwloc_topology_t topo, MachineTopology& out) {
-  if (const char* host = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), "HostName"))
-    out.hostname = host;
+  if (const char* host = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), "HostName")) out.hostname = host;
   int numCoreObjs = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
   out.numPus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
   out.numCores = numCoreObjs > 0 ? numCoreObjs : out.numPus;
@@ -207,15 +197,13 @@ Result<MachineTopology> loadXmlText(const std::string& xml, const std::string& s
   HwlocTopology topo;
   TSR_RETURN_IF_ERROR(initTopology(topo));
   if (hwloc_topology_set_xmlbuffer(topo.handle, xml.c_str(), static_cast<int>(xml.size() + 1)) != 0)
-    return Status(Code::kInvalidArgument,
-                  "topology XML file '" + sourceName + "' is not valid hwloc XML");
+    return Status(Code::kInvalidArgument, "topology XML file '" + sourceName + "' is not valid hwloc XML");
   if (hwloc_topology_load(topo.handle) != 0)
-    return Status(Code::kInvalidArgument, "topology XML file '" + sourceName +
-                                              "' could not be loaded by hwloc (invalid content)");
+    return Status(Code::kInvalidArgument,
+                  "topology XML file '" + sourceName + "' could not be loaded by hwloc (invalid content)");
   TSR_ASSIGN_OR_RETURN(MachineTopology machine, convert(topo.handle));
   if (machine.numPus == 0)
-    return Status(Code::kInvalidArgument,
-                  "topology XML file '" + sourceName + "' describes no processing units");
+    return Status(Code::kInvalidArgument, "topology XML file '" + sourceName + "' describes no processing units");
   return machine;
 }
 
@@ -234,11 +222,10 @@ Status dumpXml(const std::string& outPath, const std::string& fromXml) {
       return Status(Code::kInvalidArgument, "topology XML file '" + fromXml + "' is not valid hwloc XML");
   }
   if (hwloc_topology_load(topo.handle) != 0)
-    return Status(Code::kInvalidArgument, "hwloc could not load the topology" +
-                                              (fromXml.empty() ? std::string() : " of '" + fromXml + "'"));
-  if (hwloc_topology_export_xml(topo.handle, outPath.c_str(), 0) != 0)
     return Status(Code::kInvalidArgument,
-                  "cannot write topology XML to '" + outPath + "': " + std::strerror(errno));
+                  "hwloc could not load the topology" + (fromXml.empty() ? std::string() : " of '" + fromXml + "'"));
+  if (hwloc_topology_export_xml(topo.handle, outPath.c_str(), 0) != 0)
+    return Status(Code::kInvalidArgument, "cannot write topology XML to '" + outPath + "': " + std::strerror(errno));
   return Status::ok();
 }
 

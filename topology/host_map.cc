@@ -16,14 +16,12 @@ Result<HostMap> buildHostMap(const std::vector<RankPlacement>& placements) {
   std::vector<bool> seen(n, false);
   for (const RankPlacement& p : placements) {
     if (p.rank < 0 || p.rank >= n)
-      return Status(Code::kInvalidArgument, "host map: rank " + std::to_string(p.rank) +
-                                                " is outside 0.." + std::to_string(n - 1));
+      return Status(Code::kInvalidArgument,
+                    "host map: rank " + std::to_string(p.rank) + " is outside 0.." + std::to_string(n - 1));
     if (seen[p.rank])
-      return Status(Code::kInvalidArgument,
-                    "host map: rank " + std::to_string(p.rank) + " is listed twice");
+      return Status(Code::kInvalidArgument, "host map: rank " + std::to_string(p.rank) + " is listed twice");
     if (p.hostname.empty() && p.hostId.empty())
-      return Status(Code::kInvalidArgument,
-                    "host map: rank " + std::to_string(p.rank) + " has no hostname or host id");
+      return Status(Code::kInvalidArgument, "host map: rank " + std::to_string(p.rank) + " has no hostname or host id");
     seen[p.rank] = true;
     map.placements[p.rank] = p;
   }
@@ -41,8 +39,7 @@ Result<HostMap> buildHostMap(const std::vector<RankPlacement>& placements) {
     map.localRank[r] = static_cast<int>(host.ranks.size());
     host.ranks.push_back(r);
   }
-  for (int r = 0; r < n; ++r)
-    map.localSize[r] = static_cast<int>(map.hosts[map.hostOfRank[r]].ranks.size());
+  for (int r = 0; r < n; ++r) map.localSize[r] = static_cast<int>(map.hosts[map.hostOfRank[r]].ranks.size());
   return map;
 }
 

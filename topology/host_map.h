@@ -21,23 +21,23 @@ namespace tsr::topology {
 struct RankPlacement {
   int rank = 0;
   std::string hostname;
-  std::string hostId;       // e.g. /etc/machine-id or boot id; empty = use hostname
-  int numaNode = -1;        // NUMA node the rank is bound near, -1 unknown
-  std::string locality;     // localityKey() of its GPU (else NIC); empty unknown
-  std::string gpuBusId;     // may be empty
-  std::string nicBusId;     // may be empty
+  std::string hostId;    // e.g. /etc/machine-id or boot id; empty = use hostname
+  int numaNode = -1;     // NUMA node the rank is bound near, -1 unknown
+  std::string locality;  // localityKey() of its GPU (else NIC); empty unknown
+  std::string gpuBusId;  // may be empty
+  std::string nicBusId;  // may be empty
 };
 
 struct HostInfo {
   std::string name;
   std::string id;
-  std::vector<int> ranks;   // ascending; ranks[i] has local rank i
+  std::vector<int> ranks;  // ascending; ranks[i] has local rank i
 };
 
 struct HostMap {
   int worldSize = 0;
   std::vector<HostInfo> hosts;
-  std::vector<int> hostOfRank;      // index into hosts
+  std::vector<int> hostOfRank;  // index into hosts
   std::vector<int> localRank;
   std::vector<int> localSize;
   std::vector<RankPlacement> placements;  // by rank

@@ -13,8 +13,7 @@ std::string_view trim(std::string_view s) {
 }
 
 Status lineError(std::string_view file, int line, const std::string& what) {
-  return Status(Code::kInvalidArgument,
-                std::string(file) + ":" + std::to_string(line) + ": " + what);
+  return Status(Code::kInvalidArgument, std::string(file) + ":" + std::to_string(line) + ": " + what);
 }
 
 // Positive slot count, or -1.
@@ -56,11 +55,11 @@ Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_
       host = host.substr(0, colon);
       slots = parseSlots(count);
       if (slots < 0)
-        return lineError(fileName, lineNo, "bad slot count '" + std::string(count) + "' for host '" +
-                                               std::string(host) + "' (want a positive integer)");
+        return lineError(fileName, lineNo,
+                         "bad slot count '" + std::string(count) + "' for host '" + std::string(host) +
+                             "' (want a positive integer)");
     }
-    if (!validHostName(host))
-      return lineError(fileName, lineNo, "bad host name '" + std::string(host) + "'");
+    if (!validHostName(host)) return lineError(fileName, lineNo, "bad host name '" + std::string(host) + "'");
     while (!rest.empty()) {
       std::size_t space = rest.find_first_of(" \t");
       std::string_view item = rest.substr(0, space);
@@ -68,14 +67,13 @@ Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_
       std::size_t eq = item.find('=');
       std::string_view key = item.substr(0, eq);
       if (eq == std::string_view::npos || key != "slots")
-        return lineError(fileName, lineNo, "unknown field '" + std::string(item) +
-                                               "' (expected slots=N)");
+        return lineError(fileName, lineNo, "unknown field '" + std::string(item) + "' (expected slots=N)");
       std::string_view value = item.substr(eq + 1);
       slots = parseSlots(value);
       if (slots < 0)
-        return lineError(fileName, lineNo, "bad slots value '" + std::string(value) +
-                                               "' for host '" + std::string(host) +
-                                               "' (want a positive integer)");
+        return lineError(fileName, lineNo,
+                         "bad slots value '" + std::string(value) + "' for host '" + std::string(host) +
+                             "' (want a positive integer)");
     }
     bool merged = false;
     for (HostSlots& existing : hosts) {
@@ -86,8 +84,7 @@ Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_
     }
     if (!merged) hosts.push_back(HostSlots{std::string(host), slots});
   }
-  if (hosts.empty())
-    return Status(Code::kInvalidArgument, "hostfile " + std::string(fileName) + " lists no hosts");
+  if (hosts.empty()) return Status(Code::kInvalidArgument, "hostfile " + std::string(fileName) + " lists no hosts");
   return hosts;
 }
 
@@ -97,12 +94,11 @@ Result<std::vector<int>> mapRanksBySlot(const std::vector<HostSlots>& hosts, int
   if (np < 0) return Status(Code::kInvalidArgument, "-np " + std::to_string(np) + " is negative");
   if (np == 0) np = total;
   if (np > total)
-    return Status(Code::kInvalidArgument, "-np " + std::to_string(np) + " exceeds the " +
-                                              std::to_string(total) + " slots of the hostfile");
+    return Status(Code::kInvalidArgument,
+                  "-np " + std::to_string(np) + " exceeds the " + std::to_string(total) + " slots of the hostfile");
   std::vector<int> hostOfRank;
   for (int h = 0; h < static_cast<int>(hosts.size()) && static_cast<int>(hostOfRank.size()) < np; ++h)
-    for (int s = 0; s < hosts[h].slots && static_cast<int>(hostOfRank.size()) < np; ++s)
-      hostOfRank.push_back(h);
+    for (int s = 0; s < hosts[h].slots && static_cast<int>(hostOfRank.size()) < np; ++s) hostOfRank.push_back(h);
   return hostOfRank;
 }
 

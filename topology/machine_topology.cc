@@ -7,12 +7,18 @@ namespace tsr::topology {
 
 const char* linkTypeName(LinkType type) {
   switch (type) {
-    case LinkType::kSelf: return "X";
-    case LinkType::kPix: return "PIX";
-    case LinkType::kPxb: return "PXB";
-    case LinkType::kPhb: return "PHB";
-    case LinkType::kNode: return "NODE";
-    case LinkType::kSys: return "SYS";
+    case LinkType::kSelf:
+      return "X";
+    case LinkType::kPix:
+      return "PIX";
+    case LinkType::kPxb:
+      return "PXB";
+    case LinkType::kPhb:
+      return "PHB";
+    case LinkType::kNode:
+      return "NODE";
+    case LinkType::kSys:
+      return "SYS";
   }
   return "?";
 }
@@ -46,8 +52,7 @@ namespace {
 
 LinkType acrossHostBridges(const Device& a, const Device& b) {
   if (a.numaNode >= 0 && a.numaNode == b.numaNode) return LinkType::kNode;
-  if (a.numaNode < 0 && b.numaNode < 0 && a.package >= 0 && a.package == b.package)
-    return LinkType::kNode;
+  if (a.numaNode < 0 && b.numaNode < 0 && a.package >= 0 && a.package == b.package) return LinkType::kNode;
   return LinkType::kSys;
 }
 
@@ -55,14 +60,10 @@ LinkType acrossHostBridges(const Device& a, const Device& b) {
 
 LinkType linkBetween(const Device& a, const Device& b) {
   if (&a == &b) return LinkType::kSelf;
-  if (!a.busId.empty() ? a.busId == b.busId : (a.name == b.name && a.kind == b.kind))
-    return LinkType::kSelf;
-  if (a.pciPath.empty() || b.pciPath.empty() || a.pciPath[0] != b.pciPath[0])
-    return acrossHostBridges(a, b);
+  if (!a.busId.empty() ? a.busId == b.busId : (a.name == b.name && a.kind == b.kind)) return LinkType::kSelf;
+  if (a.pciPath.empty() || b.pciPath.empty() || a.pciPath[0] != b.pciPath[0]) return acrossHostBridges(a, b);
   std::size_t common = 0;
-  while (common < a.pciPath.size() && common < b.pciPath.size() &&
-         a.pciPath[common] == b.pciPath[common])
-    ++common;
+  while (common < a.pciPath.size() && common < b.pciPath.size() && a.pciPath[common] == b.pciPath[common]) ++common;
   if (common == 1) return LinkType::kPhb;  // only the host bridge is shared
   // The lowest common bridge is a switch's upstream port; one downstream port on each side
   // is still "the same switch".
@@ -81,8 +82,7 @@ std::string localityKey(const Device& device) {
 }
 
 int nearestNic(const MachineTopology& topo, int gpuIndex, int tieBreak) {
-  if (topo.nics.empty() || gpuIndex < 0 || gpuIndex >= static_cast<int>(topo.gpus.size()))
-    return -1;
+  if (topo.nics.empty() || gpuIndex < 0 || gpuIndex >= static_cast<int>(topo.gpus.size())) return -1;
   const Device& gpu = topo.gpus[gpuIndex];
   LinkType best = LinkType::kSys;
   for (const Device& nic : topo.nics) best = std::min(best, linkBetween(gpu, nic));

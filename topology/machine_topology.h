@@ -50,16 +50,16 @@ enum class DeviceKind { kGpu, kNic };
 
 struct Device {
   DeviceKind kind = DeviceKind::kGpu;
-  std::string name;                   // preferred OS name: cuda0, rsmi0, mlx5_0, eth0, ...
-  std::vector<std::string> osNames;   // every OS device hwloc shows for it (cuda0, nvml0, ...)
-  std::string busId;                  // PCI bus id "0000:3b:00.0", empty when not a PCI device
+  std::string name;                  // preferred OS name: cuda0, rsmi0, mlx5_0, eth0, ...
+  std::vector<std::string> osNames;  // every OS device hwloc shows for it (cuda0, nvml0, ...)
+  std::string busId;                 // PCI bus id "0000:3b:00.0", empty when not a PCI device
   std::uint16_t vendorId = 0;
   std::uint16_t deviceId = 0;
-  std::uint16_t classId = 0;          // PCI class, e.g. 0x0302 3D controller, 0x0207 InfiniBand
-  std::string model;                  // GPUModel info or empty
-  int numaNode = -1;                  // logical NUMA index nearest the device, -1 unknown
+  std::uint16_t classId = 0;  // PCI class, e.g. 0x0302 3D controller, 0x0207 InfiniBand
+  std::string model;          // GPUModel info or empty
+  int numaNode = -1;          // logical NUMA index nearest the device, -1 unknown
   int package = -1;
-  std::vector<std::string> pciPath;   // bridges above it, host bridge first
+  std::vector<std::string> pciPath;  // bridges above it, host bridge first
 };
 
 struct MachineTopology {

@@ -24,8 +24,7 @@ Schedule rabenseifnerAllreduce(int n) {
   auto realRank = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
   int step = 0;
   if (extra > 0) {
-    for (int i = 0; i < extra; ++i)
-      builder.transfer(step, 2 * i, 2 * i + 1, {BlockRange{0, p}}, Combine::kReduce);
+    for (int i = 0; i < extra; ++i) builder.transfer(step, 2 * i, 2 * i + 1, {BlockRange{0, p}}, Combine::kReduce);
     ++step;
   }
   // ranges[v] is the range virtual rank v holds; history keeps it per level for the way back.
@@ -39,22 +38,19 @@ Schedule rabenseifnerAllreduce(int n) {
       int half = r.count / 2;
       BlockRange lower{r.first, half}, upper{r.first + half, r.count - half};
       bool low = (v & mask) == 0;
-      builder.transfer(step, realRank(v), realRank(v ^ mask), {low ? upper : lower},
-                       Combine::kReduce);
+      builder.transfer(step, realRank(v), realRank(v ^ mask), {low ? upper : lower}, Combine::kReduce);
       next[v] = low ? lower : upper;
     }
     ranges = std::move(next);
     ++step;
   }
   for (int mask = 1, level = static_cast<int>(history.size()) - 1; mask < p; mask *= 2, --level) {
-    for (int v = 0; v < p; ++v)
-      builder.transfer(step, realRank(v), realRank(v ^ mask), {ranges[v]}, Combine::kCopy);
+    for (int v = 0; v < p; ++v) builder.transfer(step, realRank(v), realRank(v ^ mask), {ranges[v]}, Combine::kCopy);
     ranges = history[level];
     ++step;
   }
   if (extra > 0) {
-    for (int i = 0; i < extra; ++i)
-      builder.transfer(step, 2 * i + 1, 2 * i, {BlockRange{0, p}}, Combine::kCopy);
+    for (int i = 0; i < extra; ++i) builder.transfer(step, 2 * i + 1, 2 * i, {BlockRange{0, p}}, Combine::kCopy);
   }
   return builder.finish();
 }
@@ -68,26 +64,22 @@ Schedule recursiveDoublingAllreduce(int n) {
   auto realRank = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
   int step = 0;
   if (extra > 0) {
-    for (int i = 0; i < extra; ++i)
-      builder.transfer(step, 2 * i, 2 * i + 1, {BlockRange{0, 1}}, Combine::kReduce);
+    for (int i = 0; i < extra; ++i) builder.transfer(step, 2 * i, 2 * i + 1, {BlockRange{0, 1}}, Combine::kReduce);
     ++step;
   }
   for (int mask = 1; mask < p; mask *= 2, ++step)
     for (int v = 0; v < p; ++v)
       builder.transfer(step, realRank(v), realRank(v ^ mask), {BlockRange{0, 1}}, Combine::kReduce);
-  for (int i = 0; i < extra; ++i)
-    builder.transfer(step, 2 * i + 1, 2 * i, {BlockRange{0, 1}}, Combine::kCopy);
+  for (int i = 0; i < extra; ++i) builder.transfer(step, 2 * i + 1, 2 * i, {BlockRange{0, 1}}, Combine::kCopy);
   return builder.finish();
 }
 
-int appendRecursiveDoublingAllreduce(ScheduleBuilder& builder, int firstStep,
-                                     const std::vector<int>& group,
+int appendRecursiveDoublingAllreduce(ScheduleBuilder& builder, int firstStep, const std::vector<int>& group,
                                      const std::vector<BlockRange>& blocks) {
   int n = static_cast<int>(group.size());
   int step = 0;
   for (int mask = 1; mask < n; mask *= 2, ++step)
-    for (int i = 0; i < n; ++i)
-      builder.transfer(firstStep + step, group[i], group[i ^ mask], blocks, Combine::kReduce);
+    for (int i = 0; i < n; ++i) builder.transfer(firstStep + step, group[i], group[i ^ mask], blocks, Combine::kReduce);
   return step;
 }
 

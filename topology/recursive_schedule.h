@@ -33,8 +33,7 @@ Schedule recursiveDoublingAllreduce(int n);
 // Recursive doubling allreduce among `group` (size a power of two): in step k partners
 // group[i] and group[i ^ 2^k] swap `blocks` and both add. Returns steps used (log2 |group|).
 // This is R-SAG's cross-team phase (SparDL), where the payload cannot be halved.
-int appendRecursiveDoublingAllreduce(ScheduleBuilder& builder, int firstStep,
-                                     const std::vector<int>& group,
+int appendRecursiveDoublingAllreduce(ScheduleBuilder& builder, int firstStep, const std::vector<int>& group,
                                      const std::vector<BlockRange>& blocks);
 
 bool isPowerOfTwo(int n);

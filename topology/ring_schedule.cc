@@ -20,8 +20,7 @@ int appendRingReduceScatter(ScheduleBuilder& builder, int firstStep, const std::
   int n = static_cast<int>(ring.size());
   for (int s = 0; s + 1 < n; ++s)
     for (int p = 0; p < n; ++p)
-      builder.transfer(firstStep + s, ring[p], ring[mod(p + 1, n)], pieces[mod(p - s - 1, n)],
-                       Combine::kReduce);
+      builder.transfer(firstStep + s, ring[p], ring[mod(p + 1, n)], pieces[mod(p - s - 1, n)], Combine::kReduce);
   return n > 1 ? n - 1 : 0;
 }
 
@@ -30,8 +29,7 @@ int appendRingAllGather(ScheduleBuilder& builder, int firstStep, const std::vect
   int n = static_cast<int>(ring.size());
   for (int s = 0; s + 1 < n; ++s)
     for (int p = 0; p < n; ++p)
-      builder.transfer(firstStep + s, ring[p], ring[mod(p + 1, n)], pieces[mod(p - s, n)],
-                       Combine::kCopy);
+      builder.transfer(firstStep + s, ring[p], ring[mod(p + 1, n)], pieces[mod(p - s, n)], Combine::kCopy);
   return n > 1 ? n - 1 : 0;
 }
 

@@ -8,10 +8,14 @@ namespace tsr::topology {
 
 const char* collectiveName(Collective collective) {
   switch (collective) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kReduceScatter: return "reduce-scatter";
-    case Collective::kAllGather: return "all-gather";
-    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kBroadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -26,8 +30,7 @@ std::vector<int> expandBlocks(const std::vector<BlockRange>& ranges, int numBloc
   std::vector<int> out;
   if (numBlocks <= 0) return out;
   for (const BlockRange& range : ranges)
-    for (int i = 0; i < range.count; ++i)
-      out.push_back(((range.first + i) % numBlocks + numBlocks) % numBlocks);
+    for (int i = 0; i < range.count; ++i) out.push_back(((range.first + i) % numBlocks + numBlocks) % numBlocks);
   return out;
 }
 
@@ -36,8 +39,7 @@ void appendRange(std::vector<BlockRange>& ranges, BlockRange range, int numBlock
   range.first = ((range.first % numBlocks) + numBlocks) % numBlocks;
   if (!ranges.empty()) {
     BlockRange& last = ranges.back();
-    if ((last.first + last.count) % numBlocks == range.first &&
-        last.count + range.count <= numBlocks) {
+    if ((last.first + last.count) % numBlocks == range.first && last.count + range.count <= numBlocks) {
       last.count += range.count;
       return;
     }
@@ -58,8 +60,8 @@ void describeTransfer(std::ostream& out, const char* verb, const Transfer& trans
 
 std::string describe(const Schedule& schedule) {
   std::ostringstream out;
-  out << schedule.name << ": " << collectiveName(schedule.collective) << ", " << schedule.numRanks
-      << " ranks, " << schedule.numBlocks << " blocks, " << schedule.numSteps() << " steps\n";
+  out << schedule.name << ": " << collectiveName(schedule.collective) << ", " << schedule.numRanks << " ranks, "
+      << schedule.numBlocks << " blocks, " << schedule.numSteps() << " steps\n";
   for (int r = 0; r < schedule.numRanks; ++r) {
     for (int s = 0; s < schedule.numSteps(); ++s) {
       const Step& step = schedule.steps[r][s];
@@ -82,8 +84,7 @@ std::vector<long> blocksSentPerRank(const Schedule& schedule) {
   return sent;
 }
 
-ScheduleBuilder::ScheduleBuilder(std::string name, Collective collective, int numRanks,
-                                 int numBlocks) {
+ScheduleBuilder::ScheduleBuilder(std::string name, Collective collective, int numRanks, int numBlocks) {
   schedule_.name = std::move(name);
   schedule_.collective = collective;
   schedule_.numRanks = numRanks;
@@ -96,8 +97,7 @@ void ScheduleBuilder::grow(int steps) {
     if (static_cast<int>(perRank.size()) < steps) perRank.resize(steps);
 }
 
-void ScheduleBuilder::transfer(int step, int from, int to, std::vector<BlockRange> blocks,
-                               Combine combine) {
+void ScheduleBuilder::transfer(int step, int from, int to, std::vector<BlockRange> blocks, Combine combine) {
   grow(step + 1);
   Transfer send{to, blocks, combine};
   Transfer recv{from, std::move(blocks), combine};

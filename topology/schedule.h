@@ -39,8 +39,8 @@ struct BlockRange {
 };
 
 struct Transfer {
-  int peer = -1;                   // the other rank
-  std::vector<BlockRange> blocks;  // what travels, in wire order
+  int peer = -1;                     // the other rank
+  std::vector<BlockRange> blocks;    // what travels, in wire order
   Combine combine = Combine::kCopy;  // what the receiver does with it (same on both sides)
   int numBlocks() const;
   bool operator==(const Transfer&) const = default;
@@ -53,11 +53,11 @@ struct Step {
 };
 
 struct Schedule {
-  std::string name;          // "ring-allreduce", "torus-allreduce 4x2", ...
+  std::string name;  // "ring-allreduce", "torus-allreduce 4x2", ...
   Collective collective = Collective::kAllreduce;
   int numRanks = 0;
-  int numBlocks = 0;         // blocks the buffer is split into
-  int root = 0;              // broadcast only
+  int numBlocks = 0;  // blocks the buffer is split into
+  int root = 0;       // broadcast only
   // Reduce-scatter and all-gather: the block each rank ends with (reduce-scatter) or starts
   // with (all-gather). Empty means rank r owns block r. Allreduce and broadcast use every block.
   std::vector<int> ownedBlock;

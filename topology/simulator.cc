@@ -9,8 +9,8 @@ namespace tsr::topology {
 namespace {
 
 std::string where(const Schedule& s, int rank, int step) {
-  return s.name + " (N=" + std::to_string(s.numRanks) + "): rank " + std::to_string(rank) +
-         " step " + std::to_string(step);
+  return s.name + " (N=" + std::to_string(s.numRanks) + "): rank " + std::to_string(rank) + " step " +
+         std::to_string(step);
 }
 
 Status fail(const std::string& message) { return Status(Code::kInternal, message); }
@@ -32,8 +32,8 @@ std::string countsToString(const std::vector<std::uint16_t>& counts) {
 
 Status checkMatching(const Schedule& s) {
   if (static_cast<int>(s.steps.size()) != s.numRanks)
-    return fail(s.name + ": " + std::to_string(s.steps.size()) + " step lists for " +
-                std::to_string(s.numRanks) + " ranks");
+    return fail(s.name + ": " + std::to_string(s.steps.size()) + " step lists for " + std::to_string(s.numRanks) +
+                " ranks");
   for (int r = 0; r < s.numRanks; ++r)
     if (static_cast<int>(s.steps[r].size()) != s.numSteps())
       return fail(where(s, r, 0) + ": has " + std::to_string(s.steps[r].size()) + " steps, rank 0 has " +
@@ -47,8 +47,7 @@ Status checkMatching(const Schedule& s) {
       for (const Transfer& t : st.sends) {
         if (t.peer < 0 || t.peer >= s.numRanks || t.peer == r)
           return fail(where(s, r, step) + ": bad send peer " + std::to_string(t.peer));
-        if (t.numBlocks() <= 0)
-          return fail(where(s, r, step) + ": empty send to " + std::to_string(t.peer));
+        if (t.numBlocks() <= 0) return fail(where(s, r, step) + ": empty send to " + std::to_string(t.peer));
         for (const BlockRange& br : t.blocks)
           if (br.count <= 0 || br.count > s.numBlocks)
             return fail(where(s, r, step) + ": bad block range count " + std::to_string(br.count));
@@ -63,8 +62,7 @@ Status checkMatching(const Schedule& s) {
           if (sent.count(b))
             return fail(where(s, r, step) + ": copies into block " + std::to_string(b) +
                         " that it sends in the same step");
-          if (!copied.insert(b).second)
-            return fail(where(s, r, step) + ": two copies into block " + std::to_string(b));
+          if (!copied.insert(b).second) return fail(where(s, r, step) + ": two copies into block " + std::to_string(b));
         }
       }
     }
@@ -72,8 +70,7 @@ Status checkMatching(const Schedule& s) {
       for (const Transfer& t : s.steps[r][step].recvs) {
         auto [lo, hi] = pendingSends.equal_range({t.peer, r});
         auto match = lo;
-        while (match != hi && !(match->second->blocks == t.blocks && match->second->combine == t.combine))
-          ++match;
+        while (match != hi && !(match->second->blocks == t.blocks && match->second->combine == t.combine)) ++match;
         if (match == hi)
           return fail(where(s, r, step) + ": receive from " + std::to_string(t.peer) + " of " +
                       std::to_string(t.numBlocks()) + " block(s) has no matching send");
@@ -90,8 +87,8 @@ Status checkMatching(const Schedule& s) {
 }
 
 SymbolicState initialState(const Schedule& s) {
-  SymbolicState state(s.numRanks, std::vector<std::vector<std::uint16_t>>(
-                                      s.numBlocks, std::vector<std::uint16_t>(s.numRanks, 0)));
+  SymbolicState state(s.numRanks,
+                      std::vector<std::vector<std::uint16_t>>(s.numBlocks, std::vector<std::uint16_t>(s.numRanks, 0)));
   for (int r = 0; r < s.numRanks; ++r) {
     for (int b = 0; b < s.numBlocks; ++b) {
       switch (s.collective) {
@@ -137,8 +134,7 @@ Result<SymbolicState> simulate(const Schedule& s, SymbolicState state) {
     for (const Arrival& a : arrivals) {
       auto& mine = state[a.rank][a.block];
       for (int c = 0; c < s.numRanks; ++c)
-        mine[c] = a.combine == Combine::kCopy ? a.payload[c]
-                                              : static_cast<std::uint16_t>(mine[c] + a.payload[c]);
+        mine[c] = a.combine == Combine::kCopy ? a.payload[c] : static_cast<std::uint16_t>(mine[c] + a.payload[c]);
     }
   }
   return state;
@@ -149,9 +145,8 @@ Status verifySchedule(const Schedule& s) {
   TSR_ASSIGN_OR_RETURN(SymbolicState state, simulate(s, initialState(s)));
   const std::vector<std::uint16_t> everyone(s.numRanks, 1);
   auto bad = [&](int r, int b, const std::string& want) {
-    return fail(s.name + " (N=" + std::to_string(s.numRanks) + "): rank " + std::to_string(r) +
-                " block " + std::to_string(b) + " ends with " + countsToString(state[r][b]) +
-                ", want " + want);
+    return fail(s.name + " (N=" + std::to_string(s.numRanks) + "): rank " + std::to_string(r) + " block " +
+                std::to_string(b) + " ends with " + countsToString(state[r][b]) + ", want " + want);
   };
   for (int r = 0; r < s.numRanks; ++r) {
     switch (s.collective) {

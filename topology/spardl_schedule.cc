@@ -19,8 +19,7 @@ int appendSparReduceScatter(ScheduleBuilder& builder, int firstStep, const std::
   for (int k = 1; k <= levels; ++k) {
     int d = 1 << (levels - k);
     for (int i = 0; i < n; ++i)
-      builder.transfer(firstStep + k - 1, group[i], group[(i + d) % n], {sparSendBag(n, i, k)},
-                       Combine::kReduce);
+      builder.transfer(firstStep + k - 1, group[i], group[(i + d) % n], {sparSendBag(n, i, k)}, Combine::kReduce);
   }
   return n >= 1 ? levels : 0;
 }
@@ -36,8 +35,8 @@ Schedule sparReduceScatter(int n) {
 Result<TeamSplit> teamSplit(const std::vector<int>& order, int numTeams) {
   int n = static_cast<int>(order.size());
   if (numTeams < 1 || numTeams > n || n % numTeams != 0) {
-    return Status(Code::kInvalidArgument, "SparDL teams: T=" + std::to_string(numTeams) +
-                                              " does not divide N=" + std::to_string(n));
+    return Status(Code::kInvalidArgument,
+                  "SparDL teams: T=" + std::to_string(numTeams) + " does not divide N=" + std::to_string(n));
   }
   TeamSplit split;
   split.numTeams = numTeams;
@@ -56,12 +55,11 @@ Result<TeamSplit> teamSplit(const std::vector<int>& order, int numTeams) {
 
 Result<Schedule> sparRSagAllreduce(const TeamSplit& split) {
   if (!isPowerOfTwo(split.numTeams)) {
-    return Status(Code::kNotSupported, "R-SAG needs a power-of-two team count, T=" +
-                                           std::to_string(split.numTeams) + " (use B-SAG)");
+    return Status(Code::kNotSupported,
+                  "R-SAG needs a power-of-two team count, T=" + std::to_string(split.numTeams) + " (use B-SAG)");
   }
   int n = split.numTeams * split.teamSize, s = split.teamSize;
-  ScheduleBuilder builder("spar-rsag-allreduce T=" + std::to_string(split.numTeams),
-                          Collective::kAllreduce, n, s);
+  ScheduleBuilder builder("spar-rsag-allreduce T=" + std::to_string(split.numTeams), Collective::kAllreduce, n, s);
   int step = 0, used = 0;
   for (const auto& team : split.teams) used = appendSparReduceScatter(builder, step, team);
   step += used;
@@ -76,8 +74,7 @@ Result<Schedule> sparRSagAllreduce(const TeamSplit& split) {
 
 Schedule sparBSagCrossGather(const TeamSplit& split) {
   int n = split.numTeams * split.teamSize, teams = split.numTeams;
-  ScheduleBuilder builder("spar-bsag-cross-gather T=" + std::to_string(teams),
-                          Collective::kAllGather, n, teams);
+  ScheduleBuilder builder("spar-bsag-cross-gather T=" + std::to_string(teams), Collective::kAllGather, n, teams);
   std::vector<int> owned(n, 0);
   for (int t = 0; t < teams; ++t)
     for (int rank : split.teams[t]) owned[rank] = t;

@@ -28,10 +28,10 @@
 namespace tsr::topology {
 
 struct TorusShape {
-  int x = 0;               // ranks per row
-  int y = 0;               // rows
-  bool hostAxis = false;   // true: each row is one host
-  std::string reason;      // why this shape
+  int x = 0;              // ranks per row
+  int y = 0;              // rows
+  bool hostAxis = false;  // true: each row is one host
+  std::string reason;     // why this shape
 };
 
 struct TorusLayout {

@@ -19,16 +19,14 @@ RegisteredMemory::~RegisteredMemory() {
 Result<void*> RegisteredMemory::allocate(size_t bytes) {
   if (bytes == 0) bytes = 1;
   ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS |
-                  UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS | UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
   mp.address = nullptr;
   mp.length = bytes;
   mp.flags = UCP_MEM_MAP_ALLOCATE;
   ucp_mem_h memh = nullptr;
   ucs_status_t st = ucp_mem_map(static_cast<ucp_context_h>(context_->handle()), &mp, &memh);
   if (st != UCS_OK)
-    return Status(Code::kTransport, "ucp_mem_map of " + std::to_string(bytes) +
-                                        " bytes: " + ucs_status_string(st));
+    return Status(Code::kTransport, "ucp_mem_map of " + std::to_string(bytes) + " bytes: " + ucs_status_string(st));
   ucp_mem_attr_t attr{};
   attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
   st = ucp_mem_query(memh, &attr);

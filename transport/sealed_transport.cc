@@ -38,8 +38,8 @@ class SealedTransport::OpeningConsumer final : public Consumer {
       : owner_(owner), op_(op), user_(user), tag_(tag) {}
   void consume(const void* data) override {
     size_t bytes = 0;
-    op_.consumerError = owner_.openMessage(op_.peer, tag_, static_cast<const char*>(data),
-                                           op_.capacity + kSealOverhead, op_.staging.data(), op_.capacity, &bytes);
+    op_.consumerError = owner_.openMessage(op_.peer, tag_, static_cast<const char*>(data), op_.capacity + kSealOverhead,
+                                           op_.staging.data(), op_.capacity, &bytes);
     if (op_.consumerError.isOk()) user_->consume(op_.staging.data());
   }
 
@@ -50,8 +50,8 @@ class SealedTransport::OpeningConsumer final : public Consumer {
   uint64_t tag_;
 };
 
-SealedTransport::SealedTransport(Transport& inner, const std::vector<LinkKeys>& keys,
-                                 std::vector<bool> sealed, std::vector<std::string> hosts)
+SealedTransport::SealedTransport(Transport& inner, const std::vector<LinkKeys>& keys, std::vector<bool> sealed,
+                                 std::vector<std::string> hosts)
     : inner_(inner), links_(keys.size()), sealed_(std::move(sealed)), hosts_(std::move(hosts)) {
   for (size_t r = 0; r < keys.size(); ++r) {
     if (r >= sealed_.size() || !sealed_[r]) continue;
@@ -84,8 +84,8 @@ void SealedTransport::giveBuffer(std::vector<char> buffer) {
   spare_.emplace(capacity, std::move(buffer));
 }
 
-Result<SealedTransport::Op*> SealedTransport::startSend(int peer, uint64_t tag, const void* buffer,
-                                                        size_t bytes, Completion* c) {
+Result<SealedTransport::Op*> SealedTransport::startSend(int peer, uint64_t tag, const void* buffer, size_t bytes,
+                                                        Completion* c) {
   Link& link = links_[peer];
   Op& op = newOp(Op::kSend, c, peer);
   op.staging = takeBuffer(bytes + kSealOverhead);
@@ -101,8 +101,7 @@ Result<SealedTransport::Op*> SealedTransport::startSend(int peer, uint64_t tag, 
   return &op;
 }
 
-Status SealedTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
-                             Completion* c) {
+Status SealedTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type, Completion* c) {
   if (!isSealed(peer) || isControl(tag)) return inner_.send(peer, tag, buffer, bytes, type, c);
   if (type != MemoryType::kHost) return Status(Code::kNotSupported, "sealed transport: host memory only");
   TSR_ASSIGN_OR_RETURN(Op * op, startSend(peer, tag, buffer, bytes, c));
@@ -127,8 +126,8 @@ Status SealedTransport::sendToConsumer(int peer, uint64_t tag, const void* buffe
   return st;
 }
 
-Status SealedTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
-                             MemoryType type, Completion* c) {
+Status SealedTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes, MemoryType type,
+                             Completion* c) {
   if (!isSealed(peer) || isControl(tag)) return inner_.recv(peer, tag, tagMask, buffer, bytes, type, c);
   if (type != MemoryType::kHost) return Status(Code::kNotSupported, "sealed transport: host memory only");
   Op& op = newOp(Op::kRecv, c, peer);
@@ -173,13 +172,12 @@ Status SealedTransport::openMessage(int from, uint64_t tag, const char* sealed, 
   };
   if (!isSealed(from)) return named("is not from a sealed link");
   if (sealedBytes < kSealOverhead || sealedBytes - kSealOverhead > capacity)
-    return named("has " + std::to_string(sealedBytes) + " sealed bytes for a buffer of " +
-                 std::to_string(capacity) + " (tampered or forged)");
+    return named("has " + std::to_string(sealedBytes) + " sealed bytes for a buffer of " + std::to_string(capacity) +
+                 " (tampered or forged)");
   uint64_t seq = 0;
   Status st = links_[from].receiver->open(tag, sealed, sealedBytes, out, &seq);
   if (!st.isOk()) return named(st.message() + ": tampered, forged or moved from another message");
-  if (!links_[from].window.accept(seq))
-    return named("repeats sequence number " + std::to_string(seq) + " (a replay)");
+  if (!links_[from].window.accept(seq)) return named("repeats sequence number " + std::to_string(seq) + " (a replay)");
   *bytes = sealedBytes - kSealOverhead;
   return Status::ok();
 }

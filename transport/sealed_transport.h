@@ -46,10 +46,8 @@ class SealedTransport final : public Transport {
               Completion* completion) override;
   Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;
-  Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes,
-                        Completion* completion) override;
-  Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer,
-                        Completion* completion) override;
+  Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* completion) override;
+  Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer, Completion* completion) override;
   void cancel(Completion* completion) override;
 
   bool progress() override;
@@ -87,8 +85,8 @@ class SealedTransport final : public Transport {
   std::vector<Link> links_;
   std::vector<bool> sealed_;
   std::vector<std::string> hosts_;
-  std::list<Op> ops_;                          // sealed operations in flight
-  std::unordered_map<Completion*, Op*> byOuter_;  // for cancel()
+  std::list<Op> ops_;                               // sealed operations in flight
+  std::unordered_map<Completion*, Op*> byOuter_;    // for cancel()
   std::multimap<size_t, std::vector<char>> spare_;  // staging buffers by capacity
 };
 

@@ -77,8 +77,8 @@ Status Sealer::open(uint64_t tag, const void* in, size_t sealedBytes, void* out,
   EVP_CIPHER_CTX* c = ctx_->dec;
   bool ok = EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce.data()) == 1 &&
             EVP_DecryptUpdate(c, nullptr, &len, aad, sizeof aad) == 1 &&
-            (bytes == 0 || EVP_DecryptUpdate(c, static_cast<uint8_t*>(out), &len, i + kSealSeqBytes,
-                                             static_cast<int>(bytes)) == 1) &&
+            (bytes == 0 ||
+             EVP_DecryptUpdate(c, static_cast<uint8_t*>(out), &len, i + kSealSeqBytes, static_cast<int>(bytes)) == 1) &&
             EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kSealTagBytes, gcmTag) == 1 &&
             EVP_DecryptFinal_ex(c, static_cast<uint8_t*>(out) + bytes, &len) == 1;
   if (!ok) return Status(Code::kTransport, "the message does not authenticate (AES-GCM tag mismatch)");

@@ -11,8 +11,7 @@ void SendClock::completed(int peer, size_t bytes, Clock::time_point now) {
   Peer& p = peers_[peer];
   if (p.inFlight == 0) return;
   p.total.bytes += bytes;
-  if (--p.inFlight == 0)
-    p.total.busySeconds += std::chrono::duration<double>(now - p.busySince).count();
+  if (--p.inFlight == 0) p.total.busySeconds += std::chrono::duration<double>(now - p.busySince).count();
 }
 
 std::vector<PeerSendTime> SendClock::totals(Clock::time_point now) const {

@@ -16,7 +16,7 @@
 namespace tsr::transport {
 
 struct PeerSendTime {
-  uint64_t bytes = 0;   // of completed large sends
+  uint64_t bytes = 0;  // of completed large sends
   double busySeconds = 0;
 };
 

@@ -18,7 +18,8 @@ class SpareBuffers {
   std::vector<char> copyOf(const char* data, size_t length) {
     size_t best = spares_.size();
     for (size_t i = 0; i < spares_.size(); ++i)
-      if (spares_[i].capacity() >= length && (best == spares_.size() || spares_[i].capacity() < spares_[best].capacity()))
+      if (spares_[i].capacity() >= length &&
+          (best == spares_.size() || spares_[i].capacity() < spares_[best].capacity()))
         best = i;
     std::vector<char> buffer;
     if (best != spares_.size()) {

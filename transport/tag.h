@@ -48,15 +48,12 @@ constexpr uint64_t makeDataTag(int source, uint32_t comm, uint32_t seq, uint32_t
 
 constexpr uint64_t makeControlTag(int source, uint32_t comm) {
   return (static_cast<uint64_t>(source) & kTagRankMask) << kTagRankShift |
-         (static_cast<uint64_t>(comm) & kTagCommMask) << kTagCommShift |
-         uint64_t{1} << kTagCtlShift;
+         (static_cast<uint64_t>(comm) & kTagCommMask) << kTagCommShift | uint64_t{1} << kTagCtlShift;
 }
 
 // Matches control messages of one communicator from any source.
 constexpr uint64_t kControlTagMask = kTagCommMask << kTagCommShift | uint64_t{1} << kTagCtlShift;
 
-constexpr int tagSource(uint64_t tag) {
-  return static_cast<int>((tag >> kTagRankShift) & kTagRankMask);
-}
+constexpr int tagSource(uint64_t tag) { return static_cast<int>((tag >> kTagRankShift) & kTagRankMask); }
 
 }  // namespace tsr::transport

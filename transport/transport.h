@@ -21,8 +21,7 @@ enum class MemoryType : uint8_t { kHost = 0, kCuda = 1 };
 // How errors name a peer: "rank 2 (tsr2)" when its host is known (hosts[rank]), else "rank 2".
 inline std::string peerLabel(int peer, const std::vector<std::string>& hosts) {
   std::string s = "rank " + std::to_string(peer);
-  if (peer >= 0 && peer < static_cast<int>(hosts.size()) && !hosts[peer].empty())
-    s += " (" + hosts[peer] + ")";
+  if (peer >= 0 && peer < static_cast<int>(hosts.size()) && !hosts[peer].empty()) s += " (" + hosts[peer] + ")";
   return s;
 }
 
@@ -30,8 +29,8 @@ struct Completion {
   bool posted = false;
   bool done = false;
   Status status;
-  size_t bytes = 0;      // bytes received (receives only)
-  uint64_t tag = 0;      // sender's tag (receives only)
+  size_t bytes = 0;        // bytes received (receives only)
+  uint64_t tag = 0;        // sender's tag (receives only)
   void* handle = nullptr;  // transport's in-flight request, null once done
 };
 
@@ -55,20 +54,18 @@ class Transport {
 
   virtual Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
                       Completion* completion) = 0;
-  virtual Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
-                      MemoryType type, Completion* completion) = 0;
+  virtual Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes, MemoryType type,
+                      Completion* completion) = 0;
   // The consumer path: a message sent with sendToConsumer is matched (peer, tag) by a
   // recvToConsumer, whose consumer gets the bytes straight from the transport's receive
   // buffer, with no copy into a buffer of ours (a message that comes first is kept aside
   // until its receive is posted). A message of another length completes the receive without
   // consuming, its length in Completion::bytes. Both sides must use the path for a message.
-  virtual Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes,
-                                Completion* completion) {
+  virtual Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* completion) {
     (void)peer, (void)tag, (void)buffer, (void)bytes, (void)completion;
     return Status(Code::kNotSupported, "this transport has no consumer path");
   }
-  virtual Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer,
-                                Completion* completion) {
+  virtual Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer, Completion* completion) {
     (void)peer, (void)tag, (void)bytes, (void)consumer, (void)completion;
     return Status(Code::kNotSupported, "this transport has no consumer path");
   }

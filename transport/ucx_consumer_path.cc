@@ -26,8 +26,8 @@ struct Fetch {
 
 Status UcxTransport::setUpConsumerPath() {
   ucp_am_handler_param_t param{};
-  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                     UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                     UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
   param.id = kConsumerAmId;
   param.flags = UCP_AM_FLAG_WHOLE_MSG;
   param.arg = this;
@@ -36,8 +36,8 @@ Status UcxTransport::setUpConsumerPath() {
     auto* self = static_cast<UcxTransport*>(arg);
     uint64_t tag = 0;
     if (headerLength != sizeof tag) {
-      log::get("transport")->error("rank {}: dropped a consumer message with a {}-byte header",
-                                   self->rank_, headerLength);
+      log::get("transport")
+          ->error("rank {}: dropped a consumer message with a {}-byte header", self->rank_, headerLength);
       return UCS_OK;
     }
     std::memcpy(&tag, header, sizeof tag);
@@ -54,13 +54,14 @@ Status UcxTransport::setUpConsumerPath() {
       ucp_request_free(request);
     };
     rp.user_data = fetch.get();
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(static_cast<ucp_worker_h>(self->worker_), data,
-                                                fetch->data.data(), length, &rp);
+    ucs_status_ptr_t req =
+        ucp_am_recv_data_nbx(static_cast<ucp_worker_h>(self->worker_), data, fetch->data.data(), length, &rp);
     if (req == nullptr) {
       self->onConsumerMessage(tag, fetch->data.data(), length);
     } else if (UCS_PTR_IS_ERR(req)) {
-      log::get("transport")->error("rank {}: fetching a consumer message failed: {}", self->rank_,
-                                   ucs_status_string(UCS_PTR_STATUS(req)));
+      log::get("transport")
+          ->error("rank {}: fetching a consumer message failed: {}", self->rank_,
+                  ucs_status_string(UCS_PTR_STATUS(req)));
     } else {
       fetch.release();  // the callback owns it now
     }
@@ -86,28 +87,25 @@ void UcxTransport::onConsumerMessage(uint64_t tag, const void* data, size_t leng
   r.completion->done = true;
 }
 
-Status UcxTransport::sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes,
-                                    Completion* c) {
+Status UcxTransport::sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* c) {
   TSR_RETURN_IF_ERROR(checkPeer(peer, "send"));
   *c = Completion{};
   c->posted = true;
   c->tag = tag;  // the message's header: it must live until the send completes, as c does
   ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   TimedSend* timed = startTimedSend(c, peer, bytes);
   param.cb.send = timed ? onTimedSendDone : onSendDone;
   param.user_data = timed ? static_cast<void*>(timed) : c;
   param.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t req = ucp_am_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), kConsumerAmId,
-                                         &c->tag, sizeof c->tag, buffer, bytes, &param);
+  ucs_status_ptr_t req = ucp_am_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), kConsumerAmId, &c->tag, sizeof c->tag,
+                                         buffer, bytes, &param);
   countSent(bytes);
   trackSend(req, c, peer, timed);
   return Status::ok();
 }
 
-Status UcxTransport::recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer,
-                                    Completion* c) {
+Status UcxTransport::recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer, Completion* c) {
   bool left = peer >= 0 && peer < size_ && left_[peer];  // as recv(): its last messages may be here
   if (!left) TSR_RETURN_IF_ERROR(checkPeer(peer, "receive"));
   *c = Completion{};

@@ -92,8 +92,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
 
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-  if (st != UCS_OK)
-    return Status(Code::kTransport, std::string("ucp_config_read: ") + ucs_status_string(st));
+  if (st != UCS_OK) return Status(Code::kTransport, std::string("ucp_config_read: ") + ucs_status_string(st));
   applyDefaults(config, tcpSendBuffer);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -103,8 +102,8 @@ Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {
   st = ucp_init(&params, config, &handle);
   ucp_config_release(config);
   if (st != UCS_OK)
-    return Status(Code::kTransport, std::string("ucp_init: ") + ucs_status_string(st) +
-                                        " (check UCX_TLS / UCX_NET_DEVICES)");
+    return Status(Code::kTransport,
+                  std::string("ucp_init: ") + ucs_status_string(st) + " (check UCX_TLS / UCX_NET_DEVICES)");
   auto context = std::shared_ptr<UcxContext>(new UcxContext());
   context->context_ = handle;
   context->tcpSendBuffer_ = tcpSendBuffer;

@@ -10,10 +10,9 @@ namespace tsr::transport {
 
 // Tessera's TCP send buffer (UCX_TCP_SNDBUF, the kernel doubles it) for a network link of
 // `bytesPerSec` (0: unknown): about 256 us of the link, as the nearest power of two, 16 KiB..
-// 256 KiB, so an unknown or fast link keeps 256 KiB and 1 Gbit/s gets 32 KiB. A ring forwards each chunk as soon as it has it: bytes queued
-// beyond that only delay every hop, and on a slow link under BBR the standing queue inflates
-// every round trip until its 10-second round-trip probes stall the ring (docs/performance.md,
-// "TCP send buffer").
+// 256 KiB, so an unknown or fast link keeps 256 KiB and 1 Gbit/s gets 32 KiB. A ring forwards each chunk as soon as it
+// has it: bytes queued beyond that only delay every hop, and on a slow link under BBR the standing queue inflates every
+// round trip until its 10-second round-trip probes stall the ring (docs/performance.md, "TCP send buffer").
 size_t tcpSendBufferFor(double bytesPerSec);
 
 // The send buffer for a network link the probe measured at `bytesPerSec`, or 0 to keep the

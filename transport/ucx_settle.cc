@@ -38,8 +38,8 @@ Status UcxTransport::settle(int timeoutMs) {
   char nothing = 0;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    TSR_RETURN_IF_ERROR(recv(peer, makeDataTag(peer, kSettleComm, 0, 0), kTagFullMask, &nothing, 0,
-                             MemoryType::kHost, &recvs[peer]));
+    TSR_RETURN_IF_ERROR(
+        recv(peer, makeDataTag(peer, kSettleComm, 0, 0), kTagFullMask, &nothing, 0, MemoryType::kHost, &recvs[peer]));
     // A synchronous send completes once the peer matched it, which takes the endpoint's
     // remote id: UCX resolves it now (a wire-up request and reply), not at the first
     // rendezvous message of some later collective.
@@ -56,8 +56,7 @@ Status UcxTransport::settle(int timeoutMs) {
     ucs_status_ptr_t req = ucp_ep_flush_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), &param);
     if (UCS_PTR_IS_ERR(req))
       return Status(Code::kPeerFailed, "rank " + std::to_string(rank_) + " cannot connect to " +
-                                           peerLabel(peer, hosts_) + ": " +
-                                           ucs_status_string(UCS_PTR_STATUS(req)));
+                                           peerLabel(peer, hosts_) + ": " + ucs_status_string(UCS_PTR_STATUS(req)));
     if (req) flushes.push_back(req);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);

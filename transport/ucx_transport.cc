@@ -21,9 +21,7 @@ namespace {
 
 ucp_worker_h asWorker(void* w) { return static_cast<ucp_worker_h>(w); }
 
-std::string ucsError(const char* what, ucs_status_t st) {
-  return std::string(what) + ": " + ucs_status_string(st);
-}
+std::string ucsError(const char* what, ucs_status_t st) { return std::string(what) + ": " + ucs_status_string(st); }
 
 void onRecvDone(void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
   auto* c = static_cast<Completion*>(user);
@@ -44,8 +42,8 @@ Status fromUcs(ucs_status_t st, const std::string& what) {
   if (st == UCS_ERR_MESSAGE_TRUNCATED)
     return Status(Code::kMismatch, what + ": message larger than the receive buffer");
   if (st == UCS_ERR_CANCELED) return Status(Code::kAborted, what + ": cancelled");
-  if (st == UCS_ERR_CONNECTION_RESET || st == UCS_ERR_ENDPOINT_TIMEOUT ||
-      st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED || st == UCS_ERR_REJECTED)
+  if (st == UCS_ERR_CONNECTION_RESET || st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_UNREACHABLE ||
+      st == UCS_ERR_NOT_CONNECTED || st == UCS_ERR_REJECTED)
     return Status(Code::kPeerFailed, what + ": " + ucs_status_string(st));
   return Status(Code::kTransport, what + ": " + ucs_status_string(st));
 }
@@ -60,8 +58,10 @@ void onSendDone(void* request, ucs_status_t st, void* user) {
 
 void onTimedSendDone(void* request, ucs_status_t st, void* user) {
   auto* t = static_cast<UcxTransport::TimedSend*>(user);
-  if (st == UCS_OK) t->clock->completed(t->peer, t->bytes, SendClock::Clock::now());
-  else t->clock->completed(t->peer, 0, SendClock::Clock::now());
+  if (st == UCS_OK)
+    t->clock->completed(t->peer, t->bytes, SendClock::Clock::now());
+  else
+    t->clock->completed(t->peer, 0, SendClock::Clock::now());
   t->spares->push_back(t);
   onSendDone(request, st, t->completion);
 }
@@ -83,8 +83,8 @@ UcxTransport::UcxTransport(int rank, int size, std::shared_ptr<UcxContext> conte
 
 Result<std::unique_ptr<UcxTransport>> UcxTransport::create(int rank, int size, size_t tcpSendBuffer) {
   if (size < 1 || size > kMaxRanks || rank < 0 || rank >= size)
-    return Status(Code::kInvalidArgument, "transport: rank " + std::to_string(rank) +
-                                              " / size " + std::to_string(size) + " out of range");
+    return Status(Code::kInvalidArgument,
+                  "transport: rank " + std::to_string(rank) + " / size " + std::to_string(size) + " out of range");
   TSR_ASSIGN_OR_RETURN(auto context, UcxContext::instance(tcpSendBuffer));
   std::unique_ptr<UcxTransport> t(new UcxTransport(rank, size, std::move(context)));
   TSR_RETURN_IF_ERROR(t->init());
@@ -115,8 +115,7 @@ Status UcxTransport::init() {
   if (st != UCS_OK) return Status(Code::kTransport, ucsError("ucp_worker_get_efd", st));
   wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (wakeFd_ < 0 || epollFd_ < 0)
-    return Status(Code::kTransport, std::string("eventfd/epoll: ") + strerror(errno));
+  if (wakeFd_ < 0 || epollFd_ < 0) return Status(Code::kTransport, std::string("eventfd/epoll: ") + strerror(errno));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = workerFd_;
@@ -148,8 +147,7 @@ UcxTransport::~UcxTransport() {
       ep = nullptr;
     }
     for (void* req : closing) {
-      for (int i = 0; i < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++i)
-        ucp_worker_progress(worker);
+      for (int i = 0; i < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++i) ucp_worker_progress(worker);
       ucp_request_free(req);
     }
     discardUnexpected();
@@ -174,8 +172,7 @@ void UcxTransport::discardUnexpected() {
     ucp_request_param_t param{};
     ucs_status_ptr_t req = ucp_tag_msg_recv_nbx(worker, sink.data(), info.length, msg, &param);
     if (UCS_PTR_IS_PTR(req)) {
-      for (int k = 0; k < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++k)
-        ucp_worker_progress(worker);
+      for (int k = 0; k < 100000 && ucp_request_check_status(req) == UCS_INPROGRESS; ++k) ucp_worker_progress(worker);
       ucp_request_cancel(worker, req);
       ucp_request_free(req);
     }
@@ -188,18 +185,17 @@ Status UcxTransport::connect(const std::vector<std::string>& addresses) {
   return connect(addresses, std::vector<bool>(addresses.size(), false));
 }
 
-Status UcxTransport::connect(const std::vector<std::string>& addresses,
-                             const std::vector<bool>& fastLocal) {
+Status UcxTransport::connect(const std::vector<std::string>& addresses, const std::vector<bool>& fastLocal) {
   if (static_cast<int>(addresses.size()) != size_ || fastLocal.size() != addresses.size())
-    return Status(Code::kInternal, "transport: got " + std::to_string(addresses.size()) +
-                                       " addresses for " + std::to_string(size_) + " ranks");
+    return Status(Code::kInternal, "transport: got " + std::to_string(addresses.size()) + " addresses for " +
+                                       std::to_string(size_) + " ranks");
   handlerArgs_.resize(size_);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     handlerArgs_[peer] = std::make_unique<PeerHandlerArg>(PeerHandlerArg{this, peer});
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.field_mask =
+        UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     bool local = fastLocal[peer];
     ep.address = reinterpret_cast<const ucp_address_t*>(addresses[peer].data());
     ep.err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
@@ -223,8 +219,7 @@ void UcxTransport::markPeerFailed(int peer, const std::string& why) {
   peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) + " lost its connection to " +
                                                     peerLabel(peer, hosts_) + ": " + why);
   failConsumerRecvs(peer, peerStatus_[peer]);  // UCX has no request of ours to fail for them
-  log::get("transport")->log(closing_ ? spdlog::level::debug : spdlog::level::warn, "{}",
-                              peerStatus_[peer].message());
+  log::get("transport")->log(closing_ ? spdlog::level::debug : spdlog::level::warn, "{}", peerStatus_[peer].message());
 }
 
 void UcxTransport::markPeerLeft(int peer) {
@@ -245,27 +240,24 @@ bool UcxTransport::supportsMemoryType(MemoryType type) const {
 
 Status UcxTransport::checkPeer(int peer, const char* what) const {
   if (peer < 0 || peer >= size_ || peer == rank_ || !endpoints_[peer])
-    return Status(Code::kInternal, std::string(what) + " to invalid peer " + std::to_string(peer) +
-                                       " from rank " + std::to_string(rank_));
+    return Status(Code::kInternal, std::string(what) + " to invalid peer " + std::to_string(peer) + " from rank " +
+                                       std::to_string(rank_));
   return peerStatus_[peer];
 }
 
-Status UcxTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes,
-                          MemoryType type, Completion* c) {
+Status UcxTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type, Completion* c) {
   TSR_RETURN_IF_ERROR(checkPeer(peer, "send"));
   if (!supportsMemoryType(type))
     return Status(Code::kNotSupported, "UCX here has no CUDA memory support; stage through host");
   *c = Completion{};
   c->posted = true;
   ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   TimedSend* timed = startTimedSend(c, peer, bytes);
   param.cb.send = timed ? onTimedSendDone : onSendDone;
   param.user_data = timed ? static_cast<void*>(timed) : c;
   param.memory_type = type == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t req =
-      ucp_tag_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), buffer, bytes, tag, &param);
+  ucs_status_ptr_t req = ucp_tag_send_nbx(static_cast<ucp_ep_h>(endpoints_[peer]), buffer, bytes, tag, &param);
   countSent(bytes);
   trackSend(req, c, peer, timed);
   return Status::ok();
@@ -291,8 +283,8 @@ void UcxTransport::trackSend(void* request, Completion* c, int peer, TimedSend* 
   }
 }
 
-Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
-                          MemoryType type, Completion* c) {
+Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes, MemoryType type,
+                          Completion* c) {
   // A peer that left sent everything before its goodbye: its last messages may be waiting
   // here still, so receiving from it is allowed (a message that never comes times out).
   bool left = peer >= 0 && peer < size_ && left_[peer];
@@ -303,8 +295,8 @@ Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer
   c->posted = true;
   ucp_tag_recv_info_t info{};
   ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                       UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE |
+                       UCP_OP_ATTR_FIELD_RECV_INFO;
   // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected
   // queue, and the executor needs the length to check it: always take the callback path.
   param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
@@ -327,8 +319,10 @@ Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer
 }
 
 void UcxTransport::cancel(Completion* c) {
-  if (c->handle) ucp_request_cancel(asWorker(worker_), c->handle);
-  else if (c->posted && !c->done) cancelConsumerRecv(c);
+  if (c->handle)
+    ucp_request_cancel(asWorker(worker_), c->handle);
+  else if (c->posted && !c->done)
+    cancelConsumerRecv(c);
 }
 
 bool UcxTransport::progress() {

@@ -48,12 +48,10 @@ class UcxTransport final : public Transport {
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;
   // The consumer path over UCX active messages (ucx_consumer_path.cc).
-  Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes,
-                        Completion* completion) override;
-  Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer,
-                        Completion* completion) override;
-  Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes,
-              MemoryType type, Completion* completion) override;
+  Status sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* completion) override;
+  Status recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer, Completion* completion) override;
+  Status recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes, MemoryType type,
+              Completion* completion) override;
   void cancel(Completion* completion) override;
 
   bool progress() override;
@@ -131,8 +129,8 @@ class UcxTransport final : public Transport {
   std::vector<void*> endpoints_;  // ucp_ep_h per rank (null for self)
   std::vector<std::unique_ptr<PeerHandlerArg>> handlerArgs_;
   std::vector<Status> peerStatus_;
-  std::vector<std::string> hosts_;  // by rank, for error messages (setPeerHosts)
-  std::vector<bool> left_;  // said goodbye (see markPeerLeft)
+  std::vector<std::string> hosts_;    // by rank, for error messages (setPeerHosts)
+  std::vector<bool> left_;            // said goodbye (see markPeerLeft)
   std::atomic<bool> closing_{false};  // leaving: peers' endpoint failures are expected
   bool abandonOnClose_ = false;
   std::shared_ptr<RegisteredMemory> registered_;

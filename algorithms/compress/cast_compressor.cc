@@ -8,9 +8,12 @@ namespace tsr::compress {
 
 std::string CastCompressor::name() const {
   switch (kind_) {
-    case Kind::kNone: return "none";
-    case Kind::kF16: return "fp16";
-    case Kind::kBf16: return "bf16";
+    case Kind::kNone:
+      return "none";
+    case Kind::kF16:
+      return "fp16";
+    case Kind::kBf16:
+      return "bf16";
   }
   return "cast";
 }
@@ -26,8 +29,12 @@ Result<size_t> CastCompressor::compress(std::span<const float> input, std::span<
     case Kind::kNone:  // an empty tensor's spans may be null, which memcpy may not be given
       if (count()) std::memcpy(output.data(), input.data(), count() * sizeof(float));
       break;
-    case Kind::kF16: kernels::castF32ToF16(input.data(), count(), payloadAs<uint16_t>(output.data())); break;
-    case Kind::kBf16: kernels::castF32ToBf16(input.data(), count(), payloadAs<uint16_t>(output.data())); break;
+    case Kind::kF16:
+      kernels::castF32ToF16(input.data(), count(), payloadAs<uint16_t>(output.data()));
+      break;
+    case Kind::kBf16:
+      kernels::castF32ToBf16(input.data(), count(), payloadAs<uint16_t>(output.data()));
+      break;
   }
   advanceStep();
   return maxCompressedBytes();
@@ -42,8 +49,12 @@ Status CastCompressor::decompress(std::span<const std::byte> compressed, std::sp
     case Kind::kNone:
       if (count()) std::memcpy(output.data(), compressed.data(), count() * sizeof(float));
       break;
-    case Kind::kF16: kernels::castF16ToF32(payloadAs<uint16_t>(compressed.data()), count(), output.data()); break;
-    case Kind::kBf16: kernels::castBf16ToF32(payloadAs<uint16_t>(compressed.data()), count(), output.data()); break;
+    case Kind::kF16:
+      kernels::castF16ToF32(payloadAs<uint16_t>(compressed.data()), count(), output.data());
+      break;
+    case Kind::kBf16:
+      kernels::castBf16ToF32(payloadAs<uint16_t>(compressed.data()), count(), output.data());
+      break;
   }
   return Status::ok();
 }

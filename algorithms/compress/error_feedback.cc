@@ -7,10 +7,7 @@
 namespace tsr::compress {
 
 ErrorFeedback::ErrorFeedback(std::unique_ptr<Compressor> inner)
-    : Compressor(inner->count()),
-      inner_(std::move(inner)),
-      error_(count(), 0.0f),
-      corrected_(count(), 0.0f) {}
+    : Compressor(inner->count()), inner_(std::move(inner)), error_(count(), 0.0f), corrected_(count(), 0.0f) {}
 
 std::string ErrorFeedback::name() const { return "ef(" + inner_->name() + ")"; }
 

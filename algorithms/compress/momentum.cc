@@ -20,8 +20,7 @@ void NesterovMomentum::setStep(uint32_t step) {
   inner_->setStep(step);
 }
 
-Result<size_t> NesterovMomentum::compress(std::span<const float> input,
-                                          std::span<std::byte> output) {
+Result<size_t> NesterovMomentum::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));
   const size_t n = count();

@@ -17,8 +17,7 @@ size_t OnebitCompressor::maxCompressedBytes() const {
   return kHeader + kernels::wordsForElements(count()) * sizeof(uint64_t);
 }
 
-Result<size_t> OnebitCompressor::compress(std::span<const float> input,
-                                          std::span<std::byte> output) {
+Result<size_t> OnebitCompressor::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   float scale = 1.0f;
   if (scaling_ && count() > 0)

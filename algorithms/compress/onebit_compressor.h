@@ -12,8 +12,7 @@ namespace tsr::compress {
 
 class OnebitCompressor final : public Compressor {
  public:
-  OnebitCompressor(size_t count, bool scaling, uint64_t seed)
-      : Compressor(count), scaling_(scaling), seed_(seed) {}
+  OnebitCompressor(size_t count, bool scaling, uint64_t seed) : Compressor(count), scaling_(scaling), seed_(seed) {}
   std::string name() const override;
   size_t maxCompressedBytes() const override;
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;

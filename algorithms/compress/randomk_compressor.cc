@@ -28,8 +28,7 @@ std::span<const uint32_t> RandomkCompressor::indicesFor(uint32_t step) {
   return {indices_.data(), k};
 }
 
-Result<size_t> RandomkCompressor::compress(std::span<const float> input,
-                                           std::span<std::byte> output) {
+Result<size_t> RandomkCompressor::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));
   std::span<const uint32_t> idx = indicesFor(step());
@@ -40,19 +39,16 @@ Result<size_t> RandomkCompressor::compress(std::span<const float> input,
   return kHeader + 4 * idx.size();
 }
 
-Status RandomkCompressor::decompress(std::span<const std::byte> compressed,
-                                     std::span<float> output) {
+Status RandomkCompressor::decompress(std::span<const std::byte> compressed, std::span<float> output) {
   TSR_RETURN_IF_ERROR(checkDecompressArgs(compressed, output));
   uint32_t header[2] = {0, 0};
   if (compressed.size() >= kHeader) std::memcpy(header, compressed.data(), kHeader);
   if (compressed.size() < kHeader || header[1] != k_ || compressed.size() != kHeader + 4 * k_)
-    return Status(Code::kInvalidArgument, name() + ": malformed payload of " +
-                                              std::to_string(compressed.size()) + " bytes (k=" +
-                                              std::to_string(header[1]) + ")");
+    return Status(Code::kInvalidArgument, name() + ": malformed payload of " + std::to_string(compressed.size()) +
+                                              " bytes (k=" + std::to_string(header[1]) + ")");
   std::span<const uint32_t> idx = indicesFor(header[0]);
   std::fill(output.begin(), output.end(), 0.0f);  // not memset: an empty span may be null
-  kernels::scatterValues(idx.data(), payloadAs<float>(compressed.data() + kHeader), idx.size(),
-                         output.data());
+  kernels::scatterValues(idx.data(), payloadAs<float>(compressed.data() + kHeader), idx.size(), output.data());
   return Status::ok();
 }
 

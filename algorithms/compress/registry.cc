@@ -20,8 +20,8 @@ namespace tsr::compress {
 namespace {
 
 Status badValue(const std::string& key, const std::string& value, const std::string& accepted) {
-  return Status(Code::kInvalidArgument, "compressor parameter '" + key + "' has bad value '" +
-                                            value + "'; accepted: " + accepted);
+  return Status(Code::kInvalidArgument,
+                "compressor parameter '" + key + "' has bad value '" + value + "'; accepted: " + accepted);
 }
 
 // Looks up `key`; returns the default when absent and marks it used.
@@ -91,8 +91,8 @@ Status notApplicable(const std::string& key, const std::string& value, const std
 
 const std::vector<std::string>& compressorKeys() {
   static const std::vector<std::string> keys = {
-      "compressor", "k", "scaling", "dithering_partition", "dithering_normalize",
-      "ef", "momentum", "momentum_mu", "seed"};
+      "compressor", "k",           "scaling", "dithering_partition", "dithering_normalize", "ef",
+      "momentum",   "momentum_mu", "seed"};
   return keys;
 }
 
@@ -105,8 +105,8 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
   for (const auto& k : compressorKeys()) keyList += (keyList.empty() ? "" : ", ") + k;
   for (const auto& kv : params)
     if (!known.count(kv.first))
-      return Status(Code::kInvalidArgument, "unknown compressor parameter '" + kv.first + "' = '" +
-                                                kv.second + "'; accepted keys: " + keyList);
+      return Status(Code::kInvalidArgument,
+                    "unknown compressor parameter '" + kv.first + "' = '" + kv.second + "'; accepted keys: " + keyList);
   Reader r(params);
   const std::string kinds = "onebit, topk, randomk, dithering, fp16, bf16, none";
   const std::string* kind = r.find("compressor");
@@ -125,8 +125,9 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
   } else if (*kind == "topk" || *kind == "randomk") {
     const std::string* v = r.find("k");
     if (!v)
-      return Status(Code::kInvalidArgument, "compressor parameter 'k' is required for compressor '" +
-                                                *kind + "'; accepted: a positive count (e.g. 100) or a ratio in (0, 1) (e.g. 0.01)");
+      return Status(Code::kInvalidArgument,
+                    "compressor parameter 'k' is required for compressor '" + *kind +
+                        "'; accepted: a positive count (e.g. 100) or a ratio in (0, 1) (e.g. 0.01)");
     TSR_ASSIGN_OR_RETURN(size_t k, parseSparseK(*v, count));
     if (*kind == "topk") {
       c = std::make_unique<TopkCompressor>(count, k);
@@ -155,7 +156,8 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
                                      ? "a number of levels in 1..32767"
                                      : "a number of levels in 1..15 (natural partition)";
     if (!v)
-      return Status(Code::kInvalidArgument, "compressor parameter 'k' is required for compressor 'dithering'; accepted: " + accepted);
+      return Status(Code::kInvalidArgument,
+                    "compressor parameter 'k' is required for compressor 'dithering'; accepted: " + accepted);
     uint64_t levels;
     if (!parseU64(*v, &levels) || levels > 0xffffffffull ||
         kernels::ditherMaxCode(static_cast<uint32_t>(levels), partition) == 0)
@@ -188,8 +190,8 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
   }
   if (const auto* unused = r.firstUnused()) {
     if (unused->first == "momentum_mu")
-      return Status(Code::kInvalidArgument, "compressor parameter 'momentum_mu' = '" + unused->second +
-                                                "' needs momentum=nesterov");
+      return Status(Code::kInvalidArgument,
+                    "compressor parameter 'momentum_mu' = '" + unused->second + "' needs momentum=nesterov");
     return notApplicable(unused->first, unused->second, *kind);
   }
   return c;

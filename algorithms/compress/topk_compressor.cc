@@ -33,17 +33,15 @@ Status TopkCompressor::decompress(std::span<const std::byte> compressed, std::sp
   uint32_t k = 0;
   if (compressed.size() >= kHeader) std::memcpy(&k, compressed.data(), 4);
   if (compressed.size() < kHeader || k > k_ || compressed.size() != kHeader + 8 * size_t{k})
-    return Status(Code::kInvalidArgument, name() + ": malformed payload of " +
-                                              std::to_string(compressed.size()) + " bytes (k=" +
-                                              std::to_string(k) + ")");
+    return Status(Code::kInvalidArgument, name() + ": malformed payload of " + std::to_string(compressed.size()) +
+                                              " bytes (k=" + std::to_string(k) + ")");
   const uint32_t* indices = payloadAs<uint32_t>(compressed.data() + kHeader);
   for (uint32_t i = 0; i < k; ++i)
     if (indices[i] >= count())
       return Status(Code::kInvalidArgument, name() + ": payload index " + std::to_string(indices[i]) +
                                                 " out of range " + std::to_string(count()));
   std::fill(output.begin(), output.end(), 0.0f);  // not memset: an empty span may be null
-  kernels::scatterValues(indices, payloadAs<float>(compressed.data() + kHeader + 4 * size_t{k}), k,
-                         output.data());
+  kernels::scatterValues(indices, payloadAs<float>(compressed.data() + kHeader + 4 * size_t{k}), k, output.data());
   return Status::ok();
 }
 

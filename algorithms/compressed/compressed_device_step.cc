@@ -34,7 +34,8 @@ Result<std::shared_ptr<CompressedDevice>> CompressedDevice::create(std::shared_p
   TSR_ASSIGN_OR_RETURN(d->codec, DeviceCodec::create(kernels, *s.compressor, who));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->mine, s.slotWords * 8, who, "payload slot"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->all, s.slotWords * 8 * s.size, who, "gathered slots"));
-  TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->gatherScratch, s.gatherPlan->scratchBytes, who, "all-gather scratch"));
+  TSR_RETURN_IF_ERROR(
+      DeviceBlock::make(kernels, d->gatherScratch, s.gatherPlan->scratchBytes, who, "all-gather scratch"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->decoded, s.count * sizeof(float), who, "decoded payload"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->sum, s.count * sizeof(float), who, "sum"));
   return d;

@@ -37,7 +37,8 @@ class CompressedDeviceStepTask final : public FlatStepSequence {
  public:
   CompressedDeviceStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
   std::string describe() const override {
-    return "compressed allreduce of device tensor " + state_->name + " (direct: device kernels, device buffers to the transport)";
+    return "compressed allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
   }
 
  private:

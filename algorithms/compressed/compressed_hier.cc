@@ -38,14 +38,13 @@ compress::Params shardParams(const compress::Params& kv, size_t shardReal, size_
   return out;
 }
 
-Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraType,
-                     const compress::Params& kv) {
+Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraType, const compress::Params& kv) {
   const std::string intraName = intraType == DataType::kF16 ? "fp16" : "none";
   const auto& grid = comm.torusGrid();
   if (grid.empty())
     return Status(Code::kNotSupported, "intra=" + intraName + " selects the two-level schedule, but this job of " +
-                                           std::to_string(s.size) + " ranks has no host grid (" +
-                                           comm.torusWhyNot() + "); leave intra out for the flat all-gather");
+                                           std::to_string(s.size) + " ranks has no host grid (" + comm.torusWhyNot() +
+                                           "); leave intra out for the flat all-gather");
   auto h = std::make_shared<CompressedHier>();
   TSR_ASSIGN_OR_RETURN(h->place, algorithms::placeInGrid(grid, s.rank, s.size, "two-level compressed"));
   // Several hosts of one rank each get a grid of N's factors whose rows span hosts: the
@@ -101,11 +100,11 @@ Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraT
   TSR_ASSIGN_OR_RETURN(h->rowPlan, algorithms::rowAverageScatterPlan(s.rank, s.size, h->place, h->padded, intraType,
                                                                      options, "compressed-2level-intra"));
   TSR_ASSIGN_OR_RETURN(h->columnPlan,
-                       algorithms::groupAllgatherPlan(s.rank, s.size, h->place.columnRanks, s.slotWords,
-                                                      DataType::kI64, options, "compressed-2level-column"));
+                       algorithms::groupAllgatherPlan(s.rank, s.size, h->place.columnRanks, s.slotWords, DataType::kI64,
+                                                      options, "compressed-2level-column"));
   TSR_ASSIGN_OR_RETURN(h->rowGatherPlan,
-                       algorithms::groupAllgatherPlan(s.rank, s.size, h->place.rowRanks, h->shardCount,
-                                                      DataType::kF32, options, "compressed-2level-row"));
+                       algorithms::groupAllgatherPlan(s.rank, s.size, h->place.rowRanks, h->shardCount, DataType::kF32,
+                                                      options, "compressed-2level-row"));
   h->rowScratch = scratchFor(*h->rowPlan);
   h->columnScratch = scratchFor(*h->columnPlan);
   h->rowGatherScratch = scratchFor(*h->rowGatherPlan);

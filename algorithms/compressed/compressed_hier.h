@@ -32,21 +32,21 @@ struct CompressedState;
 struct CompressedHier {
   DataType intraType = DataType::kF32;
   algorithms::GridPlace place;
-  size_t padded = 0;                        // elements, a multiple of X
-  size_t shardOffset = 0, shardCount = 0;   // this rank's row block
-  size_t shardReal = 0;                     // its elements below count (the rest is padding)
-  std::vector<float> work;                  // g + q, count
+  size_t padded = 0;                               // elements, a multiple of X
+  size_t shardOffset = 0, shardCount = 0;          // this rank's row block
+  size_t shardReal = 0;                            // its elements below count (the rest is padding)
+  std::vector<float> work;                         // g + q, count
   std::vector<float> intraResidual, nextResidual;  // q and the step's q' (committed at the end)
-  bool intraResidualOnce = false;  // intra=none: q came from setResidual; the next step clears it
-  std::vector<float> dropped;               // padded (intra=fp16): what the host ring's f16 sums
-                                            // and division rounded away, added to q' at the end
-  std::vector<uint64_t> intraBuffer;        // padded elements of intraType
-  std::vector<float> shard;                 // shardReal: this rank's block of the host average
-  std::vector<float> block, result;         // shardCount (decoded average); padded (gathered)
+  bool intraResidualOnce = false;                  // intra=none: q came from setResidual; the next step clears it
+  std::vector<float> dropped;                      // padded (intra=fp16): what the host ring's f16 sums
+                                                   // and division rounded away, added to q' at the end
+  std::vector<uint64_t> intraBuffer;               // padded elements of intraType
+  std::vector<float> shard;                        // shardReal: this rank's block of the host average
+  std::vector<float> block, result;                // shardCount (decoded average); padded (gathered)
   std::shared_ptr<const algorithms::Plan> rowPlan, columnPlan, rowGatherPlan;
   std::vector<uint64_t> rowScratch, columnScratch, rowGatherScratch;
-  size_t badIndex = 0;                      // first bad element of g + q (count: none)
-  bool overflow = false;                    // badIndex is finite in g + q but not in f16
+  size_t badIndex = 0;    // first bad element of g + q (count: none)
+  bool overflow = false;  // badIndex is finite in g + q but not in f16
 };
 
 // "none" -> kF32, "fp16" -> kF16; other values: InvalidArgument naming intra=<value>.
@@ -60,8 +60,7 @@ compress::Params shardParams(const compress::Params& kv, size_t shardReal, size_
 // Fills s (whose name, count, rank and size are set) for the two-level schedule: the shard's
 // compressor, slots, plans and buffers. NotSupported when the job has no host grid (unequal
 // hosts, a prime N on one host), naming why.
-Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraType,
-                     const compress::Params& kv);
+Status setUpTwoLevel(CompressedState& s, algorithms::Team& comm, DataType intraType, const compress::Params& kv);
 
 // What this rank keeps back, count floats: q + X * (EF error of the shard) at the shard.
 void twoLevelResidual(const CompressedState& s, float* out);

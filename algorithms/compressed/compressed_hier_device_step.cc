@@ -56,8 +56,12 @@ algorithms::RunBuffers CompressedHierDeviceStepTask::stageBuffers(Stage stage) {
       b = {d.intra.as<void>(), d.intra.as<void>(), d.rowScratch.as<void>()};
       if (h_.intraType == DataType::kF16) b.droppedRounding = d.dropped.as<float>();
       break;
-    case kColumn: b = {dev.mine.as<void>(), dev.all.as<void>(), d.columnScratch.as<void>()}; break;
-    default: b = {d.block.as<void>(), d.result.as<void>(), d.rowGatherScratch.as<void>()}; break;
+    case kColumn:
+      b = {dev.mine.as<void>(), dev.all.as<void>(), d.columnScratch.as<void>()};
+      break;
+    default:
+      b = {d.block.as<void>(), d.result.as<void>(), d.rowGatherScratch.as<void>()};
+      break;
   }
   b.memory = transport::MemoryType::kCuda;
   b.kernels = dev.kernels.get();

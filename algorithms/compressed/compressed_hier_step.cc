@@ -21,8 +21,10 @@ algorithms::RunBuffers CompressedHierStepTask::stageBuffers(Stage stage) {
       if (h_.intraType == DataType::kF16) b.droppedRounding = h_.dropped.data();
       return b;
     }
-    case kColumn: return {s.mine.data(), s.all.data(), h_.columnScratch.data()};
-    default: return {h_.block.data(), h_.result.data(), h_.rowGatherScratch.data()};
+    case kColumn:
+      return {s.mine.data(), s.all.data(), h_.columnScratch.data()};
+    default:
+      return {h_.block.data(), h_.result.data(), h_.rowGatherScratch.data()};
   }
 }
 

@@ -90,10 +90,14 @@ Status TwoLevelStepSequence::drive() {
   if (!running(result_) || running(stageStatus_)) return result_;
   if (!stageStatus_.isOk()) return fail(stageStatus_);
   switch (stage_) {
-    case kIntra: return afterIntra();
-    case kFlag: return afterFlag();
-    case kColumn: return afterColumn();
-    default: return finish();
+    case kIntra:
+      return afterIntra();
+    case kFlag:
+      return afterFlag();
+    case kColumn:
+      return afterColumn();
+    default:
+      return finish();
   }
 }
 

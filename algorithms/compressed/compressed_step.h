@@ -28,9 +28,9 @@ struct CompressedState {
   int rank = 0, size = 1;
   std::string algorithm;
   std::unique_ptr<compress::Compressor> compressor;  // two-level: of the shard (null if empty)
-  std::shared_ptr<CompressedHier> hier;      // two-level (intra=); null: flat
-  size_t slotWords = 0;                      // 8-byte words per rank's slot
-  std::vector<uint64_t> mine, all;           // one slot; size slots (two-level: column size)
+  std::shared_ptr<CompressedHier> hier;              // two-level (intra=); null: flat
+  size_t slotWords = 0;                              // 8-byte words per rank's slot
+  std::vector<uint64_t> mine, all;                   // one slot; size slots (two-level: column size)
   std::vector<float> decoded, sum;
   std::shared_ptr<const algorithms::Plan> flagPlan, gatherPlan;
   std::vector<uint64_t> flagScratch, gatherScratch;
@@ -38,8 +38,8 @@ struct CompressedState {
   uint64_t step = 0;
   algorithms::RequestPtr pending;
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
-  std::shared_ptr<algorithms::DeviceStaging> staging;  // device tensors only (memory=cuda)
-  std::shared_ptr<CompressedDevice> device;         // the direct device path (flat or two-level)
+  std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
+  std::shared_ptr<CompressedDevice> device;                              // the direct device path (flat or two-level)
   float* g = nullptr;
   size_t badIndex = 0;
 };

@@ -95,8 +95,8 @@ Status oversizedPayload(const CompressedState& s, int from, uint64_t length) {
 }
 
 Status undecodablePayload(const CompressedState& s, int from, const Status& why) {
-  return Status(why.code(), "compressed tensor " + s.name + ": payload of rank " + std::to_string(from) + ": " +
-                                why.message());
+  return Status(why.code(),
+                "compressed tensor " + s.name + ": payload of rank " + std::to_string(from) + ": " + why.message());
 }
 
 }  // namespace tsr::compressed

@@ -86,17 +86,15 @@ CompressedTensor::~CompressedTensor() = default;
 Result<algorithms::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
   // Sequence numbers: the NaN flag, then the all-gather of payloads; two-level: the host
   // average, the flag, the column gather of payloads, the row gather of blocks.
-  return algorithms::submitTensorStep(comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
-                                   [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
-                                     if (state->hier && state->device)
-                                       return std::unique_ptr<algorithms::Task>(
-                                           new CompressedHierDeviceStepTask(state, ctx));
-                                     if (state->hier)
-                                       return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
-                                     if (state->device)
-                                       return std::unique_ptr<algorithms::Task>(new CompressedDeviceStepTask(state, ctx));
-                                     return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
-                                   });
+  return algorithms::submitTensorStep(
+      comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
+      [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
+        if (state->hier && state->device)
+          return std::unique_ptr<algorithms::Task>(new CompressedHierDeviceStepTask(state, ctx));
+        if (state->hier) return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
+        if (state->device) return std::unique_ptr<algorithms::Task>(new CompressedDeviceStepTask(state, ctx));
+        return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
+      });
 }
 
 Status CompressedTensor::allreduce(float* g) {
@@ -106,8 +104,9 @@ Status CompressedTensor::allreduce(float* g) {
 
 Status CompressedTensor::setStaging(std::shared_ptr<algorithms::DeviceStaging> staging) {
   if (state_->device && staging)
-    return Status(Code::kInvalidArgument, "compressed tensor " + state_->name + ": it runs on the direct device path; "
-                                          "its compressor state lives on the device and cannot be staged");
+    return Status(Code::kInvalidArgument, "compressed tensor " + state_->name +
+                                              ": it runs on the direct device path; "
+                                              "its compressor state lives on the device and cannot be staged");
   return algorithms::setTensorStaging(*state_, "compressed tensor", std::move(staging));
 }
 
@@ -146,8 +145,10 @@ void CompressedTensor::residual(float* out) const {
     return;
   }
   auto e = state_->compressor->feedbackError();
-  if (e.empty()) std::fill(out, out + state_->count, 0.0f);
-  else std::copy(e.begin(), e.end(), out);
+  if (e.empty())
+    std::fill(out, out + state_->count, 0.0f);
+  else
+    std::copy(e.begin(), e.end(), out);
 }
 
 Status CompressedTensor::setResidual(const float* values) {
@@ -163,8 +164,10 @@ Status CompressedTensor::setResidual(const float* values) {
   std::span<const float> given(values, s.count);
   if (s.compressor->setFeedbackError(given)) return Status::ok();
   if (std::all_of(given.begin(), given.end(), [](float v) { return v == 0.0f; })) return Status::ok();
-  return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": ef=none keeps no residual, so only "
-                                        "zeros can be set; declare it with error feedback (the default) to carry one");
+  return Status(Code::kInvalidArgument,
+                "compressed tensor " + s.name +
+                    ": ef=none keeps no residual, so only "
+                    "zeros can be set; declare it with error feedback (the default) to carry one");
 }
 
 Status CompressedTensor::setResultScale(algorithms::ResultScale scale) {

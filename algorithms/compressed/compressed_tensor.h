@@ -42,8 +42,7 @@ struct CompressedState;
 
 class CompressedTensor {
  public:
-  static Result<std::unique_ptr<CompressedTensor>> create(algorithms::Team& comm, std::string name,
-                                                          size_t count,
+  static Result<std::unique_ptr<CompressedTensor>> create(algorithms::Team& comm, std::string name, size_t count,
                                                           const std::map<std::string, std::string>& params);
   ~CompressedTensor();
   // Collective: replaces g (count floats) by the average of every rank's decompressed payload.

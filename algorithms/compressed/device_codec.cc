@@ -28,7 +28,8 @@ const compress::Compressor& innermost(const compress::Compressor& c) {
 std::string DeviceCodec::noDeviceForm(const compress::Compressor& c) {
   const compress::Compressor& inner = innermost(c);
   if (dynamic_cast<const CastCompressor*>(&inner) || dynamic_cast<const compress::TopkCompressor*>(&inner) ||
-      dynamic_cast<const compress::RandomkCompressor*>(&inner) || dynamic_cast<const compress::OnebitCompressor*>(&inner) ||
+      dynamic_cast<const compress::RandomkCompressor*>(&inner) ||
+      dynamic_cast<const compress::OnebitCompressor*>(&inner) ||
       dynamic_cast<const compress::DitheringCompressor*>(&inner))
     return "";
   return "compressor " + inner.name() + " has no device form";
@@ -131,10 +132,17 @@ Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, ui
   algorithms::StepKernels& k = *kernels_;
   Status st;
   switch (inner_) {
-    case Inner::kNone: st = k.copy(payload, x, count_ * sizeof(float)); break;
-    case Inner::kF16: st = k.castTo(DataType::kF16, x, count_, reinterpret_cast<uint16_t*>(payload)); break;
-    case Inner::kBf16: st = k.castTo(DataType::kBF16, x, count_, reinterpret_cast<uint16_t*>(payload)); break;
-    default: break;
+    case Inner::kNone:
+      st = k.copy(payload, x, count_ * sizeof(float));
+      break;
+    case Inner::kF16:
+      st = k.castTo(DataType::kF16, x, count_, reinterpret_cast<uint16_t*>(payload));
+      break;
+    case Inner::kBf16:
+      st = k.castTo(DataType::kBF16, x, count_, reinterpret_cast<uint16_t*>(payload));
+      break;
+    default:
+      break;
   }
   if (!st.isOk()) return named(st);
   return innerBytes_;
@@ -148,10 +156,14 @@ Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* ou
   if (inner_ == Inner::kOnebit || inner_ == Inner::kDither) return decompressScaled(payload, out);
   algorithms::StepKernels& k = *kernels_;
   switch (inner_) {
-    case Inner::kNone: return named(k.copy(out, payload, count_ * sizeof(float)));
-    case Inner::kF16: return named(k.castFrom(DataType::kF16, reinterpret_cast<const uint16_t*>(payload), count_, out));
-    case Inner::kBf16: return named(k.castFrom(DataType::kBF16, reinterpret_cast<const uint16_t*>(payload), count_, out));
-    default: break;
+    case Inner::kNone:
+      return named(k.copy(out, payload, count_ * sizeof(float)));
+    case Inner::kF16:
+      return named(k.castFrom(DataType::kF16, reinterpret_cast<const uint16_t*>(payload), count_, out));
+    case Inner::kBf16:
+      return named(k.castFrom(DataType::kBF16, reinterpret_cast<const uint16_t*>(payload), count_, out));
+    default:
+      break;
   }
   return Status::ok();
 }
@@ -209,8 +221,8 @@ Status DeviceCodec::decompressSparse(const std::byte* payload, size_t bytes, flo
   const size_t kk = topk ? header[0] : header[1];
   const bool malformed = bytes < 8 || (topk ? kk > k_ || bytes != 8 + 8 * kk : kk != k_ || bytes != 8 + 4 * k_);
   if (malformed)
-    return Status(Code::kInvalidArgument, innerName_ + ": malformed payload of " + std::to_string(bytes) + " bytes (k=" +
-                                              std::to_string(kk) + ")");
+    return Status(Code::kInvalidArgument, innerName_ + ": malformed payload of " + std::to_string(bytes) +
+                                              " bytes (k=" + std::to_string(kk) + ")");
   const uint32_t* indices = indices_.as<uint32_t>();
   const float* values = reinterpret_cast<const float*>(payload + 8);
   if (topk) {
@@ -221,8 +233,8 @@ Status DeviceCodec::decompressSparse(const std::byte* payload, size_t bytes, flo
     if (bad.value() < kk) {
       uint32_t index = 0;
       k.readToHost(&index, indices + bad.value(), sizeof index).ignore();  // for the message only
-      return Status(Code::kInvalidArgument, innerName_ + ": payload index " + std::to_string(index) +
-                                                " out of range " + std::to_string(count_));
+      return Status(Code::kInvalidArgument, innerName_ + ": payload index " + std::to_string(index) + " out of range " +
+                                                std::to_string(count_));
     }
   } else {
     auto drawn = k.randomkSelect(count_, k_, seed_, header[0], indices_.as<uint32_t>());
@@ -256,8 +268,8 @@ Result<size_t> DeviceCodec::compressScaled(const float* x, std::byte* payload, u
     } else {
       TSR_RETURN_IF_ERROR(named(k.maxAbs(x, count_, &scale)));
     }
-    TSR_RETURN_IF_ERROR(named(
-        k.ditherQuantize(x, count_, scale, levels_, partition_, rng, reinterpret_cast<int16_t*>(payload + 8))));
+    TSR_RETURN_IF_ERROR(
+        named(k.ditherQuantize(x, count_, scale, levels_, partition_, rng, reinterpret_cast<int16_t*>(payload + 8))));
   }
   uint32_t header[2] = {0, 0};
   std::memcpy(header, &scale, sizeof scale);
@@ -271,7 +283,8 @@ Status DeviceCodec::decompressScaled(const std::byte* payload, float* out) {
   TSR_RETURN_IF_ERROR(named(k.readToHost(&scale, payload, sizeof scale)));
   if (inner_ == Inner::kOnebit)
     return named(k.signDecompress(reinterpret_cast<const uint64_t*>(payload + 8), count_, scale, out));
-  return named(k.ditherDequantize(reinterpret_cast<const int16_t*>(payload + 8), count_, scale, levels_, partition_, out));
+  return named(
+      k.ditherDequantize(reinterpret_cast<const int16_t*>(payload + 8), count_, scale, levels_, partition_, out));
 }
 
 }  // namespace tsr::compressed

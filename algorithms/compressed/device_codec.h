@@ -67,11 +67,11 @@ class DeviceCodec {
   bool scaling_ = false;   // onebit
   uint32_t levels_ = 0;    // dithering
   kernels::DitherPartition partition_ = kernels::DitherPartition::kLinear;
-  bool l2_ = false;        // dithering: dithering_normalize=l2 (else max |x|)
+  bool l2_ = false;                  // dithering: dithering_normalize=l2 (else max |x|)
   algorithms::DeviceBlock indices_;  // randomk: the step's indices
   bool ef_ = false, nesterov_ = false;
   float mu_ = 0;
-  std::string efName_;                    // "ef(topk(k=10))", for messages
+  std::string efName_;                          // "ef(topk(k=10))", for messages
   algorithms::DeviceBlock error_, corrected_;   // ef: e and c = g + e
   algorithms::DeviceBlock momentum_, shifted_;  // nesterov: m and p
 };

@@ -7,8 +7,7 @@
 
 namespace tsr::covap {
 
-Result<std::unique_ptr<Covap>> Covap::create(algorithms::Team& comm,
-                                             const std::map<std::string, std::string>& params,
+Result<std::unique_ptr<Covap>> Covap::create(algorithms::Team& comm, const std::map<std::string, std::string>& params,
                                              std::vector<size_t> bucketCounts) {
   TSR_ASSIGN_OR_RETURN(Params p, parseParams(params));
   if (bucketCounts.empty()) return Status(Code::kInvalidArgument, "covap: the model has no buckets");
@@ -27,9 +26,10 @@ void Covap::beginStep() { stepStart_ = lastReady_ = Clock::now(); }
 
 Status Covap::bucketReady(size_t bucket, float* grad) {
   if (bucket >= counts_.size())
-    return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " of " +
-                                              std::to_string(counts_.size()));
-  if (!grad && counts_[bucket]) return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " is NULL");
+    return Status(Code::kInvalidArgument,
+                  "covap: bucket " + std::to_string(bucket) + " of " + std::to_string(counts_.size()));
+  if (!grad && counts_[bucket])
+    return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " is NULL");
   lastReady_ = Clock::now();
   double coef = efCoefficient(step_, params_);
   std::vector<float>& res = residual_[bucket];
@@ -82,8 +82,8 @@ Status Covap::finishStep() {
       TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
     }
     for (size_t i = 0; i < spans.size(); ++i)
-      spans[i].first = spans[i].second - std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(shortest[i]));
+      spans[i].first =
+          spans[i].second - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shortest[i]));
     std::sort(spans.begin(), spans.end());
     double comm = 0;
     Clock::time_point busyUntil{};
@@ -111,8 +111,8 @@ Status Covap::endProfile() {
   log::get("covap")->info(
       "rank {}: profile over {} steps: computation {:.3f} ms, communication {:.3f} ms, CCR {:.3f} "
       "on this rank, {:.3f} the largest over ranks; interval I = {} ({} shards)",
-      comm_.rank(), params_.profileSteps, profileComp_ * 1e3, profileComm_ * 1e3, mine, most,
-      interval_, shards_.size());
+      comm_.rank(), params_.profileSteps, profileComp_ * 1e3, profileComm_ * 1e3, mine, most, interval_,
+      shards_.size());
   return Status::ok();
 }
 

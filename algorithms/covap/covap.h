@@ -1,17 +1,17 @@
 // COVAP over a communicator: buckets are handed over as backprop produces them; the selected
 // shards are averaged by non-blocking allreduces that overlap the rest of the backward pass;
 // skipped shards go to the error-feedback residual; when a shard is next sent, the schedule's
-// coefficient decides how much of its residual goes along (the rest stays for later). finishStep waits and the trainer applies the (averaged or zeroed)
-// gradients.
+// coefficient decides how much of its residual goes along (the rest stays for later). finishStep waits and the trainer
+// applies the (averaged or zeroed) gradients.
 //
 // Interval: given (interval=I), or measured over the first profile_steps steps, which
 // communicate everything: computation time = step start to the last bucket handed over;
 // communication time = the union of the ops' busy intervals, with the ranks' timelines
 // aligned at the end of each op: an op counts from (its end - the shortest post-to-end span
 // over ranks), so a rank that posted early does not count waiting for the last one (one small
-// allreduce per profiled step), and overlapping ops are not counted twice. CCR = communication / computation, the largest over the ranks (one tiny
-// allreduce, so all ranks agree), and I = ceil(CCR). The profile's times, the CCR and I are
-// logged at info level (logger "covap", TSR_LOG_LEVEL=info) when profiling ends.
+// allreduce per profiled step), and overlapping ops are not counted twice. CCR = communication / computation, the
+// largest over the ranks (one tiny allreduce, so all ranks agree), and I = ceil(CCR). The profile's times, the CCR and
+// I are logged at info level (logger "covap", TSR_LOG_LEVEL=info) when profiling ends.
 #pragma once
 
 #include <chrono>
@@ -25,8 +25,7 @@ namespace tsr::covap {
 
 class Covap {
  public:
-  static Result<std::unique_ptr<Covap>> create(algorithms::Team& comm,
-                                               const std::map<std::string, std::string>& params,
+  static Result<std::unique_ptr<Covap>> create(algorithms::Team& comm, const std::map<std::string, std::string>& params,
                                                std::vector<size_t> bucketCounts);
   // Starts a step's clock (call before the backward pass).
   void beginStep();
@@ -37,8 +36,8 @@ class Covap {
   // skipped ones zero (their gradient waits in the residual).
   Status finishStep();
 
-  int interval() const { return interval_; }       // 1 while profiling
-  double measuredCcr() const { return ccr_; }      // 0 until measured
+  int interval() const { return interval_; }   // 1 while profiling
+  double measuredCcr() const { return ccr_; }  // 0 until measured
   // This rank's profile, seconds summed over the profile steps (0 with a given interval).
   double profiledComputation() const { return profileComp_; }
   double profiledCommunication() const { return profileComm_; }
@@ -56,8 +55,8 @@ class Covap {
   algorithms::Team& comm_;
   Params params_;
   std::vector<size_t> counts_;
-  std::vector<Shard> shards_;                      // for the current interval
-  std::vector<std::vector<float>> residual_;       // per bucket
+  std::vector<Shard> shards_;                 // for the current interval
+  std::vector<std::vector<float>> residual_;  // per bucket
   int interval_ = 1;
   double ccr_ = 0;
   uint64_t step_ = 0;

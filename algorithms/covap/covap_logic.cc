@@ -36,9 +36,12 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
     double v = 0;
     bool isInt = toNumber(value, &v) && v == std::floor(v);
     if (key == "interval") {
-      if (value == "auto") p.interval = 0;
-      else if (isInt && v >= 1 && v <= 1000000) p.interval = static_cast<int>(v);
-      else return bad(key, value, "auto or an integer >= 1");
+      if (value == "auto")
+        p.interval = 0;
+      else if (isInt && v >= 1 && v <= 1000000)
+        p.interval = static_cast<int>(v);
+      else
+        return bad(key, value, "auto or an integer >= 1");
     } else if (key == "max_interval") {
       if (!isInt || v < 1 || v > 1000000) return bad(key, value, "an integer >= 1");
       p.maxInterval = static_cast<int>(v);

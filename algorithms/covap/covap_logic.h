@@ -21,10 +21,10 @@
 namespace tsr::covap {
 
 struct Params {
-  int interval = 0;           // 0 = auto (from the profile)
-  int maxInterval = 0;        // auto: the largest I taken (0 = no cap, the seed's I = ceil(CCR))
+  int interval = 0;     // 0 = auto (from the profile)
+  int maxInterval = 0;  // auto: the largest I taken (0 = no cap, the seed's I = ceil(CCR))
   int profileSteps = 3;
-  double efInit = 0.1;        // error-feedback coefficient schedule (the COVAP paper, III-D)
+  double efInit = 0.1;  // error-feedback coefficient schedule (the COVAP paper, III-D)
   int efAscendSteps = 100;
   double efAscendRange = 0.1;
 };

@@ -17,9 +17,7 @@ double send(const LinkCost& link, double bytes, double flows = 1) {
 }
 
 // The link the ring's slowest hop takes: the network as soon as there are two hosts.
-const LinkCost& ringLink(const JobShape& job, const LinkModel& links) {
-  return job.hosts > 1 ? links.net : links.host;
-}
+const LinkCost& ringLink(const JobShape& job, const LinkModel& links) { return job.hosts > 1 ? links.net : links.host; }
 
 // Over the network Rabenseifner's big exchanges pipeline worse than the ring's steady stream:
 // on 4 hosts at 1 Gbit/s it ran at 1.10-1.18x the floor where the ring ran at 1.04-1.05x
@@ -30,8 +28,7 @@ constexpr double kRabenseifnerNetPenalty = 1.1;
 // Rabenseifner on n ranks and `bytes`: fold, log2 P halving steps sending bytes*mask/P, the
 // same back, unfold. With ranks placed host after host (`perHost` each), a step whose mask
 // reaches perHost crosses hosts, and `flows` ranks of a host then send across at once.
-double rabenseifner(double bytes, int n, int perHost, bool severalHosts, const LinkModel& links,
-                    int flows) {
+double rabenseifner(double bytes, int n, int perHost, bool severalHosts, const LinkModel& links, int flows) {
   if (n <= 1) return 0;
   int p = 1;
   while (p * 2 <= n) p *= 2;
@@ -94,8 +91,7 @@ std::vector<Candidate> rankAllgather(size_t bytesPerRank, const JobShape& job, c
   double bruck = 0;
   for (int d = 1; d < n; d *= 2) {
     double pieces = std::min(d, n - d);
-    bruck += job.hosts > 1 ? send(links.net, pieces * s, job.ranksPerHost)
-                           : send(links.host, pieces * s);
+    bruck += job.hosts > 1 ? send(links.net, pieces * s, job.ranksPerHost) : send(links.host, pieces * s);
   }
   out.push_back({"bruck", bruck});
   std::stable_sort(out.begin(), out.end(),
@@ -117,8 +113,7 @@ std::string trim(const std::string& s) {
 
 // One number with an optional unit; units maps a suffix to its factor.
 Result<double> parseQuantity(const std::string& var, const std::string& text,
-                             const std::vector<std::pair<const char*, double>>& units,
-                             const char* accepted) {
+                             const std::vector<std::pair<const char*, double>>& units, const char* accepted) {
   std::string t = lower(trim(text));
   char* end = nullptr;
   double v = std::strtod(t.c_str(), &end);
@@ -127,8 +122,7 @@ Result<double> parseQuantity(const std::string& var, const std::string& text,
   for (const auto& [suffix, f] : units)
     if (unit == suffix) factor = f;
   if (t.empty() || end == t.c_str() || factor == 0 || !std::isfinite(v) || v <= 0)
-    return Status(Code::kInvalidArgument,
-                  fmt::format("{}: '{}' is not a positive quantity ({})", var, text, accepted));
+    return Status(Code::kInvalidArgument, fmt::format("{}: '{}' is not a positive quantity ({})", var, text, accepted));
   return v * factor;
 }
 
@@ -163,31 +157,28 @@ Result<LinkSpec> applySpec(const std::string& var, const std::string& value, Set
 
 Result<LinkSpec> applyLinkBandwidth(const std::string& value, LinkModel& links) {
   static const std::vector<std::pair<const char*, double>> units = {
-      {"", 1}, {"b", 1}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
-      {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}};
+      {"", 1},     {"b", 1},          {"kb", 1e3},       {"mb", 1e6},
+      {"gb", 1e9}, {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}};
   return applySpec("TSR_LINK_BW", value, [&](bool host, const std::string& text) -> Status {
-    TSR_ASSIGN_OR_RETURN(double v, parseQuantity("TSR_LINK_BW", text, units,
-                                                 "bytes/s, or with kb|mb|gb or kbit|mbit|gbit"));
+    TSR_ASSIGN_OR_RETURN(double v,
+                         parseQuantity("TSR_LINK_BW", text, units, "bytes/s, or with kb|mb|gb or kbit|mbit|gbit"));
     (host ? links.host : links.net).bytesPerSec = v;
     return Status::ok();
   });
 }
 
 Result<LinkSpec> applyLinkLatency(const std::string& value, LinkModel& links) {
-  static const std::vector<std::pair<const char*, double>> units = {
-      {"", 1e-6}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+  static const std::vector<std::pair<const char*, double>> units = {{"", 1e-6}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
   return applySpec("TSR_LINK_LAT", value, [&](bool host, const std::string& text) -> Status {
-    TSR_ASSIGN_OR_RETURN(double v, parseQuantity("TSR_LINK_LAT", text, units,
-                                                 "microseconds, or with us|ms|s"));
+    TSR_ASSIGN_OR_RETURN(double v, parseQuantity("TSR_LINK_LAT", text, units, "microseconds, or with us|ms|s"));
     (host ? links.host : links.net).latencySec = v;
     return Status::ok();
   });
 }
 
 std::string describe(const LinkModel& links) {
-  return fmt::format("host {:.1f} us {:.2f} GB/s, net {:.1f} us {:.3f} GB/s",
-                     links.host.latencySec * 1e6, links.host.bytesPerSec / 1e9,
-                     links.net.latencySec * 1e6, links.net.bytesPerSec / 1e9);
+  return fmt::format("host {:.1f} us {:.2f} GB/s, net {:.1f} us {:.3f} GB/s", links.host.latencySec * 1e6,
+                     links.host.bytesPerSec / 1e9, links.net.latencySec * 1e6, links.net.bytesPerSec / 1e9);
 }
 
 }  // namespace tsr::algorithms

@@ -9,14 +9,12 @@
 
 namespace tsr::algorithms {
 
-
 namespace {
 const std::vector<std::string> kAllreduceNames = {"ring", "torus", "hier", "rabenseifner", "doubling"};
 const std::vector<std::string> kAllgatherNames = {"ring", "bruck"};
 }  // namespace
 
-std::vector<std::string> DenseSelector::order(std::vector<Candidate> ranked, const char* what,
-                                              size_t bytes) const {
+std::vector<std::string> DenseSelector::order(std::vector<Candidate> ranked, const char* what, size_t bytes) const {
   // TSR_ALGO first when it names an algorithm of this collective, even one the cost model
   // would not consider for this job (the torus on one host); then the model's ranking.
   const auto& valid = std::string(what) == "allgather" ? kAllgatherNames : kAllreduceNames;
@@ -27,11 +25,10 @@ std::vector<std::string> DenseSelector::order(std::vector<Candidate> ranked, con
   auto logger = log::get("runtime");
   if (logger->should_log(spdlog::level::debug)) {
     std::string estimates;
-    for (const Candidate& c : ranked)
-      estimates += fmt::format(" {} {:.1f} us;", c.algorithm, c.seconds * 1e6);
-    logger->debug("{} of {} B on {} ranks ({} hosts): {}{} (estimates:{} links: {})", what, bytes,
-                  s_.size, s_.shape.hosts, names.front(),
-                  names.front() == s_.forced ? " (TSR_ALGO)" : "", estimates, describe(links_));
+    for (const Candidate& c : ranked) estimates += fmt::format(" {} {:.1f} us;", c.algorithm, c.seconds * 1e6);
+    logger->debug("{} of {} B on {} ranks ({} hosts): {}{} (estimates:{} links: {})", what, bytes, s_.size,
+                  s_.shape.hosts, names.front(), names.front() == s_.forced ? " (TSR_ALGO)" : "", estimates,
+                  describe(links_));
   }
   return names;
 }
@@ -47,21 +44,19 @@ std::vector<std::string> DenseSelector::allgatherOrder(size_t bytesPerRank) cons
 void DenseSelector::sayOnce(const std::string& algorithm, const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (said_.insert(algorithm).second)
-    log::get("runtime")->info("rank {}: {} cannot serve this job: {}; trying the next algorithm",
-                              s_.rank, algorithm, why);
+    log::get("runtime")->info("rank {}: {} cannot serve this job: {}; trying the next algorithm", s_.rank, algorithm,
+                              why);
 }
 
-Result<std::shared_ptr<Plan>> DenseSelector::build(const std::string& algorithm, size_t count,
-                                                   DataType dtype, ReduceOp op, bool allgather) {
+Result<std::shared_ptr<Plan>> DenseSelector::build(const std::string& algorithm, size_t count, DataType dtype,
+                                                   ReduceOp op, bool allgather) {
   const int r = s_.rank, n = s_.size;
   if (allgather) {
     if (algorithm == "bruck") return bruckAllgatherPlan(r, n, count, dtype, s_.dense);
     return ringAllgatherPlan(r, n, count, dtype, s_.dense);
   }
-  if (algorithm == "rabenseifner")
-    return rabenseifnerAllreducePlan(r, n, count, dtype, op, s_.dense);
-  if (algorithm == "doubling")
-    return doublingAllreducePlan(r, n, count, dtype, op, s_.dense);
+  if (algorithm == "rabenseifner") return rabenseifnerAllreducePlan(r, n, count, dtype, op, s_.dense);
+  if (algorithm == "doubling") return doublingAllreducePlan(r, n, count, dtype, op, s_.dense);
   if (algorithm == "torus" || algorithm == "hier") {
     if (s_.grid.empty()) return Status(Code::kNotSupported, s_.gridWhyNot);
     return algorithm == "torus" ? torusAllreducePlan(r, n, count, dtype, op, s_.grid, s_.dense)

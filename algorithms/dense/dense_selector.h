@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <memory>
-#include <set>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,7 +22,7 @@ struct SelectorSetup {
   std::vector<std::vector<int>> grid;  // hosts x local ranks, empty when the job has none
   std::string gridWhyNot;
   JobShape shape;
-  std::string forced;                  // TSR_ALGO ("auto" = none)
+  std::string forced;  // TSR_ALGO ("auto" = none)
 };
 
 class DenseSelector {
@@ -40,10 +40,9 @@ class DenseSelector {
   std::vector<std::string> allgatherOrder(size_t bytesPerRank) const;
 
  private:
-  Result<std::shared_ptr<Plan>> build(const std::string& algorithm, size_t count,
-                                                  DataType dtype, ReduceOp op, bool allgather);
-  std::vector<std::string> order(std::vector<Candidate> ranked, const char* what,
-                                 size_t bytes) const;
+  Result<std::shared_ptr<Plan>> build(const std::string& algorithm, size_t count, DataType dtype, ReduceOp op,
+                                      bool allgather);
+  std::vector<std::string> order(std::vector<Candidate> ranked, const char* what, size_t bytes) const;
   void sayOnce(const std::string& algorithm, const std::string& why);
 
   SelectorSetup s_;

@@ -8,8 +8,7 @@ namespace tsr::algorithms {
 
 using namespace ring_detail;
 
-Result<GridPlace> placeInGrid(const std::vector<std::vector<int>>& grid, int rank, int size,
-                              const std::string& who) {
+Result<GridPlace> placeInGrid(const std::vector<std::vector<int>>& grid, int rank, int size, const std::string& who) {
   if (grid.empty() || grid[0].empty()) return Status(Code::kInvalidArgument, who + ": the host grid is empty");
   GridPlace p;
   p.x = static_cast<int>(grid[0].size());
@@ -23,14 +22,14 @@ Result<GridPlace> placeInGrid(const std::vector<std::vector<int>>& grid, int ran
     for (int c = 0; c < p.x; ++c) {
       int q = grid[r][c];
       if (q < 0 || q >= size || seen[q]++)
-        return Status(Code::kInvalidArgument, who + ": rank " + std::to_string(q) +
-                                                  " is outside or repeated in the host grid");
+        return Status(Code::kInvalidArgument,
+                      who + ": rank " + std::to_string(q) + " is outside or repeated in the host grid");
       if (q == rank) p.row = r, p.col = c;
     }
   }
   if (p.x * p.y != size || p.row < 0)
-    return Status(Code::kInvalidArgument, who + ": the grid does not hold rank " + std::to_string(rank) + " of " +
-                                              std::to_string(size));
+    return Status(Code::kInvalidArgument,
+                  who + ": the grid does not hold rank " + std::to_string(rank) + " of " + std::to_string(size));
   p.rowRanks = grid[p.row];
   for (int r = 0; r < p.y; ++r) p.columnRanks.push_back(grid[r][p.col]);
   return p;
@@ -41,8 +40,8 @@ Result<std::shared_ptr<Plan>> rowAverageScatterPlan(int rank, int size, const Gr
                                                     const std::string& algorithm) {
   const int x = place.x;
   if (x < 1 || padded % static_cast<size_t>(x) != 0)
-    return Status(Code::kInvalidArgument, algorithm + ": " + std::to_string(padded) +
-                                              " elements do not split into " + std::to_string(x) + " row blocks");
+    return Status(Code::kInvalidArgument, algorithm + ": " + std::to_string(padded) + " elements do not split into " +
+                                              std::to_string(x) + " row blocks");
   TSR_ASSIGN_OR_RETURN(RingView rowRing, makeGroupRing(rank, place.rowRanks));
   const size_t block = padded / x, esize = dataTypeSize(dtype);
   auto rs = std::make_shared<Plan>();

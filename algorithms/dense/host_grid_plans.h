@@ -18,15 +18,14 @@ namespace tsr::algorithms {
 
 struct GridPlace {
   int row = -1, col = -1;
-  int x = 0, y = 0;               // ranks per row (host), rows (hosts)
-  std::vector<int> rowRanks;      // grid[row], in ring order
-  std::vector<int> columnRanks;   // grid[r][col] for every row r
+  int x = 0, y = 0;              // ranks per row (host), rows (hosts)
+  std::vector<int> rowRanks;     // grid[row], in ring order
+  std::vector<int> columnRanks;  // grid[r][col] for every row r
 };
 
 // InvalidArgument, its message starting with `who`, when rows differ in length or the grid
 // does not hold every rank 0..size-1 exactly once.
-Result<GridPlace> placeInGrid(const std::vector<std::vector<int>>& grid, int rank, int size,
-                              const std::string& who);
+Result<GridPlace> placeInGrid(const std::vector<std::vector<int>>& grid, int rank, int size, const std::string& who);
 
 // Reduce-scatter with average over the row, in place in the output slot (the plan first copies
 // its input there): `padded` elements of `dtype`, a multiple of X; position c ends with block

@@ -13,8 +13,7 @@ using namespace ring_detail;
 
 namespace {
 
-std::shared_ptr<Plan> newPlan(const char* algorithm, CollectiveKind kind, DataType dtype,
-                              ReduceOp op, size_t count) {
+std::shared_ptr<Plan> newPlan(const char* algorithm, CollectiveKind kind, DataType dtype, ReduceOp op, size_t count) {
   auto plan = std::make_shared<Plan>();
   plan->algorithm = algorithm;
   plan->collective = kind;
@@ -26,12 +25,12 @@ std::shared_ptr<Plan> newPlan(const char* algorithm, CollectiveKind kind, DataTy
 
 // Both recursive allreduces: the schedule does the work in place on the output; avg divides
 // the whole sum at the end (every rank ends with all of it).
-Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Schedule (*build)(int),
-                                                 int rank, int size, size_t count, DataType dtype,
-                                                 ReduceOp op, const DenseOptions& options) {
+Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Schedule (*build)(int), int rank, int size,
+                                                 size_t count, DataType dtype, ReduceOp op,
+                                                 const DenseOptions& options) {
   if (rank < 0 || rank >= size)
-    return Status(Code::kInvalidArgument, std::string(name) + ": rank " + std::to_string(rank) +
-                                              " outside a " + std::to_string(size) + "-rank job");
+    return Status(Code::kInvalidArgument, std::string(name) + ": rank " + std::to_string(rank) + " outside a " +
+                                              std::to_string(size) + "-rank job");
   auto plan = newPlan(name, CollectiveKind::kAllreduce, dtype, op, count);
   uint32_t start = addCopy(*plan, Slot::kOutput, 0, Slot::kInput, 0, count);
   if (size > 1 && count > 0) {
@@ -41,8 +40,11 @@ Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Sch
     plan->scratchBytes = extent.stagingBytes;
     TSR_ASSIGN_OR_RETURN(uint32_t end, addSchedulePhase(*plan, rank, phase, start, options));
     if (op == ReduceOp::kAvg)
-      plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, 0}, .count = count,
-                 .divisor = static_cast<uint64_t>(size), .deps = {end}});
+      plan->add({.kind = OpKind::kDivide,
+                 .dst = {Slot::kOutput, 0},
+                 .count = count,
+                 .divisor = static_cast<uint64_t>(size),
+                 .deps = {end}});
   }
   TSR_RETURN_IF_ERROR(plan->finalize());
   return plan;
@@ -50,29 +52,24 @@ Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Sch
 
 }  // namespace
 
-Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count,
-                                                        DataType dtype, ReduceOp op,
+Result<std::shared_ptr<Plan>> rabenseifnerAllreducePlan(int rank, int size, size_t count, DataType dtype, ReduceOp op,
                                                         const DenseOptions& options) {
-  return recursiveAllreduce("rabenseifner", topology::rabenseifnerAllreduce, rank, size, count,
-                            dtype, op, options);
+  return recursiveAllreduce("rabenseifner", topology::rabenseifnerAllreduce, rank, size, count, dtype, op, options);
 }
 
-Result<std::shared_ptr<Plan>> doublingAllreducePlan(int rank, int size, size_t count,
-                                                    DataType dtype, ReduceOp op,
+Result<std::shared_ptr<Plan>> doublingAllreducePlan(int rank, int size, size_t count, DataType dtype, ReduceOp op,
                                                     const DenseOptions& options) {
-  return recursiveAllreduce("doubling", topology::recursiveDoublingAllreduce, rank, size, count,
-                            dtype, op, options);
+  return recursiveAllreduce("doubling", topology::recursiveDoublingAllreduce, rank, size, count, dtype, op, options);
 }
 
 Result<std::shared_ptr<Plan>> bruckAllgatherPlan(int rank, int size, size_t count, DataType dtype,
                                                  const DenseOptions& options) {
   if (rank < 0 || rank >= size)
-    return Status(Code::kInvalidArgument, "bruck: rank " + std::to_string(rank) + " outside a " +
-                                              std::to_string(size) + "-rank job");
+    return Status(Code::kInvalidArgument,
+                  "bruck: rank " + std::to_string(rank) + " outside a " + std::to_string(size) + "-rank job");
   auto plan = newPlan("bruck", CollectiveKind::kAllgather, dtype, ReduceOp::kSum, count);
   size_t esize = dataTypeSize(dtype);
-  uint32_t start = addCopy(*plan, Slot::kOutput, static_cast<size_t>(rank) * count * esize,
-                           Slot::kInput, 0, count);
+  uint32_t start = addCopy(*plan, Slot::kOutput, static_cast<size_t>(rank) * count * esize, Slot::kInput, 0, count);
   if (size > 1 && count > 0) {
     // N blocks of exactly `count` elements: block r is rank r's piece, at r * count.
     topology::Schedule schedule = topology::bruckAllGather(size);

@@ -14,8 +14,8 @@ Result<RingView> makeRing(int rank, int size, const std::vector<int>& order) {
     for (int i = 0; i < size; ++i) v.order.push_back(i);
   v.blockIds = v.order;  // the whole job: position p owns block order[p], so rank r owns block r
   if (static_cast<int>(v.order.size()) != size)
-    return Status(Code::kInvalidArgument, "ring order has " + std::to_string(v.order.size()) +
-                                              " entries for " + std::to_string(size) + " ranks");
+    return Status(Code::kInvalidArgument, "ring order has " + std::to_string(v.order.size()) + " entries for " +
+                                              std::to_string(size) + " ranks");
   auto it = std::find(v.order.begin(), v.order.end(), rank);
   if (it == v.order.end())
     return Status(Code::kInvalidArgument, "rank " + std::to_string(rank) + " is not in the ring order");
@@ -51,11 +51,9 @@ size_t chunksPerBlock(size_t maxBlock, size_t elemSize, size_t chunkBytes, int s
 
 // Adds the reduce-scatter phase over `work` (Slot + byte base). Returns, per chunk, the op
 // that completes this rank's own block chunk (kNone when nothing had to be done).
-std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L,
-                                       Slot work, uint32_t startDep, size_t stagingBase,
-                                       int window, size_t stagingElems, uint32_t idBase,
-                                       bool signMerge, uint32_t mergeRound,
-                                       const std::vector<uint32_t>& localReady) {
+std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L, Slot work, uint32_t startDep,
+                                       size_t stagingBase, int window, size_t stagingElems, uint32_t idBase,
+                                       bool signMerge, uint32_t mergeRound, const std::vector<uint32_t>& localReady) {
   // What this rank's own data of chunk c of position q's block waits for.
   auto ready = [&](int q, size_t c) {
     return localReady.empty() ? startDep : localReady[ring.blockOwner(q) * L.chunks + c];
@@ -69,8 +67,11 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
       Range in = L.chunk(ring, ring.pos - 2 - k, c);
       uint32_t id = idBase + static_cast<uint32_t>(k * L.chunks + c);
       if (out.count) {
-        PlanOp send{.kind = OpKind::kSend, .peer = ring.right, .msgId = id,
-                    .src = {work, out.offset * L.esize}, .count = out.count};
+        PlanOp send{.kind = OpKind::kSend,
+                    .peer = ring.right,
+                    .msgId = id,
+                    .src = {work, out.offset * L.esize},
+                    .count = out.count};
         uint32_t dep = k == 0 ? ready(ring.pos - 1, c) : lastRecv[c];
         if (dep != kNone) send.deps.push_back(dep);
         plan.add(send);
@@ -78,9 +79,13 @@ std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const L
       if (in.count) {
         size_t slot = slotTurn++ % window;
         PlanOp recv{.kind = signMerge ? OpKind::kRecvMerge : OpKind::kRecvReduce,
-                    .peer = ring.left, .msgId = id, .dst = {work, in.offset * L.esize},
+                    .peer = ring.left,
+                    .msgId = id,
+                    .dst = {work, in.offset * L.esize},
                     .staging = {Slot::kScratch, stagingBase + slot * stagingElems * L.esize},
-                    .count = in.count, .mergeA = static_cast<uint32_t>(k + 1), .mergeB = 1,
+                    .count = in.count,
+                    .mergeA = static_cast<uint32_t>(k + 1),
+                    .mergeB = 1,
                     .mergeRound = mergeRound};
         if (uint32_t own = ready(ring.pos - 2 - k, c); own != kNone) recv.deps.push_back(own);
         if (stagingUser[slot] != kNone) recv.deps.push_back(stagingUser[slot]);
@@ -130,15 +135,21 @@ std::vector<uint32_t> addAllgather(Plan& plan, const RingView& ring, const Layou
       Range in = L.chunk(ring, ring.pos - 1 - k, c);
       uint32_t id = idBase + static_cast<uint32_t>(k * L.chunks + c);
       if (out.count) {
-        PlanOp send{.kind = OpKind::kSend, .peer = ring.right, .msgId = id,
-                    .src = {work, out.offset * L.esize}, .count = out.count};
+        PlanOp send{.kind = OpKind::kSend,
+                    .peer = ring.right,
+                    .msgId = id,
+                    .src = {work, out.offset * L.esize},
+                    .count = out.count};
         if (prev[c] != kNone) send.deps.push_back(prev[c]);
         plan.add(send);
       }
       prev[c] = kNone;
       if (in.count)
-        prev[c] = plan.add({.kind = OpKind::kRecv, .peer = ring.left, .msgId = id,
-                            .dst = {work, in.offset * L.esize}, .count = in.count});
+        prev[c] = plan.add({.kind = OpKind::kRecv,
+                            .peer = ring.left,
+                            .msgId = id,
+                            .dst = {work, in.offset * L.esize},
+                            .count = in.count});
     }
   }
   return prev;

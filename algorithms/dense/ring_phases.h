@@ -33,8 +33,8 @@ Result<RingView> makeRing(int rank, int size, const std::vector<int>& order);
 Result<RingView> makeGroupRing(int rank, const std::vector<int>& members);
 
 struct Layout {
-  size_t base;    // first element of the work range
-  size_t count;   // elements in the work range
+  size_t base;   // first element of the work range
+  size_t count;  // elements in the work range
   size_t esize;
   size_t chunks;
   Range chunk(const RingView& ring, int q, size_t c) const {
@@ -57,9 +57,8 @@ size_t maxChunkElems(const Layout& L, int size);
 // rank's own data of that chunk; a chunk's first send and its merge then wait for that op
 // (and not startDep), so a pipelined preparation overlaps the sends.
 // Returns, per chunk, the op that completes this rank's own block chunk.
-std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L,
-                                       Slot work, uint32_t startDep, size_t stagingBase,
-                                       int window, size_t stagingElems, uint32_t idBase = 0,
+std::vector<uint32_t> addReduceScatter(Plan& plan, const RingView& ring, const Layout& L, Slot work, uint32_t startDep,
+                                       size_t stagingBase, int window, size_t stagingElems, uint32_t idBase = 0,
                                        bool signMerge = false, uint32_t mergeRound = 0,
                                        const std::vector<uint32_t>& localReady = {});
 // Marks the reduce-scatter's transfers among ops [from, to) to be reduced on arrival

@@ -21,8 +21,8 @@ namespace tsr::algorithms {
 
 using namespace ring_detail;
 
-Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count, DataType dtype,
-                                                ReduceOp op, const DenseOptions& options) {
+Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count, DataType dtype, ReduceOp op,
+                                                const DenseOptions& options) {
   TSR_ASSIGN_OR_RETURN(RingView ring, makeRing(rank, size, options.order));
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "ring";
@@ -54,8 +54,10 @@ Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count
       Range mine = L.chunk(ring, ring.pos, c);
       prev[c] = own[c];
       if (op == ReduceOp::kAvg && mine.count) {
-        PlanOp div{.kind = OpKind::kDivide, .dst = {Slot::kOutput, mine.offset * esize},
-                   .count = mine.count, .divisor = static_cast<uint64_t>(size)};
+        PlanOp div{.kind = OpKind::kDivide,
+                   .dst = {Slot::kOutput, mine.offset * esize},
+                   .count = mine.count,
+                   .divisor = static_cast<uint64_t>(size)};
         if (own[c] != kNone) div.deps.push_back(own[c]);
         prev[c] = plan->add(div);
       }
@@ -67,14 +69,20 @@ Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count
         Range in = L.chunk(ring, ring.pos - 1 - k, c);
         uint32_t id = base + static_cast<uint32_t>(k * L.chunks + c);
         if (out.count) {
-          PlanOp send{.kind = OpKind::kSend, .peer = ring.right, .msgId = id,
-                      .src = {Slot::kOutput, out.offset * esize}, .count = out.count};
+          PlanOp send{.kind = OpKind::kSend,
+                      .peer = ring.right,
+                      .msgId = id,
+                      .src = {Slot::kOutput, out.offset * esize},
+                      .count = out.count};
           if (prev[c] != kNone) send.deps.push_back(prev[c]);
           plan->add(send);
         }
         if (in.count) {
-          PlanOp recv{.kind = OpKind::kRecv, .peer = ring.left, .msgId = id,
-                      .dst = {Slot::kOutput, in.offset * esize}, .count = in.count};
+          PlanOp recv{.kind = OpKind::kRecv,
+                      .peer = ring.left,
+                      .msgId = id,
+                      .dst = {Slot::kOutput, in.offset * esize},
+                      .count = in.count};
           if (sendAt[k][c] != kNone) recv.deps.push_back(sendAt[k][c]);
           prev[c] = plan->add(recv);
         } else {
@@ -87,8 +95,7 @@ Result<std::shared_ptr<Plan>> ringAllreducePlan(int rank, int size, size_t count
   return plan;
 }
 
-Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t count,
-                                                    DataType dtype, ReduceOp op,
+Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t count, DataType dtype, ReduceOp op,
                                                     const DenseOptions& options) {
   TSR_ASSIGN_OR_RETURN(RingView ring, makeRing(rank, size, options.order));
   auto plan = std::make_shared<Plan>();
@@ -114,13 +121,18 @@ Result<std::shared_ptr<Plan>> ringReduceScatterPlan(int rank, int size, size_t c
   for (uint32_t d : own)
     if (d != kNone) deps.push_back(d);
   deps.push_back(copy);
-  PlanOp out{.kind = OpKind::kCopy, .dst = {Slot::kOutput, 0},
-             .src = {Slot::kScratch, static_cast<size_t>(rank) * count * esize}, .count = count,
+  PlanOp out{.kind = OpKind::kCopy,
+             .dst = {Slot::kOutput, 0},
+             .src = {Slot::kScratch, static_cast<size_t>(rank) * count * esize},
+             .count = count,
              .deps = deps};
   uint32_t last = plan->add(out);
   if (op == ReduceOp::kAvg && size > 1 && count)
-    plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, 0}, .count = count,
-               .divisor = static_cast<uint64_t>(size), .deps = {last}});
+    plan->add({.kind = OpKind::kDivide,
+               .dst = {Slot::kOutput, 0},
+               .count = count,
+               .divisor = static_cast<uint64_t>(size),
+               .deps = {last}});
   TSR_RETURN_IF_ERROR(plan->finalize());
   return plan;
 }
@@ -135,8 +147,7 @@ Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count
   plan->count = count;
   size_t esize = dataTypeSize(dtype);
   Layout L{0, count * size, esize, chunksPerBlock(count, esize, options.chunkBytes, size)};
-  uint32_t copy = addCopy(*plan, Slot::kOutput, static_cast<size_t>(rank) * count * esize,
-                          Slot::kInput, 0, count);
+  uint32_t copy = addCopy(*plan, Slot::kOutput, static_cast<size_t>(rank) * count * esize, Slot::kInput, 0, count);
   std::vector<uint32_t> prev(L.chunks, copy);
   for (int k = 0; k + 1 < size && count; ++k) {
     for (size_t c = 0; c < L.chunks; ++c) {
@@ -144,15 +155,21 @@ Result<std::shared_ptr<Plan>> ringAllgatherPlan(int rank, int size, size_t count
       Range in = L.chunk(ring, ring.pos - 1 - k, c);
       uint32_t id = static_cast<uint32_t>(k * L.chunks + c);
       if (out.count) {
-        PlanOp send{.kind = OpKind::kSend, .peer = ring.right, .msgId = id,
-                    .src = {Slot::kOutput, out.offset * esize}, .count = out.count};
+        PlanOp send{.kind = OpKind::kSend,
+                    .peer = ring.right,
+                    .msgId = id,
+                    .src = {Slot::kOutput, out.offset * esize},
+                    .count = out.count};
         if (prev[c] != kNone) send.deps.push_back(prev[c]);
         plan->add(send);
       }
       prev[c] = kNone;
       if (in.count)
-        prev[c] = plan->add({.kind = OpKind::kRecv, .peer = ring.left, .msgId = id,
-                             .dst = {Slot::kOutput, in.offset * esize}, .count = in.count});
+        prev[c] = plan->add({.kind = OpKind::kRecv,
+                             .peer = ring.left,
+                             .msgId = id,
+                             .dst = {Slot::kOutput, in.offset * esize},
+                             .count = in.count});
     }
   }
   TSR_RETURN_IF_ERROR(plan->finalize());

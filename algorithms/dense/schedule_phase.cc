@@ -34,11 +34,9 @@ int positionOf(const SchedulePhase& phase, int rank) {
 
 }  // namespace
 
-Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemSize,
-                                        const DenseOptions& options) {
+Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemSize, const DenseOptions& options) {
   const topology::Schedule* s = phase.schedule;
-  if (!s || s->numBlocks < 1)
-    return Status(Code::kInternal, "schedule phase without a schedule or blocks");
+  if (!s || s->numBlocks < 1) return Status(Code::kInternal, "schedule phase without a schedule or blocks");
   if (!phase.group.empty() && static_cast<int>(phase.group.size()) != s->numRanks)
     return Status(Code::kInternal, "schedule " + s->name + " has " + std::to_string(s->numRanks) +
                                        " ranks but its group " + std::to_string(phase.group.size()));
@@ -52,8 +50,8 @@ Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemS
   size_t room = transport::kMaxMessageId - std::min<size_t>(phase.idBase, transport::kMaxMessageId);
   size_t fit = room / (steps * perTransfer);
   if (fit == 0)
-    return Status(Code::kNotSupported, "schedule " + s->name + ": " + std::to_string(steps) +
-                                           " steps do not fit the message-id space");
+    return Status(Code::kNotSupported,
+                  "schedule " + s->name + ": " + std::to_string(steps) + " steps do not fit the message-id space");
   e.chunksPerBlock = std::min(e.chunksPerBlock, fit);
   e.messageIds = static_cast<uint32_t>(steps * perTransfer * e.chunksPerBlock);
   size_t stagingElems = ceilDiv(blockElems, e.chunksPerBlock);
@@ -61,14 +59,13 @@ Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemS
   return e;
 }
 
-Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& phase,
-                                  uint32_t startDep, const DenseOptions& options) {
+Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& phase, uint32_t startDep,
+                                  const DenseOptions& options) {
   const size_t esize = dataTypeSize(plan.dtype);
   TSR_ASSIGN_OR_RETURN(PhaseExtent extent, schedulePhaseExtent(phase, esize, options));
   const topology::Schedule& s = *phase.schedule;
   const int me = positionOf(phase, rank);
-  if (me < 0)
-    return Status(Code::kInternal, "rank " + std::to_string(rank) + " is not in schedule " + s.name);
+  if (me < 0) return Status(Code::kInternal, "rank " + std::to_string(rank) + " is not in schedule " + s.name);
   const uint32_t first = static_cast<uint32_t>(plan.ops.size());
   const int numBlocks = s.numBlocks;
   const size_t chunks = extent.chunksPerBlock;
@@ -103,8 +100,11 @@ Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& pha
           Range r = chunkRange(b, c);
           if (!r.count) continue;
           size_t key = b * chunks + c;
-          PlanOp send{.kind = OpKind::kSend, .peer = peerRank(t.peer), .msgId = stepBase + k,
-                      .src = {phase.work, r.offset * esize}, .count = r.count};
+          PlanOp send{.kind = OpKind::kSend,
+                      .peer = peerRank(t.peer),
+                      .msgId = stepBase + k,
+                      .src = {phase.work, r.offset * esize},
+                      .count = r.count};
           if (lastWrite[key] != kNone) send.deps.push_back(lastWrite[key]);
           readers[key].push_back(plan.add(send));
         }
@@ -118,8 +118,8 @@ Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& pha
           size_t key = b * chunks + c;
           BufferRef dst{phase.work, r.offset * esize};
           if (t.combine == topology::Combine::kCopy) {
-            PlanOp recv{.kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k,
-                        .dst = dst, .count = r.count};
+            PlanOp recv{
+                .kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k, .dst = dst, .count = r.count};
             writeDeps(key, recv.deps);
             lastWrite[key] = plan.add(recv);
             continue;
@@ -128,13 +128,12 @@ Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& pha
           // then add into the chunk once its earlier writer and readers are done.
           size_t slot = slotTurn++ % window;
           BufferRef staging{Slot::kScratch, phase.stagingBase + slot * slotBytes};
-          PlanOp recv{.kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k,
-                      .dst = staging, .count = r.count};
+          PlanOp recv{
+              .kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k, .dst = staging, .count = r.count};
           if (slotUser[slot] != kNone) recv.deps.push_back(slotUser[slot]);
           if (startDep != kNone) recv.deps.push_back(startDep);
           uint32_t got = plan.add(recv);
-          PlanOp reduce{.kind = OpKind::kReduce, .dst = dst, .src = staging, .count = r.count,
-                        .deps = {got}};
+          PlanOp reduce{.kind = OpKind::kReduce, .dst = dst, .src = staging, .count = r.count, .deps = {got}};
           writeDeps(key, reduce.deps);
           lastWrite[key] = slotUser[slot] = plan.add(reduce);
         }

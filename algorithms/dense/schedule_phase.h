@@ -33,17 +33,16 @@ struct SchedulePhase {
 
 struct PhaseExtent {
   size_t chunksPerBlock = 1;
-  uint32_t messageIds = 0;   // ids the phase uses, from idBase
-  size_t stagingBytes = 0;   // scratch the phase needs from stagingBase
+  uint32_t messageIds = 0;  // ids the phase uses, from idBase
+  size_t stagingBytes = 0;  // scratch the phase needs from stagingBase
 };
 
 // What the phase needs: the same on every rank (computed from the whole schedule).
-Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemSize,
-                                        const DenseOptions& options);
+Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemSize, const DenseOptions& options);
 
 // Appends this rank's operations; every op waits (transitively) for startDep. Returns a join
 // op that completes when the whole phase has on this rank.
-Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& phase,
-                                  uint32_t startDep, const DenseOptions& options);
+Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& phase, uint32_t startDep,
+                                  const DenseOptions& options);
 
 }  // namespace tsr::algorithms

@@ -8,18 +8,23 @@ namespace tsr::algorithms {
 
 const char* shmRouteDescription(ShmRoute route) {
   switch (route) {
-    case ShmRoute::kBoard: return "ran it through the shared-memory board";
-    case ShmRoute::kPlan: return "ran it as messages";
-    case ShmRoute::kStaged: return "ran it through the shared-memory stages";
-    case ShmRoute::kTask: return "ran a custom collective";
-    case ShmRoute::kNone: break;
+    case ShmRoute::kBoard:
+      return "ran it through the shared-memory board";
+    case ShmRoute::kPlan:
+      return "ran it as messages";
+    case ShmRoute::kStaged:
+      return "ran it through the shared-memory stages";
+    case ShmRoute::kTask:
+      return "ran a custom collective";
+    case ShmRoute::kNone:
+      break;
   }
   return "ran something else";
 }
 
 std::string describeShmCall(const ShmCall& c) {
-  return std::string(collectiveName(static_cast<CollectiveKind>(c.collective))) +
-         "(count=" + std::to_string(c.count) + ", dtype=" + dataTypeName(static_cast<DataType>(c.dtype)) +
+  return std::string(collectiveName(static_cast<CollectiveKind>(c.collective))) + "(count=" + std::to_string(c.count) +
+         ", dtype=" + dataTypeName(static_cast<DataType>(c.dtype)) +
          ", op=" + reduceOpName(static_cast<ReduceOp>(c.op)) +
          (c.root >= 0 ? ", root=" + std::to_string(c.root) : std::string()) + ")";
 }

@@ -35,7 +35,7 @@ enum class ShmRoute : uint8_t { kNone = 0, kBoard = 1, kPlan = 2, kTask = 3, kSt
 // How a peer ran a collective, for mismatch messages: "ran it as messages", ...
 const char* shmRouteDescription(ShmRoute route);
 
-struct ShmCall {  // what a rank called: a collective's arguments
+struct ShmCall {           // what a rank called: a collective's arguments
   uint8_t collective = 0;  // CollectiveKind
   uint8_t dtype = 0;
   uint8_t op = 0;

@@ -21,9 +21,12 @@ size_t ShmBoardCollective::payloadBytes(const ShmCollectiveArgs& args, int size,
   if (args.barrier) return 0;
   const size_t bytes = args.count * dataTypeSize(args.dtype);
   switch (args.collective) {
-    case CollectiveKind::kReduceScatter: return bytes * static_cast<size_t>(size);
-    case CollectiveKind::kBroadcast: return rank == args.root ? bytes : 0;
-    default: return bytes;
+    case CollectiveKind::kReduceScatter:
+      return bytes * static_cast<size_t>(size);
+    case CollectiveKind::kBroadcast:
+      return rank == args.root ? bytes : 0;
+    default:
+      return bytes;
   }
 }
 
@@ -34,7 +37,11 @@ bool ShmBoardCollective::fits(const ShmCollectiveArgs& args, int size) {
 }
 
 ShmBoardCollective::ShmBoardCollective(ShmBoard board, RunIdentity id, uint64_t index, ShmCollectiveArgs args)
-    : board_(board), id_(id), index_(index), args_(args), call_(callOf(args)),
+    : board_(board),
+      id_(id),
+      index_(index),
+      args_(args),
+      call_(callOf(args)),
       bytes_(payloadBytes(args, board.size(), id.rank)) {}
 
 std::string ShmBoardCollective::describe() const {
@@ -130,8 +137,7 @@ int ShmBoardCollective::waitingOn() const {
   if (status_.code() != Code::kInProgress) return -1;
   if (!posted_) {  // waiting for a slow peer to finish the board collective before last
     for (int r = 0; r < board_.size(); ++r)
-      if (r != id_.rank && index_ >= 2 && board_.area(r).done.load(std::memory_order_acquire) < index_ - 1)
-        return r;
+      if (r != id_.rank && index_ >= 2 && board_.area(r).done.load(std::memory_order_acquire) < index_ - 1) return r;
   }
   return nextPeer_ < board_.size() ? nextPeer_ : -1;
 }

@@ -9,8 +9,14 @@ namespace tsr::algorithms {
 
 ShmStagedCollective::ShmStagedCollective(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket,
                                          ShmCollectiveArgs args)
-    : staging_(staging), board_(board), id_(id), first_(firstTicket), args_(args),
-      layout_(layoutOf(args, staging.size())), call_(ShmBoardCollective::callOf(args)), esize_(dataTypeSize(args.dtype)),
+    : staging_(staging),
+      board_(board),
+      id_(id),
+      first_(firstTicket),
+      args_(args),
+      layout_(layoutOf(args, staging.size())),
+      call_(ShmBoardCollective::callOf(args)),
+      esize_(dataTypeSize(args.dtype)),
       chunks_(layout_.chunks()) {}
 
 int ShmStagedCollective::firstPeerBelow(ShmCounter ShmStagingArea::*counter, uint64_t need) const {
@@ -63,9 +69,9 @@ Status ShmStagedCollective::checkPeersPosted(uint64_t chunk) {
     // this ticket's; it must be this collective's.
     const ShmStageHeader& h = peer.headers[ticket % 2];
     if (h.seq != id_.seq || firstShmDifference(call_, h.call))
-      return status_ = shmMismatch(id_.rank, r, id_.seq, call_, h.call,
-                                   h.seq != id_.seq ? "was at another collective in the shared-memory stages"
-                                                    : "called it");
+      return status_ =
+                 shmMismatch(id_.rank, r, id_.seq, call_, h.call,
+                             h.seq != id_.seq ? "was at another collective in the shared-memory stages" : "called it");
   }
   return Status::ok();
 }
@@ -82,8 +88,7 @@ void ShmStagedCollective::reduce(uint64_t chunk) {
     std::memcpy(o, staging_.stage(0, ticket) + at, n * esize_);
     for (int r = 1; r < staging_.size(); ++r)
       kernels::reduceInto(o, staging_.stage(r, ticket) + at, n, args_.dtype, args_.op);
-    if (args_.op == ReduceOp::kAvg)
-      kernels::divideInPlace(o, n, args_.dtype, static_cast<uint64_t>(staging_.size()));
+    if (args_.op == ReduceOp::kAvg) kernels::divideInPlace(o, n, args_.dtype, static_cast<uint64_t>(staging_.size()));
     if (layout_.writesBack()) std::memcpy(staging_.stage(id_.rank, ticket) + at, o, n * esize_);
   }
   staging_.area(id_.rank).reduced.value.store(ticket + 1, std::memory_order_release);
@@ -163,7 +168,8 @@ int ShmStagedCollective::waitingOn() const {
         return r;
     return -1;
   }
-  if (posted_ < chunks_ && first_ + posted_ >= 2) return firstPeerBelow(&ShmStagingArea::gathered, first_ + posted_ - 1);
+  if (posted_ < chunks_ && first_ + posted_ >= 2)
+    return firstPeerBelow(&ShmStagingArea::gathered, first_ + posted_ - 1);
   return -1;
 }
 

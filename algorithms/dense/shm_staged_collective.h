@@ -35,8 +35,7 @@ class ShmStagedCollective final : public Task {
   // firstTicket: the first of this collective's layoutOf().chunks() tickets (the communicator
   // gives each staged collective the next range, in its order of submission); id.seq: its
   // sequence number.
-  ShmStagedCollective(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket,
-                      ShmCollectiveArgs args);
+  ShmStagedCollective(ShmStaging staging, ShmBoard board, RunIdentity id, uint64_t firstTicket, ShmCollectiveArgs args);
 
   Status start() override { return progress(); }
   Status progress() override;
@@ -68,7 +67,7 @@ class ShmStagedCollective final : public Task {
   size_t esize_;
   uint64_t chunks_;
   uint64_t posted_ = 0, reduced_ = 0, gathered_ = 0;  // this rank's chunks through each phase
-  int nextGatherPeer_ = 0;  // of the chunk being gathered: peers below were copied out
+  int nextGatherPeer_ = 0;                            // of the chunk being gathered: peers below were copied out
   Status status_{Code::kInProgress, ""};
 };
 

@@ -16,15 +16,22 @@ bool ShmStagedLayout::serves(CollectiveKind kind, DataType dtype, int size) {
   switch (kind) {
     case CollectiveKind::kAllreduce:
     case CollectiveKind::kAllgather:
-    case CollectiveKind::kBroadcast: return size > 0;
-    case CollectiveKind::kReduceScatter: return size > 0 && static_cast<size_t>(size) <= elementsPerStage(dtype);
-    case CollectiveKind::kBarrier: break;
+    case CollectiveKind::kBroadcast:
+      return size > 0;
+    case CollectiveKind::kReduceScatter:
+      return size > 0 && static_cast<size_t>(size) <= elementsPerStage(dtype);
+    case CollectiveKind::kBarrier:
+      break;
   }
   return false;
 }
 
 ShmStagedLayout::ShmStagedLayout(CollectiveKind kind, size_t count, DataType dtype, int size, int root)
-    : kind_(kind), count_(count), esize_(dataTypeSize(dtype)), perChunk_(elementsPerStage(dtype)), size_(size),
+    : kind_(kind),
+      count_(count),
+      esize_(dataTypeSize(dtype)),
+      perChunk_(elementsPerStage(dtype)),
+      size_(size),
       root_(root) {
   if (kind_ == CollectiveKind::kReduceScatter) perChunk_ /= static_cast<size_t>(size_);
   chunks_ = (count_ + perChunk_ - 1) / perChunk_;
@@ -36,15 +43,19 @@ size_t ShmStagedLayout::chunkLength(uint64_t chunk) const {
 
 int ShmStagedLayout::posts(int rank) const {
   switch (kind_) {
-    case CollectiveKind::kReduceScatter: return size_;
-    case CollectiveKind::kBroadcast: return rank == root_ ? 1 : 0;
-    default: return 1;
+    case CollectiveKind::kReduceScatter:
+      return size_;
+    case CollectiveKind::kBroadcast:
+      return rank == root_ ? 1 : 0;
+    default:
+      return 1;
   }
 }
 
 ShmPiece ShmStagedLayout::post(uint64_t chunk, int /*rank*/, int i) const {
   const size_t begin = static_cast<size_t>(chunk) * perChunk_, n = chunkLength(chunk);
-  if (kind_ == CollectiveKind::kReduceScatter) return {static_cast<size_t>(i) * n, static_cast<size_t>(i) * count_ + begin, n};
+  if (kind_ == CollectiveKind::kReduceScatter)
+    return {static_cast<size_t>(i) * n, static_cast<size_t>(i) * count_ + begin, n};
   return {0, begin, n};
 }
 
@@ -60,10 +71,14 @@ ShmPiece ShmStagedLayout::reduce(uint64_t chunk, int rank) const {
 ShmPiece ShmStagedLayout::gather(uint64_t chunk, int rank, int peer) const {
   const size_t begin = static_cast<size_t>(chunk) * perChunk_, n = chunkLength(chunk);
   switch (kind_) {
-    case CollectiveKind::kAllreduce: return peer == rank ? ShmPiece{} : reduce(chunk, peer);
-    case CollectiveKind::kAllgather: return {0, static_cast<size_t>(peer) * count_ + begin, n};
-    case CollectiveKind::kBroadcast: return peer == root_ ? ShmPiece{0, begin, n} : ShmPiece{};
-    default: return {};
+    case CollectiveKind::kAllreduce:
+      return peer == rank ? ShmPiece{} : reduce(chunk, peer);
+    case CollectiveKind::kAllgather:
+      return {0, static_cast<size_t>(peer) * count_ + begin, n};
+    case CollectiveKind::kBroadcast:
+      return peer == root_ ? ShmPiece{0, begin, n} : ShmPiece{};
+    default:
+      return {};
   }
 }
 

@@ -1,6 +1,6 @@
 // ShmStaging: the part of a one-machine communicator's shared-memory segment where large
-// allreduces, and reduce-scatters, all-gathers and broadcasts, meet (shm_staged_collective.h), as Open MPI's coll/sm and UCC's tl/shm do. Like
-// ShmBoard it is only a layout over memory, so tests can lay it over plain memory.
+// allreduces, and reduce-scatters, all-gathers and broadcasts, meet (shm_staged_collective.h), as Open MPI's coll/sm
+// and UCC's tl/shm do. Like ShmBoard it is only a layout over memory, so tests can lay it over plain memory.
 //
 // Every rank has two stage buffers of kShmStageBytes, used alternately by consecutive chunks
 // (a chunk's "ticket" counts the communicator's staged chunks so far; ticket t uses stage

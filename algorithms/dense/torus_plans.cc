@@ -22,8 +22,7 @@ namespace {
 
 // Finds `rank` in the grid; checks that the grid is a full X x Y grid of 0..N-1.
 Status locate(const std::vector<std::vector<int>>& grid, int rank, int size, int* row, int* col) {
-  if (grid.empty() || grid[0].empty())
-    return Status(Code::kNotSupported, "torus: empty grid");
+  if (grid.empty() || grid[0].empty()) return Status(Code::kNotSupported, "torus: empty grid");
   size_t x = grid[0].size();
   std::vector<int> seen(size, 0);
   *row = *col = -1;
@@ -35,15 +34,14 @@ Status locate(const std::vector<std::vector<int>>& grid, int rank, int size, int
     for (size_t c = 0; c < x; ++c) {
       int q = grid[r][c];
       if (q < 0 || q >= size || seen[q]++)
-        return Status(Code::kInvalidArgument, "torus: rank " + std::to_string(q) +
-                                                  " is missing from, repeated in or outside the grid");
+        return Status(Code::kInvalidArgument,
+                      "torus: rank " + std::to_string(q) + " is missing from, repeated in or outside the grid");
       if (q == rank) *row = static_cast<int>(r), *col = static_cast<int>(c);
     }
   }
   if (grid.size() * x != static_cast<size_t>(size) || *row < 0)
-    return Status(Code::kInvalidArgument, "torus: a " + std::to_string(grid.size()) + " x " +
-                                              std::to_string(x) + " grid does not cover " +
-                                              std::to_string(size) + " ranks");
+    return Status(Code::kInvalidArgument, "torus: a " + std::to_string(grid.size()) + " x " + std::to_string(x) +
+                                              " grid does not cover " + std::to_string(size) + " ranks");
   return Status::ok();
 }
 
@@ -55,16 +53,15 @@ enum class Column { kRing, kSignMerge, kRabenseifner };
 // of reducing (row phase round 0, column phase round 1; a column hop's sides stand for whole
 // rows, (k+1)X : X workers, the same odds as (k+1) : 1) and nothing is divided.
 Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataType dtype, ReduceOp op,
-                                         const std::vector<std::vector<int>>& grid,
-                                         const DenseOptions& options, Column columnKind,
-                                         bool localPrep = false) {
+                                         const std::vector<std::vector<int>>& grid, const DenseOptions& options,
+                                         Column columnKind, bool localPrep = false) {
   const bool signMerge = columnKind == Column::kSignMerge;
   int row = -1, col = -1;
   TSR_RETURN_IF_ERROR(locate(grid, rank, size, &row, &col));
   const int x = static_cast<int>(grid[0].size()), y = static_cast<int>(grid.size());
   if (columnKind != Column::kRabenseifner && (x < 2 || y < 2))
-    return Status(Code::kNotSupported, "torus: a " + std::to_string(y) + " x " + std::to_string(x) +
-                                           " grid is a ring; use the ring");
+    return Status(Code::kNotSupported,
+                  "torus: a " + std::to_string(y) + " x " + std::to_string(x) + " grid is a ring; use the ring");
   std::vector<int> column;
   for (int r = 0; r < y; ++r) column.push_back(grid[r][col]);
   TSR_ASSIGN_OR_RETURN(RingView rowRing, makeGroupRing(rank, grid[row]));
@@ -84,8 +81,8 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
     rowL.chunks = chunksPerBlock(balancedPart(count, x, 0).count, esize, options.chunkBytes, size, 4);
     Range mine = balancedPart(count, x, rowRing.blockOwner(rowRing.pos));
     Layout colL{mine.offset, mine.count, esize, 0};
-    colL.chunks = chunksPerBlock(std::max<size_t>(1, balancedPart(mine.count, y, 0).count), esize,
-                                 options.chunkBytes, size, 4);
+    colL.chunks =
+        chunksPerBlock(std::max<size_t>(1, balancedPart(mine.count, y, 0).count), esize, options.chunkBytes, size, 4);
     size_t rowStaging = maxChunkElems(rowL, x), colStaging = maxChunkElems(colL, y);
     plan->scratchBytes = window * std::max(rowStaging, colStaging) * esize;
     // Message ids: the four phases take disjoint ranges, the same on every rank (column
@@ -99,8 +96,7 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
     // Pipelined packing: each row chunk's sends and merges wait for that chunk's kLocal op.
     std::vector<uint32_t> prep;
     if (localPrep) prep = addLocalPrep(*plan, rowRing, rowL, Slot::kOutput);
-    addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0, signMerge, 0,
-                     prep);
+    addReduceScatter(*plan, rowRing, rowL, Slot::kOutput, start, 0, window, rowStaging, 0, signMerge, 0, prep);
     uint32_t end1 = addPhaseEnd(*plan, first, start);
     uint32_t end3 = end1;
     if (columnKind == Column::kRabenseifner) {
@@ -119,18 +115,19 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
       colIds = most.messageIds / 2 + 1;
     } else {
       first = phase();
-      addReduceScatter(*plan, colRing, colL, Slot::kOutput, end1, 0, window, colStaging, rowIds,
-                       signMerge, 1);
+      addReduceScatter(*plan, colRing, colL, Slot::kOutput, end1, 0, window, colStaging, rowIds, signMerge, 1);
       uint32_t end2 = addPhaseEnd(*plan, first, end1);
       first = phase();
       addAllgather(*plan, colRing, colL, Slot::kOutput, std::vector<uint32_t>(colL.chunks, end2), rowIds + colIds);
       end3 = addPhaseEnd(*plan, first, end2);
     }
     if (!signMerge && op == ReduceOp::kAvg && mine.count)
-      end3 = plan->add({.kind = OpKind::kDivide, .dst = {Slot::kOutput, mine.offset * esize},
-                        .count = mine.count, .divisor = static_cast<uint64_t>(size), .deps = {end3}});
-    addAllgather(*plan, rowRing, rowL, Slot::kOutput, std::vector<uint32_t>(rowL.chunks, end3),
-                 rowIds + 2 * colIds);
+      end3 = plan->add({.kind = OpKind::kDivide,
+                        .dst = {Slot::kOutput, mine.offset * esize},
+                        .count = mine.count,
+                        .divisor = static_cast<uint64_t>(size),
+                        .deps = {end3}});
+    addAllgather(*plan, rowRing, rowL, Slot::kOutput, std::vector<uint32_t>(rowL.chunks, end3), rowIds + 2 * colIds);
   }
   TSR_RETURN_IF_ERROR(plan->finalize());
   return plan;
@@ -138,23 +135,22 @@ Result<std::shared_ptr<Plan>> buildTorus(int rank, int size, size_t count, DataT
 
 }  // namespace
 
-Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype,
-                                                 ReduceOp op, const std::vector<std::vector<int>>& grid,
+Result<std::shared_ptr<Plan>> torusAllreducePlan(int rank, int size, size_t count, DataType dtype, ReduceOp op,
+                                                 const std::vector<std::vector<int>>& grid,
                                                  const DenseOptions& options) {
   return buildTorus(rank, size, count, dtype, op, grid, options, Column::kRing);
 }
 
-Result<std::shared_ptr<Plan>> hierAllreducePlan(int rank, int size, size_t count, DataType dtype,
-                                                ReduceOp op, const std::vector<std::vector<int>>& grid,
+Result<std::shared_ptr<Plan>> hierAllreducePlan(int rank, int size, size_t count, DataType dtype, ReduceOp op,
+                                                const std::vector<std::vector<int>>& grid,
                                                 const DenseOptions& options) {
   return buildTorus(rank, size, count, dtype, op, grid, options, Column::kRabenseifner);
 }
 
 Result<std::shared_ptr<Plan>> torusSignMergePlan(int rank, int size, size_t words,
-                                                 const std::vector<std::vector<int>>& grid,
-                                                 const DenseOptions& options, bool localPrep) {
-  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, Column::kSignMerge,
-                    localPrep);
+                                                 const std::vector<std::vector<int>>& grid, const DenseOptions& options,
+                                                 bool localPrep) {
+  return buildTorus(rank, size, words, DataType::kI64, ReduceOp::kSum, grid, options, Column::kSignMerge, localPrep);
 }
 
 }  // namespace tsr::algorithms

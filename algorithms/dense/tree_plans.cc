@@ -19,12 +19,11 @@
 
 namespace tsr::algorithms {
 
-Result<std::shared_ptr<Plan>> binomialBroadcastPlan(int rank, int size, int root, size_t count,
-                                                    DataType dtype, const DenseOptions& options) {
+Result<std::shared_ptr<Plan>> binomialBroadcastPlan(int rank, int size, int root, size_t count, DataType dtype,
+                                                    const DenseOptions& options) {
   if (root < 0 || root >= size)
-    return Status(Code::kInvalidArgument, "broadcast root " + std::to_string(root) +
-                                              " is not a rank of a " + std::to_string(size) +
-                                              "-rank communicator");
+    return Status(Code::kInvalidArgument, "broadcast root " + std::to_string(root) + " is not a rank of a " +
+                                              std::to_string(size) + "-rank communicator");
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "binomial";
   plan->collective = CollectiveKind::kBroadcast;
@@ -41,15 +40,18 @@ Result<std::shared_ptr<Plan>> binomialBroadcastPlan(int rank, int size, int root
   while (lowbit < size && !(v & lowbit)) lowbit <<= 1;  // for the root: first power >= size
   std::vector<uint32_t> have(chunks, UINT32_MAX);
   if (v == 0) {
-    uint32_t copy = plan->add({.kind = OpKind::kCopy, .dst = {Slot::kOutput, 0},
-                               .src = {Slot::kInput, 0}, .count = count});
+    uint32_t copy =
+        plan->add({.kind = OpKind::kCopy, .dst = {Slot::kOutput, 0}, .src = {Slot::kInput, 0}, .count = count});
     have.assign(chunks, copy);
   } else {
     int parent = ((v & ~lowbit) + root) % size;
     for (size_t c = 0; c < chunks; ++c) {
       Range part = balancedPart(count, chunks, c);
-      have[c] = plan->add({.kind = OpKind::kRecv, .peer = parent, .msgId = rounds + static_cast<uint32_t>(c),
-                           .dst = {Slot::kOutput, part.offset * esize}, .count = part.count});
+      have[c] = plan->add({.kind = OpKind::kRecv,
+                           .peer = parent,
+                           .msgId = rounds + static_cast<uint32_t>(c),
+                           .dst = {Slot::kOutput, part.offset * esize},
+                           .count = part.count});
     }
   }
   // Children, biggest subtree first.
@@ -58,8 +60,11 @@ Result<std::shared_ptr<Plan>> binomialBroadcastPlan(int rank, int size, int root
     for (int bit = lowbit >> 1; bit >= 1; bit >>= 1) {
       if (v + bit >= size) continue;
       int child = (v + bit + root) % size;
-      plan->add({.kind = OpKind::kSend, .peer = child, .msgId = rounds + static_cast<uint32_t>(c),
-                 .src = {Slot::kOutput, part.offset * esize}, .count = part.count,
+      plan->add({.kind = OpKind::kSend,
+                 .peer = child,
+                 .msgId = rounds + static_cast<uint32_t>(c),
+                 .src = {Slot::kOutput, part.offset * esize},
+                 .count = part.count,
                  .deps = {have[c]}});
     }
   }
@@ -80,8 +85,11 @@ void addDisseminationRounds(Plan& plan, int rank, int size) {
     PlanOp send{.kind = OpKind::kSend, .peer = (rank + dist) % size, .msgId = round, .count = 0};
     if (prev != UINT32_MAX) send.deps.push_back(prev);
     plan.add(send);
-    PlanOp recv{.kind = OpKind::kRecv, .peer = (rank - dist + size) % size, .msgId = round,
-                .dst = {Slot::kOutput, 0}, .count = 0};
+    PlanOp recv{.kind = OpKind::kRecv,
+                .peer = (rank - dist + size) % size,
+                .msgId = round,
+                .dst = {Slot::kOutput, 0},
+                .count = 0};
     if (prev != UINT32_MAX) recv.deps.push_back(prev);
     prev = plan.add(recv);
   }

@@ -31,8 +31,7 @@ inline size_t scalarFirstBad(const float* x, size_t begin, size_t end) {
 
 }  // namespace
 
-size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
-                uint64_t firstWord) {
+size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng, uint64_t firstWord) {
   const size_t fullWords = count / 64;
   const __m256 zero = _mm256_setzero_ps();
   size_t firstBad = count;
@@ -64,8 +63,7 @@ size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& 
   }
   if (fullWords * 64 < count) {
     size_t base = fullWords * 64;
-    words[fullWords] =
-        packSignWord(x + base, static_cast<int>(count - base), rng, firstWord + fullWords);
+    words[fullWords] = packSignWord(x + base, static_cast<int>(count - base), rng, firstWord + fullWords);
     if (firstBad == count) firstBad = scalarFirstBad(x, base, count);
   }
   return firstBad;
@@ -101,12 +99,11 @@ void signCompensate(const float* g, const uint64_t* words, size_t count, float e
     __m256 v = _mm256_loadu_ps(g + 8 * blk);
     _mm256_storeu_ps(c + 8 * blk, _mm256_sub_ps(v, expandByte(byte, pe, ne)));
   }
-  for (size_t j = blocks * 8; j < count; ++j)
-    c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
+  for (size_t j = blocks * 8; j < count; ++j) c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
 }
 
-size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut, double* blockSums) {
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+                   uint64_t firstWord, double* sumAbsOut, double* blockSums) {
   const __m256 zero = _mm256_setzero_ps();
   const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const size_t fullWords = count / 64;
@@ -200,14 +197,12 @@ size_t firstNonFinite(const float* x, size_t count) {
 namespace {
 
 inline __m256i magnitudes8(const float* p) {
-  return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
-                          _mm256_set1_epi32(0x7fffffff));
+  return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), _mm256_set1_epi32(0x7fffffff));
 }
 
 }  // namespace
 
-size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid,
-                size_t capacity, size_t* above) {
+size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid, size_t capacity, size_t* above) {
   const __m256i vlo = _mm256_set1_epi32(static_cast<int>(lo));
   const __m256i vhi = _mm256_set1_epi32(static_cast<int>(hi));
   size_t cntAbove = 0, cntMid = 0;
@@ -216,8 +211,8 @@ size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mi
     __m256i m = magnitudes8(x + 8 * blk);
     __m256i gt = _mm256_cmpgt_epi32(m, vhi);
     __m256i out = _mm256_or_si256(gt, _mm256_cmpgt_epi32(vlo, m));
-    cntAbove += static_cast<size_t>(__builtin_popcount(
-        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(gt)))));
+    cntAbove +=
+        static_cast<size_t>(__builtin_popcount(static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(gt)))));
     uint32_t in = ~static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(out))) & 0xffu;
     while (in) {
       int l = __builtin_ctz(in);
@@ -246,9 +241,9 @@ size_t topkEmit(const float* x, size_t n, uint32_t t, size_t equalBudget, uint32
   for (size_t blk = 0; blk < blocks; ++blk) {
     __m256i m = magnitudes8(x + 8 * blk);
     uint32_t gt = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(m, vt))));
-    uint32_t eq = equalBudget == 0 ? 0u
-                                   : static_cast<uint32_t>(_mm256_movemask_ps(
-                                         _mm256_castsi256_ps(_mm256_cmpeq_epi32(m, vt))));
+    uint32_t eq = equalBudget == 0
+                      ? 0u
+                      : static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(m, vt))));
     uint32_t any = gt | eq;
     while (any) {
       int l = __builtin_ctz(any);
@@ -290,8 +285,7 @@ void castF32ToBf16(const float* in, size_t count, uint16_t* out) {
     __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     __m256i hi = _mm256_srli_epi32(u, 16);
     __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absMask), infBits);
-    __m256i r = _mm256_srli_epi32(
-        _mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(hi, one))), 16);
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(hi, one))), 16);
     return _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
   };
   size_t i = 0;
@@ -309,8 +303,7 @@ void castBf16ToF32(const uint16_t* in, size_t count, float* out) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
   for (; i < count; ++i) out[i] = bf16ToFloat(in[i]);
 }

@@ -4,8 +4,8 @@
 // conversions differ from them on NaNs only, which are fixed up per lane as described below.
 #include <immintrin.h>
 
-#include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/cast_ops.h"
+#include "algorithms/kernels/detail/avx2.h"
 #include "algorithms/kernels/detail/reduce_loops.h"
 #include "base/half.h"
 
@@ -49,9 +49,8 @@ void castF16ToF32(const uint16_t* in, size_t count, float* out) {
     __m256 f = _mm256_cvtph_ps(h);
     __m256i w = _mm256_cvtepu16_epi32(h);
     __m256i special = _mm256_cmpeq_epi32(_mm256_and_si256(w, expMask), expMask);
-    __m256i bits = _mm256_or_si256(
-        _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(w, signMask), 16), infBits),
-        _mm256_slli_epi32(_mm256_and_si256(w, mantMask), 13));
+    __m256i bits = _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(w, signMask), 16), infBits),
+                                   _mm256_slli_epi32(_mm256_and_si256(w, mantMask), 13));
     f = _mm256_blendv_ps(f, _mm256_castsi256_ps(bits), _mm256_castsi256_ps(special));
     _mm256_storeu_ps(out + i, f);
   }
@@ -63,8 +62,8 @@ namespace {
 // scalar code, whose NaN bits the instructions would not reproduce.
 bool anySpecial(__m128i a, __m128i b) {
   const __m128i exp16 = _mm_set1_epi16(0x7c00);
-  __m128i s = _mm_or_si128(_mm_cmpeq_epi16(_mm_and_si128(a, exp16), exp16),
-                           _mm_cmpeq_epi16(_mm_and_si128(b, exp16), exp16));
+  __m128i s =
+      _mm_or_si128(_mm_cmpeq_epi16(_mm_and_si128(a, exp16), exp16), _mm_cmpeq_epi16(_mm_and_si128(b, exp16), exp16));
   return !_mm_testz_si128(s, s);
 }
 
@@ -119,10 +118,14 @@ namespace {
 // vcvtps2ph rounds as floatToF16 does for finite values (overflow to Inf included).
 template <ReduceOp Op>
 __m256 apply(__m256 a, __m256 b) {
-  if constexpr (Op == ReduceOp::kProd) return _mm256_mul_ps(a, b);
-  else if constexpr (Op == ReduceOp::kMin) return _mm256_min_ps(b, a);
-  else if constexpr (Op == ReduceOp::kMax) return _mm256_max_ps(b, a);
-  else return _mm256_add_ps(a, b);  // sum, avg
+  if constexpr (Op == ReduceOp::kProd)
+    return _mm256_mul_ps(a, b);
+  else if constexpr (Op == ReduceOp::kMin)
+    return _mm256_min_ps(b, a);
+  else if constexpr (Op == ReduceOp::kMax)
+    return _mm256_max_ps(b, a);
+  else
+    return _mm256_add_ps(a, b);  // sum, avg
 }
 
 template <ReduceOp Op>
@@ -146,10 +149,14 @@ void reduceF16(uint16_t* dst, const void* src, size_t count, ReduceOp op) {
   const auto* s = static_cast<const unsigned char*>(src);
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return reduceF16Lanes<ReduceOp::kSum>(dst, s, count);
-    case ReduceOp::kProd: return reduceF16Lanes<ReduceOp::kProd>(dst, s, count);
-    case ReduceOp::kMin: return reduceF16Lanes<ReduceOp::kMin>(dst, s, count);
-    case ReduceOp::kMax: return reduceF16Lanes<ReduceOp::kMax>(dst, s, count);
+    case ReduceOp::kAvg:
+      return reduceF16Lanes<ReduceOp::kSum>(dst, s, count);
+    case ReduceOp::kProd:
+      return reduceF16Lanes<ReduceOp::kProd>(dst, s, count);
+    case ReduceOp::kMin:
+      return reduceF16Lanes<ReduceOp::kMin>(dst, s, count);
+    case ReduceOp::kMax:
+      return reduceF16Lanes<ReduceOp::kMax>(dst, s, count);
   }
 }
 

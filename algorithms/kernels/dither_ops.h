@@ -54,8 +54,8 @@ TSR_HD uint32_t ditherRandom(const RngStream& rng, uint64_t i) {
 
 // The signed code of x, given scale > 0, maxCode > 0 (levels = maxCode as float) and the
 // element's 32-bit uniform.
-TSR_HD int16_t ditherCode(float x, float scale, float levels, uint32_t maxCode,
-                          DitherPartition partition, uint32_t random) {
+TSR_HD int16_t ditherCode(float x, float scale, float levels, uint32_t maxCode, DitherPartition partition,
+                          uint32_t random) {
   const double u = static_cast<double>(random);
   const float y = fminf(fabsf(x) / scale * levels, levels);
   uint32_t code;
@@ -74,8 +74,6 @@ TSR_HD int16_t ditherCode(float x, float scale, float levels, uint32_t maxCode,
 }
 
 // The value a code stands for; d = maxCode (1 when maxCode is 0).
-TSR_HD float ditherValue(int16_t code, float scale, float d) {
-  return static_cast<float>(code) * scale / d;
-}
+TSR_HD float ditherValue(int16_t code, float scale, float d) { return static_cast<float>(code) * scale / d; }
 
 }  // namespace tsr::kernels

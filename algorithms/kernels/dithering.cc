@@ -6,9 +6,7 @@
 
 namespace tsr::kernels {
 
-uint32_t ditherMaxCode(uint32_t s, DitherPartition partition) {
-  return ditherMaxCodeOf(s, partition);
-}
+uint32_t ditherMaxCode(uint32_t s, DitherPartition partition) { return ditherMaxCodeOf(s, partition); }
 
 float ditherScale(const float* x, size_t count, DitherNormalize normalize) {
   if (normalize == DitherNormalize::kMax) {
@@ -31,8 +29,8 @@ double ditherSumSquares(const float* x, size_t count) {
 
 float ditherL2Scale(double sumSquares) { return static_cast<float>(std::sqrt(sumSquares)); }
 
-void ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
-                    DitherPartition partition, const RngStream& rng, int16_t* codes) {
+void ditherQuantize(const float* x, size_t count, float scale, uint32_t s, DitherPartition partition,
+                    const RngStream& rng, int16_t* codes) {
   const uint32_t maxCode = ditherMaxCode(s, partition);
   if (scale <= 0.0f || maxCode == 0) {
     for (size_t i = 0; i < count; ++i) codes[i] = 0;
@@ -46,8 +44,8 @@ void ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
   }
 }
 
-void ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s,
-                      DitherPartition partition, float* out) {
+void ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s, DitherPartition partition,
+                      float* out) {
   const uint32_t maxCode = ditherMaxCode(s, partition);
   const float d = maxCode == 0 ? 1.0f : static_cast<float>(maxCode);
   for (size_t i = 0; i < count; ++i) out[i] = ditherValue(codes[i], scale, d);

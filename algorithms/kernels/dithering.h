@@ -34,9 +34,9 @@ double ditherSumSquares(const float* x, size_t count);
 // The L2 scale from a sum of squares: float(sqrt(sum)) (sqrt is correctly rounded everywhere).
 float ditherL2Scale(double sumSquares);
 
-void ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
-                    DitherPartition partition, const RngStream& rng, int16_t* codes);
-void ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s,
-                      DitherPartition partition, float* out);
+void ditherQuantize(const float* x, size_t count, float scale, uint32_t s, DitherPartition partition,
+                    const RngStream& rng, int16_t* codes);
+void ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s, DitherPartition partition,
+                      float* out);
 
 }  // namespace tsr::kernels

@@ -32,8 +32,7 @@ TSR_HD void philoxMulHiLo(uint32_t a, uint32_t b, uint32_t* hi, uint32_t* lo) {
 }
 
 // The reference Philox4x32 with 10 rounds (Random123's philox4x32_R(10, ...)).
-TSR_HD Philox4x32 philox4x32(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                             uint32_t k1) {
+TSR_HD Philox4x32 philox4x32(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
 #if defined(__CUDACC__)
@@ -74,9 +73,8 @@ struct RngStream {
 // Four random 32-bit words for draw `index` of `purpose` in `stream`.
 TSR_HD Philox4x32 philoxDraw(const RngStream& stream, RngPurpose purpose, uint64_t index) {
   return philox4x32(static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
-                    (static_cast<uint32_t>(purpose) << 24) | (stream.rank & 0xffffffu),
-                    stream.step, static_cast<uint32_t>(stream.seed),
-                    static_cast<uint32_t>(stream.seed >> 32));
+                    (static_cast<uint32_t>(purpose) << 24) | (stream.rank & 0xffffffu), stream.step,
+                    static_cast<uint32_t>(stream.seed), static_cast<uint32_t>(stream.seed >> 32));
 }
 
 // Uniform integer in [0, bound) from 64 random bits (Lemire's multiply-shift). The bias is at
@@ -90,8 +88,7 @@ TSR_HD uint64_t uniformBelow(uint64_t random64, uint64_t bound) {
 }
 
 TSR_HD uint64_t philoxWord64(const Philox4x32& r, int half) {
-  return half == 0 ? (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0]
-                   : (static_cast<uint64_t>(r.v[3]) << 32) | r.v[2];
+  return half == 0 ? (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0] : (static_cast<uint64_t>(r.v[3]) << 32) | r.v[2];
 }
 
 }  // namespace tsr::kernels

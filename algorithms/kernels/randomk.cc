@@ -8,8 +8,7 @@ namespace tsr::kernels {
 
 size_t randomkBitmapWords(size_t n) { return randomkWords(n); }
 
-size_t randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint64_t* bitmap,
-                     uint32_t* indices) {
+size_t randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint64_t* bitmap, uint32_t* indices) {
   if (k > n) k = n;
   const size_t words = randomkBitmapWords(n);
   std::fill_n(bitmap, words, uint64_t{0});  // not memset: an empty tensor's bitmap may be null

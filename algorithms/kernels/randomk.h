@@ -16,7 +16,6 @@ namespace tsr::kernels {
 size_t randomkBitmapWords(size_t n);
 
 // Writes min(k, n) distinct indices (increasing) and returns that count. n < 2^32.
-size_t randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint64_t* bitmap,
-                     uint32_t* indices);
+size_t randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint64_t* bitmap, uint32_t* indices);
 
 }  // namespace tsr::kernels

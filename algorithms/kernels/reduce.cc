@@ -40,25 +40,21 @@ void scaleInPlace(void* data, size_t count, DataType dtype, double factor) {
       return;
     case DataType::kF16: {
       float f = static_cast<float>(factor);
-      unaryLoop(static_cast<uint16_t*>(data), count,
-                [f](uint16_t x) { return floatToF16(f16ToFloat(x) * f); });
+      unaryLoop(static_cast<uint16_t*>(data), count, [f](uint16_t x) { return floatToF16(f16ToFloat(x) * f); });
       return;
     }
     case DataType::kBF16: {
       float f = static_cast<float>(factor);
-      unaryLoop(static_cast<uint16_t*>(data), count,
-                [f](uint16_t x) { return floatToBf16(bf16ToFloat(x) * f); });
+      unaryLoop(static_cast<uint16_t*>(data), count, [f](uint16_t x) { return floatToBf16(bf16ToFloat(x) * f); });
       return;
     }
     case DataType::kI32:
-      unaryLoop(static_cast<int32_t*>(data), count, [factor](int32_t x) {
-        return static_cast<int32_t>(std::trunc(static_cast<double>(x) * factor));
-      });
+      unaryLoop(static_cast<int32_t*>(data), count,
+                [factor](int32_t x) { return static_cast<int32_t>(std::trunc(static_cast<double>(x) * factor)); });
       return;
     case DataType::kI64:
-      unaryLoop(static_cast<int64_t*>(data), count, [factor](int64_t x) {
-        return static_cast<int64_t>(std::trunc(static_cast<double>(x) * factor));
-      });
+      unaryLoop(static_cast<int64_t*>(data), count,
+                [factor](int64_t x) { return static_cast<int64_t>(std::trunc(static_cast<double>(x) * factor)); });
       return;
   }
 }
@@ -79,20 +75,17 @@ void divideInPlace(void* data, size_t count, DataType dtype, uint64_t divisor) {
     case DataType::kF16: {
       float d = static_cast<float>(divisor);
       if (activeIsa() == Isa::kAvx2 && cpuHasF16c()) return avx2::divideF16(static_cast<uint16_t*>(data), count, d);
-      unaryLoop(static_cast<uint16_t*>(data), count,
-                [d](uint16_t x) { return floatToF16(f16ToFloat(x) / d); });
+      unaryLoop(static_cast<uint16_t*>(data), count, [d](uint16_t x) { return floatToF16(f16ToFloat(x) / d); });
       return;
     }
     case DataType::kBF16: {
       float d = static_cast<float>(divisor);
-      unaryLoop(static_cast<uint16_t*>(data), count,
-                [d](uint16_t x) { return floatToBf16(bf16ToFloat(x) / d); });
+      unaryLoop(static_cast<uint16_t*>(data), count, [d](uint16_t x) { return floatToBf16(bf16ToFloat(x) / d); });
       return;
     }
     case DataType::kI32: {
       int64_t d = static_cast<int64_t>(divisor);
-      unaryLoop(static_cast<int32_t*>(data), count,
-                [d](int32_t x) { return static_cast<int32_t>(x / d); });
+      unaryLoop(static_cast<int32_t*>(data), count, [d](int32_t x) { return static_cast<int32_t>(x / d); });
       return;
     }
     case DataType::kI64: {

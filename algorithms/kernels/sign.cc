@@ -9,8 +9,7 @@
 
 namespace tsr::kernels {
 
-size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
-                uint64_t firstWord) {
+size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng, uint64_t firstWord) {
   if (activeIsa() == Isa::kAvx2) return avx2::signPack(x, count, words, rng, firstWord);
   size_t nwords = wordsForElements(count);
   for (size_t w = 0; w < nwords; ++w) {
@@ -21,8 +20,8 @@ size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& 
   return firstNonFinite(x, count);
 }
 
-void signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
-               uint32_t b, const RngStream& rng, uint64_t firstWord) {
+void signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+               const RngStream& rng, uint64_t firstWord) {
   if (b == 0 || a == 0) {
     const uint64_t* src = b == 0 ? v : s;
     if (src != out) std::memmove(out, src, words * sizeof(uint64_t));
@@ -45,8 +44,7 @@ void signCompensate(const float* g, const uint64_t* words, size_t count, float e
     avx2::signCompensate(g, words, count, eta, c);
     return;
   }
-  for (size_t j = 0; j < count; ++j)
-    c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
+  for (size_t j = 0; j < count; ++j) c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
 }
 
 void signUnpack(const uint64_t* words, size_t count, uint8_t* bits) {
@@ -77,8 +75,8 @@ double sumAbs(const float* x, size_t count) {
 
 // The sum of |work| uses sumAbs's order: per 1024-element block, eight float lanes (lane l
 // takes the elements j = l mod 8 in order), then the lanes and blocks in double.
-size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut) {
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+                   uint64_t firstWord, double* sumAbsOut) {
   if (activeIsa() == Isa::kAvx2) return avx2::signPrepare(g, c, count, work, words, rng, firstWord, sumAbsOut);
   for (size_t j = 0; j < count; ++j) work[j] = g[j] + c[j];
   *sumAbsOut = sumAbs(work, count);
@@ -88,11 +86,10 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
 namespace {
 
 // signPrepare on one piece starting at a 1024-element boundary, each block's sum into blockSums.
-size_t prepareBlocks(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                     const RngStream& rng, uint64_t firstWord, double* blockSums) {
+size_t prepareBlocks(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+                     uint64_t firstWord, double* blockSums) {
   double total = 0;
-  if (activeIsa() == Isa::kAvx2)
-    return avx2::signPrepare(g, c, count, work, words, rng, firstWord, &total, blockSums);
+  if (activeIsa() == Isa::kAvx2) return avx2::signPrepare(g, c, count, work, words, rng, firstWord, &total, blockSums);
   for (size_t j = 0; j < count; ++j) work[j] = g[j] + c[j];
   constexpr size_t kBlock = 1024;
   for (size_t b = 0; b * kBlock < count; ++b)
@@ -102,8 +99,8 @@ size_t prepareBlocks(const float* g, const float* c, size_t count, float* work, 
 
 }  // namespace
 
-size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end, float* work,
-                        uint64_t* words, const RngStream& rng, double* blockSums) {
+size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end, float* work, uint64_t* words,
+                        const RngStream& rng, double* blockSums) {
   constexpr size_t kBlock = 1024;
   size_t bad = end;
   // The head, up to the next block boundary, belongs to a block that starts in an earlier
@@ -111,13 +108,13 @@ size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end
   size_t head = std::min(end, (begin + kBlock - 1) / kBlock * kBlock);
   if (begin < head) {
     double ignored = 0;
-    size_t b = signPrepare(g + begin, c + begin, head - begin, work + begin, words + begin / 64, rng,
-                           begin / 64, &ignored);
+    size_t b =
+        signPrepare(g + begin, c + begin, head - begin, work + begin, words + begin / 64, rng, begin / 64, &ignored);
     if (b < head - begin) bad = begin + b;
   }
   if (head < end) {
-    size_t b = prepareBlocks(g + head, c + head, end - head, work + head, words + head / 64, rng,
-                             head / 64, blockSums + head / kBlock);
+    size_t b = prepareBlocks(g + head, c + head, end - head, work + head, words + head / 64, rng, head / 64,
+                             blockSums + head / kBlock);
     if (bad == end && b < end - head) bad = head + b;
   }
   return bad;

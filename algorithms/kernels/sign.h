@@ -18,13 +18,12 @@ namespace tsr::kernels {
 // Packs sign bits of x[0..count) into ceil(count/64) words (unused high bits of the last word
 // are 0). Returns the index of the first non-finite element (NaN/Inf), or count if none; the
 // words are written either way.
-size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
-                uint64_t firstWord = 0);
+size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng, uint64_t firstWord = 0);
 
 // out = merge(v, s) word by word (v represents a workers, s represents b workers). out may
 // alias v or s. a == 0 copies s, b == 0 copies v; unused bits stay 0 when they are 0 in both.
-void signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
-               uint32_t b, const RngStream& rng, uint64_t firstWord = 0);
+void signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+               const RngStream& rng, uint64_t firstWord = 0);
 
 // out[j] = eta * (2 bit_j - 1) for j < count.
 void signDecompress(const uint64_t* words, size_t count, float eta, float* out);
@@ -35,8 +34,8 @@ void signCompensate(const float* g, const uint64_t* words, size_t count, float e
 // Marsit's first pass, fused (one read of g and c instead of four passes): work = g + c,
 // words = signPack(work), *sumAbsOut = sumAbs(work) (same bits as the separate kernels).
 // Returns the first non-finite index of work, or count.
-size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut);
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+                   uint64_t firstWord, double* sumAbsOut);
 
 // signPrepare on elements [begin, end) of a tensor, so a tensor can be prepared piece by piece
 // in any order (Marsit packs the chunk it sends first, first): g, c, work and words are the
@@ -46,13 +45,12 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
 // block starting inside [begin, end); a block that a later piece continues is summed only in
 // part, and is summed again once both are packed (marsit/piecewise_prepare.h). Returns the
 // first non-finite index in [begin, end), or end.
-size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end, float* work,
-                        uint64_t* words, const RngStream& rng, double* blockSums);
+size_t signPrepareRange(const float* g, const float* c, size_t begin, size_t end, float* work, uint64_t* words,
+                        const RngStream& rng, double* blockSums);
 
 // Marsit's last pass, fused: out[j] = eta * (2 bit_j - 1) and comp[j] = work[j] - out[j]
 // (signDecompress then signCompensate in one read of work and the words).
-void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
-                float* comp);
+void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp);
 
 // Marsit's momentum hand-off (marsit/marsit.h), element by element with M' = g[j] as given:
 // g[j] = M' - mu prev[j], carry[j] = comp[j] + mu M', prev[j] = M'. The device path composes

@@ -66,8 +66,7 @@ inline uint64_t mergeThreshold(uint32_t a, uint32_t b) {
 inline constexpr uint32_t kMergeDrawsPerWord = 32;
 
 // One merged word; `word` is the global word index that keys the mask. Requires 0 < q64.
-TSR_HD uint64_t mergeSignWord(uint64_t v, uint64_t s, uint64_t q64, const RngStream& rng,
-                              uint64_t word) {
+TSR_HD uint64_t mergeSignWord(uint64_t v, uint64_t s, uint64_t q64, const RngStream& rng, uint64_t word) {
   uint64_t undecided = v ^ s;
   uint64_t c = 0;
   uint64_t rest = q64;

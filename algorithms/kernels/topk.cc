@@ -16,8 +16,7 @@ constexpr uint32_t kMaxMagnitude = 0x7fffffffu;
 
 size_t sampleSize(size_t n) { return std::min(n, kMaxSample); }
 
-size_t bandPortable(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid,
-                    size_t capacity, size_t* above) {
+size_t bandPortable(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid, size_t capacity, size_t* above) {
   size_t cntAbove = 0, cntMid = 0;
   for (size_t j = 0; j < n; ++j) {
     uint32_t m = magnitudeBits(x[j]);
@@ -45,8 +44,7 @@ size_t emitPortable(const float* x, size_t n, uint32_t t, size_t equalBudget, ui
   return out;
 }
 
-size_t band(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid, size_t capacity,
-            size_t* above) {
+size_t band(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid, size_t capacity, size_t* above) {
   if (activeIsa() == Isa::kAvx2) return avx2::topkBand(x, n, lo, hi, mid, capacity, above);
   return bandPortable(x, n, lo, hi, mid, capacity, above);
 }
@@ -97,8 +95,7 @@ size_t topkScratchCount(size_t n, size_t k) {
   return std::max(m, band);
 }
 
-size_t topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, uint32_t* scratch,
-                  size_t scratchCount) {
+size_t topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, uint32_t* scratch, size_t scratchCount) {
   if (k == 0 || n == 0) return 0;
   if (k >= n) {
     for (size_t j = 0; j < n; ++j) indices[j] = static_cast<uint32_t>(j);

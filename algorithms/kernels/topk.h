@@ -24,8 +24,7 @@ namespace tsr::kernels {
 size_t topkScratchCount(size_t n, size_t k);
 
 // Writes min(k, n) indices to `indices` (increasing) and returns that count. n < 2^32.
-size_t topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, uint32_t* scratch,
-                  size_t scratchCount);
+size_t topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, uint32_t* scratch, size_t scratchCount);
 
 // out[i] = x[indices[i]].
 void gatherValues(const float* x, const uint32_t* indices, size_t k, float* out);

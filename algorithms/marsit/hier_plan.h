@@ -27,7 +27,7 @@ struct HierPlans {
 };
 
 Result<HierPlans> marsitHierPlans(int rank, int size, size_t count, DataType intraType,
-                                  const std::vector<std::vector<int>>& grid,
-                                  const algorithms::DenseOptions& options, bool localPrep = false);
+                                  const std::vector<std::vector<int>>& grid, const algorithms::DenseOptions& options,
+                                  bool localPrep = false);
 
 }  // namespace tsr::marsit

@@ -3,18 +3,17 @@
 #include <algorithm>
 
 #include "algorithms/kernels/sign_ops.h"
-#include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/marsit_device_step.h"
 #include "algorithms/marsit/marsit_hier_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
+#include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/marsit_step.h"
 #include "algorithms/team/device_path.h"
 #include "algorithms/team/tensor_step.h"
 
 namespace tsr::marsit {
 
-Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(algorithms::Team& comm, std::string name,
-                                                           size_t count,
+Result<std::unique_ptr<MarsitTensor>> MarsitTensor::create(algorithms::Team& comm, std::string name, size_t count,
                                                            const std::map<std::string, std::string>& params) {
   auto parsed = parseParams(params);
   if (!parsed.isOk()) return Status(parsed.status().code(), "marsit tensor " + name + ": " + parsed.status().message());
@@ -48,8 +47,9 @@ Status MarsitTensor::allreduce(float* g) {
 
 Status MarsitTensor::setStaging(std::shared_ptr<algorithms::DeviceStaging> staging) {
   if (state_->device && staging)
-    return Status(Code::kInvalidArgument, "marsit tensor " + state_->name + ": it runs on the direct device path; "
-                                          "its compensation lives on the device and cannot be staged");
+    return Status(Code::kInvalidArgument, "marsit tensor " + state_->name +
+                                              ": it runs on the direct device path; "
+                                              "its compensation lives on the device and cannot be staged");
   return algorithms::setTensorStaging(*state_, "marsit tensor", std::move(staging));
 }
 
@@ -82,8 +82,7 @@ const std::vector<float>& MarsitTensor::compensation() const {
 const std::vector<float>& MarsitTensor::intraResidual() const {
   MarsitState& s = *state_;
   if (s.device && s.twoLevel)  // read back, as compensation()
-    s.device->kernels
-        ->readToHost(s.intraResidual.data(), s.device->intraResidual.as<float>(), s.count * sizeof(float))
+    s.device->kernels->readToHost(s.intraResidual.data(), s.device->intraResidual.as<float>(), s.count * sizeof(float))
         .ignore();
   return s.intraResidual;
 }

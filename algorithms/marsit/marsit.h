@@ -86,8 +86,7 @@ struct MarsitState;
 
 class MarsitTensor {
  public:
-  static Result<std::unique_ptr<MarsitTensor>> create(algorithms::Team& comm, std::string name,
-                                                      size_t count,
+  static Result<std::unique_ptr<MarsitTensor>> create(algorithms::Team& comm, std::string name, size_t count,
                                                       const std::map<std::string, std::string>& params);
   ~MarsitTensor();
 

@@ -12,8 +12,9 @@ Result<std::shared_ptr<MarsitDeviceArrays>> MarsitDeviceArrays::create(std::shar
   auto block = [&](DeviceBlock& into, size_t bytes, const char* what) -> Status {
     auto made = kernels->allocate(bytes);
     if (!made.isOk())
-      return Status(made.status().code(), "marsit tensor " + s.name + ": device " + what + " (" + std::to_string(bytes) +
-                                              " bytes) on " + kernels->describe() + ": " + made.status().message());
+      return Status(made.status().code(), "marsit tensor " + s.name + ": device " + what + " (" +
+                                              std::to_string(bytes) + " bytes) on " + kernels->describe() + ": " +
+                                              made.status().message());
     into = DeviceBlock(kernels, made.value());
     return Status::ok();
   };
@@ -107,8 +108,8 @@ Status MarsitDeviceStepTask::writeResult() {
   } else {
     for (size_t b = 0; b < s.scaleBlocks && st.isOk(); ++b) {
       size_t at = s.scaleBegin(b);
-      st = k.signFinish(d.work.as<float>() + at, d.bits.as<uint64_t>() + at / 64, s.scaleLength(b), s.eta(b),
-                        s.g + at, d.comp.as<float>() + at);
+      st = k.signFinish(d.work.as<float>() + at, d.bits.as<uint64_t>() + at / 64, s.scaleLength(b), s.eta(b), s.g + at,
+                        d.comp.as<float>() + at);
     }
   }
   if (st.isOk() && s.params.momentum > 0) {

@@ -33,14 +33,15 @@ struct MarsitDeviceArrays {
   // block's s' and G, and the host ring's f16 rounding of this step (padded floats).
   DeviceBlock intra, rowScratch, intraResidual, shard, shardOut, dropped;
   static Result<std::shared_ptr<MarsitDeviceArrays>> create(std::shared_ptr<algorithms::StepKernels> kernels,
-                                                           const MarsitState& s);
+                                                            const MarsitState& s);
 };
 
 class MarsitDeviceStepTask final : public FlatMarsitSequence {
  public:
   MarsitDeviceStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
   std::string describe() const override {
-    return "marsit allreduce of device tensor " + state_->name + " (direct: device kernels, device buffers to the transport)";
+    return "marsit allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
   }
 
  private:

@@ -64,8 +64,8 @@ Status MarsitHierDeviceStepTask::packBlock() {
   MarsitState& s = *state_;
   MarsitDeviceArrays& d = *s.device;
   if (s.intraType == DataType::kF16) {  // the host ring's f16 rounding (marsit_hier_step.cc)
-    Status st = d.kernels->reduce(d.intraResidual.as<float>(), d.dropped.as<float>(), s.count, DataType::kF32,
-                                  ReduceOp::kSum);
+    Status st =
+        d.kernels->reduce(d.intraResidual.as<float>(), d.dropped.as<float>(), s.count, DataType::kF32, ReduceOp::kSum);
     if (!st.isOk()) return named(st);
   }
   return named(packWhole());

@@ -7,8 +7,7 @@
 
 namespace tsr::marsit {
 
-TwoLevelMarsitSequence::TwoLevelMarsitSequence(std::shared_ptr<MarsitState> state,
-                                               const algorithms::TaskContext& ctx)
+TwoLevelMarsitSequence::TwoLevelMarsitSequence(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
     : state_(std::move(state)), ctx_(ctx) {}
 
 algorithms::RunIdentity TwoLevelMarsitSequence::seq(uint32_t offset) const {
@@ -33,8 +32,7 @@ Status TwoLevelMarsitSequence::start() {
     intraStatus_ = Status::ok();
     return startExchange();
   }
-  intra_ = std::make_unique<algorithms::PlanExecutor>(s.hier.rowReduceScatter, intraBuffers(), seq(0),
-                                                      ctx_.transport);
+  intra_ = std::make_unique<algorithms::PlanExecutor>(s.hier.rowReduceScatter, intraBuffers(), seq(0), ctx_.transport);
   intraStatus_ = intra_->start();
   return drive();
 }

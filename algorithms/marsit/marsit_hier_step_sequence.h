@@ -63,8 +63,7 @@ class TwoLevelMarsitSequence : public algorithms::Task {
 
   algorithms::TaskContext ctx_;
   std::unique_ptr<algorithms::PlanExecutor> intra_, scalar_, bits_;
-  Status intraStatus_{Code::kInProgress, ""}, scalarStatus_{Code::kInProgress, ""},
-      bitsStatus_{Code::kInProgress, ""};
+  Status intraStatus_{Code::kInProgress, ""}, scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
   Status status_{Code::kInProgress, ""};
   bool packed_ = false;  // the whole block packed, the scalars set
   double bitsStartUs_ = 0, bitsEndUs_ = 0;

@@ -9,8 +9,8 @@ namespace tsr::marsit {
 using namespace algorithms;
 using namespace algorithms::ring_detail;
 
-Result<std::shared_ptr<Plan>> marsitRingPlan(int rank, int size, size_t words,
-                                             const DenseOptions& options, bool localPrep) {
+Result<std::shared_ptr<Plan>> marsitRingPlan(int rank, int size, size_t words, const DenseOptions& options,
+                                             bool localPrep) {
   TSR_ASSIGN_OR_RETURN(RingView ring, makeRing(rank, size, options.order));
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "marsit-ring";

@@ -30,17 +30,26 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
     } else if (key == "algorithm") {
       if (value != "marsit") return bad("marsit");
     } else if (key == "topology") {
-      if (value == "ring") topologyRing = true;
-      else if (value == "torus") p.topology = Topology::kTorus;
-      else return bad("ring or torus");
+      if (value == "ring")
+        topologyRing = true;
+      else if (value == "torus")
+        p.topology = Topology::kTorus;
+      else
+        return bad("ring or torus");
     } else if (key == "pack") {
-      if (value == "chunked") p.chunkedPack = true;
-      else if (value == "whole") p.chunkedPack = false;
-      else return bad("chunked or whole");
+      if (value == "chunked")
+        p.chunkedPack = true;
+      else if (value == "whole")
+        p.chunkedPack = false;
+      else
+        return bad("chunked or whole");
     } else if (key == "intra") {
-      if (value == "none") p.intraType = DataType::kF32;
-      else if (value == "fp16") p.intraType = DataType::kF16;
-      else return bad("none or fp16");
+      if (value == "none")
+        p.intraType = DataType::kF32;
+      else if (value == "fp16")
+        p.intraType = DataType::kF16;
+      else
+        return bad("none or fp16");
       twoLevel = true;
     } else if (key == "momentum") {
       float v = std::strtof(value.c_str(), &end);
@@ -61,13 +70,15 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
   }
   if (twoLevel) {
     if (p.topology == Topology::kTorus || topologyRing)
-      return Status(Code::kInvalidArgument, "marsit: intra=" + kv.at("intra") + " selects the two-level "
-                                            "schedule, which cannot be combined with topology=" + kv.at("topology"));
+      return Status(Code::kInvalidArgument, "marsit: intra=" + kv.at("intra") +
+                                                " selects the two-level "
+                                                "schedule, which cannot be combined with topology=" +
+                                                kv.at("topology"));
     p.topology = Topology::kTwoLevel;
     // The two-level schedule runs the paper's form only (momentum 0, one scale).
     if ((momentumGiven && p.momentum != 0.0f) || (blockGiven && p.scaleBlock != 0))
-      return Status(Code::kInvalidArgument, "marsit: intra=" + kv.at("intra") +
-                                                " (two-level) supports momentum=0 and scale_block=0 only");
+      return Status(Code::kInvalidArgument,
+                    "marsit: intra=" + kv.at("intra") + " (two-level) supports momentum=0 and scale_block=0 only");
     p.momentum = 0.0f;
     p.scaleBlock = 0;
   }
@@ -82,13 +93,11 @@ std::vector<uint64_t> scratchFor(const algorithms::Plan& plan) {
 
 }  // namespace
 
-Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, const Params& params, int rank,
-                                               int size, const std::vector<std::vector<int>>& grid,
+Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, const Params& params, int rank, int size,
+                                               const std::vector<std::vector<int>>& grid,
                                                const std::string& torusWhyNot,
                                                const algorithms::DenseOptions& options) {
-  auto named = [&](const Status& st) {
-    return Status(st.code(), "marsit tensor " + name + ": " + st.message());
-  };
+  auto named = [&](const Status& st) { return Status(st.code(), "marsit tensor " + name + ": " + st.message()); };
   auto s = std::make_shared<MarsitState>();
   s->params = params;
   s->count = count;
@@ -100,13 +109,12 @@ Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, c
   bool torus = s->params.topology == Topology::kTorus;
   s->twoLevel = s->params.topology == Topology::kTwoLevel;
   if ((torus || s->twoLevel) && grid.empty())
-    return Status(Code::kNotSupported,
-                  "marsit tensor " + name + ": " + (torus ? "topology=torus" : "the two-level schedule (intra=)") +
-                      ": this job of " + std::to_string(size) + " ranks has no host grid (" +
-                      torusWhyNot + "); use topology=ring");
+    return Status(Code::kNotSupported, "marsit tensor " + name + ": " +
+                                           (torus ? "topology=torus" : "the two-level schedule (intra=)") +
+                                           ": this job of " + std::to_string(size) + " ranks has no host grid (" +
+                                           torusWhyNot + "); use topology=ring");
   if (s->twoLevel) {
-    auto hier = marsitHierPlans(s->rank, s->size, count, s->params.intraType, grid, options,
-                                s->params.chunkedPack);
+    auto hier = marsitHierPlans(s->rank, s->size, count, s->params.intraType, grid, options, s->params.chunkedPack);
     if (!hier.isOk()) return named(hier.status());
     s->hier = hier.take();
     s->bitPlan = s->hier.bits;
@@ -128,13 +136,15 @@ Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, c
   }
   s->algorithm = s->bitPlan->algorithm;
   if (!s->twoLevel) sizeFlatState(*s);
-  auto scalarPlan = algorithms::ringAllreducePlan(s->rank, s->size, s->scalarIn.size(), DataType::kF64,
-                                                  ReduceOp::kSum, options);
+  auto scalarPlan =
+      algorithms::ringAllreducePlan(s->rank, s->size, s->scalarIn.size(), DataType::kF64, ReduceOp::kSum, options);
   if (!scalarPlan.isOk()) return named(scalarPlan.status());
   s->scalarPlan = scalarPlan.take();
   if (s->params.fullPrecisionEvery > 0) {
-    auto full = torus || s->twoLevel ? algorithms::torusAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, grid, options)
-                      : algorithms::ringAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, options);
+    auto full =
+        torus || s->twoLevel
+            ? algorithms::torusAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, grid, options)
+            : algorithms::ringAllreducePlan(s->rank, s->size, count, DataType::kF32, ReduceOp::kAvg, options);
     if (!full.isOk()) return named(full.status());
     s->fullPlan = full.take();
     s->fullScratch = scratchFor(*s->fullPlan);

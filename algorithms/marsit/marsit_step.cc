@@ -1,8 +1,8 @@
 #include "algorithms/marsit/marsit_step.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "algorithms/kernels/sign.h"
@@ -11,19 +11,18 @@
 namespace tsr::marsit {
 
 double nowUs() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 Status numericError(const MarsitState& s, size_t badIndex, float badValue) {
   bool mine = badIndex != SIZE_MAX;
-  return Status(Code::kNumericError,
-                "marsit tensor " + s.name + ": " + summedCount(s.scalarOut.back(), s.size, "rank(s)") +
-                    " had NaN or Inf in gradient + compensation" +
-                    (mine ? " (rank " + std::to_string(s.rank) + ": element " + std::to_string(badIndex) +
-                                " is " + std::to_string(badValue) + ")"
-                          : std::string()) +
-                    "; the tensor and its compensation are unchanged");
+  return Status(Code::kNumericError, "marsit tensor " + s.name + ": " +
+                                         summedCount(s.scalarOut.back(), s.size, "rank(s)") +
+                                         " had NaN or Inf in gradient + compensation" +
+                                         (mine ? " (rank " + std::to_string(s.rank) + ": element " +
+                                                     std::to_string(badIndex) + " is " + std::to_string(badValue) + ")"
+                                               : std::string()) +
+                                         "; the tensor and its compensation are unchanged");
 }
 
 algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch) {
@@ -35,7 +34,8 @@ algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch)
 }
 
 void sizeFlatState(MarsitState& s) {
-  s.scaleSpan = s.params.scaleBlock && s.count > s.params.scaleBlock ? s.params.scaleBlock : std::max<size_t>(s.count, 1);
+  s.scaleSpan =
+      s.params.scaleBlock && s.count > s.params.scaleBlock ? s.params.scaleBlock : std::max<size_t>(s.count, 1);
   s.scaleBlocks = s.count ? (s.count + s.scaleSpan - 1) / s.scaleSpan : 1;
   s.scalarIn.assign(s.scaleBlocks + 1, 0.0);
   s.scalarOut.assign(s.scaleBlocks + 1, 0.0);

@@ -49,9 +49,9 @@ struct MarsitState {
   std::vector<uint64_t> bitScratch, scalarScratch, fullScratch;
   uint64_t step = 0;
   StepTimes times;
-  algorithms::RequestPtr pending;  // the running step, if any
+  algorithms::RequestPtr pending;                                        // the running step, if any
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
-  std::shared_ptr<algorithms::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   // The direct device path instead (memory=cuda, the transport moves CUDA memory): comp, work,
   // bits and scratch live there, and the host vectors above are unused.
   std::shared_ptr<MarsitDeviceArrays> device;
@@ -99,10 +99,9 @@ void sizeFlatState(MarsitState& s);
 // The state of tensor `name` on `rank` of `size`, with parameters already parsed (parseParams),
 // over the job's host grid (empty: none, torusWhyNot says why) and dense options, as the
 // communicator gives them. Errors name the tensor.
-Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, const Params& params, int rank,
-                                               int size, const std::vector<std::vector<int>>& grid,
-                                               const std::string& torusWhyNot,
-                                               const algorithms::DenseOptions& options);
+Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, const Params& params, int rank, int size,
+                                               const std::vector<std::vector<int>>& grid,
+                                               const std::string& torusWhyNot, const algorithms::DenseOptions& options);
 
 // The host form: g, c, the work vector and the bits in host memory; packing chunk by chunk
 // inside the bit plan when params.chunkedPack (the sequencing: marsit_step_sequence.h).

@@ -23,8 +23,7 @@ Status FlatMarsitSequence::start() {
   if (!st.isOk()) return fail(st);
   algorithms::RunIdentity id = ctx_.id;
   id.seq = ctx_.id.seq + 1;
-  bits_ = std::make_unique<algorithms::PlanExecutor>(full_ ? s.fullPlan : s.bitPlan, bitBuffers(), id,
-                                                     ctx_.transport);
+  bits_ = std::make_unique<algorithms::PlanExecutor>(full_ ? s.fullPlan : s.bitPlan, bitBuffers(), id, ctx_.transport);
   bitsStartUs_ = nowUs();
   // Chunked, the first chunk is packed and sent before start() returns; the scalar allreduce
   // waits for the last chunk (its sum and NaN/Inf scan).
@@ -63,8 +62,10 @@ Status FlatMarsitSequence::progress() {
     bitsStatus_ = bits_->progress();
     if (!running(bitsStatus_)) bitsEndUs_ = nowUs();
   }
-  if (!scalar_ && packed_) startScalar();
-  else if (scalar_ && running(scalarStatus_)) scalarStatus_ = scalar_->progress();
+  if (!scalar_ && packed_)
+    startScalar();
+  else if (scalar_ && running(scalarStatus_))
+    scalarStatus_ = scalar_->progress();
   return drive();
 }
 

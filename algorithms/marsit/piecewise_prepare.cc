@@ -18,8 +18,8 @@ void PiecewisePrepare::reset(size_t count) {
   cutBlocks_.clear();
 }
 
-void PiecewisePrepare::prepare(const float* g, const float* c, size_t begin, size_t end, float* work,
-                               uint64_t* words, const kernels::RngStream& rng) {
+void PiecewisePrepare::prepare(const float* g, const float* c, size_t begin, size_t end, float* work, uint64_t* words,
+                               const kernels::RngStream& rng) {
   size_t bad = kernels::signPrepareRange(g, c, begin, end, work, words, rng, blockSums_.data());
   if (bad < end) firstBad_ = std::min(firstBad_, bad);
   prepared_ += end - begin;

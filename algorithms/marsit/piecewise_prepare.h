@@ -17,8 +17,8 @@ class PiecewisePrepare {
   // Starts a step over `count` elements (allocates only when count grows).
   void reset(size_t count);
   // Prepares elements [begin, end) (begin a multiple of 64; end too, or count).
-  void prepare(const float* g, const float* c, size_t begin, size_t end, float* work,
-               uint64_t* words, const kernels::RngStream& rng);
+  void prepare(const float* g, const float* c, size_t begin, size_t end, float* work, uint64_t* words,
+               const kernels::RngStream& rng);
   // For a piece whose work is already computed (two-level: s' = host average + c): notes
   // [begin, min(end, count))'s first non-finite element and block sums; the piece may run on
   // into padding past count, which is neither scanned nor summed.
@@ -35,9 +35,9 @@ class PiecewisePrepare {
  private:
   size_t count_ = 0;
   size_t firstBad_ = 0;
-  size_t prepared_ = 0;             // elements
-  std::vector<double> blockSums_;   // per 1024-element block
-  std::vector<size_t> cutBlocks_;   // blocks split between two pieces
+  size_t prepared_ = 0;            // elements
+  std::vector<double> blockSums_;  // per 1024-element block
+  std::vector<size_t> cutBlocks_;  // blocks split between two pieces
 };
 
 }  // namespace tsr::marsit

@@ -2,9 +2,7 @@
 
 namespace tsr::algorithms {
 
-std::string cudaText(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-}
+std::string cudaText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 
 Result<CudaDeviceStream> openCudaDeviceStream() {
   int count = 0;

@@ -16,7 +16,7 @@ std::string cudaText(cudaError_t e);
 
 struct CudaDeviceStream {
   int device = 0;
-  std::string name;  // the device's, "unknown" when its properties cannot be read
+  std::string name;               // the device's, "unknown" when its properties cannot be read
   cudaStream_t stream = nullptr;  // the caller's to destroy
 };
 

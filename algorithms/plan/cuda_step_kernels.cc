@@ -35,7 +35,8 @@ class CudaStepKernels final : public StepKernels {
     cudaError_t e = cudaSetDevice(device_);
     if (e == cudaSuccess) e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e == cudaSuccess) e = cudaMemset(p, 0, bytes ? bytes : 1);
-    if (e != cudaSuccess) return Status(Code::kInternal, "cudaMalloc(" + std::to_string(bytes) + " bytes): " + cudaText(e));
+    if (e != cudaSuccess)
+      return Status(Code::kInternal, "cudaMalloc(" + std::to_string(bytes) + " bytes): " + cudaText(e));
     return p;
   }
   void release(void* p) override { cudaFree(p); }
@@ -70,23 +71,28 @@ class CudaStepKernels final : public StepKernels {
       return Status(Code::kNotSupported, std::string("device reduce of ") + dataTypeName(dtype) + " " +
                                              reduceOpName(op) + ": only f32 and f16 sum/avg have a CUDA kernel");
     if (dtype == DataType::kF16)
-      return launched(kernels::cuda::reduceSumF16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                                                  stream_),
-                      "reduce");
-    return launched(kernels::cuda::reduceSumF32(static_cast<float*>(dst), static_cast<const float*>(src), count, stream_),
-                    "reduce");
+      return launched(
+          kernels::cuda::reduceSumF16(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, stream_),
+          "reduce");
+    return launched(
+        kernels::cuda::reduceSumF32(static_cast<float*>(dst), static_cast<const float*>(src), count, stream_),
+        "reduce");
   }
   Status divide(void* data, size_t count, DataType dtype, uint64_t divisor) override {
     if (divisor <= 1) return Status::ok();
     if (dtype == DataType::kF16)
-      return launched(kernels::cuda::divideF16(static_cast<uint16_t*>(data), count, static_cast<float>(divisor), stream_),
-                      "divide");
+      return launched(
+          kernels::cuda::divideF16(static_cast<uint16_t*>(data), count, static_cast<float>(divisor), stream_),
+          "divide");
     if (dtype != DataType::kF32)
-      return Status(Code::kNotSupported, std::string("device divide of ") + dataTypeName(dtype) + ": only f32, f16 have a CUDA kernel");
-    return launched(kernels::cuda::divideF32(static_cast<float*>(data), count, static_cast<float>(divisor), stream_), "divide");
+      return Status(Code::kNotSupported,
+                    std::string("device divide of ") + dataTypeName(dtype) + ": only f32, f16 have a CUDA kernel");
+    return launched(kernels::cuda::divideF32(static_cast<float*>(data), count, static_cast<float>(divisor), stream_),
+                    "divide");
   }
   Status reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) override {
-    return launched(kernels::cuda::reduceSumF16KeepingDropped(dst, src, count, dropped, stream_), "reduce keeping dropped");
+    return launched(kernels::cuda::reduceSumF16KeepingDropped(dst, src, count, dropped, stream_),
+                    "reduce keeping dropped");
   }
   Status averageF16KeepingDropped(uint16_t* data, size_t count, uint64_t divisor, float* dropped) override {
     return launched(kernels::cuda::averageF16KeepingDropped(data, count, static_cast<float>(divisor), dropped, stream_),
@@ -100,7 +106,8 @@ class CudaStepKernels final : public StepKernels {
   Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
                              const kernels::RngStream& rng, double* sumAbs) override {
     TSR_RETURN_IF_ERROR(presetFirstBad(count));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::addPack(g, c, count, work, words, rng, 0, firstBad_, stream_), "sign pack"));
+    TSR_RETURN_IF_ERROR(
+        launched(kernels::cuda::addPack(g, c, count, work, words, rng, 0, firstBad_, stream_), "sign pack"));
     TSR_RETURN_IF_ERROR(this->sumAbs(work, count, sumAbs));
     return readFirstBad();
   }
@@ -130,7 +137,8 @@ class CudaStepKernels final : public StepKernels {
   }
   Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) override {
     if (from == DataType::kF16) return launched(kernels::cuda::castF16ToF32(in, count, out, stream_), "cast from f16");
-    if (from == DataType::kBF16) return launched(kernels::cuda::castBf16ToF32(in, count, out, stream_), "cast from bf16");
+    if (from == DataType::kBF16)
+      return launched(kernels::cuda::castBf16ToF32(in, count, out, stream_), "cast from bf16");
     return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
   }
   Status scale(const float* in, size_t count, float factor, float* out) override {
@@ -144,14 +152,15 @@ class CudaStepKernels final : public StepKernels {
   Result<size_t> topkSelect(const float* x, size_t n, size_t k, uint32_t* indices) override {
     size_t bytes = kernels::cuda::topkScratchBytes(n, k);
     TSR_RETURN_IF_ERROR(growScratch(bytes));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::topkSelect(x, n, k, indices, scratch_, bytes, stream_), "top-k select"));
+    TSR_RETURN_IF_ERROR(
+        launched(kernels::cuda::topkSelect(x, n, k, indices, scratch_, bytes, stream_), "top-k select"));
     return std::min(k, n);
   }
   Result<size_t> randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices) override {
     size_t bytes = kernels::cuda::randomkScratchBytes(n, k);
     TSR_RETURN_IF_ERROR(growScratch(bytes));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::randomkSelect(n, k, seed, step, indices, scratch_, bytes, stream_),
-                                 "random-k select"));
+    TSR_RETURN_IF_ERROR(
+        launched(kernels::cuda::randomkSelect(n, k, seed, step, indices, scratch_, bytes, stream_), "random-k select"));
     return std::min(k, n);
   }
   Status gather(const float* x, const uint32_t* indices, size_t k, float* out) override {
@@ -175,7 +184,8 @@ class CudaStepKernels final : public StepKernels {
   Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,
                           uint64_t firstWord) override {
     TSR_RETURN_IF_ERROR(presetFirstBad(count));
-    TSR_RETURN_IF_ERROR(launched(kernels::cuda::signPack(x, count, words, rng, firstWord, firstBad_, stream_), "sign pack"));
+    TSR_RETURN_IF_ERROR(
+        launched(kernels::cuda::signPack(x, count, words, rng, firstWord, firstBad_, stream_), "sign pack"));
     return readFirstBad();
   }
   Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) override {
@@ -252,7 +262,8 @@ class CudaStepKernels final : public StepKernels {
     scratch_ = nullptr;
     scratchCapacity_ = 0;
     cudaError_t e = cudaMalloc(&scratch_, bytes);
-    if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc(" + std::to_string(bytes) + "): " + cudaText(e));
+    if (e != cudaSuccess)
+      return Status(Code::kInternal, describe() + ": cudaMalloc(" + std::to_string(bytes) + "): " + cudaText(e));
     scratchCapacity_ = bytes;
     return Status::ok();
   }

@@ -29,7 +29,9 @@ class DeviceBlock {
     p_ = nullptr;
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
 
   // `bytes` of the kernels' memory into `into`; the error names `who` and `what`.
   static Status make(const std::shared_ptr<StepKernels>& kernels, DeviceBlock& into, size_t bytes,

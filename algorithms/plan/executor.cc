@@ -60,9 +60,12 @@ float* PlanExecutor::droppedAt(const PlanOp& op) const {
 
 void* PlanExecutor::resolve(const BufferRef& ref) const {
   switch (ref.slot) {
-    case Slot::kInput: return const_cast<char*>(static_cast<const char*>(buffers_.input)) + ref.offset;
-    case Slot::kOutput: return static_cast<char*>(buffers_.output) + ref.offset;
-    case Slot::kScratch: return static_cast<char*>(buffers_.scratch) + ref.offset;
+    case Slot::kInput:
+      return const_cast<char*>(static_cast<const char*>(buffers_.input)) + ref.offset;
+    case Slot::kOutput:
+      return static_cast<char*>(buffers_.output) + ref.offset;
+    case Slot::kScratch:
+      return static_cast<char*>(buffers_.scratch) + ref.offset;
   }
   return nullptr;
 }
@@ -76,8 +79,7 @@ Status PlanExecutor::fail(Status status) {
 void PlanExecutor::abort(const Status& reason) { fail(reason).ignore(); }
 
 bool PlanExecutor::quiescent() const {
-  return std::all_of(completions_.begin(), completions_.end(),
-                     [](const Completion& c) { return !c.posted || c.done; });
+  return std::all_of(completions_.begin(), completions_.end(), [](const Completion& c) { return !c.posted || c.done; });
 }
 
 int PlanExecutor::waitingOn() const {
@@ -96,8 +98,9 @@ Status PlanExecutor::start() {
   const Plan& p = *plan_;
   const auto host = transport::MemoryType::kHost;
   if (buffers_.memory == transport::MemoryType::kCuda && !buffers_.kernels)
-    return fail(Status(Code::kInternal, p.algorithm + " plan on rank " + std::to_string(id_.rank) +
-                                            ": device buffers (memory=cuda) but no device kernels to do its local math"));
+    return fail(
+        Status(Code::kInternal, p.algorithm + " plan on rank " + std::to_string(id_.rank) +
+                                    ": device buffers (memory=cuda) but no device kernels to do its local math"));
   // Reductions on arrival run in the transport's consumer, which keeps no rounding.
   if (buffers_.droppedRounding && p.reducesOnArrival)
     return fail(Status(Code::kInternal, p.algorithm + " plan on rank " + std::to_string(id_.rank) +
@@ -107,8 +110,8 @@ Status PlanExecutor::start() {
   for (size_t i = 0; i < p.recvPeers.size(); ++i) {
     int peer = p.recvPeers[i];
     uint64_t tag = transport::makeDataTag(peer, id_.comm, id_.seq, transport::kHeaderMessageId);
-    Status st = transport_.recv(peer, tag, transport::kTagFullMask, headerBytes_ + i * kHeaderSlot,
-                                kHeaderSlot, host, &inHeader(i));
+    Status st = transport_.recv(peer, tag, transport::kTagFullMask, headerBytes_ + i * kHeaderSlot, kHeaderSlot, host,
+                                &inHeader(i));
     if (!st.isOk()) return fail(st);
   }
   for (size_t i = 0; i < p.sendPeers.size(); ++i) {
@@ -172,11 +175,11 @@ Status PlanExecutor::finishLocal(uint32_t index) {
       kernels::RngStream rng{buffers_.rngSeed, static_cast<uint32_t>(id_.rank), buffers_.rngStep};
       auto* dst = static_cast<uint64_t*>(resolve(op.dst));
       uint64_t firstWord = op.dst.offset / sizeof(uint64_t) + uint64_t{op.mergeRound} * plan_->count;
-      kernels::signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count,
-                         op.mergeA, op.mergeB, rng, firstWord);
+      kernels::signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count, op.mergeA, op.mergeB,
+                         rng, firstWord);
       if (buffers_.mergeNanos)
-        *buffers_.mergeNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now() - t0).count();
+        *buffers_.mergeNanos +=
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
       break;
     }
     case OpKind::kDivide:
@@ -204,7 +207,9 @@ Status PlanExecutor::finishOnDevice(uint32_t index) {
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
   Status st;
   switch (op.kind) {
-    case OpKind::kCopy: st = k.copy(resolve(op.dst), resolve(op.src), bytes); break;
+    case OpKind::kCopy:
+      st = k.copy(resolve(op.dst), resolve(op.src), bytes);
+      break;
     case OpKind::kReduce:
     case OpKind::kRecvReduce: {
       const void* src = resolve(op.kind == OpKind::kReduce ? op.src : op.staging);
@@ -220,11 +225,11 @@ Status PlanExecutor::finishOnDevice(uint32_t index) {
       kernels::RngStream rng{buffers_.rngSeed, static_cast<uint32_t>(id_.rank), buffers_.rngStep};
       auto* dst = static_cast<uint64_t*>(resolve(op.dst));
       uint64_t firstWord = op.dst.offset / sizeof(uint64_t) + uint64_t{op.mergeRound} * plan_->count;
-      st = k.signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count, op.mergeA, op.mergeB,
-                       rng, firstWord);
+      st = k.signMerge(static_cast<const uint64_t*>(resolve(op.staging)), dst, dst, op.count, op.mergeA, op.mergeB, rng,
+                       firstWord);
       if (buffers_.mergeNanos)
-        *buffers_.mergeNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now() - t0).count();
+        *buffers_.mergeNanos +=
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
       break;
     }
     case OpKind::kDivide:
@@ -248,14 +253,15 @@ Status PlanExecutor::finishOnDevice(uint32_t index) {
 
 namespace {
 bool isTransfer(OpKind kind) {
-  return kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce ||
-         kind == OpKind::kRecvMerge;
+  return kind == OpKind::kSend || kind == OpKind::kRecv || kind == OpKind::kRecvReduce || kind == OpKind::kRecvMerge;
 }
 }  // namespace
 
 void PlanExecutor::enqueue(uint32_t index) {
-  if (isTransfer(plan_->ops[index].kind)) readyTransfers_.push_back(index);
-  else readyLocal_.push_back(index);
+  if (isTransfer(plan_->ops[index].kind))
+    readyTransfers_.push_back(index);
+  else
+    readyLocal_.push_back(index);
 }
 
 void PlanExecutor::markDone(uint32_t index) {
@@ -273,9 +279,8 @@ Status PlanExecutor::postReadyTransfers() {
 Status PlanExecutor::collect() {
   auto context = [&](int peer, const Status& st, const char* what) {
     Status health = transport_.peerStatus(peer);
-    std::string where = "rank " + std::to_string(id_.rank) + ": " +
-                        collectiveName(plan_->collective) + " #" + std::to_string(id_.seq) +
-                        ": " + what + " rank " + std::to_string(peer) + ": ";
+    std::string where = "rank " + std::to_string(id_.rank) + ": " + collectiveName(plan_->collective) + " #" +
+                        std::to_string(id_.seq) + ": " + what + " rank " + std::to_string(peer) + ": ";
     if (!health.isOk()) return Status(Code::kPeerFailed, where + health.message());
     return Status(st.code(), where + st.message());
   };
@@ -311,11 +316,9 @@ Status PlanExecutor::collect() {
     if (!c.status.isOk()) return context(op.peer, c.status, isSend ? "send to" : "receive from");
     size_t expected = op.count * dataTypeSize(plan_->dtype);
     if (!isSend && c.bytes != expected)
-      return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) + ": " +
-                                         collectiveName(plan_->collective) + " #" +
-                                         std::to_string(id_.seq) + ": rank " +
-                                         std::to_string(op.peer) + " sent " +
-                                         std::to_string(c.bytes) + " bytes where " +
+      return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) + ": " + collectiveName(plan_->collective) +
+                                         " #" + std::to_string(id_.seq) + ": rank " + std::to_string(op.peer) +
+                                         " sent " + std::to_string(c.bytes) + " bytes where " +
                                          std::to_string(expected) + " were expected (count or dtype differ)");
     // Reduced on arrival: the transport has already handed the message to arrivals_.
     if ((op.kind == OpKind::kRecvReduce && !op.onArrival) || op.kind == OpKind::kRecvMerge)

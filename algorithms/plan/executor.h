@@ -77,8 +77,7 @@ class PlanExecutor final : public Task {
   // allocates its header slots from malloc's thread cache (large requests consolidate).
   static constexpr size_t kInlineBytes = 256;
 
-  PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id,
-               transport::Transport& transport);
+  PlanExecutor(std::shared_ptr<const Plan> plan, RunBuffers buffers, RunIdentity id, transport::Transport& transport);
   PlanExecutor(const PlanExecutor&) = delete;
   PlanExecutor& operator=(const PlanExecutor&) = delete;
 

@@ -7,17 +7,14 @@
 
 namespace tsr::algorithms {
 
-void PlanExecutor::ArrivalReduce::consume(const void* data) {
-  kernels::reduceInto(dst, data, count, dtype, op);
-}
+void PlanExecutor::ArrivalReduce::consume(const void* data) { kernels::reduceInto(dst, data, count, dtype, op); }
 
 Status PlanExecutor::postOnArrival(uint32_t index) {
   const PlanOp& op = plan_->ops[index];
   // The consumer reduces on the CPU, and the plan's builder set the flag for both sides.
   if (buffers_.memory != transport::MemoryType::kHost)
-    return Status(Code::kInternal, plan_->algorithm + " plan on rank " + std::to_string(id_.rank) +
-                                       ": op " + std::to_string(index) +
-                                       " reduces on arrival, which needs host buffers");
+    return Status(Code::kInternal, plan_->algorithm + " plan on rank " + std::to_string(id_.rank) + ": op " +
+                                       std::to_string(index) + " reduces on arrival, which needs host buffers");
   size_t bytes = op.count * dataTypeSize(plan_->dtype);
   transport::Completion* c = &completions_[index];
   Status st;

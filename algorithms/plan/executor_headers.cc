@@ -46,25 +46,31 @@ WireHeader PlanExecutor::headerOf(const Plan& p, RunIdentity id) {
 
 Status PlanExecutor::checkHeader(const WireHeader& theirs, int peer) const {
   if (theirs.magic != myHeader_.magic)
-    return Status(Code::kMismatch, "rank " + std::to_string(id_.rank) +
-                                       " got a malformed header from rank " + std::to_string(peer));
+    return Status(Code::kMismatch,
+                  "rank " + std::to_string(id_.rank) + " got a malformed header from rank " + std::to_string(peer));
   const char* field = nullptr;
-  if (theirs.collective != myHeader_.collective) field = "collective";
-  else if (theirs.count != myHeader_.count) field = "count";
-  else if (theirs.dtype != myHeader_.dtype) field = "dtype";
-  else if (theirs.op != myHeader_.op) field = "op";
-  else if (theirs.root != myHeader_.root) field = "root";
-  else if (theirs.algorithmHash != myHeader_.algorithmHash) field = "algorithm";
+  if (theirs.collective != myHeader_.collective)
+    field = "collective";
+  else if (theirs.count != myHeader_.count)
+    field = "count";
+  else if (theirs.dtype != myHeader_.dtype)
+    field = "dtype";
+  else if (theirs.op != myHeader_.op)
+    field = "op";
+  else if (theirs.root != myHeader_.root)
+    field = "root";
+  else if (theirs.algorithmHash != myHeader_.algorithmHash)
+    field = "algorithm";
   if (!field) return Status::ok();
   // The header carries a hash of the algorithm only: say what makes it differ.
   std::string hint = std::string(field) == "algorithm"
-                         ? "; this rank runs " + plan_->algorithm + (plan_->reducesOnArrival ? " reducing on arrival" : "") +
+                         ? "; this rank runs " + plan_->algorithm +
+                               (plan_->reducesOnArrival ? " reducing on arrival" : "") +
                                " (TSR_ALGO and TSR_ARRIVAL_REDUCE must be the same on every rank)"
                          : "";
-  return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(id_.rank) +
-                                     " called " + describeHeader(myHeader_) + " but rank " +
-                                     std::to_string(peer) + " called " + describeHeader(theirs) +
-                                     " (collective #" + std::to_string(id_.seq) + ")" + hint);
+  return Status(Code::kMismatch, std::string(field) + " differs: rank " + std::to_string(id_.rank) + " called " +
+                                     describeHeader(myHeader_) + " but rank " + std::to_string(peer) + " called " +
+                                     describeHeader(theirs) + " (collective #" + std::to_string(id_.seq) + ")" + hint);
 }
 
 bool PlanExecutor::inlinable(uint32_t index) const {
@@ -81,8 +87,8 @@ Status PlanExecutor::sendInline(uint32_t index, size_t slot) {
   std::memcpy(out, &myHeader_, sizeof(WireHeader));
   if (bytes) std::memcpy(out + sizeof(WireHeader), resolve(op.src), bytes);
   uint64_t tag = transport::makeDataTag(id_.rank, id_.comm, id_.seq, transport::kHeaderMessageId);
-  TSR_RETURN_IF_ERROR(transport_.send(op.peer, tag, out, sizeof(WireHeader) + bytes,
-                                      transport::MemoryType::kHost, &completions_[index]));
+  TSR_RETURN_IF_ERROR(transport_.send(op.peer, tag, out, sizeof(WireHeader) + bytes, transport::MemoryType::kHost,
+                                      &completions_[index]));
   inFlight_.push_back(index);
   return Status::ok();
 }
@@ -91,9 +97,14 @@ Status PlanExecutor::sendInline(uint32_t index, size_t slot) {
 Status PlanExecutor::postFirstRecv(uint32_t index, size_t slot) {
   PeerIn& h = in_[slot];
   switch (h.state) {
-    case HeaderIn::kPending: h.firstWaits = true; return Status::ok();
-    case HeaderIn::kWithPayload: land(index, slot); return Status::ok();
-    case HeaderIn::kAlone: break;  // the peer sent it on its own: receive it as usual
+    case HeaderIn::kPending:
+      h.firstWaits = true;
+      return Status::ok();
+    case HeaderIn::kWithPayload:
+      land(index, slot);
+      return Status::ok();
+    case HeaderIn::kAlone:
+      break;  // the peer sent it on its own: receive it as usual
   }
   h.firstWaits = false;
   return post(index, true);
@@ -140,13 +151,14 @@ Status PlanExecutor::takeHeader(size_t slot) {
   size_t expected = plan_->ops[first].count * dataTypeSize(plan_->dtype);
   if (!inlinable(first)) {  // same arguments, yet only the peer inlined
     if (buffers_.memory != transport::MemoryType::kHost)
-      return Status(Code::kMismatch, where() + " sent its first message from host memory with the header, but "
-                                             "this rank's buffers are device memory: every rank must pass the "
-                                             "same memory type");
+      return Status(Code::kMismatch, where() +
+                                         " sent its first message from host memory with the header, but "
+                                         "this rank's buffers are device memory: every rank must pass the "
+                                         "same memory type");
     return Status(Code::kMismatch, where() + " sent its first message (" + std::to_string(payload) +
-                                       " bytes) with the header, where this rank expects " +
-                                       std::to_string(expected) + " bytes on their own (up to " +
-                                       std::to_string(kInlineBytes) + " ride with it here: are the ranks "
+                                       " bytes) with the header, where this rank expects " + std::to_string(expected) +
+                                       " bytes on their own (up to " + std::to_string(kInlineBytes) +
+                                       " ride with it here: are the ranks "
                                        "running different Tessera builds?)");
   }
   if (payload != expected)

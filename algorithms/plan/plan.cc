@@ -8,11 +8,16 @@ namespace tsr::algorithms {
 
 const char* collectiveName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllreduce: return "allreduce";
-    case CollectiveKind::kAllgather: return "allgather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kAllreduce:
+      return "allreduce";
+    case CollectiveKind::kAllgather:
+      return "allgather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kBarrier:
+      return "barrier";
   }
   return "unknown-collective";
 }
@@ -38,16 +43,16 @@ Status Plan::finalize() {
     reducesOnArrival |= op.onArrival;
     for (uint32_t d : op.deps) {
       if (d >= i)
-        return Status(Code::kInternal, algorithm + " plan: op " + std::to_string(i) +
-                                           " depends on later op " + std::to_string(d));
+        return Status(Code::kInternal,
+                      algorithm + " plan: op " + std::to_string(i) + " depends on later op " + std::to_string(d));
       dependents[d].push_back(i);
     }
     depCount[i] = static_cast<uint32_t>(op.deps.size());
-    bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv ||
-                    op.kind == OpKind::kRecvReduce || op.kind == OpKind::kRecvMerge;
+    bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv || op.kind == OpKind::kRecvReduce ||
+                    op.kind == OpKind::kRecvMerge;
     if (transfer && op.msgId > transport::kMaxMessageId)
-      return Status(Code::kNotSupported, algorithm + " plan: message id " +
-                                             std::to_string(op.msgId) + " exceeds the tag field");
+      return Status(Code::kNotSupported,
+                    algorithm + " plan: message id " + std::to_string(op.msgId) + " exceeds the tag field");
     if (!transfer) continue;
     bool send = op.kind == OpKind::kSend;
     auto& peers = send ? sendPeers : recvPeers;

@@ -39,15 +39,15 @@ enum class OpKind : uint8_t { kSend, kRecv, kRecvReduce, kCopy, kReduce, kDivide
 
 struct PlanOp {
   OpKind kind = OpKind::kCopy;
-  int peer = -1;          // send / receive partner
-  uint32_t msgId = 0;     // send / receive
-  BufferRef dst{};        // recv, recv-reduce, copy, reduce, divide
-  BufferRef src{};        // send, copy, reduce
-  BufferRef staging{};    // recv-reduce: where the message lands before reducing
-  size_t count = 0;       // elements
-  uint64_t divisor = 1;   // divide: finishes avg
-  uint32_t mergeA = 0;    // recv-merge: workers behind the received bits
-  uint32_t mergeB = 0;    // recv-merge: workers behind the local bits
+  int peer = -1;            // send / receive partner
+  uint32_t msgId = 0;       // send / receive
+  BufferRef dst{};          // recv, recv-reduce, copy, reduce, divide
+  BufferRef src{};          // send, copy, reduce
+  BufferRef staging{};      // recv-reduce: where the message lands before reducing
+  size_t count = 0;         // elements
+  uint64_t divisor = 1;     // divide: finishes avg
+  uint32_t mergeA = 0;      // recv-merge: workers behind the received bits
+  uint32_t mergeB = 0;      // recv-merge: workers behind the local bits
   uint32_t mergeRound = 0;  // recv-merge: phase of the plan, so a word merged twice by one
                             // rank (torus: row, then column) draws fresh random bits
   // send / recv-reduce: the pair goes to the transport's consumer path (transport.h): the
@@ -72,8 +72,8 @@ struct Plan {
   CollectiveKind collective = CollectiveKind::kAllreduce;
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
-  size_t count = 0;   // the collective's count argument, as the caller gave it
-  int root = -1;      // broadcast
+  size_t count = 0;  // the collective's count argument, as the caller gave it
+  int root = -1;     // broadcast
   size_t scratchBytes = 0;
   std::vector<PlanOp> ops;
 

@@ -68,8 +68,8 @@ Status HostStepKernels::signMerge(const uint64_t* v, const uint64_t* s, uint64_t
   return Status::ok();
 }
 
-Result<size_t> HostStepKernels::signPrepare(const float* g, const float* c, size_t count, float* work,
-                                            uint64_t* words, const kernels::RngStream& rng, double* sumAbs) {
+Result<size_t> HostStepKernels::signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                                            const kernels::RngStream& rng, double* sumAbs) {
   return kernels::signPrepare(g, c, count, work, words, rng, 0, sumAbs);
 }
 
@@ -94,16 +94,22 @@ Status HostStepKernels::writeFromHost(void* dst, const void* host, size_t bytes)
 }
 
 Status HostStepKernels::castTo(DataType to, const float* in, size_t count, uint16_t* out) {
-  if (to == DataType::kF16) kernels::castF32ToF16(in, count, out);
-  else if (to == DataType::kBF16) kernels::castF32ToBf16(in, count, out);
-  else return Status(Code::kInvalidArgument, std::string("cast of f32 to ") + dataTypeName(to) + ": only f16, bf16");
+  if (to == DataType::kF16)
+    kernels::castF32ToF16(in, count, out);
+  else if (to == DataType::kBF16)
+    kernels::castF32ToBf16(in, count, out);
+  else
+    return Status(Code::kInvalidArgument, std::string("cast of f32 to ") + dataTypeName(to) + ": only f16, bf16");
   return Status::ok();
 }
 
 Status HostStepKernels::castFrom(DataType from, const uint16_t* in, size_t count, float* out) {
-  if (from == DataType::kF16) kernels::castF16ToF32(in, count, out);
-  else if (from == DataType::kBF16) kernels::castBf16ToF32(in, count, out);
-  else return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
+  if (from == DataType::kF16)
+    kernels::castF16ToF32(in, count, out);
+  else if (from == DataType::kBF16)
+    kernels::castBf16ToF32(in, count, out);
+  else
+    return Status(Code::kInvalidArgument, std::string("cast to f32 of ") + dataTypeName(from) + ": only f16, bf16");
   return Status::ok();
 }
 

@@ -59,13 +59,13 @@ class StepKernels {
   // adding what their rounding dropped to dropped[i] (kernels/cast_ops.h).
   virtual Status reduceF16KeepingDropped(uint16_t* dst, const uint16_t* src, size_t count, float* dropped) = 0;
   virtual Status averageF16KeepingDropped(uint16_t* data, size_t count, uint64_t divisor, float* dropped) = 0;
-  virtual Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
-                           uint32_t b, const kernels::RngStream& rng, uint64_t firstWord) = 0;
+  virtual Status signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+                           const kernels::RngStream& rng, uint64_t firstWord) = 0;
 
   // Marsit's passes (kernels::signPrepare / signFinish): work = g + c, its sign words, sum
   // |work| into *sumAbs (host); returns the first non-finite index of work, or count.
-  virtual Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work,
-                                     uint64_t* words, const kernels::RngStream& rng, double* sumAbs) = 0;
+  virtual Result<size_t> signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
+                                     const kernels::RngStream& rng, double* sumAbs) = 0;
   // work = g + c only (a full-precision step); returns the first non-finite index, or count.
   virtual Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) = 0;
   // out = eta * (2 bit - 1), comp = work - out.
@@ -166,7 +166,7 @@ class HostStepKernels : public StepKernels {
                           kernels::DitherPartition partition, float* out) override;
 
  private:
-  std::vector<uint32_t> topkScratch_;   // grown on first use, then reused
+  std::vector<uint32_t> topkScratch_;  // grown on first use, then reused
   std::vector<uint64_t> randomkBitmap_;
 };
 

@@ -31,9 +31,9 @@ struct RunIdentity {
 
 struct TaskContext {
   transport::Transport& transport;
-  RunIdentity id;       // id.seq is the first of the task's sequence numbers
+  RunIdentity id;  // id.seq is the first of the task's sequence numbers
   uint32_t seqSpan = 1;
-  int size = 1;         // ranks in the communicator
+  int size = 1;  // ranks in the communicator
 };
 
 class Task {

@@ -12,9 +12,8 @@ using algorithms::OpKind;
 using algorithms::Plan;
 using algorithms::Slot;
 
-Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step,
-                             double alpha, const float* share, size_t shareCount, float* received,
-                             size_t capacity) {
+Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step, double alpha, const float* share,
+                             size_t shareCount, float* received, size_t capacity) {
   const int me = comm.rank(), n = comm.size();
   if (!(alpha >= 0.0 && alpha <= 1.0))
     return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
@@ -31,8 +30,8 @@ Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t ste
     return Status(Code::kInvalidArgument,
                   "data injection on rank " + std::to_string(me) + " at step " + std::to_string(step) +
                       ": received holds " + std::to_string(received ? capacity : 0) + " floats, " +
-                      std::to_string(out.receivedCount) + " are coming (" +
-                      std::to_string(out.senders.size()) + " senders x " + std::to_string(shareCount) + ")");
+                      std::to_string(out.receivedCount) + " are coming (" + std::to_string(out.senders.size()) +
+                      " senders x " + std::to_string(shareCount) + ")");
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "selsync-injection";
   plan->collective = algorithms::CollectiveKind::kAllgather;
@@ -44,11 +43,13 @@ Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t ste
       if (s == me) {
         for (int peer = 0; peer < n; ++peer)
           if (peer != me)
-            plan->add({.kind = OpKind::kSend, .peer = peer, .msgId = 0, .src = {Slot::kInput, 0},
-                       .count = shareCount});
+            plan->add({.kind = OpKind::kSend, .peer = peer, .msgId = 0, .src = {Slot::kInput, 0}, .count = shareCount});
       } else {
-        plan->add({.kind = OpKind::kRecv, .peer = s, .msgId = 0,
-                   .dst = {Slot::kOutput, slot++ * shareCount * sizeof(float)}, .count = shareCount});
+        plan->add({.kind = OpKind::kRecv,
+                   .peer = s,
+                   .msgId = 0,
+                   .dst = {Slot::kOutput, slot++ * shareCount * sizeof(float)},
+                   .count = shareCount});
       }
     }
   }

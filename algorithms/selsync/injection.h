@@ -20,8 +20,7 @@ struct Injection {
 // Collective: every rank calls it with the same seed, step, alpha and shareCount. `received`
 // must hold (senders other than this rank) x shareCount floats (at most N x shareCount);
 // `capacity` is its size in floats. Blocks until this rank's part is done.
-Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step,
-                             double alpha, const float* share, size_t shareCount, float* received,
-                             size_t capacity);
+Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step, double alpha, const float* share,
+                             size_t shareCount, float* received, size_t capacity);
 
 }  // namespace tsr::selsync

@@ -8,8 +8,7 @@ Result<std::unique_ptr<SelSync>> SelSync::create(algorithms::Team& comm,
                                                  const std::map<std::string, std::string>& params,
                                                  std::vector<size_t> bucketCounts) {
   TSR_ASSIGN_OR_RETURN(Params p, parseParams(params, comm.size()));
-  if (bucketCounts.empty())
-    return Status(Code::kInvalidArgument, "selsync: the model has no buckets");
+  if (bucketCounts.empty()) return Status(Code::kInvalidArgument, "selsync: the model has no buckets");
   return std::unique_ptr<SelSync>(new SelSync(comm, p, std::move(bucketCounts)));
 }
 

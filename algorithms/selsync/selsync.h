@@ -23,9 +23,9 @@ namespace tsr::selsync {
 
 struct StepResult {
   bool synchronized = false;
-  bool flagged = false;   // this rank's own flag
-  double change = 0;      // this rank's relative gradient change
-  int flaggedRanks = 0;   // how many ranks asked to synchronize
+  bool flagged = false;  // this rank's own flag
+  double change = 0;     // this rank's relative gradient change
+  int flaggedRanks = 0;  // how many ranks asked to synchronize
 };
 
 struct Stats {
@@ -35,7 +35,7 @@ struct Stats {
   // payload for the fused model, savedBytesPerLocalStep() per local step (headers, and the
   // algorithm the cost model would have chosen, are not accounted for).
   uint64_t bytesSaved = 0;
-  double lssr() const {     // the seed's local-step-to-step ratio
+  double lssr() const {  // the seed's local-step-to-step ratio
     uint64_t all = syncSteps + localSteps;
     return all ? static_cast<double>(localSteps) / all : 0.0;
   }

@@ -10,8 +10,7 @@ namespace tsr::selsync {
 namespace {
 
 Status bad(const std::string& key, const std::string& value, const std::string& accepted) {
-  return Status(Code::kInvalidArgument,
-                "selsync: " + key + "=" + value + " is not accepted (" + accepted + ")");
+  return Status(Code::kInvalidArgument, "selsync: " + key + "=" + value + " is not accepted (" + accepted + ")");
 }
 
 bool toDouble(const std::string& s, double* out) {
@@ -48,9 +47,12 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int wor
       if (!toDouble(value, &v) || v <= 0 || v > 1) return bad(key, value, "a number in (0, 1]");
       p.ewmaAlpha = v;
     } else if (key == "aggregate") {
-      if (value == "params") p.aggregate = Aggregate::kParams;
-      else if (value == "grads") p.aggregate = Aggregate::kGrads;
-      else return bad(key, value, "params|grads");
+      if (value == "params")
+        p.aggregate = Aggregate::kParams;
+      else if (value == "grads")
+        p.aggregate = Aggregate::kGrads;
+      else
+        return bad(key, value, "params|grads");
     } else {
       return Status(Code::kInvalidArgument, "selsync: unknown parameter " + key + "=" + value +
                                                 " (accepted: delta, ewma_window, ewma_alpha, aggregate)");
@@ -69,8 +71,8 @@ double GradientChange::smoothed() const {
 
 Result<double> GradientChange::add(double x) {
   if (!std::isfinite(x) || x < 0)
-    return Status(Code::kNumericError, "selsync: squared gradient norm " + std::to_string(x) +
-                                           " is not a finite non-negative number");
+    return Status(Code::kNumericError,
+                  "selsync: squared gradient norm " + std::to_string(x) + " is not a finite non-negative number");
   history_.push_back(x);
   while (history_.size() > window_) history_.pop_front();
   double s = smoothed();

@@ -20,10 +20,11 @@ SparDLTensor::SparDLTensor(algorithms::Team& comm, std::shared_ptr<SparDLState> 
 SparDLTensor::~SparDLTensor() = default;
 
 Result<algorithms::RequestPtr> SparDLTensor::allreduceAsync(float* g) {
-  return algorithms::submitTensorStep(comm_, state_, "spardl tensor", g, 1,
-                                   [](const std::shared_ptr<SparDLState>& state, const algorithms::TaskContext& ctx) {
-                                     return std::unique_ptr<algorithms::Task>(new SparDLStepTask(state, ctx));
-                                   });
+  return algorithms::submitTensorStep(
+      comm_, state_, "spardl tensor", g, 1,
+      [](const std::shared_ptr<SparDLState>& state, const algorithms::TaskContext& ctx) {
+        return std::unique_ptr<algorithms::Task>(new SparDLStepTask(state, ctx));
+      });
 }
 
 Status SparDLTensor::allreduce(float* g) {

@@ -35,10 +35,10 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int siz
 
 // Where this rank's last step went (microseconds) and what it produced.
 struct StepStats {
-  double select = 0;   // top-k selections (local, in-procedure, end)
-  double merge = 0;    // decoding and adding received blocks
-  double local = 0;    // g + residual, NaN scan, clearing, writing the result out
-  double wire = 0;     // the rest of the step: waiting for the network
+  double select = 0;  // top-k selections (local, in-procedure, end)
+  double merge = 0;   // decoding and adding received blocks
+  double local = 0;   // g + residual, NaN scan, clearing, writing the result out
+  double wire = 0;    // the rest of the step: waiting for the network
   double total = 0;
   uint64_t resultNonZeros = 0;
 };

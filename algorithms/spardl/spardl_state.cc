@@ -34,13 +34,17 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int siz
         return bad("a team count that divides the " + std::to_string(size) + " ranks");
       p.teams = static_cast<int>(t);
     } else if (key == "sag") {
-      if (value == "auto") p.sag = Sag::kAuto;
-      else if (value == "r") p.sag = Sag::kR;
-      else if (value == "b") p.sag = Sag::kB;
-      else return bad("auto, r or b");
+      if (value == "auto")
+        p.sag = Sag::kAuto;
+      else if (value == "r")
+        p.sag = Sag::kR;
+      else if (value == "b")
+        p.sag = Sag::kB;
+      else
+        return bad("auto, r or b");
     } else {
-      return Status(Code::kInvalidArgument, "spardl: unknown parameter " + key + "=" + value +
-                                                " (accepted: algorithm, density, teams, sag)");
+      return Status(Code::kInvalidArgument,
+                    "spardl: unknown parameter " + key + "=" + value + " (accepted: algorithm, density, teams, sag)");
     }
   }
   bool pow2 = topology::isPowerOfTwo(p.teams);

@@ -61,8 +61,8 @@ Status SparDLStepTask::start() {
   for (size_t st = 0; st < steps.size(); ++st)
     for (Message& m : recvs_[st]) {
       uint64_t tag = transport::makeDataTag(m.peer, ctx_.id.comm, ctx_.id.seq, static_cast<uint32_t>(st));
-      Status posted = ctx_.transport.recv(m.peer, tag, transport::kTagFullMask, m.buffer.data(),
-                                          m.buffer.size() * 8, transport::MemoryType::kHost, &m.done);
+      Status posted = ctx_.transport.recv(m.peer, tag, transport::kTagFullMask, m.buffer.data(), m.buffer.size() * 8,
+                                          transport::MemoryType::kHost, &m.done);
       if (!posted.isOk()) return fail(posted);
     }
   current_ = 0;
@@ -92,8 +92,8 @@ Status SparDLStepTask::beginStep() {
       encodeBlock(static_cast<uint32_t>(b), blk.copies, blk.selected, values, m.bytes);
     }
     uint64_t tag = transport::makeDataTag(s.rank, ctx_.id.comm, ctx_.id.seq, static_cast<uint32_t>(current_));
-    TSR_RETURN_IF_ERROR(ctx_.transport.send(m.peer, tag, m.bytes.data(), m.bytes.size(),
-                                            transport::MemoryType::kHost, &m.done));
+    TSR_RETURN_IF_ERROR(
+        ctx_.transport.send(m.peer, tag, m.bytes.data(), m.bytes.size(), transport::MemoryType::kHost, &m.done));
   }
   return Status::ok();
 }
@@ -162,12 +162,14 @@ Status SparDLStepTask::merge(Message& m) {
   std::vector<WireBlock> blocks;
   auto bytes = std::span<const std::byte>(reinterpret_cast<const std::byte*>(m.buffer.data()), m.done.bytes);
   Status st = decode(bytes, &h, &blocks);
-  auto from = [&] { return "rank " + std::to_string(s.rank) + ": spardl tensor " + s.name + ": rank " + std::to_string(m.peer); };
+  auto from = [&] {
+    return "rank " + std::to_string(s.rank) + ": spardl tensor " + s.name + ": rank " + std::to_string(m.peer);
+  };
   if (!st.isOk()) return Status(st.code(), from() + " sent a " + st.message());
   if (h.count != s.count || h.density != static_cast<float>(s.params.density))
     return Status(Code::kMismatch, from() + " has count " + std::to_string(h.count) + " and density " +
-                                       std::to_string(h.density) + ", this rank " + std::to_string(s.count) +
-                                       " and " + std::to_string(s.params.density));
+                                       std::to_string(h.density) + ", this rank " + std::to_string(s.count) + " and " +
+                                       std::to_string(s.params.density));
   if (blocks.size() != m.blocks.size())
     return Status(Code::kMismatch, from() + " sent " + std::to_string(blocks.size()) + " blocks where " +
                                        std::to_string(m.blocks.size()) + " were expected");
@@ -186,7 +188,8 @@ Status SparDLStepTask::merge(Message& m) {
       for (uint32_t idx : in.indices)
         if (idx >= mine.count && !bad)
           return Status(Code::kInvalidArgument, from() + " sent index " + std::to_string(idx) + " in slot " +
-                                                    std::to_string(in.id) + " of a block of " + std::to_string(mine.count));
+                                                    std::to_string(in.id) + " of a block of " +
+                                                    std::to_string(mine.count));
     }
     return Status::ok();
   }
@@ -314,8 +317,10 @@ void SparDLStepTask::leaveCross() {
   blk.copies = static_cast<uint32_t>(s.teams);
   s.lastCrossCount = distinct;
   int direction = distinct > blk.k ? -1 : 1;
-  if (direction == s.kDirection) s.kStep *= 2;
-  else s.kStep = std::max<size_t>(1, s.kStep / 2);
+  if (direction == s.kDirection)
+    s.kStep *= 2;
+  else
+    s.kStep = std::max<size_t>(1, s.kStep / 2);
   s.kDirection = direction;
   size_t low = (blk.k + s.teams - 1) / s.teams;
   long next = static_cast<long>(s.kPrime) + direction * static_cast<long>(s.kStep);
@@ -326,8 +331,10 @@ void SparDLStepTask::clearBlock(int block) {
   SparDLState& s = *state_;
   BlockState& blk = s.blocks[block];
   float* x = s.work.data() + blk.offset;
-  if (blk.dirty) std::fill(x, x + blk.count, 0.0f);
-  else for (uint32_t j : blk.selected) x[j] = 0.0f;
+  if (blk.dirty)
+    std::fill(x, x + blk.count, 0.0f);
+  else
+    for (uint32_t j : blk.selected) x[j] = 0.0f;
   blk.selected.clear();
   blk.dirty = false;
   blk.copies = 1;
@@ -338,8 +345,9 @@ Status SparDLStepTask::finish() {
   for (size_t b = 0; b < s.blocks.size(); ++b)
     if (s.blocks[b].dirty) select(static_cast<int>(b), s.blocks[b].k);
   if (badFlag_)
-    return fail(Status(Code::kNumericError, "spardl tensor " + s.name + ": a rank had NaN or Inf in gradient + "
-                                            "residual; the tensor and the residuals are unchanged"));
+    return fail(Status(Code::kNumericError, "spardl tensor " + s.name +
+                                                ": a rank had NaN or Inf in gradient + "
+                                                "residual; the tensor and the residuals are unchanged"));
   double t = nowUs();
   std::copy_n(s.work.data(), s.count, s.g);  // copy_n: g may be NULL when count is 0
   s.residual.swap(s.residualNext);

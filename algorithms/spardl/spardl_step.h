@@ -66,7 +66,7 @@ struct SparDLState {
   StepStats stats;
   algorithms::RequestPtr pending;
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
-  std::shared_ptr<algorithms::DeviceStaging> staging;  // device tensors only (memory=cuda)
+  std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   float* g = nullptr;
 };
 
@@ -90,8 +90,8 @@ class SparDLStepTask final : public algorithms::Task {
     int peer = -1;
     topology::Combine combine = topology::Combine::kCopy;
     std::vector<int> blocks;
-    std::vector<std::byte> bytes;        // sends
-    std::vector<uint64_t> buffer;        // receives (8-byte aligned)
+    std::vector<std::byte> bytes;  // sends
+    std::vector<uint64_t> buffer;  // receives (8-byte aligned)
     transport::Completion done;
   };
   Status beginStep();

@@ -51,9 +51,9 @@ Status decode(std::span<const std::byte> bytes, WireHeader* header, std::vector<
   size_t pos = 0;
   uint32_t magic = 0;
   if (!take(bytes, &pos, &magic) || magic != kWireMagic || !take(bytes, &pos, &header->flags) ||
-      !take(bytes, &pos, &header->count) || !take(bytes, &pos, &header->density) ||
-      !take(bytes, &pos, &header->blocks))
-    return Status(Code::kInvalidArgument, "malformed sparse message header (" + std::to_string(bytes.size()) + " bytes)");
+      !take(bytes, &pos, &header->count) || !take(bytes, &pos, &header->density) || !take(bytes, &pos, &header->blocks))
+    return Status(Code::kInvalidArgument,
+                  "malformed sparse message header (" + std::to_string(bytes.size()) + " bytes)");
   blocks->clear();
   for (uint32_t b = 0; b < header->blocks; ++b) {
     WireBlock blk;

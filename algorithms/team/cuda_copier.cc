@@ -18,9 +18,7 @@ class CudaCopier final : public DeviceCopier {
     cudaStreamDestroy(stream_);
   }
 
-  std::string describe() const override {
-    return "CUDA device " + std::to_string(device_) + " (" + name_ + ")";
-  }
+  std::string describe() const override { return "CUDA device " + std::to_string(device_) + " (" + name_ + ")"; }
 
   Result<void*> allocPinned(size_t bytes) override {
     void* p = nullptr;
@@ -65,8 +63,8 @@ class CudaCopier final : public DeviceCopier {
     if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
     if (e == cudaSuccess) e = cudaEventRecord(event_, stream_);
     if (e != cudaSuccess)
-      return Status(Code::kInternal, describe() + ": " + what + " copy of " + std::to_string(bytes) +
-                                         " bytes: " + cudaText(e));
+      return Status(Code::kInternal,
+                    describe() + ": " + what + " copy of " + std::to_string(bytes) + " bytes: " + cudaText(e));
     return Status::ok();
   }
 

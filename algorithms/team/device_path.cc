@@ -22,8 +22,7 @@ std::string devicePathNote(DevicePath path, bool transportMovesCuda, const std::
   if (path == DevicePath::kDirect)
     return "direct device path: UCX reports CUDA memory support, so the step runs on device kernels and "
            "hands device buffers to UCX (no host staging)";
-  if (!transportMovesCuda)
-    return "staged through pinned host memory: UCX reports no CUDA memory support";
+  if (!transportMovesCuda) return "staged through pinned host memory: UCX reports no CUDA memory support";
   return "staged through pinned host memory: UCX reports CUDA memory support, but " + noDirect;
 }
 

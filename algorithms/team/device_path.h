@@ -22,8 +22,8 @@ namespace tsr::algorithms {
 enum class DevicePath { kStaged, kDirect };
 
 struct DeviceOpeners {
-  std::function<Result<std::shared_ptr<StepKernels>>()> kernels;  // the direct path's
-  std::function<Result<std::shared_ptr<DeviceStaging>>()> staging;             // the staged path's
+  std::function<Result<std::shared_ptr<StepKernels>>()> kernels;    // the direct path's
+  std::function<Result<std::shared_ptr<DeviceStaging>>()> staging;  // the staged path's
 };
 
 // The real ones: CUDA step kernels on the current device, pinned staging for `count` floats.

@@ -8,8 +8,7 @@ namespace {
 // copy to host -> host step -> copy back, polled by the progress thread.
 class StagedTask final : public Task {
  public:
-  StagedTask(std::shared_ptr<DeviceStaging> staging, float* device, TaskFactory hostStep,
-             const TaskContext& ctx)
+  StagedTask(std::shared_ptr<DeviceStaging> staging, float* device, TaskFactory hostStep, const TaskContext& ctx)
       : staging_(std::move(staging)), device_(device), hostStep_(std::move(hostStep)), ctx_(ctx) {}
 
   Status start() override {
@@ -102,13 +101,13 @@ class StagedTask final : public Task {
 
 }  // namespace
 
-Result<std::shared_ptr<DeviceStaging>> DeviceStaging::create(std::unique_ptr<DeviceCopier> copier,
-                                                             std::string tensor, size_t count) {
+Result<std::shared_ptr<DeviceStaging>> DeviceStaging::create(std::unique_ptr<DeviceCopier> copier, std::string tensor,
+                                                             size_t count) {
   std::shared_ptr<DeviceStaging> s(new DeviceStaging(std::move(copier), std::move(tensor), count));
   auto pinned = s->copier_->allocPinned(count * sizeof(float));
   if (!pinned.isOk())
-    return Status(pinned.status().code(), "device tensor " + s->tensor_ + ": pinned host staging buffer: " +
-                                              pinned.status().message());
+    return Status(pinned.status().code(),
+                  "device tensor " + s->tensor_ + ": pinned host staging buffer: " + pinned.status().message());
   s->host_ = static_cast<float*>(pinned.value());
   return s;
 }
@@ -126,8 +125,7 @@ Status DeviceStaging::checkDevice(const float* device) const {
 
 TaskFactory DeviceStaging::wrap(float* device, TaskFactory hostStep) {
   std::shared_ptr<DeviceStaging> self = shared_from_this();
-  return [self, device, hostStep = std::move(hostStep)](
-             const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
+  return [self, device, hostStep = std::move(hostStep)](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     return std::unique_ptr<Task>(new StagedTask(self, device, hostStep, ctx));
   };
 }
@@ -135,9 +133,9 @@ TaskFactory DeviceStaging::wrap(float* device, TaskFactory hostStep) {
 Result<std::shared_ptr<DeviceStaging>> openDeviceStaging(const std::string& tensor, size_t count) {
   auto copier = openCudaCopier();
   if (!copier.isOk())
-    return Status(copier.status().code(),
-                  "tensor " + tensor + ": memory=cuda is not possible here: " + copier.status().message() +
-                      "; declare it memory=host and pass host memory");
+    return Status(copier.status().code(), "tensor " + tensor +
+                                              ": memory=cuda is not possible here: " + copier.status().message() +
+                                              "; declare it memory=host and pass host memory");
   return DeviceStaging::create(copier.take(), tensor, count);
 }
 

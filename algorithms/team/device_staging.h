@@ -43,8 +43,8 @@ namespace tsr::algorithms {
 class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
  public:
   // A pinned host buffer of `count` floats for tensor `tensor`, copied through `copier`.
-  static Result<std::shared_ptr<DeviceStaging>> create(std::unique_ptr<DeviceCopier> copier,
-                                                       std::string tensor, size_t count);
+  static Result<std::shared_ptr<DeviceStaging>> create(std::unique_ptr<DeviceCopier> copier, std::string tensor,
+                                                       size_t count);
   ~DeviceStaging();
   DeviceStaging(const DeviceStaging&) = delete;
   DeviceStaging& operator=(const DeviceStaging&) = delete;

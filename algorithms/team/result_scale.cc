@@ -41,8 +41,7 @@ class ScaledResultTask final : public Task {
 
 TaskFactory scaleResult(TaskFactory make, float* data, size_t count, ResultScale scale) {
   if (scale == ResultScale::kNone) return make;
-  return [make = std::move(make), data, count, scale](
-             const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
+  return [make = std::move(make), data, count, scale](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     TSR_ASSIGN_OR_RETURN(auto inner, make(ctx));
     return std::unique_ptr<Task>(new ScaledResultTask(std::move(inner), data, count, scale, ctx.size));
   };

@@ -47,8 +47,7 @@ class Team {
   virtual Result<RequestPtr> submitPlan(std::shared_ptr<const Plan> plan, const void* input, void* output,
                                         uint64_t rngSeed = 0, uint32_t rngStep = 0) = 0;
   // The team's dense allreduce; the team chooses the algorithm.
-  virtual Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype,
-                                       ReduceOp op) = 0;
+  virtual Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) = 0;
 };
 
 }  // namespace tsr::algorithms

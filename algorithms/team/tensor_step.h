@@ -27,8 +27,8 @@ bool stepPending(const State& s) {
 
 // `what` names the handle in messages ("marsit tensor"); makeTask(state, ctx) builds the task.
 template <typename State, typename MakeTask>
-Result<RequestPtr> submitTensorStep(Team& team, const std::shared_ptr<State>& state, const char* what,
-                                    float* g, uint32_t seqSpan, MakeTask makeTask) {
+Result<RequestPtr> submitTensorStep(Team& team, const std::shared_ptr<State>& state, const char* what, float* g,
+                                    uint32_t seqSpan, MakeTask makeTask) {
   State& s = *state;
   if (!g && s.count) return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": buffer is NULL");
   if (stepPending(s))
@@ -73,9 +73,10 @@ Status setTensorResultScale(State& s, const char* what, ResultScale scale) {
     return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": a step is pending; wait for it first");
   if constexpr (requires { s.device; }) {
     if (s.device && scale != ResultScale::kNone)
-      return Status(Code::kNotSupported, std::string(what) + " " + s.name + ": its result stays in device memory "
-                                         "(the direct device path), where op= cannot rescale it; keep the "
-                                         "algorithm's own op");
+      return Status(Code::kNotSupported, std::string(what) + " " + s.name +
+                                             ": its result stays in device memory "
+                                             "(the direct device path), where op= cannot rescale it; keep the "
+                                             "algorithm's own op");
   }
   s.resultScale = scale;
   return Status::ok();
@@ -89,8 +90,9 @@ Status checkResidualReplace(const State& s, const char* what) {
     return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": a step is pending; wait for it first");
   if constexpr (requires { s.device; }) {
     if (s.device)
-      return Status(Code::kNotSupported, std::string(what) + " " + s.name + ": its residual lives in device memory "
-                                         "(the direct device path) and cannot be replaced from the host");
+      return Status(Code::kNotSupported, std::string(what) + " " + s.name +
+                                             ": its residual lives in device memory "
+                                             "(the direct device path) and cannot be replaced from the host");
   }
   return Status::ok();
 }
@@ -129,8 +131,8 @@ Result<std::string> useTensorDeviceMemory(Tensor& tensor, const std::string& nam
     where = staging->copier().describe();
     TSR_RETURN_IF_ERROR(tensor.setStaging(std::move(staging)));
   }
-  std::string note = "tensor " + name + ": memory=cuda on " + where + ": " +
-                     devicePathNote(path, transportMovesCuda, noDirect);
+  std::string note =
+      "tensor " + name + ": memory=cuda on " + where + ": " + devicePathNote(path, transportMovesCuda, noDirect);
   log::get("runtime")->info("{}", note);
   return note;
 }

@@ -9,9 +9,7 @@
 namespace tsr {
 namespace {
 
-std::string tempPath(const std::string& name) {
-  return ::testing::TempDir() + "/bounded_file_" + name;
-}
+std::string tempPath(const std::string& name) { return ::testing::TempDir() + "/bounded_file_" + name; }
 
 TEST(BoundedFile, ReadsAFileWithinTheLimit) {
   std::string path = tempPath("small");

@@ -120,7 +120,8 @@ TEST_F(LoggingTest, EachThreadsLinesCarryItsOwnRank) {
   for (std::string line; std::getline(lines, line); ++count) {
     std::string want = line.find("rank 1's") != std::string::npos || line.find("of rank 1") != std::string::npos
                            ? "[tessera rank 1]"
-                           : line.find("rank 2's") != std::string::npos ? "[tessera rank 2]" : "[tessera rank 3]";
+                       : line.find("rank 2's") != std::string::npos ? "[tessera rank 2]"
+                                                                    : "[tessera rank 3]";
     EXPECT_NE(line.find(want), std::string::npos) << line;
   }
   EXPECT_EQ(count, 3) << text;

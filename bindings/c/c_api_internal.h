@@ -51,8 +51,8 @@ inline tsr_status_t guarded(const char* what, F&& body) {
 
 // A handle used after its communicator was destroyed.
 inline tsr_status_t destroyed(const std::string& what) {
-  lastError = "TSR_ERR_ABORTED: " + what +
-              ": the communicator was destroyed (tsr_comm_destroy); this handle can only be freed";
+  lastError =
+      "TSR_ERR_ABORTED: " + what + ": the communicator was destroyed (tsr_comm_destroy); this handle can only be freed";
   return TSR_ERR_ABORTED;
 }
 

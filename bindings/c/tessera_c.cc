@@ -21,9 +21,12 @@ tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparam
   auto config = tsr::runtime::Config::fromEnvironment(env);
   if (!config.isOk()) return report(config.status());
   // Launch keys become the variables the launcher would have set.
-  static const std::pair<const char*, const char*> kLaunchKeys[] = {
-      {"rank", "TSR_RANK"},           {"size", "TSR_WORLD_SIZE"}, {"local_rank", "TSR_LOCAL_RANK"},
-      {"local_size", "TSR_LOCAL_SIZE"}, {"peers", "TSR_PEERS"},   {"secret", "TSR_JOB_SECRET"}};
+  static const std::pair<const char*, const char*> kLaunchKeys[] = {{"rank", "TSR_RANK"},
+                                                                    {"size", "TSR_WORLD_SIZE"},
+                                                                    {"local_rank", "TSR_LOCAL_RANK"},
+                                                                    {"local_size", "TSR_LOCAL_SIZE"},
+                                                                    {"peers", "TSR_PEERS"},
+                                                                    {"secret", "TSR_JOB_SECRET"}};
   for (size_t i = 0; i < nparams; ++i) {
     if (!params[i].key || !params[i].value)
       return invalid("tsr_comm_init_config: param " + std::to_string(i) + " has a NULL key or value");
@@ -139,9 +142,12 @@ tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, size_t b
       const std::string what = collective;
       const auto& sel = c.selector();
       std::vector<tsr::algorithms::Candidate> ranked;
-      if (what == "allreduce") ranked = tsr::algorithms::rankAllreduce(bytes, sel.shape(), sel.links());
-      else if (what == "allgather") ranked = tsr::algorithms::rankAllgather(bytes, sel.shape(), sel.links());
-      else return invalid("tsr_comm_estimate: collective \"" + what + "\" is not estimated (allreduce, allgather)");
+      if (what == "allreduce")
+        ranked = tsr::algorithms::rankAllreduce(bytes, sel.shape(), sel.links());
+      else if (what == "allgather")
+        ranked = tsr::algorithms::rankAllgather(bytes, sel.shape(), sel.links());
+      else
+        return invalid("tsr_comm_estimate: collective \"" + what + "\" is not estimated (allreduce, allgather)");
       *seconds = ranked.empty() ? 0.0 : ranked.front().seconds;
       return TSR_OK;
     });
@@ -160,8 +166,8 @@ tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory) {
   });
 }
 
-tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
-                           tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
+tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, tsr_op_t op,
+                           tsr_request_t* request) {
   return guarded("tsr_allreduce", [&] {
     return onComm(comm, "tsr_allreduce", [&](Communicator& c) {
       return finish(c.allreduce(send, recv, count, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),
@@ -170,8 +176,8 @@ tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t
   });
 }
 
-tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count,
-                           tsr_dtype_t dtype, tsr_request_t* request) {
+tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
+                           tsr_request_t* request) {
   return guarded("tsr_allgather", [&] {
     return onComm(comm, "tsr_allgather", [&](Communicator& c) {
       return finish(c.allgather(send, recv, count, static_cast<tsr::DataType>(dtype)), request, comm->life);
@@ -179,8 +185,8 @@ tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t
   });
 }
 
-tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count,
-                           tsr_dtype_t dtype, int root, tsr_request_t* request) {
+tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, int root,
+                           tsr_request_t* request) {
   return guarded("tsr_broadcast", [&] {
     return onComm(comm, "tsr_broadcast", [&](Communicator& c) {
       return finish(c.broadcast(send, recv, count, static_cast<tsr::DataType>(dtype), root), request, comm->life);
@@ -188,13 +194,13 @@ tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t
   });
 }
 
-tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recvCount,
-                                tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request) {
+tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recvCount, tsr_dtype_t dtype,
+                                tsr_op_t op, tsr_request_t* request) {
   return guarded("tsr_reduce_scatter", [&] {
     return onComm(comm, "tsr_reduce_scatter", [&](Communicator& c) {
-      return finish(c.reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype),
-                                    static_cast<tsr::ReduceOp>(op)),
-                    request, comm->life);
+      return finish(
+          c.reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),
+          request, comm->life);
     });
   });
 }
@@ -215,8 +221,7 @@ tsr_status_t tsr_wait(tsr_request_t request) {
   return guarded("tsr_wait", [&] { return settle(request, true); });
 }
 
-tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status),
-                                     void* user) {
+tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status), void* user) {
   if (!request || !fn) return invalid("tsr_request_on_complete: request or fn is NULL");
   return guarded("tsr_request_on_complete", [&] {
     // Holds neither the handle nor the communicator: the caller may free the request first.
@@ -233,9 +238,7 @@ tsr_status_t tsr_request_free(tsr_request_t request) {
   return TSR_OK;
 }
 
-const char* tsr_status_string(tsr_status_t status) {
-  return tsr::codeName(static_cast<tsr::Code>(status));
-}
+const char* tsr_status_string(tsr_status_t status) { return tsr::codeName(static_cast<tsr::Code>(status)); }
 
 const char* tsr_last_error(void) { return lastError.c_str(); }
 

@@ -23,8 +23,8 @@ tsr_status_t onCovap(tsr_covap_t covap, const char* fn, F&& body) {
 
 extern "C" {
 
-tsr_status_t tsr_covap_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
-                              const size_t* bucket_counts, size_t nbuckets, tsr_covap_t* covap) {
+tsr_status_t tsr_covap_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams, const size_t* bucket_counts,
+                              size_t nbuckets, tsr_covap_t* covap) {
   return guarded("tsr_covap_create", [&] {
     if (!comm || !covap) return invalid("tsr_covap_create: comm or covap is NULL");
     *covap = nullptr;
@@ -54,7 +54,8 @@ tsr_status_t tsr_covap_begin_step(tsr_covap_t covap) {
 
 tsr_status_t tsr_covap_bucket_ready(tsr_covap_t covap, size_t bucket, float* grad) {
   return guarded("tsr_covap_bucket_ready", [&] {
-    return onCovap(covap, "tsr_covap_bucket_ready", [&](tsr::covap::Covap& c) { return report(c.bucketReady(bucket, grad)); });
+    return onCovap(covap, "tsr_covap_bucket_ready",
+                   [&](tsr::covap::Covap& c) { return report(c.bucketReady(bucket, grad)); });
   });
 }
 

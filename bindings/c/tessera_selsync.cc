@@ -13,13 +13,14 @@ using tsr::runtime::Communicator;
 
 extern "C" {
 
-tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
-                                const size_t* bucket_counts, size_t nbuckets, tsr_selsync_t* selsync) {
+tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams, const size_t* bucket_counts,
+                                size_t nbuckets, tsr_selsync_t* selsync) {
   return guarded("tsr_selsync_create", [&] {
     if (!comm || !selsync) return invalid("tsr_selsync_create: comm or selsync is NULL");
     *selsync = nullptr;
     if (nbuckets == 0 || !bucket_counts) return invalid("tsr_selsync_create: no buckets");
-    if (nparams && !params) return invalid("tsr_selsync_create: params is NULL with nparams " + std::to_string(nparams));
+    if (nparams && !params)
+      return invalid("tsr_selsync_create: params is NULL with nparams " + std::to_string(nparams));
     std::map<std::string, std::string> kv;
     for (size_t i = 0; i < nparams; ++i) {
       if (!params[i].key || !params[i].value)
@@ -35,9 +36,8 @@ tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size
   });
 }
 
-tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha,
-                                const float* share, size_t share_count, float* received,
-                                size_t capacity, size_t* received_count) {
+tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha, const float* share,
+                                size_t share_count, float* received, size_t capacity, size_t* received_count) {
   return guarded("tsr_selsync_inject", [&] {
     if (!comm) return invalid("tsr_selsync_inject: comm is NULL");
     return withLiveComm(*comm->life, "tsr_selsync_inject", [&](Communicator& c) {

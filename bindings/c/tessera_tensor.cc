@@ -13,8 +13,8 @@
 #include "base/logging.h"
 #include "bindings/c/c_api_internal.h"
 
-using tsr::runtime::Communicator;
 using tsr::algorithms::ResultScale;
+using tsr::runtime::Communicator;
 
 struct tsr_tensor {
   std::shared_ptr<tsr::capi::CommLife> life;  // the communicator, while it lives
@@ -23,7 +23,7 @@ struct tsr_tensor {
   size_t count = 0;
   tsr::DataType dtype = tsr::DataType::kF32;
   std::string algorithm;
-  tsr_op_t result = TSR_AVG;  // what a step leaves in data (op=)
+  tsr_op_t result = TSR_AVG;                                      // what a step leaves in data (op=)
   std::unique_ptr<tsr::marsit::MarsitTensor> marsit;              // algorithm=marsit
   std::unique_ptr<tsr::compressed::CompressedTensor> compressed;  // algorithm=compressed
   std::unique_ptr<tsr::spardl::SparDLTensor> spardl;              // algorithm=spardl
@@ -43,13 +43,10 @@ using namespace tsr::capi;
 namespace {
 
 bool isFloating(tsr::DataType t) {
-  return t == tsr::DataType::kF32 || t == tsr::DataType::kF64 || t == tsr::DataType::kF16 ||
-         t == tsr::DataType::kBF16;
+  return t == tsr::DataType::kF32 || t == tsr::DataType::kF64 || t == tsr::DataType::kF16 || t == tsr::DataType::kBF16;
 }
 
-tsr_status_t notSupported(const std::string& message) {
-  return report(tsr::Status(tsr::Code::kNotSupported, message));
-}
+tsr_status_t notSupported(const std::string& message) { return report(tsr::Status(tsr::Code::kNotSupported, message)); }
 
 // Builds the algorithm's tensor (kv without memory= and op=) into t.
 tsr_status_t buildAlgorithm(tsr_tensor& t, Communicator& comm, const std::string& algorithm,
@@ -58,11 +55,14 @@ tsr_status_t buildAlgorithm(tsr_tensor& t, Communicator& comm, const std::string
     for (const auto& [k, v] : kv)
       if (k != "algorithm") return invalid(who + ": " + k + "=" + v + " is not a parameter of algorithm=dense");
     if (cuda)
-      return notSupported(who + ": memory=cuda is not offered with algorithm=dense (dense collectives take host "
-                                "buffers); use marsit, compressed or spardl, or memory=host");
+      return notSupported(who +
+                          ": memory=cuda is not offered with algorithm=dense (dense collectives take host "
+                          "buffers); use marsit, compressed or spardl, or memory=host");
     if (!isFloating(t.dtype))
-      return invalid(who + ": algorithm=dense averages, so it needs a floating dtype (float32, float64, float16 "
-                           "or bfloat16), not " + tsr::dataTypeName(t.dtype));
+      return invalid(who +
+                     ": algorithm=dense averages, so it needs a floating dtype (float32, float64, float16 "
+                     "or bfloat16), not " +
+                     tsr::dataTypeName(t.dtype));
     t.algorithm = "dense";
     return TSR_OK;
   }
@@ -98,9 +98,9 @@ tsr_status_t placeOnDevice(tsr_tensor& t, Communicator& comm) {
   if (!set.isOk()) return report(set);
   const bool moves = comm.transportMovesCuda();
   const std::string noDirect = "algorithm=spardl has no device step";
-  tsr::log::get("runtime")->info("tensor {}: memory=cuda on {}: {}", t.name, staging.value()->copier().describe(),
-                                 tsr::algorithms::devicePathNote(tsr::algorithms::chooseDevicePath(moves, noDirect),
-                                                                 moves, noDirect));
+  tsr::log::get("runtime")->info(
+      "tensor {}: memory=cuda on {}: {}", t.name, staging.value()->copier().describe(),
+      tsr::algorithms::devicePathNote(tsr::algorithms::chooseDevicePath(moves, noDirect), moves, noDirect));
   return TSR_OK;
 }
 
@@ -168,8 +168,9 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
       t->count = count;
       t->dtype = static_cast<tsr::DataType>(dtype);
       if (!comm->life->claimName(t->name))
-        return invalid(who + ": a live tensor of this communicator already has that name (two would share "
-                             "nothing and misalign residuals silently); destroy it first, or use another name");
+        return invalid(who +
+                       ": a live tensor of this communicator already has that name (two would share "
+                       "nothing and misalign residuals silently); destroy it first, or use another name");
       t->named = true;
       const std::string algorithm = kv.count("algorithm") ? kv["algorithm"] : "dense";
       if (tsr_status_t st = buildAlgorithm(*t, c, algorithm, kv, cuda, who); st != TSR_OK) return st;
@@ -232,13 +233,18 @@ tsr_status_t tsr_tensor_result_kind(tsr_tensor_t tensor, tsr_op_t* op) {
 
 tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual) {
   return onTensor(tensor, "tsr_tensor_residual", [&](Communicator&) {
-    if (!residual && tensor->count) return invalid("tsr_tensor_residual: tensor " + tensor->name + ": residual is NULL");
+    if (!residual && tensor->count)
+      return invalid("tsr_tensor_residual: tensor " + tensor->name + ": residual is NULL");
     if (tensor->busy())
       return invalid("tsr_tensor_residual: tensor " + tensor->name + " has a step pending; wait for it first");
-    if (tensor->marsit) tensor->marsit->residual(residual);
-    else if (tensor->compressed) tensor->compressed->residual(residual);
-    else if (tensor->spardl) std::copy(tensor->spardl->residual().begin(), tensor->spardl->residual().end(), residual);
-    else std::fill(residual, residual + tensor->count, 0.0f);
+    if (tensor->marsit)
+      tensor->marsit->residual(residual);
+    else if (tensor->compressed)
+      tensor->compressed->residual(residual);
+    else if (tensor->spardl)
+      std::copy(tensor->spardl->residual().begin(), tensor->spardl->residual().end(), residual);
+    else
+      std::fill(residual, residual + tensor->count, 0.0f);
     return TSR_OK;
   });
 }
@@ -250,9 +256,12 @@ tsr_status_t tsr_tensor_set_residual(tsr_tensor_t tensor, const float* residual)
       if (!residual && tensor->count) return invalid(who + ": residual is NULL");
       if (tensor->busy()) return invalid(who + " has a step pending; wait for it first");
       tsr::Status st;
-      if (tensor->marsit) st = tensor->marsit->setResidual(residual);
-      else if (tensor->compressed) st = tensor->compressed->setResidual(residual);
-      else if (tensor->spardl) st = tensor->spardl->setResidual(residual);
+      if (tensor->marsit)
+        st = tensor->marsit->setResidual(residual);
+      else if (tensor->compressed)
+        st = tensor->compressed->setResidual(residual);
+      else if (tensor->spardl)
+        st = tensor->spardl->setResidual(residual);
       else if (!std::all_of(residual, residual + tensor->count, [](float v) { return v == 0.0f; }))
         return invalid(who + ": algorithm=dense keeps no residual, so only zeros can be set");
       return st.isOk() ? TSR_OK : report(tsr::Status(st.code(), "tsr_tensor_set_residual: " + st.message()));

@@ -14,7 +14,8 @@ PYBIND11_MODULE(_tessera_torch, m) {
              c10::intrusive_ptr<tessera_torch::ProcessGroupTessera>>(m, "ProcessGroupTessera")
       .def(py::init<int, int, const std::map<std::string, std::string>&>(), py::arg("rank"), py::arg("size"),
            py::arg("settings"), py::call_guard<py::gil_scoped_release>())
-      .def("_communicator",
-           [](const tessera_torch::ProcessGroupTessera& pg) { return reinterpret_cast<uintptr_t>(pg.communicator()); },
-           "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.");
+      .def(
+          "_communicator",
+          [](const tessera_torch::ProcessGroupTessera& pg) { return reinterpret_cast<uintptr_t>(pg.communicator()); },
+          "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.");
 }

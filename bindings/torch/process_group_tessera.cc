@@ -28,13 +28,20 @@ tsr_dtype_t tesseraDtype(const at::Tensor& t, const char* what) {
               ": the tessera backend takes CPU tensors");
   TORCH_CHECK(t.is_contiguous(), "tessera: ", what, ": a non-contiguous tensor (use .contiguous())");
   switch (t.scalar_type()) {
-    case at::kFloat: return TSR_FLOAT32;
-    case at::kDouble: return TSR_FLOAT64;
-    case at::kHalf: return TSR_FLOAT16;
-    case at::kBFloat16: return TSR_BFLOAT16;
-    case at::kInt: return TSR_INT32;
-    case at::kLong: return TSR_INT64;
-    default: break;
+    case at::kFloat:
+      return TSR_FLOAT32;
+    case at::kDouble:
+      return TSR_FLOAT64;
+    case at::kHalf:
+      return TSR_FLOAT16;
+    case at::kBFloat16:
+      return TSR_BFLOAT16;
+    case at::kInt:
+      return TSR_INT32;
+    case at::kLong:
+      return TSR_INT64;
+    default:
+      break;
   }
   TORCH_CHECK(false, "tessera: ", what, ": dtype ", c10::toString(t.scalar_type()),
               " is not taken (float32, float64, float16, bfloat16, int32, int64)");
@@ -42,12 +49,18 @@ tsr_dtype_t tesseraDtype(const at::Tensor& t, const char* what) {
 
 tsr_op_t tesseraOp(const c10d::ReduceOp& op) {
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return TSR_SUM;
-    case c10d::ReduceOp::AVG: return TSR_AVG;
-    case c10d::ReduceOp::MIN: return TSR_MIN;
-    case c10d::ReduceOp::MAX: return TSR_MAX;
-    case c10d::ReduceOp::PRODUCT: return TSR_PROD;
-    default: break;
+    case c10d::ReduceOp::SUM:
+      return TSR_SUM;
+    case c10d::ReduceOp::AVG:
+      return TSR_AVG;
+    case c10d::ReduceOp::MIN:
+      return TSR_MIN;
+    case c10d::ReduceOp::MAX:
+      return TSR_MAX;
+    case c10d::ReduceOp::PRODUCT:
+      return TSR_PROD;
+    default:
+      break;
   }
   TORCH_CHECK(false, "tessera: reduce op ", static_cast<int>(op.op_),
               " is not taken (SUM, AVG, MIN, MAX, PRODUCT; bitwise ops and PREMUL_SUM are not)");
@@ -58,8 +71,8 @@ ProcessGroupTessera::ProcessGroupTessera(int rank, int size, const std::map<std:
   std::vector<tsr_param_t> params;
   for (const auto& [key, value] : settings) params.push_back({key.c_str(), value.c_str()});
   tsr_status_t st = tsr_comm_init_config(&comm_, params.data(), params.size());
-  TORCH_CHECK(st == TSR_OK, "tessera: cannot create the communicator (", tsr_status_string(st), "): ",
-              tsr_last_error());
+  TORCH_CHECK(st == TSR_OK, "tessera: cannot create the communicator (", tsr_status_string(st),
+              "): ", tsr_last_error());
   int tsrRank = -1, tsrSize = -1;
   tsr_comm_rank(comm_, &tsrRank);
   tsr_comm_size(comm_, &tsrSize);
@@ -82,8 +95,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
   auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish));
   tsr_request_t request = nullptr;
   tsr_status_t st = post(&request);
-  TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st), "): ",
-              tsr_last_error());
+  TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st),
+              "): ", tsr_last_error());
   work->watch(request, std::move(what));
   return work;
 }
@@ -131,10 +144,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
   at::Tensor& t = tensors[0];
   tsr_dtype_t dtype = tesseraDtype(t, "broadcast");
   int root = static_cast<int>(opts.rootRank);
-  return launch(c10d::OpType::BROADCAST, {t}, "broadcast from rank " + std::to_string(root) + " of " + describe(t),
-                [&](tsr_request_t* r) {
-                  return tsr_broadcast(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, root, r);
-                });
+  return launch(
+      c10d::OpType::BROADCAST, {t}, "broadcast from rank " + std::to_string(root) + " of " + describe(t),
+      [&](tsr_request_t* r) { return tsr_broadcast(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, root, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -159,8 +171,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
   at::Tensor& input = inputs[0];
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather input");
   std::vector<at::Tensor> list = outputs[0];
-  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tessera: all_gather: ", list.size(),
-              " output tensors for ", getSize(), " ranks");
+  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tessera: all_gather: ", list.size(), " output tensors for ",
+              getSize(), " ranks");
   checkSame(list, input, "all_gather output");
   // Gathered into one buffer, then copied into the caller's list once done.
   at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());

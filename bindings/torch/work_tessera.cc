@@ -7,7 +7,9 @@
 namespace tessera_torch {
 
 WorkTessera::WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish)
-    : c10d::Work(rank, type), outputs_(std::move(outputs)), finish_(std::move(finish)),
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      finish_(std::move(finish)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 WorkTessera::~WorkTessera() {
@@ -46,12 +48,14 @@ void WorkTessera::complete(tsr_status_t status, const std::string& message) {
       error = std::make_exception_ptr(std::runtime_error("tessera: " + what_ + ": " + e.what()));
     }
   } else {
-    error = std::make_exception_ptr(std::runtime_error("tessera: " + what_ + " failed (" +
-                                                       tsr_status_string(status) + "): " + message));
+    error = std::make_exception_ptr(
+        std::runtime_error("tessera: " + what_ + " failed (" + tsr_status_string(status) + "): " + message));
   }
   finish(error);  // the Work first: a Future callback may look at it
-  if (error) future_->setError(error);
-  else future_->markCompleted(c10::IValue(outputs_));
+  if (error)
+    future_->setError(error);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
 }
 
 bool WorkTessera::isCompleted() {

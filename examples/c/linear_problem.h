@@ -14,13 +14,13 @@
 enum { kDim = 32, kSamples = 256 };
 
 /* Any failed Tessera call ends the example with the library's message. */
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    tsr_status_t st_ = (call);                                                       \
-    if (st_ != TSR_OK) {                                                             \
-      fprintf(stderr, "%s failed: %s\n", #call, tsr_last_error());                   \
-      exit(1);                                                                       \
-    }                                                                                \
+#define CHECK(call)                                                \
+  do {                                                             \
+    tsr_status_t st_ = (call);                                     \
+    if (st_ != TSR_OK) {                                           \
+      fprintf(stderr, "%s failed: %s\n", #call, tsr_last_error()); \
+      exit(1);                                                     \
+    }                                                              \
   } while (0)
 
 /* Small deterministic generator, so every run and rank is reproducible. */
@@ -43,8 +43,7 @@ static void make_shard(int rank, float x[kSamples][kDim], float y[kSamples]) {
 }
 
 /* The mean squared error of w on the shard: writes its gradient to grad, returns the loss. */
-static double local_gradient(const float w[kDim], float x[kSamples][kDim], const float y[kSamples],
-                             float grad[kDim]) {
+static double local_gradient(const float w[kDim], float x[kSamples][kDim], const float y[kSamples], float grad[kDim]) {
   memset(grad, 0, sizeof(float) * kDim);
   double loss = 0;
   for (int i = 0; i < kSamples; ++i) {

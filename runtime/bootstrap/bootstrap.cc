@@ -24,8 +24,7 @@ constexpr auto kGiveUpSendLimit = std::chrono::milliseconds(500);
 class Bootstrap::Impl {
  public:
   Impl(LaunchInfo info, BootstrapOptions options)
-      : info_(std::move(info)), options_(options), acceptor_(io_),
-        log_(tsr::log::get("bootstrap")) {}
+      : info_(std::move(info)), options_(options), acceptor_(io_), log_(tsr::log::get("bootstrap")) {}
 
   Status start() {
     if (info_.size == 1) return Status::ok();
@@ -39,10 +38,8 @@ class Bootstrap::Impl {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)
-      return Status(Code::kBootstrap, "rank " + std::to_string(info_.rank) +
-                                          " cannot listen on its bootstrap port " +
-                                          std::to_string(me.port) + " (address " +
-                                          me.toString() + ", listening on " +
+      return Status(Code::kBootstrap, "rank " + std::to_string(info_.rank) + " cannot listen on its bootstrap port " +
+                                          std::to_string(me.port) + " (address " + me.toString() + ", listening on " +
                                           detail::endpointString(endpoint) + "): " + ec.message());
     log_->debug("rank {}: listening on {} ({}{})", info_.rank, detail::endpointString(endpoint),
                 listen.everyInterface ? "every interface: " : "", listen.why);
@@ -60,13 +57,11 @@ class Bootstrap::Impl {
 
   Result<std::vector<std::string>> allGather(const std::string& myBlob) {
     if (!broken_.isOk())
-      return Status(broken_.code(), "bootstrap unusable after an earlier error: " +
-                                        broken_.message());
+      return Status(broken_.code(), "bootstrap unusable after an earlier error: " + broken_.message());
     if (myBlob.size() > options_.maxBlobBytes)
-      return Status(Code::kInvalidArgument,
-                    "rank " + std::to_string(info_.rank) + ": all-gather blob of " +
-                        std::to_string(myBlob.size()) + " bytes exceeds maxBlobBytes " +
-                        std::to_string(options_.maxBlobBytes));
+      return Status(Code::kInvalidArgument, "rank " + std::to_string(info_.rank) + ": all-gather blob of " +
+                                                std::to_string(myBlob.size()) + " bytes exceeds maxBlobBytes " +
+                                                std::to_string(options_.maxBlobBytes));
     const int n = info_.size, r = info_.rank;
     std::vector<std::string> blobs(n);
     blobs[r] = myBlob;
@@ -99,7 +94,6 @@ class Bootstrap::Impl {
     if (right_) out.emplace_back((info_.rank + 1) % info_.size, right_->socket.native_handle());
     return out;
   }
-
 
  private:
   std::string who() const { return "rank " + std::to_string(info_.rank); }
@@ -140,25 +134,22 @@ class Bootstrap::Impl {
       if (error.isOk()) error = std::move(s);
     };
     std::string stepName = "all-gather step " + std::to_string(step);
-    asio::async_write(right_->socket, asio::buffer(frame.value()),
-                      [&](const boost::system::error_code& ec, size_t) {
-                        if (ec)
-                          setError(Status(Code::kBootstrap, who() + ": sending " + stepName +
-                                                                " to " + peer(*right_) +
-                                                                " failed: " + ec.message()));
-                        sent = true;
-                      });
+    asio::async_write(right_->socket, asio::buffer(frame.value()), [&](const boost::system::error_code& ec, size_t) {
+      if (ec)
+        setError(Status(Code::kBootstrap,
+                        who() + ": sending " + stepName + " to " + peer(*right_) + " failed: " + ec.message()));
+      sent = true;
+    });
     std::string head(wire::kFrameHeadBytes, '\0');
     std::string body;
     auto readFailed = [&](const boost::system::error_code& ec) {
       if (ec == asio::error::eof || ec == asio::error::connection_reset)
-        return Status(Code::kBootstrap, who() + ": " + peer(*left_) +
-                                            " closed its bootstrap connection during " + stepName);
-      return Status(Code::kBootstrap, who() + ": receiving " + stepName + " from " +
-                                          peer(*left_) + " failed: " + ec.message());
+        return Status(Code::kBootstrap,
+                      who() + ": " + peer(*left_) + " closed its bootstrap connection during " + stepName);
+      return Status(Code::kBootstrap,
+                    who() + ": receiving " + stepName + " from " + peer(*left_) + " failed: " + ec.message());
     };
-    asio::async_read(left_->socket, asio::buffer(head), [&](const boost::system::error_code& ec,
-                                                            size_t) {
+    asio::async_read(left_->socket, asio::buffer(head), [&](const boost::system::error_code& ec, size_t) {
       if (ec) {
         setError(readFailed(ec));
         received = true;
@@ -167,15 +158,12 @@ class Bootstrap::Impl {
       wire::FrameHead h = wire::decodeFrameHead(head);
       Status bad;
       if (h.seq != left_->recvSeq)
-        bad = Status(Code::kBootstrap, who() + ": frame from " + peer(*left_) +
-                                           " has sequence number " + std::to_string(h.seq) +
-                                           ", expected " + std::to_string(left_->recvSeq) +
+        bad = Status(Code::kBootstrap, who() + ": frame from " + peer(*left_) + " has sequence number " +
+                                           std::to_string(h.seq) + ", expected " + std::to_string(left_->recvSeq) +
                                            " (replayed or forged)");
       else if (h.length > options_.maxBlobBytes)
-        bad = Status(Code::kBootstrap, who() + ": " + peer(*left_) + " announced a " +
-                                           std::to_string(h.length) +
-                                           "-byte blob, over the limit of " +
-                                           std::to_string(options_.maxBlobBytes));
+        bad = Status(Code::kBootstrap, who() + ": " + peer(*left_) + " announced a " + std::to_string(h.length) +
+                                           "-byte blob, over the limit of " + std::to_string(options_.maxBlobBytes));
       if (!bad.isOk()) {
         log_->warn("{}", bad.message());
         setError(bad);
@@ -183,39 +171,32 @@ class Bootstrap::Impl {
         return;
       }
       body.assign(h.length + kDigestBytes, '\0');
-      asio::async_read(left_->socket, asio::buffer(body),
-                       [&, h](const boost::system::error_code& ec2, size_t) {
-                         received = true;
-                         if (ec2) return setError(readFailed(ec2));
-                         std::string_view all(body);
-                         Status mac = wire::verifyFrame(left_->key, h.seq, all.substr(0, h.length),
-                                                        all.substr(h.length));
-                         if (!mac.isOk()) {
-                           Status s(Code::kBootstrap,
-                                    who() + ": " + mac.message() + " from " + peer(*left_));
-                           log_->warn("{}", s.message());
-                           return setError(s);
-                         }
-                         ++left_->recvSeq;
-                         if (h.length > 0 && body[0] == kGiveUpFrame) {
-                           forwardedReason_ = body.substr(1, h.length - 1);
-                           return setError(Status(Code::kBootstrap,
-                                                  who() + ": " + peer(*left_) + " gave up: " +
-                                                      forwardedReason_));
-                         }
-                         if (h.length == 0 || body[0] != kBlobFrame)
-                           return setError(Status(Code::kBootstrap, who() + ": frame of unknown kind from " +
-                                                                        peer(*left_)));
-                         *in = body.substr(1, h.length - 1);
-                       });
+      asio::async_read(left_->socket, asio::buffer(body), [&, h](const boost::system::error_code& ec2, size_t) {
+        received = true;
+        if (ec2) return setError(readFailed(ec2));
+        std::string_view all(body);
+        Status mac = wire::verifyFrame(left_->key, h.seq, all.substr(0, h.length), all.substr(h.length));
+        if (!mac.isOk()) {
+          Status s(Code::kBootstrap, who() + ": " + mac.message() + " from " + peer(*left_));
+          log_->warn("{}", s.message());
+          return setError(s);
+        }
+        ++left_->recvSeq;
+        if (h.length > 0 && body[0] == kGiveUpFrame) {
+          forwardedReason_ = body.substr(1, h.length - 1);
+          return setError(Status(Code::kBootstrap, who() + ": " + peer(*left_) + " gave up: " + forwardedReason_));
+        }
+        if (h.length == 0 || body[0] != kBlobFrame)
+          return setError(Status(Code::kBootstrap, who() + ": frame of unknown kind from " + peer(*left_)));
+        *in = body.substr(1, h.length - 1);
+      });
     });
     while (!(sent && received) && error.isOk()) {
       if (Clock::now() >= deadline) {
-        setError(Status(Code::kTimeout,
-                        who() + ": " + stepName + " did not complete within " +
-                            std::to_string(options_.timeoutMs) + " ms (" +
-                            (received ? "sending to " + peer(*right_)
-                                      : "waiting for " + peer(*left_)) + ")"));
+        setError(Status(Code::kTimeout, who() + ": " + stepName + " did not complete within " +
+                                            std::to_string(options_.timeoutMs) + " ms (" +
+                                            (received ? "sending to " + peer(*right_) : "waiting for " + peer(*left_)) +
+                                            ")"));
         break;
       }
       if (io_.run_one_until(deadline) == 0 && io_.stopped()) io_.restart();
@@ -250,40 +231,38 @@ Status validate(const LaunchInfo& info, const BootstrapOptions& options) {
   auto bad = [](std::string m) { return Status(Code::kInvalidArgument, std::move(m)); };
   if (info.size < 1) return bad("bootstrap: world size " + std::to_string(info.size) + " < 1");
   if (info.rank < 0 || info.rank >= info.size)
-    return bad("bootstrap: rank " + std::to_string(info.rank) + " is not in [0, " +
-               std::to_string(info.size) + ")");
+    return bad("bootstrap: rank " + std::to_string(info.rank) + " is not in [0, " + std::to_string(info.size) + ")");
   if (info.size > 1 && static_cast<int>(info.peers.size()) != info.size)
-    return bad("bootstrap: " + std::to_string(info.peers.size()) +
-               " peer addresses for world size " + std::to_string(info.size));
+    return bad("bootstrap: " + std::to_string(info.peers.size()) + " peer addresses for world size " +
+               std::to_string(info.size));
   Status secret = checkJobSecret(info.secret, info.insecure, info.size);
   if (!secret.isOk()) return bad("bootstrap: rank " + std::to_string(info.rank) + ": " + secret.message());
   if (info.jobId.size() > wire::kMaxJobIdBytes)
-    return bad("bootstrap: job id '" + info.jobId + "' is longer than " +
-               std::to_string(wire::kMaxJobIdBytes) + " bytes");
+    return bad("bootstrap: job id '" + info.jobId + "' is longer than " + std::to_string(wire::kMaxJobIdBytes) +
+               " bytes");
   if (options.timeoutMs <= 0 || options.handshakeTimeoutMs <= 0)
-    return bad("bootstrap: timeouts must be positive (timeoutMs " +
-               std::to_string(options.timeoutMs) + ", handshakeTimeoutMs " +
-               std::to_string(options.handshakeTimeoutMs) + ")");
+    return bad("bootstrap: timeouts must be positive (timeoutMs " + std::to_string(options.timeoutMs) +
+               ", handshakeTimeoutMs " + std::to_string(options.handshakeTimeoutMs) + ")");
   return Status::ok();
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const LaunchInfo& info,
-                                                     BootstrapOptions options) {
+Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const LaunchInfo& info, BootstrapOptions options) {
   try {
     TSR_RETURN_IF_ERROR(validate(info, options));
     if (info.size > 1 && info.secret.empty())
-      tsr::log::get("bootstrap")->error(
-          "rank {}: TSR_INSECURE=1 and no job secret: the bootstrap is NOT authenticated; anyone who "
-          "reaches {} can join this job or feed it data",
-          info.rank, info.peers[info.rank].toString());
+      tsr::log::get("bootstrap")
+          ->error(
+              "rank {}: TSR_INSECURE=1 and no job secret: the bootstrap is NOT authenticated; anyone who "
+              "reaches {} can join this job or feed it data",
+              info.rank, info.peers[info.rank].toString());
     auto impl = std::make_unique<Impl>(info, options);
     TSR_RETURN_IF_ERROR(impl->start());
     return std::unique_ptr<Bootstrap>(new Bootstrap(std::move(impl)));
   } catch (const std::exception& e) {
-    return Status(Code::kInternal, "rank " + std::to_string(info.rank) +
-                                       ": bootstrap failed with an exception: " + e.what());
+    return Status(Code::kInternal,
+                  "rank " + std::to_string(info.rank) + ": bootstrap failed with an exception: " + e.what());
   }
 }
 
@@ -294,8 +273,8 @@ Result<std::vector<std::string>> Bootstrap::allGather(const std::string& myBlob)
   try {
     return impl_->allGather(myBlob);
   } catch (const std::exception& e) {
-    return Status(Code::kInternal, "rank " + std::to_string(rank()) +
-                                       ": all-gather failed with an exception: " + e.what());
+    return Status(Code::kInternal,
+                  "rank " + std::to_string(rank()) + ": all-gather failed with an exception: " + e.what());
   }
 }
 
@@ -306,8 +285,6 @@ Status Bootstrap::barrier() {
 
 int Bootstrap::rank() const { return impl_->info().rank; }
 int Bootstrap::size() const { return impl_->info().size; }
-std::vector<std::pair<int, int>> Bootstrap::neighbourSockets() const {
-  return impl_->neighbourSockets();
-}
+std::vector<std::pair<int, int>> Bootstrap::neighbourSockets() const { return impl_->neighbourSockets(); }
 
 }  // namespace tsr::runtime

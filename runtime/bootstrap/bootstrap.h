@@ -40,8 +40,7 @@ class Bootstrap {
   // neighbours' links are authenticated. Size 1 opens no socket. Errors (Code::kBootstrap) name
   // the ranks and addresses that never answered; a job of several ranks without a secret of 16
   // bytes or more is refused (kInvalidArgument) unless info.insecure (job_secret.h).
-  static Result<std::unique_ptr<Bootstrap>> create(const LaunchInfo& info,
-                                                   BootstrapOptions options = {});
+  static Result<std::unique_ptr<Bootstrap>> create(const LaunchInfo& info, BootstrapOptions options = {});
   ~Bootstrap();
   Bootstrap(const Bootstrap&) = delete;
   Bootstrap& operator=(const Bootstrap&) = delete;

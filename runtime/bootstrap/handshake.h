@@ -50,8 +50,7 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
 
   // Starts the handshake on a connected socket; `done` runs once, on the io_context's thread,
   // with the link or the reason it was refused (unless abort() comes first).
-  static std::shared_ptr<Handshake> start(Role role, tcp::socket socket, HandshakeParams params,
-                                          LinkCallback done);
+  static std::shared_ptr<Handshake> start(Role role, tcp::socket socket, HandshakeParams params, LinkCallback done);
   // Closes the socket without calling `done`.
   void abort();
 

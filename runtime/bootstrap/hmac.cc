@@ -39,19 +39,16 @@ Result<Digest> hmacSha256(std::string_view key, std::initializer_list<std::strin
   std::unique_ptr<EVP_MAC_CTX, CtxFree> ctx(EVP_MAC_CTX_new(mac));
   if (!ctx) return Status(Code::kInternal, opensslError("EVP_MAC_CTX_new"));
   char digestName[] = "SHA256";
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digestName, 0),
-      OSSL_PARAM_construct_end()};
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digestName, 0),
+                         OSSL_PARAM_construct_end()};
   static const unsigned char kZero = 0;
-  const unsigned char* keyBytes =
-      key.empty() ? &kZero : reinterpret_cast<const unsigned char*>(key.data());
+  const unsigned char* keyBytes = key.empty() ? &kZero : reinterpret_cast<const unsigned char*>(key.data());
   size_t keyLen = key.empty() ? 1 : key.size();
   if (EVP_MAC_init(ctx.get(), keyBytes, keyLen, params) != 1)
     return Status(Code::kInternal, opensslError("EVP_MAC_init"));
   for (std::string_view part : parts)
     if (!part.empty() &&
-        EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(part.data()),
-                       part.size()) != 1)
+        EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(part.data()), part.size()) != 1)
       return Status(Code::kInternal, opensslError("EVP_MAC_update"));
   Digest out{};
   size_t outLen = 0;
@@ -60,13 +57,10 @@ Result<Digest> hmacSha256(std::string_view key, std::initializer_list<std::strin
   return out;
 }
 
-bool digestsEqual(const Digest& a, const Digest& b) {
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
+bool digestsEqual(const Digest& a, const Digest& b) { return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0; }
 
 Status randomBytes(uint8_t* out, size_t count) {
-  if (RAND_bytes(out, static_cast<int>(count)) != 1)
-    return Status(Code::kInternal, opensslError("RAND_bytes"));
+  if (RAND_bytes(out, static_cast<int>(count)) != 1) return Status(Code::kInternal, opensslError("RAND_bytes"));
   return Status::ok();
 }
 

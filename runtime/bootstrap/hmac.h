@@ -29,8 +29,6 @@ Status randomBytes(uint8_t* out, size_t count);
 // Lower-case hex, for tests and logs.
 std::string toHex(const uint8_t* data, size_t count);
 
-inline std::string_view asView(const Digest& d) {
-  return {reinterpret_cast<const char*>(d.data()), d.size()};
-}
+inline std::string_view asView(const Digest& d) { return {reinterpret_cast<const char*>(d.data()), d.size()}; }
 
 }  // namespace tsr::runtime

@@ -38,13 +38,12 @@ Result<std::string> readSecretFile(const std::string& path) {
 Status checkJobSecret(const std::string& secret, bool insecure, int worldSize) {
   if (worldSize <= 1 || (secret.empty() && insecure)) return Status::ok();
   if (secret.empty())
-    return invalid(
-        "a job of " + std::to_string(worldSize) +
-        " ranks needs a job secret, or anyone who reaches its bootstrap ports can join it: set "
-        "TSR_JOB_SECRET to the same random string (16 bytes or more, e.g. `openssl rand -hex 32`) on "
-        "every rank, or TSR_JOB_SECRET_FILE to a file holding it (mode 0600, on a file system every "
-        "host sees); tsrun sets one itself. TSR_INSECURE=1 runs without authentication (trusted "
-        "networks only)");
+    return invalid("a job of " + std::to_string(worldSize) +
+                   " ranks needs a job secret, or anyone who reaches its bootstrap ports can join it: set "
+                   "TSR_JOB_SECRET to the same random string (16 bytes or more, e.g. `openssl rand -hex 32`) on "
+                   "every rank, or TSR_JOB_SECRET_FILE to a file holding it (mode 0600, on a file system every "
+                   "host sees); tsrun sets one itself. TSR_INSECURE=1 runs without authentication (trusted "
+                   "networks only)");
   if (secret.size() < kMinSecretBytes)
     return invalid("the job secret has " + std::to_string(secret.size()) + " bytes; it needs " +
                    std::to_string(kMinSecretBytes) + " or more (e.g. `openssl rand -hex 32`)");

@@ -21,19 +21,15 @@ const std::string* lookup(const EnvMap& env, const std::string& name) {
   return it == env.end() ? nullptr : &it->second;
 }
 
-std::string quoted(const std::string& name, const std::string& value) {
-  return name + "='" + value + "'";
-}
+std::string quoted(const std::string& name, const std::string& value) { return name + "='" + value + "'"; }
 
-Result<int> parseInt(const std::string& name, const std::string& value, long long min,
-                     long long max) {
+Result<int> parseInt(const std::string& name, const std::string& value, long long min, long long max) {
   long long v = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (value.empty() || ec != std::errc() || end != value.data() + value.size())
     return invalid(quoted(name, value) + " is not an integer");
   if (v < min || v > max)
-    return invalid(quoted(name, value) + " is out of range [" + std::to_string(min) + ", " +
-                   std::to_string(max) + "]");
+    return invalid(quoted(name, value) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   return static_cast<int>(v);
 }
 
@@ -50,9 +46,8 @@ struct Counts {
   std::string rankVar, sizeVar, localRankVar, localSizeVar;
 };
 
-Result<Counts> readCounts(const EnvMap& env, const std::string& source, const char* rankVar,
-                          const char* sizeVar, const char* localRankVar,
-                          const char* localSizeVar) {
+Result<Counts> readCounts(const EnvMap& env, const std::string& source, const char* rankVar, const char* sizeVar,
+                          const char* localRankVar, const char* localSizeVar) {
   Counts c{0, 0, 0, 0, rankVar, sizeVar, localRankVar, localSizeVar};
   TSR_ASSIGN_OR_RETURN(c.size, requireInt(env, sizeVar, 1, kMaxRanks, source));
   TSR_ASSIGN_OR_RETURN(c.rank, requireInt(env, rankVar, 0, kMaxRanks - 1, source));
@@ -63,13 +58,10 @@ Result<Counts> readCounts(const EnvMap& env, const std::string& source, const ch
 
 Status validateCounts(const Counts& c) {
   auto is = [](const std::string& var, int v) { return var + "=" + std::to_string(v); };
-  if (c.rank >= c.size)
-    return invalid(is(c.rankVar, c.rank) + " is not below " + is(c.sizeVar, c.size));
-  if (c.localSize > c.size)
-    return invalid(is(c.localSizeVar, c.localSize) + " exceeds " + is(c.sizeVar, c.size));
+  if (c.rank >= c.size) return invalid(is(c.rankVar, c.rank) + " is not below " + is(c.sizeVar, c.size));
+  if (c.localSize > c.size) return invalid(is(c.localSizeVar, c.localSize) + " exceeds " + is(c.sizeVar, c.size));
   if (c.localRank >= c.localSize)
-    return invalid(is(c.localRankVar, c.localRank) + " is not below " +
-                   is(c.localSizeVar, c.localSize));
+    return invalid(is(c.localRankVar, c.localRank) + " is not below " + is(c.localSizeVar, c.localSize));
   return Status::ok();
 }
 
@@ -82,20 +74,18 @@ Result<int> basePort(const EnvMap& env) {
 // Port base + offset for offsets [0, count): all must stay within 65535.
 Status checkPortRoom(int base, int count) {
   if (base + count - 1 > 65535)
-    return invalid("TSR_BASE_PORT=" + std::to_string(base) + " leaves no room for " +
-                   std::to_string(count) + " ports (would need up to " +
-                   std::to_string(base + count - 1) + ")");
+    return invalid("TSR_BASE_PORT=" + std::to_string(base) + " leaves no room for " + std::to_string(count) +
+                   " ports (would need up to " + std::to_string(base + count - 1) + ")");
   return Status::ok();
 }
 
 // Slurm block distribution: ranks fill node 0 first, then node 1, ...
-Result<std::vector<PeerAddress>> slurmPeers(const std::vector<std::string>& hosts,
-                                            const std::vector<int>& counts, int base) {
+Result<std::vector<PeerAddress>> slurmPeers(const std::vector<std::string>& hosts, const std::vector<int>& counts,
+                                            int base) {
   std::vector<PeerAddress> peers;
   for (size_t n = 0; n < hosts.size(); ++n) {
     TSR_RETURN_IF_ERROR(checkPortRoom(base, counts[n]));
-    for (int l = 0; l < counts[n]; ++l)
-      peers.push_back({hosts[n], static_cast<uint16_t>(base + l)});
+    for (int l = 0; l < counts[n]; ++l) peers.push_back({hosts[n], static_cast<uint16_t>(base + l)});
   }
   return peers;
 }
@@ -111,24 +101,22 @@ Status checkDistinct(const std::vector<PeerAddress>& peers) {
     const PeerAddress& a = peers[order[k - 1]];
     const PeerAddress& b = peers[order[k]];
     if (a.host == b.host && a.port == b.port)
-      return invalid("TSR_PEERS gives ranks " + std::to_string(order[k - 1]) + " and " +
-                     std::to_string(order[k]) + " the same address " + b.toString());
+      return invalid("TSR_PEERS gives ranks " + std::to_string(order[k - 1]) + " and " + std::to_string(order[k]) +
+                     " the same address " + b.toString());
   }
   return Status::ok();
 }
 
 // TSR_PEERS when set, else the derived list, else all-local, else an error saying what to set.
-Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c,
-                                             const std::string& source,
+Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c, const std::string& source,
                                              std::optional<std::vector<PeerAddress>> derived,
                                              const std::string& whyNotDerived) {
   std::vector<PeerAddress> peers;
   if (const std::string* text = lookup(env, "TSR_PEERS")) {
     TSR_ASSIGN_OR_RETURN(peers, parsePeerList(*text));
     if (static_cast<int>(peers.size()) != c.size)
-      return invalid("TSR_PEERS lists " + std::to_string(peers.size()) +
-                     " addresses but the world size is " + c.sizeVar + "=" +
-                     std::to_string(c.size));
+      return invalid("TSR_PEERS lists " + std::to_string(peers.size()) + " addresses but the world size is " +
+                     c.sizeVar + "=" + std::to_string(c.size));
   } else if (derived) {
     peers = std::move(*derived);
   } else if (c.localSize == c.size) {
@@ -136,10 +124,9 @@ Result<std::vector<PeerAddress>> choosePeers(const EnvMap& env, const Counts& c,
     TSR_RETURN_IF_ERROR(checkPortRoom(base, c.size));
     for (int r = 0; r < c.size; ++r) peers.push_back({"127.0.0.1", static_cast<uint16_t>(base + r)});
   } else {
-    return invalid("TSR_PEERS is needed: a " + source + " job over several hosts (" +
-                   c.localSizeVar + "=" + std::to_string(c.localSize) + " of " + c.sizeVar +
-                   "=" + std::to_string(c.size) + ") gives no bootstrap addresses" +
-                   (whyNotDerived.empty() ? "" : " (" + whyNotDerived + ")") +
+    return invalid("TSR_PEERS is needed: a " + source + " job over several hosts (" + c.localSizeVar + "=" +
+                   std::to_string(c.localSize) + " of " + c.sizeVar + "=" + std::to_string(c.size) +
+                   ") gives no bootstrap addresses" + (whyNotDerived.empty() ? "" : " (" + whyNotDerived + ")") +
                    "; set TSR_PEERS to comma-separated host:port, one per rank in rank order");
   }
   TSR_RETURN_IF_ERROR(checkDistinct(peers));
@@ -152,8 +139,8 @@ std::string firstOf(const EnvMap& env, std::initializer_list<const char*> names)
   return "";
 }
 
-Result<LaunchInfo> makeInfo(const Counts& c, std::vector<PeerAddress> peers, const EnvMap& env,
-                            std::string jobId, std::string source) {
+Result<LaunchInfo> makeInfo(const Counts& c, std::vector<PeerAddress> peers, const EnvMap& env, std::string jobId,
+                            std::string source) {
   TSR_ASSIGN_OR_RETURN(JobSecret secret, jobSecretFromEnv(env, c.size));
   LaunchInfo info;
   info.rank = c.rank;
@@ -182,8 +169,7 @@ Result<LaunchInfo> fromTsrun(const EnvMap& env) {
     c.localRank = c.rank;
   }
   if (c.rank >= c.size)
-    return invalid("TSR_RANK=" + std::to_string(c.rank) + " is not below TSR_WORLD_SIZE=" +
-                   std::to_string(c.size));
+    return invalid("TSR_RANK=" + std::to_string(c.rank) + " is not below TSR_WORLD_SIZE=" + std::to_string(c.size));
   TSR_ASSIGN_OR_RETURN(auto peers, choosePeers(env, c, "tsrun", std::nullopt, ""));
   if (!haveLocal) {  // local rank/size from the ranks that share this rank's host
     c.localSize = c.localRank = 0;
@@ -198,9 +184,8 @@ Result<LaunchInfo> fromTsrun(const EnvMap& env) {
 }
 
 Result<LaunchInfo> fromOmpi(const EnvMap& env) {
-  TSR_ASSIGN_OR_RETURN(Counts c, readCounts(env, "Open MPI", "OMPI_COMM_WORLD_RANK",
-                                            "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                            "OMPI_COMM_WORLD_LOCAL_SIZE"));
+  TSR_ASSIGN_OR_RETURN(Counts c, readCounts(env, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                            "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"));
   TSR_RETURN_IF_ERROR(validateCounts(c));
   TSR_ASSIGN_OR_RETURN(auto peers, choosePeers(env, c, "Open MPI", std::nullopt, ""));
   std::string job = firstOf(env, {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"});
@@ -208,8 +193,7 @@ Result<LaunchInfo> fromOmpi(const EnvMap& env) {
 }
 
 Result<LaunchInfo> fromTorchrun(const EnvMap& env) {
-  TSR_ASSIGN_OR_RETURN(Counts c, readCounts(env, "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                                            "LOCAL_WORLD_SIZE"));
+  TSR_ASSIGN_OR_RETURN(Counts c, readCounts(env, "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"));
   TSR_RETURN_IF_ERROR(validateCounts(c));
   TSR_ASSIGN_OR_RETURN(auto peers, choosePeers(env, c, "torchrun", std::nullopt, ""));
   return makeInfo(c, std::move(peers), env, firstOf(env, {"TORCHELASTIC_RUN_ID"}), "torchrun");
@@ -222,10 +206,8 @@ Result<LaunchInfo> fromSlurm(const EnvMap& env) {
   TSR_ASSIGN_OR_RETURN(c.rank, requireInt(env, c.rankVar, 0, kMaxRanks - 1, "Slurm"));
   TSR_ASSIGN_OR_RETURN(c.localRank, requireInt(env, c.localRankVar, 0, kMaxRanks - 1, "Slurm"));
   // A job step's own lists are more precise than the allocation's when srun sets both.
-  std::string tpnVar = lookup(env, "SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
-                                                                : "SLURM_TASKS_PER_NODE";
-  std::string nodesVar = lookup(env, "SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST"
-                                                            : "SLURM_JOB_NODELIST";
+  std::string tpnVar = lookup(env, "SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+  std::string nodesVar = lookup(env, "SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
   c.localSizeVar = tpnVar;
   const std::string* tpnText = lookup(env, tpnVar);
   if (!tpnText) return invalid(tpnVar + " is not set (needed for a Slurm launch)");
@@ -233,8 +215,8 @@ Result<LaunchInfo> fromSlurm(const EnvMap& env) {
   long long total = 0;
   for (int n : counts) total += n;
   if (total != c.size)
-    return invalid(quoted(tpnVar, *tpnText) + " adds up to " + std::to_string(total) +
-                   " tasks but " + c.sizeVar + "=" + std::to_string(c.size));
+    return invalid(quoted(tpnVar, *tpnText) + " adds up to " + std::to_string(total) + " tasks but " + c.sizeVar + "=" +
+                   std::to_string(c.size));
   // Which node this rank is on: SLURM_NODEID when given, else the block layout's answer.
   std::vector<int> firstRank(counts.size());
   int blockNode = 0;
@@ -259,14 +241,13 @@ Result<LaunchInfo> fromSlurm(const EnvMap& env) {
     } else if (dist && dist->rfind("block", 0) != 0) {
       whyNot = quoted("SLURM_DISTRIBUTION", *dist) + " is not block";
     } else if (node != blockNode || c.rank - firstRank[node] != c.localRank) {
-      whyNot = "SLURM_PROCID=" + std::to_string(c.rank) + " with SLURM_LOCALID=" +
-               std::to_string(c.localRank) + " is not a block distribution";
+      whyNot = "SLURM_PROCID=" + std::to_string(c.rank) + " with SLURM_LOCALID=" + std::to_string(c.localRank) +
+               " is not a block distribution";
     } else {
       TSR_ASSIGN_OR_RETURN(auto hosts, expandNodelist(*nodesText));
       if (hosts.size() != counts.size())
-        return invalid(quoted(nodesVar, *nodesText) + " names " + std::to_string(hosts.size()) +
-                       " nodes but " + quoted(tpnVar, *tpnText) + " describes " +
-                       std::to_string(counts.size()));
+        return invalid(quoted(nodesVar, *nodesText) + " names " + std::to_string(hosts.size()) + " nodes but " +
+                       quoted(tpnVar, *tpnText) + " describes " + std::to_string(counts.size()));
       TSR_ASSIGN_OR_RETURN(int base, basePort(env));
       TSR_ASSIGN_OR_RETURN(derived, slurmPeers(hosts, counts, base));
     }
@@ -301,9 +282,7 @@ std::string PeerAddress::toString() const {
 }
 
 Result<PeerAddress> parsePeerAddress(const std::string& text, const std::string& what) {
-  auto bad = [&](const std::string& why) {
-    return invalid(what + " ('" + text + "') " + why);
-  };
+  auto bad = [&](const std::string& why) { return invalid(what + " ('" + text + "') " + why); };
   std::string host, port;
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');
@@ -316,8 +295,7 @@ Result<PeerAddress> parsePeerAddress(const std::string& text, const std::string&
     if (colon == std::string::npos) return bad("is not host:port");
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
-    if (host.find(':') != std::string::npos)
-      return bad("looks like an IPv6 address: write it as [address]:port");
+    if (host.find(':') != std::string::npos) return bad("looks like an IPv6 address: write it as [address]:port");
   }
   if (host.empty()) return bad("has an empty host");
   for (char ch : host)
@@ -333,8 +311,7 @@ Result<std::vector<PeerAddress>> parsePeerList(const std::string& text) {
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string entry =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t b = entry.find_first_not_of(" \t"), e = entry.find_last_not_of(" \t");
     entry = b == std::string::npos ? "" : entry.substr(b, e - b + 1);
     std::string what = "TSR_PEERS entry for rank " + std::to_string(peers.size());
@@ -348,8 +325,7 @@ Result<std::vector<PeerAddress>> parsePeerList(const std::string& text) {
 
 Result<LaunchInfo> launchInfoFromEnv(const EnvMap& env) {
   if (lookup(env, "TSR_RANK") || lookup(env, "TSR_WORLD_SIZE")) return fromTsrun(env);
-  if (lookup(env, "OMPI_COMM_WORLD_RANK") || lookup(env, "OMPI_COMM_WORLD_SIZE"))
-    return fromOmpi(env);
+  if (lookup(env, "OMPI_COMM_WORLD_RANK") || lookup(env, "OMPI_COMM_WORLD_SIZE")) return fromOmpi(env);
   if (lookup(env, "RANK") && lookup(env, "WORLD_SIZE")) return fromTorchrun(env);
   if (lookup(env, "SLURM_PROCID")) return fromSlurm(env);
   return singleRank(env);

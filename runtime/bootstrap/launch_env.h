@@ -39,7 +39,7 @@ struct LaunchInfo {
   std::string secret;              // HMAC key of the bootstrap (job_secret.h)
   bool insecure = false;           // TSR_INSECURE=1: an empty secret is allowed (logged loudly)
   std::string jobId;
-  std::string source;              // "tsrun", "ompi", "slurm", "torchrun", "default"
+  std::string source;  // "tsrun", "ompi", "slurm", "torchrun", "default"
 };
 
 // Reads the launch description from an environment snapshot (and the file TSR_JOB_SECRET_FILE

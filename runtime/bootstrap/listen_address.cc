@@ -62,7 +62,8 @@ ListenAddress chooseListenAddress(const LaunchInfo& info) {
   if (addresses.size() != 1) return everyInterface(v6, "'" + host + "' does not resolve to one address here");
   ip::address address = *addresses.begin();
   if (address.is_loopback() && !allPeersHere(info))
-    return everyInterface(v6, "'" + host + "' resolves to loopback here, and peers on other hosts reach it by another address");
+    return everyInterface(
+        v6, "'" + host + "' resolves to loopback here, and peers on other hosts reach it by another address");
   if (!isLocal(address)) return everyInterface(v6, "'" + host + "' is not an address of this machine");
   return {address, false, "'" + host + "' resolves to it"};
 }

@@ -25,8 +25,7 @@ std::string heldBackNote(uint64_t heldBack) {
 
 class RingJoin : public std::enable_shared_from_this<RingJoin> {
  public:
-  RingJoin(asio::io_context& io, tcp::acceptor& acceptor, const LaunchInfo& info,
-           const BootstrapOptions& options)
+  RingJoin(asio::io_context& io, tcp::acceptor& acceptor, const LaunchInfo& info, const BootstrapOptions& options)
       : io_(io),
         acceptor_(acceptor),
         info_(info),
@@ -53,8 +52,7 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
 
  private:
   HandshakeParams params(int peer) const {
-    return HandshakeParams{info_.rank, peer, info_.jobId, info_.secret,
-                           milliseconds(options_.handshakeTimeoutMs)};
+    return HandshakeParams{info_.rank, peer, info_.jobId, info_.secret, milliseconds(options_.handshakeTimeoutMs)};
   }
 
   void accept() {
@@ -65,8 +63,8 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
         // Out of descriptors and the like: say so, and try again a little later.
         uint64_t heldBack = 0;
         if (self->acceptErrorLog_.allow(log::LogRateLimit::Clock::now(), &heldBack))
-          self->log_->warn("rank {}: accept on the bootstrap port failed: {}{}", self->info_.rank,
-                           ec.message(), heldBackNote(heldBack));
+          self->log_->warn("rank {}: accept on the bootstrap port failed: {}{}", self->info_.rank, ec.message(),
+                           heldBackNote(heldBack));
         self->acceptRetry_ = std::make_shared<asio::steady_timer>(self->io_, milliseconds(50));
         self->acceptRetry_->async_wait([self](const boost::system::error_code& e) {
           if (!e && !self->stopped_) self->accept();
@@ -91,16 +89,15 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
           if (!link.isOk()) {
             uint64_t heldBack = 0;
             if (self->rejectLog_.allow(log::LogRateLimit::Clock::now(), &heldBack))
-              self->log_->warn("rank {}: rejected bootstrap connection from {}: {}{}", self->info_.rank,
-                               remote, link.status().message(), heldBackNote(heldBack));
+              self->log_->warn("rank {}: rejected bootstrap connection from {}: {}{}", self->info_.rank, remote,
+                               link.status().message(), heldBackNote(heldBack));
             return;
           }
           if (self->links_.left)
-            self->log_->info("rank {}: rank {} connected again from {}; using the new link",
-                             self->info_.rank, self->left_, remote);
+            self->log_->info("rank {}: rank {} connected again from {}; using the new link", self->info_.rank,
+                             self->left_, remote);
           self->links_.left = link.take();
-          self->log_->debug("rank {}: left neighbour rank {} joined from {}", self->info_.rank,
-                            self->left_, remote);
+          self->log_->debug("rank {}: left neighbour rank {} joined from {}", self->info_.rank, self->left_, remote);
         });
     pending_.push_back(handshake);
   }
@@ -110,8 +107,7 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
     const PeerAddress& address = info_.peers[right_];
     boost::system::error_code ec;
     bool v6 = address.host.find(':') != std::string::npos;
-    auto endpoints = resolver_.resolve(v6 ? tcp::v6() : tcp::v4(), address.host,
-                                       std::to_string(address.port), ec);
+    auto endpoints = resolver_.resolve(v6 ? tcp::v6() : tcp::v4(), address.host, std::to_string(address.port), ec);
     if (ec || endpoints.empty()) {
       lastDialError_ = "cannot resolve '" + address.host + "': " + ec.message();
       return retry();
@@ -127,22 +123,21 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
         self->lastDialError_ = e.message();
         return self->retry();
       }
-      auto handshake = Handshake::start(
-          Handshake::Role::kConnector, std::move(*socket), self->params(self->right_),
-          [self](Result<std::unique_ptr<Link>> link) {
-            if (self->stopped_) return;
-            if (!link.isOk()) {
-              const std::string& why = link.status().message();
-              if (why != self->lastDialError_)
-                self->log_->warn("rank {}: joining rank {} failed, will retry: {}",
-                                 self->info_.rank, self->right_, why);
-              self->lastDialError_ = why;
-              return self->retry();
-            }
-            self->links_.right = link.take();
-            self->log_->debug("rank {}: connected to right neighbour rank {}", self->info_.rank,
-                              self->right_);
-          });
+      auto handshake = Handshake::start(Handshake::Role::kConnector, std::move(*socket), self->params(self->right_),
+                                        [self](Result<std::unique_ptr<Link>> link) {
+                                          if (self->stopped_) return;
+                                          if (!link.isOk()) {
+                                            const std::string& why = link.status().message();
+                                            if (why != self->lastDialError_)
+                                              self->log_->warn("rank {}: joining rank {} failed, will retry: {}",
+                                                               self->info_.rank, self->right_, why);
+                                            self->lastDialError_ = why;
+                                            return self->retry();
+                                          }
+                                          self->links_.right = link.take();
+                                          self->log_->debug("rank {}: connected to right neighbour rank {}",
+                                                            self->info_.rank, self->right_);
+                                        });
       self->pending_.push_back(handshake);
     });
   }
@@ -170,8 +165,8 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
     io_.restart();
     io_.poll();
     if (uint64_t heldBack = rejectLog_.takeHeldBack())
-      log_->warn("rank {}: {} more bootstrap connections were rejected and not logged one by one",
-                 info_.rank, heldBack);
+      log_->warn("rank {}: {} more bootstrap connections were rejected and not logged one by one", info_.rank,
+                 heldBack);
   }
 
   std::string missingMessage() const {
@@ -179,13 +174,13 @@ class RingJoin : public std::enable_shared_from_this<RingJoin> {
     std::string r = std::to_string(info_.rank);
     std::vector<std::string> parts;
     if (!links_.right)
-      parts.push_back("rank " + r + " could not connect to rank " + std::to_string(right_) +
-                      " at " + info_.peers[right_].toString() + " within " + timeout +
+      parts.push_back("rank " + r + " could not connect to rank " + std::to_string(right_) + " at " +
+                      info_.peers[right_].toString() + " within " + timeout +
                       (lastDialError_.empty() ? "" : " (last error: " + lastDialError_ + ")"));
     if (!links_.left)
-      parts.push_back("rank " + r + " was never contacted by rank " + std::to_string(left_) +
-                      " (expected from " + info_.peers[left_].host + ", its bootstrap address " +
-                      info_.peers[left_].toString() + ") within " + timeout);
+      parts.push_back("rank " + r + " was never contacted by rank " + std::to_string(left_) + " (expected from " +
+                      info_.peers[left_].host + ", its bootstrap address " + info_.peers[left_].toString() +
+                      ") within " + timeout);
     std::string message;
     for (const auto& p : parts) {
       if (!message.empty()) message += "; ";

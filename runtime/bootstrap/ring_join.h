@@ -3,8 +3,8 @@
 //
 // Accepting: every incoming connection runs its own acceptor handshake, so strangers (garbage,
 // wrong secret, wrong rank, silence) are refused and logged (10 lines every 10 s at most, the
-// rest counted) while the real left neighbour still gets in. Dialling: refused or failed attempts are retried with a backoff of
-// 10 ms doubling to 500 ms.
+// rest counted) while the real left neighbour still gets in. Dialling: refused or failed attempts are retried with a
+// backoff of 10 ms doubling to 500 ms.
 #pragma once
 
 #include <memory>

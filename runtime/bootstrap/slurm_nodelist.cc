@@ -54,19 +54,17 @@ std::string pad(unsigned long long value, size_t width) {
 }
 
 Status tooMany(const std::string& nodelist) {
-  return bad(nodelist, "names more than " + std::to_string(kMaxHosts) + " hosts or " +
-                           std::to_string(kMaxNameBytes) + " bytes of host names");
+  return bad(nodelist, "names more than " + std::to_string(kMaxHosts) + " hosts or " + std::to_string(kMaxNameBytes) +
+                           " bytes of host names");
 }
 
 // Expands the inside of one bracket group ("01-03,7") into its labels, at most maxLabels.
-Result<std::vector<std::string>> expandGroup(const std::string& nodelist, const std::string& group,
-                                             size_t maxLabels) {
+Result<std::vector<std::string>> expandGroup(const std::string& nodelist, const std::string& group, size_t maxLabels) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= group.size()) {
     size_t comma = group.find(',', start);
-    std::string term = group.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string term = group.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t dash = term.find('-');
     std::string lo = dash == std::string::npos ? term : term.substr(0, dash);
     std::string hi = dash == std::string::npos ? term : term.substr(dash + 1);
@@ -96,22 +94,19 @@ Status expandItem(const std::string& nodelist, const std::string& item, std::vec
     std::string text = item.substr(pos, open == std::string::npos ? std::string::npos : open - pos);
     size_t partialBytes = 0;
     for (const auto& p : partial) partialBytes += p.size();
-    if (text.size() > (budget.bytes - std::min(partialBytes, budget.bytes)) / partial.size())
-      return tooMany(nodelist);
+    if (text.size() > (budget.bytes - std::min(partialBytes, budget.bytes)) / partial.size()) return tooMany(nodelist);
     for (auto& p : partial) p += text;
     if (open == std::string::npos) break;
     size_t close = item.find(']', open);
     if (close == std::string::npos) return bad(nodelist, "unmatched '[' in '" + item + "'");
     std::string inside = item.substr(open + 1, close - open - 1);
-    if (inside.find('[') != std::string::npos)
-      return bad(nodelist, "nested '[' in '" + item + "'");
+    if (inside.find('[') != std::string::npos) return bad(nodelist, "nested '[' in '" + item + "'");
     TSR_ASSIGN_OR_RETURN(auto labels, expandGroup(nodelist, inside, budget.hosts / partial.size()));
     // Every prefix with every label: count the names and their bytes before making them.
     size_t prefixBytes = 0, labelBytes = 0;
     for (const auto& p : partial) prefixBytes += p.size();
     for (const auto& l : labels) labelBytes += l.size();
-    if (partial.size() > budget.hosts / labels.size() ||
-        prefixBytes > budget.bytes / labels.size() ||
+    if (partial.size() > budget.hosts / labels.size() || prefixBytes > budget.bytes / labels.size() ||
         labelBytes > budget.bytes / partial.size() ||
         prefixBytes * labels.size() + labelBytes * partial.size() > budget.bytes)
       return tooMany(nodelist);
@@ -157,16 +152,14 @@ Result<std::vector<std::string>> expandNodelist(const std::string& nodelist) {
 
 Result<std::vector<int>> expandTasksPerNode(const std::string& tasksPerNode) {
   auto badTpn = [&](const std::string& why) {
-    return Status(Code::kInvalidArgument,
-                  "bad Slurm tasks-per-node list '" + tasksPerNode + "': " + why);
+    return Status(Code::kInvalidArgument, "bad Slurm tasks-per-node list '" + tasksPerNode + "': " + why);
   };
   if (tasksPerNode.empty()) return badTpn("empty");
   std::vector<int> counts;
   size_t start = 0;
   while (true) {
     size_t comma = tasksPerNode.find(',', start);
-    std::string term = tasksPerNode.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string term = tasksPerNode.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     std::string countText = term, repeatText = "1";
     size_t paren = term.find('(');
     if (paren != std::string::npos) {
@@ -175,8 +168,7 @@ Result<std::vector<int>> expandTasksPerNode(const std::string& tasksPerNode) {
       countText = term.substr(0, paren);
       repeatText = term.substr(paren + 2, term.size() - paren - 3);
     }
-    if (!allDigits(countText) || !allDigits(repeatText) || countText.size() > 9 ||
-        repeatText.size() > 7)
+    if (!allDigits(countText) || !allDigits(repeatText) || countText.size() > 9 || repeatText.size() > 7)
       return badTpn("term '" + term + "' is not N or N(xK)");
     int count = std::stoi(countText), repeat = std::stoi(repeatText);
     if (count < 1 || repeat < 1) return badTpn("term '" + term + "' has a zero");

@@ -35,18 +35,16 @@ void copyInto(A& out, std::string_view s, size_t at) {
 Status checkMagic(std::string_view bytes, const char* what) {
   uint32_t magic = static_cast<uint32_t>(getBE(bytes, 0, 4));
   if (magic != kMagic)
-    return Status(Code::kBootstrap, std::string("not a Tessera bootstrap ") + what +
-                                        " (first bytes 0x" +
-                                        toHex(reinterpret_cast<const uint8_t*>(bytes.data()), 4) +
-                                        ")");
+    return Status(Code::kBootstrap, std::string("not a Tessera bootstrap ") + what + " (first bytes 0x" +
+                                        toHex(reinterpret_cast<const uint8_t*>(bytes.data()), 4) + ")");
   return Status::ok();
 }
 
 Status checkVersion(std::string_view bytes) {
   uint16_t version = static_cast<uint16_t>(getBE(bytes, 4, 2));
   if (version != kVersion)
-    return Status(Code::kBootstrap, "bootstrap protocol version " + std::to_string(version) +
-                                        ", expected " + std::to_string(kVersion));
+    return Status(Code::kBootstrap,
+                  "bootstrap protocol version " + std::to_string(version) + ", expected " + std::to_string(kVersion));
   return Status::ok();
 }
 
@@ -56,15 +54,14 @@ std::string jobIdField(const std::string& jobId) {
   return s + jobId;
 }
 
-Result<Mac> claimMac(const std::string& secret, const Nonce& na, const std::string& jobId,
-                     uint32_t rank, const Nonce& nc) {
+Result<Mac> claimMac(const std::string& secret, const Nonce& na, const std::string& jobId, uint32_t rank,
+                     const Nonce& nc) {
   return hmacSha256(secret, {"tsr-claim", view(na), jobIdField(jobId), u32Bytes(rank), view(nc)});
 }
 
-Result<Mac> answerMac(const std::string& secret, const Nonce& na, const Nonce& nc,
-                      const std::string& jobId, uint32_t a, uint32_t c) {
-  return hmacSha256(secret, {"tsr-answer", view(nc), view(na), jobIdField(jobId), u32Bytes(a),
-                             u32Bytes(c)});
+Result<Mac> answerMac(const std::string& secret, const Nonce& na, const Nonce& nc, const std::string& jobId, uint32_t a,
+                      uint32_t c) {
+  return hmacSha256(secret, {"tsr-answer", view(nc), view(na), jobIdField(jobId), u32Bytes(a), u32Bytes(c)});
 }
 
 Result<Mac> frameMac(const Mac& key, uint64_t seq, std::string_view payload) {
@@ -92,11 +89,11 @@ Result<Nonce> decodeHello(std::string_view bytes) {
   return n;
 }
 
-Result<std::string> encodeClaim(const std::string& secret, const Nonce& acceptorNonce,
-                                uint32_t rank, const std::string& jobId, const Nonce& nonce) {
+Result<std::string> encodeClaim(const std::string& secret, const Nonce& acceptorNonce, uint32_t rank,
+                                const std::string& jobId, const Nonce& nonce) {
   if (jobId.size() > kMaxJobIdBytes)
-    return Status(Code::kInvalidArgument, "job id '" + jobId + "' is longer than " +
-                                              std::to_string(kMaxJobIdBytes) + " bytes");
+    return Status(Code::kInvalidArgument,
+                  "job id '" + jobId + "' is longer than " + std::to_string(kMaxJobIdBytes) + " bytes");
   TSR_ASSIGN_OR_RETURN(Mac mac, claimMac(secret, acceptorNonce, jobId, rank, nonce));
   std::string s;
   putU32(s, kMagic);
@@ -116,8 +113,8 @@ Result<ClaimHead> decodeClaimHead(std::string_view bytes) {
   head.rank = static_cast<uint32_t>(getBE(bytes, 6, 4));
   head.jobIdBytes = static_cast<uint16_t>(getBE(bytes, 10, 2));
   if (head.jobIdBytes > kMaxJobIdBytes)
-    return Status(Code::kBootstrap, "claimed job id length " + std::to_string(head.jobIdBytes) +
-                                        " exceeds " + std::to_string(kMaxJobIdBytes));
+    return Status(Code::kBootstrap, "claimed job id length " + std::to_string(head.jobIdBytes) + " exceeds " +
+                                        std::to_string(kMaxJobIdBytes));
   return head;
 }
 
@@ -131,18 +128,15 @@ Claim decodeClaimTail(const ClaimHead& head, std::string_view tail) {
 }
 
 Status verifyClaim(const std::string& secret, const Nonce& acceptorNonce, const Claim& claim) {
-  TSR_ASSIGN_OR_RETURN(Mac expected,
-                       claimMac(secret, acceptorNonce, claim.jobId, claim.rank, claim.nonce));
+  TSR_ASSIGN_OR_RETURN(Mac expected, claimMac(secret, acceptorNonce, claim.jobId, claim.rank, claim.nonce));
   if (!digestsEqual(expected, claim.mac))  // nothing it claims is repeated: none of it is known true
     return Status(Code::kBootstrap, "the claim's HMAC does not verify (wrong job secret)");
   return Status::ok();
 }
 
-Result<std::string> encodeAnswer(const std::string& secret, const Nonce& acceptorNonce,
-                                 const Nonce& connectorNonce, const std::string& jobId,
-                                 uint32_t acceptorRank, uint32_t connectorRank) {
-  TSR_ASSIGN_OR_RETURN(Mac mac, answerMac(secret, acceptorNonce, connectorNonce, jobId,
-                                          acceptorRank, connectorRank));
+Result<std::string> encodeAnswer(const std::string& secret, const Nonce& acceptorNonce, const Nonce& connectorNonce,
+                                 const std::string& jobId, uint32_t acceptorRank, uint32_t connectorRank) {
+  TSR_ASSIGN_OR_RETURN(Mac mac, answerMac(secret, acceptorNonce, connectorNonce, jobId, acceptorRank, connectorRank));
   std::string s;
   putU32(s, kMagic);
   putU32(s, acceptorRank);
@@ -158,27 +152,25 @@ Result<Answer> decodeAnswer(std::string_view bytes) {
   return a;
 }
 
-Status verifyAnswer(const std::string& secret, const Nonce& acceptorNonce,
-                    const Nonce& connectorNonce, const std::string& jobId,
-                    uint32_t connectorRank, const Answer& answer) {
-  TSR_ASSIGN_OR_RETURN(Mac expected, answerMac(secret, acceptorNonce, connectorNonce, jobId,
-                                               answer.rank, connectorRank));
+Status verifyAnswer(const std::string& secret, const Nonce& acceptorNonce, const Nonce& connectorNonce,
+                    const std::string& jobId, uint32_t connectorRank, const Answer& answer) {
+  TSR_ASSIGN_OR_RETURN(Mac expected,
+                       answerMac(secret, acceptorNonce, connectorNonce, jobId, answer.rank, connectorRank));
   if (!digestsEqual(expected, answer.mac))
     return Status(Code::kBootstrap, "the answer's HMAC does not verify (wrong job secret)");
   return Status::ok();
 }
 
-Result<Mac> sessionKey(const std::string& secret, const Nonce& acceptorNonce,
-                       const Nonce& connectorNonce, const std::string& jobId,
-                       uint32_t connectorRank, uint32_t acceptorRank) {
-  return hmacSha256(secret, {"tsr-session", view(acceptorNonce), view(connectorNonce),
-                             jobIdField(jobId), u32Bytes(connectorRank), u32Bytes(acceptorRank)});
+Result<Mac> sessionKey(const std::string& secret, const Nonce& acceptorNonce, const Nonce& connectorNonce,
+                       const std::string& jobId, uint32_t connectorRank, uint32_t acceptorRank) {
+  return hmacSha256(secret, {"tsr-session", view(acceptorNonce), view(connectorNonce), jobIdField(jobId),
+                             u32Bytes(connectorRank), u32Bytes(acceptorRank)});
 }
 
 Result<std::string> encodeFrame(const Mac& key, uint64_t seq, std::string_view payload) {
   if (payload.size() > UINT32_MAX)
-    return Status(Code::kInvalidArgument, "frame payload of " + std::to_string(payload.size()) +
-                                              " bytes exceeds 4 GiB");
+    return Status(Code::kInvalidArgument,
+                  "frame payload of " + std::to_string(payload.size()) + " bytes exceeds 4 GiB");
   TSR_ASSIGN_OR_RETURN(Mac mac, frameMac(key, seq, payload));
   std::string s;
   s.reserve(kFrameHeadBytes + payload.size() + mac.size());

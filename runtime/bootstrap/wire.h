@@ -29,7 +29,7 @@ using Nonce = std::array<uint8_t, 32>;
 using Mac = Digest;
 
 constexpr uint32_t kMagic = 0x54535242;  // "TSRB"
-constexpr uint16_t kVersion = 2;  // 2: frame payloads start with their kind
+constexpr uint16_t kVersion = 2;         // 2: frame payloads start with their kind
 constexpr size_t kMaxJobIdBytes = 256;
 
 constexpr size_t kHelloBytes = 4 + 2 + 32;
@@ -51,8 +51,8 @@ struct Claim {
   Nonce nonce{};
   Mac mac{};
 };
-Result<std::string> encodeClaim(const std::string& secret, const Nonce& acceptorNonce,
-                                uint32_t rank, const std::string& jobId, const Nonce& nonce);
+Result<std::string> encodeClaim(const std::string& secret, const Nonce& acceptorNonce, uint32_t rank,
+                                const std::string& jobId, const Nonce& nonce);
 Result<ClaimHead> decodeClaimHead(std::string_view bytes);
 Claim decodeClaimTail(const ClaimHead& head, std::string_view tail);
 // Ok when the claim's MAC is right for this secret and acceptor nonce.
@@ -62,17 +62,14 @@ struct Answer {
   uint32_t rank = 0;
   Mac mac{};
 };
-Result<std::string> encodeAnswer(const std::string& secret, const Nonce& acceptorNonce,
-                                 const Nonce& connectorNonce, const std::string& jobId,
-                                 uint32_t acceptorRank, uint32_t connectorRank);
+Result<std::string> encodeAnswer(const std::string& secret, const Nonce& acceptorNonce, const Nonce& connectorNonce,
+                                 const std::string& jobId, uint32_t acceptorRank, uint32_t connectorRank);
 Result<Answer> decodeAnswer(std::string_view bytes);
-Status verifyAnswer(const std::string& secret, const Nonce& acceptorNonce,
-                    const Nonce& connectorNonce, const std::string& jobId,
-                    uint32_t connectorRank, const Answer& answer);
+Status verifyAnswer(const std::string& secret, const Nonce& acceptorNonce, const Nonce& connectorNonce,
+                    const std::string& jobId, uint32_t connectorRank, const Answer& answer);
 
-Result<Mac> sessionKey(const std::string& secret, const Nonce& acceptorNonce,
-                       const Nonce& connectorNonce, const std::string& jobId,
-                       uint32_t connectorRank, uint32_t acceptorRank);
+Result<Mac> sessionKey(const std::string& secret, const Nonce& acceptorNonce, const Nonce& connectorNonce,
+                       const std::string& jobId, uint32_t connectorRank, uint32_t acceptorRank);
 
 struct FrameHead {
   uint64_t seq = 0;

@@ -79,16 +79,15 @@ TEST(ScratchPool, BlocksComeFromAndReturnToItsMemory) {
     int allocated = 0, released = 0;
   };
   auto counts = std::make_shared<Counts>();
-  auto memory = std::make_shared<ScratchMemory>(ScratchMemory{
-      "counting",
-      [counts](size_t bytes) -> Result<void*> {
-        ++counts->allocated;
-        return std::aligned_alloc(64, bytes);
-      },
-      [counts](void* p) {
-        ++counts->released;
-        std::free(p);
-      }});
+  auto memory = std::make_shared<ScratchMemory>(ScratchMemory{"counting",
+                                                              [counts](size_t bytes) -> Result<void*> {
+                                                                ++counts->allocated;
+                                                                return std::aligned_alloc(64, bytes);
+                                                              },
+                                                              [counts](void* p) {
+                                                                ++counts->released;
+                                                                std::free(p);
+                                                              }});
   auto pool = std::make_shared<ScratchPool>(memory);
   EXPECT_EQ(pool->memoryName(), "counting");
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(pool->acquire(4096).isOk());

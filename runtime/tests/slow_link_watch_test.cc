@@ -6,9 +6,9 @@ namespace tsr::runtime {
 namespace {
 
 using Clock = SlowLinkWatch::Clock;
-using transport::PeerSendTime;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using transport::PeerSendTime;
 
 constexpr double kExpected = 100e6;  // bytes/s, the links to other hosts
 constexpr uint64_t kMiB = 1u << 20;
@@ -25,9 +25,9 @@ TEST(SlowLinkWatch, NamesOnlyAPeerWellBelowItsMeasuredRate) {
   EXPECT_TRUE(watch.judge(t, totals).empty());  // the first look only sets the baseline
   t += seconds(2);
   EXPECT_TRUE(watch.due(t));
-  totals[1] = {64 * kMiB, 2.0};  // slow, but on this host: not judged
-  totals[2] = {20 * kMiB, 2.0};  // 10.5 MB/s: a tenth
-  totals[3] = {160 * kMiB, 2.0}; // 84 MB/s: fine
+  totals[1] = {64 * kMiB, 2.0};   // slow, but on this host: not judged
+  totals[2] = {20 * kMiB, 2.0};   // 10.5 MB/s: a tenth
+  totals[3] = {160 * kMiB, 2.0};  // 84 MB/s: fine
   auto slow = watch.judge(t, totals);
   ASSERT_EQ(slow.size(), 1u);
   EXPECT_EQ(slow[0].peer, 2);

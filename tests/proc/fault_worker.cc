@@ -44,7 +44,6 @@ int runFull(Communicator& comm);  // full_check.cc
 
 namespace {
 
-
 int reportFailure(int rank, Clock::time_point since, const Status& st) {
   long ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
   std::printf("rank %d: FAILED after %ld ms: %s\n", rank, ms, st.toString().c_str());

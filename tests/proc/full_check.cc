@@ -52,13 +52,12 @@ void allreduce(Communicator& comm, Tally& tally, DataType t, ReduceOp op, size_t
 // at this rank's own block of it.
 enum class RsOutput { kSeparate, kSameBuffer, kOwnBlock };
 
-void reduceScatter(Communicator& comm, Tally& tally, DataType t, ReduceOp op, size_t count,
-                   RsOutput where) {
+void reduceScatter(Communicator& comm, Tally& tally, DataType t, ReduceOp op, size_t count, RsOutput where) {
   size_t es = dataTypeSize(t);
   int n = comm.size();
   std::vector<char> in(count * n * es + 1), out(count * es + 1);
   for (size_t j = 0; j < count * n; ++j) storeValue(in.data(), j, t, inputValue(comm.rank(), j, op));
-  char* dst = where == RsOutput::kSeparate ? out.data()
+  char* dst = where == RsOutput::kSeparate     ? out.data()
               : where == RsOutput::kSameBuffer ? in.data()
                                                : in.data() + comm.rank() * count * es;
   std::string what = name("reduce_scatter", t, reduceOpName(op), count, where != RsOutput::kSeparate) +
@@ -69,8 +68,7 @@ void reduceScatter(Communicator& comm, Tally& tally, DataType t, ReduceOp op, si
   if (!st.isOk()) return tally.fail(what + ": " + st.toString());
   for (size_t j = 0; j < count; ++j) {
     double want = testing::reduceReference(n, comm.rank() * count + j, op, t);
-    if (!testing::closeEnough(loadValue(dst, j, t), want, t))
-      return tally.fail(what + " element " + std::to_string(j));
+    if (!testing::closeEnough(loadValue(dst, j, t), want, t)) return tally.fail(what + " element " + std::to_string(j));
   }
 }
 
@@ -142,7 +140,6 @@ int runFull(Communicator& comm) {
   auto req = comm.barrier();
   Status st = req.isOk() ? req.value()->wait() : req.status();
   if (!st.isOk()) tally.fail("barrier: " + st.toString());
-  std::printf("rank %d: %s %ld cases, %ld wrong\n", comm.rank(), tally.bad ? "FAILED" : "OK",
-              tally.cases, tally.bad);
+  std::printf("rank %d: %s %ld cases, %ld wrong\n", comm.rank(), tally.bad ? "FAILED" : "OK", tally.cases, tally.bad);
   return tally.bad ? 1 : 0;
 }

@@ -40,7 +40,8 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     HostStepKernels::release(p);
   }
   Status checkMemory(const void* p, size_t bytes) const override {
-    if (!isDevice(p, bytes)) return Status(Code::kInvalidArgument, "the buffer is host memory, not memory of the fake device");
+    if (!isDevice(p, bytes))
+      return Status(Code::kInvalidArgument, "the buffer is host memory, not memory of the fake device");
     return Status::ok();
   }
   Status copy(void* dst, const void* src, size_t bytes) override {
@@ -195,7 +196,7 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
   std::atomic<int> scans{0}, writes{0}, casts{0}, scales{0}, selects{0}, gathers{0}, scatters{0}, rangeChecks{0};
   std::atomic<int> efKeeps{0}, nesterovs{0};
   std::atomic<int> packs{0}, unpacks{0}, sums{0};  // onebit and dithering: encode, decode, scale
-  std::atomic<int> violations{0};  // kernel calls given memory the fake device did not allocate
+  std::atomic<int> violations{0};                  // kernel calls given memory the fake device did not allocate
 
  private:
   bool isDevice(const void* p, size_t bytes) const {
@@ -218,7 +219,7 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
 struct TransferCounts {
   int cudaSends = 0, cudaRecvs = 0, hostSends = 0, hostRecvs = 0;
   size_t cudaBytes = 0, largestHost = 0;  // largest host-memory payload (scalars), headers not counted
-  int control = 0;                         // control messages (not counted above)
+  int control = 0;                        // control messages (not counted above)
 };
 
 class RecordingTransport final : public transport::Transport {

@@ -163,8 +163,8 @@ void expectChoseStaging(const Tensor& t, const Opened& opened, const Result<std:
 // A staged tensor's step equals the host tensor's (1000 floats, step 0 inputs), posting no
 // device buffer and copying to host once.
 template <class Tensor>
-void expectStagedStepEqualsHost(Tensor& staged, Tensor& host, const Opened& opened, RecordingTransport& wire,
-                                int rank, InputOf inputOf) {
+void expectStagedStepEqualsHost(Tensor& staged, Tensor& host, const Opened& opened, RecordingTransport& wire, int rank,
+                                InputOf inputOf) {
   std::vector<float> d(1000), h(1000);
   for (size_t j = 0; j < d.size(); ++j) d[j] = h[j] = inputOf(rank, j, 0);
   ASSERT_TRUE(host.allreduce(h.data()).isOk());

@@ -13,8 +13,6 @@
 
 namespace tsr::testing {
 
-
-
 runtime::LaunchInfo threadLaunchInfo(int rank, int size, const std::vector<uint16_t>& ports,
                                      const std::string& secret = "test-secret-of-16+bytes");
 

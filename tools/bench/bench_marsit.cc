@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "algorithms/marsit/marsit.h"
-#include "tools/bench/bench_common.h"
 #include "base/reference_values.h"
+#include "tools/bench/bench_common.h"
 
 namespace tsr::tools::bench {
 
@@ -16,8 +16,7 @@ namespace {
 // Same integers as the dense path (reference_values.h), exact zeros included: Marsit must take
 // those with its fair coin.
 void fill(std::vector<float>& g, int rank) {
-  for (size_t j = 0; j < g.size(); ++j)
-    g[j] = static_cast<float>(reference::inputValue(rank, j, ReduceOp::kSum));
+  for (size_t j = 0; j < g.size(); ++j) g[j] = static_cast<float>(reference::inputValue(rank, j, ReduceOp::kSum));
 }
 
 // sum |g[j] + c[j] + mu M[j]| per scale block of `span` elements in float64: g' as Marsit
@@ -25,8 +24,7 @@ void fill(std::vector<float>& g, int rank) {
 std::vector<double> blockAbsOfInput(const std::vector<float>& g, const std::vector<float>& c,
                                     const std::vector<float>& est, double mu, size_t span) {
   std::vector<double> s(g.empty() ? 1 : (g.size() + span - 1) / span, 0.0);
-  for (size_t j = 0; j < g.size(); ++j)
-    s[j / span] += std::fabs(static_cast<double>(g[j] + c[j]) + mu * est[j]);
+  for (size_t j = 0; j < g.size(); ++j) s[j / span] += std::fabs(static_cast<double>(g[j] + c[j]) + mu * est[j]);
   return s;
 }
 
@@ -49,8 +47,7 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const std::vector<float>
   const size_t d = result.size();
   const int n = comm.size();
   std::vector<double> eta(localAbs.size(), 0.0);
-  TSR_RETURN_IF_ERROR(
-      waitFor(comm.allreduce(localAbs.data(), eta.data(), eta.size(), DataType::kF64, ReduceOp::kSum)));
+  TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(localAbs.data(), eta.data(), eta.size(), DataType::kF64, ReduceOp::kSum)));
   for (size_t b = 0; b < eta.size(); ++b) {
     size_t len = std::min(d, (b + 1) * span) - std::min(d, b * span);
     eta[b] = len ? eta[b] / (static_cast<double>(len) * n) : 0;
@@ -82,8 +79,10 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
   row.iters = o.iters;
   const bool twoLevel = o.algo.rfind("marsit-2level", 0) == 0;
   std::map<std::string, std::string> params{{"seed", "20261122"}};
-  if (twoLevel) params["intra"] = o.algo == "marsit-2level-fp16" ? "fp16" : "none";
-  else params["topology"] = o.algo == "marsit-torus" ? "torus" : "ring";
+  if (twoLevel)
+    params["intra"] = o.algo == "marsit-2level-fp16" ? "fp16" : "none";
+  else
+    params["topology"] = o.algo == "marsit-torus" ? "torus" : "ring";
   auto created = marsit::MarsitTensor::create(comm, "tsr-bench-" + std::to_string(row.bytes), row.count, params);
   if (!created.isOk()) {
     row.algo = o.algo;
@@ -114,7 +113,8 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
       return row;  // the communicator may be broken now: the caller stops the sweep
     }
     const marsit::StepTimes& s = tensor.lastTimes();
-    TSR_RETURN_IF_ERROR(keepSlowest(comm, step, {s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total},
+    TSR_RETURN_IF_ERROR(keepSlowest(comm, step,
+                                    {s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total},
                                     it >= o.warmup, slowest));
     for (size_t j = 0; j < row.count; ++j) est[j] = static_cast<float>(g[j] + mu * est[j]);
     if (it < o.warmup) continue;

@@ -12,10 +12,14 @@ namespace tsr::tools::bench {
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kBroadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -64,11 +68,14 @@ Result<size_t> parseBytes(const std::string& text, const char* option) {
   }
   if (end == 0) return Status(Code::kInvalidArgument, std::string(option) + " " + text + ": not a size");
   std::string unit = text.substr(end);
-  double mult = unit.empty() || unit == "B" ? 1 : unit == "K" || unit == "KB" ? 1024.0
-              : unit == "M" || unit == "MB" ? 1048576.0 : unit == "G" || unit == "GB" ? 1073741824.0 : -1;
+  double mult = unit.empty() || unit == "B"   ? 1
+                : unit == "K" || unit == "KB" ? 1024.0
+                : unit == "M" || unit == "MB" ? 1048576.0
+                : unit == "G" || unit == "GB" ? 1073741824.0
+                                              : -1;
   if (mult < 0 || v < 0)
-    return Status(Code::kInvalidArgument, std::string(option) + " " + text +
-                                              ": not a size (use bytes or K, M, G suffixes)");
+    return Status(Code::kInvalidArgument,
+                  std::string(option) + " " + text + ": not a size (use bytes or K, M, G suffixes)");
   return static_cast<size_t>(v * mult);
 }
 
@@ -90,13 +97,15 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   // nccl-tests' spelling: --op names the collective, -o (long form --redop) the reduction;
   // --collective stays as an alias of --op.
   app.add_option("-o,--redop", op, "reduction: sum|avg|min|max|prod");
-  app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")
-      ->check(CLI::Range(0, 1));
+  app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")->check(CLI::Range(0, 1));
   app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
-                 "auto|ring|torus|hier|rabenseifner|doubling|shm (allreduce; shm: every rank on one host), ring|bruck (allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
-                 "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or spardl|topk-allgather|"
-                 "topk-allgather-2level|topk-allgather-2level-fp16 (sparse, f32; two-level: average in each host, top-k across hosts)");
+                 "auto|ring|torus|hier|rabenseifner|doubling|shm (allreduce; shm: every rank on one host), ring|bruck "
+                 "(allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
+                 "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or "
+                 "spardl|topk-allgather|"
+                 "topk-allgather-2level|topk-allgather-2level-fp16 (sparse, f32; two-level: average in each host, "
+                 "top-k across hosts)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
@@ -113,8 +122,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   }
   TSR_ASSIGN_OR_RETURN(o.minBytes, parseBytes(minB, "-b"));
   TSR_ASSIGN_OR_RETURN(o.maxBytes, parseBytes(maxB, "-e"));
-  if (o.maxBytes < o.minBytes)
-    return Status(Code::kInvalidArgument, "-e " + maxB + " is smaller than -b " + minB);
+  if (o.maxBytes < o.minBytes) return Status(Code::kInvalidArgument, "-e " + maxB + " is smaller than -b " + minB);
   bool found = false;
   for (int t = 0; t < kNumDataTypes; ++t)
     if (dtype == dataTypeName(static_cast<DataType>(t))) o.dtype = static_cast<DataType>(t), found = true;
@@ -123,13 +131,14 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   for (int k = 0; k < kNumReduceOps; ++k)
     if (op == reduceOpName(static_cast<ReduceOp>(k))) o.op = static_cast<ReduceOp>(k), found = true;
   if (!found) return Status(Code::kInvalidArgument, "-o " + op + ": accepted values are sum|avg|min|max|prod");
-  static const std::map<std::string, Collective> kColl = {
-      {"allreduce", Collective::kAllreduce}, {"allgather", Collective::kAllgather},
-      {"reduce_scatter", Collective::kReduceScatter}, {"broadcast", Collective::kBroadcast}};
+  static const std::map<std::string, Collective> kColl = {{"allreduce", Collective::kAllreduce},
+                                                          {"allgather", Collective::kAllgather},
+                                                          {"reduce_scatter", Collective::kReduceScatter},
+                                                          {"broadcast", Collective::kBroadcast}};
   auto it = kColl.find(coll);
   if (it == kColl.end())
-    return Status(Code::kInvalidArgument, "--op " + coll +
-                                              ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
+    return Status(Code::kInvalidArgument,
+                  "--op " + coll + ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
   o.collective = it->second;
   o.check = check == 1;
   if (!isMarsit(o) && !isSparse(o) && !isDenseAlgo(o.algo))
@@ -144,7 +153,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
     if (o.dtype != DataType::kF32)
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (Marsit takes f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
-      return Status(Code::kInvalidArgument, why + "-o " + op + " is not accepted (Marsit estimates the average: sum|avg)");
+      return Status(Code::kInvalidArgument,
+                    why + "-o " + op + " is not accepted (Marsit estimates the average: sum|avg)");
   }
   if (!(o.density > 0.0 && o.density <= 1.0))
     return Status(Code::kInvalidArgument, "--density " + densityText(o.density) + ": accepted values are in (0, 1]");
@@ -158,8 +168,9 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
     if (o.dtype != DataType::kF32)
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
-      return Status(Code::kInvalidArgument, why + "-o " + op + " is not accepted (sum|avg: spardl sums, "
-                                                               "topk-allgather averages)");
+      return Status(Code::kInvalidArgument, why + "-o " + op +
+                                                " is not accepted (sum|avg: spardl sums, "
+                                                "topk-allgather averages)");
     // Whether --teams divides N is known only under the communicator: the tensor says so then.
     bool pow2 = (o.teams & (o.teams - 1)) == 0;
     if (o.algo == "spardl" && o.sag == "r" && !pow2)
@@ -177,8 +188,7 @@ std::vector<size_t> sweepSizes(const BenchOptions& o, size_t elementBytes) {
     if (o.maxBytes != o.minBytes) sizes.push_back(whole(o.maxBytes));
     return sizes;
   }
-  for (double b = static_cast<double>(o.minBytes); b <= static_cast<double>(o.maxBytes) * 1.0000001;
-       b *= o.factor) {
+  for (double b = static_cast<double>(o.minBytes); b <= static_cast<double>(o.maxBytes) * 1.0000001; b *= o.factor) {
     size_t s = whole(static_cast<size_t>(b));
     if (sizes.empty() || s != sizes.back()) sizes.push_back(s);
     if (sizes.size() > 200) break;

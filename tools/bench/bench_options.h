@@ -29,16 +29,17 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   Collective collective = Collective::kAllreduce;
-  std::string algo = "auto";     // auto|ring|torus|hier|rabenseifner|doubling|bruck (TSR_ALGO), marsit|marsit-torus, spardl|topk-allgather[-2level[-fp16]]
+  std::string algo = "auto";  // auto|ring|torus|hier|rabenseifner|doubling|bruck (TSR_ALGO), marsit|marsit-torus,
+                              // spardl|topk-allgather[-2level[-fp16]]
   std::string jsonFile;
   std::string format = "table";  // table | csv | peer (the peer benchmarks' 11 columns)
   double minBusbw = 0;           // GB/s; below it the exit status is non-zero
   double rateGbit = 0;           // link rate for the floor column (0 = no floor)
   // Sparse algorithms only; the others accept and ignore them, so one cluster.sh command line
   // serves every algorithm of ALGOS.
-  double density = 0.01;         // spardl density, topk-allgather's k as a ratio
-  int teams = 1;                 // spardl teams
-  std::string sag = "auto";      // spardl sag=auto|r|b
+  double density = 0.01;     // spardl density, topk-allgather's k as a ratio
+  int teams = 1;             // spardl teams
+  std::string sag = "auto";  // spardl sag=auto|r|b
 };
 
 // Parses argv; on --help returns kNotSupported with the help text as the message; errors name

@@ -19,18 +19,21 @@ std::string format(const char* fmt, auto... args) {
 
 // The reduction of the row: "none" for the collectives that reduce nothing (all formats).
 const char* redopName(const BenchOptions& o) {
-  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter
-             ? reduceOpName(o.op) : "none";
+  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter ? reduceOpName(o.op)
+                                                                                              : "none";
 }
 
 }  // namespace
 
 double busFactor(Collective c, int n) {
   switch (c) {
-    case Collective::kAllreduce: return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case Collective::kAllreduce:
+      return n > 1 ? 2.0 * (n - 1) / n : 0.0;
     case Collective::kAllgather:
-    case Collective::kReduceScatter: return n > 1 ? static_cast<double>(n - 1) / n : 0.0;
-    case Collective::kBroadcast: return 1.0;
+    case Collective::kReduceScatter:
+      return n > 1 ? static_cast<double>(n - 1) / n : 0.0;
+    case Collective::kBroadcast:
+      return 1.0;
   }
   return 1.0;
 }
@@ -68,15 +71,15 @@ std::string header(const BenchOptions& o, int n, const std::string& note, const 
     return format("# tsr-bench %s %s %s, world=%d, rate=%g Gbit/s, %s\n", collectiveName(o.collective),
                   dataTypeName(o.dtype), reduceOpName(o.op), n, o.rateGbit, note.c_str()) +
            settings +
-           format("#%12s %10s %5s %11s %11s %11s %11s %11s %11s %7s ok\n", "size(B)", "count", "iters",
-                  "time(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "floor(us)", "x_floor");
-  if (o.format == "csv")
-    return "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong\n";
+           format("#%12s %10s %5s %11s %11s %11s %11s %11s %11s %7s ok\n", "size(B)", "count", "iters", "time(us)",
+                  "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "floor(us)", "x_floor");
+  if (o.format == "csv") return "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong\n";
   return format("# tsr-bench: %s, %d ranks, %s; %d warmup + %d timed iterations per size\n",
                 collectiveName(o.collective), n, note.c_str(), o.warmup, o.iters) +
          settings + "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
-         (isMarsit(o) ? "# " + o.algo + ": size is the logical f32 size (count*4, for algbw/busbw); split: "
-                        "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
+         (isMarsit(o) ? "# " + o.algo +
+                            ": size is the logical f32 size (count*4, for algbw/busbw); split: "
+                            "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
                       : std::string()) +
          (isSparse(o) ? "# " + o.algo + " density " + densityText(o.density) +
                             (o.algo == "spardl" ? format(" teams %d sag %s", o.teams, o.sag.c_str()) : "") +
@@ -84,10 +87,10 @@ std::string header(const BenchOptions& o, int n, const std::string& note, const 
                             "per field; nnz: result non-zeros; floor: SparDL's 2(N-1)*k_b*8 B at --rate, "
                             "k_b = ceil(density*ceil(count/N))\n"
                       : std::string()) +
-         format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop",
-                "algo", "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
-         format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "",
-                "(GB/s)", "(GB/s)", "", "");
+         format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop", "algo",
+                "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
+         format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "", "(GB/s)",
+                "(GB/s)", "", "");
 }
 
 std::string congestionControlLine(const std::string& name) {
@@ -102,10 +105,9 @@ std::string tcpCongestionControl() {
 }
 
 std::string settingsLine(const std::map<std::string, std::string>& env) {
-  static const std::set<std::string> launcher = {"TSR_RANK",    "TSR_WORLD_SIZE", "TSR_LOCAL_RANK",
-                                                 "TSR_LOCAL_SIZE", "TSR_PEERS",  "TSR_JOB_SECRET",
-                                                 "TSR_JOB_ID",  "TSR_LAUNCHER_WATCH", "TSR_HOST", "TSR_IFACE",
-                                                 "TSR_ADDR"};
+  static const std::set<std::string> launcher = {"TSR_RANK",  "TSR_WORLD_SIZE", "TSR_LOCAL_RANK", "TSR_LOCAL_SIZE",
+                                                 "TSR_PEERS", "TSR_JOB_SECRET", "TSR_JOB_ID",     "TSR_LAUNCHER_WATCH",
+                                                 "TSR_HOST",  "TSR_IFACE",      "TSR_ADDR"};
   std::set<std::string> tessera;
   for (const auto& entry : runtime::configTable()) tessera.insert(entry.name);
   std::string line;
@@ -121,8 +123,8 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
   const char* redop = redopName(o);
   if (o.format == "peer") {
     double fl = floorUs(r, o.collective, n, o.rateGbit);
-    std::string s = format(" %12zu %10zu %5d %11.0f %11.0f %11.0f %11.3f %11.3f %11.0f ", r.bytes, r.count,
-                           r.iters, r.timeUs, r.minUs, r.maxUs, algbwGBs(r), busbwGBs(r, o.collective, n), fl);
+    std::string s = format(" %12zu %10zu %5d %11.0f %11.0f %11.0f %11.3f %11.3f %11.0f ", r.bytes, r.count, r.iters,
+                           r.timeUs, r.minUs, r.maxUs, algbwGBs(r), busbwGBs(r, o.collective, n), fl);
     s += fl > 0 ? format("%7.2f", r.timeUs / fl) : format("%7s", "-");
     // "-": not checked (-c 0); the peers always check, so only tsr-bench prints it.
     const char* ok = !r.error.empty() || r.wrong > 0 ? " FAIL\n" : r.wrong < 0 ? " -\n" : " OK\n";
@@ -130,16 +132,16 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
   }
   // CSV is for programs: bandwidths in %g, so an 8-byte row's 2.5e-06 GB/s does not print as 0.
   if (o.format == "csv")
-    return format("%zu,%zu,%s,%s,%s,%d,%.2f,%.6g,%.6g,%llu,%lld\n", r.bytes, r.count, dataTypeName(o.dtype),
-                  redop, r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
+    return format("%zu,%zu,%s,%s,%s,%d,%.2f,%.6g,%.6g,%llu,%lld\n", r.bytes, r.count, dataTypeName(o.dtype), redop,
+                  r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
                   static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong));
   if (!r.error.empty())  // no figures for a size that failed: dashes, not zeros that read as data
-    return format(" %11zu %12zu %5s %6s %-13s %10s %9s %9s %12s %7s\n", r.bytes, r.count, dataTypeName(o.dtype),
-                  redop, r.algo.c_str(), "-", "-", "-", "-", "FAIL") +
+    return format(" %11zu %12zu %5s %6s %-13s %10s %9s %9s %12s %7s\n", r.bytes, r.count, dataTypeName(o.dtype), redop,
+                  r.algo.c_str(), "-", "-", "-", "-", "FAIL") +
            "#   error: " + r.error + "\n";
   std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
-  return format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count,
-                dataTypeName(o.dtype), redop, r.algo.c_str(), r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
+  return format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count, dataTypeName(o.dtype),
+                redop, r.algo.c_str(), r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
                 static_cast<unsigned long long>(r.wireBytes), wrong.c_str());
 }
 
@@ -156,7 +158,8 @@ std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int
     wrong += r.wrong > 0 ? r.wrong : 0;
     failed += !r.error.empty();
   }
-  std::string s = format("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong), wrong || failed ? "FAILED" : "OK");
+  std::string s =
+      format("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong), wrong || failed ? "FAILED" : "OK");
   s += format("# Avg bus bandwidth    : %.4f GB/s\n", averageBusbw(rows, o.collective, n));
   if (failed) s += format("# Failed sizes        : %d\n", failed);
   return s;
@@ -175,16 +178,17 @@ std::string splitLine(const BenchRow& r, const BenchOptions& o, int n) {
                                         s.select, s.merge, s.local, s.wire, s.total)
                                : std::string("#   sparse");
     return head + format(" nnz %llu sent(B) %llu floor(us) %.1f x_floor %s\n",
-                         static_cast<unsigned long long>(s.nonZeros), static_cast<unsigned long long>(r.wireBytes),
-                         fl, ratio(r.timeUs, fl).c_str());
+                         static_cast<unsigned long long>(s.nonZeros), static_cast<unsigned long long>(r.wireBytes), fl,
+                         ratio(r.timeUs, fl).c_str());
   }
   if (!r.hasSplit) return "";
   const StepSplit& s = r.split;
   double fl = compressedFloorUs(r.count, n, o.rateGbit);
-  return format("#   split(us) prepare %.1f pack %.1f wire %.1f merge %.1f decompress %.1f compensate %.1f "
-                "total %.1f sent(B) %llu floor(us) %.1f x_floor %s\n",
-                s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total,
-                static_cast<unsigned long long>(r.wireBytes), fl, ratio(r.timeUs, fl).c_str());
+  return format(
+      "#   split(us) prepare %.1f pack %.1f wire %.1f merge %.1f decompress %.1f compensate %.1f "
+      "total %.1f sent(B) %llu floor(us) %.1f x_floor %s\n",
+      s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total,
+      static_cast<unsigned long long>(r.wireBytes), fl, ratio(r.timeUs, fl).c_str());
 }
 
 std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
@@ -193,11 +197,11 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
     const StepSplit& s = r.split;
     double fl = compressedFloorUs(r.count, n, o.rateGbit);
     std::string x = ratio(r.timeUs, fl);
-    split = format(", \"split\": {\"prepare\": %.3f, \"pack\": %.3f, \"wire\": %.3f, \"merge\": %.3f, "
-                   "\"decompress\": %.3f, \"compensate\": %.3f, \"total\": %.3f}, \"floor_us\": %.3f, "
-                   "\"x_floor\": %s",
-                   s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total, fl,
-                   x == "-" ? "null" : x.c_str());
+    split = format(
+        ", \"split\": {\"prepare\": %.3f, \"pack\": %.3f, \"wire\": %.3f, \"merge\": %.3f, "
+        "\"decompress\": %.3f, \"compensate\": %.3f, \"total\": %.3f}, \"floor_us\": %.3f, "
+        "\"x_floor\": %s",
+        s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total, fl, x == "-" ? "null" : x.c_str());
   }
   if (r.hasSparse) {
     const SparseSplit& s = r.sparse;
@@ -217,12 +221,13 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
   if (!r.itersUs.empty()) split += ", \"iter_us\": [" + iters + "]";
   std::string err;
   for (char c : r.error) err += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-  return format("{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
-                "\"algo\": \"%s\", \"nranks\": %d, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
-                "\"wire_bytes\": %llu, \"wrong\": %lld",
-                collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), redopName(o),
-                r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
-                static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong)) +
+  return format(
+             "{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
+             "\"algo\": \"%s\", \"nranks\": %d, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
+             "\"wire_bytes\": %llu, \"wrong\": %lld",
+             collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), redopName(o), r.algo.c_str(), n,
+             r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n), static_cast<unsigned long long>(r.wireBytes),
+             static_cast<long long>(r.wrong)) +
          split + (err.empty() ? "" : ", \"error\": \"" + err + "\"") + "}\n";
 }
 

@@ -27,19 +27,19 @@ struct SparseSplit {
 };
 
 struct BenchRow {
-  size_t bytes = 0;       // message size: the whole buffer (allgather: the gathered output)
-  size_t count = 0;       // elements per rank, as passed to the collective
+  size_t bytes = 0;  // message size: the whole buffer (allgather: the gathered output)
+  size_t count = 0;  // elements per rank, as passed to the collective
   int iters = 0;
-  double timeUs = 0;      // median over iterations of the max over ranks
+  double timeUs = 0;  // median over iterations of the max over ranks
   double minUs = 0, maxUs = 0;
   std::vector<double> itersUs;  // each timed iteration's max over ranks, in order (--json)
-  uint64_t wireBytes = 0; // bytes this rank sent per op, max over ranks
-  int64_t wrong = 0;      // wrong elements over all ranks (-1: not checked)
+  uint64_t wireBytes = 0;       // bytes this rank sent per op, max over ranks
+  int64_t wrong = 0;            // wrong elements over all ranks (-1: not checked)
   std::string algo;
   std::string error;      // a failed collective's message
   bool hasSplit = false;  // Marsit rows: `split` is filled and the compressed floor applies
   StepSplit split;
-  bool hasSparse = false; // spardl / topk-allgather rows: `sparse` is filled, the sparse floor applies
+  bool hasSparse = false;  // spardl / topk-allgather rows: `sparse` is filled, the sparse floor applies
   SparseSplit sparse;
 };
 

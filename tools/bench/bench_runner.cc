@@ -19,7 +19,7 @@ using reference::loadValue;
 using reference::storeValue;
 
 struct Buffers {
-  size_t count;                   // elements per rank (the collective's count argument)
+  size_t count;  // elements per rank (the collective's count argument)
   std::vector<char> in, out;
 };
 
@@ -62,7 +62,7 @@ void fill(Buffers& b, const BenchOptions& o, int rank, int n) {
   size_t inCount = o.collective == Collective::kReduceScatter ? b.count * n : b.count;
   size_t first = std::min(inCount, kPeriod);
   for (size_t j = 0; j < first; ++j) {
-    double v = o.collective == Collective::kBroadcast ? (rank == 0 ? static_cast<double>(j % 13) : -1.0)
+    double v = o.collective == Collective::kBroadcast   ? (rank == 0 ? static_cast<double>(j % 13) : -1.0)
                : o.collective == Collective::kAllgather ? rank * 10.0 + static_cast<double>(j % 9)
                                                         : inputValue(rank, j, o.op);
     storeValue(b.in.data(), j, o.dtype, v);
@@ -114,8 +114,7 @@ int64_t countWrong(const Buffers& b, const BenchOptions& o, int rank, int n) {
       return countWrongPeriodic(b.in.data(), b.count, t, 0, [&](size_t g) { return reduced->at(g); });
     }
     case Collective::kBroadcast:
-      return countWrongPeriodic(b.in.data(), b.count, t, 0,
-                                [](size_t g) { return static_cast<double>(g % 13); });
+      return countWrongPeriodic(b.in.data(), b.count, t, 0, [](size_t g) { return static_cast<double>(g % 13); });
     case Collective::kAllgather: {
       int64_t wrong = 0;
       for (int r = 0; r < n; ++r)
@@ -125,8 +124,7 @@ int64_t countWrong(const Buffers& b, const BenchOptions& o, int rank, int n) {
     }
     case Collective::kReduceScatter: {
       auto reduced = std::make_unique<ReducedValues>(n, o);
-      return countWrongPeriodic(b.out.data(), b.count, t, rank * b.count,
-                                [&](size_t g) { return reduced->at(g); });
+      return countWrongPeriodic(b.out.data(), b.count, t, rank * b.count, [&](size_t g) { return reduced->at(g); });
     }
   }
   return 0;
@@ -148,15 +146,14 @@ Result<runtime::RequestPtr> post(runtime::Communicator& comm, Buffers& b, const 
 
 }  // namespace
 
-Result<BenchRow> runSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
-                         const RunnerHooks& hooks) {
+Result<BenchRow> runSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes, const RunnerHooks& hooks) {
   const int n = comm.size(), me = comm.rank();
   const size_t esize = dataTypeSize(o.dtype);
   Buffers b = makeBuffers(o.collective, bytes, esize, n);
   BenchRow row;
   row.count = b.count;
-  row.bytes = o.collective == Collective::kAllreduce || o.collective == Collective::kBroadcast
-                  ? b.count * esize : b.count * n * esize;
+  row.bytes = o.collective == Collective::kAllreduce || o.collective == Collective::kBroadcast ? b.count * esize
+                                                                                               : b.count * n * esize;
   row.iters = o.iters;
   std::vector<double> times;
   double maxWire = 0;

@@ -12,7 +12,6 @@ struct RunnerHooks {
 };
 
 // Every rank calls it with the same arguments; the returned row is the same on every rank.
-Result<BenchRow> runSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
-                         const RunnerHooks& hooks);
+Result<BenchRow> runSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes, const RunnerHooks& hooks);
 
 }  // namespace tsr::tools::bench

@@ -29,8 +29,8 @@ void fill(std::vector<float>& g, int rank, int iteration) {
   const uint64_t seed = mix((static_cast<uint64_t>(rank) << 32) ^ static_cast<uint64_t>(iteration) ^ 0x5eedull);
   for (size_t j = 0; j < g.size(); ++j) {
     uint64_t h = mix(seed + j);
-    g[j] = static_cast<float>((static_cast<double>(h >> 32) + static_cast<double>(h & 0xffffffffu)) *
-                                  (1.0 / 4294967296.0) - 1.0);
+    g[j] = static_cast<float>(
+        (static_cast<double>(h >> 32) + static_cast<double>(h & 0xffffffffu)) * (1.0 / 4294967296.0) - 1.0);
   }
 }
 
@@ -62,10 +62,10 @@ Result<SparseTensor> makeTensor(runtime::Communicator& comm, const BenchOptions&
   t.count = count;
   const std::string name = "tsr-bench-" + std::to_string(count * 4);
   if (o.algo == "spardl") {
-    TSR_ASSIGN_OR_RETURN(t.spardl, spardl::SparDLTensor::create(comm, name, count,
-                                                                {{"density", densityText(o.density)},
-                                                                 {"teams", std::to_string(o.teams)},
-                                                                 {"sag", o.sag}}));
+    TSR_ASSIGN_OR_RETURN(
+        t.spardl, spardl::SparDLTensor::create(
+                      comm, name, count,
+                      {{"density", densityText(o.density)}, {"teams", std::to_string(o.teams)}, {"sag", o.sag}}));
   } else {
     // The seed's TopA: k as a ratio of the tensor (the registry takes ratios below 1 only).
     std::string k = o.density < 1.0 ? densityText(o.density) : std::to_string(std::max<size_t>(1, count));
@@ -97,8 +97,8 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
       wrong += static_cast<int64_t>(z > kb ? z - kb : 0);
     }
   } else {
-    size_t k = o.density < 1.0 ? std::max<size_t>(1, static_cast<size_t>(std::ceil(o.density * static_cast<double>(d))))
-                               : d;
+    size_t k =
+        o.density < 1.0 ? std::max<size_t>(1, static_cast<size_t>(std::ceil(o.density * static_cast<double>(d)))) : d;
     size_t cap = std::min(d, k * static_cast<size_t>(n)), z = nonZeros(result.data(), d);
     wrong += static_cast<int64_t>(z > cap ? z - cap : 0);
   }
@@ -115,7 +115,8 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
   }
   double amax = 0;
   TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&a, &amax, 1, DataType::kF64, ReduceOp::kMax)));
-  if (part) TSR_RETURN_IF_ERROR(waitFor(comm.reduceScatter(delta.data(), sum.data(), part, DataType::kF64, ReduceOp::kSum)));
+  if (part)
+    TSR_RETURN_IF_ERROR(waitFor(comm.reduceScatter(delta.data(), sum.data(), part, DataType::kF64, ReduceOp::kSum)));
   const bool f16Sums = o.algo == "topk-allgather-2level-fp16";
   const double tol = 4.0 * n * n * std::ldexp(1.0, f16Sums ? -11 : -23) * amax;
   const double scale = o.algo == "spardl" ? 1.0 : n;  // topk-allgather averages
@@ -165,11 +166,13 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
       return row;  // the communicator may be broken now: the caller stops the sweep
     }
     spardl::StepStats s;
-    if (t.spardl) s = t.spardl->lastStats();
-    else s.resultNonZeros = nonZeros(g.data(), g.size());
-    TSR_RETURN_IF_ERROR(keepSlowest(comm, step,
-                                    {s.select, s.merge, s.wire, s.total, static_cast<double>(s.resultNonZeros), s.local},
-                                    it >= o.warmup, slowest));
+    if (t.spardl)
+      s = t.spardl->lastStats();
+    else
+      s.resultNonZeros = nonZeros(g.data(), g.size());
+    TSR_RETURN_IF_ERROR(
+        keepSlowest(comm, step, {s.select, s.merge, s.wire, s.total, static_cast<double>(s.resultNonZeros), s.local},
+                    it >= o.warmup, slowest));
     if (it < o.warmup) continue;
     if (check) {
       t.residual(newRes);

@@ -1,9 +1,9 @@
 // Runs one size of a tsr-bench sweep with a sparse allreduce: --algo spardl (SparDLTensor,
 // the sparse sum) or --algo topk-allgather (its baseline: a top-k CompressedTensor, the
 // average of every rank's decoded payload; -2level / -2level-fp16: the same tensor with
-// intra=none / fp16, top-k across hosts on each rank's shard of the host average). One tensor per size, created before the warmup,
-// timed like the dense path (barrier, the step, max over ranks), plus the step's time split
-// (spardl), the result's non-zeros and, with -c 1, checks that can fail:
+// intra=none / fp16, top-k across hosts on each rank's shard of the host average). One tensor per size, created before
+// the warmup, timed like the dense path (barrier, the step, max over ranks), plus the step's time split (spardl), the
+// result's non-zeros and, with -c 1, checks that can fail:
 //   * the result is bit-identical on every rank (hash, then element-wise min/max);
 //   * sparsity: spardl at most k_b non-zeros per block, topk-allgather at most N*k in all;
 //   * conservation: sum_r (input_r + old residual_r - new residual_r) = result (spardl) or

@@ -59,9 +59,12 @@ double median(std::vector<double> v) {
 
 std::string sizeName(long long bytes) {
   char buf[32];
-  if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) std::snprintf(buf, sizeof buf, "%lld MiB", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0) std::snprintf(buf, sizeof buf, "%lld KiB", bytes >> 10);
-  else std::snprintf(buf, sizeof buf, "%lld B", bytes);
+  if (bytes >= (1 << 20) && bytes % (1 << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%lld MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%lld KiB", bytes >> 10);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", bytes);
   return buf;
 }
 
@@ -76,8 +79,8 @@ ClusterRun parseClusterRun(std::istream& in) {
       std::string label = labelOf(line, &peer);
       current = nullptr;
       if (label.empty()) continue;
-      auto it = std::find_if(run.series.begin(), run.series.end(),
-                             [&](const SeriesRuns& s) { return s.label == label; });
+      auto it =
+          std::find_if(run.series.begin(), run.series.end(), [&](const SeriesRuns& s) { return s.label == label; });
       if (it == run.series.end()) it = run.series.insert(run.series.end(), SeriesRuns{label, peer, {}});
       it->repeats.emplace_back();
       current = &*it;
@@ -85,8 +88,10 @@ ClusterRun parseClusterRun(std::istream& in) {
     }
     if (!current) continue;
     std::string row = line;
-    if (startsWith(row, "[0]")) row = row.substr(3);
-    else if (startsWith(row, "[")) continue;  // another rank's line
+    if (startsWith(row, "[0]"))
+      row = row.substr(3);
+    else if (startsWith(row, "["))
+      continue;  // another rank's line
     std::stringstream fields(row);
     std::vector<std::string> f;
     for (std::string w; fields >> w;) f.push_back(w);
@@ -119,8 +124,8 @@ std::string formatClusterSummary(const ClusterRun& run) {
                "## median of each repeat's ratio, with its range\n";
         any = true;
       }
-      std::snprintf(buf, sizeof buf, "%-9s %-28s %6.3f (%zu)", sizeName(size).c_str(), s.label.c_str(),
-                    median(values), values.size());
+      std::snprintf(buf, sizeof buf, "%-9s %-28s %6.3f (%zu)", sizeName(size).c_str(), s.label.c_str(), median(values),
+                    values.size());
       out << buf;
       for (const SeriesRuns* p : peers) {
         std::vector<double> ratios;

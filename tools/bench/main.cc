@@ -74,9 +74,10 @@ int main(int argc, char** argv) {
   std::string ring;
   for (int r : comm.ringOrder()) ring += (ring.empty() ? "" : " ") + std::to_string(r);
   if (printer) {
-    std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1) +
-                                ", ring " + ring, settingsLine(runtime::processEnvironment()) + congestionControlLine(tcpCongestionControl()) +
-                                "# tcp send buffer (UCX, rank 0): " + comm.tcpSendBufferNote() + "\n").c_str(),
+    std::fputs(header(o, n, "UCX transport, hosts " + comm.hostOf(0) + ".." + comm.hostOf(n - 1) + ", ring " + ring,
+                      settingsLine(runtime::processEnvironment()) + congestionControlLine(tcpCongestionControl()) +
+                          "# tcp send buffer (UCX, rank 0): " + comm.tcpSendBufferNote() + "\n")
+                   .c_str(),
                stdout);
     std::fflush(stdout);  // seen at once through a pipe (tsrun, tee): the job is up and sweeping
   }

@@ -63,7 +63,11 @@ int main() {
   std::vector<Row> rows;
   const int iters = 5;
 
-  struct Case { DataType t; ReduceOp op; size_t count; };
+  struct Case {
+    DataType t;
+    ReduceOp op;
+    size_t count;
+  };
   for (Case c : {Case{DataType::kF32, ReduceOp::kSum, (1u << 20) + 3}, Case{DataType::kF64, ReduceOp::kAvg, 100003},
                  Case{DataType::kF16, ReduceOp::kSum, 65536}, Case{DataType::kBF16, ReduceOp::kMax, 4097},
                  Case{DataType::kI32, ReduceOp::kMin, 1}, Case{DataType::kI64, ReduceOp::kProd, 4099}}) {
@@ -73,7 +77,8 @@ int main() {
     Row row{"allreduce", dataTypeName(c.t), reduceOpName(c.op), "", c.count, 0, 0, ""};
     Status st = timed([&] { return comm.allreduce(in.data(), out.data(), c.count, c.t, c.op); }, iters, &row);
     if (!st.isOk()) row.error = st.toString();
-    for (size_t j = 0; j < c.count && st.isOk(); ++j) row.wrong += !closeEnough(load(out, j, c.t), reduceReference(n, j, c.op, c.t), c.t);
+    for (size_t j = 0; j < c.count && st.isOk(); ++j)
+      row.wrong += !closeEnough(load(out, j, c.t), reduceReference(n, j, c.op, c.t), c.t);
     rows.push_back(row);
   }
   {
@@ -92,10 +97,12 @@ int main() {
     std::vector<char> in(count * 4 * n), out(count * 4);
     for (size_t j = 0; j < count * n; ++j) store(in, j, DataType::kF32, inputValue(me, j, ReduceOp::kSum));
     Row row{"reduce_scatter", "f32", "sum", "", count, 0, 0, ""};
-    Status st = timed([&] { return comm.reduceScatter(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum); }, iters, &row);
+    Status st = timed([&] { return comm.reduceScatter(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum); },
+                      iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (size_t j = 0; j < count && st.isOk(); ++j)
-      row.wrong += !closeEnough(load(out, j, DataType::kF32), reduceReference(n, me * count + j, ReduceOp::kSum, DataType::kF32), DataType::kF32);
+      row.wrong += !closeEnough(load(out, j, DataType::kF32),
+                                reduceReference(n, me * count + j, ReduceOp::kSum, DataType::kF32), DataType::kF32);
     rows.push_back(row);
   }
   {
@@ -103,10 +110,12 @@ int main() {
     int root = n - 1;
     std::vector<char> buf(count * 8);
     Row row{"broadcast", "i64", "-", "", count, 0, 0, ""};
-    Status st = timed([&] {
-      for (size_t j = 0; j < count; ++j) store(buf, j, DataType::kI64, me == root ? static_cast<double>(j) : -1.0);
-      return comm.broadcast(buf.data(), buf.data(), count, DataType::kI64, root);
-    }, iters, &row);
+    Status st = timed(
+        [&] {
+          for (size_t j = 0; j < count; ++j) store(buf, j, DataType::kI64, me == root ? static_cast<double>(j) : -1.0);
+          return comm.broadcast(buf.data(), buf.data(), count, DataType::kI64, root);
+        },
+        iters, &row);
     if (!st.isOk()) row.error = st.toString();
     for (size_t j = 0; j < count && st.isOk(); ++j) row.wrong += load(buf, j, DataType::kI64) != static_cast<double>(j);
     rows.push_back(row);
@@ -130,13 +139,14 @@ int main() {
   int64_t bad = 0;
   if (me == 0) {
     std::printf("tessera check: %d ranks, UCX transport, %d iterations per case (median time)\n", n, iters);
-    std::printf("%-15s %-5s %-5s %-13s %10s %12s %8s  %s\n", "collective", "type", "op", "algo", "count",
-                "time(us)", "#wrong", "result");
+    std::printf("%-15s %-5s %-5s %-13s %10s %12s %8s  %s\n", "collective", "type", "op", "algo", "count", "time(us)",
+                "#wrong", "result");
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       bool ok = total[i] == 0;
-      std::printf("%-15s %-5s %-5s %-13s %10zu %12.1f %8lld  %s\n", r.collective.c_str(), r.dtype.c_str(),
-                  r.op.c_str(), r.algo.c_str(), r.count, r.usMedian, static_cast<long long>(total[i] % 1000000), ok ? "OK" : (r.error.empty() ? "WRONG" : r.error.c_str()));
+      std::printf("%-15s %-5s %-5s %-13s %10zu %12.1f %8lld  %s\n", r.collective.c_str(), r.dtype.c_str(), r.op.c_str(),
+                  r.algo.c_str(), r.count, r.usMedian, static_cast<long long>(total[i] % 1000000),
+                  ok ? "OK" : (r.error.empty() ? "WRONG" : r.error.c_str()));
       bad += ok ? 0 : 1;
     }
     std::printf("%s: %zu cases, %lld failed\n", bad ? "FAILED" : "PASSED", rows.size(), static_cast<long long>(bad));

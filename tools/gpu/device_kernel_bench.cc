@@ -98,16 +98,25 @@ int main(int argc, char** argv) {
   std::string json, dumpInput, dumpTopk;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
-    if (a == "--count") count = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
-    else if (a == "--density") density = std::atof(v.c_str());
-    else if (a == "--json") json = v;
-    else if (a == "--dump-input") dumpInput = v;
-    else if (a == "--dump-topk") dumpTopk = v;
-    else count = 0;
+    if (a == "--count")
+      count = std::strtoull(v.c_str(), nullptr, 10);
+    else if (a == "--reps")
+      reps = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--density")
+      density = std::atof(v.c_str());
+    else if (a == "--json")
+      json = v;
+    else if (a == "--dump-input")
+      dumpInput = v;
+    else if (a == "--dump-topk")
+      dumpTopk = v;
+    else
+      count = 0;
   }
   if (count == 0 || argc % 2 == 0 || !(density > 0 && density <= 1)) {
-    std::fprintf(stderr, "usage: %s [--count D] [--reps R] [--density f] [--json FILE] [--dump-input FILE] [--dump-topk FILE]\n", argv[0]);
+    std::fprintf(
+        stderr, "usage: %s [--count D] [--reps R] [--density f] [--json FILE] [--dump-input FILE] [--dump-topk FILE]\n",
+        argv[0]);
     return 2;
   }
   int devices = 0;
@@ -160,32 +169,41 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> cpuS(words), cpuV(words), cpuM(words);
   signPack(x.data(), count, cpuS.data(), rng, 0);
   signPack(z.data(), count, cpuV.data(), rng, 0);
-  add("sign pack", 0.7, [&] { cuda::signPack(dx, count, ds, rng, 0, dbad, nullptr); },
+  add(
+      "sign pack", 0.7, [&] { cuda::signPack(dx, count, ds, rng, 0, dbad, nullptr); },
       [&] { return toHost(ds, words) == cpuS; });
   signMerge(cpuV.data(), cpuS.data(), cpuM.data(), words, 3, 1, rng, 0);
-  add("bit merge a=3 b=1", 0.5, [&] { cuda::signMerge(dv, ds, dm, words, 3, 1, rng, 0, nullptr); },
+  add(
+      "bit merge a=3 b=1", 0.5, [&] { cuda::signMerge(dv, ds, dm, words, 3, 1, rng, 0, nullptr); },
       [&] { return toHost(dm, words) == cpuM; });
   std::vector<float> cpuY(count);
   signDecompress(cpuM.data(), count, 0.01f, cpuY.data());
-  add("decompress eta*(2b-1)", 0.7, [&] { cuda::signDecompress(dm, count, 0.01f, dy, nullptr); },
+  add(
+      "decompress eta*(2b-1)", 0.7, [&] { cuda::signDecompress(dm, count, 0.01f, dy, nullptr); },
       [&] { return toHost(dy, count) == cpuY; });
   std::vector<uint16_t> cpuH(count);
   castF32ToF16(x.data(), count, cpuH.data());
-  add("cast f32 -> f16", 0.7, [&] { cuda::castF32ToF16(dx, count, dh, nullptr); },
+  add(
+      "cast f32 -> f16", 0.7, [&] { cuda::castF32ToF16(dx, count, dh, nullptr); },
       [&] { return toHost(dh, count) == cpuH; });
   castF16ToF32(cpuH.data(), count, cpuY.data());
-  add("cast f16 -> f32", 0.7, [&] { cuda::castF16ToF32(dh, count, dy, nullptr); },
+  add(
+      "cast f16 -> f32", 0.7, [&] { cuda::castF16ToF32(dh, count, dy, nullptr); },
       [&] { return toHost(dy, count) == cpuY; });
   castF32ToBf16(x.data(), count, cpuH.data());
-  add("cast f32 -> bf16", 0.7, [&] { cuda::castF32ToBf16(dx, count, dh, nullptr); },
+  add(
+      "cast f32 -> bf16", 0.7, [&] { cuda::castF32ToBf16(dx, count, dh, nullptr); },
       [&] { return toHost(dh, count) == cpuH; });
   castBf16ToF32(cpuH.data(), count, cpuY.data());
-  add("cast bf16 -> f32", 0.7, [&] { cuda::castBf16ToF32(dh, count, dy, nullptr); },
+  add(
+      "cast bf16 -> f32", 0.7, [&] { cuda::castBf16ToF32(dh, count, dy, nullptr); },
       [&] { return toHost(dy, count) == cpuY; });
-  add("f32 sum reduceSumF32", 0, [&] { cuda::reduceSumF32(dy, dx, count, nullptr); }, [] { return true; });
+  add(
+      "f32 sum reduceSumF32", 0, [&] { cuda::reduceSumF32(dy, dx, count, nullptr); }, [] { return true; });
   std::vector<uint32_t> cpuIdx(k), cpuScratch(topkScratchCount(count, k));
   const size_t cpuGot = topkSelect(x.data(), count, k, cpuIdx.data(), cpuScratch.data(), cpuScratch.size());
-  add("top-k", 0, [&] { cuda::topkSelect(dx, count, k, didx, dscratch, scratchBytes, nullptr); },
+  add(
+      "top-k", 0, [&] { cuda::topkSelect(dx, count, k, didx, dscratch, scratchBytes, nullptr); },
       [&] { return cpuGot == k && toHost(didx, k) == cpuIdx; });
 
   const double bytes = static_cast<double>(count) * 4.0;
@@ -203,12 +221,14 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 1;
-    std::fprintf(f, "{\"device\": \"%s\", \"count\": %zu, \"reps\": %d, \"k\": %zu, \"kernels\": [", prop.name, count, reps, k);
+    std::fprintf(f, "{\"device\": \"%s\", \"count\": %zu, \"reps\": %d, \"k\": %zu, \"kernels\": [", prop.name, count,
+                 reps, k);
     for (size_t i = 0; i < rows.size(); ++i)
-      std::fprintf(f, "%s\n  {\"name\": \"%s\", \"ms\": %.4f, \"ratio\": %.3f, \"target\": %.2f, \"meets\": %s, \"match\": %s}",
-                   i ? "," : "", rows[i].name.c_str(), rows[i].seconds * 1e3, tMemcpy / rows[i].seconds, rows[i].target,
-                   rows[i].target == 0 || tMemcpy / rows[i].seconds >= rows[i].target ? "true" : "false",
-                   rows[i].match ? "true" : "false");
+      std::fprintf(
+          f, "%s\n  {\"name\": \"%s\", \"ms\": %.4f, \"ratio\": %.3f, \"target\": %.2f, \"meets\": %s, \"match\": %s}",
+          i ? "," : "", rows[i].name.c_str(), rows[i].seconds * 1e3, tMemcpy / rows[i].seconds, rows[i].target,
+          rows[i].target == 0 || tMemcpy / rows[i].seconds >= rows[i].target ? "true" : "false",
+          rows[i].match ? "true" : "false");
     std::fprintf(f, "\n]}\n");
     std::fclose(f);
   }

@@ -47,7 +47,9 @@ const char* dtypeName(tsr_dtype_t t) {
   static const char* names[] = {"f32", "f64", "f16", "bf16", "i32", "i64"};
   return names[t];
 }
-size_t dtypeSize(tsr_dtype_t t) { return t == TSR_FLOAT64 || t == TSR_INT64 ? 8 : t == TSR_INT32 || t == TSR_FLOAT32 ? 4 : 2; }
+size_t dtypeSize(tsr_dtype_t t) {
+  return t == TSR_FLOAT64 || t == TSR_INT64 ? 8 : t == TSR_INT32 || t == TSR_FLOAT32 ? 4 : 2;
+}
 const char* opName(tsr_op_t op) {
   static const char* names[] = {"sum", "avg", "min", "max", "prod"};
   return names[op];
@@ -65,12 +67,34 @@ void fill(std::vector<char>& buf, size_t count, tsr_dtype_t t, int rank, tsr_op_
     double v = value(rank, first + j, op, t == TSR_INT32 || t == TSR_INT64);
     char* p = buf.data() + j * dtypeSize(t);
     switch (t) {
-      case TSR_FLOAT32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-      case TSR_FLOAT64: std::memcpy(p, &v, 8); break;
-      case TSR_FLOAT16: { uint16_t h = tsr::floatToF16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-      case TSR_BFLOAT16: { uint16_t h = tsr::floatToBf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-      case TSR_INT32: { int32_t i = static_cast<int32_t>(v); std::memcpy(p, &i, 4); break; }
-      default: { int64_t i = static_cast<int64_t>(v); std::memcpy(p, &i, 8); break; }
+      case TSR_FLOAT32: {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case TSR_FLOAT64:
+        std::memcpy(p, &v, 8);
+        break;
+      case TSR_FLOAT16: {
+        uint16_t h = tsr::floatToF16(static_cast<float>(v));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case TSR_BFLOAT16: {
+        uint16_t h = tsr::floatToBf16(static_cast<float>(v));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case TSR_INT32: {
+        int32_t i = static_cast<int32_t>(v);
+        std::memcpy(p, &i, 4);
+        break;
+      }
+      default: {
+        int64_t i = static_cast<int64_t>(v);
+        std::memcpy(p, &i, 8);
+        break;
+      }
     }
   }
 }
@@ -137,12 +161,14 @@ void denseCases(tsr_comm_t comm, Tally& tally, bool device, int rank, int size, 
       const size_t es = dtypeSize(t);
       const std::string tag = std::string(dtypeName(t)) + " count " + std::to_string(count);
       for (tsr_op_t op : ops) {
-        DenseCase ar{"allreduce " + tag + " " + opName(op), std::vector<char>(count * es), count * es,
-                     [=](const void* s, void* r, tsr_request_t* q) { return tsr_allreduce(comm, s, r, count, t, op, q); }};
+        DenseCase ar{
+            "allreduce " + tag + " " + opName(op), std::vector<char>(count * es), count * es,
+            [=](const void* s, void* r, tsr_request_t* q) { return tsr_allreduce(comm, s, r, count, t, op, q); }};
         fill(ar.send, count, t, rank, op);
         runDense(comm, tally, device, ar);
-        DenseCase rs{"reduce_scatter " + tag + " " + opName(op), std::vector<char>(count * size * es), count * es,
-                     [=](const void* s, void* r, tsr_request_t* q) { return tsr_reduce_scatter(comm, s, r, count, t, op, q); }};
+        DenseCase rs{
+            "reduce_scatter " + tag + " " + opName(op), std::vector<char>(count * size * es), count * es,
+            [=](const void* s, void* r, tsr_request_t* q) { return tsr_reduce_scatter(comm, s, r, count, t, op, q); }};
         fill(rs.send, count * size, t, rank, op);
         runDense(comm, tally, device, rs);
       }
@@ -150,8 +176,9 @@ void denseCases(tsr_comm_t comm, Tally& tally, bool device, int rank, int size, 
                    [=](const void* s, void* r, tsr_request_t* q) { return tsr_allgather(comm, s, r, count, t, q); }};
       fill(ag.send, count, t, rank, TSR_SUM);
       runDense(comm, tally, device, ag);
-      DenseCase bc{"broadcast " + tag + " root " + std::to_string(size - 1), std::vector<char>(count * es), count * es,
-                   [=](const void* s, void* r, tsr_request_t* q) { return tsr_broadcast(comm, s, r, count, t, size - 1, q); }};
+      DenseCase bc{
+          "broadcast " + tag + " root " + std::to_string(size - 1), std::vector<char>(count * es), count * es,
+          [=](const void* s, void* r, tsr_request_t* q) { return tsr_broadcast(comm, s, r, count, t, size - 1, q); }};
       fill(bc.send, count, t, rank, TSR_SUM);
       runDense(comm, tally, device, bc);
     }
@@ -192,16 +219,23 @@ std::vector<TensorConfig> tensorConfigs(int size) {
       {"compressed bf16", {{"algorithm", "compressed"}, {"compressor", "bf16"}}},
       {"compressed topk", {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.01"}}},
       {"compressed topk ef=none", {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.01"}, {"ef", "none"}}},
-      {"compressed topk nesterov", {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.01"}, {"momentum", "nesterov"}}},
+      {"compressed topk nesterov",
+       {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.01"}, {"momentum", "nesterov"}}},
       {"compressed randomk", {{"algorithm", "compressed"}, {"compressor", "randomk"}, {"k", "0.01"}, {"seed", "7"}}},
       {"compressed onebit", {{"algorithm", "compressed"}, {"compressor", "onebit"}, {"scaling", "true"}}},
       {"compressed dithering max", {{"algorithm", "compressed"}, {"compressor", "dithering"}, {"k", "15"}}},
-      {"compressed dithering l2", {{"algorithm", "compressed"}, {"compressor", "dithering"}, {"k", "15"}, {"dithering_normalize", "l2"}}},
-      {"compressed two-level fp16 topk", {{"algorithm", "compressed"}, {"intra", "fp16"}, {"compressor", "topk"}, {"k", "0.01"}}, true},
-      {"compressed two-level none onebit", {{"algorithm", "compressed"}, {"intra", "none"}, {"compressor", "onebit"}}, true},
+      {"compressed dithering l2",
+       {{"algorithm", "compressed"}, {"compressor", "dithering"}, {"k", "15"}, {"dithering_normalize", "l2"}}},
+      {"compressed two-level fp16 topk",
+       {{"algorithm", "compressed"}, {"intra", "fp16"}, {"compressor", "topk"}, {"k", "0.01"}},
+       true},
+      {"compressed two-level none onebit",
+       {{"algorithm", "compressed"}, {"intra", "none"}, {"compressor", "onebit"}},
+       true},
       {"spardl", {{"algorithm", "spardl"}, {"density", "0.01"}}},
   };
-  if (size % 2 == 0 && size >= 4) v.push_back({"spardl teams=2", {{"algorithm", "spardl"}, {"density", "0.01"}, {"teams", "2"}}});
+  if (size % 2 == 0 && size >= 4)
+    v.push_back({"spardl teams=2", {{"algorithm", "spardl"}, {"density", "0.01"}, {"teams", "2"}}});
   return v;
 }
 
@@ -269,16 +303,21 @@ void tensorCase(tsr_comm_t comm, Tally& tally, bool device, int rank, const Tens
     cudaMemcpy(back.data(), gd.p, count * 4, cudaMemcpyDeviceToHost);
     double maxDiff = 0;
     if (size_t n = differing(g.data(), back.data(), count, &maxDiff))
-      bad = "step " + std::to_string(step) + ": " + std::to_string(n) + " result elements differ (max " + std::to_string(maxDiff) + ")";
+      bad = "step " + std::to_string(step) + ": " + std::to_string(n) + " result elements differ (max " +
+            std::to_string(maxDiff) + ")";
     else if (tsr_tensor_residual(h, rh.data()) != TSR_OK || tsr_tensor_residual(d, rd.data()) != TSR_OK)
       bad = std::string("residual: ") + tsr_last_error();
     else if (size_t m = differing(rh.data(), rd.data(), count, &maxDiff))
-      bad = "step " + std::to_string(step) + ": " + std::to_string(m) + " residual elements differ (max " + std::to_string(maxDiff) + ")";
+      bad = "step " + std::to_string(step) + ": " + std::to_string(m) + " residual elements differ (max " +
+            std::to_string(maxDiff) + ")";
   }
   tsr_tensor_destroy(h);
   tsr_tensor_destroy(d);
   std::string what = c.label + " (" + algo + "), " + std::to_string(steps) + " steps of " + std::to_string(count);
-  if (bad.empty()) tally.pass(what); else tally.fail(what + ": " + bad);
+  if (bad.empty())
+    tally.pass(what);
+  else
+    tally.fail(what + ": " + bad);
 }
 
 int usage(const char* argv0) {
@@ -294,11 +333,16 @@ int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
-    if (a == "--hosts") hosts = std::atoi(v.c_str());
-    else if (a == "--count") count = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--steps") steps = std::atoi(v.c_str());
-    else if (a == "--only" && (v == "dense" || v == "tensors")) only = v;
-    else return usage(argv[0]);
+    if (a == "--hosts")
+      hosts = std::atoi(v.c_str());
+    else if (a == "--count")
+      count = std::strtoull(v.c_str(), nullptr, 10);
+    else if (a == "--steps")
+      steps = std::atoi(v.c_str());
+    else if (a == "--only" && (v == "dense" || v == "tensors"))
+      only = v;
+    else
+      return usage(argv[0]);
   }
   if (argc % 2 == 0 || hosts < 1 || count < 2 || steps < 1) return usage(argv[0]);
   const char* rs = std::getenv("TSR_RANK");
@@ -311,7 +355,8 @@ int main(int argc, char** argv) {
   int devices = 0;
   cudaError_t ce = cudaGetDeviceCount(&devices);
   const bool device = ce == cudaSuccess && devices > 0;
-  std::string deviceName = "none (" + (ce == cudaSuccess ? std::string("cudaGetDeviceCount found 0") : cudaText(ce)) + ")";
+  std::string deviceName =
+      "none (" + (ce == cudaSuccess ? std::string("cudaGetDeviceCount found 0") : cudaText(ce)) + ")";
   if (device) {
     cudaSetDevice(0);
     cudaDeviceProp prop{};
@@ -331,19 +376,23 @@ int main(int argc, char** argv) {
   Tally tally;
   tally.rank = rank;
   if (rank == 0)
-    std::printf("gpu-check: %d ranks as %d host(s), device: %s, count %zu, %d steps\n", size, hosts,
-                deviceName.c_str(), count, steps);
+    std::printf("gpu-check: %d ranks as %d host(s), device: %s, count %zu, %d steps\n", size, hosts, deviceName.c_str(),
+                count, steps);
   if (!device) {
     // The refusal must name the reason (a dry run checks the message, not the GPU path).
-    if (tsr_comm_set_memory_type(comm, TSR_MEM_CUDA) == TSR_OK) tally.fail("TSR_MEM_CUDA accepted without a device");
-    else if (rank == 0) std::printf("no CUDA device: device halves skipped (%s)\n", tsr_last_error());
+    if (tsr_comm_set_memory_type(comm, TSR_MEM_CUDA) == TSR_OK)
+      tally.fail("TSR_MEM_CUDA accepted without a device");
+    else if (rank == 0)
+      std::printf("no CUDA device: device halves skipped (%s)\n", tsr_last_error());
   }
   if (only != "tensors") denseCases(comm, tally, device, rank, size, count);
   if (only != "dense") {
     const bool grid = hosts >= 2 && size / hosts >= 2;
     for (const TensorConfig& c : tensorConfigs(size)) {
-      if (c.needsHosts && !grid) tally.skip(c.label + ": needs 2+ hosts of 2+ ranks (--hosts)");
-      else tensorCase(comm, tally, device, rank, c, count, steps);
+      if (c.needsHosts && !grid)
+        tally.skip(c.label + ": needs 2+ hosts of 2+ ranks (--hosts)");
+      else
+        tensorCase(comm, tally, device, rank, c, count, steps);
     }
   }
   // Every rank's counts, so rank 0's summary covers the job.

@@ -51,8 +51,8 @@ std::string renderBuild() {
 
 std::string renderLibraries() {
   // hwloc's run-time figure is the library's API version, which lags its release number.
-  return "Libraries:\n" + renderUcx() + row("hwloc", std::string(HWLOC_VERSION) + " (headers); library API " +
-                          hwlocVersion(hwloc_get_api_version()));
+  return "Libraries:\n" + renderUcx() +
+         row("hwloc", std::string(HWLOC_VERSION) + " (headers); library API " + hwlocVersion(hwloc_get_api_version()));
 }
 
 }  // namespace tsr::tools::info

@@ -17,8 +17,9 @@ namespace {
 using namespace tsr;
 
 int run(int argc, char** argv) {
-  CLI::App app{"tsr-info: Tessera's version, build options, the UCX and hwloc it runs on, and "
-               "every TSR_* setting with its default, current value and meaning"};
+  CLI::App app{
+      "tsr-info: Tessera's version, build options, the UCX and hwloc it runs on, and "
+      "every TSR_* setting with its default, current value and meaning"};
   bool settings = false, build = false, all = false;
   auto* s = app.add_flag("-s,--settings", settings, "Print only the TSR_* settings");
   auto* b = app.add_flag("-b,--build", build, "Print only the version, build options and libraries");

@@ -57,8 +57,7 @@ SettingsReport renderSettings(const runtime::EnvMap& env) {
         note = "INVALID, the runtime refuses it: " + st.message() + "; default " + dflt;
         ++r.invalid;
       }
-      if (std::string(e.name) == runtime::kJobSecretVariable)
-        value = "<set, not shown>";
+      if (std::string(e.name) == runtime::kJobSecretVariable) value = "<set, not shown>";
     }
     const std::string accepted = acceptedText(e);
     r.text += std::string(e.name) + "=" + value + "  (" + note + (accepted.empty() ? "" : "; " + accepted) + ")\n";

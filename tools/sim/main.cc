@@ -27,15 +27,16 @@ int run(int argc, char** argv) {
   SimJob job;
   PlatformSpec platform;
   ReplayOptions replayOptions;
-  std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps",
-              hostLat = "3us", reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum";
+  std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
+              reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum";
   bool noHeaders = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--collective", job.collective, "allreduce | allgather");
-  app.add_option("--algo", job.algorithm,
-                 "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier; allgather: ring | bruck");
+  app.add_option(
+      "--algo", job.algorithm,
+      "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier; allgather: ring | bruck");
   app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
   app.add_option("--op", op, "sum | avg | min | max | prod");
@@ -64,8 +65,8 @@ int run(int argc, char** argv) {
   auto chunkBytes = parseBytes(chunk);
   auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate);
   auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
-  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &rate.status(), &hostRate.status(),
-                          &reduce.status(), &copy.status(), &latency.status(), &hostLatency.status()})
+  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &rate.status(), &hostRate.status(), &reduce.status(),
+                          &copy.status(), &latency.status(), &hostLatency.status()})
     if (!s->isOk()) return fail(*s);
   auto type = parseDataType(dtype);
   if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));

@@ -12,7 +12,8 @@ Status validate(const PlatformSpec& s) {
   if (s.kind != "switch" && s.kind != "fattree" && s.kind != "xml") return bad("kind '" + s.kind + "'");
   if (!(s.rate > 0) || !(s.hostRate > 0)) return bad("rates must be positive");
   if (s.latency < 0 || s.hostLatency < 0) return bad("latencies must not be negative");
-  if (s.kind == "fattree" && (s.leafHosts < 1 || s.spines < 0)) return bad("fat tree needs leafHosts >= 1, spines >= 0");
+  if (s.kind == "fattree" && (s.leafHosts < 1 || s.spines < 0))
+    return bad("fat tree needs leafHosts >= 1, spines >= 0");
   if (s.kind == "xml" && s.xmlFile.empty()) return bad("xml needs a file");
   return Status::ok();
 }
@@ -86,8 +87,8 @@ Result<std::vector<sg4::Host*>> buildPlatform(sg4::Engine& engine, const Platfor
   std::vector<sg4::Host*> all = engine.get_all_hosts();
   std::sort(all.begin(), all.end(), [](sg4::Host* a, sg4::Host* b) { return a->get_name() < b->get_name(); });
   if (static_cast<int>(all.size()) < hosts)
-    return Status(Code::kInvalidArgument, s.xmlFile + " has " + std::to_string(all.size()) + " hosts, the job needs " +
-                                              std::to_string(hosts));
+    return Status(Code::kInvalidArgument,
+                  s.xmlFile + " has " + std::to_string(all.size()) + " hosts, the job needs " + std::to_string(hosts));
   all.resize(hosts);
   return all;
 }

@@ -31,8 +31,8 @@ struct PlatformSpec {
   double latency = 20e-6;       // seconds, host to host through one switch
   double hostRate = 4e9;        // same-host rate and latency (cost_model.h's defaults)
   double hostLatency = 3e-6;
-  int leafHosts = 8;            // fattree
-  int spines = 0;               // fattree; 0 = leafHosts (non-blocking)
+  int leafHosts = 8;  // fattree
+  int spines = 0;     // fattree; 0 = leafHosts (non-blocking)
   std::string xmlFile;
 };
 

@@ -54,9 +54,7 @@ struct World {
   std::vector<size_t> opsDone;
   std::string mismatch;
 
-  uint64_t key(int from, int to, uint32_t id) const {
-    return (static_cast<uint64_t>(from) * ranks + to) << 32 | id;
-  }
+  uint64_t key(int from, int to, uint32_t id) const { return (static_cast<uint64_t>(from) * ranks + to) << 32 | id; }
   void deliver(int rank, Done d) {
     inbox[rank].push_back(d);
     bell[rank]->release();
@@ -85,8 +83,13 @@ struct World {
 class RankReplay {
  public:
   RankReplay(int rank, const Plan& plan, const ReplayOptions& o, World& world)
-      : rank_(rank), plan_(plan), o_(o), w_(world), pending_(plan.depCount),
-        headerIn_(plan.recvPeers.size(), !o.headers), inlineIn_(plan.recvPeers.size(), false),
+      : rank_(rank),
+        plan_(plan),
+        o_(o),
+        w_(world),
+        pending_(plan.depCount),
+        headerIn_(plan.recvPeers.size(), !o.headers),
+        inlineIn_(plan.recvPeers.size(), false),
         inlineWaits_(plan.recvPeers.size(), false) {}
 
   void operator()() {
@@ -138,8 +141,10 @@ class RankReplay {
   }
 
   void enqueue(uint32_t index) {
-    if (isTransfer(plan_.ops[index].kind)) readyTransfers_.push_back(index);
-    else readyLocal_.push_back(index);
+    if (isTransfer(plan_.ops[index].kind))
+      readyTransfers_.push_back(index);
+    else
+      readyLocal_.push_back(index);
   }
 
   void markDone(uint32_t index) {
@@ -155,8 +160,12 @@ class RankReplay {
         if (op.dst.slot == op.src.slot && op.dst.offset == op.src.offset) return;  // executor skips it
         rate = o_.copyRate;
         break;
-      case OpKind::kDivide: rate = o_.copyRate; break;
-      default: rate = o_.reduceRate; break;  // reduce, recv-reduce, merge, caller's local work
+      case OpKind::kDivide:
+        rate = o_.copyRate;
+        break;
+      default:
+        rate = o_.reduceRate;
+        break;  // reduce, recv-reduce, merge, caller's local work
     }
     if (rate <= 0 || op.count == 0) return;
     double seconds = static_cast<double>(bytesOf(op)) / rate;
@@ -183,8 +192,10 @@ class RankReplay {
     }
     if (first) {  // the payload rides on the header, received from the start
       size_t slot = static_cast<size_t>(plan_.peerSlot[index]);
-      if (inlineIn_[slot]) finishRecv(index);
-      else inlineWaits_[slot] = true;
+      if (inlineIn_[slot])
+        finishRecv(index);
+      else
+        inlineWaits_[slot] = true;
       return;
     }
     w_.post(op.peer, rank_, op.msgId, false, {Flight::kOp, index}, bytes);
@@ -208,7 +219,8 @@ class RankReplay {
                         : theirs.algorithm != plan_.algorithm ? "algorithm"
                                                               : nullptr;
     if (field && w_.mismatch.empty())
-      w_.mismatch = "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + "'s header differs in " + field;
+      w_.mismatch =
+          "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + "'s header differs in " + field;
   }
 
   void complete(Done d) {
@@ -226,16 +238,21 @@ class RankReplay {
       std::vector<uint32_t> held;
       held.swap(heldRecvs_);
       for (uint32_t index : held) {
-        if (plan_.ops[index].peer == peer) finishRecv(index);
-        else heldRecvs_.push_back(index);
+        if (plan_.ops[index].peer == peer)
+          finishRecv(index);
+        else
+          heldRecvs_.push_back(index);
       }
       return;
     }
     const auto index = static_cast<uint32_t>(d.index);
     const PlanOp& op = plan_.ops[index];
-    if (op.kind == OpKind::kSend) markDone(index);
-    else if (!op.onArrival && !headerIn_[recvSlot(op.peer)]) heldRecvs_.push_back(index);
-    else finishRecv(index);
+    if (op.kind == OpKind::kSend)
+      markDone(index);
+    else if (!op.onArrival && !headerIn_[recvSlot(op.peer)])
+      heldRecvs_.push_back(index);
+    else
+      finishRecv(index);
   }
 
   const int rank_;

@@ -35,12 +35,12 @@ struct ReplayOptions {
 };
 
 struct ReplayResult {
-  double seconds = 0;              // when the last rank finished
-  std::vector<double> finish;      // per rank
-  uint64_t payloadBytes = 0;       // plan transfers (inlined first messages included)
-  uint64_t headerBytes = 0;        // argument headers
-  uint64_t messages = 0;           // SimGrid communications
-  double computeSeconds = 0;       // local math, all ranks
+  double seconds = 0;          // when the last rank finished
+  std::vector<double> finish;  // per rank
+  uint64_t payloadBytes = 0;   // plan transfers (inlined first messages included)
+  uint64_t headerBytes = 0;    // argument headers
+  uint64_t messages = 0;       // SimGrid communications
+  double computeSeconds = 0;   // local math, all ranks
 };
 
 // Runs one simulation. SimGrid allows one engine per process: call this once per process.

@@ -9,8 +9,7 @@ using algorithms::Plan;
 
 namespace {
 
-Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out,
-                                       const algorithms::DenseOptions& dense,
+Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, const algorithms::DenseOptions& dense,
                                        const std::string& gridWhyNot, int rank) {
   const int n = job.ranks;
   const size_t count = job.bytes / dataTypeSize(job.dtype);
@@ -52,10 +51,12 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
   out.hostOfRank = hostMap.hostOfRank;
   std::string gridWhyNot;
   auto shape = topology::torusShape(hostMap);
-  auto layout = shape.isOk() ? topology::torusLayout(hostMap, shape.value())
-                             : Result<topology::TorusLayout>(shape.status());
-  if (layout.isOk()) out.grid = layout.value().grid;
-  else gridWhyNot = layout.status().message();
+  auto layout =
+      shape.isOk() ? topology::torusLayout(hostMap, shape.value()) : Result<topology::TorusLayout>(shape.status());
+  if (layout.isOk())
+    out.grid = layout.value().grid;
+  else
+    gridWhyNot = layout.status().message();
 
   algorithms::DenseOptions dense;
   dense.chunkBytes = job.chunkBytes;
@@ -67,8 +68,7 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
   // that cannot serve the job (NotSupported) passes to the next, as in the runtime.
   std::vector<std::string> names;
   if (job.algorithm != "auto") names.push_back(job.algorithm);
-  algorithms::JobShape js{job.ranks, out.hosts, job.ranksPerHost,
-                          layout.isOk() && shape.value().hostAxis};
+  algorithms::JobShape js{job.ranks, out.hosts, job.ranksPerHost, layout.isOk() && shape.value().hostAxis};
   auto ranked = job.collective == "allgather" ? algorithms::rankAllgather(job.bytes, js, job.links)
                                               : algorithms::rankAllreduce(job.bytes, js, job.links);
   for (const auto& c : ranked)
@@ -80,8 +80,10 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
     Status failed;
     for (int r = 0; r < job.ranks && failed.isOk(); ++r) {
       auto plan = buildOne(job, out, dense, gridWhyNot, r);
-      if (plan.isOk()) out.plans.push_back(plan.take());
-      else failed = plan.status();
+      if (plan.isOk())
+        out.plans.push_back(plan.take());
+      else
+        failed = plan.status();
     }
     if (failed.isOk()) return out;
     if (failed.code() != Code::kNotSupported) return failed;
@@ -106,8 +108,7 @@ double busFactor(const std::string& collective, int ranks) {
 }
 
 double algoBytes(const SimJob& job) {
-  return job.collective == "allgather" ? static_cast<double>(job.bytes) * job.ranks
-                                       : static_cast<double>(job.bytes);
+  return job.collective == "allgather" ? static_cast<double>(job.bytes) * job.ranks : static_cast<double>(job.bytes);
 }
 
 }  // namespace tsr::sim

@@ -17,23 +17,23 @@ namespace tsr::sim {
 
 struct SimJob {
   int ranks = 8;
-  int ranksPerHost = 1;              // ranks h*R .. h*R+R-1 share host h
+  int ranksPerHost = 1;                  // ranks h*R .. h*R+R-1 share host h
   std::string collective = "allreduce";  // allreduce | allgather
-  std::string algorithm = "auto";    // allreduce: ring|rabenseifner|doubling|torus|hier; allgather: ring|bruck
-  size_t bytes = 0;                  // allreduce: the buffer; allgather: each rank's part
+  std::string algorithm = "auto";        // allreduce: ring|rabenseifner|doubling|torus|hier; allgather: ring|bruck
+  size_t bytes = 0;                      // allreduce: the buffer; allgather: each rank's part
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
-  size_t chunkBytes = 512 * 1024;    // TSR_CHUNK_BYTES
-  int window = 4;                    // TSR_WINDOW
-  std::string arrival = "auto";      // TSR_ARRIVAL_REDUCE: auto|on|off
-  algorithms::LinkModel links;       // for "auto"
+  size_t chunkBytes = 512 * 1024;  // TSR_CHUNK_BYTES
+  int window = 4;                  // TSR_WINDOW
+  std::string arrival = "auto";    // TSR_ARRIVAL_REDUCE: auto|on|off
+  algorithms::LinkModel links;     // for "auto"
 };
 
 struct JobPlans {
-  std::string algorithm;             // the one built
+  std::string algorithm;                                 // the one built
   std::vector<std::shared_ptr<algorithms::Plan>> plans;  // by rank
-  std::vector<int> order;            // ring order
-  std::vector<std::vector<int>> grid;  // torus/hier grid, empty when the job has none
+  std::vector<int> order;                                // ring order
+  std::vector<std::vector<int>> grid;                    // torus/hier grid, empty when the job has none
   int hosts = 1;
   std::vector<int> hostOfRank;
   std::vector<std::string> refused;  // "name: why" of algorithms tried before that cannot serve the job

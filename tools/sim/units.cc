@@ -35,19 +35,44 @@ Result<double> scaled(const std::string& text, const char* what,
 }  // namespace
 
 Result<size_t> parseBytes(const std::string& text) {
-  auto v = scaled(text, "size", {{"", 1}, {"B", 1}, {"k", 1e3}, {"K", 1e3}, {"KB", 1e3}, {"kB", 1e3},
-                                 {"KiB", 1024.0}, {"M", 1e6}, {"MB", 1e6}, {"MiB", 1024.0 * 1024},
-                                 {"G", 1e9}, {"GB", 1e9}, {"GiB", 1024.0 * 1024 * 1024}});
+  auto v = scaled(text, "size",
+                  {{"", 1},
+                   {"B", 1},
+                   {"k", 1e3},
+                   {"K", 1e3},
+                   {"KB", 1e3},
+                   {"kB", 1e3},
+                   {"KiB", 1024.0},
+                   {"M", 1e6},
+                   {"MB", 1e6},
+                   {"MiB", 1024.0 * 1024},
+                   {"G", 1e9},
+                   {"GB", 1e9},
+                   {"GiB", 1024.0 * 1024 * 1024}});
   if (!v.isOk()) return v.status();
   return static_cast<size_t>(std::llround(v.value()));
 }
 
 Result<double> parseRate(const std::string& text) {
-  return scaled(text, "rate", {{"", 1},         {"bps", 1 / 8.0},  {"Kbps", 1e3 / 8}, {"kbps", 1e3 / 8},
-                               {"Mbps", 1e6 / 8}, {"Gbps", 1e9 / 8}, {"Tbps", 1e12 / 8}, {"Bps", 1},
-                               {"B/s", 1},       {"KBps", 1e3},     {"kB/s", 1e3},     {"KB/s", 1e3},
-                               {"MBps", 1e6},    {"MB/s", 1e6},     {"GBps", 1e9},     {"GB/s", 1e9},
-                               {"TBps", 1e12},   {"TB/s", 1e12}});
+  return scaled(text, "rate",
+                {{"", 1},
+                 {"bps", 1 / 8.0},
+                 {"Kbps", 1e3 / 8},
+                 {"kbps", 1e3 / 8},
+                 {"Mbps", 1e6 / 8},
+                 {"Gbps", 1e9 / 8},
+                 {"Tbps", 1e12 / 8},
+                 {"Bps", 1},
+                 {"B/s", 1},
+                 {"KBps", 1e3},
+                 {"kB/s", 1e3},
+                 {"KB/s", 1e3},
+                 {"MBps", 1e6},
+                 {"MB/s", 1e6},
+                 {"GBps", 1e9},
+                 {"GB/s", 1e9},
+                 {"TBps", 1e12},
+                 {"TB/s", 1e12}});
 }
 
 Result<double> parseTime(const std::string& text) {
@@ -71,9 +96,12 @@ std::string formatRate(double bytesPerSec) {
 
 std::string formatTime(double seconds) {
   char buf[64];
-  if (seconds >= 1) std::snprintf(buf, sizeof buf, "%.4g s", seconds);
-  else if (seconds >= 1e-3) std::snprintf(buf, sizeof buf, "%.4g ms", seconds * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.4g us", seconds * 1e6);
+  if (seconds >= 1)
+    std::snprintf(buf, sizeof buf, "%.4g s", seconds);
+  else if (seconds >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.4g ms", seconds * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g us", seconds * 1e6);
   return buf;
 }
 

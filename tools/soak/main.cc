@@ -74,8 +74,11 @@ void putFigures(std::vector<int64_t>& out, const Figures& f) {
   out.insert(out.end(), {f.rssKiB, f.fds, f.shmEntries, f.shmMaps});
 }
 std::vector<int64_t> encode(bool ok, const RankRecord& r, const PhaseVerdict& mixed, const PhaseVerdict& cycles) {
-  std::vector<int64_t> out{ok ? 1 : 0, static_cast<int64_t>(r.mixed.done), static_cast<int64_t>(r.mixed.bytes),
-                           static_cast<int64_t>(r.mixed.seconds * 1e6), static_cast<int64_t>(r.cycles.done),
+  std::vector<int64_t> out{ok ? 1 : 0,
+                           static_cast<int64_t>(r.mixed.done),
+                           static_cast<int64_t>(r.mixed.bytes),
+                           static_cast<int64_t>(r.mixed.seconds * 1e6),
+                           static_cast<int64_t>(r.cycles.done),
                            static_cast<int64_t>(r.cycles.seconds * 1e6)};
   for (const PhaseVerdict* v : {&mixed, &cycles}) {
     putFigures(out, v->before.figures);
@@ -102,8 +105,7 @@ std::string jsonEscape(const std::string& s) {
   return out;
 }
 
-std::string jsonLine(const SoakOptions& o, int n, const std::vector<int64_t>& all, const RankRecord& mine,
-                     bool ok) {
+std::string jsonLine(const SoakOptions& o, int n, const std::vector<int64_t>& all, const RankRecord& mine, bool ok) {
   std::ostringstream j;
   const int64_t* r0 = all.data();
   double mixedS = r0[3] / 1e6, cycleS = r0[5] / 1e6;
@@ -111,11 +113,10 @@ std::string jsonLine(const SoakOptions& o, int n, const std::vector<int64_t>& al
     << ",\"max_bytes\":" << o.maxBytes << ",\"inflight\":" << o.inflight << ",\"cycles\":" << o.cycles
     << ",\"warmup_pct\":" << o.warmupPct << ",\"cycle_warmup_pct\":" << o.cycleWarmupPct
     << ",\"rss_bound_mib\":" << o.rssBoundMiB << ",\"cycle_rss_bound_kib\":" << o.cycleRssBoundKiB
-    << ",\"rss_judged\":" << (kAddressSanitizer ? "false" : "true")
-    << ",\"mixed\":{\"ops_done\":" << r0[1] << ",\"bytes\":" << r0[2] << ",\"seconds\":" << mixedS
-    << ",\"ops_per_s\":" << (mixedS > 0 ? r0[1] / mixedS : 0) << "},\"cycles\":{\"done\":" << r0[4]
-    << ",\"seconds\":" << cycleS << ",\"ms_per_cycle\":" << (r0[4] ? cycleS * 1e3 / r0[4] : 0)
-    << "},\"per_rank\":[";
+    << ",\"rss_judged\":" << (kAddressSanitizer ? "false" : "true") << ",\"mixed\":{\"ops_done\":" << r0[1]
+    << ",\"bytes\":" << r0[2] << ",\"seconds\":" << mixedS << ",\"ops_per_s\":" << (mixedS > 0 ? r0[1] / mixedS : 0)
+    << "},\"cycles\":{\"done\":" << r0[4] << ",\"seconds\":" << cycleS
+    << ",\"ms_per_cycle\":" << (r0[4] ? cycleS * 1e3 / r0[4] : 0) << "},\"per_rank\":[";
   for (int r = 0; r < n; ++r) {
     const int64_t* f = all.data() + static_cast<size_t>(r) * kFields;
     j << (r ? "," : "") << "{\"rank\":" << r << ",\"ok\":" << (f[0] ? "true" : "false")
@@ -216,12 +217,13 @@ int main(int argc, char** argv) {
   std::snprintf(rate, sizeof rate, "%.1f s (%.1f ops/s)", record.mixed.seconds,
                 record.mixed.seconds > 0 ? record.mixed.done / record.mixed.seconds : 0);
   char cycleMs[32];
-  std::snprintf(cycleMs, sizeof cycleMs, "%.1f", record.cycles.done ? record.cycles.seconds * 1e3 / record.cycles.done : 0);
+  std::snprintf(cycleMs, sizeof cycleMs, "%.1f",
+                record.cycles.done ? record.cycles.seconds * 1e3 / record.cycles.done : 0);
   say("rank " + std::to_string(rank) + ": mixed: " + std::to_string(record.mixed.done) + " ops, " +
       mib(static_cast<int64_t>(record.mixed.bytes / 1024)) + " MiB, " + rate + ", after op " +
-      std::to_string(mixed.start.at) + ": " + figuresText(mixed, true) + "; cycles: " + std::to_string(record.cycles.done) +
-      ", " + cycleMs + " ms each, after cycle " + std::to_string(cycles.start.at) + ": " + figuresText(cycles, false) +
-      (ok ? "; OK" : "; FAILED"));
+      std::to_string(mixed.start.at) + ": " + figuresText(mixed, true) +
+      "; cycles: " + std::to_string(record.cycles.done) + ", " + cycleMs + " ms each, after cycle " +
+      std::to_string(cycles.start.at) + ": " + figuresText(cycles, false) + (ok ? "; OK" : "; FAILED"));
   for (const std::string& f : failures) say("tsr-soak: FAILED: " + f);
   if (!o.traceFile.empty()) writeTrace(o.traceFile, rank, record);
 

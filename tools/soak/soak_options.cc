@@ -14,8 +14,11 @@ Result<size_t> parseSize(const std::string& text) {
   }
   if (end == 0 || text[0] == '-') return Status(Code::kInvalidArgument, "'" + text + "' is not a size");
   std::string unit = text.substr(end);
-  int shift = unit.empty() || unit == "B" ? 0 : unit == "K" || unit == "KB" ? 10
-              : unit == "M" || unit == "MB" ? 20 : unit == "G" || unit == "GB" ? 30 : -1;
+  int shift = unit.empty() || unit == "B"   ? 0
+              : unit == "K" || unit == "KB" ? 10
+              : unit == "M" || unit == "MB" ? 20
+              : unit == "G" || unit == "GB" ? 30
+                                            : -1;
   if (shift < 0) return Status(Code::kInvalidArgument, "'" + text + "' is not a size (bytes, or K, M, G)");
   if (v > (~0ull >> shift)) return Status(Code::kInvalidArgument, "'" + text + "' is too large");
   return static_cast<size_t>(v << shift);
@@ -24,37 +27,44 @@ Result<size_t> parseSize(const std::string& text) {
 Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
   SoakOptions o;
   std::string maxBytes = "16M";
-  CLI::App app{"tsr-soak: mixed collectives, every result checked, then communicator create/destroy "
-               "cycles, with RSS, open file descriptors and /dev/shm entries watched (run it under tsrun)",
-               "tsr-soak"};
+  CLI::App app{
+      "tsr-soak: mixed collectives, every result checked, then communicator create/destroy "
+      "cycles, with RSS, open file descriptors and /dev/shm entries watched (run it under tsrun)",
+      "tsr-soak"};
   app.add_option("--ops", o.ops, "phase 1: mixed collectives to run")->capture_default_str();
-  app.add_option("--max-bytes", maxBytes, "largest buffer of one collective per rank (K, M, G)")
-      ->capture_default_str();
+  app.add_option("--max-bytes", maxBytes, "largest buffer of one collective per rank (K, M, G)")->capture_default_str();
   app.add_option("--inflight", o.inflight, "most collectives in flight (posted, then waited in order)")
-      ->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--cycles", o.cycles, "phase 2: communicator create/destroy cycles")->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the operation sequence (the same on every rank)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--algos", o.algos, "communicators to draw from: all, or a comma-separated list of "
-                                     "shm, ring, rabenseifner, doubling, bruck, torus, hier, ring-hosts")
+  app.add_option("--cycles", o.cycles, "phase 2: communicator create/destroy cycles")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the operation sequence (the same on every rank)")->capture_default_str();
+  app.add_option("--algos", o.algos,
+                 "communicators to draw from: all, or a comma-separated list of "
+                 "shm, ring, rabenseifner, doubling, bruck, torus, hier, ring-hosts")
       ->capture_default_str();
   app.add_option("--warmup-pct", o.warmupPct, "share of the mixed collectives before the figures count")
-      ->check(CLI::Range(0, 90))->capture_default_str();
+      ->check(CLI::Range(0, 90))
+      ->capture_default_str();
   app.add_option("--cycle-warmup-pct", o.cycleWarmupPct, "share of the cycles before the figures count")
-      ->check(CLI::Range(0, 90))->capture_default_str();
+      ->check(CLI::Range(0, 90))
+      ->capture_default_str();
   app.add_option("--rss-bound-mib", o.rssBoundMiB,
                  "allowed RSS growth after warm-up, mixed collectives, less the scratch pools' idle memory (MiB)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--cycle-rss-bound-kib", o.cycleRssBoundKiB, "allowed RSS growth after warm-up, cycles (KiB)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--samples", o.samples, "figures taken per phase")->check(CLI::Range(1, 10000))
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--timeout-ms", o.timeoutMs, "TSR_TIMEOUT_MS unless set: a collective that waits "
-                                              "longer fails, naming the peer")
-      ->check(CLI::Range(1000, 86400000))->capture_default_str();
+  app.add_option("--cycle-rss-bound-kib", o.cycleRssBoundKiB, "allowed RSS growth after warm-up, cycles (KiB)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--samples", o.samples, "figures taken per phase")->check(CLI::Range(1, 10000))->capture_default_str();
+  app.add_option("--timeout-ms", o.timeoutMs,
+                 "TSR_TIMEOUT_MS unless set: a collective that waits "
+                 "longer fails, naming the peer")
+      ->check(CLI::Range(1000, 86400000))
+      ->capture_default_str();
   app.add_option("--json", o.jsonFile, "rank 0 also writes the final JSON line to this file");
-  app.add_option("--trace", o.traceFile, "every rank writes every sample of its figures to this CSV file "
-                                         "(%r: the rank)");
+  app.add_option("--trace", o.traceFile,
+                 "every rank writes every sample of its figures to this CSV file "
+                 "(%r: the rank)");
   std::string plantWrong;
   app.add_option("--plant-wrong", plantWrong)->group("");  // test hook: RANK:OP
   try {

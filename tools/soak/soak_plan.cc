@@ -7,21 +7,24 @@ namespace tsr::tools::soak {
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "?";
 }
 
-bool Setup::servesCollective(Collective c) const {
-  return std::find(serves.begin(), serves.end(), c) != serves.end();
-}
+bool Setup::servesCollective(Collective c) const { return std::find(serves.begin(), serves.end(), c) != serves.end(); }
 
 std::string Setup::describe(int size) const {
-  std::string hosts = ranksPerHost <= 0 ? "one host"
+  std::string hosts = ranksPerHost <= 0   ? "one host"
                       : ranksPerHost == 1 ? std::to_string(size) + " hosts of 1 rank"
                                           : std::to_string(size / ranksPerHost) + " hosts of " +
                                                 std::to_string(ranksPerHost) + " ranks";
@@ -61,8 +64,8 @@ Result<std::vector<Setup>> selectSetups(int size, const std::string& names) {
     if (it == known.end()) {
       std::string names;
       for (const Setup& s : known) names += (names.empty() ? "" : ", ") + s.name;
-      return Status(Code::kInvalidArgument, "--algos: unknown or unusable with " + std::to_string(size) +
-                                                " ranks: '" + name + "' (known: " + names + ")");
+      return Status(Code::kInvalidArgument, "--algos: unknown or unusable with " + std::to_string(size) + " ranks: '" +
+                                                name + "' (known: " + names + ")");
     }
     if (std::none_of(chosen.begin(), chosen.end(), [&](const Setup& s) { return s.name == name; }))
       chosen.push_back(*it);
@@ -96,7 +99,10 @@ std::string describeOp(const Op& op) {
 }
 
 OpGenerator::OpGenerator(uint64_t seed, int size, size_t maxBytes, int maxInFlight, std::vector<Setup> setups)
-    : state_(seed), size_(std::max(1, size)), maxBytes_(maxBytes), maxInFlight_(std::max(1, maxInFlight)),
+    : state_(seed),
+      size_(std::max(1, size)),
+      maxBytes_(maxBytes),
+      maxInFlight_(std::max(1, maxInFlight)),
       setups_(std::move(setups)) {}
 
 uint64_t OpGenerator::random() {  // SplitMix64
@@ -111,7 +117,7 @@ uint64_t OpGenerator::below(uint64_t n) { return n <= 1 ? 0 : random() % n; }
 size_t OpGenerator::drawCount(size_t maxCount) {
   if (maxCount == 0 || below(32) == 0) return 0;
   int bits = 0;
-  while (bits < 64 && (maxCount >> bits) != 0) ++bits;  // maxCount < 2^bits
+  while (bits < 64 && (maxCount >> bits) != 0) ++bits;               // maxCount < 2^bits
   int b = 1 + static_cast<int>(below(static_cast<uint64_t>(bits)));  // 1..bits
   size_t lo = size_t{1} << (b - 1);
   size_t hi = std::min(maxCount, b >= 64 ? maxCount : (size_t{1} << b) - 1);
@@ -119,9 +125,14 @@ size_t OpGenerator::drawCount(size_t maxCount) {
 }
 
 Op OpGenerator::next() {
-  struct Weighted { Collective c; int weight; };
-  static constexpr Weighted kWeights[] = {{Collective::kAllreduce, 35}, {Collective::kAllgather, 20},
-                                          {Collective::kReduceScatter, 20}, {Collective::kBroadcast, 15},
+  struct Weighted {
+    Collective c;
+    int weight;
+  };
+  static constexpr Weighted kWeights[] = {{Collective::kAllreduce, 35},
+                                          {Collective::kAllgather, 20},
+                                          {Collective::kReduceScatter, 20},
+                                          {Collective::kBroadcast, 15},
                                           {Collective::kBarrier, 10}};
   auto served = [&](Collective c) {
     return std::any_of(setups_.begin(), setups_.end(), [&](const Setup& s) { return s.servesCollective(c); });

@@ -48,10 +48,10 @@ struct Op {
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;  // allreduce, reduce_scatter
   size_t count = 0;
-  int root = 0;                  // broadcast
-  bool inPlace = false;          // allreduce, broadcast: output == input
-  int setup = 0;                 // index into the setups
-  uint32_t salt = 0;             // keys the operation's input values
+  int root = 0;          // broadcast
+  bool inPlace = false;  // allreduce, broadcast: output == input
+  int setup = 0;         // index into the setups
+  uint32_t salt = 0;     // keys the operation's input values
 };
 
 // Elements of a rank's input and output buffers.

@@ -72,8 +72,8 @@ std::vector<std::string> shmEntryNames() {
   return names;
 }
 
-PhaseVerdict judgePhase(const std::string& phase, int rank, const std::vector<Sample>& samples,
-                        uint64_t warmupEnd, int64_t rssBoundKiB, bool judgeRss) {
+PhaseVerdict judgePhase(const std::string& phase, int rank, const std::vector<Sample>& samples, uint64_t warmupEnd,
+                        int64_t rssBoundKiB, bool judgeRss) {
   PhaseVerdict v;
   if (samples.empty()) {
     v.failures.push_back("rank " + std::to_string(rank) + ", " + phase + ": no figures were taken");
@@ -98,8 +98,8 @@ PhaseVerdict judgePhase(const std::string& phase, int rank, const std::vector<Sa
     if (from < 0 || to < 0)
       v.failures.push_back(where + what + " could not be read");
     else if (to > from)
-      v.failures.push_back(where + what + " grew from " + std::to_string(from) + " to " + std::to_string(to) +
-                           span + "; bound: no growth");
+      v.failures.push_back(where + what + " grew from " + std::to_string(from) + " to " + std::to_string(to) + span +
+                           "; bound: no growth");
   };
   flat("open file descriptors", a.fds, b.fds);
   flat("/dev/shm entries", a.shmEntries, b.shmEntries);

@@ -10,12 +10,12 @@
 namespace tsr::tools::soak {
 
 struct Figures {
-  int64_t rssKiB = 0;      // /proc/self/status VmRSS
-  int64_t rssAnonKiB = 0;  // its parts (reported only): RssAnon (heap, UCX's TCP buffers) and
-  int64_t rssShmemKiB = 0; // RssShmem (shared memory: segments, registered scratch)
-  int64_t fds = 0;         // entries of /proc/self/fd
-  int64_t shmEntries = 0;  // entries of /dev/shm (the whole machine's)
-  int64_t shmMaps = 0;     // lines of /proc/self/maps naming /dev/shm/ or SYSV
+  int64_t rssKiB = 0;       // /proc/self/status VmRSS
+  int64_t rssAnonKiB = 0;   // its parts (reported only): RssAnon (heap, UCX's TCP buffers) and
+  int64_t rssShmemKiB = 0;  // RssShmem (shared memory: segments, registered scratch)
+  int64_t fds = 0;          // entries of /proc/self/fd
+  int64_t shmEntries = 0;   // entries of /dev/shm (the whole machine's)
+  int64_t shmMaps = 0;      // lines of /proc/self/maps naming /dev/shm/ or SYSV
   // Reported, not judged: the communicators' scratch pools (runtime/scratch_pool.h), idle
   // memory and blocks obtained so far, summed over the phase's communicators.
   int64_t poolIdleKiB = 0;
@@ -36,10 +36,10 @@ Figures readFigures(int64_t shmNotAbove);
 std::vector<std::string> shmEntryNames();
 
 struct PhaseVerdict {
-  Sample before;  // the first sample (before the phase)
-  Sample start;   // the first sample at or after warm-up
-  Sample end;     // the last sample
-  Figures peak;   // the largest of each figure from `start` on
+  Sample before;                      // the first sample (before the phase)
+  Sample start;                       // the first sample at or after warm-up
+  Sample end;                         // the last sample
+  Figures peak;                       // the largest of each figure from `start` on
   std::vector<std::string> failures;  // empty: flat within the bounds
 };
 
@@ -50,7 +50,7 @@ struct PhaseVerdict {
 // memory: what they hold is reported, and RSS and the mappings are judged without it (RSS less
 // the pools' idle memory, mappings less the blocks the pools obtained). Failures name the
 // rank, the phase, the figure and both values.
-PhaseVerdict judgePhase(const std::string& phase, int rank, const std::vector<Sample>& samples,
-                        uint64_t warmupEnd, int64_t rssBoundKiB, bool judgeRss);
+PhaseVerdict judgePhase(const std::string& phase, int rank, const std::vector<Sample>& samples, uint64_t warmupEnd,
+                        int64_t rssBoundKiB, bool judgeRss);
 
 }  // namespace tsr::tools::soak

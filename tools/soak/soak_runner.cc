@@ -63,19 +63,23 @@ struct Pending {
 
 Result<RequestPtr> post(Communicator& comm, const Op& op, void* in, void* out) {
   switch (op.collective) {
-    case Collective::kAllreduce: return comm.allreduce(in, out, op.count, op.dtype, op.op);
-    case Collective::kAllgather: return comm.allgather(in, out, op.count, op.dtype);
-    case Collective::kReduceScatter: return comm.reduceScatter(in, out, op.count, op.dtype, op.op);
-    case Collective::kBroadcast: return comm.broadcast(in, out, op.count, op.dtype, op.root);
-    case Collective::kBarrier: return comm.barrier();
+    case Collective::kAllreduce:
+      return comm.allreduce(in, out, op.count, op.dtype, op.op);
+    case Collective::kAllgather:
+      return comm.allgather(in, out, op.count, op.dtype);
+    case Collective::kReduceScatter:
+      return comm.reduceScatter(in, out, op.count, op.dtype, op.op);
+    case Collective::kBroadcast:
+      return comm.broadcast(in, out, op.count, op.dtype, op.root);
+    case Collective::kBarrier:
+      return comm.barrier();
   }
   return Status(Code::kInternal, "unknown collective");
 }
 
 std::string where(int rank, const Op& op, const Setup& setup, const std::string& served) {
-  return "rank " + std::to_string(rank) + ", op " + std::to_string(op.index) + ": " + describeOp(op) +
-         ", setup " + setup.name + " (TSR_ALGO=" + setup.algo + ")" +
-         (served.empty() ? "" : ", algorithm " + served);
+  return "rank " + std::to_string(rank) + ", op " + std::to_string(op.index) + ": " + describeOp(op) + ", setup " +
+         setup.name + " (TSR_ALGO=" + setup.algo + ")" + (served.empty() ? "" : ", algorithm " + served);
 }
 
 std::string number(double v) {
@@ -119,8 +123,8 @@ Result<std::unique_ptr<Communicator>> createCommunicator(const Setup* setup, con
   return Communicator::create(launch, config);
 }
 
-void runMixed(const std::vector<Communicator*>& comms, const std::vector<Setup>& setups,
-              const SoakOptions& options, RankRecord* record) {
+void runMixed(const std::vector<Communicator*>& comms, const std::vector<Setup>& setups, const SoakOptions& options,
+              RankRecord* record) {
   PhaseRecord& phase = record->mixed;
   const int rank = comms.front()->rank(), size = comms.front()->size();
   OpGenerator generator(options.seed, size, options.maxBytes, options.inflight, setups);
@@ -173,8 +177,8 @@ void runMixed(const std::vector<Communicator*>& comms, const std::vector<Setup>&
       if (op.collective != Collective::kBarrier)
         if (auto bad = findMismatch(op, size, rank, out))
           record->failure = "WRONG RESULT: " + where(rank, op, setups[op.setup], served) + ", element " +
-                            std::to_string(bad->element) + ": expected " + number(bad->expected) +
-                            ", got " + number(bad->got);
+                            std::to_string(bad->element) + ": expected " + number(bad->expected) + ", got " +
+                            number(bad->got);
       ++phase.done;
       phase.bytes += largestBufferBytes(op, size);
     }
@@ -188,8 +192,7 @@ void runMixed(const std::vector<Communicator*>& comms, const std::vector<Setup>&
   phase.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void runCycles(const std::vector<Setup>& setups, const SoakOptions& options, int rank, int size,
-               RankRecord* record) {
+void runCycles(const std::vector<Setup>& setups, const SoakOptions& options, int rank, int size, RankRecord* record) {
   PhaseRecord& phase = record->cycles;
   const uint64_t interval = std::max<uint64_t>(1, options.cycles / static_cast<uint64_t>(options.samples));
   phase.warmupEnd = options.cycles * static_cast<uint64_t>(options.cycleWarmupPct) / 100;

@@ -22,10 +22,10 @@ Result<std::unique_ptr<runtime::Communicator>> createCommunicator(const Setup* s
 
 struct PhaseRecord {
   std::vector<Sample> samples;
-  uint64_t done = 0;      // operations or cycles completed
+  uint64_t done = 0;  // operations or cycles completed
   uint64_t warmupEnd = 0;
   double seconds = 0;
-  uint64_t bytes = 0;     // phase 1: bytes of the collectives' larger buffers, summed
+  uint64_t bytes = 0;  // phase 1: bytes of the collectives' larger buffers, summed
 };
 
 struct RankRecord {
@@ -42,7 +42,6 @@ void runMixed(const std::vector<runtime::Communicator*>& comms, const std::vecto
 
 // Phase 2: options.cycles times, a communicator of the next setup (in turn) is created, runs a
 // barrier and a checked allreduce, and is destroyed.
-void runCycles(const std::vector<Setup>& setups, const SoakOptions& options, int rank, int size,
-               RankRecord* record);
+void runCycles(const std::vector<Setup>& setups, const SoakOptions& options, int rank, int size, RankRecord* record);
 
 }  // namespace tsr::tools::soak

@@ -48,18 +48,31 @@ double reduced(const Op& op, int size, size_t j) {
   for (int r = 1; r < size; ++r) {
     double v = plainValue(op, size, r, j);
     switch (op.op) {
-      case ReduceOp::kSum: case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      case ReduceOp::kProd: acc *= v; break;
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg:
+        acc += v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
+      case ReduceOp::kProd:
+        acc *= v;
+        break;
     }
   }
   if (op.op != ReduceOp::kAvg || size <= 1) return acc;
   switch (op.dtype) {  // as kernels::divideInPlace divides
-    case DataType::kF64: return acc / size;
-    case DataType::kF32: case DataType::kF16: case DataType::kBF16:
+    case DataType::kF64:
+      return acc / size;
+    case DataType::kF32:
+    case DataType::kF16:
+    case DataType::kBF16:
       return roundTrip(static_cast<double>(static_cast<float>(acc) / static_cast<float>(size)), op.dtype);
-    case DataType::kI32: case DataType::kI64:
+    case DataType::kI32:
+    case DataType::kI64:
       return static_cast<double>(static_cast<int64_t>(acc) / size);
   }
   return acc;
@@ -71,11 +84,16 @@ double inputValue(const Op& op, int size, int rank, size_t j) { return plainValu
 
 double expectedValue(const Op& op, int size, int rank, size_t j) {
   switch (op.collective) {
-    case Collective::kAllreduce: return reduced(op, size, j);
-    case Collective::kReduceScatter: return reduced(op, size, static_cast<size_t>(rank) * op.count + j);
-    case Collective::kAllgather: return plainValue(op, size, static_cast<int>(j / op.count), j % op.count);
-    case Collective::kBroadcast: return plainValue(op, size, op.root, j);
-    case Collective::kBarrier: return 0;
+    case Collective::kAllreduce:
+      return reduced(op, size, j);
+    case Collective::kReduceScatter:
+      return reduced(op, size, static_cast<size_t>(rank) * op.count + j);
+    case Collective::kAllgather:
+      return plainValue(op, size, static_cast<int>(j / op.count), j % op.count);
+    case Collective::kBroadcast:
+      return plainValue(op, size, op.root, j);
+    case Collective::kBarrier:
+      return 0;
   }
   return 0;
 }

@@ -24,8 +24,7 @@ std::string renderJobDot(const JobView& job) {
   int n = static_cast<int>(job.ring.size());
   for (int p = 0; n > 1 && p < n; ++p) {
     int a = job.ring[p], b = job.ring[(p + 1) % n];
-    out << "  r" << a << " -> r" << b
-        << (hosts.sameHost(a, b) ? " [color=black];\n" : " [color=red, penwidth=2.5];\n");
+    out << "  r" << a << " -> r" << b << (hosts.sameHost(a, b) ? " [color=black];\n" : " [color=red, penwidth=2.5];\n");
   }
   if (job.torus) {
     const TorusLayout& t = *job.torus;
@@ -45,18 +44,19 @@ std::string renderMachineDot(const Report& report) {
   auto deviceNodes = [&](int numa) {
     for (std::size_t i = 0; i < m.gpus.size(); ++i)
       if (m.gpus[i].numaNode == numa)
-        out << "      gpu" << i << " [label=\"GPU" << i << "\\n" << m.gpus[i].name << "\\n"
+        out << "      gpu" << i << " [label=\"GPU" << i << "\\n"
+            << m.gpus[i].name << "\\n"
             << m.gpus[i].busId << "\", style=filled, fillcolor=palegreen];\n";
     for (std::size_t i = 0; i < m.nics.size(); ++i)
       if (m.nics[i].numaNode == numa)
-        out << "      nic" << i << " [label=\"NIC" << i << "\\n" << m.nics[i].name << "\\n"
+        out << "      nic" << i << " [label=\"NIC" << i << "\\n"
+            << m.nics[i].name << "\\n"
             << m.nics[i].busId << "\", style=filled, fillcolor=lightblue];\n";
   };
   for (const NumaNode& node : m.numaNodes) {
     out << "  subgraph cluster_numa" << node.index << " {\n    label=\"NUMA " << node.index;
     if (node.package >= 0) out << " (socket " << node.package << ")";
-    out << "\\n" << formatBytes(node.memoryBytes) << ", PUs " << formatCpuList(m.numaPus(node.index))
-        << "\";\n";
+    out << "\\n" << formatBytes(node.memoryBytes) << ", PUs " << formatCpuList(m.numaPus(node.index)) << "\";\n";
     out << "      numa" << node.index << " [label=\"NUMA " << node.index << "\", shape=ellipse];\n";
     deviceNodes(node.index);
     out << "  }\n";
@@ -67,8 +67,8 @@ std::string renderMachineDot(const Report& report) {
   for (std::size_t g = 0; g < m.gpus.size(); ++g) {
     int nic = nearestNic(m, static_cast<int>(g), 0);
     if (nic >= 0)
-      out << "  gpu" << g << " -- nic" << nic << " [label=\""
-          << linkTypeName(linkBetween(m.gpus[g], m.nics[nic])) << "\"];\n";
+      out << "  gpu" << g << " -- nic" << nic << " [label=\"" << linkTypeName(linkBetween(m.gpus[g], m.nics[nic]))
+          << "\"];\n";
   }
   out << "}\n";
   return out.str();

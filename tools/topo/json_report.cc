@@ -25,10 +25,18 @@ std::string quote(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char esc[8];
@@ -68,9 +76,8 @@ std::string device(const Device& d, const std::string& label, int index) {
   out << "{\"index\": " << index << ", \"label\": " << quote(label) << ", \"name\": " << quote(d.name)
       << ", \"os_names\": " << strings(d.osNames) << ", \"bus_id\": " << quote(d.busId)
       << ", \"vendor_id\": " << hex(d.vendorId) << ", \"device_id\": " << hex(d.deviceId)
-      << ", \"class_id\": " << hex(d.classId) << ", \"model\": " << quote(d.model)
-      << ", \"numa\": " << d.numaNode << ", \"socket\": " << d.package
-      << ", \"pci_path\": " << strings(d.pciPath) << "}";
+      << ", \"class_id\": " << hex(d.classId) << ", \"model\": " << quote(d.model) << ", \"numa\": " << d.numaNode
+      << ", \"socket\": " << d.package << ", \"pci_path\": " << strings(d.pciPath) << "}";
   return out.str();
 }
 
@@ -80,15 +87,13 @@ std::string renderJson(const Report& report) {
   const MachineTopology& m = report.machine;
   std::ostringstream out;
   out << "{\n  \"source\": " << quote(report.source) << ",\n  \"hostname\": " << quote(m.hostname)
-      << ",\n  \"sockets\": " << m.packages.size() << ",\n  \"cores\": " << m.numCores
-      << ",\n  \"pus\": " << m.numPus << ",\n  \"memory_bytes\": " << m.totalMemoryBytes()
-      << ",\n  \"numa_nodes\": "
-      << array(m.numaNodes, [&](const NumaNode& n) {
+      << ",\n  \"sockets\": " << m.packages.size() << ",\n  \"cores\": " << m.numCores << ",\n  \"pus\": " << m.numPus
+      << ",\n  \"memory_bytes\": " << m.totalMemoryBytes()
+      << ",\n  \"numa_nodes\": " << array(m.numaNodes, [&](const NumaNode& n) {
            std::ostringstream o;
-           o << "{\"index\": " << n.index << ", \"os_index\": " << n.osIndex
-             << ", \"socket\": " << n.package << ", \"memory_bytes\": " << n.memoryBytes
-             << ", \"cores\": " << n.cores.size() << ", \"pus\": "
-             << quote(formatCpuList(m.numaPus(n.index))) << "}";
+           o << "{\"index\": " << n.index << ", \"os_index\": " << n.osIndex << ", \"socket\": " << n.package
+             << ", \"memory_bytes\": " << n.memoryBytes << ", \"cores\": " << n.cores.size()
+             << ", \"pus\": " << quote(formatCpuList(m.numaPus(n.index))) << "}";
            return o.str();
          });
   std::vector<std::string> labels = deviceLabels(m);
@@ -97,8 +102,7 @@ std::string renderJson(const Report& report) {
     out << (i ? ", " : "") << "\n    " << device(m.gpus[i], labels[i], static_cast<int>(i));
   out << "],\n  \"nics\": [";
   for (std::size_t i = 0; i < m.nics.size(); ++i)
-    out << (i ? ", " : "") << "\n    "
-        << device(m.nics[i], labels[m.gpus.size() + i], static_cast<int>(i));
+    out << (i ? ", " : "") << "\n    " << device(m.nics[i], labels[m.gpus.size() + i], static_cast<int>(i));
   out << "],\n  \"matrix\": {\"labels\": " << strings(labels) << ", \"rows\": [";
   std::vector<const Device*> devices = allDevices(m);
   for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -112,22 +116,21 @@ std::string renderJson(const Report& report) {
     const BindingPlan& b = report.bindings[i];
     out << (i ? ", " : "") << "\n    {\"local_rank\": " << b.localRank << ", \"gpu\": " << b.devices.gpu
         << ", \"nic\": " << b.devices.nic << ", \"numa\": " << b.devices.numaNode
-        << ", \"pus\": " << quote(formatCpuList(b.pus)) << ", \"reason\": " << quote(b.devices.reason)
-        << "}";
+        << ", \"pus\": " << quote(formatCpuList(b.pus)) << ", \"reason\": " << quote(b.devices.reason) << "}";
   }
   out << "]}";
   if (report.job) {
     const JobView& job = *report.job;
     out << ",\n  \"job\": {\"hostfile\": " << quote(job.hostfile) << ", \"np\": " << job.hosts.worldSize
-        << ",\n    \"hosts\": " << array(job.hosts.hosts, [](const HostInfo& h) {
-             return "{\"name\": " + quote(h.name) + ", \"ranks\": " + ints(h.ranks) + "}";
-           })
+        << ",\n    \"hosts\": "
+        << array(
+               job.hosts.hosts,
+               [](const HostInfo& h) { return "{\"name\": " + quote(h.name) + ", \"ranks\": " + ints(h.ranks) + "}"; })
         << ",\n    \"ring\": " << ints(job.ring) << ", \"host_crossings\": " << job.hostCrossings
         << ",\n    \"torus\": ";
     if (job.torus) {
       out << "{\"available\": true, \"x\": " << job.torus->x << ", \"y\": " << job.torus->y
-          << ", \"note\": " << quote(job.torusNote) << ", \"grid\": " << array(job.torus->grid, ints)
-          << "}";
+          << ", \"note\": " << quote(job.torusNote) << ", \"grid\": " << array(job.torus->grid, ints) << "}";
     } else {
       out << "{\"available\": false, \"note\": " << quote(job.torusNote) << "}";
     }

@@ -11,8 +11,8 @@
 #include <iostream>
 
 #include "base/bounded_file.h"
-#include "topology/discovery.h"
 #include "tools/topo/report.h"
+#include "topology/discovery.h"
 
 namespace {
 
@@ -27,8 +27,9 @@ int fail(const Status& status) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"tsr-topo: machine topology (sockets, NUMA, GPUs, NICs), GPU/NIC affinity, "
-               "rank binding, and the ring/torus a job would use"};
+  CLI::App app{
+      "tsr-topo: machine topology (sockets, NUMA, GPUs, NICs), GPU/NIC affinity, "
+      "rank binding, and the ring/torus a job would use"};
   std::string xml, hostfile, dumpPath, bind = "numa";
   int np = 0, localRanks = 0;
   bool json = false, dot = false;
@@ -37,7 +38,8 @@ int run(int argc, char** argv) {
                  "Show the ring and torus of a job on these hosts (lines: 'host slots=N', "
                  "'host:N' or 'host'); each host is taken to look like the inspected machine");
   app.add_option("-n,--np", np,  // also -np, see below
-                 "Number of ranks of the job (default: every slot)")->check(CLI::Range(0, 1 << 20));
+                 "Number of ranks of the job (default: every slot)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--bind", bind, "Binding mode to show: none|numa|core (TSR_BIND)");
   app.add_option("--local-ranks", localRanks,
                  "Local ranks to show bindings for (default: one per GPU, else one per NUMA node)")
@@ -66,10 +68,10 @@ int run(int argc, char** argv) {
   }
   const MachineTopology& m = machine.value();
   if (localRanks == 0)
-    localRanks = !m.gpus.empty() ? static_cast<int>(m.gpus.size())
-                                 : std::max<int>(1, static_cast<int>(m.numaNodes.size()));
-  tools::topo::Report report = tools::topo::makeReport(xml.empty() ? "local machine" : xml,
-                                                       machine.take(), mode.value(), localRanks);
+    localRanks =
+        !m.gpus.empty() ? static_cast<int>(m.gpus.size()) : std::max<int>(1, static_cast<int>(m.numaNodes.size()));
+  tools::topo::Report report =
+      tools::topo::makeReport(xml.empty() ? "local machine" : xml, machine.take(), mode.value(), localRanks);
   if (!hostfile.empty()) {
     auto text = readBoundedFile(hostfile, kMaxHostfileBytes, "hostfile");
     if (!text.isOk()) return fail(text.status());
@@ -81,8 +83,9 @@ int run(int argc, char** argv) {
   } else if (np != 0) {
     return fail(Status(Code::kInvalidArgument, "-np needs --hostfile"));
   }
-  std::cout << (json ? tools::topo::renderJson(report)
-                     : dot ? tools::topo::renderDot(report) : tools::topo::renderText(report));
+  std::cout << (json  ? tools::topo::renderJson(report)
+                : dot ? tools::topo::renderDot(report)
+                      : tools::topo::renderText(report));
   return 0;
 }
 

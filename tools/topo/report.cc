@@ -11,13 +11,12 @@ Report makeReport(std::string source, MachineTopology machine, BindMode mode, in
   report.source = std::move(source);
   report.machine = std::move(machine);
   report.bindMode = mode;
-  for (int r = 0; r < localRanks; ++r)
-    report.bindings.push_back(chooseBinding(report.machine, r, localRanks, mode));
+  for (int r = 0; r < localRanks; ++r) report.bindings.push_back(chooseBinding(report.machine, r, localRanks, mode));
   return report;
 }
 
-Result<JobView> makeJob(const Report& report, const std::string& hostfile,
-                        const std::vector<HostSlots>& slots, int np) {
+Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::vector<HostSlots>& slots,
+                        int np) {
   TSR_ASSIGN_OR_RETURN(std::vector<int> hostOfRank, mapRanksBySlot(slots, np));
   JobView job;
   job.hostfile = hostfile;
@@ -28,8 +27,7 @@ Result<JobView> makeJob(const Report& report, const std::string& hostfile,
   std::vector<RankPlacement> placements;
   for (int r = 0; r < static_cast<int>(hostOfRank.size()); ++r) {
     int h = hostOfRank[r];
-    placements.push_back(
-        placementOn(report.machine, r, nextLocal[h]++, localSize[h], slots[h].host));
+    placements.push_back(placementOn(report.machine, r, nextLocal[h]++, localSize[h], slots[h].host));
   }
   TSR_ASSIGN_OR_RETURN(job.hosts, buildHostMap(placements));
   job.ring = ringOrder(job.hosts);

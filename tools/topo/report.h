@@ -20,22 +20,21 @@ struct JobView {
   std::string hostfile;
   std::vector<topology::HostSlots> slots;
   topology::HostMap hosts;
-  std::vector<int> ring;               // ring order of ranks
+  std::vector<int> ring;  // ring order of ranks
   int hostCrossings = 0;
   std::optional<topology::TorusLayout> torus;
-  std::string torusNote;               // shape reason, or why there is no torus
+  std::string torusNote;  // shape reason, or why there is no torus
 };
 
 struct Report {
-  std::string source;                  // "local machine" or the XML path
+  std::string source;  // "local machine" or the XML path
   topology::MachineTopology machine;
   topology::BindMode bindMode = topology::BindMode::kNuma;
   std::vector<topology::BindingPlan> bindings;  // one per local rank
   std::optional<JobView> job;
 };
 
-Report makeReport(std::string source, topology::MachineTopology machine, topology::BindMode mode,
-                  int localRanks);
+Report makeReport(std::string source, topology::MachineTopology machine, topology::BindMode mode, int localRanks);
 // Lays out `np` ranks (0 = every slot) of `hostfile` on machines like report.machine.
 Result<JobView> makeJob(const Report& report, const std::string& hostfile,
                         const std::vector<topology::HostSlots>& slots, int np);
@@ -45,7 +44,7 @@ std::string renderJson(const Report& report);
 std::string renderDot(const Report& report);
 
 // Helpers shared by the renderers.
-std::string formatBytes(unsigned long long bytes);  // "256.0 GiB"
+std::string formatBytes(unsigned long long bytes);                                // "256.0 GiB"
 std::vector<std::string> deviceLabels(const topology::MachineTopology& machine);  // GPU0.., NIC0..
 std::vector<const topology::Device*> allDevices(const topology::MachineTopology& machine);
 

@@ -18,25 +18,23 @@ std::string numaText(int numa) { return numa < 0 ? "N/A" : std::to_string(numa);
 
 void renderMachine(std::ostringstream& out, const Report& report) {
   const MachineTopology& m = report.machine;
-  out << "Machine: " << (m.hostname.empty() ? "(unnamed)" : m.hostname) << " (" << report.source
-      << ")\n";
-  out << "  Sockets: " << m.packages.size() << "  NUMA nodes: " << m.numaNodes.size()
-      << "  Cores: " << m.numCores << "  PUs: " << m.numPus
-      << "  Memory: " << formatBytes(m.totalMemoryBytes()) << "\n";
+  out << "Machine: " << (m.hostname.empty() ? "(unnamed)" : m.hostname) << " (" << report.source << ")\n";
+  out << "  Sockets: " << m.packages.size() << "  NUMA nodes: " << m.numaNodes.size() << "  Cores: " << m.numCores
+      << "  PUs: " << m.numPus << "  Memory: " << formatBytes(m.totalMemoryBytes()) << "\n";
   for (const Package& p : m.packages)
     out << "  Socket " << p.index << ": " << p.numCores << " cores, " << p.numPus << " PUs"
         << (p.model.empty() ? "" : ", " + p.model) << "\n";
   for (const NumaNode& n : m.numaNodes) {
-    out << "  NUMA " << n.index << ": " << formatBytes(n.memoryBytes) << ", "
-        << n.cores.size() << " cores, PUs " << formatCpuList(m.numaPus(n.index));
+    out << "  NUMA " << n.index << ": " << formatBytes(n.memoryBytes) << ", " << n.cores.size() << " cores, PUs "
+        << formatCpuList(m.numaPus(n.index));
     if (n.package >= 0) out << ", socket " << n.package;
     out << "\n";
   }
   out << "  GPUs: " << (m.gpus.empty() ? "none" : std::to_string(m.gpus.size())) << "\n";
   for (std::size_t i = 0; i < m.gpus.size(); ++i) {
     const Device& g = m.gpus[i];
-    out << "    GPU" << i << "  " << pad(g.name, 8) << " " << g.busId << "  NUMA "
-        << numaText(g.numaNode) << (g.model.empty() ? "" : "  " + g.model) << "\n";
+    out << "    GPU" << i << "  " << pad(g.name, 8) << " " << g.busId << "  NUMA " << numaText(g.numaNode)
+        << (g.model.empty() ? "" : "  " + g.model) << "\n";
   }
   out << "  NICs: " << (m.nics.empty() ? "none" : std::to_string(m.nics.size())) << "\n";
   for (std::size_t i = 0; i < m.nics.size(); ++i) {
@@ -44,8 +42,8 @@ void renderMachine(std::ostringstream& out, const Report& report) {
     std::string names;
     for (const std::string& name : n.osNames)
       if (name != n.name) names += (names.empty() ? "" : ",") + name;
-    out << "    NIC" << i << "  " << pad(n.name, 8) << " " << n.busId << "  NUMA "
-        << numaText(n.numaNode) << (names.empty() ? "" : "  (" + names + ")") << "\n";
+    out << "    NIC" << i << "  " << pad(n.name, 8) << " " << n.busId << "  NUMA " << numaText(n.numaNode)
+        << (names.empty() ? "" : "  (" + names + ")") << "\n";
   }
 }
 
@@ -64,8 +62,7 @@ void renderMatrix(std::ostringstream& out, const Report& report) {
   out << pad("CPU Affinity", 16) << "NUMA Affinity\n";
   for (std::size_t i = 0; i < devices.size(); ++i) {
     out << pad(labels[i], w);
-    for (std::size_t j = 0; j < devices.size(); ++j)
-      out << pad(linkTypeName(linkBetween(*devices[i], *devices[j])), w);
+    for (std::size_t j = 0; j < devices.size(); ++j) out << pad(linkTypeName(linkBetween(*devices[i], *devices[j])), w);
     std::string cpus = formatCpuList(m.numaPus(devices[i]->numaNode));
     out << pad(cpus.empty() ? "N/A" : cpus, 16) << numaText(devices[i]->numaNode) << "\n";
   }
@@ -73,8 +70,8 @@ void renderMatrix(std::ostringstream& out, const Report& report) {
 }
 
 void renderBindings(std::ostringstream& out, const Report& report) {
-  out << "\nBinding (TSR_BIND=" << bindModeName(report.bindMode) << ", " << report.bindings.size()
-      << " local rank" << (report.bindings.size() == 1 ? "" : "s") << "):\n";
+  out << "\nBinding (TSR_BIND=" << bindModeName(report.bindMode) << ", " << report.bindings.size() << " local rank"
+      << (report.bindings.size() == 1 ? "" : "s") << "):\n";
   for (const BindingPlan& plan : report.bindings) {
     std::string devices;
     if (plan.devices.gpu >= 0) devices = "GPU" + std::to_string(plan.devices.gpu);

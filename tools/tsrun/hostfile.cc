@@ -66,9 +66,8 @@ Status parseHostToken(std::string_view token, const std::string& where, HostEntr
     std::string_view count = token.substr(colon + 1);
     entry.slots = parseSlots(count);
     if (entry.slots == 0) {
-      return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(count) +
-                                                "' in '" + std::string(token) +
-                                                "' (expected an integer >= 1)");
+      return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(count) + "' in '" +
+                                                std::string(token) + "' (expected an integer >= 1)");
     }
   }
   return Status::ok();
@@ -119,31 +118,27 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_
       size_t eq = word.find('=');
       std::string_view key = word.substr(0, eq);
       if (eq == std::string_view::npos || key != "slots") {
-        return Status(Code::kInvalidArgument,
-                      where + ": unknown keyword '" + std::string(word) + "' in '" +
-                          std::string(line) + "' (expected 'host slots=N', 'host:N' or 'host')");
+        return Status(Code::kInvalidArgument, where + ": unknown keyword '" + std::string(word) + "' in '" +
+                                                  std::string(line) +
+                                                  "' (expected 'host slots=N', 'host:N' or 'host')");
       }
       if (sawSlots || countInName) {
-        return Status(Code::kInvalidArgument, where + ": slot count given twice in '" +
-                                                  std::string(line) + "'");
+        return Status(Code::kInvalidArgument, where + ": slot count given twice in '" + std::string(line) + "'");
       }
       std::string_view value = word.substr(eq + 1);
       entry.slots = parseSlots(value);
       if (entry.slots == 0) {
-        return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(value) +
-                                                  "' in '" + std::string(line) +
-                                                  "' (expected an integer >= 1)");
+        return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(value) + "' in '" +
+                                                  std::string(line) + "' (expected an integer >= 1)");
       }
       sawSlots = true;
     }
     table.add(std::move(entry));
   }
   if (table.hosts.empty()) {
-    std::string why = lineNo == 0 ? "the file is empty"
-                                  : "all " + std::to_string(lineNo) +
-                                        " lines are blank or comments";
-    return Status(Code::kInvalidArgument,
-                  std::string(fileName) + ": hostfile lists no hosts (" + why + ")");
+    std::string why =
+        lineNo == 0 ? "the file is empty" : "all " + std::to_string(lineNo) + " lines are blank or comments";
+    return Status(Code::kInvalidArgument, std::string(fileName) + ": hostfile lists no hosts (" + why + ")");
   }
   return std::move(table.hosts);
 }

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "tools/tsrun/exit_status.h"
@@ -64,14 +64,12 @@ std::string formatSeconds(double seconds) {
 }
 
 auto toDuration(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 }  // namespace
 
-JobRunner::JobRunner(std::vector<RankLaunch> ranks, JobSettings settings)
-    : settings_(settings) {
+JobRunner::JobRunner(std::vector<RankLaunch> ranks, JobSettings settings) : settings_(settings) {
   ranks_.reserve(ranks.size());
   for (RankLaunch& r : ranks) ranks_.emplace_back(std::move(r));
 }
@@ -121,8 +119,8 @@ void JobRunner::startAll() {
     if (stopping_) break;  // e.g. SIGINT arrived while starting: start no more ranks
     Result<SpawnedProcess> spawned = spawnRank(rank.launch.request);
     if (!spawned.isOk()) {
-      report("cannot start rank " + std::to_string(rank.launch.slot.rank) + " (host " +
-             rank.launch.slot.host + "): " + spawned.status().message());
+      report("cannot start rank " + std::to_string(rank.launch.slot.rank) + " (host " + rank.launch.slot.host +
+             "): " + spawned.status().message());
       setOutcome(Outcome::kCannotStart, kExitCannotStart);
       stopAll(SIGTERM);
       break;
@@ -141,11 +139,9 @@ void JobRunner::loop() {
   std::vector<std::pair<Rank*, int>> owners;
   while (true) {
     Clock::time_point now = Clock::now();
-    if (pendingBlame_ && outcome_ == Outcome::kNone && (now >= *blameDeadline_ || !anyRunning()))
-      blame(*pendingBlame_);
+    if (pendingBlame_ && outcome_ == Outcome::kNone && (now >= *blameDeadline_ || !anyRunning())) blame(*pendingBlame_);
     if (jobDeadline_ && now >= *jobDeadline_ && outcome_ == Outcome::kNone) {
-      report("the job ran longer than --timeout " + formatSeconds(settings_.timeoutSeconds) +
-             " s; stopping it");
+      report("the job ran longer than --timeout " + formatSeconds(settings_.timeoutSeconds) + " s; stopping it");
       setOutcome(Outcome::kTimedOut, kExitTimeout);
       stopAll(SIGTERM);
     }
@@ -160,8 +156,8 @@ void JobRunner::loop() {
     } else if (giveUpDeadline_ && now >= *giveUpDeadline_) {
       for (const Rank& rank : ranks_) {
         if (rank.running) {
-          report("rank " + std::to_string(rank.launch.slot.rank) + " (pid " +
-                 std::to_string(rank.pid) + ") did not exit after SIGKILL; giving up on it");
+          report("rank " + std::to_string(rank.launch.slot.rank) + " (pid " + std::to_string(rank.pid) +
+                 ") did not exit after SIGKILL; giving up on it");
         }
       }
       return;
@@ -234,8 +230,7 @@ void JobRunner::reapChildren() {
     if (!rank.running) continue;
     siginfo_t info{};
     // WNOWAIT: the rank stays a zombie, holding its pid and process group id (job_runner.h).
-    if (waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-        info.si_pid != rank.pid)
+    if (waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != rank.pid)
       continue;
     rank.running = false;
     int status = waitStatusOf(info);
@@ -340,8 +335,7 @@ bool JobRunner::anyRunning() const {
 }
 
 bool JobRunner::anyStreamOpen() const {
-  return std::any_of(ranks_.begin(), ranks_.end(),
-                     [](const Rank& r) { return r.fds[0] >= 0 || r.fds[1] >= 0; });
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.fds[0] >= 0 || r.fds[1] >= 0; });
 }
 
 void JobRunner::report(const std::string& message) {

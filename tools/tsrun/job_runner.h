@@ -63,14 +63,13 @@ class JobRunner {
   struct Rank {
     RankLaunch launch;
     pid_t pid = -1;
-    bool running = false;  // started and not exited
-    bool reaped = false;   // waited for: its pid may belong to another process now
+    bool running = false;   // started and not exited
+    bool reaped = false;    // waited for: its pid may belong to another process now
     int fds[2] = {-1, -1};  // stdout, stderr read ends
     int inputFd = -1;       // its standard input's write end, held open while tsrun lives
     LinePrefixer prefixers[2];
     explicit Rank(RankLaunch l)
-        : launch(std::move(l)), prefixers{LinePrefixer(launch.slot.rank),
-                                          LinePrefixer(launch.slot.rank)} {}
+        : launch(std::move(l)), prefixers{LinePrefixer(launch.slot.rank), LinePrefixer(launch.slot.rank)} {}
   };
 
   struct Failure {

@@ -8,9 +8,8 @@ namespace {
 
 bool validVariableName(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 constexpr const char* kSecretVariable = "TSR_JOB_SECRET";
@@ -29,9 +28,9 @@ std::string baseName(std::string_view path) {
 }  // namespace
 
 const std::vector<std::string>& launcherVariableNames() {
-  static const std::vector<std::string> kNames = {
-      "TSR_RANK",  "TSR_WORLD_SIZE",     "TSR_LOCAL_RANK", "TSR_LOCAL_SIZE",
-      "TSR_PEERS", "TSR_JOB_SECRET",     "TSR_JOB_ID", "TSR_LAUNCHER_WATCH"};
+  static const std::vector<std::string> kNames = {"TSR_RANK",       "TSR_WORLD_SIZE",    "TSR_LOCAL_RANK",
+                                                  "TSR_LOCAL_SIZE", "TSR_PEERS",         "TSR_JOB_SECRET",
+                                                  "TSR_JOB_ID",     "TSR_LAUNCHER_WATCH"};
   return kNames;
 }
 
@@ -43,7 +42,10 @@ Result<std::vector<std::string>> splitCommandTemplate(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (quote == '\'') {
-      if (c == '\'') quote = 0; else word += c;
+      if (c == '\'')
+        quote = 0;
+      else
+        word += c;
       continue;
     }
     if (quote == '"') {
@@ -73,8 +75,7 @@ Result<std::vector<std::string>> splitCommandTemplate(std::string_view text) {
     }
   }
   if (quote != 0) {
-    return Status(Code::kInvalidArgument,
-                  "--rsh '" + std::string(text) + "': unterminated " + quote + " quote");
+    return Status(Code::kInvalidArgument, "--rsh '" + std::string(text) + "': unterminated " + quote + " quote");
   }
   if (inWord) words.push_back(std::move(word));
   if (words.empty()) {
@@ -85,13 +86,16 @@ Result<std::vector<std::string>> splitCommandTemplate(std::string_view text) {
 
 std::string shellQuote(std::string_view word) {
   bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./:=,@%+").find(c) !=
-                                                              std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_-./:=,@%+").find(c) != std::string_view::npos;
   });
   if (safe) return std::string(word);
   std::string out = "'";
   for (char c : word) {
-    if (c == '\'') out += "'\\''"; else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += '\'';
   return out;
@@ -116,34 +120,32 @@ Result<std::vector<EnvVar>> resolveExports(
     EnvVar var;
     var.name = spec.substr(0, eq);
     if (!validVariableName(var.name)) {
-      return Status(Code::kInvalidArgument,
-                    "-x '" + spec + "': '" + var.name + "' is not a valid variable name");
+      return Status(Code::kInvalidArgument, "-x '" + spec + "': '" + var.name + "' is not a valid variable name");
     }
     if (std::find(reserved.begin(), reserved.end(), var.name) != reserved.end()) {
-      return Status(Code::kInvalidArgument,
-                    "-x '" + spec + "': " + var.name + " is set by tsrun for each rank");
+      return Status(Code::kInvalidArgument, "-x '" + spec + "': " + var.name + " is set by tsrun for each rank");
     }
     if (eq != std::string::npos) {
       var.value = spec.substr(eq + 1);
     } else {
       std::optional<std::string> value = lookup(var.name);
       if (!value) {
-        return Status(Code::kInvalidArgument,
-                      "-x " + var.name + ": " + var.name +
-                          " is not set in tsrun's environment (use -x " + var.name + "=VALUE)");
+        return Status(Code::kInvalidArgument, "-x " + var.name + ": " + var.name +
+                                                  " is not set in tsrun's environment (use -x " + var.name + "=VALUE)");
       }
       var.value = *value;
     }
     // A later -x of the same name wins, like a later assignment in a shell.
-    auto same = std::find_if(out.begin(), out.end(),
-                             [&](const EnvVar& v) { return v.name == var.name; });
-    if (same != out.end()) *same = std::move(var); else out.push_back(std::move(var));
+    auto same = std::find_if(out.begin(), out.end(), [&](const EnvVar& v) { return v.name == var.name; });
+    if (same != out.end())
+      *same = std::move(var);
+    else
+      out.push_back(std::move(var));
   }
   return out;
 }
 
-std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job,
-                                    const std::vector<EnvVar>& exports) {
+std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job, const std::vector<EnvVar>& exports) {
   std::vector<EnvVar> env = {
       {"TSR_RANK", std::to_string(slot.rank)},
       {"TSR_WORLD_SIZE", std::to_string(job.worldSize)},
@@ -158,23 +160,21 @@ std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job,
   return env;
 }
 
-std::vector<std::string> mergeEnvironment(const std::vector<std::string>& base,
-                                          const std::vector<EnvVar>& overrides) {
+std::vector<std::string> mergeEnvironment(const std::vector<std::string>& base, const std::vector<EnvVar>& overrides) {
   std::vector<std::string> out;
   out.reserve(base.size() + overrides.size());
   for (const std::string& entry : base) {
     std::string_view name = std::string_view(entry).substr(0, entry.find('='));
-    bool replaced = std::any_of(overrides.begin(), overrides.end(),
-                                [&](const EnvVar& v) { return v.name == name; });
+    bool replaced = std::any_of(overrides.begin(), overrides.end(), [&](const EnvVar& v) { return v.name == name; });
     if (!replaced) out.push_back(entry);
   }
   for (const EnvVar& v : overrides) out.push_back(v.name + "=" + v.value);
   return out;
 }
 
-std::vector<std::string> remoteArgv(const std::vector<std::string>& rshWords,
-                                    const std::string& host, const std::vector<EnvVar>& env,
-                                    const std::vector<std::string>& program, bool quote) {
+std::vector<std::string> remoteArgv(const std::vector<std::string>& rshWords, const std::string& host,
+                                    const std::vector<EnvVar>& env, const std::vector<std::string>& program,
+                                    bool quote) {
   std::vector<std::string> argv = rshWords;
   argv.push_back(host);
   auto add = [&](const std::string& word) { argv.push_back(quote ? shellQuote(word) : word); };

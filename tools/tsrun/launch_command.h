@@ -57,23 +57,20 @@ bool rshNeedsQuoting(const std::vector<std::string>& rshWords, RshQuote mode);
 
 // Resolves -x specs: "VAR=VALUE" is taken as is, "VAR" forwards lookup(VAR). Fails on a bad
 // name, an unset VAR, or a launcher variable (TSR_RANK, ...).
-Result<std::vector<EnvVar>> resolveExports(
-    const std::vector<std::string>& specs,
-    const std::function<std::optional<std::string>(const std::string&)>& lookup);
+Result<std::vector<EnvVar>> resolveExports(const std::vector<std::string>& specs,
+                                           const std::function<std::optional<std::string>(const std::string&)>& lookup);
 
 // TSR_* variables of one rank, then the exported ones, in a fixed order.
-std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job,
-                                    const std::vector<EnvVar>& exports);
+std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job, const std::vector<EnvVar>& exports);
 
 // base ("NAME=VALUE" strings, e.g. environ) with every variable of overrides replaced or added.
-std::vector<std::string> mergeEnvironment(const std::vector<std::string>& base,
-                                          const std::vector<EnvVar>& overrides);
+std::vector<std::string> mergeEnvironment(const std::vector<std::string>& base, const std::vector<EnvVar>& overrides);
 
 // argv of a remote rank: rsh words, host, the shell that reads the secret from standard
 // input, "env", VAR=VALUE... (TSR_JOB_SECRET left out), program and its arguments.
-std::vector<std::string> remoteArgv(const std::vector<std::string>& rshWords,
-                                    const std::string& host, const std::vector<EnvVar>& env,
-                                    const std::vector<std::string>& program, bool quote);
+std::vector<std::string> remoteArgv(const std::vector<std::string>& rshWords, const std::string& host,
+                                    const std::vector<EnvVar>& env, const std::vector<std::string>& program,
+                                    bool quote);
 
 // What a remote rank's agent gets on standard input: the job secret and a newline.
 std::string remoteInput(const JobInfo& job);

@@ -33,8 +33,7 @@ Result<int> basePortFromEnv() {
   int port = 0;
   auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), port);
   if (ec != std::errc() || ptr != text->data() + text->size() || port < 1 || port > 65535) {
-    return Status(Code::kInvalidArgument,
-                  "TSR_BASE_PORT='" + *text + "' is not a port number in 1..65535");
+    return Status(Code::kInvalidArgument, "TSR_BASE_PORT='" + *text + "' is not a port number in 1..65535");
   }
   return port;
 }
@@ -102,9 +101,9 @@ void printDryRun(const std::vector<RankLaunch>& launches) {
   for (const RankLaunch& l : launches) {
     const RankSlot& s = l.slot;
     std::string command = displayCommand(l.request.argv);
-    std::cout << "rank " << s.rank << " host " << s.host << (s.local ? " (local)" : " (remote)")
-              << " local_rank " << s.localRank << "/" << s.localSize << " bootstrap "
-              << s.peerHost << ":" << s.port << "\n  " << command << "\n";
+    std::cout << "rank " << s.rank << " host " << s.host << (s.local ? " (local)" : " (remote)") << " local_rank "
+              << s.localRank << "/" << s.localSize << " bootstrap " << s.peerHost << ":" << s.port << "\n  " << command
+              << "\n";
   }
   if (!launches.empty()) {
     for (const std::string& e : launches.front().request.env) {

@@ -38,8 +38,10 @@ std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::str
   for (size_t i = 1; i < args.size(); ++i) {
     std::string& arg = args[i];
     if (arg == "--" || arg.empty() || arg[0] != '-' || arg == "-") break;
-    if (arg == "-np") arg = "--np";
-    else if (arg.rfind("-np=", 0) == 0) arg = "-" + arg;
+    if (arg == "-np")
+      arg = "--np";
+    else if (arg.rfind("-np=", 0) == 0)
+      arg = "-" + arg;
     std::string name = arg.substr(0, arg.find('='));
     bool attached = arg.find('=') != std::string::npos;
     if (name.size() > 2 && name[1] != '-') {  // "-xFOO=bar": short option with attached value
@@ -47,7 +49,7 @@ std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::str
       attached = true;
     }
     const CLI::Option* opt = app.get_option_no_throw(name);
-    if (opt == nullptr) break;  // unknown option: CLI11 / the caller reports it
+    if (opt == nullptr) break;                                // unknown option: CLI11 / the caller reports it
     if (!attached && opt->get_items_expected_min() > 0) ++i;  // skip the option's value
   }
   return args;
@@ -64,13 +66,9 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
   std::string quote = "auto";
   app.add_option("-n,--np", o.np, "Number of ranks (also -np N). Default: all slots of the hosts")
       ->check(CLI::Range(1, 1 << 20));  // Range, not PositiveNumber: its message prints 1.8e308
-  auto* hostfile =
-      app.add_option("--hostfile,--machinefile", o.hostfile, "Hostfile listing hosts and slots");
-  app.add_option("-H,--host", o.hostList, "Host list: host1:4,host2:4 (bare host = 1 slot)")
-      ->excludes(hostfile);
-  app.add_option("--rsh", o.rsh,
-                 "Remote start command template (words; '...' quoting allowed)")
-      ->capture_default_str();
+  auto* hostfile = app.add_option("--hostfile,--machinefile", o.hostfile, "Hostfile listing hosts and slots");
+  app.add_option("-H,--host", o.hostList, "Host list: host1:4,host2:4 (bare host = 1 slot)")->excludes(hostfile);
+  app.add_option("--rsh", o.rsh, "Remote start command template (words; '...' quoting allowed)")->capture_default_str();
   app.add_option("--rsh-quote", quote,
                  "Shell-quote the remote command words: auto (yes unless the agent is ip, "
                  "nsenter, env, sudo or chroot), always, never")
@@ -83,12 +81,10 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
   app.add_option("--timeout", o.timeoutSeconds,
                  "Kill the job and exit 124 when it runs longer than SECONDS (0 = never)")
       ->check(CLI::Range(0.0, 1e9));
-  app.add_option("--grace", o.graceSeconds,
-                 "Seconds between SIGTERM and SIGKILL when stopping ranks")
+  app.add_option("--grace", o.graceSeconds, "Seconds between SIGTERM and SIGKILL when stopping ranks")
       ->check(CLI::Range(0.0, 9.0))
       ->capture_default_str();
-  app.add_flag("--dry-run", o.dryRun,
-               "Print the rank plan and each rank's command and exit");
+  app.add_flag("--dry-run", o.dryRun, "Print the rank plan and each rank's command and exit");
 
   std::vector<std::string> args = normalizeArgs(app, rawArgs);
   std::vector<char*> argv;
@@ -128,9 +124,7 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
   if (o.np == 0 && o.hostfile.empty() && o.hostList.empty()) {
     return fail("-np N is required when no --hostfile or -H is given");
   }
-  o.rshQuote = quote == "always" ? RshQuote::kAlways
-               : quote == "never" ? RshQuote::kNever
-                                  : RshQuote::kAuto;
+  o.rshQuote = quote == "always" ? RshQuote::kAlways : quote == "never" ? RshQuote::kNever : RshQuote::kAuto;
   return result;
 }
 

@@ -21,8 +21,8 @@ struct LaunchOptions {
   std::string hostList;  // -H
   std::string rsh = kDefaultRsh;
   RshQuote rshQuote = RshQuote::kAuto;
-  std::vector<std::string> exports;  // -x specs, as given
-  double timeoutSeconds = 0;         // 0 = no limit
+  std::vector<std::string> exports;            // -x specs, as given
+  double timeoutSeconds = 0;                   // 0 = no limit
   double graceSeconds = kDefaultGraceSeconds;  // SIGTERM -> SIGKILL delay when stopping a job
   bool dryRun = false;
   std::vector<std::string> program;  // prog args...

@@ -45,26 +45,22 @@ bool isLocalHost(std::string_view name, const std::vector<std::string>& localNam
                      [&](const std::string& local) { return !local.empty() && lower(local) == n; });
 }
 
-Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
-                                            const PlanOptions& options) {
+Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts, const PlanOptions& options) {
   const std::string source = options.source.empty() ? "host list" : options.source;
   if (options.np < 1) {
-    return Status(Code::kInvalidArgument,
-                  "-np " + std::to_string(options.np) + ": the number of ranks must be >= 1");
+    return Status(Code::kInvalidArgument, "-np " + std::to_string(options.np) + ": the number of ranks must be >= 1");
   }
   if (hosts.empty()) {
     return Status(Code::kInvalidArgument, source + ": no hosts to run on");
   }
   int slots = totalSlots(hosts);
   if (options.np > slots) {
-    return Status(Code::kInvalidArgument,
-                  "-np " + std::to_string(options.np) + " is larger than the " +
-                      std::to_string(slots) + " slots in " + source + " (" +
-                      std::to_string(hosts.size()) + " hosts)");
+    return Status(Code::kInvalidArgument, "-np " + std::to_string(options.np) + " is larger than the " +
+                                              std::to_string(slots) + " slots in " + source + " (" +
+                                              std::to_string(hosts.size()) + " hosts)");
   }
   if (options.basePort < 1 || options.basePort > 65535) {
-    return Status(Code::kInvalidArgument,
-                  "TSR_BASE_PORT " + std::to_string(options.basePort) + " is not in 1..65535");
+    return Status(Code::kInvalidArgument, "TSR_BASE_PORT " + std::to_string(options.basePort) + " is not in 1..65535");
   }
 
   std::vector<RankSlot> plan;
@@ -85,8 +81,7 @@ Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
   }
 
   bool anyRemote = std::any_of(plan.begin(), plan.end(), [](const RankSlot& r) { return !r.local; });
-  std::string localAddress = anyRemote && !options.localAddress.empty() ? options.localAddress
-                                                                        : "127.0.0.1";
+  std::string localAddress = anyRemote && !options.localAddress.empty() ? options.localAddress : "127.0.0.1";
   for (RankSlot& slot : plan) {
     slot.localSize = perMachine[slot.local ? std::string() : slot.host];
     if (slot.local) {
@@ -95,11 +90,10 @@ Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
       slot.peerHost = slot.host;
       slot.port = options.basePort + slot.localRank;
       if (slot.port > 65535) {
-        return Status(Code::kInvalidArgument,
-                      "rank " + std::to_string(slot.rank) + " on " + slot.host + ": port " +
-                          std::to_string(slot.port) + " = TSR_BASE_PORT " +
-                          std::to_string(options.basePort) + " + local rank " +
-                          std::to_string(slot.localRank) + " is above 65535");
+        return Status(Code::kInvalidArgument, "rank " + std::to_string(slot.rank) + " on " + slot.host + ": port " +
+                                                  std::to_string(slot.port) + " = TSR_BASE_PORT " +
+                                                  std::to_string(options.basePort) + " + local rank " +
+                                                  std::to_string(slot.localRank) + " is above 65535");
       }
     }
   }
@@ -107,21 +101,20 @@ Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
 }
 
 int countLocalRanks(const std::vector<RankSlot>& plan) {
-  return static_cast<int>(
-      std::count_if(plan.begin(), plan.end(), [](const RankSlot& r) { return r.local; }));
+  return static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const RankSlot& r) { return r.local; }));
 }
 
 Status assignLocalPorts(std::vector<RankSlot>& plan, const std::vector<int>& ports) {
   int needed = countLocalRanks(plan);
   if (static_cast<int>(ports.size()) != needed) {
-    return Status(Code::kInternal, "assignLocalPorts: " + std::to_string(ports.size()) +
-                                       " ports for " + std::to_string(needed) + " local ranks");
+    return Status(Code::kInternal, "assignLocalPorts: " + std::to_string(ports.size()) + " ports for " +
+                                       std::to_string(needed) + " local ranks");
   }
   std::set<int> seen;
   for (int port : ports) {
     if (port < 1 || port > 65535 || !seen.insert(port).second) {
-      return Status(Code::kInternal, "assignLocalPorts: port " + std::to_string(port) +
-                                         " is out of range or given twice");
+      return Status(Code::kInternal,
+                    "assignLocalPorts: port " + std::to_string(port) + " is out of range or given twice");
     }
   }
   size_t next = 0;

@@ -49,8 +49,7 @@ struct PlanOptions {
 bool isLocalHost(std::string_view name, const std::vector<std::string>& localNames);
 
 // Maps np ranks onto the hosts' slots. Fails when np < 1 or np exceeds the total slots.
-Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
-                                            const PlanOptions& options);
+Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts, const PlanOptions& options);
 
 // Number of ranks that run on this machine (how many free ports to pick).
 int countLocalRanks(const std::vector<RankSlot>& plan);

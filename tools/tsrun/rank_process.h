@@ -24,8 +24,8 @@ struct SpawnedProcess {
   pid_t pid = -1;  // also the process group id
   int outFd = -1;  // read ends, non-blocking, close-on-exec
   int errFd = -1;
-  int inFd = -1;   // write end of the rank's standard input, close-on-exec; closing it tells
-                   // the rank tsrun is gone
+  int inFd = -1;  // write end of the rank's standard input, close-on-exec; closing it tells
+                  // the rank tsrun is gone
 };
 
 // Fails (naming argv[0] and the errno text) when the program cannot be executed.

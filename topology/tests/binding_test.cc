@@ -72,8 +72,7 @@ TEST(Binding, RoundRobinWithoutDevices) {
   EXPECT_EQ(chooseBinding(topo, 0, 4, BindMode::kNuma).pus, range(0, 3));
   EXPECT_EQ(chooseBinding(topo, 1, 4, BindMode::kNuma).pus, range(4, 7));
   EXPECT_EQ(chooseBinding(topo, 2, 4, BindMode::kCore).pus, range(2, 3));
-  EXPECT_NE(chooseBinding(topo, 1, 4, BindMode::kNuma).devices.reason.find("round-robin"),
-            std::string::npos);
+  EXPECT_NE(chooseBinding(topo, 1, 4, BindMode::kNuma).devices.reason.find("round-robin"), std::string::npos);
   // More ranks than cores: slices wrap instead of going empty.
   EXPECT_EQ(chooseBinding(topo, 10, 12, BindMode::kCore).pus.size(), 1u);
 }

@@ -130,8 +130,7 @@ TEST(Discovery, ErrorsNameTheFile) {
   ASSERT_FALSE(garbage.isOk());
   EXPECT_NE(garbage.status().message().find("garbage.xml"), std::string::npos);
 
-  auto broken = loadXmlText("<?xml version=\"1.0\"?><topology version=\"2.0\"><object type=",
-                            "broken.xml");
+  auto broken = loadXmlText("<?xml version=\"1.0\"?><topology version=\"2.0\"><object type=", "broken.xml");
   ASSERT_FALSE(broken.isOk());
   EXPECT_NE(broken.status().message().find("broken.xml"), std::string::npos);
 

@@ -13,8 +13,6 @@
 
 namespace tsr::topology::testing {
 
-inline std::string fixture(const std::string& name) {
-  return std::string(TSR_TOPOLOGY_FIXTURES) + "/" + name;
-}
+inline std::string fixture(const std::string& name) { return std::string(TSR_TOPOLOGY_FIXTURES) + "/" + name; }
 
 }  // namespace tsr::topology::testing

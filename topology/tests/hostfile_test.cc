@@ -16,8 +16,7 @@ TEST(Hostfile, AllForms) {
       "node01 slots=2\n",
       "hosts.txt");
   ASSERT_TRUE(hosts.isOk()) << hosts.status().toString();
-  std::vector<HostSlots> want = {
-      {"node01", 10}, {"node02", 4}, {"node03", 1}, {"node-4.example.com", 2}};
+  std::vector<HostSlots> want = {{"node01", 10}, {"node02", 4}, {"node03", 1}, {"node-4.example.com", 2}};
   EXPECT_EQ(hosts.value(), want);
 }
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "topology/discovery.h"
-#include "topology/tests/fixtures.h"
 #include "topology/host_map.h"
 #include "topology/ring_schedule.h"
 #include "topology/simulator.h"
+#include "topology/tests/fixtures.h"
 #include "topology/torus_schedule.h"
 
 namespace tsr::topology {

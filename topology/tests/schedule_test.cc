@@ -32,8 +32,7 @@ TEST(Schedule, RingStepsAndTraffic) {
   EXPECT_EQ(step.recvs[0].peer, 1);
   EXPECT_EQ(step.recvs[0].combine, Combine::kReduce);
   EXPECT_EQ(ringAllreduce(identityOrder(1)).numSteps(), 0);
-  EXPECT_NE(describe(s).find("r2 s0: send 3 [1+1] reduce; recv 1 [0+1] reduce"), std::string::npos)
-      << describe(s);
+  EXPECT_NE(describe(s).find("r2 s0: send 3 [1+1] reduce; recv 1 [0+1] reduce"), std::string::npos) << describe(s);
 }
 
 TEST(Schedule, RingOrderChoosesNeighbours) {

@@ -53,8 +53,7 @@ std::string lossSeenByRankZero(bool leaving) {
   if (leaving) world[0]->beginLeaving();
   world[1].reset();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (world[0]->peerStatus(1).isOk() && std::chrono::steady_clock::now() < deadline)
-    world[0]->progress();
+  while (world[0]->peerStatus(1).isOk() && std::chrono::steady_clock::now() < deadline) world[0]->progress();
   Status seen = world[0]->peerStatus(1);
   EXPECT_EQ(seen.code(), Code::kPeerFailed) << seen.toString();  // recorded either way
   return warnings.text();

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <string>
@@ -98,8 +98,10 @@ class WireTransport final : public testing::StubTransport {
         ++r;
         continue;
       }
-      if (m->bytes.size() > r->bytes) r->c->status = Status(Code::kTransport, "message truncated");
-      else std::memcpy(r->buffer, m->bytes.data(), m->bytes.size());
+      if (m->bytes.size() > r->bytes)
+        r->c->status = Status(Code::kTransport, "message truncated");
+      else
+        std::memcpy(r->buffer, m->bytes.data(), m->bytes.size());
       r->c->bytes = m->bytes.size();
       r->c->tag = m->tag;
       r->c->done = true;
@@ -125,14 +127,16 @@ class WireTransport final : public testing::StubTransport {
 // Rank 0 and rank 1 on two hosts (sealed), or on one (sealed = false).
 struct Pair {
   explicit Pair(bool sealed = true)
-      : w0(0, wire), w1(1, wire),
+      : w0(0, wire),
+        w1(1, wire),
         s0(w0, {LinkKeys{}, LinkKeys{keyOf(1), keyOf(2)}}, {false, sealed}, {"hostA", "hostB"}),
         s1(w1, {LinkKeys{keyOf(2), keyOf(1)}, LinkKeys{}}, {sealed, false}, {"hostA", "hostB"}) {}
   // Rank 0 sends msg with tag; rank 1 receives it (after `between` ran on the wire).
   Status deliver(const std::string& msg, uint64_t tag, std::string* got,
                  const std::function<void(Wire&)>& between = {}) {
     Completion sent, received;
-    if (!s0.send(1, tag, msg.data(), msg.size(), MemoryType::kHost, &sent).isOk()) return Status(Code::kInternal, "send");
+    if (!s0.send(1, tag, msg.data(), msg.size(), MemoryType::kHost, &sent).isOk())
+      return Status(Code::kInternal, "send");
     s0.progress();
     if (between) between(wire);
     std::vector<char> buffer(msg.size() + 16);

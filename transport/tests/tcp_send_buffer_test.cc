@@ -1,14 +1,14 @@
 // Tessera's default UCX TCP send buffer (transport/ucx_context.cc) reaches UCX's sockets, a
-// link rate sizes it, and a user's UCX_TCP_SNDBUF wins over both. Two transports in this process over UCX's TCP transport
-// on loopback; the test reads SO_SNDBUF of every TCP socket the process holds.
+// link rate sizes it, and a user's UCX_TCP_SNDBUF wins over both. Two transports in this process over UCX's TCP
+// transport on loopback; the test reads SO_SNDBUF of every TCP socket the process holds.
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "transport/tag.h"
-#include "transport/ucx_context.h"
 #include "transport/tests/tcp_sockets.h"
 #include "transport/tests/ucx_world.h"
+#include "transport/ucx_context.h"
 
 namespace tsr::transport {
 namespace {

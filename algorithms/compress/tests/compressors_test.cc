@@ -134,8 +134,8 @@ TEST(Compressors, DitheringBoundedAndUnbiased) {
   }
   const double sigma = maxAbs / 4 / 2 / std::sqrt(static_cast<double>(trials));
   for (size_t i = 0; i < n; ++i) EXPECT_NEAR(mean[i] / trials, x[i], 5 * sigma) << i;
-  auto nat = make({{"compressor", "dithering"}, {"k", "3"}, {"dithering_partition", "natural"},
-                   {"dithering_normalize", "l2"}}, n);
+  auto nat = make(
+      {{"compressor", "dithering"}, {"k", "3"}, {"dithering_partition", "natural"}, {"dithering_normalize", "l2"}}, n);
   auto y = roundTrip(*nat, x);
   for (size_t i = 0; i < n; ++i) EXPECT_EQ(y[i] == 0.0f || (y[i] > 0) == (x[i] > 0), true);
 }
@@ -143,8 +143,7 @@ TEST(Compressors, DitheringBoundedAndUnbiased) {
 TEST(Compressors, NonFiniteInputNamesTheFirstBadIndex) {
   for (const char* kind : {"onebit", "topk", "randomk", "dithering", "fp16", "bf16", "none"}) {
     Params p{{"compressor", kind}};
-    if (std::string(kind) == "topk" || std::string(kind) == "randomk" || std::string(kind) == "dithering")
-      p["k"] = "4";
+    if (std::string(kind) == "topk" || std::string(kind) == "randomk" || std::string(kind) == "dithering") p["k"] = "4";
     auto c = make(p, 300);
     auto x = randomTensor(300, 8);
     x[123] = std::numeric_limits<float>::quiet_NaN();
@@ -177,9 +176,13 @@ TEST(Compressors, BadBuffersAndPayloadsAreRejected) {
 // A tensor of no elements: its spans may be null (an empty vector's data()), and nothing may be
 // handed to memcpy or memset from them (found by fuzz/compressor_payload_fuzzer.cc).
 TEST(Compressors, EmptyTensorWithNullSpansRoundTrips) {
-  const Params kinds[] = {{{"compressor", "none"}}, {{"compressor", "fp16"}}, {{"compressor", "bf16"}},
-                          {{"compressor", "onebit"}}, {{"compressor", "topk"}, {"k", "1"}},
-                          {{"compressor", "randomk"}, {"k", "1"}}, {{"compressor", "dithering"}, {"k", "4"}}};
+  const Params kinds[] = {{{"compressor", "none"}},
+                          {{"compressor", "fp16"}},
+                          {{"compressor", "bf16"}},
+                          {{"compressor", "onebit"}},
+                          {{"compressor", "topk"}, {"k", "1"}},
+                          {{"compressor", "randomk"}, {"k", "1"}},
+                          {{"compressor", "dithering"}, {"k", "4"}}};
   for (const Params& p : kinds) {
     auto c = make(p, 0);
     ASSERT_NE(c, nullptr);

@@ -24,12 +24,15 @@ TEST(Registry, EveryBadParameterGivesANamedError) {
       {{{"compressor", "randomk"}, {"k", "0.0"}}, {"'k'", "'0.0'"}},
       {{{"compressor", "dithering"}, {"k", "0"}}, {"'k'", "'0'", "1..32767"}},
       {{{"compressor", "dithering"}, {"k", "16"}, {"dithering_partition", "natural"}}, {"'k'", "'16'", "1..15"}},
-      {{{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "log"}}, {"'dithering_partition'", "'log'", "linear, natural"}},
-      {{{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l1"}}, {"'dithering_normalize'", "'l1'", "max, l2"}},
+      {{{"compressor", "dithering"}, {"k", "4"}, {"dithering_partition", "log"}},
+       {"'dithering_partition'", "'log'", "linear, natural"}},
+      {{{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l1"}},
+       {"'dithering_normalize'", "'l1'", "max, l2"}},
       {{{"compressor", "onebit"}, {"scaling", "yes"}}, {"'scaling'", "'yes'", "true, false"}},
       {{{"compressor", "onebit"}, {"ef", "fancy"}}, {"'ef'", "'fancy'", "vanilla, none"}},
       {{{"compressor", "onebit"}, {"momentum", "adam"}}, {"'momentum'", "'adam'", "nesterov, none"}},
-      {{{"compressor", "onebit"}, {"momentum", "nesterov"}, {"momentum_mu", "1.5"}}, {"'momentum_mu'", "'1.5'", "[0, 1)"}},
+      {{{"compressor", "onebit"}, {"momentum", "nesterov"}, {"momentum_mu", "1.5"}},
+       {"'momentum_mu'", "'1.5'", "[0, 1)"}},
       {{{"compressor", "onebit"}, {"momentum", "nesterov"}, {"momentum_mu", "x"}}, {"'momentum_mu'", "'x'"}},
       {{{"compressor", "onebit"}, {"momentum_mu", "0.5"}}, {"'momentum_mu'", "momentum=nesterov"}},
       {{{"compressor", "onebit"}, {"seed", "-1"}}, {"'seed'", "'-1'", "unsigned"}},
@@ -75,9 +78,8 @@ TEST(Registry, GoodParametersBuildTheNamedCompressor) {
 // TSR_COMPRESS_* fill in what the parameters leave out; explicit parameters win; a variable
 // that names no key is an error naming it.
 TEST(Registry, EnvironmentDefaults) {
-  std::map<std::string, std::string> env = {{"TSR_COMPRESS_COMPRESSOR", "topk"},
-                                            {"TSR_COMPRESS_K", "0.05"},
-                                            {"TSR_TIMEOUT_MS", "10"}};
+  std::map<std::string, std::string> env = {
+      {"TSR_COMPRESS_COMPRESSOR", "topk"}, {"TSR_COMPRESS_K", "0.05"}, {"TSR_TIMEOUT_MS", "10"}};
   auto filled = withEnvironmentDefaults({{"k", "3"}}, env);
   ASSERT_TRUE(filled.isOk()) << filled.status().toString();
   EXPECT_EQ(filled.value().at("compressor"), "topk");

@@ -36,7 +36,7 @@ TEST_P(Compressed, AverageOfDecodedPayloadsAndNothingLost) {
   const int n = GetParam().n;
   const size_t d = 777;
   std::vector<std::vector<std::vector<float>>> in(3, std::vector<std::vector<float>>(n)), out = in, resBefore = in,
-                                                                                    resAfter = in;
+                                                                                          resAfter = in;
   std::string algorithm;
   testing::runRanks(n, [&](runtime::Communicator& comm) {
     int me = comm.rank();

@@ -93,7 +93,8 @@ struct Model {
         if (topk) {
           std::vector<size_t> idx(n);
           std::iota(idx.begin(), idx.end(), 0);
-          std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return std::fabs(v[a]) > std::fabs(v[b]); });
+          std::stable_sort(idx.begin(), idx.end(),
+                           [&](size_t a, size_t b) { return std::fabs(v[a]) > std::fabs(v[b]); });
           for (size_t i = 0; i < std::min(k, n); ++i) dec[idx[i]] = v[idx[i]];
         } else {
           for (size_t j = 0; j < n; ++j) dec[j] = viaF16(v[j]);
@@ -135,23 +136,26 @@ TEST_P(TwoLevel, MatchesTheFloat64SchemeAndConserves) {
   std::vector<PerRank> in(steps, PerRank(n)), out = in, resBefore = in, resAfter = in;
   std::vector<std::vector<int>> grid;
   std::string algorithm;
-  testing::runRanksEach(n, [&](runtime::Communicator& comm) {
-    const int me = comm.rank();
-    auto t = CompressedTensor::create(comm, "w", d, params);
-    ASSERT_TRUE(t.isOk()) << t.status().toString();
-    if (me == 0) grid = comm.torusGrid(), algorithm = t.value()->algorithm();
-    std::vector<float> g(d);
-    for (int s = 0; s < steps; ++s) {
-      for (size_t j = 0; j < d; ++j) g[j] = inputOf(me, j, s);
-      in[s][me] = g;
-      resBefore[s][me].resize(d);
-      t.value()->residual(resBefore[s][me].data());
-      ASSERT_TRUE(t.value()->allreduce(g.data()).isOk());
-      out[s][me] = g;
-      resAfter[s][me].resize(d);
-      t.value()->residual(resAfter[s][me].data());
-    }
-  }, [&](int r) { return onHost(r, c.hosts); });
+  testing::runRanksEach(
+      n,
+      [&](runtime::Communicator& comm) {
+        const int me = comm.rank();
+        auto t = CompressedTensor::create(comm, "w", d, params);
+        ASSERT_TRUE(t.isOk()) << t.status().toString();
+        if (me == 0) grid = comm.torusGrid(), algorithm = t.value()->algorithm();
+        std::vector<float> g(d);
+        for (int s = 0; s < steps; ++s) {
+          for (size_t j = 0; j < d; ++j) g[j] = inputOf(me, j, s);
+          in[s][me] = g;
+          resBefore[s][me].resize(d);
+          t.value()->residual(resBefore[s][me].data());
+          ASSERT_TRUE(t.value()->allreduce(g.data()).isOk());
+          out[s][me] = g;
+          resAfter[s][me].resize(d);
+          t.value()->residual(resAfter[s][me].data());
+        }
+      },
+      [&](int r) { return onHost(r, c.hosts); });
   ASSERT_EQ(grid.size(), static_cast<size_t>(c.hosts));
   ASSERT_EQ(grid[0].size(), static_cast<size_t>(c.perHost));
   for (const auto& row : grid)
@@ -178,7 +182,8 @@ TEST_P(TwoLevel, MatchesTheFloat64SchemeAndConserves) {
       ASSERT_NEAR(out[s][0][j], G[j], tol) << "step " << s << " element " << j;
       double lhs = n * static_cast<double>(out[s][0][j]), rhs = 0;
       for (int r = 0; r < n; ++r) {
-        ASSERT_NEAR(resAfter[s][r][j], residual[r][j], tol * c.perHost) << "step " << s << " rank " << r << " element " << j;
+        ASSERT_NEAR(resAfter[s][r][j], residual[r][j], tol * c.perHost)
+            << "step " << s << " rank " << r << " element " << j;
         lhs += resAfter[s][r][j];
         rhs += static_cast<double>(in[s][r][j]) + resBefore[s][r][j];
       }

@@ -76,9 +76,13 @@ TEST(CovapParams, NamedErrors) {
   EXPECT_EQ(parseParams({{"interval", "auto"}}).value().interval, 0);
   EXPECT_EQ(parseParams({{"max_interval", "6"}}).value().maxInterval, 6);
   EXPECT_EQ(parseParams({}).value().maxInterval, 0);
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"interval", "0"}, {"interval", "fast"}, {"max_interval", "0"}, {"profile_steps", "1.5"}, {"ef_init", "2"},
-           {"ef_ascend_steps", "0"}, {"shape", "round"}}) {
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"interval", "0"},
+                                                                      {"interval", "fast"},
+                                                                      {"max_interval", "0"},
+                                                                      {"profile_steps", "1.5"},
+                                                                      {"ef_init", "2"},
+                                                                      {"ef_ascend_steps", "0"},
+                                                                      {"shape", "round"}}) {
     auto bad = parseParams({{k, v}});
     ASSERT_FALSE(bad.isOk()) << k;
     EXPECT_NE(bad.status().message().find(k + "=" + v), std::string::npos) << bad.status().message();

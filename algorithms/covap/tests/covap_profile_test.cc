@@ -51,8 +51,8 @@ double communicationAlone(runtime::Communicator& comm, std::vector<std::vector<f
 
 // One profiled run: what the ranks measured, and the known cost bracketed around it.
 struct ProfileRun {
-  std::vector<double> ccr = std::vector<double>(2), comp = ccr, profComm = ccr, sleepPerBucket = ccr,
-                      refLo = ccr, refHi = ccr;
+  std::vector<double> ccr = std::vector<double>(2), comp = ccr, profComm = ccr, sleepPerBucket = ccr, refLo = ccr,
+                      refHi = ccr;
   std::vector<int> interval = std::vector<int>(2);
   double knownLo = 0, knownHi = 0;
   std::string logged;
@@ -70,44 +70,47 @@ struct ProfileRun {
 ProfileRun profileOnce() {
   const std::string logPattern = ::testing::TempDir() + "covap-profile-%r.log";
   ProfileRun m;
-  testing::runRanks(2, [&](runtime::Communicator& comm) {
-    const int me = comm.rank();
-    std::vector<std::vector<float>> g(kBuckets, std::vector<float>(kBucketFloats, 1.0f + me));
-    const double comm1 = communicationAlone(comm, g);
-    // Computation per step = kBuckets x sleep, chosen so that comm1 / computation = kTargetCcr.
-    const double sleep = comm1 / (kBuckets * kTargetCcr);
-    auto c = Covap::create(comm, {{"interval", "auto"}, {"profile_steps", "3"}},
-                           std::vector<size_t>(kBuckets, kBucketFloats));
-    ASSERT_TRUE(c.isOk()) << c.status().toString();
-    Covap& cv = *c.value();
-    for (int step = 0; step < 3; ++step) {
-      cv.beginStep();
-      for (int b = kBuckets; b-- > 0;) {  // backprop: last bucket first, each after its compute
-        std::this_thread::sleep_for(std::chrono::duration<double>(sleep));
-        ASSERT_TRUE(cv.bucketReady(b, g[b].data()).isOk());
-      }
-      ASSERT_TRUE(cv.finishStep().isOk());
-    }
-    m.ccr[me] = cv.measuredCcr();
-    m.comp[me] = cv.profiledComputation();
-    m.profComm[me] = cv.profiledCommunication();
-    m.interval[me] = cv.interval();
-    m.sleepPerBucket[me] = sleep;
-    // The load on a shared machine drifts: the known cost is bracketed by measuring it again.
-    const double comm2 = communicationAlone(comm, g);
-    m.refLo[me] = std::min(comm1, comm2);
-    m.refHi[me] = std::max(comm1, comm2);
-  }, {{"TSR_LOG_LEVEL", "info"}, {"TSR_LOG_FILE", logPattern}});
+  testing::runRanks(2,
+                    [&](runtime::Communicator& comm) {
+                      const int me = comm.rank();
+                      std::vector<std::vector<float>> g(kBuckets, std::vector<float>(kBucketFloats, 1.0f + me));
+                      const double comm1 = communicationAlone(comm, g);
+                      // Computation per step = kBuckets x sleep, chosen so that comm1 / computation = kTargetCcr.
+                      const double sleep = comm1 / (kBuckets * kTargetCcr);
+                      auto c = Covap::create(comm, {{"interval", "auto"}, {"profile_steps", "3"}},
+                                             std::vector<size_t>(kBuckets, kBucketFloats));
+                      ASSERT_TRUE(c.isOk()) << c.status().toString();
+                      Covap& cv = *c.value();
+                      for (int step = 0; step < 3; ++step) {
+                        cv.beginStep();
+                        for (int b = kBuckets; b-- > 0;) {  // backprop: last bucket first, each after its compute
+                          std::this_thread::sleep_for(std::chrono::duration<double>(sleep));
+                          ASSERT_TRUE(cv.bucketReady(b, g[b].data()).isOk());
+                        }
+                        ASSERT_TRUE(cv.finishStep().isOk());
+                      }
+                      m.ccr[me] = cv.measuredCcr();
+                      m.comp[me] = cv.profiledComputation();
+                      m.profComm[me] = cv.profiledCommunication();
+                      m.interval[me] = cv.interval();
+                      m.sleepPerBucket[me] = sleep;
+                      // The load on a shared machine drifts: the known cost is bracketed by measuring it again.
+                      const double comm2 = communicationAlone(comm, g);
+                      m.refLo[me] = std::min(comm1, comm2);
+                      m.refHi[me] = std::max(comm1, comm2);
+                    },
+                    {{"TSR_LOG_LEVEL", "info"}, {"TSR_LOG_FILE", logPattern}});
   log::configure({});  // back to warnings on stderr for the tests that follow
   // The known ratio: communication measured alone over the computation the profile saw (the
   // sleeps plus handing the buckets over, which includes COVAP's error-feedback pass over
   // 4 MiB: that is why it is not exactly kTargetCcr), the largest over the ranks as COVAP does.
   m.knownLo = std::max(m.refLo[0] / (m.comp[0] / 3), m.refLo[1] / (m.comp[1] / 3));
   m.knownHi = std::max(m.refHi[0] / (m.comp[0] / 3), m.refHi[1] / (m.comp[1] / 3));
-  std::printf("communication alone %.3f-%.3f ms/step, computation %.3f ms/step (sleep %.3f ms x %d), "
-              "profiled communication %.3f ms/step, CCR %.3f (known %.3f-%.3f), I = %d\n",
-              m.refLo[0] * 1e3, m.refHi[0] * 1e3, m.comp[0] * 1e3 / 3, m.sleepPerBucket[0] * 1e3, kBuckets,
-              m.profComm[0] * 1e3 / 3, m.ccr[0], m.knownLo, m.knownHi, m.interval[0]);
+  std::printf(
+      "communication alone %.3f-%.3f ms/step, computation %.3f ms/step (sleep %.3f ms x %d), "
+      "profiled communication %.3f ms/step, CCR %.3f (known %.3f-%.3f), I = %d\n",
+      m.refLo[0] * 1e3, m.refHi[0] * 1e3, m.comp[0] * 1e3 / 3, m.sleepPerBucket[0] * 1e3, kBuckets,
+      m.profComm[0] * 1e3 / 3, m.ccr[0], m.knownLo, m.knownHi, m.interval[0]);
   for (int r = 0; r < 2; ++r) {
     std::string path = log::expandFilePattern(logPattern, r, "");
     std::ifstream in(path);
@@ -130,11 +133,10 @@ TEST(CovapProfile, MeasuredCcrMatchesAKnownRatio) {
   }
   ASSERT_FALSE(HasFatalFailure());
   for (int r = 0; r < 2; ++r) {
-    SCOPED_TRACE("rank " + std::to_string(r) + ": communication alone " + std::to_string(m.refLo[r] * 1e3) +
-                 "-" + std::to_string(m.refHi[r] * 1e3) + " ms per step, sleep " +
-                 std::to_string(m.sleepPerBucket[r] * 1e3) + " ms per bucket, profiled computation " +
-                 std::to_string(m.comp[r] * 1e3) + " ms and communication " + std::to_string(m.profComm[r] * 1e3) +
-                 " ms over 3 steps, CCR " + std::to_string(m.ccr[r]));
+    SCOPED_TRACE("rank " + std::to_string(r) + ": communication alone " + std::to_string(m.refLo[r] * 1e3) + "-" +
+                 std::to_string(m.refHi[r] * 1e3) + " ms per step, sleep " + std::to_string(m.sleepPerBucket[r] * 1e3) +
+                 " ms per bucket, profiled computation " + std::to_string(m.comp[r] * 1e3) + " ms and communication " +
+                 std::to_string(m.profComm[r] * 1e3) + " ms over 3 steps, CCR " + std::to_string(m.ccr[r]));
     // The trainer's timestamps: at least the slept time, and not wildly more (handing a 4 MiB
     // bucket over includes COVAP's error-feedback pass: under ASan on a busy machine that
     // added 0.26 s over 3 steps to 0.15 s of sleep, hence the loose bound).

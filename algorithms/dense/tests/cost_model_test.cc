@@ -19,8 +19,8 @@ TEST(CostModel, FewStepsWinSmallBuffersAndTheRingWinsLargeOnesWhenNIsNotAPowerOf
   LinkModel links;
   links.host = {10e-6, 1e9};
   JobShape six{6, 1, 6, false};
-  EXPECT_EQ(first(rankAllreduce(8, six, links)), "doubling");  // 4 steps against 6 and 10
-  EXPECT_EQ(first(rankAllreduce(64 << 20, six, links)), "ring");   // the fold moves S twice
+  EXPECT_EQ(first(rankAllreduce(8, six, links)), "doubling");     // 4 steps against 6 and 10
+  EXPECT_EQ(first(rankAllreduce(64 << 20, six, links)), "ring");  // the fold moves S twice
   // The ring's estimate is 2(N-1) (alpha + S/(N B)), by hand.
   double s = 64 << 20;
   EXPECT_NEAR(costOf(rankAllreduce(64 << 20, six, links), "ring"), 10 * (10e-6 + s / 6 / 1e9), 1e-9);
@@ -104,8 +104,7 @@ TEST(LinkSpec, BadValuesNameTheVariableAndThePart) {
   EXPECT_NE(key.status().message().find("'wire=2'"), std::string::npos) << key.status().message();
   auto lat = applyLinkLatency("net=3 days", links);
   ASSERT_FALSE(lat.isOk());
-  EXPECT_NE(lat.status().message().find("TSR_LINK_LAT: '3 days'"), std::string::npos)
-      << lat.status().message();
+  EXPECT_NE(lat.status().message().find("TSR_LINK_LAT: '3 days'"), std::string::npos) << lat.status().message();
 }
 
 }  // namespace

@@ -177,8 +177,8 @@ TEST_P(TorusPlans, AllreduceSumsExactlyAndAveragesForEveryCount) {
   for (auto& row : grid) std::rotate(row.begin(), row.begin() + 1, row.end());
   DenseOptions opts;
   opts.chunkBytes = 2048;
-  for (size_t count : {size_t{0}, size_t{1}, static_cast<size_t>(n - 1), static_cast<size_t>(n + 1),
-                       size_t{1000}, size_t{70001}}) {
+  for (size_t count :
+       {size_t{0}, size_t{1}, static_cast<size_t>(n - 1), static_cast<size_t>(n + 1), size_t{1000}, size_t{70001}}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
       std::vector<std::vector<int64_t>> in(n, std::vector<int64_t>(count)), out = in;
       std::vector<std::shared_ptr<Plan>> plans;
@@ -212,9 +212,8 @@ TEST(TorusPlansShape, DegenerateAndBrokenGridsAreRefusedWithAReason) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, TorusPlans,
-                         ::testing::Values(std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3},
-                                           std::pair{4, 2}, std::pair{2, 4}, std::pair{3, 3},
-                                           std::pair{4, 4}),
+                         ::testing::Values(std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3}, std::pair{4, 2},
+                                           std::pair{2, 4}, std::pair{3, 3}, std::pair{4, 4}),
                          [](const auto& info) {
                            return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
                          });

@@ -35,8 +35,8 @@ std::vector<size_t> smallCounts(int n) {
 }
 
 std::string where(const std::string& algo, int n, DataType t, ReduceOp op, size_t count, bool inPlace) {
-  return algo + " N=" + std::to_string(n) + " " + dataTypeName(t) + " " + reduceOpName(op) +
-         " count " + std::to_string(count) + (inPlace ? " in-place" : " out-of-place");
+  return algo + " N=" + std::to_string(n) + " " + dataTypeName(t) + " " + reduceOpName(op) + " count " +
+         std::to_string(count) + (inPlace ? " in-place" : " out-of-place");
 }
 
 // Small counts with tiny chunks (several chunks per block even at N+1 elements, a window of
@@ -61,44 +61,53 @@ std::vector<std::vector<int>> gridOf(int x, int y) {
   return grid;
 }
 
-using AllreduceBuild = std::function<Result<std::shared_ptr<Plan>>(
-    int rank, size_t count, DataType t, ReduceOp op, const DenseOptions& opts)>;
+using AllreduceBuild = std::function<Result<std::shared_ptr<Plan>>(int rank, size_t count, DataType t, ReduceOp op,
+                                                                   const DenseOptions& opts)>;
 
 struct Builder {
   std::string label;      // for messages: "hier 2x3"
   std::string algorithm;  // Plan::algorithm
   AllreduceBuild build;
-  bool big;               // run the 2^20+3 case too
+  bool big;  // run the 2^20+3 case too
 };
 
 std::vector<Builder> allreduceBuilders(int n) {
   std::vector<Builder> b;
   // Ring and Rabenseifner at 2^20+3 are in dense_plans_test / recursive_plans_test already.
-  b.push_back({"ring", "ring", [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
+  b.push_back({"ring", "ring",
+               [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
                  return ringAllreducePlan(r, n, c, t, op, o);
-               }, false});
+               },
+               false});
   // The ring reducing on arrival (the transport's consumer path, no staging): the same
   // results, from every receive posted at once.
-  b.push_back({"ring on arrival", "ring", [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
+  b.push_back({"ring on arrival", "ring",
+               [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
                  DenseOptions arrival = o;
                  arrival.reduceOnArrival = true;
                  return ringAllreducePlan(r, n, c, t, op, arrival);
-               }, true});
-  b.push_back({"rabenseifner", "rabenseifner", [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
+               },
+               true});
+  b.push_back({"rabenseifner", "rabenseifner",
+               [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
                  return rabenseifnerAllreducePlan(r, n, c, t, op, o);
-               }, false});
-  b.push_back({"doubling", "doubling", [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
+               },
+               false});
+  b.push_back({"doubling", "doubling",
+               [n](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
                  return doublingAllreducePlan(r, n, c, t, op, o);
-               }, true});
+               },
+               true});
   auto hier = [&](int x, int y) {
     auto grid = gridOf(x, y);
     b.push_back({"hier " + std::to_string(x) + "x" + std::to_string(y), "hier",
                  [n, grid](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
                    return hierAllreducePlan(r, n, c, t, op, grid, o);
-                 }, true});
+                 },
+                 true});
   };
-  hier(n, 1);                        // one host
-  if (n > 1) hier(1, n);             // one rank per host
+  hier(n, 1);             // one host
+  if (n > 1) hier(1, n);  // one rank per host
   if (n >= 4 && n % 2 == 0) hier(2, n / 2);
   if (n >= 4 && n % 2 == 0) {  // torus: two ranks per host, and N/2 per host on two hosts
     std::vector<std::pair<int, int>> shapes = {{2, n / 2}};
@@ -108,7 +117,8 @@ std::vector<Builder> allreduceBuilders(int n) {
       b.push_back({"torus " + std::to_string(x) + "x" + std::to_string(y), "torus",
                    [n, grid](int r, size_t c, DataType t, ReduceOp op, const DenseOptions& o) {
                      return torusAllreducePlan(r, n, c, t, op, grid, o);
-                   }, x == 2});
+                   },
+                   x == 2});
     }
   }
   return b;
@@ -147,8 +157,8 @@ void runAllreduce(int n, const Builder& b, DataType t, ReduceOp op, size_t count
     const char* dst = inPlace ? in[r].data() : out[r].data();
     for (size_t j : sampled(count)) {
       double want = reduceReference(n, j, op, t), got = loadValue(dst, j, t);
-      ASSERT_TRUE(closeEnough(got, want, t)) << what << " rank " << r << " element " << j
-                                             << ": got " << got << " want " << want;
+      ASSERT_TRUE(closeEnough(got, want, t))
+          << what << " rank " << r << " element " << j << ": got " << got << " want " << want;
     }
     ASSERT_EQ(loadValue(dst, count, t), kSentinel) << what << ": wrote past the end on rank " << r;
     if (!inPlace) {
@@ -158,7 +168,6 @@ void runAllreduce(int n, const Builder& b, DataType t, ReduceOp op, size_t count
   }
 }
 
-
 // All-gather values: distinct per rank and position, exact in every dtype (f16 / bf16 hold
 // integers up to 2048 / 256 exactly, f32 up to 2^24).
 double gatherValue(int rank, size_t j, DataType t) {
@@ -166,11 +175,10 @@ double gatherValue(int rank, size_t j, DataType t) {
   return rank * 65536.0 + static_cast<double>(j % 65521);
 }
 
-using GatherBuild = std::function<Result<std::shared_ptr<Plan>>(int rank, int n, size_t count,
-                                                                DataType t, const DenseOptions& opts)>;
+using GatherBuild =
+    std::function<Result<std::shared_ptr<Plan>>(int rank, int n, size_t count, DataType t, const DenseOptions& opts)>;
 
-void runAllgather(int n, const std::string& algo, const GatherBuild& build, DataType t, size_t count,
-                  bool inPlace) {
+void runAllgather(int n, const std::string& algo, const GatherBuild& build, DataType t, size_t count, bool inPlace) {
   World& world = worldOf(n);
   size_t esize = dataTypeSize(t);
   std::vector<std::vector<char>> in(n, std::vector<char>((count + 1) * esize)),
@@ -218,7 +226,7 @@ void runReduceScatter(int n, DataType t, ReduceOp op, size_t count, RsOutput at,
     for (size_t j = 0; j < count * n; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
     storeValue(in[r].data(), count * n, t, kSentinel);
     storeValue(out[r].data(), count, t, kSentinel);
-    dst[r] = at == RsOutput::kSeparate ? out[r].data()
+    dst[r] = at == RsOutput::kSeparate     ? out[r].data()
              : at == RsOutput::kSameBuffer ? in[r].data()
                                            : in[r].data() + r * count * esize;
     DenseOptions opts = optionsFor(count);
@@ -232,8 +240,8 @@ void runReduceScatter(int n, DataType t, ReduceOp op, size_t count, RsOutput at,
   for (int r = 0; r < n; ++r) {
     for (size_t j : sampled(count)) {
       double want = reduceReference(n, r * count + j, op, t), got = loadValue(dst[r], j, t);
-      ASSERT_TRUE(closeEnough(got, want, t)) << what << " rank " << r << " element " << j
-                                             << ": got " << got << " want " << want;
+      ASSERT_TRUE(closeEnough(got, want, t))
+          << what << " rank " << r << " element " << j << ": got " << got << " want " << want;
     }
     ASSERT_EQ(loadValue(in[r].data(), count * n, t), kSentinel) << what << ": wrote past the end on rank " << r;
     if (at == RsOutput::kSeparate) {
@@ -252,8 +260,7 @@ void runBroadcast(int n, DataType t, size_t count, int root) {
   std::vector<std::vector<char>> in(n, std::vector<char>((count + 1) * esize)), out = in;
   std::vector<std::shared_ptr<Plan>> plans;
   std::vector<RunBuffers> bufs;
-  std::string what = where("binomial broadcast root " + std::to_string(root), n, t, ReduceOp::kSum,
-                           count, false);
+  std::string what = where("binomial broadcast root " + std::to_string(root), n, t, ReduceOp::kSum, count, false);
   for (int r = 0; r < n; ++r) {
     for (size_t j = 0; j < count; ++j) storeValue(in[r].data(), j, t, r == root ? gatherValue(r, j, t) : -1.0);
     storeValue(out[r].data(), count, t, kSentinel);
@@ -296,8 +303,11 @@ TEST_P(DtypeMatrix, AllreduceEveryBuilderDtypeOpAndCount) {
 TEST_P(DtypeMatrix, RingAndBruckAllgatherEveryDtypeAndCount) {
   int n = GetParam();
   const std::pair<std::string, GatherBuild> algos[] = {
-      {"ring", [](int r, int size, size_t c, DataType t, const DenseOptions& o) { return ringAllgatherPlan(r, size, c, t, o); }},
-      {"bruck", [](int r, int size, size_t c, DataType t, const DenseOptions& o) { return bruckAllgatherPlan(r, size, c, t, o); }}};
+      {"ring", [](int r, int size, size_t c, DataType t,
+                  const DenseOptions& o) { return ringAllgatherPlan(r, size, c, t, o); }},
+      {"bruck", [](int r, int size, size_t c, DataType t, const DenseOptions& o) {
+         return bruckAllgatherPlan(r, size, c, t, o);
+       }}};
   for (const auto& [algo, build] : algos) {
     for (DataType t : kTypes)
       for (size_t count : smallCounts(n))

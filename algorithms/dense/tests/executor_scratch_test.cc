@@ -40,9 +40,8 @@ void expectSumsWithExecutorScratch(const char* name, const PlanMaker& make) {
 }
 
 TEST(ExecutorScratch, RingRunsOnItsOwnScratch) {
-  expectSumsWithExecutorScratch("ring", [](int r, int n, size_t c) {
-    return ringAllreducePlan(r, n, c, DataType::kF32, ReduceOp::kSum, {});
-  });
+  expectSumsWithExecutorScratch(
+      "ring", [](int r, int n, size_t c) { return ringAllreducePlan(r, n, c, DataType::kF32, ReduceOp::kSum, {}); });
 }
 
 TEST(ExecutorScratch, DoublingRunsOnItsOwnScratch) {

@@ -27,14 +27,12 @@ class RecordingTransport final : public transport::testing::StubTransport {
  public:
   explicit RecordingTransport(int rank, int size) : StubTransport(rank, size) {}
   std::vector<Sent> sent;
-  Status send(int, uint64_t tag, const void*, size_t bytes, transport::MemoryType,
-              transport::Completion* c) override {
+  Status send(int, uint64_t tag, const void*, size_t bytes, transport::MemoryType, transport::Completion* c) override {
     c->posted = true;
     sent.push_back({static_cast<uint32_t>(tag & transport::kTagMsgMask), bytes});
     return Status::ok();
   }
-  Status recv(int, uint64_t, uint64_t, void*, size_t, transport::MemoryType,
-              transport::Completion* c) override {
+  Status recv(int, uint64_t, uint64_t, void*, size_t, transport::MemoryType, transport::Completion* c) override {
     c->posted = true;
     return Status::ok();
   }

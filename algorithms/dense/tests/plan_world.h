@@ -41,7 +41,7 @@ enum class ScratchFrom { kTest, kExecutor };
 
 // Runs plans[r] with buffers[r] on every rank to completion; returns each rank's status.
 inline std::vector<Status> runAll(World& world, const std::vector<std::shared_ptr<Plan>>& plans,
-                           std::vector<RunBuffers> buffers, ScratchFrom from = ScratchFrom::kTest) {
+                                  std::vector<RunBuffers> buffers, ScratchFrom from = ScratchFrom::kTest) {
   int n = static_cast<int>(plans.size());
   uint32_t seq = nextSeq();
   std::vector<std::vector<char>> scratch(n);
@@ -50,8 +50,7 @@ inline std::vector<Status> runAll(World& world, const std::vector<std::shared_pt
   for (int r = 0; r < n; ++r) {
     scratch[r].resize(plans[r]->scratchBytes + 1);
     buffers[r].scratch = from == ScratchFrom::kTest ? scratch[r].data() : nullptr;
-    ex.push_back(std::make_unique<PlanExecutor>(plans[r], buffers[r], RunIdentity{r, 0, seq},
-                                                *world.transports[r]));
+    ex.push_back(std::make_unique<PlanExecutor>(plans[r], buffers[r], RunIdentity{r, 0, seq}, *world.transports[r]));
     st[r] = ex[r]->start();
   }
   // Runs until every rank is done; once one rank has failed, the others get a short grace

@@ -41,11 +41,9 @@ void expectExactAllreduce(int n, const Builder& build, const std::string& algori
       for (const Status& s : runAll(world, plans, bufs)) ASSERT_TRUE(s.isOk()) << s.toString();
       for (int r = 0; r < n; ++r)
         for (size_t j = 0; j < count; ++j) {
-          int64_t want = op == ReduceOp::kSum ? sumOf(n, j)
-                         : op == ReduceOp::kAvg ? sumOf(n, j) / n
-                                                : input(n - 1, j);
-          ASSERT_EQ(out[r][j], want) << algorithm << " N=" << n << " rank " << r << " element "
-                                     << j << " count " << count << " op " << int(op);
+          int64_t want = op == ReduceOp::kSum ? sumOf(n, j) : op == ReduceOp::kAvg ? sumOf(n, j) / n : input(n - 1, j);
+          ASSERT_EQ(out[r][j], want) << algorithm << " N=" << n << " rank " << r << " element " << j << " count "
+                                     << count << " op " << int(op);
         }
       for (int r = 0; r < n; ++r)  // the input is left alone
         for (size_t j = 0; j < count; ++j) ASSERT_EQ(in[r][j], input(r, j));
@@ -59,18 +57,21 @@ TEST_P(RecursivePlans, RabenseifnerSumsAveragesAndMaxesExactly) {
   DenseOptions opts;
   opts.chunkBytes = 2048;  // several chunks per block: the per-chunk ordering is exercised
   opts.window = 2;
-  expectExactAllreduce(n, [&](int r, size_t count, ReduceOp op) {
-    return rabenseifnerAllreducePlan(r, n, count, DataType::kI64, op, opts);
-  }, "rabenseifner");
+  expectExactAllreduce(
+      n,
+      [&](int r, size_t count, ReduceOp op) {
+        return rabenseifnerAllreducePlan(r, n, count, DataType::kI64, op, opts);
+      },
+      "rabenseifner");
 }
 
 TEST_P(RecursivePlans, DoublingSumsAveragesAndMaxesExactly) {
   int n = GetParam();
   DenseOptions opts;
   opts.chunkBytes = 2048;
-  expectExactAllreduce(n, [&](int r, size_t count, ReduceOp op) {
-    return doublingAllreducePlan(r, n, count, DataType::kI64, op, opts);
-  }, "doubling");
+  expectExactAllreduce(
+      n, [&](int r, size_t count, ReduceOp op) { return doublingAllreducePlan(r, n, count, DataType::kI64, op, opts); },
+      "doubling");
 }
 
 TEST_P(RecursivePlans, RabenseifnerLargeF32AvgInPlaceMatchesFloat64) {
@@ -141,15 +142,16 @@ TEST_P(HierPlans, AllreduceSumsAveragesAndMaxesExactly) {
   for (auto& row : grid) std::rotate(row.begin(), row.begin() + 1, row.end());
   DenseOptions opts;
   opts.chunkBytes = 2048;
-  expectExactAllreduce(n, [&](int r, size_t count, ReduceOp op) {
-    return hierAllreducePlan(r, n, count, DataType::kI64, op, grid, opts);
-  }, "hier");
+  expectExactAllreduce(
+      n,
+      [&](int r, size_t count, ReduceOp op) { return hierAllreducePlan(r, n, count, DataType::kI64, op, grid, opts); },
+      "hier");
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, HierPlans,
-                         ::testing::Values(std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3},
-                                           std::pair{2, 4}, std::pair{4, 2}, std::pair{2, 5},
-                                           std::pair{1, 5}, std::pair{4, 1}, std::pair{3, 3}),
+                         ::testing::Values(std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 3}, std::pair{2, 4},
+                                           std::pair{4, 2}, std::pair{2, 5}, std::pair{1, 5}, std::pair{4, 1},
+                                           std::pair{3, 3}),
                          [](const auto& info) {
                            return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
                          });

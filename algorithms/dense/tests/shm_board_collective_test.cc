@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "algorithms/dense/shm_board_collective.h"
-#include "algorithms/plan/plan.h"
 #include "algorithms/dense/tests/shm_stage_driver.h"
+#include "algorithms/plan/plan.h"
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
@@ -26,9 +26,7 @@ using reference::storeValue;
 struct Board {
   std::unique_ptr<void, void (*)(void*)> memory;
   ShmBoard board;
-  explicit Board(int n)
-      : memory(std::aligned_alloc(64, ShmBoard::bytesFor(n)), std::free),
-        board(memory.get(), n) {
+  explicit Board(int n) : memory(std::aligned_alloc(64, ShmBoard::bytesFor(n)), std::free), board(memory.get(), n) {
     ShmBoard::format(memory.get(), n);
   }
 };
@@ -47,8 +45,8 @@ TEST(ShmBoardCollective, EveryDtypeAndOpMatchesTheReferenceWithTheSameBitsEveryw
           for (int r = 0; r < n; ++r) {
             for (size_t j = 0; j < count; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
             b.board.announce(r, seq, ShmRoute::kBoard, ShmBoardCollective::callOf({nullptr, nullptr, count, t, op}));
-            tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{r, 0, seq}, index,
-                                                           ShmCollectiveArgs{in[r].data(), out[r].data(), count, t, op}));
+            tasks.push_back(std::make_unique<ShmBoardCollective>(
+                b.board, RunIdentity{r, 0, seq}, index, ShmCollectiveArgs{in[r].data(), out[r].data(), count, t, op}));
           }
           std::string what = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " N=" + std::to_string(n) +
                              " count " + std::to_string(count);
@@ -56,8 +54,8 @@ TEST(ShmBoardCollective, EveryDtypeAndOpMatchesTheReferenceWithTheSameBitsEveryw
           for (int r = 0; r < n; ++r) {
             for (size_t j = 0; j < count; ++j) {
               double want = reduceReference(n, j, op, t), got = loadValue(out[r].data(), j, t);
-              ASSERT_TRUE(closeEnough(got, want, t)) << what << " rank " << r << " element " << j << ": got "
-                                                     << got << " want " << want;
+              ASSERT_TRUE(closeEnough(got, want, t))
+                  << what << " rank " << r << " element " << j << ": got " << got << " want " << want;
             }
             ASSERT_EQ(std::memcmp(out[r].data(), out[0].data(), count * esize), 0) << what << ": rank " << r;
           }
@@ -78,8 +76,9 @@ TEST(ShmBoardCollective, OverlappingAllreducesUseTheirOwnSlots) {
     for (int r = 0; r < n; ++r) {
       float* mine = data[r].data() + 8 * k;
       for (int j = 0; j < 8; ++j) mine[j] = static_cast<float>((k + 1) * 100 + r * 10 + j);
-      tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{r, 0, static_cast<uint32_t>(k)}, k,
-                                                     ShmCollectiveArgs{mine, mine, 8, DataType::kF32, ReduceOp::kSum}));
+      tasks.push_back(
+          std::make_unique<ShmBoardCollective>(b.board, RunIdentity{r, 0, static_cast<uint32_t>(k)}, k,
+                                               ShmCollectiveArgs{mine, mine, 8, DataType::kF32, ReduceOp::kSum}));
     }
   // Ranks 0 and 1 start all three; rank 2 only the first two: the third allreduce of ranks 0
   // and 1 cannot be posted (rank 2 has not finished the first).
@@ -104,10 +103,10 @@ TEST(ShmBoardCollective, DifferentCountsAreNamedOnBothRanks) {
   Board b(2);
   std::vector<float> in(8, 1.0f), out0(8), out1(8);
   std::vector<std::unique_ptr<ShmBoardCollective>> tasks;
-  tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{0, 0, 5}, 0,
-                                                 ShmCollectiveArgs{in.data(), out0.data(), 2, DataType::kF32, ReduceOp::kSum}));
-  tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{1, 0, 5}, 0,
-                                                 ShmCollectiveArgs{in.data(), out1.data(), 3, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmBoardCollective>(
+      b.board, RunIdentity{0, 0, 5}, 0, ShmCollectiveArgs{in.data(), out0.data(), 2, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmBoardCollective>(
+      b.board, RunIdentity{1, 0, 5}, 0, ShmCollectiveArgs{in.data(), out1.data(), 3, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks);
   expectMismatchNaming(st, {"count differs", "count=2", "count=3"});
 }
@@ -117,18 +116,19 @@ TEST(ShmBoardCollective, DifferentCountsAreNamedOnBothRanks) {
 TEST(ShmBoardCollective, APeerThatTookAnotherRouteIsNamed) {
   Board b(3);
   std::vector<float> in(2, 1.0f), out(2);
-  b.board.announce(2, 9, ShmRoute::kPlan, {static_cast<uint8_t>(CollectiveKind::kAllreduce),
-                                           static_cast<uint8_t>(DataType::kF32), 0, 1000});
+  b.board.announce(2, 9, ShmRoute::kPlan,
+                   {static_cast<uint8_t>(CollectiveKind::kAllreduce), static_cast<uint8_t>(DataType::kF32), 0, 1000});
   std::vector<std::unique_ptr<ShmBoardCollective>> tasks;
-  tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{0, 0, 9}, 0,
-                                                 ShmCollectiveArgs{in.data(), out.data(), 2, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmBoardCollective>(
+      b.board, RunIdentity{0, 0, 9}, 0, ShmCollectiveArgs{in.data(), out.data(), 2, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks, 10);
   ASSERT_EQ(st[0].code(), Code::kInProgress) << "rank 1 has announced nothing yet: " << st[0].toString();
   EXPECT_EQ(tasks[0]->waitingOn(), 1);
-  b.board.announce(1, 9, ShmRoute::kBoard, ShmBoardCollective::callOf({nullptr, nullptr, 2, DataType::kF32, ReduceOp::kSum}));
+  b.board.announce(1, 9, ShmRoute::kBoard,
+                   ShmBoardCollective::callOf({nullptr, nullptr, 2, DataType::kF32, ReduceOp::kSum}));
   std::vector<float> in1(2, 2.0f), out1(2);
-  tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{1, 0, 9}, 0,
-                                                 ShmCollectiveArgs{in1.data(), out1.data(), 2, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmBoardCollective>(
+      b.board, RunIdentity{1, 0, 9}, 0, ShmCollectiveArgs{in1.data(), out1.data(), 2, DataType::kF32, ReduceOp::kSum}));
   st = drive(tasks, 10);
   expectMismatchNaming(st, {"rank 2 called allreduce(count=1000"});
 }
@@ -137,13 +137,14 @@ TEST(ShmBoardCollective, BarrierWaitsForEveryRank) {
   Board b(3);
   std::vector<std::unique_ptr<ShmBoardCollective>> tasks;
   for (int r = 0; r < 2; ++r)
-    tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{r, 0, 1}, 0,
-                                                   ShmCollectiveArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
+    tasks.push_back(std::make_unique<ShmBoardCollective>(
+        b.board, RunIdentity{r, 0, 1}, 0,
+        ShmCollectiveArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
   auto st = drive(tasks, 10);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(st[r].code(), Code::kInProgress);
   EXPECT_EQ(tasks[0]->waitingOn(), 2);
-  tasks.push_back(std::make_unique<ShmBoardCollective>(b.board, RunIdentity{2, 0, 1}, 0,
-                                                 ShmCollectiveArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
+  tasks.push_back(std::make_unique<ShmBoardCollective>(
+      b.board, RunIdentity{2, 0, 1}, 0, ShmCollectiveArgs{nullptr, nullptr, 0, DataType::kF32, ReduceOp::kSum, true}));
   st = drive(tasks, 10);
   for (const Status& s : st) EXPECT_TRUE(s.isOk()) << s.toString();
 }

@@ -38,12 +38,13 @@ std::unique_ptr<ShmBoardCollective> task(Segment& s, int r, uint32_t seq, uint64
 
 TEST(ShmBoardCollective, PayloadIsWhatEachRankPostsAndFitsASlot) {
   const size_t slotFloats = kShmPayloadBytes / 4;
-  ShmCollectiveArgs rs{nullptr, nullptr, slotFloats / 4, DataType::kF32, ReduceOp::kSum, false,
-                       CollectiveKind::kReduceScatter};
+  ShmCollectiveArgs rs{
+      nullptr, nullptr, slotFloats / 4, DataType::kF32, ReduceOp::kSum, false, CollectiveKind::kReduceScatter};
   EXPECT_EQ(ShmBoardCollective::payloadBytes(rs, 4, 1), kShmPayloadBytes);
   EXPECT_TRUE(ShmBoardCollective::fits(rs, 4));
   EXPECT_FALSE(ShmBoardCollective::fits(rs, 5)) << "five blocks of a quarter slot";
-  ShmCollectiveArgs bc{nullptr, nullptr, slotFloats, DataType::kF32, ReduceOp::kSum, false, CollectiveKind::kBroadcast, 2};
+  ShmCollectiveArgs bc{nullptr, nullptr, slotFloats, DataType::kF32, ReduceOp::kSum, false, CollectiveKind::kBroadcast,
+                       2};
   EXPECT_EQ(ShmBoardCollective::payloadBytes(bc, 4, 2), kShmPayloadBytes);
   EXPECT_EQ(ShmBoardCollective::payloadBytes(bc, 4, 0), 0u) << "only the root posts data";
   EXPECT_TRUE(ShmBoardCollective::fits(bc, 4));
@@ -67,8 +68,9 @@ TEST(ShmBoardCollective, ReduceScatterEveryDtypeAndOpMatchesTheReference) {
           Tasks tasks;
           for (int r = 0; r < n; ++r) {
             for (size_t j = 0; j < n * count; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
-            tasks.push_back(task(s, r, seq, index, {nullptr, nullptr, count, t, op, false, CollectiveKind::kReduceScatter},
-                                 in, out, inPlace ? static_cast<long>(r * count * esize) : -1));
+            tasks.push_back(task(s, r, seq, index,
+                                 {nullptr, nullptr, count, t, op, false, CollectiveKind::kReduceScatter}, in, out,
+                                 inPlace ? static_cast<long>(r * count * esize) : -1));
           }
           const std::string what = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " N=" + std::to_string(n) +
                                    " count " + std::to_string(count) + (inPlace ? " in place" : "");
@@ -117,7 +119,8 @@ TEST(ShmBoardCollective, AllgatherAndBroadcastMoveEveryElement) {
             }
           }
           const std::string what = std::string(collectiveName(kind)) + " N=" + std::to_string(n) + " count " +
-                                   std::to_string(count) + " root " + std::to_string(root) + (inPlace ? " in place" : "");
+                                   std::to_string(count) + " root " + std::to_string(root) +
+                                   (inPlace ? " in place" : "");
           for (const Status& st : drive(tasks)) ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
           for (int r = 0; r < n; ++r) {
             const auto* got = reinterpret_cast<const int32_t*>(inPlace ? in[r].data() : out[r].data());
@@ -139,7 +142,8 @@ TEST(ShmBoardCollective, ABroadcastFinishesOnceEveryRankHasCalledIt) {
   Segment s(n);
   Buffers in(n, std::vector<char>(16)), out = in;
   std::memcpy(in[0].data(), "from the root 0", 16);
-  const ShmCollectiveArgs args{nullptr, nullptr, 4, DataType::kI32, ReduceOp::kSum, false, CollectiveKind::kBroadcast, 0};
+  const ShmCollectiveArgs args{nullptr, nullptr, 4, DataType::kI32, ReduceOp::kSum, false, CollectiveKind::kBroadcast,
+                               0};
   Tasks tasks;
   for (int r = 0; r < 2; ++r) tasks.push_back(task(s, r, 3, 0, args, in, out));
   auto st = drive(tasks, 10);
@@ -159,8 +163,9 @@ TEST(ShmBoardCollective, ADifferentRootIsNamedOnBothRanks) {
   Buffers in(2, std::vector<char>(8, 'a')), out = in;
   Tasks tasks;
   for (int r = 0; r < 2; ++r)
-    tasks.push_back(task(s, r, 6, 0, {nullptr, nullptr, 2, DataType::kI32, ReduceOp::kSum, false,
-                                      CollectiveKind::kBroadcast, r}, in, out));
+    tasks.push_back(task(s, r, 6, 0,
+                         {nullptr, nullptr, 2, DataType::kI32, ReduceOp::kSum, false, CollectiveKind::kBroadcast, r},
+                         in, out));
   auto st = drive(tasks);
   expectMismatchNaming(st, {"root differs", "root=0", "root=1"});
 }
@@ -174,8 +179,10 @@ TEST(ShmBoardCollective, ADifferentRootIsNamedOnEveryRank) {
   Buffers in(n, std::vector<char>(8, 'a')), out = in;
   Tasks tasks;
   for (int r = 0; r < n; ++r)
-    tasks.push_back(task(s, r, 2, 0, {nullptr, nullptr, 2, DataType::kI32, ReduceOp::kSum, false,
-                                      CollectiveKind::kBroadcast, r == 0 ? 0 : 1}, in, out));
+    tasks.push_back(
+        task(s, r, 2, 0,
+             {nullptr, nullptr, 2, DataType::kI32, ReduceOp::kSum, false, CollectiveKind::kBroadcast, r == 0 ? 0 : 1},
+             in, out));
   expectMismatchNaming(drive(tasks), {"root differs", "root=0", "root=1"});
 }
 
@@ -193,8 +200,9 @@ TEST(ShmBoardCollective, TheFourKindsReuseTheSlotsInTurn) {
   for (int k = 0; k < 4; ++k)
     for (int r = 0; r < n; ++r) {
       std::fill(in[k * n + r].begin(), in[k * n + r].end(), static_cast<float>(10 * k + r + 1));
-      ShmCollectiveArgs a{in[k * n + r].data(), out[k * n + r].data(), count, DataType::kF32, ReduceOp::kSum, false,
-                          kinds[k], k == 3 ? 1 : -1};
+      ShmCollectiveArgs a{
+          in[k * n + r].data(), out[k * n + r].data(), count, DataType::kF32, ReduceOp::kSum, false, kinds[k],
+          k == 3 ? 1 : -1};
       s.board.announce(r, k, ShmRoute::kBoard, ShmBoardCollective::callOf(a));
       tasks.push_back(std::make_unique<ShmBoardCollective>(s.board, RunIdentity{r, 0, uint32_t(k)}, k, a));
     }

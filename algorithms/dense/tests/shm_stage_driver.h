@@ -23,7 +23,8 @@ struct Segment {
   explicit Segment(int n)
       : boardMemory(std::aligned_alloc(64, ShmBoard::bytesFor(n)), std::free),
         stagingMemory(std::aligned_alloc(4096, ShmStaging::bytesFor(n)), std::free),
-        board(boardMemory.get(), n), staging(stagingMemory.get(), n) {
+        board(boardMemory.get(), n),
+        staging(stagingMemory.get(), n) {
     ShmBoard::format(boardMemory.get(), n);
     ShmStaging::format(stagingMemory.get(), n);
   }

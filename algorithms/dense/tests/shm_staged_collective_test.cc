@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "algorithms/dense/shm_staged_collective.h"
-#include "algorithms/plan/plan.h"
 #include "algorithms/dense/tests/shm_stage_driver.h"
+#include "algorithms/plan/plan.h"
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
@@ -38,18 +38,19 @@ void runAndCheck(Segment& s, int n, uint32_t seq, uint64_t* ticket, size_t count
   for (int r = 0; r < n; ++r) {
     for (size_t j = 0; j < count; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
     s.board.announce(r, seq, ShmRoute::kStaged, callFor(count, t, op));
-    tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, seq}, *ticket,
-                                                         ShmCollectiveArgs{in[r].data(), out[r].data(), count, t, op}));
+    tasks.push_back(
+        std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, seq}, *ticket,
+                                              ShmCollectiveArgs{in[r].data(), out[r].data(), count, t, op}));
   }
   *ticket += ShmStagedLayout(CollectiveKind::kAllreduce, count, t, n, -1).chunks();
-  std::string what = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " N=" + std::to_string(n) +
-                     " count " + std::to_string(count);
+  std::string what = std::string(dataTypeName(t)) + " " + reduceOpName(op) + " N=" + std::to_string(n) + " count " +
+                     std::to_string(count);
   for (const Status& st : drive(tasks)) ASSERT_TRUE(st.isOk()) << what << ": " << st.toString();
   for (int r = 0; r < n; ++r) {
     for (size_t j = 0; j < count; ++j) {
       double want = reduceReference(n, j, op, t), got = loadValue(out[r].data(), j, t);
-      ASSERT_TRUE(closeEnough(got, want, t)) << what << " rank " << r << " element " << j << ": got " << got
-                                             << " want " << want;
+      ASSERT_TRUE(closeEnough(got, want, t))
+          << what << " rank " << r << " element " << j << ": got " << got << " want " << want;
     }
     ASSERT_EQ(std::memcmp(out[r].data(), out[0].data(), count * esize), 0) << what << ": rank " << r;
   }
@@ -75,9 +76,9 @@ TEST(ShmStagedAllreduce, ManyChunks) {
     uint64_t ticket = 0;
     runAndCheck(s, n, 0, &ticket, (size_t{1} << 20) + 3, DataType::kF32, ReduceOp::kSum);
     runAndCheck(s, n, 1, &ticket, (size_t{1} << 20) + 3, DataType::kF16, ReduceOp::kAvg);
-    const uint64_t f32Chunks = ShmStagedLayout(CollectiveKind::kAllreduce, (size_t{1} << 20) + 3, DataType::kF32, n, -1).chunks();
-    EXPECT_EQ(ticket, f32Chunks + (f32Chunks + 1) / 2)
-        << "f16 chunks hold twice the elements";
+    const uint64_t f32Chunks =
+        ShmStagedLayout(CollectiveKind::kAllreduce, (size_t{1} << 20) + 3, DataType::kF32, n, -1).chunks();
+    EXPECT_EQ(ticket, f32Chunks + (f32Chunks + 1) / 2) << "f16 chunks hold twice the elements";
   }
 }
 
@@ -94,8 +95,9 @@ TEST(ShmStagedAllreduce, OverlappingInPlaceAllreducesShareTheStagesInOrder) {
       float* mine = data[r].data() + count * k;
       for (size_t j = 0; j < count; ++j) mine[j] = static_cast<float>((k + 1) * 1000 + r * 10 + j % 7);
       s.board.announce(r, k, ShmRoute::kStaged, callFor(count));
-      tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, 3 * k,
-                                                           ShmCollectiveArgs{mine, mine, count, DataType::kF32, ReduceOp::kSum}));
+      tasks.push_back(
+          std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, 3 * k,
+                                                ShmCollectiveArgs{mine, mine, count, DataType::kF32, ReduceOp::kSum}));
     }
   for (const Status& st : drive(tasks)) ASSERT_TRUE(st.isOk()) << st.toString();
   for (int k = 0; k < 2; ++k)
@@ -145,8 +147,9 @@ TEST(ShmStagedAllreduce, WaitsOnTheRankThatHasNotPosted) {
   std::vector<std::vector<float>> in(n, std::vector<float>(count, 1.0f)), out = in;
   Tasks tasks;
   for (int r = 0; r < n; ++r)
-    tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 0}, 0,
-                                                         ShmCollectiveArgs{in[r].data(), out[r].data(), count, DataType::kF32, ReduceOp::kSum}));
+    tasks.push_back(std::make_unique<ShmStagedCollective>(
+        s.staging, s.board, RunIdentity{r, 0, 0}, 0,
+        ShmCollectiveArgs{in[r].data(), out[r].data(), count, DataType::kF32, ReduceOp::kSum}));
   for (int r : {0, 2}) EXPECT_EQ(tasks[r]->start().code(), Code::kInProgress);
   EXPECT_EQ(tasks[0]->waitingOn(), 1);
   EXPECT_EQ(s.staging.area(0).posted.value.load(), 2u) << "two stages, the third chunk waits";
@@ -159,10 +162,12 @@ TEST(ShmStagedAllreduce, DifferentCountsAreNamedOnBothRanks) {
   Segment s(2);
   std::vector<float> in(100000, 1.0f), out0(100000), out1(100000);
   Tasks tasks;
-  tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{0, 0, 5}, 0,
-                                                       ShmCollectiveArgs{in.data(), out0.data(), 90000, DataType::kF32, ReduceOp::kSum}));
-  tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{1, 0, 5}, 0,
-                                                       ShmCollectiveArgs{in.data(), out1.data(), 99999, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmStagedCollective>(
+      s.staging, s.board, RunIdentity{0, 0, 5}, 0,
+      ShmCollectiveArgs{in.data(), out0.data(), 90000, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmStagedCollective>(
+      s.staging, s.board, RunIdentity{1, 0, 5}, 0,
+      ShmCollectiveArgs{in.data(), out1.data(), 99999, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks);
   expectMismatchNaming(st, {"count differs", "count=90000", "count=99999"});
 }
@@ -173,8 +178,9 @@ TEST(ShmStagedAllreduce, APeerThatTookAnotherRouteIsNamed) {
   Segment s(2);
   std::vector<float> in(50000, 1.0f), out(50000);
   Tasks tasks;
-  tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{0, 0, 9}, 0,
-                                                       ShmCollectiveArgs{in.data(), out.data(), 50000, DataType::kF32, ReduceOp::kSum}));
+  tasks.push_back(std::make_unique<ShmStagedCollective>(
+      s.staging, s.board, RunIdentity{0, 0, 9}, 0,
+      ShmCollectiveArgs{in.data(), out.data(), 50000, DataType::kF32, ReduceOp::kSum}));
   auto st = drive(tasks, 10);
   ASSERT_EQ(st[0].code(), Code::kInProgress) << "rank 1 has announced nothing yet: " << st[0].toString();
   EXPECT_EQ(tasks[0]->waitingOn(), 1);

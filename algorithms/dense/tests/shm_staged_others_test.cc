@@ -48,12 +48,13 @@ void runReduceScatter(Segment& s, int n, uint32_t seq, uint64_t* ticket, size_t 
   std::vector<std::vector<char>> in(n, std::vector<char>(n * count * esize)), out(n, std::vector<char>(count * esize));
   for (int r = 0; r < n; ++r)
     for (size_t j = 0; j < n * count; ++j) storeValue(in[r].data(), j, t, inputValue(r, j, op));
-  Tasks tasks = makeTasks(s, n, seq, ticket, {nullptr, nullptr, count, t, op, false, CollectiveKind::kReduceScatter},
-                          in, out);
+  Tasks tasks =
+      makeTasks(s, n, seq, ticket, {nullptr, nullptr, count, t, op, false, CollectiveKind::kReduceScatter}, in, out);
   if (inPlace)  // each rank's output is its own block of its input
     for (int r = 0; r < n; ++r)
       tasks[r] = std::make_unique<ShmStagedCollective>(
-          s.staging, s.board, RunIdentity{r, 0, seq}, *ticket - ShmStagedLayout(CollectiveKind::kReduceScatter, count, t, n, -1).chunks(),
+          s.staging, s.board, RunIdentity{r, 0, seq},
+          *ticket - ShmStagedLayout(CollectiveKind::kReduceScatter, count, t, n, -1).chunks(),
           ShmCollectiveArgs{in[r].data(), in[r].data() + r * count * esize, count, t, op, false,
                             CollectiveKind::kReduceScatter});
   const std::string what = std::string("reduce_scatter ") + dataTypeName(t) + " " + reduceOpName(op) +
@@ -63,8 +64,8 @@ void runReduceScatter(Segment& s, int n, uint32_t seq, uint64_t* ticket, size_t 
     const char* got = inPlace ? in[r].data() + r * count * esize : out[r].data();
     for (size_t j = 0; j < count; ++j) {
       const double want = reduceReference(n, r * count + j, op, t), value = loadValue(got, j, t);
-      ASSERT_TRUE(closeEnough(value, want, t)) << what << " rank " << r << " element " << j << ": got " << value
-                                               << " want " << want;
+      ASSERT_TRUE(closeEnough(value, want, t))
+          << what << " rank " << r << " element " << j << ": got " << value << " want " << want;
     }
   }
 }
@@ -126,8 +127,9 @@ TEST(ShmStagedCollective, InPlaceAllgatherAndBroadcast) {
   Tasks tasks;
   for (int r = 0; r < n; ++r) {
     for (size_t j = 0; j < count; ++j) gathered[r][r * count + j] = static_cast<float>(r * 10 + j % 5);
-    ShmCollectiveArgs a{gathered[r].data() + r * count, gathered[r].data(), count, DataType::kF32, ReduceOp::kSum,
-                        false, CollectiveKind::kAllgather};
+    ShmCollectiveArgs a{
+        gathered[r].data() + r * count, gathered[r].data(), count, DataType::kF32, ReduceOp::kSum, false,
+        CollectiveKind::kAllgather};
     s.board.announce(r, 0, ShmRoute::kStaged, ShmBoardCollective::callOf(a));
     tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 0}, 0, a));
   }
@@ -135,7 +137,7 @@ TEST(ShmStagedCollective, InPlaceAllgatherAndBroadcast) {
   for (size_t j = 0; j < count; ++j) sent[1][j] = 7.5f + static_cast<float>(j);
   for (int r = 0; r < n; ++r) {  // then a broadcast from rank 1, in place there
     float* data = sent[r].data();
-    ShmCollectiveArgs a{r == 1 ? data : nullptr, data, count, DataType::kF32, ReduceOp::kSum, false,
+    ShmCollectiveArgs a{r == 1 ? data : nullptr,    data, count, DataType::kF32, ReduceOp::kSum, false,
                         CollectiveKind::kBroadcast, 1};
     s.board.announce(r, 1, ShmRoute::kStaged, ShmBoardCollective::callOf(a));
     tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 1}, next, a));
@@ -169,7 +171,8 @@ TEST(ShmStagedCollective, DifferentCollectivesShareTheStagesInTurn) {
       mine.input = in[k * n + r].data();
       mine.output = out[k * n + r].data();
       s.board.announce(r, k, ShmRoute::kStaged, ShmBoardCollective::callOf(mine));
-      tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, ticket, mine));
+      tasks.push_back(
+          std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, uint32_t(k)}, ticket, mine));
     }
     ticket += ShmStagedCollective::layoutOf(args, n).chunks();
   }
@@ -222,8 +225,9 @@ TEST(ShmStagedCollective, ADifferentRootIsNamedOnEveryRank) {
   std::vector<std::vector<float>> out(n, std::vector<float>(in.size()));
   Tasks tasks;
   for (int r = 0; r < n; ++r) {
-    ShmCollectiveArgs a{in.data(), out[r].data(), 100000, DataType::kF32, ReduceOp::kSum, false,
-                        CollectiveKind::kBroadcast, r == 0 ? 0 : 1};
+    ShmCollectiveArgs a{
+        in.data(),     out[r].data(), 100000, DataType::kF32, ReduceOp::kSum, false, CollectiveKind::kBroadcast,
+        r == 0 ? 0 : 1};
     tasks.push_back(std::make_unique<ShmStagedCollective>(s.staging, s.board, RunIdentity{r, 0, 4}, 0, a));
   }
   expectMismatchNaming(drive(tasks), {"root differs", "root=0", "root=1"});
@@ -240,8 +244,8 @@ TEST(ShmStagedLayout, PiecesCoverEveryElementOnce) {
         ShmStagedLayout layout(kind, count, DataType::kF32, n, root);
         const size_t inCount = kind == CollectiveKind::kReduceScatter ? n * count : count;
         const size_t outCount = kind == CollectiveKind::kAllgather ? n * count : count;
-        const std::string what = std::string(collectiveName(kind)) + " N=" + std::to_string(n) + " count " +
-                                 std::to_string(count);
+        const std::string what =
+            std::string(collectiveName(kind)) + " N=" + std::to_string(n) + " count " + std::to_string(count);
         for (int r = 0; r < n; ++r) {
           std::vector<int> posted(inCount), written(outCount);
           for (uint64_t c = 0; c < layout.chunks(); ++c) {
@@ -258,7 +262,8 @@ TEST(ShmStagedLayout, PiecesCoverEveryElementOnce) {
             }
           }
           const int wantPosted = kind == CollectiveKind::kBroadcast && r != root ? 0 : 1;
-          for (size_t j = 0; j < inCount; ++j) ASSERT_EQ(posted[j], wantPosted) << what << " rank " << r << " input " << j;
+          for (size_t j = 0; j < inCount; ++j)
+            ASSERT_EQ(posted[j], wantPosted) << what << " rank " << r << " input " << j;
           for (size_t j = 0; j < outCount; ++j) ASSERT_EQ(written[j], 1) << what << " rank " << r << " output " << j;
         }
       }
@@ -267,7 +272,8 @@ TEST(ShmStagedLayout, PiecesCoverEveryElementOnce) {
 TEST(ShmStagedLayout, BytesPublishedAndWhatItServes) {
   const size_t e = perStage(DataType::kF32);
   EXPECT_EQ(ShmStagedLayout(CollectiveKind::kAllreduce, 2 * e, DataType::kF32, 4, -1).bytesPublished(1),
-            (2 * e + 2 * (e / 4)) * 4) << "its input, and its reduced slices";
+            (2 * e + 2 * (e / 4)) * 4)
+      << "its input, and its reduced slices";
   EXPECT_EQ(ShmStagedLayout(CollectiveKind::kReduceScatter, 100, DataType::kF32, 4, -1).bytesPublished(1), 400u * 4);
   EXPECT_EQ(ShmStagedLayout(CollectiveKind::kAllgather, 100, DataType::kF32, 4, -1).bytesPublished(1), 100u * 4);
   EXPECT_EQ(ShmStagedLayout(CollectiveKind::kBroadcast, 100, DataType::kF32, 4, 2).bytesPublished(2), 100u * 4);

@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
   std::fill(scratch.begin(), scratch.end(), 0);
 
   const double bytes = static_cast<double>(count) * 4.0;
-  std::printf("tsr-kernel-bench: D = %zu f32 elements (%.1f MiB), isa %s, best of %d\n", count,
-              bytes / (1 << 20), isaName(activeIsa()), reps);
+  std::printf("tsr-kernel-bench: D = %zu f32 elements (%.1f MiB), isa %s, best of %d\n", count, bytes / (1 << 20),
+              isaName(activeIsa()), reps);
   double tMemcpy = bestSeconds(reps, [&] { std::memcpy(y.data(), x.data(), count * 4); });
   struct Row {
     const char* name;
@@ -103,16 +103,18 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   rows.push_back({"memcpy f32 input", tMemcpy, ""});
   rows.push_back({"sign pack", bestSeconds(reps, [&] { signPack(x.data(), count, s.data(), rng, 0); }), ">= 1.00"});
-  rows.push_back({"bit merge a=3 b=1 (rng incl.)", bestSeconds(reps, [&] {
-                    signMerge(v.data(), s.data(), merged.data(), words, 3, 1, rng, 0);
-                  }), ">= 0.50"});
-  rows.push_back({"bit merge a=1 b=1 (rng incl.)", bestSeconds(reps, [&] {
-                    signMerge(v.data(), s.data(), merged.data(), words, 1, 1, rng, 0);
-                  }), ">= 0.50"});
-  rows.push_back({"decompress eta*(2b-1)", bestSeconds(reps, [&] { signDecompress(merged.data(), count, 0.01f, y.data()); }), ">= 0.50"});
-  rows.push_back({"f32 sum reduceInto", bestSeconds(reps, [&] {
-                    reduceInto(y.data(), x.data(), count, tsr::DataType::kF32, tsr::ReduceOp::kSum);
-                  }), ""});
+  rows.push_back({"bit merge a=3 b=1 (rng incl.)",
+                  bestSeconds(reps, [&] { signMerge(v.data(), s.data(), merged.data(), words, 3, 1, rng, 0); }),
+                  ">= 0.50"});
+  rows.push_back({"bit merge a=1 b=1 (rng incl.)",
+                  bestSeconds(reps, [&] { signMerge(v.data(), s.data(), merged.data(), words, 1, 1, rng, 0); }),
+                  ">= 0.50"});
+  rows.push_back({"decompress eta*(2b-1)",
+                  bestSeconds(reps, [&] { signDecompress(merged.data(), count, 0.01f, y.data()); }), ">= 0.50"});
+  rows.push_back(
+      {"f32 sum reduceInto",
+       bestSeconds(reps, [&] { reduceInto(y.data(), x.data(), count, tsr::DataType::kF32, tsr::ReduceOp::kSum); }),
+       ""});
   // Casts (fp16 / bf16 compressors, two-level Marsit intra=fp16): read D f32 and write D halves,
   // or the reverse. The f16 ones need F16C besides AVX2 for their vector path.
   std::vector<uint16_t> half(count);
@@ -122,16 +124,21 @@ int main(int argc, char** argv) {
   rows.push_back({"cast bf16 -> f32", bestSeconds(reps, [&] { castBf16ToF32(half.data(), count, y.data()); }), ""});
   // Half sums (dense allreduce of f16 / bf16): read 2 x D halves, write D halves.
   std::vector<uint16_t> half2(half);
-  rows.push_back({"f16 sum reduceInto", bestSeconds(reps, [&] {
-                    reduceInto(half2.data(), half.data(), count, tsr::DataType::kF16, tsr::ReduceOp::kSum);
-                  }), ""});
-  rows.push_back({"bf16 sum reduceInto", bestSeconds(reps, [&] {
-                    reduceInto(half2.data(), half.data(), count, tsr::DataType::kBF16, tsr::ReduceOp::kSum);
-                  }), ""});
+  rows.push_back(
+      {"f16 sum reduceInto",
+       bestSeconds(reps,
+                   [&] { reduceInto(half2.data(), half.data(), count, tsr::DataType::kF16, tsr::ReduceOp::kSum); }),
+       ""});
+  rows.push_back(
+      {"bf16 sum reduceInto",
+       bestSeconds(reps,
+                   [&] { reduceInto(half2.data(), half.data(), count, tsr::DataType::kBF16, tsr::ReduceOp::kSum); }),
+       ""});
   size_t got = 0;
-  rows.push_back({"top-k", bestSeconds(reps, [&] {
-                    got = topkSelect(x.data(), count, k, idx.data(), scratch.data(), scratch.size());
-                  }), ">= 0.25"});
+  rows.push_back(
+      {"top-k",
+       bestSeconds(reps, [&] { got = topkSelect(x.data(), count, k, idx.data(), scratch.data(), scratch.size()); }),
+       ">= 0.25"});
   std::printf("%-32s %10s %10s %10s %8s\n", "kernel", "ms", "GB/s", "x memcpy", "target");
   for (const Row& r : rows) {
     std::printf("%-32s %10.2f %10.2f %10.2f %8s\n", r.name, r.seconds * 1e3, bytes / r.seconds / 1e9,

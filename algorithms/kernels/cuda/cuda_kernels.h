@@ -18,13 +18,12 @@ namespace tsr::kernels::cuda {
 
 // Sign bits of x into ceil(count/64) words. Non-finite detection: *firstBad (device pointer,
 // preset by the caller to count) receives the minimum index of a NaN/Inf element.
-int signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
-             uint64_t firstWord, unsigned long long* firstBad, void* stream);
-int signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
-              uint32_t b, const RngStream& rng, uint64_t firstWord, void* stream);
+int signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng, uint64_t firstWord,
+             unsigned long long* firstBad, void* stream);
+int signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+              const RngStream& rng, uint64_t firstWord, void* stream);
 int signDecompress(const uint64_t* words, size_t count, float eta, float* out, void* stream);
-int signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c,
-                   void* stream);
+int signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c, void* stream);
 // The direct device path's step (cuda/step_kernels.cu; plan/step_kernels.h). addPack: work =
 // g + c, its sign words and the first non-finite index (into *firstBad, preset to count);
 // addScan: the same without the words. sumAbsBlockwise: blockSums[b] = sum |x| of 1024-element
@@ -84,20 +83,19 @@ int castBf16ToF32(const uint16_t* in, size_t count, float* out, void* stream);
 // depends on the ones before it: O(k) cheap bitmap operations); the bitmap becomes the index
 // list by a popcount scan (CUB) and a parallel emit.
 size_t randomkScratchBytes(size_t n, size_t k);
-int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices,
-                  void* scratch, size_t scratchBytes, void* stream);
+int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices, void* scratch,
+                  size_t scratchBytes, void* stream);
 // Top-k by magnitude: the same min(k, n) indices (increasing) as the CPU topkSelect, ties to
 // the lower index. CUB's stable radix sort of |x| bits descending with the indices as values
 // keeps equal magnitudes in index order, so the first k are exactly the CPU's set; a second
 // sort puts them in increasing order. Callers reject NaN first (as on the CPU).
 size_t topkScratchBytes(size_t n, size_t k);
-int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch,
-               size_t scratchBytes, void* stream);
+int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch, size_t scratchBytes, void* stream);
 // Dithering: codes bit-identical to the CPU ditherQuantize for the same scale (computed by the
 // caller: maxAbsBits, or ditherL2Scale of sumSquaresBlockwise's blocks added in order).
-int ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
-                   DitherPartition partition, const RngStream& rng, int16_t* codes, void* stream);
-int ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s,
-                     DitherPartition partition, float* out, void* stream);
+int ditherQuantize(const float* x, size_t count, float scale, uint32_t s, DitherPartition partition,
+                   const RngStream& rng, int16_t* codes, void* stream);
+int ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s, DitherPartition partition, float* out,
+                     void* stream);
 
 }  // namespace tsr::kernels::cuda

@@ -50,14 +50,13 @@ __global__ void popcountKernel(const uint64_t* bitmap, size_t words, uint32_t* c
   if (w < words) counts[w] = static_cast<uint32_t>(__popcll(bitmap[w]));
 }
 
-__global__ void emitKernel(const uint64_t* bitmap, size_t words, const uint32_t* offsets,
-                           uint32_t* indices) {
+__global__ void emitKernel(const uint64_t* bitmap, size_t words, const uint32_t* offsets, uint32_t* indices) {
   size_t w = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (w < words) emitBitmapWord(bitmap[w], w, indices + offsets[w]);
 }
 
-size_t randomkCarve(size_t n, size_t k, void* scratch, uint32_t** draws, uint64_t** bitmap,
-                    uint32_t** counts, uint32_t** offsets, void** temp, size_t* tempBytes) {
+size_t randomkCarve(size_t n, size_t k, void* scratch, uint32_t** draws, uint64_t** bitmap, uint32_t** counts,
+                    uint32_t** offsets, void** temp, size_t* tempBytes) {
   const size_t words = randomkWords(n);
   Carve c{static_cast<char*>(scratch)};
   *draws = c.take<uint32_t>(k);
@@ -99,8 +98,7 @@ size_t topkCarve(size_t n, size_t k, void* scratch, TopkPieces* p) {
   p->idsSorted = c.take<uint32_t>(n);
   size_t sortBytes = 0, orderBytes = 0;
   // Bits [0, 31): the sign is already cleared from the magnitude keys.
-  cub::DeviceRadixSort::SortPairsDescending(nullptr, sortBytes, p->keys, p->keysSorted, p->ids,
-                                            p->idsSorted, n, 0, 31);
+  cub::DeviceRadixSort::SortPairsDescending(nullptr, sortBytes, p->keys, p->keysSorted, p->ids, p->idsSorted, n, 0, 31);
   cub::DeviceRadixSort::SortKeys(nullptr, orderBytes, p->idsSorted, p->ids, k);
   p->tempBytes = sortBytes > orderBytes ? sortBytes : orderBytes;
   p->temp = c.take<char>(p->tempBytes);
@@ -110,9 +108,8 @@ size_t topkCarve(size_t n, size_t k, void* scratch, TopkPieces* p) {
 // ---- dithering
 
 // One thread per group of 4 elements: they share one Philox draw (ditherRandom).
-__global__ void ditherKernel(const float* x, size_t count, float scale, float levels,
-                             uint32_t maxCode, DitherPartition partition, RngStream rng,
-                             int16_t* codes) {
+__global__ void ditherKernel(const float* x, size_t count, float scale, float levels, uint32_t maxCode,
+                             DitherPartition partition, RngStream rng, int16_t* codes) {
   size_t g = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   size_t i0 = g * 4;
   if (i0 >= count) return;
@@ -136,8 +133,8 @@ size_t randomkScratchBytes(size_t n, size_t k) {
   return randomkCarve(n, k < n ? k : n, nullptr, &draws, &bitmap, &counts, &offsets, &temp, &tempBytes);
 }
 
-int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices,
-                  void* scratch, size_t scratchBytes, void* stream) {
+int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices, void* scratch,
+                  size_t scratchBytes, void* stream) {
   if (k > n) k = n;
   if (k == 0) return 0;
   uint32_t *draws, *counts, *offsets;
@@ -165,8 +162,8 @@ size_t topkScratchBytes(size_t n, size_t k) {
   return topkCarve(n, k < n ? k : n, nullptr, &p);
 }
 
-int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch,
-               size_t scratchBytes, void* stream) {
+int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch, size_t scratchBytes,
+               void* stream) {
   if (k == 0 || n == 0) return 0;
   cudaStream_t s = asStream(stream);
   if (k >= n) {
@@ -179,28 +176,28 @@ int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scra
   magnitudeKeysKernel<<<blocksFor(n), kThreads, 0, s>>>(x, n, p.keys, p.ids);
   if (int e = launched()) return e;
   size_t bytes = p.tempBytes;
-  if (int e = static_cast<int>(cub::DeviceRadixSort::SortPairsDescending(
-          p.temp, bytes, p.keys, p.keysSorted, p.ids, p.idsSorted, n, 0, 31, s)))
+  if (int e = static_cast<int>(cub::DeviceRadixSort::SortPairsDescending(p.temp, bytes, p.keys, p.keysSorted, p.ids,
+                                                                         p.idsSorted, n, 0, 31, s)))
     return e;
   // The first k sorted ids are the selection; put them in increasing order (32 key bits).
   bytes = p.tempBytes;
   return static_cast<int>(cub::DeviceRadixSort::SortKeys(p.temp, bytes, p.idsSorted, indices, k, 0, 32, s));
 }
 
-int ditherQuantize(const float* x, size_t count, float scale, uint32_t s,
-                   DitherPartition partition, const RngStream& rng, int16_t* codes, void* stream) {
+int ditherQuantize(const float* x, size_t count, float scale, uint32_t s, DitherPartition partition,
+                   const RngStream& rng, int16_t* codes, void* stream) {
   if (count == 0) return 0;
   const uint32_t maxCode = ditherMaxCodeOf(s, partition);
   if (scale <= 0.0f || maxCode == 0)  // as on the CPU: all codes 0
     return static_cast<int>(cudaMemsetAsync(codes, 0, count * sizeof(int16_t), asStream(stream)));
   const size_t groups = (count + 3) / 4;
-  ditherKernel<<<blocksFor(groups), kThreads, 0, asStream(stream)>>>(
-      x, count, scale, static_cast<float>(maxCode), maxCode, partition, rng, codes);
+  ditherKernel<<<blocksFor(groups), kThreads, 0, asStream(stream)>>>(x, count, scale, static_cast<float>(maxCode),
+                                                                     maxCode, partition, rng, codes);
   return launched();
 }
 
-int ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s,
-                     DitherPartition partition, float* out, void* stream) {
+int ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t s, DitherPartition partition, float* out,
+                     void* stream) {
   if (count == 0) return 0;
   const uint32_t maxCode = ditherMaxCodeOf(s, partition);
   const float d = maxCode == 0 ? 1.0f : static_cast<float>(maxCode);

@@ -14,8 +14,8 @@ constexpr int kThreads = 256;
 inline unsigned blocksFor(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 inline cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 
-__global__ void packKernel(const float* x, size_t count, uint64_t* words, RngStream rng,
-                           uint64_t firstWord, unsigned long long* firstBad) {
+__global__ void packKernel(const float* x, size_t count, uint64_t* words, RngStream rng, uint64_t firstWord,
+                           unsigned long long* firstBad) {
   size_t w = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   size_t nwords = wordsForElements(count);
   if (w >= nwords) return;
@@ -30,8 +30,8 @@ __global__ void packKernel(const float* x, size_t count, uint64_t* words, RngStr
   }
 }
 
-__global__ void mergeKernel(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words,
-                            uint64_t q64, RngStream rng, uint64_t firstWord) {
+__global__ void mergeKernel(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint64_t q64,
+                            RngStream rng, uint64_t firstWord) {
   size_t w = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (w < words) out[w] = mergeSignWord(v[w], s[w], q64, rng, firstWord + w);
 }
@@ -46,8 +46,7 @@ __global__ void decompressKernel(const uint64_t* words, size_t count, float eta,
   if (j < count) out[j] = signValue(words[j / 64], static_cast<int>(j % 64), eta);
 }
 
-__global__ void compensateKernel(const float* g, const uint64_t* words, size_t count, float eta,
-                                 float* c) {
+__global__ void compensateKernel(const float* g, const uint64_t* words, size_t count, float eta, float* c) {
   size_t j = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (j < count) c[j] = g[j] - signValue(words[j / 64], static_cast<int>(j % 64), eta);
 }
@@ -73,17 +72,16 @@ int launched() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace
 
-int signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
-             uint64_t firstWord, unsigned long long* firstBad, void* stream) {
+int signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng, uint64_t firstWord,
+             unsigned long long* firstBad, void* stream) {
   size_t nwords = wordsForElements(count);
   if (nwords == 0) return 0;
-  packKernel<<<blocksFor(nwords), kThreads, 0, asStream(stream)>>>(x, count, words, rng, firstWord,
-                                                                   firstBad);
+  packKernel<<<blocksFor(nwords), kThreads, 0, asStream(stream)>>>(x, count, words, rng, firstWord, firstBad);
   return launched();
 }
 
-int signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a,
-              uint32_t b, const RngStream& rng, uint64_t firstWord, void* stream) {
+int signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint32_t a, uint32_t b,
+              const RngStream& rng, uint64_t firstWord, void* stream) {
   if (words == 0) return 0;
   if (a == 0 || b == 0) {
     const uint64_t* src = b == 0 ? v : s;
@@ -91,8 +89,7 @@ int signMerge(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words,
     copyWordsKernel<<<blocksFor(words), kThreads, 0, asStream(stream)>>>(src, out, words);
     return launched();
   }
-  mergeKernel<<<blocksFor(words), kThreads, 0, asStream(stream)>>>(v, s, out, words,
-                                                                   mergeThreshold(a, b), rng,
+  mergeKernel<<<blocksFor(words), kThreads, 0, asStream(stream)>>>(v, s, out, words, mergeThreshold(a, b), rng,
                                                                    firstWord);
   return launched();
 }
@@ -103,8 +100,7 @@ int signDecompress(const uint64_t* words, size_t count, float eta, float* out, v
   return launched();
 }
 
-int signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c,
-                   void* stream) {
+int signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c, void* stream) {
   if (count == 0) return 0;
   compensateKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(g, words, count, eta, c);
   return launched();

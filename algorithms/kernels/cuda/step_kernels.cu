@@ -3,8 +3,8 @@
 // docs/gpu.md.
 #include <cuda_runtime.h>
 
-#include "algorithms/kernels/cuda/cuda_kernels.h"
 #include "algorithms/kernels/cast_ops.h"
+#include "algorithms/kernels/cuda/cuda_kernels.h"
 #include "algorithms/kernels/sign_ops.h"
 #include "base/half.h"
 
@@ -19,8 +19,8 @@ __device__ inline size_t threadIndex() { return blockIdx.x * static_cast<size_t>
 
 // One thread per word: its 64 elements of work = g + c, then their sign word (the thread reads
 // back what it wrote), and the first non-finite element into *firstBad.
-__global__ void addPackKernel(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                              RngStream rng, uint64_t firstWord, unsigned long long* firstBad) {
+__global__ void addPackKernel(const float* g, const float* c, size_t count, float* work, uint64_t* words, RngStream rng,
+                              uint64_t firstWord, unsigned long long* firstBad) {
   size_t w = threadIndex();
   if (w >= wordsForElements(count)) return;
   size_t base = w * 64;
@@ -37,8 +37,7 @@ __global__ void addPackKernel(const float* g, const float* c, size_t count, floa
   words[w] = packSignWord(work + base, n, rng, firstWord + w);
 }
 
-__global__ void addScanKernel(const float* g, const float* c, size_t count, float* work,
-                              unsigned long long* firstBad) {
+__global__ void addScanKernel(const float* g, const float* c, size_t count, float* work, unsigned long long* firstBad) {
   size_t j = threadIndex();
   if (j >= count) return;
   float x = g[j] + c[j];

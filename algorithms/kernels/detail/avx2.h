@@ -11,21 +11,17 @@
 namespace tsr::kernels::avx2 {
 
 void reduceInto(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
-size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng,
-                uint64_t firstWord);
+size_t signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng, uint64_t firstWord);
 void signDecompress(const uint64_t* words, size_t count, float eta, float* out);
 void signCompensate(const float* g, const uint64_t* words, size_t count, float eta, float* c);
 size_t firstNonFinite(const float* x, size_t count);
 // blockSums (may be null): each 1024-element block's |work| sum, in block order.
-size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words,
-                   const RngStream& rng, uint64_t firstWord, double* sumAbsOut,
-                   double* blockSums = nullptr);
-void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
-                float* comp);
+size_t signPrepare(const float* g, const float* c, size_t count, float* work, uint64_t* words, const RngStream& rng,
+                   uint64_t firstWord, double* sumAbsOut, double* blockSums = nullptr);
+void signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out, float* comp);
 // Top-k scan: counts |x| bits > hi, stores the magnitude bits of elements with lo <= m <= hi
 // into mid (up to capacity; the return value is the full number found).
-size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid,
-                size_t capacity, size_t* above);
+size_t topkBand(const float* x, size_t n, uint32_t lo, uint32_t hi, uint32_t* mid, size_t capacity, size_t* above);
 // Emits indices with m > t, and the first `equalBudget` with m == t, in increasing order.
 size_t topkEmit(const float* x, size_t n, uint32_t t, size_t equalBudget, uint32_t* indices);
 

@@ -53,10 +53,18 @@ template <typename T>
 void reduceTyped(T* __restrict dst, const void* __restrict src, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::sum(a, b); }); return;
-    case ReduceOp::kProd: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::prod(a, b); }); return;
-    case ReduceOp::kMin: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::min(a, b); }); return;
-    case ReduceOp::kMax: binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::max(a, b); }); return;
+    case ReduceOp::kAvg:
+      binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::sum(a, b); });
+      return;
+    case ReduceOp::kProd:
+      binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::prod(a, b); });
+      return;
+    case ReduceOp::kMin:
+      binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::min(a, b); });
+      return;
+    case ReduceOp::kMax:
+      binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::max(a, b); });
+      return;
   }
 }
 
@@ -71,12 +79,10 @@ void reduceHalf(uint16_t* __restrict dst, const void* __restrict src, size_t n, 
       binaryLoop(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(ToF(a) * ToF(b)); });
       return;
     case ReduceOp::kMin:
-      binaryLoop(dst, src, n,
-                 [](uint16_t a, uint16_t b) { return FromF(Arith<float>::min(ToF(a), ToF(b))); });
+      binaryLoop(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(Arith<float>::min(ToF(a), ToF(b))); });
       return;
     case ReduceOp::kMax:
-      binaryLoop(dst, src, n,
-                 [](uint16_t a, uint16_t b) { return FromF(Arith<float>::max(ToF(a), ToF(b))); });
+      binaryLoop(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(Arith<float>::max(ToF(a), ToF(b))); });
       return;
   }
 }
@@ -96,12 +102,10 @@ inline void reduceLoop(void* dst, const void* src, size_t n, DataType dtype, Red
       reduceTyped(static_cast<int64_t*>(dst), src, n, op);
       return;
     case DataType::kF16:
-      reduceHalf<f16ToFloat, floatToF16>(static_cast<uint16_t*>(dst),
-                                         src, n, op);
+      reduceHalf<f16ToFloat, floatToF16>(static_cast<uint16_t*>(dst), src, n, op);
       return;
     case DataType::kBF16:
-      reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst),
-                                           src, n, op);
+      reduceHalf<bf16ToFloat, floatToBf16>(static_cast<uint16_t*>(dst), src, n, op);
       return;
   }
 }

@@ -69,8 +69,7 @@ void checkCast(const std::vector<In>& in, Cast cast, Ref ref, const char* what) 
         std::memcpy(&gi, &got[i], sizeof(Out));
         std::memcpy(&wi, &want[i], sizeof(Out));
         std::memcpy(&ii, &in[i], sizeof(In));
-        FAIL() << what << ": element " << i << " input 0x" << std::hex << ii << " got 0x" << gi
-               << " want 0x" << wi;
+        FAIL() << what << ": element " << i << " input 0x" << std::hex << ii << " got 0x" << gi << " want 0x" << wi;
       }
     }
     const size_t starts[] = {0, 1, 3, 8, 13};
@@ -84,8 +83,7 @@ void checkCast(const std::vector<In>& in, Cast cast, Ref ref, const char* what) 
         ASSERT_TRUE(same(buf[0], guard)) << what << " len " << len;
         ASSERT_TRUE(same(buf[len + 1], guard)) << what << " len " << len << " wrote past the end";
         for (size_t i = 0; i < len; ++i)
-          ASSERT_TRUE(same(buf[i + 1], want[s + i])) << what << " len " << len << " start " << s
-                                                     << " element " << i;
+          ASSERT_TRUE(same(buf[i + 1], want[s + i])) << what << " len " << len << " start " << s << " element " << i;
       }
     }
   });
@@ -97,11 +95,10 @@ void checkCast(const std::vector<In>& in, Cast cast, Ref ref, const char* what) 
 std::vector<float> specialFloats() {
   std::vector<uint32_t> bits;
   std::mt19937_64 gen(42);
-  const uint32_t mants[] = {0,        1,        2,        0x3ff,    0x400,    0xfff,    0x1000,
-                            0x1001,   0x1fff,   0x2000,   0x3000,   0x3001,   0x2fff,   0x7fff,
-                            0x8000,   0x8001,   0xffff,   0x10000,  0x18000,  0x17fff,  0x18001,
-                            0x3fe000, 0x400000, 0x400001, 0x7fe000, 0x7ff000, 0x7fefff, 0x7ff001,
-                            0x7fffff, 0x7fdfff, 0x7fc000, 0x200000, 0x001000, 0x003fff};
+  const uint32_t mants[] = {0,        1,        2,        0x3ff,    0x400,    0xfff,    0x1000,   0x1001,   0x1fff,
+                            0x2000,   0x3000,   0x3001,   0x2fff,   0x7fff,   0x8000,   0x8001,   0xffff,   0x10000,
+                            0x18000,  0x17fff,  0x18001,  0x3fe000, 0x400000, 0x400001, 0x7fe000, 0x7ff000, 0x7fefff,
+                            0x7ff001, 0x7fffff, 0x7fdfff, 0x7fc000, 0x200000, 0x001000, 0x003fff};
   for (uint32_t sign : {0u, 0x80000000u}) {
     for (uint32_t e = 0; e < 256; ++e) {
       for (uint32_t m : mants) bits.push_back(sign | (e << 23) | m);
@@ -121,10 +118,10 @@ std::vector<float> specialFloats() {
     }
     // The f16 edges: max finite (65504), the overflow tie 65520 and its neighbours, the smallest
     // normal 2^-14, the smallest subnormal 2^-24 and half of it.
-    for (uint32_t c : {0x477fe000u, 0x477ff000u, 0x477fefffu, 0x477ff001u, 0x38800000u, 0x387fffffu,
-                       0x387fe000u, 0x387ff000u, 0x33800000u, 0x33000000u, 0x33000001u, 0x32ffffffu,
-                       0x7f800000u, 0x7f800001u, 0x7fbfffffu, 0x7fc00000u, 0x7fffffffu, 0x7f802000u,
-                       0x7f801fffu, 0x7fa00000u, 0x7fc00001u, 0x7fffe000u, 0x7f80ffffu, 0x7f810000u})
+    for (uint32_t c :
+         {0x477fe000u, 0x477ff000u, 0x477fefffu, 0x477ff001u, 0x38800000u, 0x387fffffu, 0x387fe000u, 0x387ff000u,
+          0x33800000u, 0x33000000u, 0x33000001u, 0x32ffffffu, 0x7f800000u, 0x7f800001u, 0x7fbfffffu, 0x7fc00000u,
+          0x7fffffffu, 0x7f802000u, 0x7f801fffu, 0x7fa00000u, 0x7fc00001u, 0x7fffe000u, 0x7f80ffffu, 0x7f810000u})
       for (int d = -2; d <= 2; ++d) bits.push_back(sign | (c + static_cast<uint32_t>(d)));
   }
   // Every f32 whose exponent is near the f16 range edges, with random mantissas (dense).
@@ -147,23 +144,23 @@ std::vector<uint16_t> allHalfPatterns() {
 }
 
 TEST(Cast, F32ToF16BitIdenticalToScalarOnEveryClass) {
-  checkCast<float, uint16_t>(specialFloats(), castF32ToF16, [](float f) { return floatToF16(f); },
-                             "f32->f16");
+  checkCast<float, uint16_t>(
+      specialFloats(), castF32ToF16, [](float f) { return floatToF16(f); }, "f32->f16");
 }
 
 TEST(Cast, F32ToBf16BitIdenticalToScalarOnEveryClass) {
-  checkCast<float, uint16_t>(specialFloats(), castF32ToBf16, [](float f) { return floatToBf16(f); },
-                             "f32->bf16");
+  checkCast<float, uint16_t>(
+      specialFloats(), castF32ToBf16, [](float f) { return floatToBf16(f); }, "f32->bf16");
 }
 
 TEST(Cast, F16ToF32BitIdenticalToScalarOnAllPatterns) {
-  checkCast<uint16_t, float>(allHalfPatterns(), castF16ToF32, [](uint16_t h) { return f16ToFloat(h); },
-                             "f16->f32");
+  checkCast<uint16_t, float>(
+      allHalfPatterns(), castF16ToF32, [](uint16_t h) { return f16ToFloat(h); }, "f16->f32");
 }
 
 TEST(Cast, Bf16ToF32BitIdenticalToScalarOnAllPatterns) {
-  checkCast<uint16_t, float>(allHalfPatterns(), castBf16ToF32, [](uint16_t h) { return bf16ToFloat(h); },
-                             "bf16->f32");
+  checkCast<uint16_t, float>(
+      allHalfPatterns(), castBf16ToF32, [](uint16_t h) { return bf16ToFloat(h); }, "bf16->f32");
 }
 
 // The two-level intra-host average: the same f16 values as reduceInto / divideInPlace, and what
@@ -178,7 +175,7 @@ TEST(Cast, F16SumAndAverageKeepWhatTheirRoundingDrops) {
   a[1] = b[1] = floatToF16(65504.0f);  // the sum overflows f16
   a[20] = floatToF16(std::nanf(""));   // NaN and Inf inputs: their blocks take the scalar code
   b[37] = floatToF16(INFINITY);
-  b[38] = 0x7d01;                      // a signaling NaN
+  b[38] = 0x7d01;  // a signaling NaN
   std::vector<uint16_t> firstOut;
   std::vector<float> firstDropped;
   forEachIsa([&](Isa isa) {
@@ -221,9 +218,9 @@ TEST(Cast, F16SumAndAverageKeepWhatTheirRoundingDrops) {
 
 TEST(Cast, NaNRulesOfHalfH) {
   // What the vector paths must reproduce (and what the hardware conversions do not by themselves):
-  EXPECT_EQ(floatToF16(bitsFloat(0x7f802001u)), 0x7e00);  // payload dropped, quiet
-  EXPECT_EQ(floatToF16(bitsFloat(0xffffffffu)), 0xfe00);  // sign kept
-  EXPECT_EQ(bitsOf(f16ToFloat(0x7c01)), 0x7f802000u);     // a signaling f16 NaN stays signaling
+  EXPECT_EQ(floatToF16(bitsFloat(0x7f802001u)), 0x7e00);   // payload dropped, quiet
+  EXPECT_EQ(floatToF16(bitsFloat(0xffffffffu)), 0xfe00);   // sign kept
+  EXPECT_EQ(bitsOf(f16ToFloat(0x7c01)), 0x7f802000u);      // a signaling f16 NaN stays signaling
   EXPECT_EQ(floatToBf16(bitsFloat(0x7f800001u)), 0x7fc0);  // bf16: quiet bit set, top payload kept
   EXPECT_EQ(floatToBf16(bitsFloat(0xff81ffffu)), 0xffc1);
 }
@@ -241,8 +238,8 @@ TEST(Cast, DISABLED_ExhaustiveF32ToF16AndBf16) {
     castF32ToBf16(in.data(), kChunk, b.data());
     for (size_t i = 0; i < kChunk; ++i) {
       if (h[i] != floatToF16(in[i]) || b[i] != floatToBf16(in[i]))
-        FAIL() << std::hex << "input 0x" << (base + i) << " f16 0x" << h[i] << " want 0x"
-               << floatToF16(in[i]) << " bf16 0x" << b[i] << " want 0x" << floatToBf16(in[i]);
+        FAIL() << std::hex << "input 0x" << (base + i) << " f16 0x" << h[i] << " want 0x" << floatToF16(in[i])
+               << " bf16 0x" << b[i] << " want 0x" << floatToBf16(in[i]);
     }
   }
 }

@@ -75,9 +75,8 @@ TEST(Cuda, SignKernelsMatchCpu) {
   uint16_t* d16 = toDevice(h16);
   ASSERT_EQ(cuda::castF32ToF16(dx, n, d16, nullptr), 0);
   EXPECT_EQ(toHost(d16, n), h16);
-  for (void* p : {static_cast<void*>(dx), static_cast<void*>(ds), static_cast<void*>(dv),
-                  static_cast<void*>(dout), static_cast<void*>(dbad), static_cast<void*>(dy),
-                  static_cast<void*>(d16)})
+  for (void* p : {static_cast<void*>(dx), static_cast<void*>(ds), static_cast<void*>(dv), static_cast<void*>(dout),
+                  static_cast<void*>(dbad), static_cast<void*>(dy), static_cast<void*>(d16)})
     cudaFree(p);
 }
 

@@ -1,10 +1,10 @@
 #include "algorithms/kernels/dithering.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -97,7 +97,7 @@ TEST(Dithering, L2SumsSquaresInBlockOrder) {
     for (size_t j = 0; j < n; ++j)
       x[j] = std::sin(0.37f * static_cast<float>(j + 1)) * (j % 13 == 2 ? 1e3f : 1.0f) * (j % 5 == 1 ? 1e-3f : 1.0f) *
              (j / 1024 % 2 == 1 ? 3e-4f : 1.0f);  // blocks of unlike sizes
-    if (n > 1) x[1] = 1.0e8f;  // a large first block: later blocks round against it
+    if (n > 1) x[1] = 1.0e8f;                     // a large first block: later blocks round against it
     const double want = blockOrderReference(x);
     EXPECT_TRUE(sameBits(ditherSumSquares(x.data(), n), want)) << ditherSumSquares(x.data(), n) << " vs " << want;
     const float scale = ditherScale(x.data(), n, DitherNormalize::kL2);

@@ -87,7 +87,7 @@ void checkMergeMean(uint32_t a, uint32_t b) {
 TEST(Merge, MeanOfMergedBitsMatchesWeightedAverage) {
   checkMergeMean(1, 1);
   checkMergeMean(3, 1);
-  checkMergeMean(2, 5);   // q = 2/7 has an infinite binary expansion
+  checkMergeMean(2, 5);  // q = 2/7 has an infinite binary expansion
   checkMergeMean(7, 1);
 }
 

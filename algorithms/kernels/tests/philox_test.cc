@@ -19,8 +19,7 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
   EXPECT_EQ(b.v[1], 0x41c83b0eu);
   EXPECT_EQ(b.v[2], 0xa20bc7c6u);
   EXPECT_EQ(b.v[3], 0x6d5451fdu);
-  Philox4x32 c = philox4x32(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u,
-                            0x299f31d0u);
+  Philox4x32 c = philox4x32(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
   EXPECT_EQ(c.v[0], 0xd16cfe09u);
   EXPECT_EQ(c.v[1], 0x94fdccebu);
   EXPECT_EQ(c.v[2], 0x5001e420u);

@@ -20,16 +20,19 @@ template <typename T>
 T refOp(T a, T b, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return a + b;
-    case ReduceOp::kProd: return a * b;
-    case ReduceOp::kMin: return b < a ? b : a;
-    case ReduceOp::kMax: return a < b ? b : a;
+    case ReduceOp::kAvg:
+      return a + b;
+    case ReduceOp::kProd:
+      return a * b;
+    case ReduceOp::kMin:
+      return b < a ? b : a;
+    case ReduceOp::kMax:
+      return a < b ? b : a;
   }
   return a;
 }
 
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kProd};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProd};
 // Odd sizes exercise the vector tails.
 constexpr size_t kCounts[] = {0, 1, 7, 33, 1000, 4099};
 

@@ -128,8 +128,8 @@ TEST(SignDecompress, GivesPlusMinusEtaAndCompensation) {
 // The fused passes give exactly what the separate kernels give (every size class: tails,
 // partial 1024-blocks, zeros, a NaN), on every instruction set.
 TEST(SignFused, PrepareAndFinishMatchTheSeparateKernels) {
-  for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{1024}, size_t{1025},
-                   size_t{5000}, size_t{64 * 16 * 3 + 70}}) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{1024}, size_t{1025}, size_t{5000},
+                   size_t{64 * 16 * 3 + 70}}) {
     for (bool withNan : {false, true}) {
       std::vector<float> g = randomFloats(n, 11), c = randomFloats(n, 12);
       for (size_t j = 0; j < n; j += 9) c[j] = -g[j];  // exact zeros: fair coins

@@ -19,8 +19,7 @@ using testing::forEachIsa;
 std::vector<uint32_t> referenceTopk(const std::vector<float>& x, size_t k) {
   std::vector<uint32_t> idx(x.size());
   std::iota(idx.begin(), idx.end(), 0u);
-  std::stable_sort(idx.begin(), idx.end(),
-                   [&](uint32_t a, uint32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
   idx.resize(std::min(k, x.size()));
   std::sort(idx.begin(), idx.end());
   return idx;
@@ -56,7 +55,8 @@ TEST(Topk, TiesGoToTheLowerIndex) {
     ASSERT_EQ(got, want);
   });
   std::vector<float> zeros(70000, 0.0f);
-  forEachIsa([&](Isa) { ASSERT_EQ(runTopk(zeros, 700, topkScratchCount(zeros.size(), 700)), referenceTopk(zeros, 700)); });
+  forEachIsa(
+      [&](Isa) { ASSERT_EQ(runTopk(zeros, 700, topkScratchCount(zeros.size(), 700)), referenceTopk(zeros, 700)); });
 }
 
 TEST(Topk, TinyScratchFallsBackToExactRadixSelect) {

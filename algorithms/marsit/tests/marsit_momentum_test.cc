@@ -191,19 +191,22 @@ TEST(MarsitMomentum, DirectDevicePathEqualsHostWithSeveralBlocks) {
   const int n = 3, steps = 5;
   const size_t d = 3 * kBlock + 1000;
   testing::World world(n);
-  testing::runRanksWrapped(n, [&](runtime::Communicator& comm) {
-    testing::DirectHostStaged<MarsitTensor> t;
-    ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", d, {{"full_precision_every", "4"}}, t));
-    std::vector<float> hostResidual;
-    for (int step = 0; step < steps; ++step) {
-      testing::TransferCounts counts;
-      ASSERT_NO_FATAL_FAILURE(
-          testing::stepAllThree(t, *world.transports[comm.rank()], comm.rank(), step, inputOf, counts));
-      EXPECT_GT(counts.cudaSends, 0);
-      testing::expectSameResultsAndResiduals(t, comm.rank(), step, hostResidual);
-    }
-    testing::expectDeviceOnlyAndNoStaging(t, steps);
-  }, [](int) { return testing::Settings{}; }, world.wrapper(true));
+  testing::runRanksWrapped(
+      n,
+      [&](runtime::Communicator& comm) {
+        testing::DirectHostStaged<MarsitTensor> t;
+        ASSERT_NO_FATAL_FAILURE(testing::openDirectHostStaged(comm, "w", d, {{"full_precision_every", "4"}}, t));
+        std::vector<float> hostResidual;
+        for (int step = 0; step < steps; ++step) {
+          testing::TransferCounts counts;
+          ASSERT_NO_FATAL_FAILURE(
+              testing::stepAllThree(t, *world.transports[comm.rank()], comm.rank(), step, inputOf, counts));
+          EXPECT_GT(counts.cudaSends, 0);
+          testing::expectSameResultsAndResiduals(t, comm.rank(), step, hostResidual);
+        }
+        testing::expectDeviceOnlyAndNoStaging(t, steps);
+      },
+      [](int) { return testing::Settings{}; }, world.wrapper(true));
 }
 
 TEST(MarsitMomentum, BadValuesAreNamed) {

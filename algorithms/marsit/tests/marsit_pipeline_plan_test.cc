@@ -65,8 +65,10 @@ TEST(PiecewisePrepare, AnyPiecesInAnyOrderGiveTheWholeVectorsBits) {
         std::vector<float> x(n);
         for (size_t j = 0; j < n; ++j) x[j] = g[j] + c[j];
         double forward = 0, backward = 0;
-        for (size_t b = 0; b * 1024 < n; ++b) forward += kernels::sumAbs(x.data() + b * 1024, std::min<size_t>(1024, n - b * 1024));
-        for (size_t b = (n + 1023) / 1024; b-- > 0;) backward += kernels::sumAbs(x.data() + b * 1024, std::min<size_t>(1024, n - b * 1024));
+        for (size_t b = 0; b * 1024 < n; ++b)
+          forward += kernels::sumAbs(x.data() + b * 1024, std::min<size_t>(1024, n - b * 1024));
+        for (size_t b = (n + 1023) / 1024; b-- > 0;)
+          backward += kernels::sumAbs(x.data() + b * 1024, std::min<size_t>(1024, n - b * 1024));
         ASSERT_NE(forward, backward);
       }
       kernels::RngStream rng{9, 3, 4};
@@ -108,7 +110,7 @@ TEST(PiecewisePrepare, AccountedPiecesGiveTheWholeBlocksScanAndSum) {
     for (bool withNan : {false, true}) {
       const size_t words = kernels::wordsForElements(real) + 3, n = words * 64;
       std::vector<float> work = normals(n, 3);
-      for (size_t j = 0; j < n; ++j) work[j] *= j < 1024 ? 0x1p60f : 16.0f;  // block order matters
+      for (size_t j = 0; j < n; ++j) work[j] *= j < 1024 ? 0x1p60f : 16.0f;      // block order matters
       for (size_t j = real; j < n; ++j) work[j] = j % 2 ? 0.0f : std::nanf("");  // never looked at
       if (withNan && real > 900) work[real - 800] = -INFINITY, work[real - 900] = std::nanf("");
       std::vector<size_t> cuts{0, words};
@@ -241,7 +243,8 @@ TEST(PipelinedHierPlan, FirstSendWaitsOnlyForItsOwnChunksPack) {
         }
         for (size_t w = 0; w < words; ++w)
           ASSERT_EQ(covered[w], w >= first && w < first + shardWords ? 1 : 0) << "word " << w;
-        auto sendIt = std::find_if(p.ops.begin(), p.ops.end(), [](const PlanOp& op) { return op.kind == OpKind::kSend; });
+        auto sendIt =
+            std::find_if(p.ops.begin(), p.ops.end(), [](const PlanOp& op) { return op.kind == OpKind::kSend; });
         ASSERT_NE(sendIt, p.ops.end());
         ASSERT_EQ(sendIt->deps.size(), 1u);
         const PlanOp& pack = p.ops[sendIt->deps[0]];
@@ -312,11 +315,13 @@ TEST(PipelinedExecutor, SendsEachPackedChunkBeforePackingTheNext) {
   };
   std::shared_ptr<const Plan> shared = plan.take();
   algorithms::PlanExecutor executor(shared, buffers, {0, 1, 0}, transport);
-  size_t packs = std::count_if(shared->ops.begin(), shared->ops.end(), [](const PlanOp& op) { return op.kind == OpKind::kLocal; });
+  size_t packs =
+      std::count_if(shared->ops.begin(), shared->ops.end(), [](const PlanOp& op) { return op.kind == OpKind::kLocal; });
   // Rank 0 first sends block 3 (its left neighbour's), chunk by chunk.
   size_t firstBlockChunks = 0;
   for (const PlanOp& op : shared->ops)
-    if (op.kind == OpKind::kSend && op.deps.size() == 1 && shared->ops[op.deps[0]].kind == OpKind::kLocal) ++firstBlockChunks;
+    if (op.kind == OpKind::kSend && op.deps.size() == 1 && shared->ops[op.deps[0]].kind == OpKind::kLocal)
+      ++firstBlockChunks;
   ASSERT_GT(firstBlockChunks, 2u);
   // Each call packs one chunk; the chunks of the first block go out as they are packed.
   EXPECT_TRUE(executor.start().code() == Code::kInProgress);

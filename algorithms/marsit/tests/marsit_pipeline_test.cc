@@ -41,34 +41,37 @@ TEST_P(MarsitPipelined, ChunkedPackingGivesTheWholeVectorPackingsBits) {
   for (size_t d : {size_t{1000}, size_t{100003}}) {
     std::vector<int> mismatches(n, 0);
     std::vector<uint64_t> differingSteps(n, 0);
-    testing::runRanks(n, [&](runtime::Communicator& comm) {
-      int me = comm.rank();
-      std::map<std::string, std::string> params{{"seed", "11"}, {"topology", topology}, {"full_precision_every", "3"}};
-      auto chunked = MarsitTensor::create(comm, "chunked", d, params);
-      params["pack"] = "whole";
-      auto whole = MarsitTensor::create(comm, "whole", d, params);
-      ASSERT_TRUE(chunked.isOk() && whole.isOk()) << chunked.status().toString() << whole.status().toString();
-      for (int step = 0; step < steps; ++step) {
-        std::vector<float> a(d), b;
-        for (size_t j = 0; j < d; ++j) a[j] = inputOf(me, j, step);
-        b = a;
-        ASSERT_TRUE(chunked.value()->allreduce(a.data()).isOk());
-        ASSERT_TRUE(whole.value()->allreduce(b.data()).isOk());
-        if (!sameBits(a, b) || !sameBits(chunked.value()->compensation(), whole.value()->compensation())) {
-          ++mismatches[me];
-          differingSteps[me] |= 1u << step;
-        }
-      }
-    }, {{"TSR_CHUNK_BYTES", "1024"}});
+    testing::runRanks(
+        n,
+        [&](runtime::Communicator& comm) {
+          int me = comm.rank();
+          std::map<std::string, std::string> params{
+              {"seed", "11"}, {"topology", topology}, {"full_precision_every", "3"}};
+          auto chunked = MarsitTensor::create(comm, "chunked", d, params);
+          params["pack"] = "whole";
+          auto whole = MarsitTensor::create(comm, "whole", d, params);
+          ASSERT_TRUE(chunked.isOk() && whole.isOk()) << chunked.status().toString() << whole.status().toString();
+          for (int step = 0; step < steps; ++step) {
+            std::vector<float> a(d), b;
+            for (size_t j = 0; j < d; ++j) a[j] = inputOf(me, j, step);
+            b = a;
+            ASSERT_TRUE(chunked.value()->allreduce(a.data()).isOk());
+            ASSERT_TRUE(whole.value()->allreduce(b.data()).isOk());
+            if (!sameBits(a, b) || !sameBits(chunked.value()->compensation(), whole.value()->compensation())) {
+              ++mismatches[me];
+              differingSteps[me] |= 1u << step;
+            }
+          }
+        },
+        {{"TSR_CHUNK_BYTES", "1024"}});
     for (int r = 0; r < n; ++r)
       EXPECT_EQ(mismatches[r], 0) << "rank " << r << " d " << d << " steps (mask) " << differingSteps[r];
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(N, MarsitPipelined,
-                         ::testing::Values(Shape{2, "ring"}, Shape{3, "ring"}, Shape{4, "ring"},
-                                           Shape{5, "ring"}, Shape{6, "ring"}, Shape{7, "ring"},
-                                           Shape{4, "torus"}, Shape{6, "torus"}),
+                         ::testing::Values(Shape{2, "ring"}, Shape{3, "ring"}, Shape{4, "ring"}, Shape{5, "ring"},
+                                           Shape{6, "ring"}, Shape{7, "ring"}, Shape{4, "torus"}, Shape{6, "torus"}),
                          [](const ::testing::TestParamInfo<Shape>& info) {
                            return std::string(info.param.topology) + std::to_string(info.param.n);
                          });
@@ -89,30 +92,34 @@ TEST_P(MarsitHierPipelined, ChunkedPackingGivesTheWholeBlockPackingsBits) {
     std::vector<int> mismatches(n, 0);
     std::vector<uint64_t> differingSteps(n, 0);
     std::vector<std::vector<std::vector<int>>> grids(n);
-    testing::runRanksEach(n, [&](runtime::Communicator& comm) {
-      int me = comm.rank();
-      grids[me] = comm.torusGrid();
-      std::map<std::string, std::string> params{{"seed", "13"}, {"intra", intra}, {"full_precision_every", "3"}};
-      auto chunked = MarsitTensor::create(comm, "chunked", d, params);
-      params["pack"] = "whole";
-      auto whole = MarsitTensor::create(comm, "whole", d, params);
-      ASSERT_TRUE(chunked.isOk() && whole.isOk()) << chunked.status().toString() << whole.status().toString();
-      ASSERT_EQ(chunked.value()->algorithm(), "marsit-2level");
-      for (int step = 0; step < steps; ++step) {
-        std::vector<float> a(d), b;
-        for (size_t j = 0; j < d; ++j) a[j] = inputOf(me, j, step);
-        b = a;
-        ASSERT_TRUE(chunked.value()->allreduce(a.data()).isOk());
-        ASSERT_TRUE(whole.value()->allreduce(b.data()).isOk());
-        if (!sameBits(a, b) || !sameBits(chunked.value()->compensation(), whole.value()->compensation()) ||
-            !sameBits(chunked.value()->intraResidual(), whole.value()->intraResidual())) {
-          ++mismatches[me];
-          differingSteps[me] |= 1u << step;
-        }
-      }
-    }, [&](int rank) {
-      return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % hosts)}, {"TSR_CHUNK_BYTES", "1024"}};
-    });
+    testing::runRanksEach(
+        n,
+        [&](runtime::Communicator& comm) {
+          int me = comm.rank();
+          grids[me] = comm.torusGrid();
+          std::map<std::string, std::string> params{{"seed", "13"}, {"intra", intra}, {"full_precision_every", "3"}};
+          auto chunked = MarsitTensor::create(comm, "chunked", d, params);
+          params["pack"] = "whole";
+          auto whole = MarsitTensor::create(comm, "whole", d, params);
+          ASSERT_TRUE(chunked.isOk() && whole.isOk()) << chunked.status().toString() << whole.status().toString();
+          ASSERT_EQ(chunked.value()->algorithm(), "marsit-2level");
+          for (int step = 0; step < steps; ++step) {
+            std::vector<float> a(d), b;
+            for (size_t j = 0; j < d; ++j) a[j] = inputOf(me, j, step);
+            b = a;
+            ASSERT_TRUE(chunked.value()->allreduce(a.data()).isOk());
+            ASSERT_TRUE(whole.value()->allreduce(b.data()).isOk());
+            if (!sameBits(a, b) || !sameBits(chunked.value()->compensation(), whole.value()->compensation()) ||
+                !sameBits(chunked.value()->intraResidual(), whole.value()->intraResidual())) {
+              ++mismatches[me];
+              differingSteps[me] |= 1u << step;
+            }
+          }
+        },
+        [&](int rank) {
+          return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % hosts)},
+                                   {"TSR_CHUNK_BYTES", "1024"}};
+        });
     ASSERT_EQ(grids[0].size(), static_cast<size_t>(hosts)) << "rows are the fake hosts";
     for (const auto& row : grids[0]) {
       ASSERT_EQ(row.size(), 2u);
@@ -135,53 +142,58 @@ INSTANTIATE_TEST_SUITE_P(Grids, MarsitHierPipelined,
 // half and a NaN in the second half of both row blocks: every rank fails naming the Inf.
 TEST(MarsitHierPipelined, NanInALatePackedChunkFailsEveryRankNamingTheFirstBadElement) {
   const size_t d = 64 * 400;  // row blocks of 12800 elements, column blocks of 6400
-  testing::runRanksEach(4, [&](runtime::Communicator& comm) {
-    auto t = MarsitTensor::create(comm, "layer3", d, {{"intra", "none"}});
-    ASSERT_TRUE(t.isOk()) << t.status().toString();
-    const size_t mine = t.value()->shardOffset();
-    std::vector<float> g(d);
-    for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 0);
-    for (size_t off : {size_t{0}, size_t{12800}}) g[off + 1000] = INFINITY, g[off + 7000] = std::nanf("");
-    const std::vector<float> before = g;
-    Status st = t.value()->allreduce(g.data());
-    EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
-    EXPECT_NE(st.message().find("layer3"), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find("element " + std::to_string(mine + 1000) + " is inf"), std::string::npos)
-        << st.message();
-    EXPECT_TRUE(sameBits(g, before));
-    EXPECT_TRUE(sameBits(t.value()->compensation(), std::vector<float>(d / 2, 0.0f)));
-    EXPECT_EQ(t.value()->step(), 0u);
-    for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 1);
-    EXPECT_TRUE(t.value()->allreduce(g.data()).isOk());
-  }, [](int rank) {
-    return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % 2)}, {"TSR_CHUNK_BYTES", "1024"}};
-  });
+  testing::runRanksEach(
+      4,
+      [&](runtime::Communicator& comm) {
+        auto t = MarsitTensor::create(comm, "layer3", d, {{"intra", "none"}});
+        ASSERT_TRUE(t.isOk()) << t.status().toString();
+        const size_t mine = t.value()->shardOffset();
+        std::vector<float> g(d);
+        for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 0);
+        for (size_t off : {size_t{0}, size_t{12800}}) g[off + 1000] = INFINITY, g[off + 7000] = std::nanf("");
+        const std::vector<float> before = g;
+        Status st = t.value()->allreduce(g.data());
+        EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+        EXPECT_NE(st.message().find("layer3"), std::string::npos) << st.message();
+        EXPECT_NE(st.message().find("element " + std::to_string(mine + 1000) + " is inf"), std::string::npos)
+            << st.message();
+        EXPECT_TRUE(sameBits(g, before));
+        EXPECT_TRUE(sameBits(t.value()->compensation(), std::vector<float>(d / 2, 0.0f)));
+        EXPECT_EQ(t.value()->step(), 0u);
+        for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 1);
+        EXPECT_TRUE(t.value()->allreduce(g.data()).isOk());
+      },
+      [](int rank) {
+        return testing::Settings{{"TSR_TEST_HOST_ID", "fake" + std::to_string(rank % 2)}, {"TSR_CHUNK_BYTES", "1024"}};
+      });
 }
 
 // Rank 1 of 3 packs block 0 (which it sends first), then block 2, then block 1: a NaN in
 // block 2 is found before the earlier one in block 1, and the error still names the earlier.
 TEST(MarsitPipelined, NanInALatePackedChunkFailsEveryRankNamingTheFirstBadElement) {
   const size_t d = 64 * 300;  // 300 words: blocks of 100 words, elements 6400 and 12800 start 1 and 2
-  testing::runRanks(3, [&](runtime::Communicator& comm) {
-    auto t = MarsitTensor::create(comm, "layer9", d, {});
-    ASSERT_TRUE(t.isOk());
-    std::vector<float> g(d);
-    for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 0);
-    if (comm.rank() == 1) g[7000] = std::nanf(""), g[13000] = -INFINITY;
-    const std::vector<float> before = g;
-    Status st = t.value()->allreduce(g.data());
-    EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
-    EXPECT_NE(st.message().find("layer9"), std::string::npos) << st.message();
-    if (comm.rank() == 1) {
-      EXPECT_NE(st.message().find("element 7000 is nan"), std::string::npos) << st.message();
-    }
-    EXPECT_TRUE(sameBits(g, before));
-    EXPECT_TRUE(sameBits(t.value()->compensation(), std::vector<float>(d, 0.0f)));
-    EXPECT_EQ(t.value()->step(), 0u);
-    // The next clean step works and packs from the same state.
-    for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 1);
-    EXPECT_TRUE(t.value()->allreduce(g.data()).isOk());
-  }, {{"TSR_CHUNK_BYTES", "1024"}});
+  testing::runRanks(3,
+                    [&](runtime::Communicator& comm) {
+                      auto t = MarsitTensor::create(comm, "layer9", d, {});
+                      ASSERT_TRUE(t.isOk());
+                      std::vector<float> g(d);
+                      for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 0);
+                      if (comm.rank() == 1) g[7000] = std::nanf(""), g[13000] = -INFINITY;
+                      const std::vector<float> before = g;
+                      Status st = t.value()->allreduce(g.data());
+                      EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+                      EXPECT_NE(st.message().find("layer9"), std::string::npos) << st.message();
+                      if (comm.rank() == 1) {
+                        EXPECT_NE(st.message().find("element 7000 is nan"), std::string::npos) << st.message();
+                      }
+                      EXPECT_TRUE(sameBits(g, before));
+                      EXPECT_TRUE(sameBits(t.value()->compensation(), std::vector<float>(d, 0.0f)));
+                      EXPECT_EQ(t.value()->step(), 0u);
+                      // The next clean step works and packs from the same state.
+                      for (size_t j = 0; j < d; ++j) g[j] = inputOf(comm.rank(), j, 1);
+                      EXPECT_TRUE(t.value()->allreduce(g.data()).isOk());
+                    },
+                    {{"TSR_CHUNK_BYTES", "1024"}});
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 // the others fail within the timeout, naming it.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -20,8 +20,7 @@ namespace tsr::marsit {
 namespace {
 
 float inputOf(int rank, size_t j, int step) {
-  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + step) *
-         (1.0f + 0.1f * rank);
+  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + step) * (1.0f + 0.1f * rank);
 }
 
 struct Shape {
@@ -67,10 +66,9 @@ TEST_P(MarsitRanks, IdenticalEverywhereScaledByEtaAndCompensated) {
 }
 
 INSTANTIATE_TEST_SUITE_P(N, MarsitRanks,
-                         ::testing::Values(Shape{1, "ring"}, Shape{2, "ring"}, Shape{3, "ring"},
-                                           Shape{5, "ring"}, Shape{6, "ring"}, Shape{7, "ring"},
-                                           Shape{8, "ring"}, Shape{4, "torus"}, Shape{6, "torus"},
-                                           Shape{8, "torus"}, Shape{9, "torus"}),
+                         ::testing::Values(Shape{1, "ring"}, Shape{2, "ring"}, Shape{3, "ring"}, Shape{5, "ring"},
+                                           Shape{6, "ring"}, Shape{7, "ring"}, Shape{8, "ring"}, Shape{4, "torus"},
+                                           Shape{6, "torus"}, Shape{8, "torus"}, Shape{9, "torus"}),
                          shapeName);
 
 // Element j votes + on the first (j % (n+1)) ranks, so its expected output bit is
@@ -90,8 +88,8 @@ TEST_P(MarsitVotes, EachBitIsAnUnbiasedVote) {
     std::vector<float> g(d);
     for (int trial = 0; trial < trials; ++trial) {
       // A fresh tensor per trial (zero compensation, its own seed): the inputs' signs are the votes.
-      auto fresh = MarsitTensor::create(comm, "vote", d, {{"seed", std::to_string(1000 + trial)},
-                                                          {"topology", GetParam().topology}});
+      auto fresh = MarsitTensor::create(comm, "vote", d,
+                                        {{"seed", std::to_string(1000 + trial)}, {"topology", GetParam().topology}});
       ASSERT_TRUE(fresh.isOk()) << fresh.status().toString();
       for (size_t j = 0; j < d; ++j) g[j] = me < static_cast<int>(j % (n + 1)) ? 1.0f : -1.0f;
       ASSERT_TRUE(fresh.value()->allreduce(g.data()).isOk());
@@ -114,9 +112,8 @@ TEST_P(MarsitVotes, EachBitIsAnUnbiasedVote) {
 }
 
 INSTANTIATE_TEST_SUITE_P(N, MarsitVotes,
-                         ::testing::Values(Shape{2, "ring"}, Shape{3, "ring"}, Shape{4, "ring"},
-                                           Shape{5, "ring"}, Shape{6, "ring"}, Shape{4, "torus"},
-                                           Shape{6, "torus"}),
+                         ::testing::Values(Shape{2, "ring"}, Shape{3, "ring"}, Shape{4, "ring"}, Shape{5, "ring"},
+                                           Shape{6, "ring"}, Shape{4, "torus"}, Shape{6, "torus"}),
                          shapeName);
 
 TEST(Marsit, WireBytesAreOneBitPerElementPerHop) {
@@ -167,8 +164,7 @@ TEST_P(MarsitFullPrecision, EveryKStepsAveragesAndResets) {
   std::vector<std::vector<float>> beforeComp(n), input(n), out(n);
   testing::runRanks(n, [&](runtime::Communicator& comm) {
     int me = comm.rank();
-    auto t = MarsitTensor::create(comm, "fp", d, {{"full_precision_every", "3"},
-                                                  {"topology", GetParam().topology}});
+    auto t = MarsitTensor::create(comm, "fp", d, {{"full_precision_every", "3"}, {"topology", GetParam().topology}});
     ASSERT_TRUE(t.isOk());
     std::vector<float> g(d);
     for (int step = 0; step < 3; ++step) {
@@ -178,8 +174,8 @@ TEST_P(MarsitFullPrecision, EveryKStepsAveragesAndResets) {
         ASSERT_TRUE(t.value()->allreduce(g.data()).isOk());
         EXPECT_FALSE(t.value()->lastTimes().fullPrecision);
         for (size_t j = 0; j < d; ++j)
-          ASSERT_NEAR(t.value()->compensation()[j],
-                      static_cast<double>(gIn[j]) + cOld[j] - static_cast<double>(g[j]), 1e-5)
+          ASSERT_NEAR(t.value()->compensation()[j], static_cast<double>(gIn[j]) + cOld[j] - static_cast<double>(g[j]),
+                      1e-5)
               << "step " << step << " element " << j;
         continue;
       }
@@ -198,8 +194,7 @@ TEST_P(MarsitFullPrecision, EveryKStepsAveragesAndResets) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(N, MarsitFullPrecision,
-                         ::testing::Values(Shape{3, "ring"}, Shape{4, "torus"}), shapeName);
+INSTANTIATE_TEST_SUITE_P(N, MarsitFullPrecision, ::testing::Values(Shape{3, "ring"}, Shape{4, "torus"}), shapeName);
 
 // The non-blocking form returns before the step ends, refuses a second step on the same tensor
 // while one is pending, and keeps its place in the communicator's order: a dense allreduce
@@ -244,22 +239,25 @@ TEST(Marsit, AsyncStepKeepsOrderWithOtherCollectives) {
 // others (runtime abort notices), and it may be rank 1 waiting on rank 0, itself waiting on
 // rank 2, so the message names a waited-for peer rather than always rank 2.
 TEST(Marsit, StalledRankFailsTheOthersNamingIt) {
-  testing::runRanks(3, [&](runtime::Communicator& comm) {
-    auto t = MarsitTensor::create(comm, "stall", 64 * 100, {});
-    ASSERT_TRUE(t.isOk());
-    if (comm.rank() == 2) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-      return;
-    }
-    std::vector<float> g(64 * 100, 1.0f);
-    auto start = std::chrono::steady_clock::now();
-    Status st = t.value()->allreduce(g.data());
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_EQ(st.code(), Code::kTimeout) << st.toString();
-    EXPECT_LT(s, 2.4) << st.toString();
-    EXPECT_NE(st.message().find("marsit allreduce of tensor stall"), std::string::npos) << st.toString();
-    EXPECT_NE(st.message().find("waiting for rank"), std::string::npos) << st.toString();
-  }, {{"TSR_TIMEOUT_MS", "1000"}});
+  testing::runRanks(3,
+                    [&](runtime::Communicator& comm) {
+                      auto t = MarsitTensor::create(comm, "stall", 64 * 100, {});
+                      ASSERT_TRUE(t.isOk());
+                      if (comm.rank() == 2) {
+                        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+                        return;
+                      }
+                      std::vector<float> g(64 * 100, 1.0f);
+                      auto start = std::chrono::steady_clock::now();
+                      Status st = t.value()->allreduce(g.data());
+                      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                      EXPECT_EQ(st.code(), Code::kTimeout) << st.toString();
+                      EXPECT_LT(s, 2.4) << st.toString();
+                      EXPECT_NE(st.message().find("marsit allreduce of tensor stall"), std::string::npos)
+                          << st.toString();
+                      EXPECT_NE(st.message().find("waiting for rank"), std::string::npos) << st.toString();
+                    },
+                    {{"TSR_TIMEOUT_MS", "1000"}});
 }
 
 TEST(Marsit, NanFailsEveryRankAndBadParametersAreNamed) {

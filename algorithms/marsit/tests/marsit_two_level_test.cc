@@ -21,8 +21,7 @@ namespace tsr::marsit {
 namespace {
 
 float inputOf(int rank, size_t j, int step) {
-  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + step) *
-         (1.0f + 0.1f * rank);
+  return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + step) * (1.0f + 0.1f * rank);
 }
 
 float viaF16(float v) { return f16ToFloat(floatToF16(v)); }
@@ -39,7 +38,8 @@ struct Grid {
   std::vector<std::vector<int>> rows;
   int rowOf(int rank) const {
     for (size_t r = 0; r < rows.size(); ++r)
-      for (int q : rows[r]) if (q == rank) return static_cast<int>(r);
+      for (int q : rows[r])
+        if (q == rank) return static_cast<int>(r);
     return -1;
   }
 };
@@ -118,8 +118,8 @@ TEST_P(TwoLevel, IdenticalEverywhereWithBlockCompensation) {
 }
 
 INSTANTIATE_TEST_SUITE_P(N, TwoLevel,
-                         ::testing::Values(Case{4, "none"}, Case{4, "fp16"}, Case{6, "none"},
-                                           Case{6, "fp16"}, Case{8, "fp16"}, Case{9, "none"}),
+                         ::testing::Values(Case{4, "none"}, Case{4, "fp16"}, Case{6, "none"}, Case{6, "fp16"},
+                                           Case{8, "fp16"}, Case{9, "none"}),
                          caseName);
 
 // Element j: rank i votes + when (i + j) % 3 != 0. A row's sign is that of its vote sum (a

@@ -74,8 +74,10 @@ TEST_P(HugeDelta, NeverSynchronizesAndSendsOnlyTheFlags) {
       EXPECT_FALSE(r.value().synchronized) << "step " << step;
       EXPECT_FALSE(r.value().flagged) << "step " << step << " change " << r.value().change;
       EXPECT_EQ(r.value().flaggedRanks, 0) << "step " << step;
-      if (step == 0) EXPECT_EQ(r.value().change, 0.0) << "the first step has no previous norm";
-      else EXPECT_GT(r.value().change, 0.0) << "step " << step;
+      if (step == 0)
+        EXPECT_EQ(r.value().change, 0.0) << "the first step has no previous norm";
+      else
+        EXPECT_GT(r.value().change, 0.0) << "step " << step;
       for (size_t b = 0; b < model.size(); ++b)
         ASSERT_EQ(std::memcmp(model[b].data(), local[b].data(), model[b].size() * sizeof(float)), 0)
             << "step " << step << ": bucket " << b << " changed on a local step";
@@ -107,10 +109,10 @@ TEST(SelSyncStats, LssrAndExactSavedBytes) {
   st.localSteps = 9;
   EXPECT_DOUBLE_EQ(st.lssr(), 0.75);
   EXPECT_EQ(savedBytesPerLocalStep(1, 1000), 0u);
-  EXPECT_EQ(savedBytesPerLocalStep(2, 1000), 4000u);           // 2 x 1/2 x 4,000 B
-  EXPECT_EQ(savedBytesPerLocalStep(3, 1000), 5333u);           // 2 x 2/3 x 4,000 B, rounded down
-  EXPECT_EQ(savedBytesPerLocalStep(3, 1020), 5440u);           // 2 x 2/3 x 4,080 B
-  EXPECT_EQ(savedBytesPerLocalStep(64, 1u << 20), 8257536u);   // 2 x 63/64 x 4 MiB
+  EXPECT_EQ(savedBytesPerLocalStep(2, 1000), 4000u);          // 2 x 1/2 x 4,000 B
+  EXPECT_EQ(savedBytesPerLocalStep(3, 1000), 5333u);          // 2 x 2/3 x 4,000 B, rounded down
+  EXPECT_EQ(savedBytesPerLocalStep(3, 1020), 5440u);          // 2 x 2/3 x 4,080 B
+  EXPECT_EQ(savedBytesPerLocalStep(64, 1u << 20), 8257536u);  // 2 x 63/64 x 4 MiB
 }
 
 class DeltaZero : public ::testing::TestWithParam<int> {};

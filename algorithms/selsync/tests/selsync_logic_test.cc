@@ -18,8 +18,12 @@ TEST(SelSyncParams, DefaultsAndNamedErrors) {
   ASSERT_TRUE(q.isOk());
   EXPECT_DOUBLE_EQ(q.value().delta, 0.5);
   EXPECT_EQ(q.value().aggregate, Aggregate::kGrads);
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"delta", "-1"}, {"delta", "abc"}, {"ewma_window", "2.5"}, {"ewma_alpha", "0"}, {"aggregate", "weights"}, {"colour", "red"}}) {
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"delta", "-1"},
+                                                                      {"delta", "abc"},
+                                                                      {"ewma_window", "2.5"},
+                                                                      {"ewma_alpha", "0"},
+                                                                      {"aggregate", "weights"},
+                                                                      {"colour", "red"}}) {
     auto bad = parseParams({{k, v}}, 4);
     ASSERT_FALSE(bad.isOk()) << k << "=" << v;
     EXPECT_NE(bad.status().message().find(k + "=" + v), std::string::npos) << bad.status().message();
@@ -46,8 +50,8 @@ TEST(GradientChange, FirstStepIsZeroAndGrowthFromZeroIsInfinite) {
   Params p;
   p.ewmaWindow = 1;
   GradientChange g(p);
-  EXPECT_EQ(g.add(0.0).value(), 0.0);   // first step, even from 0
-  EXPECT_EQ(g.add(0.0).value(), 0.0);   // 0 -> 0: no change
+  EXPECT_EQ(g.add(0.0).value(), 0.0);           // first step, even from 0
+  EXPECT_EQ(g.add(0.0).value(), 0.0);           // 0 -> 0: no change
   EXPECT_TRUE(std::isinf(g.add(2.0).value()));  // 0 -> 2: infinite relative change
   EXPECT_DOUBLE_EQ(g.add(3.0).value(), 0.5);
 }
@@ -76,7 +80,7 @@ TEST(DataInjection, SameRanksEverywhereAndTheBatchShrinks) {
   auto a = injectionRanks(42, 7, 16, 0.5);
   EXPECT_EQ(a.size(), 8u);
   EXPECT_EQ(a, injectionRanks(42, 7, 16, 0.5));
-  EXPECT_NE(a, injectionRanks(42, 8, 16, 0.5));  // a new subset per step
+  EXPECT_NE(a, injectionRanks(42, 8, 16, 0.5));        // a new subset per step
   EXPECT_EQ(injectionRanks(1, 1, 5, 0.3).size(), 2u);  // ceil(1.5)
   EXPECT_EQ(injectedLocalBatch(32, 0.5, 0.5, 16), 6);  // 32 / (1 + 4)
   EXPECT_EQ(injectedLocalBatch(1, 1, 1, 64), 1);

@@ -18,8 +18,8 @@ TEST_P(SelSyncRanks, SameDecisionEverywhereAndExactAverages) {
     const int me = comm.rank();
     auto s = SelSync::create(comm, {{"delta", "0.5"}, {"ewma_window", "1"}}, {3, 1000, 0, 17});
     ASSERT_TRUE(s.isOk()) << s.status().toString();
-    std::vector<std::vector<float>> model{std::vector<float>(3), std::vector<float>(1000),
-                                          std::vector<float>(), std::vector<float>(17)};
+    std::vector<std::vector<float>> model{std::vector<float>(3), std::vector<float>(1000), std::vector<float>(),
+                                          std::vector<float>(17)};
     std::vector<float*> buckets;
     for (auto& b : model) buckets.push_back(b.data());
     for (int step = 0; step < 12; ++step) {

@@ -86,7 +86,10 @@ void expectEveryRankRefuses(uint32_t forgedCopies) {
         errors[comm.rank()] = st.isOk() ? "" : st.message();
         for (float r : t.value()->residual()) finite[comm.rank()] = finite[comm.rank()] && std::isfinite(r);
       },
-      [](int) { return testing::Settings{{"TSR_TIMEOUT_MS", "10000"}}; }, wrap);
+      [](int) {
+        return testing::Settings{{"TSR_TIMEOUT_MS", "10000"}};
+      },
+      wrap);
   bool named = false;
   for (int r = 0; r < n; ++r) {
     EXPECT_NE(errors[r], "") << "rank " << r << " took copies=" << forgedCopies;

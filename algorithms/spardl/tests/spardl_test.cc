@@ -54,10 +54,11 @@ TEST_P(SparDLRanks, IdenticalSparseAndConserving) {
   const double density = 0.05;
   // [step][rank]
   std::vector<std::vector<std::vector<float>>> in(steps, std::vector<std::vector<float>>(n)), out = in, resBefore = in,
-                                                                                          resAfter = in;
+                                                                                              resAfter = in;
   testing::runRanks(n, [&](runtime::Communicator& comm) {
     int me = comm.rank();
-    auto t = SparDLTensor::create(comm, "w", d, {{"density", std::to_string(density)}, {"teams", std::to_string(teams)}});
+    auto t =
+        SparDLTensor::create(comm, "w", d, {{"density", std::to_string(density)}, {"teams", std::to_string(teams)}});
     ASSERT_TRUE(t.isOk()) << t.status().toString();
     std::vector<float> g(d);
     for (int step = 0; step < steps; ++step) {
@@ -93,10 +94,9 @@ TEST_P(SparDLRanks, IdenticalSparseAndConserving) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SparDLRanks,
-                         ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{3, 1}, Shape{4, 1}, Shape{5, 1},
-                                           Shape{6, 1}, Shape{7, 1}, Shape{8, 1}, Shape{9, 1}, Shape{4, 2},
-                                           Shape{6, 2}, Shape{8, 2}, Shape{8, 4}, Shape{6, 3},
-                                           Shape{9, 3}, Shape{3, 3}, Shape{5, 5}),
+                         ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{3, 1}, Shape{4, 1}, Shape{5, 1}, Shape{6, 1},
+                                           Shape{7, 1}, Shape{8, 1}, Shape{9, 1}, Shape{4, 2}, Shape{6, 2}, Shape{8, 2},
+                                           Shape{8, 4}, Shape{6, 3}, Shape{9, 3}, Shape{3, 3}, Shape{5, 5}),
                          [](const auto& info) { return info.param.name(); });
 
 // Density 1 keeps everything: the dense sum (float64 reference), no residual.
@@ -167,14 +167,16 @@ TEST(SparDL, SmallEmptyAndNonFinite) {
 // others may report their own broken send first, or the abort notice).
 TEST(SparDL, MismatchedDensityFailsEveryRank) {
   std::vector<std::string> messages(3);
-  testing::runRanks(3, [&](runtime::Communicator& comm) {
-    auto t = SparDLTensor::create(comm, "m", 300, {{"density", comm.rank() == 2 ? "0.2" : "0.1"}});
-    ASSERT_TRUE(t.isOk());
-    std::vector<float> g(300, 1.0f);
-    Status st = t.value()->allreduce(g.data());
-    EXPECT_FALSE(st.isOk());
-    messages[comm.rank()] = st.message();
-  }, {{"TSR_TIMEOUT_MS", "5000"}});
+  testing::runRanks(3,
+                    [&](runtime::Communicator& comm) {
+                      auto t = SparDLTensor::create(comm, "m", 300, {{"density", comm.rank() == 2 ? "0.2" : "0.1"}});
+                      ASSERT_TRUE(t.isOk());
+                      std::vector<float> g(300, 1.0f);
+                      Status st = t.value()->allreduce(g.data());
+                      EXPECT_FALSE(st.isOk());
+                      messages[comm.rank()] = st.message();
+                    },
+                    {{"TSR_TIMEOUT_MS", "5000"}});
   bool named = false;
   for (const auto& m : messages) named |= m.find("density") != std::string::npos;
   EXPECT_TRUE(named) << messages[0] << " | " << messages[1] << " | " << messages[2];

@@ -62,7 +62,8 @@ struct Fixture {
     staging = made.take();
   }
   std::unique_ptr<algorithms::Task> task(transport::Transport& t) {
-    algorithms::TaskFactory hostStep = [this](const algorithms::TaskContext&) -> Result<std::unique_ptr<algorithms::Task>> {
+    algorithms::TaskFactory hostStep =
+        [this](const algorithms::TaskContext&) -> Result<std::unique_ptr<algorithms::Task>> {
       return std::unique_ptr<algorithms::Task>(new DoublingStep(staging->host(), staging->count(), &probe));
     };
     algorithms::TaskContext ctx{t, {}, 1, 1};
@@ -184,7 +185,8 @@ TEST(DevicePath, ChoiceAndNote) {
   EXPECT_EQ(chooseDevicePath(true, ""), DevicePath::kDirect);
   EXPECT_EQ(chooseDevicePath(false, ""), DevicePath::kStaged);
   EXPECT_EQ(chooseDevicePath(true, "algorithm=spardl has no device step"), DevicePath::kStaged);
-  EXPECT_NE(devicePathNote(DevicePath::kStaged, false, "").find("UCX reports no CUDA memory support"), std::string::npos);
+  EXPECT_NE(devicePathNote(DevicePath::kStaged, false, "").find("UCX reports no CUDA memory support"),
+            std::string::npos);
   std::string why = devicePathNote(DevicePath::kStaged, true, "algorithm=spardl has no device step");
   EXPECT_NE(why.find("staged through pinned host memory"), std::string::npos) << why;
   EXPECT_NE(why.find("algorithm=spardl has no device step"), std::string::npos) << why;

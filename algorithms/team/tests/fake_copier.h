@@ -18,11 +18,11 @@ namespace tsr::testing {
 
 struct FakeCopierLog {
   int pollsPerCopy = 2;
-  int toHost = 0, toDevice = 0;   // copies posted
-  int pinnedLive = 0;             // pinned buffers not yet freed
-  bool failPost = false;          // the next post fails
-  bool failCopy = false;          // the next copy fails when it runs
-  const void* rejected = nullptr; // checkDevice refuses this pointer
+  int toHost = 0, toDevice = 0;    // copies posted
+  int pinnedLive = 0;              // pinned buffers not yet freed
+  bool failPost = false;           // the next post fails
+  bool failCopy = false;           // the next copy fails when it runs
+  const void* rejected = nullptr;  // checkDevice refuses this pointer
 };
 
 class FakeCopier final : public algorithms::DeviceCopier {

@@ -1,7 +1,7 @@
 // Device tensors through the C API on a real GPU: a memory=cuda tensor given cudaMalloc'd
 // gradients must give the host tensor's result bit for bit. Built only with CUDA; skipped
-// without a CUDA device (docs/gpu.md runs it on a GPU machine). The staging orchestration itself is tested without a GPU by
-// runtime/tests/device_staging_test.cc and tests/device_tensor_test.cc (fake copier).
+// without a CUDA device (docs/gpu.md runs it on a GPU machine). The staging orchestration itself is tested without a
+// GPU by runtime/tests/device_staging_test.cc and tests/device_tensor_test.cc (fake copier).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

@@ -114,48 +114,51 @@ TEST(CApi, HandlesOutliveTheirCommunicator) {
 // tsr_last_error() inside the callback gives the message.
 TEST(CApi, RequestOnCompleteRunsWithNobodyPolling) {
   std::latch firstDone(3);
-  runCRanks(3, [&](tsr_comm_t comm, int r) {
-    std::vector<float> x(1 << 16, static_cast<float>(r + 1));
-    struct Seen {
-      std::atomic<int> status{-1};
-      std::atomic<bool> otherThread{false};
-      std::string message;
-      std::thread::id caller = std::this_thread::get_id();
-    } seen;
-    auto record = [](void* user, tsr_status_t status) {
-      auto* s = static_cast<Seen*>(user);
-      s->otherThread = std::this_thread::get_id() != s->caller;
-      s->message = tsr_last_error();
-      s->status = static_cast<int>(status);  // last: the caller reads the rest after it
-    };
-    auto waitFor = [&] {
-      for (int i = 0; i < 20000 && seen.status.load() < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    };
-    tsr_request_t req = nullptr;
-    ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK);
-    ASSERT_EQ(tsr_request_on_complete(req, record, &seen), TSR_OK);
-    const bool ranAtOnce = seen.status.load() >= 0;  // it had ended already (possible, not likely)
-    ASSERT_EQ(tsr_request_free(req), TSR_OK);  // the callback does not need the handle
-    waitFor();
-    EXPECT_EQ(seen.status.load(), TSR_OK);  // not ASSERT: the other ranks wait for this one below
-    if (!ranAtOnce) {
-      EXPECT_TRUE(seen.otherThread.load());
-    }
-    EXPECT_EQ(x[0], 6.0f);
-    EXPECT_EQ(x.back(), 6.0f);
+  runCRanks(3,
+            [&](tsr_comm_t comm, int r) {
+              std::vector<float> x(1 << 16, static_cast<float>(r + 1));
+              struct Seen {
+                std::atomic<int> status{-1};
+                std::atomic<bool> otherThread{false};
+                std::string message;
+                std::thread::id caller = std::this_thread::get_id();
+              } seen;
+              auto record = [](void* user, tsr_status_t status) {
+                auto* s = static_cast<Seen*>(user);
+                s->otherThread = std::this_thread::get_id() != s->caller;
+                s->message = tsr_last_error();
+                s->status = static_cast<int>(status);  // last: the caller reads the rest after it
+              };
+              auto waitFor = [&] {
+                for (int i = 0; i < 20000 && seen.status.load() < 0; ++i)
+                  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              };
+              tsr_request_t req = nullptr;
+              ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK);
+              ASSERT_EQ(tsr_request_on_complete(req, record, &seen), TSR_OK);
+              const bool ranAtOnce = seen.status.load() >= 0;  // it had ended already (possible, not likely)
+              ASSERT_EQ(tsr_request_free(req), TSR_OK);        // the callback does not need the handle
+              waitFor();
+              EXPECT_EQ(seen.status.load(), TSR_OK);  // not ASSERT: the other ranks wait for this one below
+              if (!ranAtOnce) {
+                EXPECT_TRUE(seen.otherThread.load());
+              }
+              EXPECT_EQ(x[0], 6.0f);
+              EXPECT_EQ(x.back(), 6.0f);
 
-    // Every rank has ended the first one: the mismatch's abort notice cannot fail it anywhere.
-    firstDone.arrive_and_wait();
-    seen.status = -1;
-    ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), r == 1 ? 10 : 11, TSR_FLOAT32, TSR_SUM, &req), TSR_OK);
-    ASSERT_EQ(tsr_request_on_complete(req, record, &seen), TSR_OK);
-    waitFor();
-    EXPECT_EQ(seen.status.load(), TSR_ERR_MISMATCH);
-    EXPECT_TRUE(mentions(seen.message, "count differs")) << seen.message;
-    EXPECT_EQ(tsr_wait(req), TSR_ERR_MISMATCH);
-    EXPECT_EQ(tsr_request_free(req), TSR_OK);
-    EXPECT_EQ(tsr_request_on_complete(nullptr, record, &seen), TSR_ERR_INVALID_ARGUMENT);
-  }, {{"timeout_ms", "20000"}});
+              // Every rank has ended the first one: the mismatch's abort notice cannot fail it anywhere.
+              firstDone.arrive_and_wait();
+              seen.status = -1;
+              ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), r == 1 ? 10 : 11, TSR_FLOAT32, TSR_SUM, &req), TSR_OK);
+              ASSERT_EQ(tsr_request_on_complete(req, record, &seen), TSR_OK);
+              waitFor();
+              EXPECT_EQ(seen.status.load(), TSR_ERR_MISMATCH);
+              EXPECT_TRUE(mentions(seen.message, "count differs")) << seen.message;
+              EXPECT_EQ(tsr_wait(req), TSR_ERR_MISMATCH);
+              EXPECT_EQ(tsr_request_free(req), TSR_OK);
+              EXPECT_EQ(tsr_request_on_complete(nullptr, record, &seen), TSR_ERR_INVALID_ARGUMENT);
+            },
+            {{"timeout_ms", "20000"}});
 }
 
 TEST(CApi, OneLiveTensorPerName) {

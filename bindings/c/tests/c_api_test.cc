@@ -27,7 +27,8 @@ TEST(CApi, BlockingAndNonBlockingCollectivesOverThreeRanks) {
     EXPECT_EQ(rank, r);
     EXPECT_EQ(size, 3);
     std::vector<int64_t> in(1001, r + 1), out(1001);
-    ASSERT_EQ(tsr_allreduce(comm, in.data(), out.data(), in.size(), TSR_INT64, TSR_SUM, nullptr), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_allreduce(comm, in.data(), out.data(), in.size(), TSR_INT64, TSR_SUM, nullptr), TSR_OK)
+        << lastError();
     for (int64_t v : out) ASSERT_EQ(v, 6);
 
     std::vector<float> f(4096, static_cast<float>(r)), g(4096);
@@ -92,20 +93,24 @@ TEST(CApi, UnknownOrBadConfigKeysAreNamed) {
 // A mismatch fails the collective on every rank, naming both ranks and the field, and leaves
 // the communicator unusable (aborted) from then on.
 TEST(CApi, MismatchReachesEveryRankAndLeavesTheCommunicatorAborted) {
-  runCRanks(3, [](tsr_comm_t comm, int r) {
-    std::vector<float> x(100);
-    size_t count = r == 1 ? 99 : 100;
-    EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_MISMATCH) << lastError();
-    std::string error = lastError();
-    EXPECT_NE(error.find("count differs"), std::string::npos) << error;
-    // Rank 1 (the odd one) and a neighbour that compared headers with it.
-    EXPECT_NE(error.find("rank 1 called"), std::string::npos) << error;
-    EXPECT_TRUE(error.find("rank 0 called") != std::string::npos || error.find("rank 2 called") != std::string::npos)
-        << error;
-    // The communicator is unusable from then on, and says why.
-    EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << lastError();
-    EXPECT_NE(lastError().find("MISMATCH"), std::string::npos) << lastError();
-  }, {{"timeout_ms", "20000"}});
+  runCRanks(3,
+            [](tsr_comm_t comm, int r) {
+              std::vector<float> x(100);
+              size_t count = r == 1 ? 99 : 100;
+              EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_MISMATCH)
+                  << lastError();
+              std::string error = lastError();
+              EXPECT_NE(error.find("count differs"), std::string::npos) << error;
+              // Rank 1 (the odd one) and a neighbour that compared headers with it.
+              EXPECT_NE(error.find("rank 1 called"), std::string::npos) << error;
+              EXPECT_TRUE(error.find("rank 0 called") != std::string::npos ||
+                          error.find("rank 2 called") != std::string::npos)
+                  << error;
+              // The communicator is unusable from then on, and says why.
+              EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << lastError();
+              EXPECT_NE(lastError().find("MISMATCH"), std::string::npos) << lastError();
+            },
+            {{"timeout_ms", "20000"}});
 }
 
 // tsr_comm_abort on one rank: the peers' pending collective (posted, waiting for the aborting
@@ -114,26 +119,30 @@ TEST(CApi, MismatchReachesEveryRankAndLeavesTheCommunicatorAborted) {
 // communicator right after (runCRanks): the notice must still reach the peers first.
 TEST(CApi, AbortFailsThePeersPendingCollectiveAndIsFinal) {
   std::latch posted(2);
-  runCRanks(3, [&](tsr_comm_t comm, int r) {
-    std::vector<float> x(4096, 1.0f);
-    if (r == 2) {
-      posted.wait();  // ranks 0 and 1 have posted the allreduce that waits for this rank
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      ASSERT_EQ(tsr_comm_abort(comm), TSR_OK) << lastError();
-    } else {
-      tsr_request_t req = nullptr;
-      ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK) << lastError();
-      EXPECT_EQ(tsr_test(req), TSR_IN_PROGRESS) << "rank 2 has not joined yet";
-      posted.count_down();
-      EXPECT_EQ(tsr_wait(req), TSR_ERR_ABORTED) << lastError();
-      EXPECT_NE(lastError().find("rank 2 aborted"), std::string::npos) << lastError();
-      EXPECT_EQ(tsr_request_free(req), TSR_OK);
-    }
-    EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_ABORTED)
-        << "rank " << r << ": " << lastError();
-    EXPECT_NE(lastError().find("rank 2 aborted"), std::string::npos) << "rank " << r << ": " << lastError();
-    EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << "rank " << r << ": " << lastError();
-  }, {{"timeout_ms", "20000"}});
+  runCRanks(
+      3,
+      [&](tsr_comm_t comm, int r) {
+        std::vector<float> x(4096, 1.0f);
+        if (r == 2) {
+          posted.wait();  // ranks 0 and 1 have posted the allreduce that waits for this rank
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          ASSERT_EQ(tsr_comm_abort(comm), TSR_OK) << lastError();
+        } else {
+          tsr_request_t req = nullptr;
+          ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK)
+              << lastError();
+          EXPECT_EQ(tsr_test(req), TSR_IN_PROGRESS) << "rank 2 has not joined yet";
+          posted.count_down();
+          EXPECT_EQ(tsr_wait(req), TSR_ERR_ABORTED) << lastError();
+          EXPECT_NE(lastError().find("rank 2 aborted"), std::string::npos) << lastError();
+          EXPECT_EQ(tsr_request_free(req), TSR_OK);
+        }
+        EXPECT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_ABORTED)
+            << "rank " << r << ": " << lastError();
+        EXPECT_NE(lastError().find("rank 2 aborted"), std::string::npos) << "rank " << r << ": " << lastError();
+        EXPECT_EQ(tsr_barrier(comm, nullptr), TSR_ERR_ABORTED) << "rank " << r << ": " << lastError();
+      },
+      {{"timeout_ms", "20000"}});
 }
 
 // Local rank and size come from the launch (here "local_rank"/"local_size" as a launcher
@@ -142,31 +151,39 @@ TEST(CApi, AbortFailsThePeersPendingCollectiveAndIsFinal) {
 // with the size, all-gathering a little beats allreducing a lot, the same on every rank, and a
 // collective it does not estimate is named.
 TEST(CApi, EstimateFollowsTheCostModel) {
-  runCRanks(3, [](tsr_comm_t comm, int) {
-    double small = 0, large = 0, gather = 0;
-    ASSERT_EQ(tsr_comm_estimate(comm, "allreduce", 1024, &small), TSR_OK) << lastError();
-    ASSERT_EQ(tsr_comm_estimate(comm, "allreduce", 64 << 20, &large), TSR_OK) << lastError();
-    ASSERT_EQ(tsr_comm_estimate(comm, "allgather", 64 << 10, &gather), TSR_OK) << lastError();
-    EXPECT_GT(small, 0);
-    EXPECT_GT(large, 100 * small);
-    EXPECT_LT(gather, large);
-    double seconds = 0;
-    EXPECT_EQ(tsr_comm_estimate(comm, "gossip", 10, &seconds), TSR_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(lastError().find("gossip"), std::string::npos) << lastError();
-    EXPECT_EQ(tsr_comm_estimate(comm, "allreduce", 10, nullptr), TSR_ERR_INVALID_ARGUMENT);
-  }, {{"link_bw", "1gbit"}, {"link_lat", "50us"}});
+  runCRanks(3,
+            [](tsr_comm_t comm, int) {
+              double small = 0, large = 0, gather = 0;
+              ASSERT_EQ(tsr_comm_estimate(comm, "allreduce", 1024, &small), TSR_OK) << lastError();
+              ASSERT_EQ(tsr_comm_estimate(comm, "allreduce", 64 << 20, &large), TSR_OK) << lastError();
+              ASSERT_EQ(tsr_comm_estimate(comm, "allgather", 64 << 10, &gather), TSR_OK) << lastError();
+              EXPECT_GT(small, 0);
+              EXPECT_GT(large, 100 * small);
+              EXPECT_LT(gather, large);
+              double seconds = 0;
+              EXPECT_EQ(tsr_comm_estimate(comm, "gossip", 10, &seconds), TSR_ERR_INVALID_ARGUMENT);
+              EXPECT_NE(lastError().find("gossip"), std::string::npos) << lastError();
+              EXPECT_EQ(tsr_comm_estimate(comm, "allreduce", 10, nullptr), TSR_ERR_INVALID_ARGUMENT);
+            },
+            {{"link_bw", "1gbit"}, {"link_lat", "50us"}});
 }
 
 TEST(CApi, LocalRankIsTheLaunchersLocalRank) {
-  runCRanks(4, [](tsr_comm_t comm, int r) {
-    int rank = -1, localRank = -1;
-    ASSERT_EQ(tsr_comm_rank(comm, &rank), TSR_OK);
-    ASSERT_EQ(tsr_comm_local_rank(comm, &localRank), TSR_OK) << lastError();
-    EXPECT_EQ(rank, r);
-    EXPECT_EQ(localRank, r % 2);
-    EXPECT_EQ(tsr_comm_local_rank(comm, nullptr), TSR_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(lastError().find("local_rank is NULL"), std::string::npos) << lastError();
-  }, {}, [](int r) { return std::pair<int, int>{r % 2, 2}; });
+  runCRanks(
+      4,
+      [](tsr_comm_t comm, int r) {
+        int rank = -1, localRank = -1;
+        ASSERT_EQ(tsr_comm_rank(comm, &rank), TSR_OK);
+        ASSERT_EQ(tsr_comm_local_rank(comm, &localRank), TSR_OK) << lastError();
+        EXPECT_EQ(rank, r);
+        EXPECT_EQ(localRank, r % 2);
+        EXPECT_EQ(tsr_comm_local_rank(comm, nullptr), TSR_ERR_INVALID_ARGUMENT);
+        EXPECT_NE(lastError().find("local_rank is NULL"), std::string::npos) << lastError();
+      },
+      {},
+      [](int r) {
+        return std::pair<int, int>{r % 2, 2};
+      });
   EXPECT_EQ(tsr_comm_local_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
 }
 
@@ -188,8 +205,7 @@ TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
     EXPECT_EQ(tsr_comm_set_memory_type(comm, static_cast<tsr_memory_t>(7)), TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("memory type 7"), std::string::npos) << lastError();
     std::vector<float> x(1000, 1.0f + r);
-    ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK)
-        << lastError();
+    ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
     EXPECT_EQ(x[999], 3.0f);
   });
   EXPECT_EQ(tsr_comm_set_memory_type(nullptr, TSR_MEM_HOST), TSR_ERR_INVALID_ARGUMENT);
@@ -217,7 +233,8 @@ TEST(CApi, TensorMemoryParameter) {
         continue;
       }
       EXPECT_EQ(st, TSR_ERR_NOT_SUPPORTED) << algorithm << ": " << lastError();
-      EXPECT_NE(lastError().find("tensor fc1.weight: memory=cuda is not possible here"), std::string::npos) << lastError();
+      EXPECT_NE(lastError().find("tensor fc1.weight: memory=cuda is not possible here"), std::string::npos)
+          << lastError();
 #ifdef TSR_HAVE_CUDA_COPIER
       EXPECT_NE(lastError().find("no usable CUDA device"), std::string::npos) << lastError();
 #else

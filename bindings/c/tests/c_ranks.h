@@ -22,11 +22,12 @@ inline std::string lastError() { return tsr_last_error(); }
 // local(r) gives rank r's (local_rank, local_size); by default every rank is on one host.
 template <typename Body>
 inline void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::string>> extra = {},
-               std::function<std::pair<int, int>(int)> local = nullptr) {
+                      std::function<std::pair<int, int>(int)> local = nullptr) {
   auto reserved = tsr::PortReservation::reserve(n, true);
   ASSERT_TRUE(reserved.isOk());
   std::string peers;
-  for (uint16_t p : reserved.value().ports()) peers += (peers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+  for (uint16_t p : reserved.value().ports())
+    peers += (peers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
   std::vector<std::thread> threads;
   std::vector<std::string> failures(n);
   for (int r = 0; r < n; ++r)
@@ -34,9 +35,12 @@ inline void runCRanks(int n, Body body, std::vector<std::pair<std::string, std::
       std::string rank = std::to_string(r), size = std::to_string(n);
       auto [lr, ls] = local ? local(r) : std::pair<int, int>{r, n};
       std::string localRank = std::to_string(lr), localSize = std::to_string(ls);
-      std::vector<tsr_param_t> params{{"rank", rank.c_str()}, {"size", size.c_str()},
-                                      {"local_rank", localRank.c_str()}, {"local_size", localSize.c_str()},
-                                      {"peers", peers.c_str()}, {"secret", "c-api-test-secret-16+bytes"}};
+      std::vector<tsr_param_t> params{{"rank", rank.c_str()},
+                                      {"size", size.c_str()},
+                                      {"local_rank", localRank.c_str()},
+                                      {"local_size", localSize.c_str()},
+                                      {"peers", peers.c_str()},
+                                      {"secret", "c-api-test-secret-16+bytes"}};
       for (const auto& [k, v] : extra) params.push_back({k.c_str(), v.c_str()});
       tsr_comm_t comm = nullptr;
       if (tsr_comm_init_config(&comm, params.data(), params.size()) != TSR_OK) {

@@ -8,9 +8,9 @@
 enum { kDigitsRows = 1797, kDigitsPixels = 64, kDigitsClasses = 10 };
 
 typedef struct {
-  int n;       /* samples */
-  float* x;    /* n * kDigitsPixels, scaled to [0, 1] */
-  int* y;      /* n labels */
+  int n;    /* samples */
+  float* x; /* n * kDigitsPixels, scaled to [0, 1] */
+  int* y;   /* n labels */
 } digits_t;
 
 /* Reads FILE (gzip or plain CSV). On failure returns -1 with a message in err naming the file

@@ -10,7 +10,7 @@ enum { kLayers = 2 };
 
 typedef struct {
   int in, hidden, out;
-  size_t off[kLayers];   /* layer l's block: weights (rows = its outputs), then bias */
+  size_t off[kLayers]; /* layer l's block: weights (rows = its outputs), then bias */
   size_t len[kLayers];
   size_t total;
 } mlp_shape_t;
@@ -23,8 +23,8 @@ mlp_shape_t mlp_shape(int in, int hidden, int out);
 void mlp_init(const mlp_shape_t* s, float* params, unsigned long long seed);
 /* Forward and backward over `batch` samples (x rows, labels y): grad = d(mean loss)/d(params).
  * Returns the mean loss. scratch holds mlp_scratch_floats(s, batch) floats. */
-double mlp_backward(const mlp_shape_t* s, const float* params, const float* x, const int* y,
-                    int batch, float* grad, float* scratch, mlp_layer_ready_fn ready, void* ctx);
+double mlp_backward(const mlp_shape_t* s, const float* params, const float* x, const int* y, int batch, float* grad,
+                    float* scratch, mlp_layer_ready_fn ready, void* ctx);
 size_t mlp_scratch_floats(const mlp_shape_t* s, int batch);
 /* How many of the n samples the model classifies correctly. */
 int mlp_correct(const mlp_shape_t* s, const float* params, const float* x, const int* y, int n);

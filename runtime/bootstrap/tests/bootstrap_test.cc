@@ -12,11 +12,9 @@ namespace {
 using namespace testing;
 using Clock = std::chrono::steady_clock;
 
-std::vector<RankOutcome> runJob(const std::vector<LaunchInfo>& infos, BootstrapOptions options,
-                                int calls) {
+std::vector<RankOutcome> runJob(const std::vector<LaunchInfo>& infos, BootstrapOptions options, int calls) {
   std::vector<std::future<RankOutcome>> futures;
-  for (const auto& info : infos)
-    futures.push_back(std::async(std::launch::async, runRank, info, options, calls));
+  for (const auto& info : infos) futures.push_back(std::async(std::launch::async, runRank, info, options, calls));
   std::vector<RankOutcome> outcomes;
   for (auto& f : futures) outcomes.push_back(f.get());
   return outcomes;
@@ -61,20 +59,17 @@ TEST(Bootstrap, PeerThatNeverStartsIsNamedWithinTheTimeout) {
   options.timeoutMs = 1500;
   auto start = Clock::now();
   auto outcomes = runJob(infos, options, 1);
-  auto elapsedMs =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  auto elapsedMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   EXPECT_LT(elapsedMs, 4000);
   std::string rank2 = "127.0.0.1:" + std::to_string(infos[0].peers[2].port);
   ASSERT_FALSE(outcomes[1].status.isOk());
   EXPECT_EQ(outcomes[1].status.code(), Code::kBootstrap);
-  EXPECT_NE(outcomes[1].status.message().find("rank 1 could not connect to rank 2 at " + rank2 +
-                                              " within 1500 ms"),
+  EXPECT_NE(outcomes[1].status.message().find("rank 1 could not connect to rank 2 at " + rank2 + " within 1500 ms"),
             std::string::npos)
       << outcomes[1].status.message();
   ASSERT_FALSE(outcomes[0].status.isOk());
   EXPECT_EQ(outcomes[0].status.code(), Code::kBootstrap);
-  EXPECT_NE(outcomes[0].status.message().find("rank 0 was never contacted by rank 2"),
-            std::string::npos)
+  EXPECT_NE(outcomes[0].status.message().find("rank 0 was never contacted by rank 2"), std::string::npos)
       << outcomes[0].status.message();
   EXPECT_NE(outcomes[0].status.message().find(rank2), std::string::npos);
 }
@@ -89,11 +84,11 @@ TEST(Bootstrap, EveryRankNamesThePeerThatNeverStartsNotTheNeighbourThatGaveUp) {
   options.timeoutMs = 1500;
   auto start = Clock::now();
   auto outcomes = runJob(infos, options, 1);
-  auto elapsedMs =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  auto elapsedMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   EXPECT_LT(elapsedMs, 4000);  // the others learn it from rank 3, not from timeouts of their own
-  std::string rank2 = "rank 2 (expected from 127.0.0.1, its bootstrap address 127.0.0.1:" +
-                      std::to_string(infos[0].peers[2].port) + ")";
+  std::string rank2 =
+      "rank 2 (expected from 127.0.0.1, its bootstrap address 127.0.0.1:" + std::to_string(infos[0].peers[2].port) +
+      ")";
   const int ranks[] = {0, 1, 3, 4};
   for (int i = 0; i < 4; ++i) {
     const Status& s = outcomes[i].status;
@@ -130,14 +125,13 @@ TEST(Bootstrap, RanksWithDifferentSecretsNeverJoin) {
 TEST(Bootstrap, PortInUseIsReported) {
   auto infos = localInfos(2);
   asio::io_context io;
-  tcp::acceptor squatter(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"),
-                                           infos[0].peers[0].port));
+  tcp::acceptor squatter(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), infos[0].peers[0].port));
   auto b = Bootstrap::create(infos[0], BootstrapOptions{});
   ASSERT_FALSE(b.isOk());
   EXPECT_EQ(b.status().code(), Code::kBootstrap);
-  EXPECT_NE(b.status().message().find("rank 0 cannot listen on its bootstrap port " +
-                                      std::to_string(infos[0].peers[0].port)),
-            std::string::npos)
+  EXPECT_NE(
+      b.status().message().find("rank 0 cannot listen on its bootstrap port " + std::to_string(infos[0].peers[0].port)),
+      std::string::npos)
       << b.status().message();
 }
 
@@ -169,8 +163,7 @@ TEST(Bootstrap, NeighbourLeavingFailsTheNextAllGatherNamingIt) {
   auto blobs = b0.value()->allGather("hello");
   ASSERT_FALSE(blobs.isOk());
   EXPECT_EQ(blobs.status().code(), Code::kBootstrap);
-  EXPECT_NE(blobs.status().message().find("rank 1"), std::string::npos)
-      << blobs.status().message();
+  EXPECT_NE(blobs.status().message().find("rank 1"), std::string::npos) << blobs.status().message();
   auto again = b0.value()->allGather("hello");  // stays failed, says why
   ASSERT_FALSE(again.isOk());
   EXPECT_NE(again.status().message().find("earlier error"), std::string::npos);

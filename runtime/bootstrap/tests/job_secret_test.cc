@@ -29,10 +29,15 @@ void expectRefused(const EnvMap& env, std::initializer_list<std::string> needles
 std::vector<EnvMap> launches() {
   return {
       {{"TSR_RANK", "1"}, {"TSR_WORLD_SIZE", "2"}, {"TSR_LOCAL_RANK", "1"}, {"TSR_LOCAL_SIZE", "2"}},
-      {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+      {{"OMPI_COMM_WORLD_RANK", "1"},
+       {"OMPI_COMM_WORLD_SIZE", "2"},
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
        {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}},
       {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}},
-      {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}, {"SLURM_TASKS_PER_NODE", "2"},
+      {{"SLURM_PROCID", "1"},
+       {"SLURM_NTASKS", "2"},
+       {"SLURM_LOCALID", "1"},
+       {"SLURM_TASKS_PER_NODE", "2"},
        {"SLURM_JOB_NODELIST", "node1"}},
   };
 }
@@ -76,8 +81,8 @@ TEST(JobSecret, ShortSecretsAreRefusedEvenWhenInsecure) {
 
 TEST(JobSecret, OneRankNeedsNone) {
   EXPECT_TRUE(launchInfoFromEnv({}).isOk());
-  EXPECT_TRUE(launchInfoFromEnv({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}})
-                  .isOk());
+  EXPECT_TRUE(
+      launchInfoFromEnv({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}}).isOk());
 }
 
 TEST(JobSecret, PrivateFileServesWhenTheVariableIsUnset) {

@@ -35,9 +35,12 @@ void fails(const EnvMap& env, std::initializer_list<std::string> needles) {
 const std::string kSecret = "0123456789abcdef0123";
 
 EnvMap tsrun() {
-  return {{"TSR_RANK", "1"},       {"TSR_WORLD_SIZE", "3"},
-          {"TSR_LOCAL_RANK", "1"}, {"TSR_LOCAL_SIZE", "2"},
-          {"TSR_PEERS", "a:100,a:101,b:100"}, {"TSR_JOB_SECRET", kSecret},
+  return {{"TSR_RANK", "1"},
+          {"TSR_WORLD_SIZE", "3"},
+          {"TSR_LOCAL_RANK", "1"},
+          {"TSR_LOCAL_SIZE", "2"},
+          {"TSR_PEERS", "a:100,a:101,b:100"},
+          {"TSR_JOB_SECRET", kSecret},
           {"TSR_JOB_ID", "job9"}};
 }
 
@@ -74,13 +77,17 @@ TEST(LaunchEnv, TsrunDerivesLocalRankFromPeerHosts) {
 }
 
 TEST(LaunchEnv, TsrunAllLocalWithoutPeers) {
-  EnvMap env = {{"TSR_RANK", "2"}, {"TSR_WORLD_SIZE", "4"}, {"TSR_LOCAL_RANK", "2"},
+  EnvMap env = {{"TSR_RANK", "2"},       {"TSR_WORLD_SIZE", "4"},     {"TSR_LOCAL_RANK", "2"},
                 {"TSR_LOCAL_SIZE", "4"}, {"TSR_JOB_SECRET", kSecret}, {"TSR_BASE_PORT", "5000"}};
   EXPECT_EQ(peersText(ok(env)), "127.0.0.1:5000,127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003");
 }
 
 TEST(LaunchEnv, TsrunBadValuesNameTheVariable) {
-  auto with = [](const char* k, const char* v) { EnvMap e = tsrun(); e[k] = v; return e; };
+  auto with = [](const char* k, const char* v) {
+    EnvMap e = tsrun();
+    e[k] = v;
+    return e;
+  };
   fails(with("TSR_RANK", "abc"), {"TSR_RANK='abc'", "not an integer"});
   fails(with("TSR_RANK", "1x"), {"TSR_RANK='1x'"});
   fails(with("TSR_RANK", "-1"), {"TSR_RANK='-1'", "out of range"});
@@ -122,7 +129,9 @@ TEST(LaunchEnv, DuplicatePeersAreFoundInNLogNTime) {
     for (int r = 0; r < n; ++r)
       peers += (r ? "," : "") + std::string("h") + std::to_string(r / 60000) + ":" + std::to_string(1 + r % 60000);
     int size = n + (extra.empty() ? 0 : 1);
-    return EnvMap{{"TSR_RANK", "0"}, {"TSR_WORLD_SIZE", std::to_string(size)}, {"TSR_PEERS", peers + extra},
+    return EnvMap{{"TSR_RANK", "0"},
+                  {"TSR_WORLD_SIZE", std::to_string(size)},
+                  {"TSR_PEERS", peers + extra},
                   {"TSR_JOB_SECRET", kSecret}};
   };
   const int small = 12500, large = 4 * small;
@@ -137,8 +146,8 @@ TEST(LaunchEnv, DuplicatePeersAreFoundInNLogNTime) {
       best[i] = std::min(best[i], std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   }
-  EXPECT_LT(best[1] / best[0], 9.0) << "4x the ranks took " << best[1] / best[0] << "x as long (" << best[0]
-                                    << " s, " << best[1] << " s): the duplicate check is not n log n";
+  EXPECT_LT(best[1] / best[0], 9.0) << "4x the ranks took " << best[1] / best[0] << "x as long (" << best[0] << " s, "
+                                    << best[1] << " s): the duplicate check is not n log n";
 }
 
 TEST(LaunchEnv, Ipv6Peers) {
@@ -152,9 +161,9 @@ TEST(LaunchEnv, Ipv6Peers) {
 }
 
 EnvMap ompi(const char* rank, const char* size, const char* lrank, const char* lsize) {
-  return {{"OMPI_COMM_WORLD_RANK", rank}, {"OMPI_COMM_WORLD_SIZE", size},
+  return {{"OMPI_COMM_WORLD_RANK", rank},        {"OMPI_COMM_WORLD_SIZE", size},
           {"OMPI_COMM_WORLD_LOCAL_RANK", lrank}, {"OMPI_COMM_WORLD_LOCAL_SIZE", lsize},
-          {"PMIX_NAMESPACE", "prterun-x-1@1"}, {"TSR_JOB_SECRET", kSecret}};
+          {"PMIX_NAMESPACE", "prterun-x-1@1"},   {"TSR_JOB_SECRET", kSecret}};
 }
 
 TEST(LaunchEnv, OpenMpiAllLocalDerivesPeers) {
@@ -167,8 +176,8 @@ TEST(LaunchEnv, OpenMpiAllLocalDerivesPeers) {
 }
 
 TEST(LaunchEnv, OpenMpiAcrossHostsNeedsPeers) {
-  fails(ompi("1", "4", "1", "2"), {"TSR_PEERS is needed", "Open MPI",
-                                   "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_SIZE=4"});
+  fails(ompi("1", "4", "1", "2"),
+        {"TSR_PEERS is needed", "Open MPI", "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_SIZE=4"});
   EnvMap env = ompi("1", "4", "1", "2");
   env["TSR_PEERS"] = "h1:1,h1:2,h2:1,h2:2";
   env["TSR_JOB_ID"] = "mine";
@@ -183,9 +192,13 @@ TEST(LaunchEnv, OpenMpiAcrossHostsNeedsPeers) {
 }
 
 TEST(LaunchEnv, Torchrun) {
-  EnvMap env = {{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"},
-                {"LOCAL_WORLD_SIZE", "4"}, {"TORCHELASTIC_RUN_ID", "tr1"},
-                {"TSR_BASE_PORT", "31000"}, {"TSR_JOB_SECRET", kSecret}};
+  EnvMap env = {{"RANK", "3"},
+                {"WORLD_SIZE", "4"},
+                {"LOCAL_RANK", "3"},
+                {"LOCAL_WORLD_SIZE", "4"},
+                {"TORCHELASTIC_RUN_ID", "tr1"},
+                {"TSR_BASE_PORT", "31000"},
+                {"TSR_JOB_SECRET", kSecret}};
   LaunchInfo info = ok(env);
   EXPECT_EQ(info.source, "torchrun");
   EXPECT_EQ(info.rank, 3);
@@ -202,9 +215,14 @@ TEST(LaunchEnv, Torchrun) {
 }
 
 EnvMap slurm(const char* procid, const char* localid) {
-  return {{"SLURM_PROCID", procid}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", localid},
-          {"SLURM_JOB_NODELIST", "node[01-03],gpu5"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"},
-          {"SLURM_JOB_ID", "123"}, {"SLURM_STEP_ID", "0"}, {"TSR_JOB_SECRET", kSecret}};
+  return {{"SLURM_PROCID", procid},
+          {"SLURM_NTASKS", "7"},
+          {"SLURM_LOCALID", localid},
+          {"SLURM_JOB_NODELIST", "node[01-03],gpu5"},
+          {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+          {"SLURM_JOB_ID", "123"},
+          {"SLURM_STEP_ID", "0"},
+          {"TSR_JOB_SECRET", kSecret}};
 }
 
 TEST(LaunchEnv, SlurmBlockDistributionDerivesPeers) {
@@ -224,11 +242,13 @@ TEST(LaunchEnv, SlurmBlockDistributionDerivesPeers) {
 }
 
 TEST(LaunchEnv, SlurmErrors) {
-  auto with = [](const char* k, const char* v) { EnvMap e = slurm("3", "1"); e[k] = v; return e; };
-  fails(with("SLURM_TASKS_PER_NODE", "2(x3)"), {"SLURM_TASKS_PER_NODE='2(x3)'", "6 tasks",
-                                                "SLURM_NTASKS=7"});
-  fails(with("SLURM_JOB_NODELIST", "node[01-03]"), {"SLURM_JOB_NODELIST='node[01-03]'",
-                                                    "3 nodes", "describes 4"});
+  auto with = [](const char* k, const char* v) {
+    EnvMap e = slurm("3", "1");
+    e[k] = v;
+    return e;
+  };
+  fails(with("SLURM_TASKS_PER_NODE", "2(x3)"), {"SLURM_TASKS_PER_NODE='2(x3)'", "6 tasks", "SLURM_NTASKS=7"});
+  fails(with("SLURM_JOB_NODELIST", "node[01-03]"), {"SLURM_JOB_NODELIST='node[01-03]'", "3 nodes", "describes 4"});
   fails(with("SLURM_JOB_NODELIST", "node[01-03"), {"node[01-03", "unmatched"});
   fails(with("SLURM_TASKS_PER_NODE", "2(y3),1"), {"'2(y3),1'"});
   fails(with("SLURM_PROCID", "7"), {"SLURM_PROCID=7", "SLURM_NTASKS=7"});

@@ -33,14 +33,13 @@ TEST(SlurmNodelist, SuffixAndSeveralGroups) {
 }
 
 TEST(SlurmNodelist, Errors) {
-  for (const char* bad : {"", "node[1-3", "node1-3]", "node[3-1]", "node[a-b]", "node[]",
-                          "a,,b", "node[1-2,]", "n[[1]]", "node[1-99999999]", "a b"}) {
+  for (const char* bad : {"", "node[1-3", "node1-3]", "node[3-1]", "node[a-b]", "node[]", "a,,b", "node[1-2,]",
+                          "n[[1]]", "node[1-99999999]", "a b"}) {
     auto r = expandNodelist(bad);
     EXPECT_FALSE(r.isOk()) << "'" << bad << "' should fail";
     if (!r.isOk()) {
       EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
-      EXPECT_NE(r.status().message().find(std::string("'") + bad + "'"), std::string::npos)
-          << r.status().message();
+      EXPECT_NE(r.status().message().find(std::string("'") + bad + "'"), std::string::npos) << r.status().message();
     }
   }
 }
@@ -58,9 +57,9 @@ TEST(SlurmNodelist, HugeListsAreRefusedBeforeTheyAreBuilt) {
   while (manyRanges.size() < 630) manyRanges += "0-999999,";
   manyRanges += "0-999999]";  // 641 bytes, 71 million hosts
   ASSERT_EQ(manyRanges.size(), 641u);
-  for (const std::string& list : {manyRanges, std::string("a[0-999999]b[0-999999]"),
-                                  std::string("a[0-999999],b[0-999999]"), std::string(600, 'x') + "[0-999999]",
-                                  std::string("r[0-99999]") + std::string(700, 'y')}) {
+  for (const std::string& list :
+       {manyRanges, std::string("a[0-999999]b[0-999999]"), std::string("a[0-999999],b[0-999999]"),
+        std::string(600, 'x') + "[0-999999]", std::string("r[0-99999]") + std::string(700, 'y')}) {
     long before = peakRssKb();
     auto r = expandNodelist(list);
     long grownMb = (peakRssKb() - before) / 1024;

@@ -56,39 +56,33 @@ TEST(BootstrapStrangers, AreRefusedLoggedAndTheJobStillFinishes) {
   tcp::socket silent(io);
   silent.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port1));
 
-  std::string garbageFrom =
-      sendGarbage(port1, "GET / HTTP/1.1\r\nHost: tessera\r\n\r\n" + std::string(64, 'x'));
-  EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + garbageFrom +
-                          ": not a Tessera bootstrap claim"))
+  std::string garbageFrom = sendGarbage(port1, "GET / HTTP/1.1\r\nHost: tessera\r\n\r\n" + std::string(64, 'x'));
+  EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + garbageFrom + ": not a Tessera bootstrap claim"))
       << log.text();
 
-  detail::HandshakeParams wrongSecret{0, 1, infos[0].jobId, "not-the-secret",
-                                      std::chrono::milliseconds(3000)};
+  detail::HandshakeParams wrongSecret{0, 1, infos[0].jobId, "not-the-secret", std::chrono::milliseconds(3000)};
   Status s = detail::dialOnce(infos[0].peers[1], wrongSecret);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("refused our claim"), std::string::npos) << s.message();
-  EXPECT_TRUE(log.waitFor("the claim's HMAC does not verify (wrong job secret)"))
-      << log.text();
+  EXPECT_TRUE(log.waitFor("the claim's HMAC does not verify (wrong job secret)")) << log.text();
 
-  detail::HandshakeParams wrongRank{2, 1, infos[0].jobId, infos[0].secret,
-                                    std::chrono::milliseconds(3000)};
+  detail::HandshakeParams wrongRank{2, 1, infos[0].jobId, infos[0].secret, std::chrono::milliseconds(3000)};
   EXPECT_FALSE(detail::dialOnce(infos[0].peers[1], wrongRank).isOk());
-  EXPECT_TRUE(log.waitFor("authenticated as rank 2, but only rank 0 (the left neighbour) may "
-                          "connect here"))
+  EXPECT_TRUE(
+      log.waitFor("authenticated as rank 2, but only rank 0 (the left neighbour) may "
+                  "connect here"))
       << log.text();
 
   detail::HandshakeParams wrongJob{0, 1, "job-2", infos[0].secret, std::chrono::milliseconds(3000)};
   EXPECT_FALSE(detail::dialOnce(infos[0].peers[1], wrongJob).isOk());
-  EXPECT_TRUE(log.waitFor("holds the job secret but claims job id 'job-2', which is not this job's"))
-      << log.text();
+  EXPECT_TRUE(log.waitFor("holds the job secret but claims job id 'job-2', which is not this job's")) << log.text();
 
   // The real rank 0 joins at once although the silent stranger is still connected.
   auto start = Clock::now();
   RankOutcome out0 = runRank(infos[0], options, 1);
   RankOutcome out1 = rank1.get();
   RankOutcome out2 = rank2.get();
-  auto elapsedMs =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  auto elapsedMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   EXPECT_LT(elapsedMs, options.handshakeTimeoutMs) << "the silent stranger held the job up";
   expectCorrect(out0, 0, n);
   expectCorrect(out1, 1, n);
@@ -108,8 +102,7 @@ TEST(BootstrapStrangers, SilentStrangerIsDroppedAfterTheHandshakeTimeout) {
   tcp::socket silent(io);
   silent.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port1));
   std::string from = detail::endpointString(silent.local_endpoint());
-  EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + from +
-                          ": no complete handshake within 300 ms"))
+  EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + from + ": no complete handshake within 300 ms"))
       << log.text();
   RankOutcome out0 = runRank(infos[0], options, 1);
   RankOutcome out1 = rank1.get();
@@ -128,8 +121,7 @@ TEST(BootstrapStrangers, OversizedClaimIsRefused) {
   // A well-formed claim head announcing a 65535-byte job id.
   std::string head = {'T', 'S', 'R', 'B', 0, static_cast<char>(wire::kVersion), 0, 0, 0, 0, '\xff', '\xff'};
   std::string from = sendGarbage(port1, head);
-  EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + from +
-                          ": claimed job id length 65535 exceeds 256"))
+  EXPECT_TRUE(log.waitFor("rejected bootstrap connection from " + from + ": claimed job id length 65535 exceeds 256"))
       << log.text();
   RankOutcome out0 = runRank(infos[0], options, 1);
   RankOutcome out1 = rank1.get();
@@ -180,8 +172,7 @@ TEST(BootstrapStrangers, AFloodOfRejectionsIsLoggedInAFewLines) {
   std::string text = log.text();
   EXPECT_EQ(count(text, "rejected bootstrap connection from"), 10u) << text;
   // waitListening's probe connection is one of the rejected too.
-  EXPECT_NE(text.find("51 more bootstrap connections were rejected and not logged one by one"),
-            std::string::npos)
+  EXPECT_NE(text.find("51 more bootstrap connections were rejected and not logged one by one"), std::string::npos)
       << text;
 }
 

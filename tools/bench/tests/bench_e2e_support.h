@@ -27,9 +27,13 @@ inline RunResult bench(int n, std::vector<std::string> args) {
   return p.finish(120);
 }
 
-inline std::string describe(const RunResult& r) { return "exit " + std::to_string(r.exitCode()) + "\n" + r.out + r.err; }
+inline std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exitCode()) + "\n" + r.out + r.err;
+}
 
-inline std::string tempFile(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
+inline std::string tempFile(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / name).string();
+}
 
 inline size_t countOf(const std::string& text, const std::string& needle) {
   size_t k = 0;

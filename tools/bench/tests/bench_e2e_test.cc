@@ -32,8 +32,8 @@ class BenchRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(BenchRanks, EveryCollectiveChecksClean) {
   for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
-    RunResult r = bench(GetParam(), {"-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "-c", "1",
-                                     "-d", "f64", "-o", "max", "--op", coll});
+    RunResult r = bench(GetParam(), {"-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "-c", "1", "-d", "f64",
+                                     "-o", "max", "--op", coll});
     EXPECT_EQ(r.exitCode(), 0) << coll << "\n" << describe(r);
     EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << coll << "\n" << describe(r);
   }
@@ -47,8 +47,8 @@ INSTANTIATE_TEST_SUITE_P(N, BenchRanks, ::testing::Values(1, 2, 3, 4));
 TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
   std::string file = tempFile("tsr_bench_planted.json");
   for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
-    RunResult r = bench(3, {"-b", "1K", "-e", "1K", "-n", "3", "-w", "1", "-c", "1", "--op", coll,
-                            "--json", file, "--plant-wrong", "1"});
+    RunResult r = bench(3, {"-b", "1K", "-e", "1K", "-n", "3", "-w", "1", "-c", "1", "--op", coll, "--json", file,
+                            "--plant-wrong", "1"});
     EXPECT_NE(r.exitCode(), 0) << coll << "\n" << describe(r);
     EXPECT_NE(r.out.find("# Out of bounds values : 3 FAILED"), std::string::npos) << coll << "\n" << describe(r);
     std::ifstream in(file);
@@ -71,8 +71,8 @@ TEST(Bench, PlantedWrongValueIsCountedAndFailsTheRun) {
 // f32), so the planted last element lies in a block other than the first.
 TEST(Bench, PlantedWrongValueInALaterBlockIsCounted) {
   for (const char* coll : {"allreduce", "allgather", "reduce_scatter", "broadcast"}) {
-    RunResult r = bench(3, {"-b", "64K", "-e", "64K", "-n", "3", "-w", "1", "-c", "1", "--op", coll,
-                            "--plant-wrong", "2"});
+    RunResult r =
+        bench(3, {"-b", "64K", "-e", "64K", "-n", "3", "-w", "1", "-c", "1", "--op", coll, "--plant-wrong", "2"});
     EXPECT_NE(r.exitCode(), 0) << coll << "\n" << describe(r);
     EXPECT_NE(r.out.find("# Out of bounds values : 3 FAILED"), std::string::npos) << coll << "\n" << describe(r);
   }
@@ -80,8 +80,8 @@ TEST(Bench, PlantedWrongValueInALaterBlockIsCounted) {
 
 // -F csv: the header line and one line per size (8, 64, 512 B), every field in place.
 TEST(Bench, CsvHasTheHeaderAndOneRowPerSize) {
-  RunResult r = bench(2, {"-b", "8", "-e", "512", "-f", "8", "-n", "2", "-w", "0", "-c", "1", "-F", "csv",
-                          "-d", "i32", "-o", "max", "--algo", "ring"});
+  RunResult r = bench(2, {"-b", "8", "-e", "512", "-f", "8",   "-n", "2",   "-w",     "0",
+                          "-c", "1", "-F", "csv", "-d", "i32", "-o", "max", "--algo", "ring"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   std::vector<std::string> lines = rank0Lines(r.out, true);  // csv has no comment lines at all
   ASSERT_EQ(lines.size(), 4u) << describe(r);
@@ -108,8 +108,8 @@ TEST(Bench, CsvHasTheHeaderAndOneRowPerSize) {
 
 TEST(Bench, JsonAndMinBusbw) {
   std::string file = tempFile("tsr_bench_test.json");
-  RunResult r = bench(2, {"-b", "64", "-e", "256", "-f", "2", "-n", "2", "-w", "0", "--json", file,
-                          "--min-busbw", "1000000"});
+  RunResult r =
+      bench(2, {"-b", "64", "-e", "256", "-f", "2", "-n", "2", "-w", "0", "--json", file, "--min-busbw", "1000000"});
   EXPECT_NE(r.exitCode(), 0) << "an impossible --min-busbw must fail\n" << describe(r);
   // The header names the kernel's TCP congestion control, read here independently.
   std::string cc;
@@ -119,16 +119,17 @@ TEST(Bench, JsonAndMinBusbw) {
   int lines = 0;
   for (std::string line; std::getline(in, line); ++lines) {
     // Every documented field, with its value's shape.
-    for (const char* field : {"\"size\": ", "\"count\": ", "\"type\": \"f32\"", "\"redop\": \"sum\"",
-                              "\"algo\": \"", "\"nranks\": 2", "\"time_us\": ", "\"algbw\": ",
-                              "\"busbw\": ", "\"wire_bytes\": ", "\"wrong\": 0"})
+    for (const char* field :
+         {"\"size\": ", "\"count\": ", "\"type\": \"f32\"", "\"redop\": \"sum\"", "\"algo\": \"", "\"nranks\": 2",
+          "\"time_us\": ", "\"algbw\": ", "\"busbw\": ", "\"wire_bytes\": ", "\"wrong\": 0"})
       EXPECT_NE(line.find(field), std::string::npos) << field << " missing in " << line;
     size_t size = 64u << lines;
     EXPECT_NE(line.find("\"size\": " + std::to_string(size) + ","), std::string::npos) << line;
     EXPECT_NE(line.find("\"count\": " + std::to_string(size / 4) + ","), std::string::npos) << line;
     // -n 2: two iterations, whose median (their mean) is time_us.
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(line, m, std::regex(R"re("time_us": ([0-9.]+).*"iter_us": \[([0-9.]+), ([0-9.]+)\])re")))
+    ASSERT_TRUE(
+        std::regex_search(line, m, std::regex(R"re("time_us": ([0-9.]+).*"iter_us": \[([0-9.]+), ([0-9.]+)\])re")))
         << line;
     EXPECT_GT(std::stod(m[2]), 0) << line;
     EXPECT_GT(std::stod(m[3]), 0) << line;

@@ -20,8 +20,8 @@ class MarsitBench : public ::testing::TestWithParam<std::tuple<std::string, int>
 TEST_P(MarsitBench, ChecksCleanWithASplitPerRow) {
   const auto& [algo, n] = GetParam();
   // 1000 B = 250 elements (not whole 64-bit words), 32000 B, 1024000 B.
-  RunResult r = bench(n, {"--algo", algo, "-b", "1000", "-e", "1024000", "-f", "32", "-n", "3", "-w", "1",
-                          "-c", "1", "--rate", "1"});
+  RunResult r = bench(
+      n, {"--algo", algo, "-b", "1000", "-e", "1024000", "-f", "32", "-n", "3", "-w", "1", "-c", "1", "--rate", "1"});
   if (algo == "marsit-torus" && n < 4) {
     // The torus needs X x Y ranks with X, Y >= 2 (on one host 4 ranks make 2 x 2): below
     // that the tensor refuses, and the row says why instead of timing something else.
@@ -47,13 +47,13 @@ INSTANTIATE_TEST_SUITE_P(AlgoN, MarsitBench,
 TEST(MarsitBench, PlantedErrorsAreCountedExactly) {
   // Rank 1 flips element 0 and doubles element 1 in each of 2 checked iterations: both
   // elements then differ across the 3 ranks, and each rank counts them: 2 * 3 * 2 = 12.
-  RunResult r = bench(3, {"--algo", "marsit", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "-c", "1",
-                          "--plant-wrong", "1"});
+  RunResult r =
+      bench(3, {"--algo", "marsit", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "-c", "1", "--plant-wrong", "1"});
   EXPECT_NE(r.exitCode(), 0) << describe(r);
   EXPECT_NE(r.out.find("Out of bounds values : 12 FAILED"), std::string::npos) << describe(r);
   // One rank: nothing to compare, so only the doubled value is seen: 1 per iteration.
-  RunResult one = bench(1, {"--algo", "marsit", "-b", "4K", "-e", "4K", "-n", "2", "-w", "0", "-c", "1",
-                            "--plant-wrong", "0"});
+  RunResult one =
+      bench(1, {"--algo", "marsit", "-b", "4K", "-e", "4K", "-n", "2", "-w", "0", "-c", "1", "--plant-wrong", "0"});
   EXPECT_NE(one.exitCode(), 0) << describe(one);
   EXPECT_NE(one.out.find("Out of bounds values : 2 FAILED"), std::string::npos) << describe(one);
 }
@@ -74,12 +74,12 @@ TEST(MarsitBench, CombinationsMarsitCannotServeAreNamed) {
 
 TEST(MarsitBench, JsonCarriesTheSplitAndTheCompressedFloor) {
   std::string file = tempFile("tsr_bench_marsit_test.json");
-  RunResult r = bench(2, {"--algo", "marsit", "-b", "64K", "-e", "128K", "-f", "2", "-n", "2", "-w", "0",
-                          "--rate", "10", "--json", file, "-F", "csv"});
+  RunResult r = bench(2, {"--algo", "marsit", "-b", "64K", "-e", "128K", "-f", "2", "-n", "2", "-w", "0", "--rate",
+                          "10", "--json", file, "-F", "csv"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
-  int lines = expectEveryJsonLineHolds(file, {"\"algo\": \"marsit-ring\"", "\"split\": {\"prepare\": ",
-                                              "\"compensate\": ", "\"floor_us\": ", "\"x_floor\": ",
-                                              "\"wire_bytes\": "});
+  int lines = expectEveryJsonLineHolds(
+      file, {"\"algo\": \"marsit-ring\"",
+             "\"split\": {\"prepare\": ", "\"compensate\": ", "\"floor_us\": ", "\"x_floor\": ", "\"wire_bytes\": "});
   EXPECT_EQ(lines, 2);
   expectCsvRowsOf11Fields(r);
   std::filesystem::remove(file);

@@ -14,8 +14,9 @@ Result<BenchOptions> parse(std::vector<const char*> args) {
 }
 
 TEST(BenchOptions, ParsesNcclTestsFlags) {
-  auto o = parse({"-b", "1K", "-e", "4M", "-f", "4", "-n", "3", "-w", "1", "-d", "bf16", "-o", "max",
-                  "-c", "0", "--op", "reduce_scatter", "--json", "x.json", "-F", "csv"});
+  auto o = parse({"-b",     "1K",     "-e",   "4M", "-f",  "4",  "-n", "3",    "-w",
+                  "1",      "-d",     "bf16", "-o", "max", "-c", "0",  "--op", "reduce_scatter",
+                  "--json", "x.json", "-F",   "csv"});
   ASSERT_TRUE(o.isOk()) << o.status().toString();
   EXPECT_EQ(o.value().minBytes, 1024u);
   EXPECT_EQ(o.value().maxBytes, 4u << 20);
@@ -72,9 +73,9 @@ TEST(BenchOptions, HelpListsTheOptionsAndEveryDenseAlgorithm) {
   ASSERT_FALSE(h.isOk());
   ASSERT_EQ(h.status().code(), Code::kNotSupported);
   const std::string& help = h.status().message();
-  for (const char* want : {"--op", "--collective", "allreduce|allgather|reduce_scatter|broadcast",
-                           "-o,--redop", "sum|avg|min|max|prod", "--algo", "ring", "torus", "hier",
-                           "rabenseifner", "doubling", "bruck"})
+  for (const char* want :
+       {"--op", "--collective", "allreduce|allgather|reduce_scatter|broadcast", "-o,--redop", "sum|avg|min|max|prod",
+        "--algo", "ring", "torus", "hier", "rabenseifner", "doubling", "bruck"})
     EXPECT_NE(help.find(want), std::string::npos) << "no " << want << " in\n" << help;
 }
 
@@ -104,11 +105,12 @@ TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
     std::vector<const char*> args;
     std::string named;
   };
-  for (const Case& c : {Case{{"--algo", "marsit", "-d", "f64"}, "--algo marsit: -d f64"},
-                        Case{{"--algo", "marsit", "-d", "bf16"}, "--algo marsit: -d bf16"},
-                        Case{{"--algo", "marsit", "--op", "allgather"}, "--algo marsit: --op allgather"},
-                        Case{{"--collective", "broadcast", "--algo", "marsit-torus"}, "--algo marsit-torus: --op broadcast"},
-                        Case{{"--algo", "marsit", "-o", "prod"}, "--algo marsit: -o prod"}}) {
+  for (const Case& c :
+       {Case{{"--algo", "marsit", "-d", "f64"}, "--algo marsit: -d f64"},
+        Case{{"--algo", "marsit", "-d", "bf16"}, "--algo marsit: -d bf16"},
+        Case{{"--algo", "marsit", "--op", "allgather"}, "--algo marsit: --op allgather"},
+        Case{{"--collective", "broadcast", "--algo", "marsit-torus"}, "--algo marsit-torus: --op broadcast"},
+        Case{{"--algo", "marsit", "-o", "prod"}, "--algo marsit: -o prod"}}) {
     auto o = parse(c.args);
     ASSERT_FALSE(o.isOk()) << c.named;
     EXPECT_NE(o.status().message().find(c.named), std::string::npos) << o.status().message();
@@ -123,7 +125,7 @@ TEST(BenchOptions, SparseTakesF32AllreduceAndItsOwnOptions) {
   EXPECT_EQ(o.value().teams, 3);
   EXPECT_EQ(o.value().sag, "b");
   EXPECT_TRUE(isSparse(parse({"--algo", "topk-allgather", "--teams", "2"}).value()));  // ignored there
-  auto dense = parse({"--algo", "ring", "--density", "0.5", "--teams", "2"});  // cluster.sh passes them to all
+  auto dense = parse({"--algo", "ring", "--density", "0.5", "--teams", "2"});          // cluster.sh passes them to all
   ASSERT_TRUE(dense.isOk()) << dense.status().toString();
   EXPECT_FALSE(isSparse(dense.value()));
   EXPECT_EQ(densityText(0.01), "0.01");
@@ -137,8 +139,7 @@ TEST(BenchOptions, SparseTakesF32AllreduceAndItsOwnOptions) {
                              "--algo topk-allgather: --op reduce_scatter"},
                         Case{{"--algo", "spardl", "-o", "min"}, "--algo spardl: -o min"},
                         Case{{"--algo", "spardl", "--teams", "6", "--sag", "r"}, "--teams 6"},
-                        Case{{"--density", "1.5"}, "--density 1.5"},
-                        Case{{"--teams", "0"}, "--teams 0"},
+                        Case{{"--density", "1.5"}, "--density 1.5"}, Case{{"--teams", "0"}, "--teams 0"},
                         Case{{"--sag", "q"}, "--sag"}}) {
     auto p = parse(c.args);
     ASSERT_FALSE(p.isOk()) << c.named;
@@ -206,9 +207,9 @@ TEST(BenchReport, JsonLineHasTheRequiredFields) {
   r.algo = "ring";
   r.error = "say \"no\"";
   std::string j = jsonLine(r, o, 3);
-  for (const char* key : {"\"size\": 64", "\"count\": 16", "\"type\": \"f32\"", "\"redop\": \"sum\"",
-                          "\"algo\": \"ring\"", "\"nranks\": 3", "\"time_us\"", "\"algbw\"", "\"busbw\"",
-                          "\"wire_bytes\"", "\"wrong\"", "say \\\"no\\\""})
+  for (const char* key :
+       {"\"size\": 64", "\"count\": 16", "\"type\": \"f32\"", "\"redop\": \"sum\"", "\"algo\": \"ring\"",
+        "\"nranks\": 3", "\"time_us\"", "\"algbw\"", "\"busbw\"", "\"wire_bytes\"", "\"wrong\"", "say \\\"no\\\""})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
 }
 
@@ -294,7 +295,10 @@ TEST(BenchReport, SplitLineIsACommentWithTheFloorRatio) {
   o.rateGbit = 0.1;
   std::string line = splitLine(marsitRow(), o, 4);
   EXPECT_EQ(line.rfind("#   split(us) prepare 1.0 pack 2.0 wire 3.0 merge 4.0 decompress 5.0 compensate 6.0 "
-                       "total 21.0 sent(B) 196704 floor(us) 62914.6 x_floor 2.00\n", 0), 0u) << line;
+                       "total 21.0 sent(B) 196704 floor(us) 62914.6 x_floor 2.00\n",
+                       0),
+            0u)
+      << line;
   o.rateGbit = 0;
   EXPECT_NE(splitLine(marsitRow(), o, 4).find("floor(us) 0.0 x_floor -"), std::string::npos);
   BenchRow dense = marsitRow();
@@ -346,11 +350,16 @@ TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
   r.wireBytes = 560000;
   r.sparse = {true, 1, 2, 0.5, 3, 6.5, 41946};
   std::string line = splitLine(r, o, 6);
-  EXPECT_EQ(line, "#   split(us) select 1.0 merge 2.0 local 0.5 wire 3.0 total 6.5 nnz 41946 sent(B) 560000 floor(us) 44742.4 "
-                  "x_floor 2.00\n") << line;
+  EXPECT_EQ(
+      line,
+      "#   split(us) select 1.0 merge 2.0 local 0.5 wire 3.0 total 6.5 nnz 41946 sent(B) 560000 floor(us) 44742.4 "
+      "x_floor 2.00\n")
+      << line;
   std::string j = jsonLine(r, o, 6);
-  for (const char* key : {"\"sparse\": {\"select\": 1.000, \"merge\": 2.000, \"local\": 0.500, \"wire\": 3.000, \"total\": 6.500, "
-                          "\"nnz\": 41946}", "\"density\": 0.01", "\"floor_us\": 44742.400", "\"x_floor\": 2.00"})
+  for (const char* key :
+       {"\"sparse\": {\"select\": 1.000, \"merge\": 2.000, \"local\": 0.500, \"wire\": 3.000, \"total\": 6.500, "
+        "\"nnz\": 41946}",
+        "\"density\": 0.01", "\"floor_us\": 44742.400", "\"x_floor\": 2.00"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
   r.sparse.timed = false;  // topk-allgather: no split, the same floor
   EXPECT_EQ(splitLine(r, o, 6).rfind("#   sparse nnz 41946 sent(B) 560000 floor(us) 44742.4 x_floor 2.00", 0), 0u);
@@ -361,9 +370,9 @@ TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
 // (the job secret above all) nor other variables.
 TEST(BenchReport, SettingsLineNamesUcxAndTesseraSettingsOnly) {
   std::map<std::string, std::string> env = {
-      {"UCX_TCP_SNDBUF", "64k"}, {"TSR_CHUNK_BYTES", "262144"}, {"TSR_JOB_SECRET", "s3cret"},
-      {"TSR_RANK", "0"},         {"TSR_PEERS", "a:1,b:2"},      {"HOME", "/root"},
-      {"TSR_NOT_A_SETTING", "x"}, {"UCX_TLS", "tcp,self"},      {"TSR_ALGO", "ring"}};
+      {"UCX_TCP_SNDBUF", "64k"},  {"TSR_CHUNK_BYTES", "262144"}, {"TSR_JOB_SECRET", "s3cret"},
+      {"TSR_RANK", "0"},          {"TSR_PEERS", "a:1,b:2"},      {"HOME", "/root"},
+      {"TSR_NOT_A_SETTING", "x"}, {"UCX_TLS", "tcp,self"},       {"TSR_ALGO", "ring"}};
   EXPECT_EQ(settingsLine(env),
             "# settings: TSR_ALGO=ring TSR_CHUNK_BYTES=262144 UCX_TCP_SNDBUF=64k UCX_TLS=tcp,self\n");
   EXPECT_EQ(settingsLine({{"HOME", "/root"}, {"TSR_WORLD_SIZE", "4"}}),

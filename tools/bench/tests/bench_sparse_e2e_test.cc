@@ -27,8 +27,8 @@ class SparseBench : public ::testing::TestWithParam<Case> {};
 TEST_P(SparseBench, ChecksCleanWithASplitPerRow) {
   const Case& c = GetParam();
   // 1000 B = 250 elements (k_b = 1..3), 32000 B, 1024000 B; 3 checked steps carry residuals.
-  RunResult r = bench(c.n, {"--algo", c.algo, "--teams", std::to_string(c.teams), "-b", "1000", "-e", "1024000",
-                            "-f", "32", "-n", "3", "-w", "1", "-c", "1", "--rate", "1"});
+  RunResult r = bench(c.n, {"--algo", c.algo, "--teams", std::to_string(c.teams), "-b", "1000", "-e", "1024000", "-f",
+                            "32", "-n", "3", "-w", "1", "-c", "1", "--rate", "1"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << describe(r);
   EXPECT_EQ(countOf(r.out, " sum " + c.row + " "), 3u) << describe(r);
@@ -50,7 +50,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       const Case& c = info.param;
       std::string name = c.algo == "spardl" ? "SparDL" : "TopkAllgather";
-      if (c.algo.find("2level") != std::string::npos) name += c.algo.find("fp16") != std::string::npos ? "2LevelFp16" : "2Level";
+      if (c.algo.find("2level") != std::string::npos)
+        name += c.algo.find("fp16") != std::string::npos ? "2LevelFp16" : "2Level";
       return name + "N" + std::to_string(c.n) + "T" + std::to_string(c.teams);
     });
 
@@ -59,13 +60,13 @@ TEST(SparseBench, PlantedErrorsAreCountedExactly) {
     // Rank 1 doubles its first non-zero in each of 2 checked steps: the result then differs
     // across the 3 ranks and each counts it (3 * 2); rank 0 owns that element in the
     // conservation check and its own copy is right.
-    RunResult r = bench(3, {"--algo", algo, "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "-c", "1",
-                            "--plant-wrong", "1"});
+    RunResult r =
+        bench(3, {"--algo", algo, "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "-c", "1", "--plant-wrong", "1"});
     EXPECT_NE(r.exitCode(), 0) << describe(r);
     EXPECT_NE(r.out.find("Out of bounds values : 6 FAILED"), std::string::npos) << algo << "\n" << describe(r);
     // One rank: nothing to compare, conservation sees it: 1 per step.
-    RunResult one = bench(1, {"--algo", algo, "-b", "4K", "-e", "4K", "-n", "2", "-w", "0", "-c", "1",
-                              "--plant-wrong", "0"});
+    RunResult one =
+        bench(1, {"--algo", algo, "-b", "4K", "-e", "4K", "-n", "2", "-w", "0", "-c", "1", "--plant-wrong", "0"});
     EXPECT_NE(one.exitCode(), 0) << describe(one);
     EXPECT_NE(one.out.find("Out of bounds values : 2 FAILED"), std::string::npos) << algo << "\n" << describe(one);
   }
@@ -76,13 +77,13 @@ TEST(SparseBench, CombinationsTheyCannotServeAreNamed) {
     std::vector<std::string> args;
     std::string message;
   };
-  for (const Bad& c : {Bad{{"--algo", "spardl", "-d", "f64"}, "--algo spardl: -d f64"},
-                       Bad{{"--algo", "topk-allgather", "-d", "bf16"}, "--algo topk-allgather: -d bf16"},
-                       Bad{{"--algo", "spardl", "--op", "allgather"}, "--algo spardl: --op allgather"},
-                       Bad{{"--algo", "topk-allgather", "-o", "max"}, "--algo topk-allgather: -o max"},
-                       Bad{{"--algo", "spardl", "--teams", "3", "--sag", "r"}, "--sag r needs a power-of-two --teams"},
-                       Bad{{"--algo", "spardl", "--density", "0"}, "--density 0"},
-                       Bad{{"--algo", "spardl", "--sag", "x"}, "--sag"}}) {
+  for (const Bad& c :
+       {Bad{{"--algo", "spardl", "-d", "f64"}, "--algo spardl: -d f64"},
+        Bad{{"--algo", "topk-allgather", "-d", "bf16"}, "--algo topk-allgather: -d bf16"},
+        Bad{{"--algo", "spardl", "--op", "allgather"}, "--algo spardl: --op allgather"},
+        Bad{{"--algo", "topk-allgather", "-o", "max"}, "--algo topk-allgather: -o max"},
+        Bad{{"--algo", "spardl", "--teams", "3", "--sag", "r"}, "--sag r needs a power-of-two --teams"},
+        Bad{{"--algo", "spardl", "--density", "0"}, "--density 0"}, Bad{{"--algo", "spardl", "--sag", "x"}, "--sag"}}) {
     RunResult r = bench(2, c.args);
     EXPECT_NE(r.exitCode(), 0) << describe(r);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << describe(r);
@@ -91,14 +92,15 @@ TEST(SparseBench, CombinationsTheyCannotServeAreNamed) {
   RunResult r = bench(3, {"--algo", "spardl", "--teams", "2", "-b", "4K", "-e", "4K", "-n", "1"});
   EXPECT_NE(r.exitCode(), 0) << describe(r);
   EXPECT_NE(r.out.find("error: --algo spardl --density 0.01 --teams 2 --sag auto: TSR_ERR_INVALID_ARGUMENT"),
-            std::string::npos) << describe(r);
+            std::string::npos)
+      << describe(r);
   EXPECT_NE(r.out.find("teams=2 is not accepted"), std::string::npos) << describe(r);
 }
 
 TEST(SparseBench, DenseAlgorithmsIgnoreTheSparseOptions) {
   // cluster.sh passes one argument list to every algorithm of ALGOS.
-  RunResult r = bench(2, {"--algo", "ring", "--density", "0.01", "--teams", "2", "--sag", "b", "-b", "4K", "-e",
-                          "4K", "-n", "1", "-c", "1"});
+  RunResult r = bench(2, {"--algo", "ring", "--density", "0.01", "--teams", "2", "--sag", "b", "-b", "4K", "-e", "4K",
+                          "-n", "1", "-c", "1"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_EQ(countOf(r.out, "#   split"), 0u) << describe(r);
   EXPECT_EQ(countOf(r.out, "#   sparse"), 0u) << describe(r);
@@ -107,12 +109,12 @@ TEST(SparseBench, DenseAlgorithmsIgnoreTheSparseOptions) {
 
 TEST(SparseBench, JsonCarriesTheSparseSplitAndFloor) {
   std::string file = tempFile("tsr_bench_sparse_test.json");
-  RunResult r = bench(2, {"--algo", "spardl", "-b", "64K", "-e", "128K", "-f", "2", "-n", "2", "-w", "0",
-                          "--rate", "10", "--json", file, "-F", "csv"});
+  RunResult r = bench(2, {"--algo", "spardl", "-b", "64K", "-e", "128K", "-f", "2", "-n", "2", "-w", "0", "--rate",
+                          "10", "--json", file, "-F", "csv"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
-  int lines = expectEveryJsonLineHolds(file, {"\"algo\": \"spardl\"", "\"sparse\": {\"select\": ", "\"nnz\": ",
-                                              "\"density\": 0.01", "\"floor_us\": ", "\"x_floor\": ",
-                                              "\"wire_bytes\": "});
+  int lines = expectEveryJsonLineHolds(
+      file, {"\"algo\": \"spardl\"", "\"sparse\": {\"select\": ", "\"nnz\": ", "\"density\": 0.01",
+             "\"floor_us\": ", "\"x_floor\": ", "\"wire_bytes\": "});
   EXPECT_EQ(lines, 2);
   expectCsvRowsOf11Fields(r);
   std::filesystem::remove(file);

@@ -56,13 +56,16 @@ TEST(ClusterSummary, MediansAndRatiosRepeatByRepeat) {
   std::string text = formatClusterSummary(parseClusterRun(in));
   // spin at 16 MiB: 0.4 and 0.6 -> median 0.5; against gloo 0.5 and 0.4: 0.8x and 1.5x.
   EXPECT_NE(text.find("16 MiB    ring TSR_WAIT=spin            0.500 (2)  vs gloo 1.15x (0.80-1.50)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   // default at 16 MiB: 0.5 and 0.7 (an unchecked row, "-") against 0.5 and 0.4: 1.0x and 1.75x.
   EXPECT_NE(text.find("16 MiB    ring                          0.600 (2)  vs gloo 1.38x (1.00-1.75)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   // 64 MiB: only the first repeat has both.
   EXPECT_NE(text.find("64 MiB    ring TSR_WAIT=spin            0.600 (1)  vs gloo 1.20x (1.20-1.20)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("64 MiB    ring    "), std::string::npos) << "a failed row was summarized: " << text;
 }
 

@@ -33,8 +33,13 @@ Figures replayInChild(const JobPlans& plans, const PlatformSpec& platform, const
     Figures f;
     auto r = replay(plans, platform, options, ranksPerHost);
     if (r.isOk()) {
-      f = {true, r.value().seconds, r.value().computeSeconds, r.value().payloadBytes, r.value().headerBytes,
-           r.value().messages, {}};
+      f = {true,
+           r.value().seconds,
+           r.value().computeSeconds,
+           r.value().payloadBytes,
+           r.value().headerBytes,
+           r.value().messages,
+           {}};
     } else {
       std::strncpy(f.error, r.status().message().c_str(), sizeof f.error - 1);
     }

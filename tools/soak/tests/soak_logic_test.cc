@@ -118,10 +118,14 @@ double handReduce(const Op& op, int n, size_t j) {
   double sum = 0, prod = 1;
   for (double x : v) sum += x, prod *= x;
   switch (op.op) {
-    case ReduceOp::kSum: return sum;
-    case ReduceOp::kProd: return prod;
-    case ReduceOp::kMin: return *std::min_element(v.begin(), v.end());
-    case ReduceOp::kMax: return *std::max_element(v.begin(), v.end());
+    case ReduceOp::kSum:
+      return sum;
+    case ReduceOp::kProd:
+      return prod;
+    case ReduceOp::kMin:
+      return *std::min_element(v.begin(), v.end());
+    case ReduceOp::kMax:
+      return *std::max_element(v.begin(), v.end());
     case ReduceOp::kAvg:
       if (!isFloatType(op.dtype)) return std::trunc(sum / n);
       return sum / n;  // exact for n = 4: a small integer over 4
@@ -262,11 +266,11 @@ TEST(SoakResources, FlatAfterWarmupPassesGrowthIsNamed) {
     s.figures.poolBlocks = blocks;
     return s;
   };
-  v = judgePhase("mixed", 1, {pooled(100, 100000, 40, 20000, 10), pooled(300, 150000, 60, 65000, 30)}, 100,
-                 16 * 1024, true);
+  v = judgePhase("mixed", 1, {pooled(100, 100000, 40, 20000, 10), pooled(300, 150000, 60, 65000, 30)}, 100, 16 * 1024,
+                 true);
   EXPECT_TRUE(v.failures.empty()) << v.failures.front();
-  v = judgePhase("mixed", 1, {pooled(100, 100000, 40, 20000, 10), pooled(300, 150000, 61, 25000, 30)}, 100,
-                 16 * 1024, true);
+  v = judgePhase("mixed", 1, {pooled(100, 100000, 40, 20000, 10), pooled(300, 150000, 61, 25000, 30)}, 100, 16 * 1024,
+                 true);
   ASSERT_EQ(v.failures.size(), 2u);
   EXPECT_NE(v.failures[0].find("mappings grew from 40 to 61 while the scratch pools obtained 20 blocks"),
             std::string::npos);

@@ -27,8 +27,7 @@ std::vector<std::string> splitLines(const std::string& text) {
 }  // namespace
 
 double nowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 bool processGone(pid_t pid, double seconds) {
@@ -57,8 +56,7 @@ int RunResult::exitCode() const {
 std::vector<std::string> RunResult::outLines() const { return splitLines(out); }
 std::vector<std::string> RunResult::errLines() const { return splitLines(err); }
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           const std::vector<std::string>& env) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   std::vector<std::string> envStrings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
@@ -168,8 +166,7 @@ RunResult ChildProcess::finish(double seconds) {
   return result_;
 }
 
-RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-              double seconds) {
+RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env, double seconds) {
   ChildProcess child(argv, env);
   return child.finish(seconds);
 }

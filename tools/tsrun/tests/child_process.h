@@ -44,8 +44,7 @@ class ChildProcess {
 };
 
 // Runs argv to the end (at most seconds).
-RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
-              double seconds = 30);
+RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}, double seconds = 30);
 
 double nowSeconds();
 

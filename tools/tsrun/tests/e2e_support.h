@@ -23,9 +23,7 @@ inline Words tsrun(Words args) {
   return args;
 }
 
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 inline std::string describe(const RunResult& r) {
   return "exit " + std::to_string(r.exitCode()) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;

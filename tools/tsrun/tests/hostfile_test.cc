@@ -29,8 +29,8 @@ TEST(Hostfile, EveryForm) {
       "   node3   \n"
       "node4 slots=3   # trailing comment\n"
       "\tnode-5.example.com\tslots=1\r\n");
-  std::vector<HostEntry> expected = {{"node1", 4, 3}, {"node2", 2, 4}, {"node3", 1, 5},
-                                     {"node4", 3, 6}, {"node-5.example.com", 1, 7}};
+  std::vector<HostEntry> expected = {
+      {"node1", 4, 3}, {"node2", 2, 4}, {"node3", 1, 5}, {"node4", 3, 6}, {"node-5.example.com", 1, 7}};
   EXPECT_EQ(hosts, expected);
   EXPECT_EQ(totalSlots(hosts), 11);
 }
@@ -116,8 +116,7 @@ TEST(Hostfile, ManyHostsAreParsedInLinearTime) {
 
 TEST(Hostfile, EmptyFileIsAnError) {
   expectMentions(parseError("", "empty.txt"), {"empty.txt", "no hosts", "empty"});
-  expectMentions(parseError("# only\n\n   \n# comments\n", "c.txt"),
-                 {"c.txt", "no hosts", "4 lines"});
+  expectMentions(parseError("# only\n\n   \n# comments\n", "c.txt"), {"c.txt", "no hosts", "4 lines"});
 }
 
 TEST(HostList, Forms) {

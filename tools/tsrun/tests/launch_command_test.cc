@@ -13,8 +13,7 @@ TEST(LaunchCommand, SplitCommandTemplate) {
   EXPECT_EQ(words.value(), (std::vector<std::string>{"ssh", "-o", "BatchMode=yes"}));
   words = splitCommandTemplate("  /opt/my tool/rsh  'a b' \"c \\\"d\\\"\" e\\ f ");
   ASSERT_TRUE(words.isOk());
-  EXPECT_EQ(words.value(),
-            (std::vector<std::string>{"/opt/my", "tool/rsh", "a b", "c \"d\"", "e f"}));
+  EXPECT_EQ(words.value(), (std::vector<std::string>{"/opt/my", "tool/rsh", "a b", "c \"d\"", "e f"}));
   EXPECT_FALSE(splitCommandTemplate("ssh 'unterminated").isOk());
   EXPECT_FALSE(splitCommandTemplate("   ").isOk());
 }
@@ -68,11 +67,9 @@ TEST(LaunchCommand, RankEnvironmentContract) {
   JobInfo job{4, "a:1,a:2,b:1,b:2", std::string(64, 'f'), "0123456789abcdef", "2.5"};
   auto env = rankEnvironment(slot, job, {{"FOO", "bar"}});
   std::vector<EnvVar> expected = {
-      {"TSR_RANK", "2"},         {"TSR_WORLD_SIZE", "4"},
-      {"TSR_LOCAL_RANK", "1"},   {"TSR_LOCAL_SIZE", "3"},
-      {"TSR_PEERS", job.peers},  {"TSR_JOB_SECRET", job.secret},
-      {"TSR_JOB_ID", job.jobId}, {"TSR_LAUNCHER_WATCH", "2.5"},
-      {"FOO", "bar"}};
+      {"TSR_RANK", "2"},         {"TSR_WORLD_SIZE", "4"},       {"TSR_LOCAL_RANK", "1"},
+      {"TSR_LOCAL_SIZE", "3"},   {"TSR_PEERS", job.peers},      {"TSR_JOB_SECRET", job.secret},
+      {"TSR_JOB_ID", job.jobId}, {"TSR_LAUNCHER_WATCH", "2.5"}, {"FOO", "bar"}};
   EXPECT_EQ(env, expected);
   ASSERT_EQ(launcherVariableNames().size(), 8u);
   for (size_t i = 0; i < 8; ++i) EXPECT_EQ(env[i].name, launcherVariableNames()[i]);
@@ -81,8 +78,7 @@ TEST(LaunchCommand, RankEnvironmentContract) {
 TEST(LaunchCommand, MergeEnvironmentReplacesAndAdds) {
   auto env = mergeEnvironment({"PATH=/bin", "TSR_RANK=9", "FOO=old", "BARE"},
                               {{"TSR_RANK", "0"}, {"FOO", "new"}, {"NEW", "1"}});
-  EXPECT_EQ(env, (std::vector<std::string>{"PATH=/bin", "BARE", "TSR_RANK=0", "FOO=new",
-                                           "NEW=1"}));
+  EXPECT_EQ(env, (std::vector<std::string>{"PATH=/bin", "BARE", "TSR_RANK=0", "FOO=new", "NEW=1"}));
 }
 
 TEST(LaunchCommand, RemoteArgvKeepsTheSecretOffTheCommandLine) {
@@ -93,14 +89,14 @@ TEST(LaunchCommand, RemoteArgvKeepsTheSecretOffTheCommandLine) {
   EXPECT_EQ(std::vector<std::string>(quoted.begin(), quoted.begin() + 6),
             (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "node1", "sh", "-c"}));
   EXPECT_EQ(quoted[6].substr(0, 29), "'IFS= read -r TSR_JOB_SECRET ");
-  EXPECT_EQ(std::vector<std::string>(quoted.begin() + 7, quoted.end()),
-            (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "'MSG=a b'", "/bin/sh", "-c",
-                                      "'echo $TSR_RANK'"}));
+  EXPECT_EQ(
+      std::vector<std::string>(quoted.begin() + 7, quoted.end()),
+      (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "'MSG=a b'", "/bin/sh", "-c", "'echo $TSR_RANK'"}));
   auto direct = remoteArgv({"ip", "netns", "exec"}, "tsr0", env, program, false);
   EXPECT_EQ(direct[6].substr(0, 28), "IFS= read -r TSR_JOB_SECRET ");
-  EXPECT_EQ(std::vector<std::string>(direct.begin() + 7, direct.end()),
-            (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "MSG=a b", "/bin/sh", "-c",
-                                      "echo $TSR_RANK"}));
+  EXPECT_EQ(
+      std::vector<std::string>(direct.begin() + 7, direct.end()),
+      (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "MSG=a b", "/bin/sh", "-c", "echo $TSR_RANK"}));
   for (const auto& argv : {quoted, direct})
     for (const std::string& word : argv) EXPECT_EQ(word.find("s3cr3t"), std::string::npos) << word;
   JobInfo job{2, "a:1,b:1", "s3cr3t", "id"};

@@ -13,8 +13,7 @@ CommandLine parse(std::vector<std::string> args) {
 using Words = std::vector<std::string>;
 
 TEST(Options, MpirunStyleAndProgramOptionsUntouched) {
-  CommandLine cl = parse({"-np", "4", "-x", "FOO=bar", "-x", "HOME", "prog", "-np", "2", "-x",
-                          "Y", "--help"});
+  CommandLine cl = parse({"-np", "4", "-x", "FOO=bar", "-x", "HOME", "prog", "-np", "2", "-x", "Y", "--help"});
   ASSERT_FALSE(cl.exitNow) << cl.output;
   EXPECT_EQ(cl.options.np, 4);
   EXPECT_EQ(cl.options.exports, (Words{"FOO=bar", "HOME"}));
@@ -24,9 +23,8 @@ TEST(Options, MpirunStyleAndProgramOptionsUntouched) {
 }
 
 TEST(Options, AllOptions) {
-  CommandLine cl = parse({"--np=3", "--hostfile", "h.txt", "--rsh", "ip netns exec",
-                          "--rsh-quote", "never", "-xA=1", "--timeout", "2.5", "--grace", "1",
-                          "--dry-run", "--", "/bin/sh", "-c", "echo hi"});
+  CommandLine cl = parse({"--np=3", "--hostfile", "h.txt", "--rsh", "ip netns exec", "--rsh-quote", "never", "-xA=1",
+                          "--timeout", "2.5", "--grace", "1", "--dry-run", "--", "/bin/sh", "-c", "echo hi"});
   ASSERT_FALSE(cl.exitNow) << cl.output;
   const LaunchOptions& o = cl.options;
   EXPECT_EQ(o.np, 3);
@@ -51,9 +49,8 @@ TEST(Options, HelpDocumentsEverything) {
   CommandLine cl = parse({"--help"});
   ASSERT_TRUE(cl.exitNow);
   EXPECT_EQ(cl.exitCode, 0);
-  for (const char* word : {"--np", "--hostfile", "-H", "--rsh", "--rsh-quote", "-x", "--timeout",
-                           "--grace", "--dry-run", "slots=N", "TSR_PEERS", "TSR_JOB_SECRET",
-                           "TSR_BASE_PORT", "[rank]"}) {
+  for (const char* word : {"--np", "--hostfile", "-H", "--rsh", "--rsh-quote", "-x", "--timeout", "--grace",
+                           "--dry-run", "slots=N", "TSR_PEERS", "TSR_JOB_SECRET", "TSR_BASE_PORT", "[rank]"}) {
     EXPECT_NE(cl.output.find(word), std::string::npos) << word;
   }
 }

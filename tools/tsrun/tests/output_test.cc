@@ -49,8 +49,7 @@ TEST(ExitStatus, Wording) {
   EXPECT_EQ(exitCodeOf(signaled(SIGKILL)), 137);
   EXPECT_EQ(exitCodeOf(signaled(SIGTERM)), 143);
   EXPECT_EQ(describeExit(1, "node1", exited(3)), "rank 1 (host node1) exited with status 3");
-  EXPECT_EQ(describeExit(0, "localhost", signaled(SIGKILL)),
-            "rank 0 (host localhost) killed by signal SIGKILL");
+  EXPECT_EQ(describeExit(0, "localhost", signaled(SIGKILL)), "rank 0 (host localhost) killed by signal SIGKILL");
   EXPECT_EQ(signalName(SIGINT), "SIGINT");
   EXPECT_EQ(signalName(SIGSEGV), "SIGSEGV");
 }

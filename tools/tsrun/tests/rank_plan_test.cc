@@ -22,12 +22,11 @@ std::vector<RankSlot> planOk(const std::vector<HostEntry>& hosts, const PlanOpti
 
 TEST(RankPlan, LocalHostNames) {
   std::vector<std::string> names = {"vm", "vm.example.com"};
-  for (const char* local : {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "::1", "vm",
-                            "VM.example.com"}) {
+  for (const char* local : {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "::1", "vm", "VM.example.com"}) {
     EXPECT_TRUE(isLocalHost(local, names)) << local;
   }
-  for (const char* remote : {"node1", "127.0.0", "127.0.0.1.5", "127.0.0.256", "128.0.0.1",
-                             "vm2", "fakehost1", "10.0.0.1"}) {
+  for (const char* remote :
+       {"node1", "127.0.0", "127.0.0.1.5", "127.0.0.256", "128.0.0.1", "vm2", "fakehost1", "10.0.0.1"}) {
     EXPECT_FALSE(isLocalHost(remote, names)) << remote;
   }
 }

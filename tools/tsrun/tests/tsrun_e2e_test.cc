@@ -22,16 +22,14 @@ namespace {
 using namespace testing;
 
 TEST(TsrunEndToEnd, RanksGetRankWorldSizeAndLocalRank) {
-  RunResult r = testing::run(
-      tsrun({"-np", "3", "/bin/sh", "-c", "echo $TSR_RANK $TSR_WORLD_SIZE $TSR_LOCAL_RANK"}));
+  RunResult r = testing::run(tsrun({"-np", "3", "/bin/sh", "-c", "echo $TSR_RANK $TSR_WORLD_SIZE $TSR_LOCAL_RANK"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_EQ(sorted(r.outLines()), (Words{"[0] 0 3 0", "[1] 1 3 1", "[2] 2 3 2"}));
   EXPECT_EQ(r.err, "");
 }
 
 TEST(TsrunEndToEnd, PeersSecretAndJobIdAreSharedByAllRanks) {
-  Words cmd = tsrun({"-np", "3", "/bin/sh", "-c",
-                     "echo $TSR_PEERS $TSR_JOB_SECRET $TSR_JOB_ID $TSR_LOCAL_SIZE"});
+  Words cmd = tsrun({"-np", "3", "/bin/sh", "-c", "echo $TSR_PEERS $TSR_JOB_SECRET $TSR_JOB_ID $TSR_LOCAL_SIZE"});
   RunResult r = testing::run(cmd);
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   Words lines = r.outLines();
@@ -53,8 +51,8 @@ TEST(TsrunEndToEnd, PeersSecretAndJobIdAreSharedByAllRanks) {
 }
 
 TEST(TsrunEndToEnd, SecretIsNotOnLocalRanksCommandLine) {
-  RunResult r = testing::run(tsrun({"-np", "1", "/bin/sh", "-c",
-                                    "tr '\\0' ' ' < /proc/$$/cmdline; echo; echo $TSR_JOB_SECRET"}));
+  RunResult r =
+      testing::run(tsrun({"-np", "1", "/bin/sh", "-c", "tr '\\0' ' ' < /proc/$$/cmdline; echo; echo $TSR_JOB_SECRET"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   Words lines = r.outLines();
   ASSERT_EQ(lines.size(), 2u) << describe(r);
@@ -65,10 +63,9 @@ TEST(TsrunEndToEnd, SecretIsNotOnLocalRanksCommandLine) {
 
 TEST(TsrunEndToEnd, StdoutAndStderrArePrefixedSeparatelyWithoutMidLineMixing) {
   // Each line is written in two pieces; the last line of each stream has no newline.
-  RunResult r = testing::run(tsrun(
-      {"-np", "4", "/bin/sh", "-c",
-       "i=0; while [ $i -lt 200 ]; do printf 'aaaa'; printf 'bbbb\\n'; printf 'e' >&2; "
-       "printf 'rr\\n' >&2; i=$((i+1)); done; printf tail; printf etail >&2"}));
+  RunResult r = testing::run(tsrun({"-np", "4", "/bin/sh", "-c",
+                                    "i=0; while [ $i -lt 200 ]; do printf 'aaaa'; printf 'bbbb\\n'; printf 'e' >&2; "
+                                    "printf 'rr\\n' >&2; i=$((i+1)); done; printf tail; printf etail >&2"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   std::regex outLine(R"(\[[0-3]\] (aaaabbbb|tail))");
   std::regex errLine(R"(\[[0-3]\] (err|etail))");
@@ -89,13 +86,12 @@ constexpr const char* kWaitForFiles =
 TEST(TsrunEndToEnd, FailingRankStopsTheJobAndSetsTheExitCode) {
   TempDir dir;
   // Ranks 0 and 2 sleep in a child process (recorded in a pid file): tsrun must stop those too.
-  RunResult r = testing::run(
-      tsrun({"-np", "3", "/bin/sh", "-c",
-             "d=" + dir.path() + "; if [ $TSR_RANK = 1 ]; then " + kWaitForFiles +
-                 " $d/sleeper.0 $d/sleeper.2; exit 3; fi; "
-                 "sleep 30 & echo $! > $d/sleeper.tmp.$TSR_RANK; "
-                 "mv $d/sleeper.tmp.$TSR_RANK $d/sleeper.$TSR_RANK; wait; echo survived"}),
-      {}, 20);
+  RunResult r = testing::run(tsrun({"-np", "3", "/bin/sh", "-c",
+                                    "d=" + dir.path() + "; if [ $TSR_RANK = 1 ]; then " + kWaitForFiles +
+                                        " $d/sleeper.0 $d/sleeper.2; exit 3; fi; "
+                                        "sleep 30 & echo $! > $d/sleeper.tmp.$TSR_RANK; "
+                                        "mv $d/sleeper.tmp.$TSR_RANK $d/sleeper.$TSR_RANK; wait; echo survived"}),
+                             {}, 20);
   EXPECT_EQ(r.exitCode(), 3) << describe(r);
   EXPECT_LT(r.seconds, 12);
   EXPECT_TRUE(contains(r.err, "tsrun: rank 1 (host localhost) exited with status 3\n")) << r.err;
@@ -113,8 +109,7 @@ TEST(TsrunEndToEnd, FailingRankStopsTheJobAndSetsTheExitCode) {
 
 TEST(TsrunEndToEnd, SigintToTsrunIsForwarded) {
   TempDir dir;
-  ChildProcess child(tsrun({"-np", "2", "/bin/sh", "-c",
-                            "trap 'echo got-int; exit 9' INT; echo up; sleep 30 & wait"}));
+  ChildProcess child(tsrun({"-np", "2", "/bin/sh", "-c", "trap 'echo got-int; exit 9' INT; echo up; sleep 30 & wait"}));
   ASSERT_TRUE(child.waitForOutput("[0] up", 10));
   ASSERT_TRUE(child.waitForOutput("[1] up", 10));
   child.signal(SIGINT);
@@ -126,9 +121,7 @@ TEST(TsrunEndToEnd, SigintToTsrunIsForwarded) {
 
 TEST(TsrunEndToEnd, RankKilledBySigkill) {
   RunResult r = testing::run(
-      tsrun({"-np", "2", "/bin/sh", "-c",
-             "if [ $TSR_RANK = 0 ]; then sleep 0.2; kill -9 $$; fi; sleep 30"}),
-      {}, 20);
+      tsrun({"-np", "2", "/bin/sh", "-c", "if [ $TSR_RANK = 0 ]; then sleep 0.2; kill -9 $$; fi; sleep 30"}), {}, 20);
   EXPECT_EQ(r.exitCode(), 137) << describe(r);
   EXPECT_LT(r.seconds, 12);
   EXPECT_TRUE(contains(r.err, "tsrun: rank 0 (host localhost) killed by signal SIGKILL")) << r.err;
@@ -137,11 +130,10 @@ TEST(TsrunEndToEnd, RankKilledBySigkill) {
 TEST(TsrunEndToEnd, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   TempDir dir;
   std::string flag = dir.path() + "/trapped";
-  RunResult r = testing::run(
-      tsrun({"-np", "2", "--grace", "1", "/bin/sh", "-c",
-             "if [ $TSR_RANK = 0 ]; then " + std::string(kWaitForFiles) + " " + flag +
-                 "; exit 4; fi; trap '' TERM; touch " + flag + "; sleep 30 & wait; sleep 30"}),
-      {}, 20);
+  RunResult r = testing::run(tsrun({"-np", "2", "--grace", "1", "/bin/sh", "-c",
+                                    "if [ $TSR_RANK = 0 ]; then " + std::string(kWaitForFiles) + " " + flag +
+                                        "; exit 4; fi; trap '' TERM; touch " + flag + "; sleep 30 & wait; sleep 30"}),
+                             {}, 20);
   EXPECT_EQ(r.exitCode(), 4) << describe(r);
   EXPECT_GE(r.seconds, 1.0);
   EXPECT_LT(r.seconds, 6);
@@ -161,10 +153,9 @@ TEST(TsrunEndToEnd, SigtermToTsrunStopsTheJob) {
 }
 
 TEST(TsrunEndToEnd, ExportedVariablesArrive) {
-  RunResult r = testing::run(
-      tsrun({"-np", "2", "-x", "FOO=bar", "-x", "TSRUN_TEST_FORWARDED", "-x", "SPACED=a b",
-             "/bin/sh", "-c", "echo \"$FOO|$TSRUN_TEST_FORWARDED|$SPACED\""}),
-      {"TSRUN_TEST_FORWARDED=from-parent"});
+  RunResult r = testing::run(tsrun({"-np", "2", "-x", "FOO=bar", "-x", "TSRUN_TEST_FORWARDED", "-x", "SPACED=a b",
+                                    "/bin/sh", "-c", "echo \"$FOO|$TSRUN_TEST_FORWARDED|$SPACED\""}),
+                             {"TSRUN_TEST_FORWARDED=from-parent"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_EQ(sorted(r.outLines()), (Words{"[0] bar|from-parent|a b", "[1] bar|from-parent|a b"}));
 
@@ -217,8 +208,8 @@ TEST(TsrunEndToEnd, HostfileErrorsNameFileAndLine) {
 TEST(TsrunEndToEnd, HostfileWithoutNpRunsOnAllSlots) {
   TempDir dir;
   std::string hosts = dir.write("hosts", "localhost slots=2\n127.0.0.1:1\n");
-  RunResult r = testing::run(tsrun({"--hostfile", hosts, "/bin/sh", "-c",
-                                    "echo $TSR_WORLD_SIZE $TSR_LOCAL_RANK $TSR_LOCAL_SIZE"}));
+  RunResult r = testing::run(
+      tsrun({"--hostfile", hosts, "/bin/sh", "-c", "echo $TSR_WORLD_SIZE $TSR_LOCAL_RANK $TSR_LOCAL_SIZE"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_EQ(sorted(r.outLines()), (Words{"[0] 3 0 3", "[1] 3 1 3", "[2] 3 2 3"}));
 }
@@ -241,26 +232,23 @@ TEST(TsrunEndToEnd, RemoteHostsGoThroughAnSshLikeAgent) {
   TempDir dir;
   std::string rsh = dir.write("fake_ssh", kSshLikeRsh, true);
   std::string hosts = dir.write("hosts", "fakehost1 slots=2\n");
-  RunResult r = testing::run(
-      tsrun({"--hostfile", hosts, "--rsh", rsh, "-x", "MSG=it's a b", "/bin/sh", "-c",
-             "echo $TSR_RANK $TSR_LOCAL_RANK $TSR_PEERS \"$MSG\" ${#TSR_JOB_SECRET}"}),
-      {"TSR_BASE_PORT=31000"});
+  RunResult r = testing::run(tsrun({"--hostfile", hosts, "--rsh", rsh, "-x", "MSG=it's a b", "/bin/sh", "-c",
+                                    "echo $TSR_RANK $TSR_LOCAL_RANK $TSR_PEERS \"$MSG\" ${#TSR_JOB_SECRET}"}),
+                             {"TSR_BASE_PORT=31000"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
-  EXPECT_EQ(sorted(r.outLines()),
-            (Words{"[0] 0 0 fakehost1:31000,fakehost1:31001 it's a b 64",
-                   "[1] 1 1 fakehost1:31000,fakehost1:31001 it's a b 64"}));
+  EXPECT_EQ(sorted(r.outLines()), (Words{"[0] 0 0 fakehost1:31000,fakehost1:31001 it's a b 64",
+                                         "[1] 1 1 fakehost1:31000,fakehost1:31001 it's a b 64"}));
   EXPECT_EQ(readFile(dir.path() + "/hosts.log"), "fakehost1\nfakehost1\n");
 }
 
 TEST(TsrunEndToEnd, RemoteHostsThroughAnExecStyleAgent) {
   TempDir dir;
   std::string rsh = dir.write("fake_netns_exec", kExecRsh, true);
-  RunResult r = testing::run(
-      tsrun({"-H", "fakehost1:1,fakehost2:1", "--rsh", rsh, "--rsh-quote", "never", "/bin/sh",
-             "-c", "echo $TSR_RANK $TSR_PEERS"}));
+  RunResult r = testing::run(tsrun({"-H", "fakehost1:1,fakehost2:1", "--rsh", rsh, "--rsh-quote", "never", "/bin/sh",
+                                    "-c", "echo $TSR_RANK $TSR_PEERS"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
-  EXPECT_EQ(sorted(r.outLines()), (Words{"[0] 0 fakehost1:29400,fakehost2:29400",
-                                         "[1] 1 fakehost1:29400,fakehost2:29400"}));
+  EXPECT_EQ(sorted(r.outLines()),
+            (Words{"[0] 0 fakehost1:29400,fakehost2:29400", "[1] 1 fakehost1:29400,fakehost2:29400"}));
   std::string log = readFile(dir.path() + "/hosts.log");
   EXPECT_TRUE(contains(log, "fakehost1\n") && contains(log, "fakehost2\n")) << log;
 }
@@ -268,10 +256,9 @@ TEST(TsrunEndToEnd, RemoteHostsThroughAnExecStyleAgent) {
 TEST(TsrunEndToEnd, RemoteRankFailureIsReportedWithItsHost) {
   TempDir dir;
   std::string rsh = dir.write("fake_ssh", kSshLikeRsh, true);
-  RunResult r = testing::run(
-      tsrun({"-H", "localhost:1,fakehost1:1", "--rsh", rsh, "/bin/sh", "-c",
-             "if [ $TSR_RANK = 1 ]; then exit 7; fi; sleep 30"}),
-      {}, 20);
+  RunResult r = testing::run(tsrun({"-H", "localhost:1,fakehost1:1", "--rsh", rsh, "/bin/sh", "-c",
+                                    "if [ $TSR_RANK = 1 ]; then exit 7; fi; sleep 30"}),
+                             {}, 20);
   EXPECT_EQ(r.exitCode(), 7) << describe(r);
   EXPECT_TRUE(contains(r.err, "tsrun: rank 1 (host fakehost1) exited with status 7")) << r.err;
   EXPECT_LT(r.seconds, 12);
@@ -290,8 +277,7 @@ TEST(TsrunEndToEnd, IpNetnsExecAgentWhenRoot) {
                                     "ip -o link | grep -c ."}),
                              {}, 20);
   RunResult failed = testing::run(
-      tsrun({"-H", ns + ":2", "--rsh", "ip netns exec", "/bin/sh", "-c",
-             "[ $TSR_RANK = 0 ] && exec sleep 30; exit 6"}),
+      tsrun({"-H", ns + ":2", "--rsh", "ip netns exec", "/bin/sh", "-c", "[ $TSR_RANK = 0 ] && exec sleep 30; exit 6"}),
       {}, 20);
   std::system(("ip netns delete " + ns).c_str());
   EXPECT_EQ(r.exitCode(), 0) << describe(r);
@@ -302,17 +288,16 @@ TEST(TsrunEndToEnd, IpNetnsExecAgentWhenRoot) {
   EXPECT_TRUE(contains(r.out, "[0] 1\n") && contains(r.out, "[1] 1\n")) << r.out;
   EXPECT_EQ(failed.exitCode(), 6) << describe(failed);
   EXPECT_LT(failed.seconds, 12);
-  EXPECT_TRUE(contains(failed.err, "tsrun: rank 1 (host " + ns + ") exited with status 6"))
-      << failed.err;
+  EXPECT_TRUE(contains(failed.err, "tsrun: rank 1 (host " + ns + ") exited with status 6")) << failed.err;
 }
 
 TEST(TsrunEndToEnd, DryRunShowsNoSecret) {
   RunResult r = testing::run(
-      tsrun({"--dry-run", "-H", "localhost:1,fakehost1:1", "--rsh", "ssh -o BatchMode=yes",
-             "echo", "hi"}));
+      tsrun({"--dry-run", "-H", "localhost:1,fakehost1:1", "--rsh", "ssh -o BatchMode=yes", "echo", "hi"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
-  EXPECT_TRUE(contains(r.out, "rank 1 host fakehost1 (remote) local_rank 0/1 bootstrap "
-                              "fakehost1:29400"))
+  EXPECT_TRUE(contains(r.out,
+                       "rank 1 host fakehost1 (remote) local_rank 0/1 bootstrap "
+                       "fakehost1:29400"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "ssh -o BatchMode=yes fakehost1 sh -c ")) << r.out;
   EXPECT_TRUE(contains(r.out, "IFS= read -r TSR_JOB_SECRET ")) << r.out;

@@ -41,7 +41,7 @@ TEST(TsrunHosts, HostsThatLookLikeOptionsNeverReachTheAgent) {
   RunResult fake = testing::run(inDir({"--hostfile", hosts, "--rsh", rsh, "true"}));
   EXPECT_EQ(fake.exitCode(), 2) << describe(fake);
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/argv.log")) << "the agent ran:\n"
-                                                                    << readFile(dir.path() + "/argv.log");
+                                                                  << readFile(dir.path() + "/argv.log");
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/pwned")) << "ssh ran the stranger's ProxyCommand";
 }
 

@@ -32,11 +32,12 @@ TEST(TsrunSecret, RemoteRanksGetTheSecretOnStdinNotOnACommandLine) {
   // Each rank counts the processes whose command line holds the secret, as another user's ps
   // would see them (the pattern goes through a file: echo is a builtin, grep's argv stays clean).
   std::string d = dir.path();
-  RunResult r = testing::run(tsrun(
-      {"-H", "fakehost1:2", "--rsh", rsh, "/bin/sh", "-c",
-       "echo $TSR_JOB_SECRET > " + d + "/pattern.$TSR_RANK; echo secret=$TSR_JOB_SECRET; "
-       "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | "
-       "grep -c -F -f " + d + "/pattern.$TSR_RANK || true"}));
+  RunResult r = testing::run(tsrun({"-H", "fakehost1:2", "--rsh", rsh, "/bin/sh", "-c",
+                                    "echo $TSR_JOB_SECRET > " + d +
+                                        "/pattern.$TSR_RANK; echo secret=$TSR_JOB_SECRET; "
+                                        "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | "
+                                        "grep -c -F -f " +
+                                        d + "/pattern.$TSR_RANK || true"}));
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_EQ(r.outLines().size(), 4u) << describe(r);
   std::smatch m;
@@ -55,8 +56,9 @@ TEST(TsrunSecret, AgentThatDropsStdinFailsNamingTheCause) {
   RunResult r = testing::run(tsrun({"-H", "fakehost1:1", "--rsh", rsh, "/bin/echo", "started"}));
   EXPECT_EQ(r.exitCode(), 1) << describe(r);
   EXPECT_FALSE(contains(r.out, "started")) << r.out;
-  EXPECT_TRUE(contains(r.err, "tsrun: no job secret on standard input (the --rsh agent must pass its standard "
-                              "input on)"))
+  EXPECT_TRUE(contains(r.err,
+                       "tsrun: no job secret on standard input (the --rsh agent must pass its standard "
+                       "input on)"))
       << r.err;
 }
 

@@ -23,8 +23,8 @@ TEST(TsrunSignals, HangUpAndQuitAreForwardedToTheRanks) {
     TempDir dir;
     std::string name = sig == SIGHUP ? "HUP" : "QUIT";
     ChildProcess child(tsrun({"-np", "2", "/bin/sh", "-c",
-                              "ulimit -c 0; trap 'echo got-" + name + "; exit 9' " + name + "; echo $$ > " + dir.path() +
-                                  "/pid.$TSR_RANK; echo up; sleep 30 & wait"}));
+                              "ulimit -c 0; trap 'echo got-" + name + "; exit 9' " + name + "; echo $$ > " +
+                                  dir.path() + "/pid.$TSR_RANK; echo up; sleep 30 & wait"}));
     ASSERT_TRUE(child.waitForOutput("[0] up", 10));
     ASSERT_TRUE(child.waitForOutput("[1] up", 10));
     child.signal(sig);

@@ -68,7 +68,7 @@ typedef enum {
 /* Where a collective's buffers live. */
 typedef enum {
   TSR_MEM_HOST = 0,
-  TSR_MEM_CUDA = 1, /* dense collectives: staged through pinned host memory; tensors: memory=cuda */
+  TSR_MEM_CUDA = 1,                     /* dense collectives: staged through pinned host memory; tensors: memory=cuda */
   TSR_MEM_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
   TSR_MEM_RANGE_MAX_ = 0x7fffffff
 } tsr_memory_t;
@@ -123,17 +123,17 @@ TSR_API tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, 
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */
-TSR_API tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count,
-                           tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request);
+TSR_API tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
+                                   tsr_op_t op, tsr_request_t* request);
 /* recv holds size * count elements in rank order; send may point at this rank's block. */
-TSR_API tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count,
-                           tsr_dtype_t dtype, tsr_request_t* request);
+TSR_API tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
+                                   tsr_request_t* request);
 /* send is read on the root only; recv may equal send. */
-TSR_API tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count,
-                           tsr_dtype_t dtype, int root, tsr_request_t* request);
+TSR_API tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
+                                   int root, tsr_request_t* request);
 /* send holds size * recv_count elements; this rank gets block `rank`. */
 TSR_API tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recv_count,
-                                tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request);
+                                        tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request);
 TSR_API tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request);
 
 /* TSR_OK when finished, TSR_IN_PROGRESS while running, or the collective's error. */
@@ -158,8 +158,8 @@ TSR_API const char* tsr_last_error(void);
 }
 #endif
 
-#include "tessera/tessera_selsync.h"
 #include "tessera/tessera_covap.h"
+#include "tessera/tessera_selsync.h"
 #include "tessera/tessera_tensor.h"
 
 #endif /* TESSERA_TESSERA_H */

@@ -14,8 +14,8 @@
  *     ... optimizer step
  *   tsr_covap_destroy(c);
  *
- * Parameters: interval=auto|<int>, max_interval (caps auto; default none), profile_steps (default 3), ef_init, ef_ascend_steps,
- * ef_ascend_range. Bad keys or values: TSR_ERR_INVALID_ARGUMENT naming the key and value. */
+ * Parameters: interval=auto|<int>, max_interval (caps auto; default none), profile_steps (default 3), ef_init,
+ * ef_ascend_steps, ef_ascend_range. Bad keys or values: TSR_ERR_INVALID_ARGUMENT naming the key and value. */
 #ifndef TESSERA_TESSERA_COVAP_H
 #define TESSERA_TESSERA_COVAP_H
 

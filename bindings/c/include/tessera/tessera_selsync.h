@@ -27,18 +27,17 @@ extern "C" {
 typedef struct tsr_selsync* tsr_selsync_t;
 
 TSR_API tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
-                                        const size_t* bucket_counts, size_t nbuckets,
-                                        tsr_selsync_t* selsync);
+                                        const size_t* bucket_counts, size_t nbuckets, tsr_selsync_t* selsync);
 /* Collective. buckets[i] holds bucket_counts[i] floats; when the ranks synchronize they are
  * replaced by their average over all ranks. *synchronized (may be NULL) is 1 or 0, the same on
  * every rank. */
-TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared,
-                                      float* const* buckets, int* synchronized);
+TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared, float* const* buckets,
+                                      int* synchronized);
 /* Steps synchronized and local so far, and payload bytes this rank did not send: an estimate,
  * the ring allreduce's payload 2 (N-1)/N x 4 x (sum of bucket_counts) bytes, rounded down, per
  * local step (headers excluded). */
-TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps,
-                                       uint64_t* local_steps, uint64_t* bytes_saved);
+TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps, uint64_t* local_steps,
+                                       uint64_t* bytes_saved);
 TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
 
 /* Data injection for non-IID data (SelSync). Collective, same seed/step/alpha/share_count on
@@ -46,9 +45,8 @@ TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
  * of their local batch) to every other rank point to point; received gets the chosen ranks' shares,
  * own excluded, in ascending rank order (*received_count floats; capacity is received's size
  * in floats, at most N * share_count needed). Shrink the local batch to b / (1 + alpha*beta*N). */
-TSR_API tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha,
-                                        const float* share, size_t share_count, float* received,
-                                        size_t capacity, size_t* received_count);
+TSR_API tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha, const float* share,
+                                        size_t share_count, float* received, size_t capacity, size_t* received_count);
 
 #ifdef __cplusplus
 }

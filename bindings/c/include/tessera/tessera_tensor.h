@@ -62,9 +62,8 @@ extern "C" {
 
 typedef struct tsr_tensor* tsr_tensor_t;
 
-TSR_API tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count,
-                                       tsr_dtype_t dtype, const tsr_param_t* params,
-                                       size_t nparams, tsr_tensor_t* tensor);
+TSR_API tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, tsr_dtype_t dtype,
+                                       const tsr_param_t* params, size_t nparams, tsr_tensor_t* tensor);
 /* Collective. data holds the tensor's count elements and receives the result. With request
  * non-NULL the call returns at once: data must stay untouched until tsr_wait/tsr_test says
  * done, and one step at a time per tensor. */
