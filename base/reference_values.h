@@ -67,26 +67,25 @@ inline double inputValue(int rank, size_t j, ReduceOp op) {
   return static_cast<double>((rank + 1) + static_cast<int>(j % 7)) - 3.0;
 }
 
+// One step of a reduction in float64 (kAvg sums; the caller divides).
+inline double combine(ReduceOp op, double acc, double v) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return acc + v;
+    case ReduceOp::kMin:
+      return std::min(acc, v);
+    case ReduceOp::kMax:
+      return std::max(acc, v);
+    case ReduceOp::kProd:
+      return acc * v;
+  }
+  return acc;
+}
+
 inline double reduceReference(int size, size_t j, ReduceOp op, DataType t) {
   double acc = inputValue(0, j, op);
-  for (int r = 1; r < size; ++r) {
-    double v = inputValue(r, j, op);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc += v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-      case ReduceOp::kProd:
-        acc *= v;
-        break;
-    }
-  }
+  for (int r = 1; r < size; ++r) acc = combine(op, acc, inputValue(r, j, op));
   if (op == ReduceOp::kAvg) {
     if (isFloatType(t))
       acc /= size;

@@ -14,6 +14,7 @@
 
 #include "tests/support/thread_world.h"
 #include "transport/tag.h"
+#include "transport/testing/forwarding_transport.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr {
@@ -53,14 +54,10 @@ struct Recorded {
 };
 
 // Forwards to the UCX transport and records every control message this rank sends.
-class ControlTap final : public transport::Transport {
+class ControlTap final : public transport::testing::ForwardingTransport {
  public:
   ControlTap(transport::Transport& inner, std::mutex& mutex, std::vector<Recorded>& out)
-      : inner_(inner), mutex_(mutex), out_(out) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  const std::string& localAddress() const override { return inner_.localAddress(); }
-  Status connect(const std::vector<std::string>& a) override { return inner_.connect(a); }
+      : ForwardingTransport(inner), mutex_(mutex), out_(out) {}
   Status send(int peer, uint64_t tag, const void* b, size_t bytes, transport::MemoryType type,
               transport::Completion* c) override {
     if (tag >> transport::kTagCtlShift & 1) {
@@ -69,24 +66,8 @@ class ControlTap final : public transport::Transport {
     }
     return inner_.send(peer, tag, b, bytes, type, c);
   }
-  Status recv(int peer, uint64_t tag, uint64_t mask, void* b, size_t bytes, transport::MemoryType type,
-              transport::Completion* c) override {
-    return inner_.recv(peer, tag, mask, b, bytes, type, c);
-  }
-  void cancel(transport::Completion* c) override { inner_.cancel(c); }
-  bool progress() override { return inner_.progress(); }
-  bool armEvents() override { return inner_.armEvents(); }
-  void sleepUntilEvent(int ms) override { inner_.sleepUntilEvent(ms); }
-  void wake() override { inner_.wake(); }
-  Status peerStatus(int peer) const override { return inner_.peerStatus(peer); }
-  void markPeerLeft(int peer) override { inner_.markPeerLeft(peer); }
-  void abandonPendingOnClose() override { inner_.abandonPendingOnClose(); }
-  void beginLeaving() override { inner_.beginLeaving(); }
-  bool supportsMemoryType(transport::MemoryType type) const override { return inner_.supportsMemoryType(type); }
-  uint64_t bytesSent() const override { return inner_.bytesSent(); }
 
  private:
-  transport::Transport& inner_;
   std::mutex& mutex_;
   std::vector<Recorded>& out_;
 };

@@ -15,6 +15,7 @@
 #include "tests/support/thread_world.h"
 #include "tests/support/values.h"
 #include "transport/tag.h"
+#include "transport/testing/forwarding_transport.h"
 
 namespace tsr {
 namespace {
@@ -27,29 +28,18 @@ constexpr int kVictim = 0;
 
 // Beneath the sealing on rank kVictim: once `armed`, flips one byte of the next data message
 // it receives, whichever path it takes, and remembers from whom.
-class FlipTap final : public transport::Transport {
+class FlipTap final : public transport::testing::ForwardingTransport {
  public:
-  FlipTap(transport::Transport& inner, std::atomic<bool>& armed) : inner_(inner), armed_(armed) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  const std::string& localAddress() const override { return inner_.localAddress(); }
-  Status connect(const std::vector<std::string>& a) override { return inner_.connect(a); }
-  Status send(int peer, uint64_t tag, const void* b, size_t bytes, MemoryType t, Completion* c) override {
-    return inner_.send(peer, tag, b, bytes, t, c);
-  }
+  FlipTap(transport::Transport& inner, std::atomic<bool>& armed) : ForwardingTransport(inner), armed_(armed) {}
   Status recv(int peer, uint64_t tag, uint64_t mask, void* b, size_t bytes, MemoryType t, Completion* c) override {
     if (targets(peer, tag)) watched_.push_back({c, static_cast<char*>(b), peer});
     return inner_.recv(peer, tag, mask, b, bytes, t, c);
-  }
-  Status sendToConsumer(int peer, uint64_t tag, const void* b, size_t bytes, Completion* c) override {
-    return inner_.sendToConsumer(peer, tag, b, bytes, c);
   }
   Status recvToConsumer(int peer, uint64_t tag, size_t bytes, transport::Consumer* consumer, Completion* c) override {
     if (!targets(peer, tag)) return inner_.recvToConsumer(peer, tag, bytes, consumer, c);
     flippers_.push_back(std::make_unique<Flipper>(*this, consumer, bytes, peer));
     return inner_.recvToConsumer(peer, tag, bytes, flippers_.back().get(), c);
   }
-  void cancel(Completion* c) override { inner_.cancel(c); }
   bool progress() override {
     bool busy = inner_.progress();
     for (auto it = watched_.begin(); it != watched_.end();) {
@@ -62,15 +52,6 @@ class FlipTap final : public transport::Transport {
     }
     return busy;
   }
-  bool armEvents() override { return inner_.armEvents(); }
-  void sleepUntilEvent(int ms) override { inner_.sleepUntilEvent(ms); }
-  void wake() override { inner_.wake(); }
-  Status peerStatus(int peer) const override { return inner_.peerStatus(peer); }
-  void markPeerLeft(int peer) override { inner_.markPeerLeft(peer); }
-  void abandonPendingOnClose() override { inner_.abandonPendingOnClose(); }
-  void beginLeaving() override { inner_.beginLeaving(); }
-  bool supportsMemoryType(MemoryType t) const override { return inner_.supportsMemoryType(t); }
-  uint64_t bytesSent() const override { return inner_.bytesSent(); }
 
   static inline std::atomic<int> flippedFrom{-1};
 
@@ -104,7 +85,6 @@ class FlipTap final : public transport::Transport {
     *at ^= 0x10;
     flippedFrom = peer;
   }
-  transport::Transport& inner_;
   std::atomic<bool>& armed_;
   std::vector<Watched> watched_;
   std::vector<std::unique_ptr<Flipper>> flippers_;

@@ -101,29 +101,26 @@ Result<SealedTransport::Op*> SealedTransport::startSend(int peer, uint64_t tag, 
   return &op;
 }
 
+Status SealedTransport::undoIfFailed(Status posted, Op* op) {
+  if (posted.isOk()) return posted;
+  byOuter_.erase(op->outer);
+  giveBuffer(std::move(op->staging));
+  ops_.remove_if([op](const Op& o) { return &o == op; });
+  return posted;
+}
+
 Status SealedTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type, Completion* c) {
   if (!isSealed(peer) || isControl(tag)) return inner_.send(peer, tag, buffer, bytes, type, c);
   if (type != MemoryType::kHost) return Status(Code::kNotSupported, "sealed transport: host memory only");
   TSR_ASSIGN_OR_RETURN(Op * op, startSend(peer, tag, buffer, bytes, c));
-  Status st = inner_.send(peer, tag, op->staging.data(), bytes + kSealOverhead, MemoryType::kHost, &op->inner);
-  if (!st.isOk()) {
-    byOuter_.erase(c);
-    giveBuffer(std::move(op->staging));
-    ops_.remove_if([op](const Op& o) { return &o == op; });
-  }
-  return st;
+  return undoIfFailed(inner_.send(peer, tag, op->staging.data(), bytes + kSealOverhead, MemoryType::kHost, &op->inner),
+                      op);
 }
 
 Status SealedTransport::sendToConsumer(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* c) {
   if (!isSealed(peer) || isControl(tag)) return inner_.sendToConsumer(peer, tag, buffer, bytes, c);
   TSR_ASSIGN_OR_RETURN(Op * op, startSend(peer, tag, buffer, bytes, c));
-  Status st = inner_.sendToConsumer(peer, tag, op->staging.data(), bytes + kSealOverhead, &op->inner);
-  if (!st.isOk()) {
-    byOuter_.erase(c);
-    giveBuffer(std::move(op->staging));
-    ops_.remove_if([op](const Op& o) { return &o == op; });
-  }
-  return st;
+  return undoIfFailed(inner_.sendToConsumer(peer, tag, op->staging.data(), bytes + kSealOverhead, &op->inner), op);
 }
 
 Status SealedTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer, size_t bytes, MemoryType type,

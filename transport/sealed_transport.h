@@ -76,6 +76,8 @@ class SealedTransport final : public Transport {
   std::vector<char> takeBuffer(size_t bytes);
   void giveBuffer(std::vector<char> buffer);
   Result<Op*> startSend(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* c);
+  // The inner transport's answer to a sealed send; a refusal forgets the operation.
+  Status undoIfFailed(Status posted, Op* op);
   // Opens a received sealed message from `from` into out (message bytes in *bytes).
   Status openMessage(int from, uint64_t tag, const char* sealed, size_t sealedBytes, void* out, size_t capacity,
                      size_t* bytes);

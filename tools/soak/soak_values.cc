@@ -45,24 +45,7 @@ double roundTrip(double v, DataType t) {
 // Element j of the reduction over every rank's input (the input's own indexing).
 double reduced(const Op& op, int size, size_t j) {
   double acc = plainValue(op, size, 0, j);
-  for (int r = 1; r < size; ++r) {
-    double v = plainValue(op, size, r, j);
-    switch (op.op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc += v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-      case ReduceOp::kProd:
-        acc *= v;
-        break;
-    }
-  }
+  for (int r = 1; r < size; ++r) acc = reference::combine(op.op, acc, plainValue(op, size, r, j));
   if (op.op != ReduceOp::kAvg || size <= 1) return acc;
   switch (op.dtype) {  // as kernels::divideInPlace divides
     case DataType::kF64:
