@@ -9,7 +9,7 @@ if ! command -v clang-format >/dev/null; then
   echo "tessera: WARNING: no clang-format: the format check is skipped (apt-get install clang-format)"
   exit 0
 fi
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' 2>/dev/null)
+mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh' 2>/dev/null)
 [ ${#files[@]} -gt 0 ] || { echo "tessera: no sources to check (not a git checkout?)"; exit 0; }
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"

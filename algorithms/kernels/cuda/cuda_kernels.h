@@ -86,9 +86,9 @@ size_t randomkScratchBytes(size_t n, size_t k);
 int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices, void* scratch,
                   size_t scratchBytes, void* stream);
 // Top-k by magnitude: the same min(k, n) indices (increasing) as the CPU topkSelect, ties to
-// the lower index. CUB's stable radix sort of |x| bits descending with the indices as values
-// keeps equal magnitudes in index order, so the first k are exactly the CPU's set; a second
-// sort puts them in increasing order. Callers reject NaN first (as on the CPU).
+// the lower index. A radix select finds the k-th largest magnitude in three digit passes; an
+// ordered emit then writes every index above it and the lowest-indexed ones equal to it
+// (select_kernels.cu). Callers reject NaN first (as on the CPU).
 size_t topkScratchBytes(size_t n, size_t k);
 int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch, size_t scratchBytes, void* stream);
 // Dithering: codes bit-identical to the CPU ditherQuantize for the same scale (computed by the

@@ -1,8 +1,10 @@
 // CUDA kernels over the shared TSR_HD per-word code (sign_ops.h) and half conversions
-// (base/half.h). One thread per 64-bit word for the bit kernels, one per element otherwise.
+// (base/half.h). One thread per 64-bit word for the bit kernels but the pack (a warp per 32
+// words), one per element otherwise.
 #include <cuda_runtime.h>
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/cuda/warp_pack.cuh"
 #include "algorithms/kernels/sign_ops.h"
 #include "base/half.h"
 
@@ -16,18 +18,7 @@ inline cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 
 __global__ void packKernel(const float* x, size_t count, uint64_t* words, RngStream rng, uint64_t firstWord,
                            unsigned long long* firstBad) {
-  size_t w = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  size_t nwords = wordsForElements(count);
-  if (w >= nwords) return;
-  size_t base = w * 64;
-  int n = static_cast<int>(count - base < 64 ? count - base : 64);
-  words[w] = packSignWord(x + base, n, rng, firstWord + w);
-  for (int j = 0; j < n; ++j) {
-    if (!isFiniteFloat(x[base + j])) {
-      atomicMin(firstBad, static_cast<unsigned long long>(base + j));
-      break;
-    }
-  }
+  packWarpWords([x](size_t j) { return x[j]; }, count, words, rng, firstWord, firstBad);
 }
 
 __global__ void mergeKernel(const uint64_t* v, const uint64_t* s, uint64_t* out, size_t words, uint64_t q64,
@@ -76,7 +67,8 @@ int signPack(const float* x, size_t count, uint64_t* words, const RngStream& rng
              unsigned long long* firstBad, void* stream) {
   size_t nwords = wordsForElements(count);
   if (nwords == 0) return 0;
-  packKernel<<<blocksFor(nwords), kThreads, 0, asStream(stream)>>>(x, count, words, rng, firstWord, firstBad);
+  packKernel<<<blocksFor(packThreadsFor(count)), kThreads, 0, asStream(stream)>>>(x, count, words, rng, firstWord,
+                                                                                  firstBad);
   return launched();
 }
 

@@ -5,6 +5,7 @@
 
 #include "algorithms/kernels/cast_ops.h"
 #include "algorithms/kernels/cuda/cuda_kernels.h"
+#include "algorithms/kernels/cuda/warp_pack.cuh"
 #include "algorithms/kernels/sign_ops.h"
 #include "base/half.h"
 
@@ -17,24 +18,16 @@ inline unsigned blocksFor(size_t n) { return static_cast<unsigned>((n + kThreads
 inline cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 __device__ inline size_t threadIndex() { return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; }
 
-// One thread per word: its 64 elements of work = g + c, then their sign word (the thread reads
-// back what it wrote), and the first non-finite element into *firstBad.
+// work = g + c and its sign words (warp_pack.cuh), with the first non-finite element of work
+// into *firstBad.
 __global__ void addPackKernel(const float* g, const float* c, size_t count, float* work, uint64_t* words, RngStream rng,
                               uint64_t firstWord, unsigned long long* firstBad) {
-  size_t w = threadIndex();
-  if (w >= wordsForElements(count)) return;
-  size_t base = w * 64;
-  int n = static_cast<int>(count - base < 64 ? count - base : 64);
-  bool bad = false;
-  for (int j = 0; j < n; ++j) {
-    float x = g[base + j] + c[base + j];
-    work[base + j] = x;
-    if (!bad && !isFiniteFloat(x)) {
-      atomicMin(firstBad, static_cast<unsigned long long>(base + j));
-      bad = true;
-    }
-  }
-  words[w] = packSignWord(work + base, n, rng, firstWord + w);
+  const auto load = [g, c, work](size_t j) {
+    float x = g[j] + c[j];
+    work[j] = x;
+    return x;
+  };
+  packWarpWords(load, count, words, rng, firstWord, firstBad);
 }
 
 __global__ void addScanKernel(const float* g, const float* c, size_t count, float* work, unsigned long long* firstBad) {
@@ -106,8 +99,8 @@ int addPack(const float* g, const float* c, size_t count, float* work, uint64_t*
             uint64_t firstWord, unsigned long long* firstBad, void* stream) {
   size_t nwords = wordsForElements(count);
   if (nwords == 0) return 0;
-  addPackKernel<<<blocksFor(nwords), kThreads, 0, asStream(stream)>>>(g, c, count, work, words, rng, firstWord,
-                                                                      firstBad);
+  addPackKernel<<<blocksFor(packThreadsFor(count)), kThreads, 0, asStream(stream)>>>(g, c, count, work, words, rng,
+                                                                                     firstWord, firstBad);
   return launched();
 }
 

@@ -2,6 +2,7 @@
 // test is skipped (docs/gpu.md runs them on one), but the binary still proves the CUDA kernels link.
 #include <cuda_runtime.h>
 
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -40,7 +41,7 @@ std::vector<T> toHost(const T* d, size_t n) {
 
 TEST(Cuda, SignKernelsMatchCpu) {
   if (!haveGpu()) GTEST_SKIP() << "no CUDA device: CUDA kernels linked but not run";
-  const size_t n = 64 * 100 + 13, words = wordsForElements(n);
+  const size_t n = 64 * 3000 + 13, words = wordsForElements(n);  // several warps and blocks, a partial word
   std::mt19937 gen(1);
   std::normal_distribution<float> dist;
   std::vector<float> x(n);
@@ -75,6 +76,17 @@ TEST(Cuda, SignKernelsMatchCpu) {
   uint16_t* d16 = toDevice(h16);
   ASSERT_EQ(cuda::castF32ToF16(dx, n, d16, nullptr), 0);
   EXPECT_EQ(toHost(d16, n), h16);
+  // The first non-finite element is found: in a word's upper half, in a later block, the last.
+  for (size_t firstBad : {size_t{64 * 7 + 40}, size_t{64 * 2100 + 3}, n - 1}) {
+    std::vector<float> xb = x;
+    xb[firstBad] = std::numeric_limits<float>::quiet_NaN();
+    if (firstBad + 100 < n) xb[firstBad + 100] = std::numeric_limits<float>::infinity();
+    cudaMemcpy(dx, xb.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(dbad, badInit.data(), sizeof(unsigned long long), cudaMemcpyHostToDevice);
+    ASSERT_EQ(cuda::signPack(dx, n, ds, rng, 7, dbad, nullptr), 0);
+    cudaDeviceSynchronize();
+    EXPECT_EQ(toHost(dbad, 1)[0], firstBad);
+  }
   for (void* p : {static_cast<void*>(dx), static_cast<void*>(ds), static_cast<void*>(dv), static_cast<void*>(dout),
                   static_cast<void*>(dbad), static_cast<void*>(dy), static_cast<void*>(d16)})
     cudaFree(p);
@@ -128,6 +140,33 @@ TEST(Cuda, TopkMatchesCpuWithTies) {
     cudaFree(d);
   }
   cudaFree(dx);
+}
+
+// Shapes at the edges of the radix select: every magnitude equal, tiny inputs, tile boundaries.
+TEST(Cuda, TopkMatchesCpuAtTheEdges) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: CUDA kernels linked but not run";
+  std::mt19937 gen(4);
+  std::normal_distribution<float> dist;
+  struct Case {
+    size_t n, k;
+    bool equal;
+  };
+  for (Case c : {Case{5000, 7, true}, Case{3, 2, false}, Case{2, 1, true}, Case{4096 * 3 + 1, 4096, false},
+                 Case{4096 * 3 + 1, 4096 * 3, false}, Case{100000, 99999, false}}) {
+    std::vector<float> x(c.n);
+    for (size_t j = 0; j < c.n; ++j) x[j] = c.equal ? (j % 2 ? -0.0f : 0.0f) : dist(gen);
+    float* dx = toDevice(x);
+    std::vector<uint32_t> scratchCpu(topkScratchCount(c.n, c.k)), cpu(c.k);
+    cpu.resize(topkSelect(x.data(), c.n, c.k, cpu.data(), scratchCpu.data(), scratchCpu.size()));
+    uint32_t* d = toDevice(std::vector<uint32_t>(cpu.size(), 0));
+    const size_t bytes = cuda::topkScratchBytes(c.n, c.k);
+    DeviceScratch scratch(bytes);
+    ASSERT_EQ(cuda::topkSelect(dx, c.n, c.k, d, scratch.p, bytes, nullptr), 0);
+    cudaDeviceSynchronize();
+    EXPECT_EQ(toHost(d, cpu.size()), cpu) << "n " << c.n << " k " << c.k;
+    cudaFree(d);
+    cudaFree(dx);
+  }
 }
 
 TEST(Cuda, DitherMatchesCpu) {
