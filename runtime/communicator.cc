@@ -217,6 +217,10 @@ bool Communicator::transportMovesCuda() const {
   return transport_ && active().supportsMemoryType(transport::MemoryType::kCuda);
 }
 
+void Communicator::bindTransportThreads(std::function<void()> bind) {
+  if (transport_) transport_->setThreadBinding(std::move(bind));
+}
+
 std::shared_ptr<ScratchPool> Communicator::makeScratchPool() { return std::make_shared<ScratchPool>(); }
 
 Communicator::~Communicator() {
@@ -295,7 +299,9 @@ Result<RequestPtr> Communicator::submit(std::shared_ptr<const algorithms::Plan> 
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
   Submission s;
-  s.buffers = algorithms::RunBuffers{input,   output, scratch.get(), bufferMemory_.load(), rngSeed, rngStep,
+  // Host buffers: device buffers of dense collectives reach here staged (submitDense), and a
+  // barrier has none, whatever setBufferMemory said.
+  s.buffers = algorithms::RunBuffers{input,   output, scratch.get(), transport::MemoryType::kHost, rngSeed, rngStep,
                                      nullptr, {},     nullptr};
   std::string algorithm = plan->algorithm;
   algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),

@@ -119,6 +119,10 @@ class Communicator final : public algorithms::Team {
   transport::MemoryType bufferMemory() const { return bufferMemory_; }
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
   bool transportMovesCuda() const override;
+  // Run once by every thread before it drives UCX here (the progress thread, a waiting
+  // caller): device tensors on the direct path bind their CUDA device this way
+  // (algorithms::cudaThreadBinding), as UCX moves device memory only where a context is current.
+  void bindTransportThreads(std::function<void()> bind);
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

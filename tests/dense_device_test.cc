@@ -84,6 +84,23 @@ TEST(DenseDeviceStaging, HostAndDeviceRanksInterworkAndPinnedBuffersAreReused) {
   });
 }
 
+// A barrier has no buffers: it runs whatever the dense collectives' memory type (with TSR_MEM_CUDA
+// set, its plan once took the device setting and failed for want of device kernels). Without
+// the shared-memory board (TSR_ALGO=ring), so the barrier runs as a plan over UCX.
+TEST(DenseDeviceStaging, BarrierRunsWhateverTheMemoryType) {
+  testing::runRanks(
+      3,
+      [](Communicator& comm) {
+        useFakeDevice(comm);
+        std::vector<float> x(1000, 1.0f);
+        ASSERT_TRUE(waitFor(comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+        Status st = waitFor(comm.barrier());
+        EXPECT_TRUE(st.isOk()) << st.message();
+        EXPECT_EQ(x[999], 3.0f);
+      },
+      {{"TSR_ALGO", "ring"}});
+}
+
 // A buffer that is not device memory is refused before anything is sent, naming it; the
 // communicator stays usable. A copy that fails fails the collective with the copier's message.
 TEST(DenseDeviceStaging, BadBufferIsRefusedAndFailedCopyFailsTheCollective) {

@@ -247,6 +247,7 @@ Status UcxTransport::checkPeer(int peer, const char* what) const {
 
 Status UcxTransport::send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type, Completion* c) {
   TSR_RETURN_IF_ERROR(checkPeer(peer, "send"));
+  bindThisThread();
   if (!supportsMemoryType(type))
     return Status(Code::kNotSupported, "UCX here has no CUDA memory support; stage through host");
   *c = Completion{};
@@ -289,6 +290,7 @@ Status UcxTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buffer
   // here still, so receiving from it is allowed (a message that never comes times out).
   bool left = peer >= 0 && peer < size_ && left_[peer];
   if (peer >= 0 && !left) TSR_RETURN_IF_ERROR(checkPeer(peer, "receive"));
+  bindThisThread();
   if (!supportsMemoryType(type))
     return Status(Code::kNotSupported, "UCX here has no CUDA memory support; stage through host");
   *c = Completion{};
@@ -325,7 +327,29 @@ void UcxTransport::cancel(Completion* c) {
     cancelConsumerRecv(c);
 }
 
+thread_local uint64_t UcxTransport::tBoundGeneration = 0;
+
+void UcxTransport::setThreadBinding(std::function<void()> bind) {
+  static std::atomic<uint64_t> nextGeneration{1};
+  std::lock_guard<std::mutex> lock(bindingMutex_);
+  binding_ = std::move(bind);
+  bindingGeneration_.store(binding_ ? nextGeneration++ : 0, std::memory_order_release);
+}
+
+void UcxTransport::bindThisThreadSlow() {
+  std::function<void()> bind;
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(bindingMutex_);
+    bind = binding_;
+    generation = bindingGeneration_.load(std::memory_order_relaxed);
+  }
+  if (bind) bind();
+  tBoundGeneration = generation;
+}
+
 bool UcxTransport::progress() {
+  bindThisThread();
   bool any = false;
   while (ucp_worker_progress(asWorker(worker_)) != 0) any = true;
   return any;

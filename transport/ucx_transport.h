@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +57,10 @@ class UcxTransport final : public Transport {
   void cancel(Completion* completion) override;
 
   bool progress() override;
+  // A function every thread that sends, receives or progresses through this transport runs
+  // once before it does, from then on: a CUDA context made current (UCX 1.13 moves device
+  // memory only where one is; algorithms::cudaThreadBinding). Replaces the one before.
+  void setThreadBinding(std::function<void()> bind);
   bool armEvents() override;
   void sleepUntilEvent(int timeoutMs) override;
   void wake() override;
@@ -86,6 +92,12 @@ class UcxTransport final : public Transport {
 
  private:
   UcxTransport(int rank, int size, std::shared_ptr<UcxContext> context);
+  // Runs the thread binding on this thread if it has not run the current one yet.
+  void bindThisThread() {
+    uint64_t generation = bindingGeneration_.load(std::memory_order_acquire);
+    if (generation != 0 && generation != tBoundGeneration) bindThisThreadSlow();
+  }
+  void bindThisThreadSlow();
   Status init();
   Status checkPeer(int peer, const char* what) const;
 
@@ -127,6 +139,12 @@ class UcxTransport final : public Transport {
   int wakeFd_ = -1;
   std::string address_;
   std::vector<void*> endpoints_;  // ucp_ep_h per rank (null for self)
+  // setThreadBinding's: generations are unique across transports, so a thread that drives
+  // two of them runs each one's binding.
+  std::mutex bindingMutex_;
+  std::function<void()> binding_;
+  std::atomic<uint64_t> bindingGeneration_{0};
+  static thread_local uint64_t tBoundGeneration;
   std::vector<std::unique_ptr<PeerHandlerArg>> handlerArgs_;
   std::vector<Status> peerStatus_;
   std::vector<std::string> hosts_;    // by rank, for error messages (setPeerHosts)

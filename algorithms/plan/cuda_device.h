@@ -1,6 +1,7 @@
 // The CUDA set-up every CUDA user in Tessera shares (the step kernels, the device copier, the
-// GPU check): the current device, its name and a non-blocking stream of its own, with errors as
-// text. Compiled only when TSR_CUDA_ENABLED; includes the CUDA runtime's header.
+// GPU check): the current device, its name and a stream of its own, with errors as text, and
+// the ordering of Tessera's device work after the caller's. Compiled only when TSR_CUDA_ENABLED;
+// includes the CUDA runtime's header.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,7 +21,18 @@ struct CudaDeviceStream {
   cudaStream_t stream = nullptr;  // the caller's to destroy
 };
 
-// kNotSupported, saying why, without a usable device or when no stream can be made.
-Result<CudaDeviceStream> openCudaDeviceStream();
+// kNotSupported, saying why, without a usable device or when no stream can be made. `flags`:
+// cudaStreamNonBlocking for a stream that waits only where told to (waitForDefaultStream);
+// cudaStreamDefault for one the CUDA runtime orders after the legacy default stream's earlier
+// work at every operation.
+Result<CudaDeviceStream> openCudaDeviceStream(unsigned flags);
+
+// Makes `stream` wait for the work queued so far on the legacy default stream, which the CUDA
+// runtime orders after the earlier work of every blocking stream too: the caller's kernels and
+// copies on PyTorch's default stream, a cudaMemcpy or cudaMemset without a stream, and the DMA
+// of a cudaMemcpy from pageable memory, which may still be running when cudaMemcpy returns.
+// Later work on the default stream does not wait for `stream`. `marker` is recorded anew each
+// time. A non-blocking stream of the caller's own is not seen: synchronize it before the call.
+cudaError_t waitForDefaultStream(cudaStream_t stream, cudaEvent_t marker);
 
 }  // namespace tsr::algorithms

@@ -292,8 +292,17 @@ class CudaStepKernels final : public StepKernels {
 }  // namespace
 
 Result<std::shared_ptr<StepKernels>> openCudaStepKernels() {
-  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream());
+  // A blocking stream: each kernel waits for the caller's work on the default stream (the
+  // gradient it reads may still be in flight there: cuda_device.h). Every call synchronizes
+  // before it returns, so the caller's later work waits only while a step kernel runs.
+  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream(cudaStreamDefault));
   return std::shared_ptr<StepKernels>(new CudaStepKernels(d.device, std::move(d.name), d.stream));
+}
+
+std::function<void()> cudaThreadBinding() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) cudaGetLastError();
+  return [device] { cudaSetDevice(device); };  // in CUDA 12 and later, also makes the context current
 }
 
 }  // namespace tsr::algorithms

@@ -8,4 +8,8 @@ Result<std::shared_ptr<StepKernels>> openCudaStepKernels() {
                 "this Tessera was built without CUDA (TSR_WITH_CUDA=OFF or no nvcc at build time)");
 }
 
+std::function<void()> cudaThreadBinding() {
+  return [] {};
+}
+
 }  // namespace tsr::algorithms

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -173,5 +174,11 @@ class HostStepKernels : public StepKernels {
 // The CUDA backend on the current device. Fails (NotSupported) naming why: built without
 // CUDA, no CUDA device (with the CUDA runtime's message), a stream that could not be made.
 Result<std::shared_ptr<StepKernels>> openCudaStepKernels();
+
+// Makes the calling thread's current CUDA device (now) current on the thread that runs the
+// returned function: for the threads that drive UCX, which moves device memory only where a
+// CUDA context is current (UCX 1.13's cuda_ipc does not make one current itself). A no-op
+// without CUDA.
+std::function<void()> cudaThreadBinding();
 
 }  // namespace tsr::algorithms

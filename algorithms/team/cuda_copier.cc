@@ -10,10 +10,11 @@ namespace {
 
 class CudaCopier final : public DeviceCopier {
  public:
-  CudaCopier(int device, std::string deviceName, cudaStream_t stream, cudaEvent_t event)
-      : device_(device), name_(std::move(deviceName)), stream_(stream), event_(event) {}
+  CudaCopier(int device, std::string deviceName, cudaStream_t stream, cudaEvent_t event, cudaEvent_t marker)
+      : device_(device), name_(std::move(deviceName)), stream_(stream), event_(event), marker_(marker) {}
   ~CudaCopier() override {
     cudaStreamSynchronize(stream_);  // no copy may outlive the buffers it targets
+    cudaEventDestroy(marker_);
     cudaEventDestroy(event_);
     cudaStreamDestroy(stream_);
   }
@@ -42,11 +43,14 @@ class CudaCopier final : public DeviceCopier {
     return Status::ok();
   }
 
+  // Reads the caller's buffer: first wait for what the caller queued on the default stream
+  // (its gradient may still be in flight there; cuda_device.h). The caller's later work on
+  // that stream does not wait for this copy.
   Status postToHost(void* host, const void* device, size_t bytes) override {
-    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host");
+    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host", true);
   }
   Status postToDevice(void* device, const void* host, size_t bytes) override {
-    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device");
+    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device", false);
   }
 
   Result<bool> finished() override {
@@ -57,9 +61,10 @@ class CudaCopier final : public DeviceCopier {
   }
 
  private:
-  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what) {
+  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what, bool afterCaller) {
     // The progress thread posts the copies: make the tensor's device current there.
     cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess && afterCaller) e = waitForDefaultStream(stream_, marker_);
     if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
     if (e == cudaSuccess) e = cudaEventRecord(event_, stream_);
     if (e != cudaSuccess)
@@ -72,19 +77,24 @@ class CudaCopier final : public DeviceCopier {
   std::string name_;
   cudaStream_t stream_;
   cudaEvent_t event_;
+  cudaEvent_t marker_;  // waitForDefaultStream's
 };
 
 }  // namespace
 
 Result<std::unique_ptr<DeviceCopier>> openCudaCopier() {
-  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream());
-  cudaEvent_t event = nullptr;
+  // Non-blocking: the copies run beside the caller's work, ordered after it only where they
+  // read its buffers (postToHost).
+  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream(cudaStreamNonBlocking));
+  cudaEvent_t event = nullptr, marker = nullptr;
   cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&marker, cudaEventDisableTiming);
   if (e != cudaSuccess) {
+    if (event) cudaEventDestroy(event);
     cudaStreamDestroy(d.stream);
     return Status(Code::kNotSupported, "cudaEventCreateWithFlags: " + cudaText(e));
   }
-  return std::unique_ptr<DeviceCopier>(new CudaCopier(d.device, std::move(d.name), d.stream, event));
+  return std::unique_ptr<DeviceCopier>(new CudaCopier(d.device, std::move(d.name), d.stream, event, marker));
 }
 
 }  // namespace tsr::algorithms

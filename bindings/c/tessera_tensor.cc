@@ -90,7 +90,10 @@ tsr_status_t placeOnDevice(tsr_tensor& t, Communicator& comm) {
   auto prefixed = [](const tsr::Status& st) { return tsr::Status(st.code(), "tsr_tensor_create: " + st.message()); };
   if (t.marsit || t.compressed) {
     auto placed = t.marsit ? t.marsit->useDeviceMemory(open) : t.compressed->useDeviceMemory(open);
-    return placed.isOk() ? TSR_OK : report(prefixed(placed.status()));
+    if (!placed.isOk()) return report(prefixed(placed.status()));
+    // Device buffers go to UCX: whichever thread drives it needs this device's context.
+    if (comm.transportMovesCuda()) comm.bindTransportThreads(tsr::algorithms::cudaThreadBinding());
+    return TSR_OK;
   }
   auto staging = open.staging();
   if (!staging.isOk()) return report(prefixed(staging.status()));

@@ -61,4 +61,41 @@ TEST(CApiDevice, CudaTensorsMatchHostTensors) {
   });
 }
 
+// The caller's input may still be in flight on the default stream when the call is made: a
+// cudaMemcpy from pageable memory returns once the data is staged, before its DMA has
+// finished. Dense staging must wait for it (cuda_device.h, waitForDefaultStream); before it did,
+// a few results in every hundred came from the buffer's earlier contents.
+TEST(CApiDevice, DenseCollectivesWaitForTheCallersDefaultStreamWork) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: device staging compiled but not run";
+  const size_t count = 1 << 20;  // 4 MiB: a pageable copy still in flight at return
+  runCRanks(2, [&](tsr_comm_t comm, int r) {
+    ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_OK) << lastError();
+    float* in = nullptr;
+    float* out = nullptr;
+    ASSERT_EQ(cudaMalloc(&in, count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&out, count * sizeof(float)), cudaSuccess);
+    std::vector<float> g(count), back(count);
+    int wrong = 0;
+    for (int round = 0; round < 50; ++round) {
+      // Integers: the sum over 2 ranks is exact, whatever the order.
+      for (size_t j = 0; j < count; ++j) g[j] = static_cast<float>((j + round * 7 + r * 3) % 1000);
+      cudaMemcpy(in, g.data(), count * sizeof(float), cudaMemcpyHostToDevice);  // no synchronize
+      ASSERT_EQ(tsr_allreduce(comm, in, out, count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
+      cudaMemcpy(back.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+      for (size_t j = 0; j < count; ++j) {
+        float want = static_cast<float>((j + round * 7) % 1000 + (j + round * 7 + 3) % 1000);
+        if (back[j] != want) {
+          ++wrong;
+          ADD_FAILURE() << "rank " << r << " round " << round << " element " << j << ": " << back[j] << ", want "
+                        << want;
+          break;
+        }
+      }
+      if (wrong > 3) break;
+    }
+    cudaFree(in);
+    cudaFree(out);
+  });
+}
+
 }  // namespace

@@ -115,11 +115,13 @@ TSR_API tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, 
 /* The memory type of the buffers of this communicator's later dense collectives (TSR_MEM_HOST
  * by default). TSR_MEM_CUDA: each dense collective copies its device input to pinned host
  * memory, runs on the host and copies the result back to the device (there is no GPU
- * reduction for dense collectives); the caller's stream must be synchronized before the call.
- * Without a usable CUDA device it returns TSR_ERR_NOT_SUPPORTED with the reason and leaves the
- * setting unchanged. Device gradients can also go through tensors declared with memory=cuda
+ * reduction for dense collectives). The copy waits for the work queued before the call on the
+ * default stream (and every blocking stream): a cudaMemcpy or a kernel there needs no
+ * synchronization first; work on a non-blocking stream of the caller's own does. Without a
+ * usable CUDA device it returns TSR_ERR_NOT_SUPPORTED with the reason and leaves the setting
+ * unchanged. Device gradients can also go through tensors declared with memory=cuda
  * (tessera_tensor.h): Marsit and compressed tensors directly on the device when UCX moves CUDA
- * memory. Tested with a fake device; status on a GPU: docs/gpu.md. */
+ * memory. Status on a GPU: docs/gpu.md. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 
 /* recv may equal send (in place). */

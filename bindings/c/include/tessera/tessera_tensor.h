@@ -39,8 +39,10 @@
  *                     is the SUM over ranks of the kept entries (divide by N to average); what
  *                     any selection drops stays in the residual of the rank that dropped it.
  *   memory=host|cuda  (any algorithm but dense; default host) where the data pointers given to
- *                     tsr_tensor_allreduce live. cuda: device pointers (the caller's stream
- *                     must be synchronized before the call). Marsit ring/torus, when UCX
+ *                     tsr_tensor_allreduce live. cuda: device pointers; the step waits for
+ *                     the work queued before the call on the default stream (and every
+ *                     blocking stream); a non-blocking stream of the caller's own must be
+ *                     synchronized first. Marsit ring/torus, when UCX
  *                     reports CUDA memory support: the step runs on the device (CUDA kernels,
  *                     compensation on the device, device buffers to UCX; tsr_tensor_residual
  *                     reads it back). Otherwise each step copies the gradient to pinned host
