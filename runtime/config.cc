@@ -219,6 +219,26 @@ const std::string& Config::get(const std::string& name) const {
 
 int64_t Config::getInt(const std::string& name) const { return std::strtoll(get(name).c_str(), nullptr, 10); }
 
+Status applyInitParams(const InitParams& params, Config& config, EnvMap& env) {
+  static const std::pair<const char*, const char*> kLaunchKeys[] = {{"rank", "TSR_RANK"},
+                                                                    {"size", "TSR_WORLD_SIZE"},
+                                                                    {"local_rank", "TSR_LOCAL_RANK"},
+                                                                    {"local_size", "TSR_LOCAL_SIZE"},
+                                                                    {"peers", "TSR_PEERS"},
+                                                                    {"secret", kJobSecretVariable}};
+  for (const auto& [key, value] : params) {
+    auto launch =
+        std::find_if(std::begin(kLaunchKeys), std::end(kLaunchKeys), [&key](const auto& k) { return key == k.first; });
+    if (launch != std::end(kLaunchKeys)) {
+      env[launch->second] = value;
+      continue;
+    }
+    TSR_RETURN_IF_ERROR(config.set(key, value));
+    env[canonical(key)] = value;
+  }
+  return Status::ok();
+}
+
 std::string closestConfigName(const std::string& name) {
   std::string best;
   size_t bestDistance = 4;  // farther than this is no suggestion

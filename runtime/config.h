@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -63,5 +64,13 @@ class Config {
 
 // Closest name in the table by edit distance ("" when nothing is close).
 std::string closestConfigName(const std::string& name);
+
+// Key/value parameters given at creation (tsr_comm_init_config, Python's init(**params)), in
+// order: a launch key (rank, size, local_rank, local_size, peers, secret) becomes the variable a
+// launcher would set in `env` (TSR_RANK, ...); any other key is a setting, set on `config`
+// (with or without TSR_, any case) and in `env` under its TSR_ name. An unknown setting or a
+// bad value fails naming it (Config::set).
+using InitParams = std::vector<std::pair<std::string, std::string>>;
+Status applyInitParams(const InitParams& params, Config& config, EnvMap& env);
 
 }  // namespace tsr::runtime

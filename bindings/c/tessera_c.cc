@@ -20,28 +20,14 @@ tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparam
   tsr::runtime::EnvMap env = tsr::runtime::processEnvironment();
   auto config = tsr::runtime::Config::fromEnvironment(env);
   if (!config.isOk()) return report(config.status());
-  // Launch keys become the variables the launcher would have set.
-  static const std::pair<const char*, const char*> kLaunchKeys[] = {{"rank", "TSR_RANK"},
-                                                                    {"size", "TSR_WORLD_SIZE"},
-                                                                    {"local_rank", "TSR_LOCAL_RANK"},
-                                                                    {"local_size", "TSR_LOCAL_SIZE"},
-                                                                    {"peers", "TSR_PEERS"},
-                                                                    {"secret", "TSR_JOB_SECRET"}};
+  tsr::runtime::InitParams pairs;
   for (size_t i = 0; i < nparams; ++i) {
     if (!params[i].key || !params[i].value)
       return invalid("tsr_comm_init_config: param " + std::to_string(i) + " has a NULL key or value");
-    std::string key = params[i].key;
-    bool launch = false;
-    for (auto [name, var] : kLaunchKeys)
-      if (key == name) {
-        env[var] = params[i].value;
-        launch = true;
-      }
-    if (launch) continue;
-    tsr::Status st = config.value().set(key, params[i].value);
-    if (!st.isOk()) return report(st);
-    env[key.rfind("TSR_", 0) == 0 ? key : "TSR_" + key] = params[i].value;
+    pairs.emplace_back(params[i].key, params[i].value);
   }
+  tsr::Status applied = tsr::runtime::applyInitParams(pairs, config.value(), env);
+  if (!applied.isOk()) return report(applied);
   auto launch = tsr::runtime::launchInfoFromEnv(env);
   if (!launch.isOk()) return report(launch.status());
   auto created = tsr::runtime::Communicator::create(launch.value(), config.value());

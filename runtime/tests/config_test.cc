@@ -52,6 +52,32 @@ TEST(Config, BadValuesNameTheVariableAndTheValue) {
   EXPECT_EQ(config.get("TSR_BIND"), "numa");  // a failed set leaves the value alone
 }
 
+// Creation parameters: launch keys go to the launcher's variables, settings to the config and
+// the environment under their canonical name, and a bad one stops at its key.
+TEST(Config, InitParamsSplitIntoLaunchVariablesAndSettings) {
+  Config config;
+  EnvMap env{{"HOME", "/root"}};
+  ASSERT_TRUE(applyInitParams({{"rank", "3"},
+                               {"size", "8"},
+                               {"secret", "s3cret-of-16+bytes"},
+                               {"timeout_ms", "7000"},
+                               {"TSR_ALGO", "ring"}},
+                              config, env)
+                  .isOk());
+  EXPECT_EQ(env["TSR_RANK"], "3");
+  EXPECT_EQ(env["TSR_WORLD_SIZE"], "8");
+  EXPECT_EQ(env[kJobSecretVariable], "s3cret-of-16+bytes");
+  EXPECT_EQ(config.timeoutMs(), 7000);
+  EXPECT_EQ(env["TSR_TIMEOUT_MS"], "7000");
+  EXPECT_EQ(config.get("TSR_ALGO"), "ring");
+  EXPECT_FALSE(config.isSet("TSR_RANK"));  // a launch key is not a setting here
+  Status bad = applyInitParams({{"timeout_ms", "-5"}}, config, env);
+  EXPECT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("TSR_TIMEOUT_MS"), std::string::npos) << bad.message();
+  Status unknown = applyInitParams({{"timeot_ms", "5"}}, config, env);
+  EXPECT_NE(unknown.message().find("did you mean TSR_TIMEOUT_MS"), std::string::npos) << unknown.message();
+}
+
 TEST(Config, EveryDefaultIsValid) {
   for (const auto& e : configTable()) {
     Config c;
