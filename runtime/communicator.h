@@ -21,8 +21,6 @@
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/dense/dense_selector.h"
 #include "algorithms/dense/shm_board_collective.h"
-#include "algorithms/dense/shm_staged_layout.h"
-#include "algorithms/dense/shm_staging.h"
 #include "algorithms/plan/task.h"
 #include "algorithms/team/request.h"
 #include "algorithms/team/team.h"
@@ -30,6 +28,7 @@
 #include "runtime/bootstrap/hmac.h"
 #include "runtime/bootstrap/launch_env.h"
 #include "runtime/config.h"
+#include "runtime/shm_path.h"
 #include "transport/transport.h"
 
 namespace tsr::transport {
@@ -45,7 +44,6 @@ class Bootstrap;
 class ProgressEngine;
 struct Submission;
 class ScratchPool;
-class ShmSegment;
 class DenseStaging;
 
 using algorithms::DenseSelector;
@@ -144,7 +142,15 @@ class Communicator final : public algorithms::Team {
 
  private:
   Communicator() = default;
+  // Creation (communicator_create.cc): init runs the phases in order, handing on a Creation.
+  struct Creation;
   Status init(const LaunchInfo& launch, const Config& config, const TransportWrapper& wrap);
+  Status takeSettings(const LaunchInfo& launch, const Config& config, Creation& c);
+  Status openTransport(Creation& c);
+  Status exchangeCards(const LaunchInfo& launch, Creation& c);
+  Status planSchedules(Creation& c);
+  Status connectPeers(Creation& c);
+  Status startEngine(Creation& c, const TransportWrapper& wrap);
   transport::Transport& active() const;  // the wrapper if any, else UCX
   Status chooseLinks();                  // communicator_links.cc
   Status fitSendBufferToProbedLink(const std::vector<bool>& fastLocal);
@@ -163,24 +169,15 @@ class Communicator final : public algorithms::Team {
   // any) as `call` by `route`, gives it a request and hands it to the engine.
   Result<RequestPtr> post(Submission s, uint32_t seqSpan, std::shared_ptr<void> keepAlive, algorithms::ShmRoute route,
                           const algorithms::ShmCall& call = {});
-  // The shared-memory segment (communicator_shm.cc): set up when every rank is on this host,
-  // with the small-allreduce board and the stages of large allreduces.
-  Status setUpShmBoard();
-  enum class ShmWay { kNone, kBoard, kStaged };
-  ShmWay shmWay(const algorithms::ShmCollectiveArgs& args);
-  // The call through the segment, or none when it goes as messages.
+  // The one-host shared-memory path (communicator_shm.cc, shm_path.h): set up at creation;
+  // viaShm posts a collective it serves, or returns none when the call goes as messages.
+  Status setUpShmPath();
   std::optional<Result<RequestPtr>> viaShm(const algorithms::ShmCollectiveArgs& args);
-  Result<RequestPtr> shmCollective(const algorithms::ShmCollectiveArgs& args);
-  // Whether the stages carry this collective (the segment is up and TSR_ALGO allows it).
-  Result<RequestPtr> shmStaged(const algorithms::ShmCollectiveArgs& args);
   std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
-  // Posts the task `make` builds on host buffers: the caller's, or pinned copies of CUDA ones.
-  using ShmTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const algorithms::ShmCollectiveArgs&,
-                                                                       const algorithms::TaskContext&)>;
   std::shared_ptr<DenseStaging> deviceStaging();                     // null while buffers are host memory
   Status checkShmDevice(const algorithms::ShmCollectiveArgs& args);  // CUDA buffers: are they?
-  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, algorithms::ShmRoute route,
-                             std::string algorithm, ShmTaskMaker make);
+  // Posts the call's task on host buffers: the caller's, or pinned copies of CUDA ones.
+  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call);
   // Plans with more scratch than this take it from scratchPool_ (registered, reused);
   // smaller ones get it with their executor's state.
   static constexpr size_t kPooledScratchFrom = 4096;
@@ -198,16 +195,9 @@ class Communicator final : public algorithms::Team {
   std::atomic<transport::MemoryType> bufferMemory_{
       transport::MemoryType::kHost};       // which algorithm serves each dense collective
   std::shared_ptr<DenseStaging> staging_;  // bufferMemory_ kCuda: the copier (guarded by mutex_)
-  // The shared-memory board: mapped while the engine runs (declared before it, freed after).
-  std::unique_ptr<ShmSegment> shmSegment_;
-  algorithms::ShmBoard shmBoard_;
-  algorithms::ShmStaging shmStaging_;
-  std::string shmWhyNot_;                        // why there is none, for TSR_ALGO=shm
-  bool shmAllowed_ = false, shmForced_ = false;  // TSR_ALGO is auto or shm; is shm
-  std::atomic<bool> shmRefusalSaid_{false};
-  uint64_t shmIndex_ = 0;              // board collectives so far (guarded by mutex_)
-  uint64_t shmTicket_ = 0;             // staged chunks so far (guarded by mutex_)
-  std::atomic<uint64_t> shmBytes_{0};  // written to the segment for the peers (in bytesSent())
+  // The shared-memory path: its segment mapped while the engine runs (declared before it,
+  // freed after).
+  std::unique_ptr<ShmPath> shm_;
 
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<transport::UcxTransport> transport_;
@@ -220,7 +210,7 @@ class Communicator final : public algorithms::Team {
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();
 
-  std::mutex mutex_;  // guards seq_, shmIndex_, shmTicket_ and plans_
+  std::mutex mutex_;  // guards seq_, plans_ and staging_
   uint32_t seq_ = 0;
   std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;
 };

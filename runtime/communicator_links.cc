@@ -54,29 +54,19 @@ Status Communicator::chooseLinks() {
   return Status::ok();
 }
 
-// UCX fixes the TCP send buffer when its context is created, before the probe can measure
-// the network; on a slow link the default (256 KiB) keeps a standing queue that BBR's round-
-// trip probes turn into ring stalls (transport/ucx_context.h). So when the probe measured a
-// slow network link, the job moves to a second transport sized for it: every rank decides
-// from the same merged figure, so all of them do, or none. The peers' new addresses travel
-// over the bootstrap; the first transport closes once every rank is connected anew (its
-// probe traffic is over: the probe ends with an all-gather).
+// A slow network link the probe found gets a transport with a TCP send buffer to suit it
+// (UcxTransport::refitForLink says why); every rank decides from the same merged figure.
 Status Communicator::fitSendBufferToProbedLink(const std::vector<bool>& fastLocal) {
-  const size_t wanted = transport::tcpSendBufferForProbed(probedNetRate_);
-  if (wanted == 0 || wanted == transport_->tcpSendBuffer() || !bootstrap_) return Status::ok();
-  TSR_ASSIGN_OR_RETURN(auto fresh, transport::UcxTransport::create(rank_, size_, wanted));
-  TSR_ASSIGN_OR_RETURN(auto addresses, bootstrap_->allGather(fresh->localAddress()));
-  for (int r = 0; r < size_; ++r)
-    if (addresses[r].empty())
-      return Status(Code::kBootstrap, "rank " + std::to_string(r) + " (" + hosts_[r] +
-                                          ") sent no transport address for the resized transport");
-  fresh->setPeerHosts(hosts_);
-  TSR_RETURN_IF_ERROR(fresh->connect(addresses, fastLocal));
-  TSR_RETURN_IF_ERROR(fresh->settle(config_.bootstrapTimeoutMs()));
-  TSR_RETURN_IF_ERROR(bootstrap_->barrier());
-  transport_ = std::move(fresh);
+  if (!bootstrap_ || probedNetRate_ <= 0) return Status::ok();
+  transport::UcxTransport::PeerExchange peers{[this](const std::string& blob) { return bootstrap_->allGather(blob); },
+                                              [this] { return bootstrap_->barrier(); }};
+  TSR_ASSIGN_OR_RETURN(auto refitted,
+                       transport_->refitForLink(probedNetRate_, fastLocal, peers, config_.bootstrapTimeoutMs()));
+  if (!refitted) return Status::ok();
+  transport_ = std::move(refitted);
   sendBufferWhy_ = fmt::format("sized to the probed net link, {:.1f} MB/s", probedNetRate_ / 1e6);
-  log::get("runtime")->info("rank {}: TCP send buffer {} bytes, {}", rank_, wanted, sendBufferWhy_);
+  log::get("runtime")->info("rank {}: TCP send buffer {} bytes, {}", rank_, transport_->tcpSendBuffer(),
+                            sendBufferWhy_);
   return Status::ok();
 }
 

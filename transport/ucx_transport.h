@@ -46,6 +46,18 @@ class UcxTransport final : public Transport {
   void setPeerHosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
   // The TCP send buffer Tessera asked of UCX for this transport (a user's UCX_TCP_SNDBUF wins).
   size_t tcpSendBuffer() const;
+  // How the ranks reach each other outside UCX (the bootstrap's): an all-gather of one string
+  // per rank, and a barrier.
+  struct PeerExchange {
+    std::function<Result<std::vector<std::string>>(const std::string&)> allGather;
+    std::function<Status()> barrier;
+  };
+  // Collective (ucx_refit.cc): when the network link measured at `netBytesPerSec` wants a
+  // smaller TCP send buffer than this transport has (tcpSendBufferForProbed), a new transport
+  // to the same peers with that buffer, connected and settled on every rank; null when this one
+  // suits the link. Every rank decides from the same figure, so all move or none.
+  Result<std::unique_ptr<UcxTransport>> refitForLink(double netBytesPerSec, const std::vector<bool>& fastLocal,
+                                                     const PeerExchange& peers, int timeoutMs) const;
 
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;
