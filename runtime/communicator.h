@@ -120,7 +120,7 @@ class Communicator final : public algorithms::Team {
   // Run once by every thread before it drives UCX here (the progress thread, a waiting
   // caller): device tensors on the direct path bind their CUDA device this way
   // (algorithms::cudaThreadBinding), as UCX moves device memory only where a context is current.
-  void bindTransportThreads(std::function<void()> bind);
+  void bindTransportThreads(std::function<void()> bind) override;
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);

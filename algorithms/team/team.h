@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ class Team {
   virtual const DenseOptions& denseOptions() const = 0;
   // Whether the transport takes CUDA buffers itself (else device tensors stage on the host).
   virtual bool transportMovesCuda() const = 0;
+  // Has every thread that drives the transport run `bind` once first (a CUDA context made
+  // current for device buffers: cudaThreadBinding); a team without such a transport ignores it.
+  virtual void bindTransportThreads(std::function<void()> bind) { (void)bind; }
 
   // Runs the task `make` builds (on the team's progress thread, with `seqSpan` sequence
   // numbers); `keepAlive` lives until the task no longer touches memory.
