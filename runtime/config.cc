@@ -226,7 +226,9 @@ Status applyInitParams(const InitParams& params, Config& config, EnvMap& env) {
                                                                     {"local_size", "TSR_LOCAL_SIZE"},
                                                                     {"peers", "TSR_PEERS"},
                                                                     {"secret", kJobSecretVariable}};
-  for (const auto& [key, value] : params) {
+  for (const auto& param : params) {
+    const std::string& key = param.first;  // not a structured binding: clang's lambdas cannot capture one
+    const std::string& value = param.second;
     auto launch =
         std::find_if(std::begin(kLaunchKeys), std::end(kLaunchKeys), [&key](const auto& k) { return key == k.first; });
     if (launch != std::end(kLaunchKeys)) {
