@@ -1,5 +1,6 @@
-// The staged sequencing of a two-level compressed step (compressed_hier.h), shared by the host
-// task (compressed_hier_step.h) and the direct device task (compressed_hier_device_step.h):
+// The stages of a two-level compressed step (compressed_hier.h; a schedule: algorithms/plan/
+// schedule_task.h), shared by the host task (compressed_hier_step.h) and the direct device task
+// (compressed_hier_device_step.h):
 //   seq:   prepareIntra (x = g + q in the intra type, q' = what the cast drops), row average;
 //   seq+1: takeShard, then the flag allreduce [ranks with NaN/Inf in g + q, shards whose host
 //          average is not finite]: any > 0 fails the step on every rank, nothing changed;
@@ -12,23 +13,17 @@
 
 #include <memory>
 
-#include "algorithms/plan/executor.h"
+#include "algorithms/plan/schedule_task.h"
 
 namespace tsr::compressed {
 
 struct CompressedState;  // compressed_step.h
 struct CompressedHier;   // compressed_hier.h
 
-class TwoLevelStepSequence : public algorithms::Task {
- public:
-  Status start() final;
-  Status progress() final;
-  void abort(const Status& reason) final;
-  bool quiescent() const final;
-  int waitingOn() const final;
-
+class TwoLevelStepSequence : public algorithms::ScheduleTask {
  protected:
-  enum Stage { kIntra, kFlag, kColumn, kRow, kStages };
+  // The stages that run a plan; the value is the plan's sequence number offset.
+  enum Stage { kIntra, kFlag, kColumn, kRow };
   TwoLevelStepSequence(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
 
   // Sets h_.work, h_.badIndex and h_.overflow and the intra vector the row averages.
@@ -51,21 +46,12 @@ class TwoLevelStepSequence : public algorithms::Task {
   CompressedHier& h_;
 
  private:
-  Status run(Stage stage, std::shared_ptr<const algorithms::Plan> plan, const algorithms::RunBuffers& buffers);
-  Status drive();
-  Status afterIntra();
-  Status afterFlag();
-  Status afterColumn();
+  Status addStages() final;
+  Result<std::unique_ptr<algorithms::Task>> beginFlag();
+  Result<std::unique_ptr<algorithms::Task>> beginColumn();
+  Result<std::unique_ptr<algorithms::Task>> beginRow();
   Status finish();
   Status nonFiniteFailure();
-  Status fail(Status status);
-
-  algorithms::TaskContext ctx_;
-  // Stages run one after the other; finished executors are kept until the task ends.
-  std::unique_ptr<algorithms::PlanExecutor> exec_[kStages];
-  Stage stage_ = kIntra;
-  Status stageStatus_{Code::kInProgress, ""};  // of exec_[stage_]
-  Status result_{Code::kInProgress, ""};
 };
 
 }  // namespace tsr::compressed

@@ -1,5 +1,5 @@
-// The sequencing of a flat compressed step, shared by the host task (compressed_step.h) and the
-// direct device task (compressed_device_step.h):
+// The stages of a flat compressed step (a schedule: algorithms/plan/schedule_task.h), shared by
+// the host task (compressed_step.h) and the direct device task (compressed_device_step.h):
 //   seq:   allreduce of [ranks with NaN/Inf in g]; any > 0 fails the step on every rank before
 //          a compressor changes state;
 //   seq+1: this rank's slot filled, the all-gather of the slots; then the slots averaged into g.
@@ -10,20 +10,13 @@
 #include <memory>
 #include <string>
 
-#include "algorithms/plan/executor.h"
+#include "algorithms/plan/schedule_task.h"
 
 namespace tsr::compressed {
 
 struct CompressedState;  // compressed_step.h
 
-class FlatStepSequence : public algorithms::Task {
- public:
-  Status start() final;
-  Status progress() final;
-  void abort(const Status& reason) final;
-  bool quiescent() const final;
-  int waitingOn() const final;
-
+class FlatStepSequence : public algorithms::ScheduleTask {
  protected:
   FlatStepSequence(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
 
@@ -39,15 +32,10 @@ class FlatStepSequence : public algorithms::Task {
   std::shared_ptr<CompressedState> state_;
 
  private:
-  Status drive();
-  Status startGather();
+  Status addStages() final;
+  Result<std::unique_ptr<algorithms::Task>> beginFlag();
+  Result<std::unique_ptr<algorithms::Task>> beginGather();
   Status finish();
-  Status fail(Status status);
-
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> flag_, gather_;
-  Status flagStatus_{Code::kInProgress, ""}, gatherStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
 };
 
 // The errors of a gathered slot, worded the same on every path (from: the sender's rank).

@@ -1,5 +1,6 @@
-// The staged sequencing of a two-level Marsit step (hier_plan.h), shared by the host task
-// (marsit_hier_step.h) and the direct device task (marsit_hier_device_step.h):
+// The stages of a two-level Marsit step (hier_plan.h; a schedule: algorithms/plan/
+// schedule_task.h), shared by the host task (marsit_hier_step.h) and the direct device task
+// (marsit_hier_device_step.h):
 //   seq:     prepareIntra (x = g + r cast to the intra type, r = what the cast drops), the row
 //            reduce-scatter average: this rank gets its row block s. A full-precision step
 //            skips it: prepareIntra makes y = x + X c and scans it, whole.
@@ -13,20 +14,13 @@
 
 #include <memory>
 
-#include "algorithms/plan/executor.h"
+#include "algorithms/plan/schedule_task.h"
 
 namespace tsr::marsit {
 
 struct MarsitState;  // marsit_step.h
 
-class TwoLevelMarsitSequence : public algorithms::Task {
- public:
-  Status start() final;
-  Status progress() final;
-  void abort(const Status& reason) final;
-  bool quiescent() const final;
-  int waitingOn() const final;
-
+class TwoLevelMarsitSequence : public algorithms::ScheduleTask {
  protected:
   TwoLevelMarsitSequence(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
 
@@ -46,7 +40,6 @@ class TwoLevelMarsitSequence : public algorithms::Task {
 
   // The block's first bad index (shard-relative) and sum |s'| into the scalars.
   void scalarsReady(size_t badInBlock, double sumAbs);
-  algorithms::RunIdentity seq(uint32_t offset) const;
 
   std::shared_ptr<MarsitState> state_;
   bool full_ = false;
@@ -55,18 +48,12 @@ class TwoLevelMarsitSequence : public algorithms::Task {
   double startUs_ = 0;
 
  private:
-  Status startExchange();
-  void startScalar();
-  Status drive();
+  Status addStages() final;
+  Result<std::unique_ptr<algorithms::Task>> beginIntra();
   Status finish();
-  Status fail(Status status);
 
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> intra_, scalar_, bits_;
-  Status intraStatus_{Code::kInProgress, ""}, scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
   bool packed_ = false;  // the whole block packed, the scalars set
-  double bitsStartUs_ = 0, bitsEndUs_ = 0;
+  StageId bits_ = 0;
 };
 
 }  // namespace tsr::marsit

@@ -1,5 +1,6 @@
-// The sequencing of a flat Marsit step, shared by the host task (marsit_step.h) and the direct
-// device task (marsit_device_step.h):
+// The stages of a flat Marsit step (a schedule: algorithms/plan/schedule_task.h), shared by the
+// host task (marsit_step.h) and the direct device task (marsit_device_step.h):
+//   prepare: g' = g + c, whole, or left to the bit plan's kLocal ops chunk by chunk;
 //   seq+1: the bit plan (or, every K steps, the dense full-precision plan) on g' = g + c;
 //   seq:   beside it, the scalar allreduce [mean|g'| of each scale block, ranks with NaN/Inf],
 //          started once every element is packed (at once unless packing runs inside the plan).
@@ -12,20 +13,13 @@
 
 #include <memory>
 
-#include "algorithms/plan/executor.h"
+#include "algorithms/plan/schedule_task.h"
 
 namespace tsr::marsit {
 
 struct MarsitState;  // marsit_step.h
 
-class FlatMarsitSequence : public algorithms::Task {
- public:
-  Status start() final;
-  Status progress() final;
-  void abort(const Status& reason) final;
-  bool quiescent() const final;
-  int waitingOn() const final;
-
+class FlatMarsitSequence : public algorithms::ScheduleTask {
  protected:
   FlatMarsitSequence(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
 
@@ -49,17 +43,11 @@ class FlatMarsitSequence : public algorithms::Task {
   double startUs_ = 0;
 
  private:
-  void startScalar();
-  Status drive();
+  Status addStages() final;
   Status finish();
-  Status fail(Status status);
 
-  algorithms::TaskContext ctx_;
-  std::unique_ptr<algorithms::PlanExecutor> scalar_, bits_;
-  Status scalarStatus_{Code::kInProgress, ""}, bitsStatus_{Code::kInProgress, ""};
-  Status status_{Code::kInProgress, ""};
   bool packed_ = false;  // every element packed, the scalars set
-  double bitsStartUs_ = 0, bitsEndUs_ = 0;
+  StageId bits_ = 0;
 };
 
 }  // namespace tsr::marsit
