@@ -1,5 +1,5 @@
 // The direct device path of the flat CompressedTensor (algorithms/compressed/
-// compressed_device_step.h) over real UCX, ranks as threads, with the fakes of
+// compressed_device.h) over real UCX, ranks as threads, with the fakes of
 // tests/support/device_fakes.h: a "device" of host memory running the CPU kernels, and a
 // transport wrapper that claims CUDA support and records what is posted as what. Checked: the
 // path chosen (and its note), results and residuals bit-identical to a host tensor and to a

@@ -1,4 +1,4 @@
-// The direct device path of Marsit (algorithms/marsit/marsit_device_step.h) over real UCX,
+// The direct device path of Marsit (algorithms/marsit/marsit_device.h) over real UCX,
 // ranks as threads, with fakes for what this machine lacks (tests/support/device_fakes.h): a
 // "device" of host memory running the CPU kernels, and a transport wrapper that claims CUDA
 // support and records what is posted as what. Checked: the path chosen (and its note), results

@@ -65,6 +65,12 @@ TEST(CudaStepKernels, MatchHostKernelsBitForBit) {
   ASSERT_TRUE(host.divide(out.data(), n, DataType::kF32, 3).isOk());
   ASSERT_TRUE(dev.divide(dout, n, DataType::kF32, 3).isOk());
   EXPECT_EQ(std::memcmp(fromDevice(dout, n).data(), out.data(), n * 4), 0);
+  // Marsit's momentum hand-off: g = out, prev = c, comp = comp, carry into work.
+  ASSERT_TRUE(host.momentumHandOff(out.data(), c.data(), comp.data(), work.data(), n, 0.9f, nullptr).isOk());
+  ASSERT_TRUE(dev.momentumHandOff(dout, dc, dcomp, dwork, n, 0.9f, dg).isOk());
+  EXPECT_EQ(std::memcmp(fromDevice(dout, n).data(), out.data(), n * 4), 0);
+  EXPECT_EQ(std::memcmp(fromDevice(dc, n).data(), c.data(), n * 4), 0);
+  EXPECT_EQ(std::memcmp(fromDevice(dwork, n).data(), work.data(), n * 4), 0);
   EXPECT_FALSE(dev.checkMemory(g.data(), n * 4).isOk()) << "a host pointer passed as device memory";
   for (void* p : {static_cast<void*>(dg), static_cast<void*>(dc), static_cast<void*>(dwork), static_cast<void*>(dout),
                   static_cast<void*>(dcomp), static_cast<void*>(dbits), static_cast<void*>(dother)})

@@ -15,7 +15,7 @@
 
 #include <memory>
 
-#include "algorithms/compressed/compressed_device_step.h"
+#include "algorithms/compressed/compressed_device.h"
 #include "algorithms/compressed/compressed_hier.h"
 #include "algorithms/compressed/compressed_hier_step_sequence.h"
 

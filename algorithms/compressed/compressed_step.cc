@@ -1,42 +1,119 @@
 #include "algorithms/compressed/compressed_step.h"
 
-#include <algorithm>
-#include <cstring>
-
-#include "algorithms/kernels/sign.h"
+#include "algorithms/compressed/compressed_device.h"
+#include "base/summed_count.h"
 
 namespace tsr::compressed {
 
 CompressedStepTask::CompressedStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx)
-    : FlatStepSequence(std::move(state), ctx) {}
-
-Result<size_t> CompressedStepTask::findNonFinite() { return kernels::firstNonFinite(state_->g, state_->count); }
-
-float CompressedStepTask::valueOfG(size_t index) { return state_->g[index]; }
-
-Result<algorithms::RunBuffers> CompressedStepTask::fillSlot() {
+    : ScheduleTask(ctx), state_(std::move(state)) {
   CompressedState& s = *state_;
+  if (CompressedDevice* d = s.device.get())
+    at_ = {d->kernels.get(),       d->mine.as<uint64_t>(), d->all.as<uint64_t>(), d->gatherScratch.as<void>(),
+           d->decoded.as<float>(), d->sum.as<float>()};
+  else
+    at_ = {&hostKernels_, s.mine.data(), s.all.data(), s.gatherScratch.data(), s.decoded.data(), s.sum.data()};
+}
+
+std::string CompressedStepTask::describe() const {
+  if (state_->device)
+    return "compressed allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
+  return "compressed allreduce of tensor " + state_->name;
+}
+
+Status CompressedStepTask::named(const Status& st) const {
+  if (!state_->device || st.isOk() || st.message().rfind("compressed tensor ", 0) == 0) return st;
+  return Status(st.code(), whoOf(*state_) + ": " + st.message());
+}
+
+Status CompressedStepTask::addStages() {
+  StageId flag = addStage({}, [this] { return beginFlag(); });
+  StageId gather = addStage({flag}, [this] { return beginGather(); });
+  addStage({gather}, [this]() -> Result<std::unique_ptr<algorithms::Task>> {
+    TSR_RETURN_IF_ERROR(averageSlots());
+    ++state_->step;
+    return localOnly(Status::ok());
+  });
+  return Status::ok();
+}
+
+Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginFlag() {
+  CompressedState& s = *state_;
+  auto bad = at_.kernels->scanNonFinite(s.g, s.count);
+  if (!bad.isOk()) return named(bad.status());
+  s.badIndex = bad.value();
+  s.flagIn[0] = s.badIndex < s.count ? 1.0 : 0.0;
+  return runPlan(0, s.flagPlan, algorithms::RunBuffers{s.flagIn, s.flagOut, s.flagScratch.data()});
+}
+
+Result<size_t> CompressedStepTask::compress(std::byte* payload) {
+  CompressedState& s = *state_;
+  if (s.device) return s.device->codec->compress(s.g, payload, static_cast<uint32_t>(s.step));
   s.compressor->setStep(static_cast<uint32_t>(s.step));  // randomk: equal steps, equal indices
-  auto* payload = reinterpret_cast<std::byte*>(s.mine.data() + 1);
-  auto written = s.compressor->compress({s.g, s.count}, {payload, (s.slotWords - 1) * 8});
-  if (!written.isOk()) return written.status();
-  s.mine[0] = written.value();
-  return algorithms::RunBuffers{s.mine.data(), s.all.data(), s.gatherScratch.data()};
+  return s.compressor->compress({s.g, s.count}, {payload, (s.slotWords - 1) * 8});
+}
+
+Status CompressedStepTask::decompress(const std::byte* payload, uint64_t bytes, float* out) {
+  CompressedState& s = *state_;
+  if (s.device) return s.device->codec->decompress(payload, bytes, out);
+  return s.compressor->decompress({payload, bytes}, {out, s.count});
+}
+
+Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginGather() {
+  CompressedState& s = *state_;
+  if (s.flagOut[0] > 0) {
+    bool mine = s.badIndex < s.count;
+    float value = 0.0f;
+    if (mine) at_.kernels->readToHost(&value, s.g + s.badIndex, sizeof value).ignore();  // for the message only
+    return Status(Code::kNumericError, "compressed tensor " + s.name + ": " +
+                                           summedCount(s.flagOut[0], s.size, "rank(s)") + " had NaN or Inf" +
+                                           (mine ? " (rank " + std::to_string(s.rank) + ": element " +
+                                                       std::to_string(s.badIndex) + " is " + std::to_string(value) + ")"
+                                                 : std::string()) +
+                                           "; the tensor and its residual are unchanged");
+  }
+  auto written = compress(reinterpret_cast<std::byte*>(at_.mine + 1));
+  if (!written.isOk()) return named(written.status());
+  const uint64_t length = written.value();
+  TSR_RETURN_IF_ERROR(named(at_.kernels->writeFromHost(at_.mine, &length, sizeof length)));
+  algorithms::RunBuffers b{at_.mine, at_.all, at_.gatherScratch};
+  if (s.device) {
+    b.memory = transport::MemoryType::kCuda;
+    b.kernels = at_.kernels;
+  }
+  return runPlan(1, s.gatherPlan, b);
 }
 
 Status CompressedStepTask::averageSlots() {
   CompressedState& s = *state_;
-  std::fill(s.sum.begin(), s.sum.end(), 0.0f);
-  for (int r = 0; r < s.size; ++r) {
-    const uint64_t* slot = s.all.data() + static_cast<size_t>(r) * s.slotWords;
-    if (slot[0] > (s.slotWords - 1) * 8) return oversizedPayload(s, r, slot[0]);
-    Status st = s.compressor->decompress({reinterpret_cast<const std::byte*>(slot + 1), slot[0]}, s.decoded);
+  algorithms::StepKernels& k = *at_.kernels;
+  const size_t room = (s.slotWords - 1) * 8;
+  Status st = k.zero(at_.sum, s.count * sizeof(float));
+  // Rank order on every path: the float sums round the same.
+  for (int r = 0; st.isOk() && r < s.size; ++r) {
+    const uint64_t* slot = at_.all + static_cast<size_t>(r) * s.slotWords;
+    uint64_t length = 0;
+    st = k.readToHost(&length, slot, sizeof length);
+    if (!st.isOk()) break;
+    if (length > room) return oversizedPayload(s, r, length);
+    st = decompress(reinterpret_cast<const std::byte*>(slot + 1), length, at_.decoded);
     if (!st.isOk()) return undecodablePayload(s, r, st);
-    for (size_t j = 0; j < s.count; ++j) s.sum[j] += s.decoded[j];
+    st = k.reduce(at_.sum, at_.decoded, s.count, DataType::kF32, ReduceOp::kSum);
   }
-  const float inv = 1.0f / static_cast<float>(s.size);
-  for (size_t j = 0; j < s.count; ++j) s.g[j] = s.sum[j] * inv;
-  return Status::ok();
+  if (st.isOk()) st = k.scale(at_.sum, s.count, 1.0f / static_cast<float>(s.size), s.g);
+  return named(st);
+}
+
+Status oversizedPayload(const CompressedState& s, int from, uint64_t length) {
+  return Status(Code::kInvalidArgument, "compressed tensor " + s.name + ": rank " + std::to_string(from) +
+                                            " sent a payload of " + std::to_string(length) +
+                                            " bytes, more than its slot holds");
+}
+
+Status undecodablePayload(const CompressedState& s, int from, const Status& why) {
+  return Status(why.code(),
+                "compressed tensor " + s.name + ": payload of rank " + std::to_string(from) + ": " + why.message());
 }
 
 }  // namespace tsr::compressed

@@ -1,9 +1,14 @@
-// One step of a CompressedTensor as a progress-thread task:
+// One flat step of a CompressedTensor, a schedule of two plans (algorithms/plan/schedule_task.h):
 //   seq:   allreduce of [ranks with NaN/Inf in g] (so no compressor changes state on a step
 //          that fails);
 //   seq+1: compress into this rank's slot (8-byte length, then the payload), ring all-gather
-//          of the slots, decompress each and average into g.
-// The sequencing is FlatStepSequence's (compressed_step_sequence.h); this task does the host math.
+//          of the slots, decompress each and average into g (summed in rank order, times 1/N).
+// One task for both places the data can live: host memory (the registry's compressor chain,
+// the CPU kernels) and the direct device path (compressed_device.h: the device codec, the
+// device kernels, RunBuffers::memory = kCuda so the slots go to the transport as device
+// buffers; only the NaN flag, the plan headers and the N slot lengths touch host memory).
+// Every vector step runs through the StepKernels seam (algorithms/plan/step_kernels.h), so the
+// two give the same result bit for bit: the same per-element code, the same order.
 #pragma once
 
 #include <memory>
@@ -11,8 +16,8 @@
 #include <vector>
 
 #include "algorithms/compress/compressor.h"
-#include "algorithms/compressed/compressed_step_sequence.h"
-#include "algorithms/plan/executor.h"
+#include "algorithms/plan/schedule_task.h"
+#include "algorithms/plan/step_kernels.h"
 #include "algorithms/team/device_staging.h"
 #include "algorithms/team/result_scale.h"
 #include "algorithms/team/team.h"
@@ -20,7 +25,7 @@
 namespace tsr::compressed {
 
 struct CompressedHier;    // compressed_hier.h
-struct CompressedDevice;  // compressed_device_step.h
+struct CompressedDevice;  // compressed_device.h
 
 struct CompressedState {
   std::string name;
@@ -44,16 +49,35 @@ struct CompressedState {
   size_t badIndex = 0;
 };
 
-class CompressedStepTask final : public FlatStepSequence {
+class CompressedStepTask final : public algorithms::ScheduleTask {
  public:
   CompressedStepTask(std::shared_ptr<CompressedState> state, const algorithms::TaskContext& ctx);
-  std::string describe() const override { return "compressed allreduce of tensor " + state_->name; }
+  std::string describe() const override;
 
  private:
-  Result<size_t> findNonFinite() override;
-  float valueOfG(size_t index) override;
-  Result<algorithms::RunBuffers> fillSlot() override;
-  Status averageSlots() override;
+  // Where this step's vectors live and which kernels reach them.
+  struct Place {
+    algorithms::StepKernels* kernels;
+    uint64_t *mine, *all;
+    void* gatherScratch;
+    float *decoded, *sum;
+  };
+  Status addStages() override;
+  Result<std::unique_ptr<algorithms::Task>> beginFlag();
+  Result<std::unique_ptr<algorithms::Task>> beginGather();
+  Status averageSlots();
+  Result<size_t> compress(std::byte* payload);
+  Status decompress(const std::byte* payload, uint64_t bytes, float* out);
+  // Errors of the kernels and the device codec, prefixed with the tensor, rank and path.
+  Status named(const Status& st) const;
+
+  std::shared_ptr<CompressedState> state_;
+  algorithms::HostStepKernels hostKernels_;
+  Place at_;
 };
+
+// The errors of a gathered slot, worded the same on every path (from: the sender's rank).
+Status oversizedPayload(const CompressedState& s, int from, uint64_t length);
+Status undecodablePayload(const CompressedState& s, int from, const Status& why);
 
 }  // namespace tsr::compressed

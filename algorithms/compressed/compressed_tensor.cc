@@ -5,7 +5,7 @@
 
 #include "algorithms/compress/momentum.h"
 #include "algorithms/compress/registry.h"
-#include "algorithms/compressed/compressed_device_step.h"
+#include "algorithms/compressed/compressed_device.h"
 #include "algorithms/compressed/compressed_hier.h"
 #include "algorithms/compressed/compressed_hier_device_step.h"
 #include "algorithms/compressed/compressed_hier_step.h"
@@ -92,8 +92,7 @@ Result<algorithms::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
         if (state->hier && state->device)
           return std::unique_ptr<algorithms::Task>(new CompressedHierDeviceStepTask(state, ctx));
         if (state->hier) return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
-        if (state->device) return std::unique_ptr<algorithms::Task>(new CompressedDeviceStepTask(state, ctx));
-        return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));
+        return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));  // host or direct
       });
 }
 

@@ -1,5 +1,5 @@
 // DeviceCodec: the device form of a registry compressor chain (algorithms/compress), for a
-// compressed tensor on the direct device path (compressed_device_step.h). It reads the chain
+// compressed tensor on the direct device path (compressed_device.h). It reads the chain
 // the registry built, [nesterov(] [ef(] inner [)] [)], with the same parameters, so the same
 // payload layout and the same maths, and runs it through a StepKernels backend
 // (plan/step_kernels.h) on device memory. Its state lives on the device: the error-feedback

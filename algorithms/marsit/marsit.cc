@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/kernels/sign_ops.h"
-#include "algorithms/marsit/marsit_device_step.h"
+#include "algorithms/marsit/marsit_device.h"
 #include "algorithms/marsit/marsit_hier_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_plan.h"
@@ -35,8 +35,7 @@ Result<algorithms::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
         if (state->twoLevel && state->device)
           return std::unique_ptr<algorithms::Task>(new MarsitHierDeviceStepTask(state, ctx));
         if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
-        if (state->device) return std::unique_ptr<algorithms::Task>(new MarsitDeviceStepTask(state, ctx));
-        return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
+        return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));  // host or direct
       });
 }
 

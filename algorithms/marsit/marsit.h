@@ -99,7 +99,7 @@ class MarsitTensor {
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
   // (algorithms/team/device_staging.h); null returns to host buffers. Not while a step is pending.
   Status setStaging(std::shared_ptr<algorithms::DeviceStaging> staging);
-  // The direct device path (marsit_device_step.h): later steps take device pointers and run
+  // The direct device path (marsit_device.h): later steps take device pointers and run
   // on `kernels`, compensation included, payloads handed to the transport as CUDA memory.
   // Ring, torus and two-level; before the first step (the compensation starts on the device).
   Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);

@@ -14,7 +14,7 @@
 // Tested with a host-memory fake device over UCX (on a GPU: docs/gpu.md).
 #pragma once
 
-#include "algorithms/marsit/marsit_device_step.h"
+#include "algorithms/marsit/marsit_device.h"
 #include "algorithms/marsit/marsit_hier_step_sequence.h"
 
 namespace tsr::marsit {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "algorithms/kernels/sign.h"
+#include "algorithms/marsit/marsit_device.h"
 #include "base/summed_count.h"
 
 namespace tsr::marsit {
@@ -47,41 +48,99 @@ void sizeFlatState(MarsitState& s) {
 }
 
 MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
-    : FlatMarsitSequence(std::move(state), ctx) {}
-
-Status MarsitStepTask::prepare() {
+    : ScheduleTask(ctx), state_(std::move(state)) {
   MarsitState& s = *state_;
-  chunked_ = !full_ && s.params.chunkedPack;
-  coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
-  if (chunked_) {
-    s.prep.reset(s.count);
-    if (s.count == 0) scalarsReady(0);  // nothing to pack
-  } else {
-    prepareWhole();
-  }
+  if (MarsitDeviceArrays* d = s.device.get())
+    at_ = {d->kernels.get(),     d->comp.as<float>(),    d->work.as<float>(),      d->prev.as<float>(),
+           d->shift.as<float>(), d->bits.as<uint64_t>(), d->bitScratch.as<void>(), d->fullScratch.as<void>()};
+  else
+    at_ = {&hostKernels_,  s.comp.data(), s.work.data(),       s.prev.data(),
+           s.shift.data(), s.bits.data(), s.bitScratch.data(), s.fullScratch.data()};
+}
+
+std::string MarsitStepTask::describe() const {
+  if (state_->device)
+    return "marsit allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
+  return "marsit allreduce of tensor " + state_->name;
+}
+
+Status MarsitStepTask::named(const Status& st) const {
+  if (st.isOk() || !state_->device) return st;
+  return Status(st.code(), "marsit tensor " + state_->name + " (rank " + std::to_string(state_->rank) +
+                               ", direct device path): " + st.message());
+}
+
+Status MarsitStepTask::addStages() {
+  MarsitState& s = *state_;
+  startUs_ = nowUs();
+  s.times = StepTimes{};
+  full_ = s.fullPrecisionStep();
+  s.times.fullPrecision = full_;
+  s.mergeNanos = 0;
+  packed_ = false;
+  chunked_ = false;
+  StageId prepared = addStage({}, [this] { return localOnly(prepare()); });
+  // Chunked, the first chunk is packed and sent as the bit plan starts; the scalar allreduce
+  // waits for the last chunk (its sum and NaN/Inf scan).
+  StageId scalars = addStage(
+      {prepared},
+      [this, &s] {
+        return runPlan(0, s.scalarPlan,
+                       algorithms::RunBuffers{s.scalarIn.data(), s.scalarOut.data(), s.scalarScratch.data()});
+      },
+      [this] { return packed_; });
+  bits_ = addStage({prepared}, [this, &s] { return runPlan(1, full_ ? s.fullPlan : s.bitPlan, bitBuffers()); });
+  addStage({scalars, bits_}, [this] { return localOnly(finish()); });
   return Status::ok();
 }
 
-void MarsitStepTask::prepareWhole() {
+// One small allreduce carries both the shared magnitudes and whether any rank saw a NaN or
+// Inf, so a bad value fails the step on every rank instead of leaving peers waiting.
+void MarsitStepTask::scalarsReady(size_t badIndex) {
   MarsitState& s = *state_;
-  double sumAbs = 0;
-  size_t bad;
-  const float* c = s.carried().data();
-  if (full_) {
-    for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + c[j];
-    bad = kernels::firstNonFinite(s.work.data(), s.count);
-  } else {
-    // g' = g + c, its signs and its magnitude in one pass over g and c.
-    bad = kernels::signPrepare(s.g, c, s.count, s.work.data(), s.bits.data(), coin_, 0, &sumAbs);
+  s.badIndex = badIndex;
+  bool bad = badIndex < s.count;
+  for (size_t b = 0; b < s.scaleBlocks; ++b) {
+    size_t len = s.scaleLength(b);
+    s.scalarIn[b] = bad || len == 0 ? 0.0 : s.blockSums[b] / len;
   }
+  s.scalarIn.back() = bad ? 1.0 : 0.0;
+  packed_ = true;
+}
+
+Status MarsitStepTask::prepare() {
+  MarsitState& s = *state_;
+  // Chunk by chunk only where the CPU packs: device steps prepare the whole vector (the same bits).
+  chunked_ = !full_ && s.params.chunkedPack && !s.device;
+  coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
+  if (!chunked_) return prepareWhole();
+  s.prep.reset(s.count);
+  if (s.count == 0) scalarsReady(0);  // nothing to pack
+  return Status::ok();
+}
+
+// g' = g + c (and on a sign step its bits and sum |g'|) in one pass over g and c, whole.
+Status MarsitStepTask::prepareWhole() {
+  MarsitState& s = *state_;
+  algorithms::StepKernels& k = *at_.kernels;
+  double sumAbs = 0;
+  const float* c = s.params.momentum > 0 ? at_.shift : at_.comp;
+  auto bad =
+      full_ ? k.addScan(s.g, c, s.count, at_.work) : k.signPrepare(s.g, c, s.count, at_.work, at_.bits, coin_, &sumAbs);
+  if (!bad.isOk()) return named(bad.status());
   if (s.scaleBlocks == 1) {
     s.blockSums[0] = sumAbs;
   } else {
-    for (size_t b = 0; b < s.scaleBlocks; ++b)
-      s.blockSums[b] = full_ ? 0.0 : kernels::sumAbs(s.work.data() + s.scaleBegin(b), s.scaleLength(b));
+    for (size_t b = 0; b < s.scaleBlocks; ++b) {
+      s.blockSums[b] = 0;
+      if (full_ || bad.value() < s.count) continue;  // not read
+      TSR_RETURN_IF_ERROR(named(k.sumAbs(at_.work + s.scaleBegin(b), s.scaleLength(b), &s.blockSums[b])));
+    }
   }
-  scalarsReady(bad);
+  scalarsReady(bad.value());
   s.times.prepare = nowUs() - startUs_;
+  return Status::ok();
 }
 
 Status MarsitStepTask::packChunk(const algorithms::PlanOp& op) {
@@ -101,29 +160,61 @@ Status MarsitStepTask::packChunk(const algorithms::PlanOp& op) {
 
 algorithms::RunBuffers MarsitStepTask::bitBuffers() {
   MarsitState& s = *state_;
-  if (full_) return {s.work.data(), s.work.data(), s.fullScratch.data()};
-  algorithms::RunBuffers b = signBitBuffers(s, s.bits.data(), s.bitScratch.data());
-  if (chunked_) b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
+  algorithms::RunBuffers b;
+  if (full_) {
+    b = {at_.work, at_.work, at_.fullScratch};
+  } else {
+    b = signBitBuffers(s, at_.bits, at_.bitScratch);
+    // A pack=chunked plan's kLocal ops pack a chunk, unless the whole vector is packed already.
+    if (chunked_)
+      b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
+    else
+      b.local = [](const algorithms::PlanOp&) { return Status::ok(); };
+  }
+  if (s.device) {
+    b.memory = transport::MemoryType::kCuda;
+    b.kernels = at_.kernels;
+  }
   return b;
 }
 
-float MarsitStepTask::workValue(size_t index) { return state_->work[index]; }
+Status MarsitStepTask::finish() {
+  MarsitState& s = *state_;
+  s.times.merge = s.mergeNanos / 1000.0;
+  // Chunked, the packing ran inside the bit plan: it is prepare's, not the wire's.
+  s.times.wire =
+      std::max(0.0, childEndUs(bits_) - childStartUs(bits_) - s.times.merge - (chunked_ ? s.times.prepare : 0.0));
+  if (s.scalarOut.back() > 0) {
+    bool mine = s.badIndex < s.count;
+    float value = 0.0f;
+    if (mine) at_.kernels->readToHost(&value, at_.work + s.badIndex, sizeof value).ignore();  // for the message only
+    return numericError(s, mine ? s.badIndex : SIZE_MAX, value);
+  }
+  double t = nowUs();
+  TSR_RETURN_IF_ERROR(writeResult());
+  s.times.decompress = nowUs() - t;
+  ++s.step;
+  s.times.total = nowUs() - startUs_;
+  return Status::ok();
+}
 
 Status MarsitStepTask::writeResult() {
   MarsitState& s = *state_;
+  algorithms::StepKernels& k = *at_.kernels;
   if (full_) {
-    std::copy_n(s.work.data(), s.count, s.g);
-    std::fill(s.comp.begin(), s.comp.end(), 0.0f);
+    TSR_RETURN_IF_ERROR(named(k.copy(s.g, at_.work, s.count * sizeof(float))));
+    TSR_RETURN_IF_ERROR(named(k.zero(at_.comp, s.count * sizeof(float))));
   } else {
     for (size_t b = 0; b < s.scaleBlocks; ++b) {  // M' and c, block by block (64-aligned)
       size_t at = s.scaleBegin(b);
-      kernels::signFinish(s.work.data() + at, s.bits.data() + at / 64, s.scaleLength(b), s.eta(b), s.g + at,
-                          s.comp.data() + at);
+      TSR_RETURN_IF_ERROR(
+          named(k.signFinish(at_.work + at, at_.bits + at / 64, s.scaleLength(b), s.eta(b), s.g + at, at_.comp + at)));
     }
   }
-  // g = M' - mu M, M = M', next carry c + mu M'.
+  // g = M' - mu M, M = M', next carry c + mu M' (work is free now: the hand-off's scratch).
   if (s.params.momentum > 0)
-    kernels::momentumHandOff(s.g, s.prev.data(), s.comp.data(), s.shift.data(), s.count, s.params.momentum);
+    TSR_RETURN_IF_ERROR(
+        named(k.momentumHandOff(s.g, at_.prev, at_.comp, at_.shift, s.count, s.params.momentum, at_.work)));
   return Status::ok();
 }
 

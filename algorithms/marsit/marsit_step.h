@@ -1,15 +1,18 @@
-// One Marsit step as a task on the communicator's progress thread (algorithms/plan/task.h).
-//
-// start():    starts the Marsit bit plan (seq+1), whose kLocal ops pack g' = g + c chunk by
-//             chunk (signs, NaN/Inf scan, sum |g'|: piecewise_prepare.h) in the order the ring
-//             sends them, so the first chunk goes out while the rest is packed. Once every
-//             chunk is packed, a 2-double allreduce (seq) starts beside it, carrying [sum of
-//             mean|g'|, ranks with NaN/Inf]. With pack=whole the whole vector is packed first
-//             and both plans start together. On a full-precision step the bit plan is a dense
-//             averaging allreduce of g' instead, after the whole g' is computed.
-// progress(): drives both; when both end, every rank knows eta and whether anyone had a bad
-//             value, so all ranks take the same decision: fail naming the tensor, or write
-//             G = eta * (2 bit - 1) into g and c = g' - G.
+// One flat Marsit step, a schedule (algorithms/plan/schedule_task.h) of:
+//   prepare: g' = g + c (c + mu M with momentum), its signs, NaN/Inf scan and sum |g'| per
+//            scale block. With pack=chunked (host memory) the bit plan's kLocal ops do it chunk
+//            by chunk (piecewise_prepare.h) in the order the ring sends them, so the first
+//            chunk goes out while the rest is packed; otherwise the whole vector first.
+//   seq+1:   the Marsit bit plan (every K steps, the dense full-precision plan on g' instead);
+//   seq:     beside it, once every element is packed, a small allreduce of [mean |g'| of each
+//            scale block..., ranks with NaN/Inf];
+//   end:     every rank knows eta and whether anyone had a bad value, so all take the same
+//            decision: fail naming the tensor (nothing changed), or write G = eta (2 bit - 1)
+//            into g and c = g' - G (then the momentum hand-off, marsit.h).
+// One task for both places the data can live: host memory and the direct device path
+// (marsit_device.h: RunBuffers::memory = kCuda, the payloads go to the transport as device
+// buffers). Every vector step runs through the StepKernels seam (algorithms/plan/
+// step_kernels.h), the CPU kernels on the host, so both give the same bits.
 #pragma once
 
 #include <algorithm>
@@ -19,15 +22,15 @@
 
 #include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit.h"
-#include "algorithms/marsit/marsit_step_sequence.h"
 #include "algorithms/marsit/piecewise_prepare.h"
-#include "algorithms/plan/executor.h"
+#include "algorithms/plan/schedule_task.h"
+#include "algorithms/plan/step_kernels.h"
 #include "algorithms/team/device_staging.h"
 #include "algorithms/team/result_scale.h"
 
 namespace tsr::marsit {
 
-struct MarsitDeviceArrays;  // marsit_device_step.h
+struct MarsitDeviceArrays;  // marsit_device.h
 
 // A tensor's state, shared by the handle and its running step (which may outlive the handle).
 struct MarsitState {
@@ -103,22 +106,40 @@ Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, c
                                                const std::vector<std::vector<int>>& grid,
                                                const std::string& torusWhyNot, const algorithms::DenseOptions& options);
 
-// The host form: g, c, the work vector and the bits in host memory; packing chunk by chunk
-// inside the bit plan when params.chunkedPack (the sequencing: marsit_step_sequence.h).
-class MarsitStepTask final : public FlatMarsitSequence {
+class MarsitStepTask final : public algorithms::ScheduleTask {
  public:
   MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  std::string describe() const override { return "marsit allreduce of tensor " + state_->name; }
+  std::string describe() const override;
 
  private:
-  Status prepare() override;
-  algorithms::RunBuffers bitBuffers() override;
-  float workValue(size_t index) override;
-  Status writeResult() override;
-  void prepareWhole();
-  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan
+  // Where this step's vectors live and which kernels reach them.
+  struct Place {
+    algorithms::StepKernels* kernels;
+    float *comp, *work, *prev, *shift;
+    uint64_t* bits;
+    void *bitScratch, *fullScratch;
+  };
+  Status addStages() override;
+  Status prepare();
+  Status prepareWhole();
+  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan (host memory)
+  // The scan's first bad index and blockSums (sum |g'| per scale block) into the scalars.
+  void scalarsReady(size_t badIndex);
+  algorithms::RunBuffers bitBuffers();
+  Status finish();
+  Status writeResult();
+  // Errors of the kernels, prefixed with the tensor, rank and path (device only).
+  Status named(const Status& st) const;
 
+  std::shared_ptr<MarsitState> state_;
+  algorithms::HostStepKernels hostKernels_;
+  Place at_;
   kernels::RngStream coin_{};
+  bool full_ = false;
+  bool chunked_ = false;  // packing inside the bit plan: the scalars wait for the last chunk
+  bool packed_ = false;   // every element packed, the scalars set
+  double startUs_ = 0;
+  StageId bits_ = 0;
 };
 
 }  // namespace tsr::marsit

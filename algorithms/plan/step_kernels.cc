@@ -84,6 +84,12 @@ Status HostStepKernels::signFinish(const float* work, const uint64_t* words, siz
   return Status::ok();
 }
 
+Status HostStepKernels::momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t count, float mu,
+                                        float*) {
+  kernels::momentumHandOff(g, prev, comp, carry, count, mu);
+  return Status::ok();
+}
+
 Result<size_t> HostStepKernels::scanNonFinite(const float* x, size_t count) {
   return kernels::firstNonFinite(x, count);
 }
@@ -202,6 +208,17 @@ Status HostStepKernels::ditherDequantize(const int16_t* codes, size_t count, flo
                                          kernels::DitherPartition partition, float* out) {
   kernels::ditherDequantize(codes, count, scale, levels, partition, out);
   return Status::ok();
+}
+
+// tmp = (-mu) prev, prev = g, carry = mu g + comp, g = g + tmp: kernels::momentumHandOff's
+// float operations in five passes.
+Status StepKernels::momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t count, float mu,
+                                    float* scratch) {
+  TSR_RETURN_IF_ERROR(scale(prev, count, -mu, scratch));
+  TSR_RETURN_IF_ERROR(copy(prev, g, count * sizeof(float)));
+  TSR_RETURN_IF_ERROR(scale(g, count, mu, carry));
+  TSR_RETURN_IF_ERROR(reduce(carry, comp, count, DataType::kF32, ReduceOp::kSum));
+  return reduce(g, scratch, count, DataType::kF32, ReduceOp::kSum);
 }
 
 }  // namespace tsr::algorithms

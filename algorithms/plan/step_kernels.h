@@ -72,6 +72,12 @@ class StepKernels {
   // out = eta * (2 bit - 1), comp = work - out.
   virtual Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                             float* comp) = 0;
+  // Marsit's momentum hand-off (kernels::momentumHandOff) with M' = g as given: g = M' - mu
+  // prev, carry = comp + mu M', prev = M'; `scratch` holds count floats the call may overwrite.
+  // This default composes it from scale, copy and reduce (the same float operations, one pass
+  // each, so it rounds as the fused CPU kernel does); the host kernels run the fused one.
+  virtual Status momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t count, float mu,
+                                 float* scratch);
 
   // A compressed tensor's codec passes (algorithms/compressed/device_codec.h), the compressors'
   // math (algorithms/compress) element for element.
@@ -141,6 +147,8 @@ class HostStepKernels : public StepKernels {
   Result<size_t> addScan(const float* g, const float* c, size_t count, float* work) override;
   Status signFinish(const float* work, const uint64_t* words, size_t count, float eta, float* out,
                     float* comp) override;
+  Status momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t count, float mu,
+                         float* scratch) override;
   Result<size_t> scanNonFinite(const float* x, size_t count) override;
   Status writeFromHost(void* dst, const void* host, size_t bytes) override;
   Status castTo(DataType to, const float* in, size_t count, uint16_t* out) override;

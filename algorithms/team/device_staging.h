@@ -14,9 +14,9 @@
 // path. When the host step fails (NaN/Inf, a peer died) nothing is copied back: the device
 // buffer keeps the caller's gradient.
 //
-// The direct path (built for Marsit ring and torus: algorithms/marsit/marsit_device_step.h,
+// The direct path (built for Marsit ring and torus: algorithms/marsit/marsit_device.h,
 // two-level Marsit: marsit_hier_device_step.h, the flat compressed tensor:
-// algorithms/compressed/compressed_device_step.h, and the two-level one:
+// algorithms/compressed/compressed_device.h, and the two-level one:
 // compressed_hier_device_step.h):
 // when ucp_context_query lists UCS_MEMORY_TYPE_CUDA (Communicator::transportMovesCuda), the
 // step runs on the device through StepKernels (plan/step_kernels.h: the CUDA

@@ -89,6 +89,12 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     count(finishes, {work, out, comp}, n * 4);
     return HostStepKernels::signFinish(work, words, n, eta, out, comp);
   }
+  // The composition a device backend runs (scale, copy, reduce: each checked above), not the
+  // host's fused kernel, so the direct tests compare that composition with the host path.
+  Status momentumHandOff(float* g, float* prev, const float* comp, float* carry, size_t n, float mu,
+                         float* scratch) override {
+    return StepKernels::momentumHandOff(g, prev, comp, carry, n, mu, scratch);
+  }
 
   // The compressed tensor's codec passes.
   Result<size_t> scanNonFinite(const float* x, size_t n) override {
