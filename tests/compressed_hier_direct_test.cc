@@ -1,5 +1,5 @@
 // The direct device path of the two-level CompressedTensor (algorithms/compressed/
-// compressed_hier_device_step.h) over real UCX, ranks as threads on fake hosts
+// compressed_hier_device.h) over real UCX, ranks as threads on fake hosts
 // (TSR_TEST_HOST_ID), with the fakes of tests/support/device_fakes.h (a "device" of host memory
 // running the CPU kernels; a transport wrapper claiming CUDA support and recording what is
 // posted as what). Checked, for intra=none and intra=fp16 on 2x2, 3x2 and 2x3 grids and the

@@ -1,4 +1,4 @@
-// The direct device path of two-level Marsit (algorithms/marsit/marsit_hier_device_step.h)
+// The direct device path of two-level Marsit (algorithms/marsit/marsit_hier_step.h)
 // over real UCX, ranks as threads on fake hosts (TSR_TEST_HOST_ID), with the fakes of
 // tests/support/device_fakes.h: a "device" of host memory running the CPU kernels and a
 // transport wrapper that claims CUDA support and records what is posted as what. Checked, for

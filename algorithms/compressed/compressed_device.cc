@@ -1,6 +1,6 @@
 #include "algorithms/compressed/compressed_device.h"
 
-#include "algorithms/compressed/compressed_hier_device_step.h"
+#include "algorithms/compressed/compressed_hier_device.h"
 
 namespace tsr::compressed {
 

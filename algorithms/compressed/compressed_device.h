@@ -2,7 +2,7 @@
 // taken when the transport moves CUDA memory and the tensor's compressor has a device form
 // (device_codec.h): its slot, the gathered slots, plan scratch, decode and sum, where its
 // StepKernels run. The flat step (compressed_step.h) runs on them with the device kernels;
-// the two-level step's own arrays are compressed_hier_device_step.h's.
+// the two-level step's own arrays are compressed_hier_device.h's.
 #pragma once
 
 #include <memory>
@@ -13,7 +13,7 @@
 
 namespace tsr::compressed {
 
-struct CompressedHierDevice;  // compressed_hier_device_step.h
+struct CompressedHierDevice;  // compressed_hier_device.h
 
 // A tensor's device arrays: its slot, the gathered slots, plan scratch, decode and sum.
 // Two-level (s.hier): the codec is the shard's (null when the shard is empty), `all` holds the

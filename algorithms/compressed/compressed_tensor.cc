@@ -7,7 +7,7 @@
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_device.h"
 #include "algorithms/compressed/compressed_hier.h"
-#include "algorithms/compressed/compressed_hier_device_step.h"
+#include "algorithms/compressed/compressed_hier_device.h"
 #include "algorithms/compressed/compressed_hier_step.h"
 #include "algorithms/compressed/compressed_step.h"
 #include "algorithms/team/device_path.h"
@@ -89,8 +89,6 @@ Result<algorithms::RequestPtr> CompressedTensor::allreduceAsync(float* g) {
   return algorithms::submitTensorStep(
       comm_, state_, "compressed tensor", g, state_->hier ? 4 : 2,
       [](const std::shared_ptr<CompressedState>& state, const algorithms::TaskContext& ctx) {
-        if (state->hier && state->device)
-          return std::unique_ptr<algorithms::Task>(new CompressedHierDeviceStepTask(state, ctx));
         if (state->hier) return std::unique_ptr<algorithms::Task>(new CompressedHierStepTask(state, ctx));
         return std::unique_ptr<algorithms::Task>(new CompressedStepTask(state, ctx));  // host or direct
       });

@@ -19,7 +19,7 @@
 //
 // Device tensors (memory=cuda, useDeviceMemory): a tensor whose compressor has a device form
 // runs its whole step on the device when the transport moves CUDA memory (flat:
-// compressed_device.h; two-level: compressed_hier_device_step.h); otherwise it stages
+// compressed_device.h; two-level: compressed_hier_device.h); otherwise it stages
 // (algorithms/team/device_staging.h). Both are tested with a fake device; on a GPU: docs/gpu.md.
 #pragma once
 
@@ -52,7 +52,7 @@ class CompressedTensor {
   // Device buffers (memory=cuda): later steps take device pointers and run through `staging`
   // (algorithms/team/device_staging.h); null returns to host buffers. Not while a step is pending.
   Status setStaging(std::shared_ptr<algorithms::DeviceStaging> staging);
-  // The direct device path (compressed_device.h, compressed_hier_device_step.h): later
+  // The direct device path (compressed_device.h, compressed_hier_device.h): later
   // steps take pointers into the kernels' memory and run there, compressor state included.
   // Tensors whose compressor has a device form only (device_codec.h); before the first step.
   Status setDeviceKernels(std::shared_ptr<algorithms::StepKernels> kernels);

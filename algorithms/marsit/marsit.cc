@@ -4,7 +4,6 @@
 
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_device.h"
-#include "algorithms/marsit/marsit_hier_device_step.h"
 #include "algorithms/marsit/marsit_hier_step.h"
 #include "algorithms/marsit/marsit_plan.h"
 #include "algorithms/marsit/marsit_step.h"
@@ -32,10 +31,9 @@ Result<algorithms::RequestPtr> MarsitTensor::allreduceAsync(float* g) {
   return algorithms::submitTensorStep(
       comm_, state_, "marsit tensor", g, state_->twoLevel ? 3 : 2,
       [](const std::shared_ptr<MarsitState>& state, const algorithms::TaskContext& ctx) {
-        if (state->twoLevel && state->device)
-          return std::unique_ptr<algorithms::Task>(new MarsitHierDeviceStepTask(state, ctx));
+        // Host memory or the direct device path alike.
         if (state->twoLevel) return std::unique_ptr<algorithms::Task>(new MarsitHierStepTask(state, ctx));
-        return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));  // host or direct
+        return std::unique_ptr<algorithms::Task>(new MarsitStepTask(state, ctx));
       });
 }
 
@@ -54,7 +52,7 @@ Status MarsitTensor::setStaging(std::shared_ptr<algorithms::DeviceStaging> stagi
 
 namespace {
 // Why this tensor has no device step (empty: it has one). Ring, torus and two-level
-// (intra=none|fp16, marsit_hier_device_step.h) all have one.
+// (intra=none|fp16, marsit_hier_step.h) all have one.
 std::string noDirectStep(const MarsitState&) { return ""; }
 }  // namespace
 

@@ -1,7 +1,7 @@
 // A Marsit tensor's arrays on the direct device path (algorithms/team/device_staging.h), taken
 // when the transport moves CUDA memory: its compensation, work vector, packed bits and plan
 // scratch live where its StepKernels run (algorithms/plan/step_kernels.h), so the flat step
-// (marsit_step.h) and the two-level one (marsit_hier_device_step.h) run their math there and
+// (marsit_step.h) and the two-level one (marsit_hier_step.h) run their math there and
 // hand the payloads to the transport as device buffers. Only the scalar allreduce and the
 // plans' headers stay in host memory.
 #pragma once
@@ -21,7 +21,7 @@ struct MarsitDeviceArrays {
   std::shared_ptr<algorithms::StepKernels> kernels;
   DeviceBlock comp, work, bits, bitScratch, fullScratch;
   DeviceBlock prev, shift;  // momentum > 0: M and c + mu M (MarsitState::prev, shift)
-  // Two-level only (marsit_hier_device_step.h): the padded intra-host vector (intraType) and
+  // Two-level only (marsit_hier_step.h): the padded intra-host vector (intraType) and
   // its plan's scratch, what the f16 cast, sums and division dropped (count floats), the row
   // block's s' and G, and the host ring's f16 rounding of this step (padded floats).
   DeviceBlock intra, rowScratch, intraResidual, shard, shardOut, dropped;

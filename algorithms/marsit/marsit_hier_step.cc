@@ -1,49 +1,110 @@
 #include "algorithms/marsit/marsit_hier_step.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
+#include <cstdint>
 
 #include "algorithms/kernels/cast.h"
 #include "algorithms/kernels/sign.h"
+#include "algorithms/marsit/marsit_device.h"
 
 namespace tsr::marsit {
 
 MarsitHierStepTask::MarsitHierStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
-    : TwoLevelMarsitSequence(std::move(state), ctx) {}
+    : ScheduleTask(ctx), state_(std::move(state)), at_(placeOf(*state_, hostKernels_)) {}
 
-Status MarsitHierStepTask::prepareIntra() {
+std::string MarsitHierStepTask::describe() const {
+  if (state_->device)
+    return "two-level marsit allreduce of device tensor " + state_->name +
+           " (direct: device kernels, device buffers to the transport)";
+  return "two-level marsit allreduce of tensor " + state_->name;
+}
+
+Status MarsitHierStepTask::named(const Status& st) const {
+  if (st.isOk() || !state_->device) return st;
+  return Status(st.code(), "two-level marsit tensor " + state_->name + " (rank " + std::to_string(state_->rank) +
+                               ", direct device path): " + st.message());
+}
+
+Status MarsitHierStepTask::addStages() {
   MarsitState& s = *state_;
-  for (size_t j = 0; j < s.count; ++j) s.work[j] = s.g[j] + s.intraResidual[j];
-  if (full_) {
-    // Everything kept back goes in: the host-average compensation counts X times.
-    const float x = static_cast<float>(s.ranksPerRow);
-    size_t end = std::min(s.count, s.hier.shardOffset + s.hier.shardCount);
-    for (size_t j = s.hier.shardOffset; j < end; ++j) s.work[j] += x * s.comp[j - s.hier.shardOffset];
-    s.badIndex = kernels::firstNonFinite(s.work.data(), s.count);
-    return Status::ok();
-  }
-  // Stage 1: cast to the intra-host type (keeping what the cast drops) and average in the host.
-  if (s.intraType == DataType::kF16) {
-    auto* h = reinterpret_cast<uint16_t*>(s.intraBuffer.data());
-    std::fill(s.dropped.begin(), s.dropped.end(), 0.0f);
-    kernels::castF32ToF16(s.work.data(), s.count, h);
-    kernels::castF16ToF32(h, s.count, s.intraResidual.data());
-    for (size_t j = 0; j < s.count; ++j) s.intraResidual[j] = s.work[j] - s.intraResidual[j];
-    // An element that overflows f16 has no finite residual: the shard check reports it.
-    for (size_t j = 0; j < s.count; ++j)
-      if (!std::isfinite(s.intraResidual[j])) s.intraResidual[j] = 0.0f;
-  } else {
-    std::copy_n(s.work.data(), s.count, reinterpret_cast<float*>(s.intraBuffer.data()));
-  }
+  startUs_ = nowUs();
+  s.times = StepTimes{};
+  full_ = s.fullPrecisionStep();
+  s.times.fullPrecision = full_;
+  s.mergeNanos = 0;
+  chunked_ = false;
+  packed_ = false;
+  packedElems_ = 0;
+  localUs_ = 0;
+  StageId intra = addStage({}, [this] { return beginIntra(); });
+  StageId packed = addStage({intra}, [this] {
+    packed_ = full_;
+    return localOnly(full_ ? Status::ok() : packBlock());
+  });
+  // Chunked, the first chunk is packed and sent as the bit plan starts; the scalar allreduce
+  // waits for the last chunk (its sum and NaN/Inf scan).
+  StageId scalars = addStage(
+      {packed},
+      [this, &s] {
+        return runPlan(1, s.scalarPlan,
+                       algorithms::RunBuffers{s.scalarIn.data(), s.scalarOut.data(), s.scalarScratch.data()});
+      },
+      [this] { return packed_; });
+  bits_ = addStage({packed}, [this, &s] { return runPlan(2, full_ ? s.fullPlan : s.hier.bits, bitBuffers()); });
+  addStage({scalars, bits_}, [this] { return localOnly(finish()); });
   return Status::ok();
 }
 
-algorithms::RunBuffers MarsitHierStepTask::intraBuffers() {
-  MarsitState& s = *state_;
-  algorithms::RunBuffers b{s.intraBuffer.data(), s.intraBuffer.data(), s.rowScratch.data()};
-  if (s.intraType == DataType::kF16) b.droppedRounding = s.dropped.data();
+algorithms::RunBuffers MarsitHierStepTask::onPlace(void* data, void* scratch) const {
+  algorithms::RunBuffers b{data, data, scratch};
+  if (state_->device) {
+    b.memory = transport::MemoryType::kCuda;
+    b.kernels = at_.kernels;
+  }
   return b;
+}
+
+// Stage 1: the intra-host vector and the row reduce-scatter; a full-precision step skips the
+// reduce-scatter (y goes to the dense plan whole).
+Result<std::unique_ptr<algorithms::Task>> MarsitHierStepTask::beginIntra() {
+  MarsitState& s = *state_;
+  TSR_RETURN_IF_ERROR(prepareIntra());
+  s.times.prepare = nowUs() - startUs_;
+  if (!full_) {
+    algorithms::RunBuffers b = onPlace(at_.intra, at_.rowScratch);
+    if (s.intraType == DataType::kF16) b.droppedRounding = at_.dropped;
+    return runPlan(0, s.hier.rowReduceScatter, b);
+  }
+  s.scalarIn[0] = 0;
+  s.scalarIn[1] = s.badIndex < s.count ? 1.0 : 0.0;
+  return localOnly(Status::ok());
+}
+
+Status MarsitHierStepTask::prepareIntra() {
+  MarsitState& s = *state_;
+  algorithms::StepKernels& k = *at_.kernels;
+  auto sum = k.addScan(s.g, at_.intraResidual, s.count, at_.work);  // x = g + r
+  if (!sum.isOk()) return named(sum.status());
+  if (full_) {
+    // Everything kept back goes in: the host-average compensation counts X times.
+    const size_t off = s.hier.shardOffset;
+    const size_t real = s.count > off ? std::min(s.hier.shardCount, s.count - off) : 0;
+    Status st = k.scale(at_.comp, real, static_cast<float>(s.ranksPerRow), at_.shardOut);
+    if (st.isOk() && real) st = k.reduce(at_.work + off, at_.shardOut, real, DataType::kF32, ReduceOp::kSum);
+    auto bad = st.isOk() ? k.scanNonFinite(at_.work, s.count) : Result<size_t>(st);
+    if (!bad.isOk()) return named(bad.status());
+    s.badIndex = bad.value();
+    return Status::ok();
+  }
+  // The cast to the intra-host type, keeping what it drops (an element that overflows f16 has
+  // no finite residual: the shard check reports it), before the host average.
+  if (s.intraType == DataType::kF16) {
+    auto* h = static_cast<uint16_t*>(at_.intra);
+    TSR_RETURN_IF_ERROR(named(k.castTo(DataType::kF16, at_.work, s.count, h)));
+    TSR_RETURN_IF_ERROR(named(k.castResidual(DataType::kF16, at_.work, h, s.count, at_.intraResidual)));
+    return named(k.zero(at_.dropped, s.hier.padded * sizeof(float)));
+  }
+  return named(k.copy(at_.intra, at_.work, s.count * sizeof(float)));
 }
 
 // Stage 2: this rank's row block plus its compensation, whole or chunk by chunk.
@@ -52,26 +113,39 @@ Status MarsitHierStepTask::packBlock() {
   // What this rank's f16 sums and division in the host ring dropped (units of the sum, as the
   // cast residual): the next step sends it again.
   if (s.intraType == DataType::kF16)
-    for (size_t j = 0; j < s.count; ++j) s.intraResidual[j] += s.dropped[j];
-  chunked_ = s.params.chunkedPack;
+    TSR_RETURN_IF_ERROR(
+        named(at_.kernels->reduce(at_.intraResidual, at_.dropped, s.count, DataType::kF32, ReduceOp::kSum)));
+  // Chunk by chunk only where the CPU packs: device steps pack the whole block (the same bits).
+  chunked_ = s.params.chunkedPack && !s.device;
   coin_ = {s.params.seed, static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.step)};
   const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
-  if (chunked_) {
-    s.prep.reset(s.count > off ? std::min(n, s.count - off) : 0);  // the rest is padding
-    packedElems_ = 0;
-    if (n == 0) scalarsReady(0, 0.0);  // nothing to pack
-  } else {
-    packWhole();
-  }
+  if (!chunked_) return named(packWhole());
+  s.prep.reset(s.count > off ? std::min(n, s.count - off) : 0);  // the rest is padding
+  if (n == 0) scalarsReady(0, 0.0);                              // nothing to pack
   return Status::ok();
 }
 
-algorithms::RunBuffers MarsitHierStepTask::bitBuffers() {
+// s' = s + c on the row block, its scan, sum and sign words (at the block's place), in one go.
+Status MarsitHierStepTask::packWhole() {
   MarsitState& s = *state_;
-  if (full_) return {s.work.data(), s.work.data(), s.fullScratch.data()};
-  algorithms::RunBuffers b = signBitBuffers(s, s.bits.data(), s.bitScratch.data());
-  if (chunked_) b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
-  return b;
+  algorithms::StepKernels& k = *at_.kernels;
+  double t = nowUs();
+  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
+  const size_t real = s.count > off ? std::min(n, s.count - off) : 0;  // the rest is padding
+  float* shard = at_.shard;
+  TSR_RETURN_IF_ERROR(s.intraType == DataType::kF16
+                          ? k.castFrom(DataType::kF16, static_cast<const uint16_t*>(at_.intra) + off, n, shard)
+                          : k.copy(shard, static_cast<const float*>(at_.intra) + off, n * sizeof(float)));
+  TSR_RETURN_IF_ERROR(k.reduce(shard, at_.comp, n, DataType::kF32, ReduceOp::kSum));
+  TSR_ASSIGN_OR_RETURN(size_t bad, k.scanNonFinite(shard, real));
+  double sumAbs = 0;
+  if (bad == real) TSR_RETURN_IF_ERROR(k.sumAbs(shard, real, &sumAbs));
+  double t2 = nowUs();
+  s.times.prepare += t2 - t;
+  TSR_RETURN_IF_ERROR(k.signPack(shard, n, at_.bits + off / 64, coin_, off / 64).status());
+  s.times.pack = nowUs() - t2;
+  scalarsReady(bad, sumAbs);
+  return Status::ok();
 }
 
 void MarsitHierStepTask::shardSum(size_t begin, size_t end) {
@@ -84,21 +158,6 @@ void MarsitHierStepTask::shardSum(size_t begin, size_t end) {
     std::copy_n(reinterpret_cast<const float*>(s.intraBuffer.data()) + off + begin, end - begin,
                 s.shard.data() + begin);
   for (size_t j = begin; j < end; ++j) s.shard[j] += s.comp[j];
-}
-
-// The earlier schedule (pack=whole): the block in one go, before the bit plan starts.
-void MarsitHierStepTask::packWhole() {
-  MarsitState& s = *state_;
-  double t = nowUs();
-  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
-  shardSum(0, n);
-  const size_t real = s.count > off ? std::min(n, s.count - off) : 0;  // the rest is padding
-  size_t bad = kernels::firstNonFinite(s.shard.data(), real);
-  scalarsReady(bad, bad < real ? 0.0 : kernels::sumAbs(s.shard.data(), real));
-  double t2 = nowUs();
-  s.times.prepare += t2 - t;
-  kernels::signPack(s.shard.data(), n, s.bits.data() + off / 64, coin_, off / 64);
-  s.times.pack = nowUs() - t2;
 }
 
 // One column ring chunk of the block (op.dst: its words in the whole bit vector).
@@ -128,18 +187,63 @@ Status MarsitHierStepTask::packChunk(const algorithms::PlanOp& op) {
   return Status::ok();
 }
 
-float MarsitHierStepTask::workValue(size_t index) {
+// One small allreduce carries the block's |s'| sum and whether this rank saw a NaN or Inf.
+void MarsitHierStepTask::scalarsReady(size_t badInBlock, double sumAbs) {
   MarsitState& s = *state_;
-  return full_ ? s.work[index] : s.shard[index - s.hier.shardOffset];
+  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
+  const size_t real = s.count > off ? std::min(n, s.count - off) : 0;
+  const bool bad = badInBlock < real;
+  s.badIndex = bad ? off + badInBlock : s.count;
+  s.scalarIn[0] = bad ? 0.0 : sumAbs;
+  s.scalarIn[1] = bad ? 1.0 : 0.0;
+  packed_ = true;
+}
+
+algorithms::RunBuffers MarsitHierStepTask::bitBuffers() {
+  MarsitState& s = *state_;
+  if (full_) return onPlace(at_.work, at_.fullScratch);
+  algorithms::RunBuffers b = signBitBuffers(s, at_.bits, at_.bitScratch);
+  // A pack=chunked plan's kLocal ops pack a chunk, unless the whole block is packed already.
+  if (chunked_)
+    b.local = [this](const algorithms::PlanOp& op) { return packChunk(op); };
+  else
+    b.local = [](const algorithms::PlanOp&) { return Status::ok(); };
+  if (s.device) {
+    b.memory = transport::MemoryType::kCuda;
+    b.kernels = at_.kernels;
+  }
+  return b;
+}
+
+Status MarsitHierStepTask::finish() {
+  MarsitState& s = *state_;
+  s.times.merge = s.mergeNanos / 1000.0;
+  s.times.wire = std::max(0.0, childEndUs(bits_) - childStartUs(bits_) - s.times.merge - localUs_);
+  if (s.scalarOut[1] > 0) {
+    bool mine = s.badIndex < s.count;
+    float value = 0.0f;  // y[index] (full) or s'[index - shardOffset], for the message only
+    if (mine)
+      at_.kernels
+          ->readToHost(&value, full_ ? at_.work + s.badIndex : at_.shard + (s.badIndex - s.hier.shardOffset),
+                       sizeof value)
+          .ignore();
+    return numericError(s, mine ? s.badIndex : SIZE_MAX, value);
+  }
+  TSR_RETURN_IF_ERROR(writeResult());
+  ++s.step;
+  s.times.total = nowUs() - startUs_;
+  return Status::ok();
 }
 
 Status MarsitHierStepTask::writeResult() {
   MarsitState& s = *state_;
+  algorithms::StepKernels& k = *at_.kernels;
+  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
   double t = nowUs();
   if (full_) {
-    std::copy_n(s.work.data(), s.count, s.g);
-    std::fill(s.comp.begin(), s.comp.end(), 0.0f);
-    std::fill(s.intraResidual.begin(), s.intraResidual.end(), 0.0f);
+    TSR_RETURN_IF_ERROR(named(k.copy(s.g, at_.work, s.count * sizeof(float))));
+    TSR_RETURN_IF_ERROR(named(k.zero(at_.comp, n * sizeof(float))));
+    TSR_RETURN_IF_ERROR(named(k.zero(at_.intraResidual, s.count * sizeof(float))));
     s.intraResidualOnce = false;
     s.times.decompress = nowUs() - t;
     return Status::ok();
@@ -147,14 +251,14 @@ Status MarsitHierStepTask::writeResult() {
   // Every host holds every element once: divide by hosts x elements.
   const double hosts = static_cast<double>(s.size / s.ranksPerRow);
   float eta = s.count ? static_cast<float>(s.scalarOut[0] / (hosts * s.count)) : 0.0f;
-  kernels::signDecompress(s.bits.data(), s.count, eta, s.g);
+  TSR_RETURN_IF_ERROR(named(k.signDecompress(at_.bits, s.count, eta, s.g)));
   double t2 = nowUs();
   s.times.decompress = t2 - t;
-  const size_t off = s.hier.shardOffset, n = s.hier.shardCount;
-  kernels::signCompensate(s.shard.data(), s.bits.data() + off / 64, n, eta, s.comp.data());
+  // c = s' - G on the block (G into shardOut, unused); padding keeps nothing.
+  TSR_RETURN_IF_ERROR(named(k.signFinish(at_.shard, at_.bits + off / 64, n, eta, at_.shardOut, at_.comp)));
   const size_t real = s.count > off ? std::min(n, s.count - off) : 0;
-  std::fill(s.comp.begin() + real, s.comp.end(), 0.0f);  // padding keeps nothing
-  if (s.intraResidualOnce) std::fill(s.intraResidual.begin(), s.intraResidual.end(), 0.0f);
+  if (real < n) TSR_RETURN_IF_ERROR(named(k.zero(at_.comp + real, (n - real) * sizeof(float))));
+  if (s.intraResidualOnce) TSR_RETURN_IF_ERROR(named(k.zero(at_.intraResidual, s.count * sizeof(float))));
   s.intraResidualOnce = false;
   s.times.compensate = nowUs() - t2;
   return Status::ok();

@@ -1,44 +1,62 @@
-// One two-level Marsit step (hier_plan.h) as a progress-thread task, in two stages:
-//   stage 1 (seq):     x = g + r (r: what the last f16 cast dropped), cast to the intra type
-//                      (r = x - f16(x)), average over the host's ranks: this rank gets its
-//                      row block s.
-//   stage 2 (seq+1,2): the bit plan (Marsit across hosts, then the row all-gather), whose
-//                      kLocal ops pack s' = s + c chunk by chunk (signs, NaN/Inf scan, block
-//                      sums of |s'|: piecewise_prepare.h) in the order the column ring sends
-//                      them; once the block is packed, the eta/NaN scalar allreduce beside it.
-//                      With pack=whole the block is packed first and both start together.
-//   end:               G = eta * (2 bit - 1) into g, c = s' - G on the block.
+// One two-level Marsit step (hier_plan.h), a schedule (algorithms/plan/schedule_task.h) of:
+//   seq:     x = g + r (r: what the last f16 cast dropped), cast to the intra type
+//            (r = x - f16(x), a non-finite difference kept as 0), the row reduce-scatter
+//            average over the host's ranks: this rank gets its row block s;
+//   pack:    s' = s + c on the block, its NaN/Inf scan, sum |s'| and sign words at the block's
+//            place in the whole bit vector; with pack=chunked (host memory) the bit plan's
+//            kLocal ops do it chunk by chunk in the order the column ring sends them;
+//   seq+2:   the bit plan (Marsit across hosts, then the row all-gather);
+//   seq+1:   beside it, once the block is packed, the [sum |s'|, ranks with NaN/Inf]
+//            allreduce;
+//   end:     any rank with NaN/Inf fails the step on every rank, nothing changed; else
+//            G = eta (2 bit - 1) into g and c = s' - G on the block.
 // eta is the mean over hosts of mean |s'|: each host's ranks together hold every element once.
 // A full-precision step (every K) averages y = x + X c (c placed at the block, X = ranks per
-// host: c is in units of a host average) with the dense plan, which accounts for everything
-// that was kept back, and resets c and r.
+// host: c is in units of a host average) with the dense plan instead, which accounts for
+// everything that was kept back, and resets c and r.
+// One task for host memory and the direct device path (marsit_device.h): every vector step
+// runs through the StepKernels seam, so both give the same bits.
 #pragma once
 
-#include "algorithms/marsit/marsit_hier_step_sequence.h"
+#include <memory>
+#include <string>
+
 #include "algorithms/marsit/marsit_step.h"
 
 namespace tsr::marsit {
 
-// The host form, packing chunk by chunk inside the bit plan when params.chunkedPack (the
-// sequencing: marsit_hier_step_sequence.h).
-class MarsitHierStepTask final : public TwoLevelMarsitSequence {
+class MarsitHierStepTask final : public algorithms::ScheduleTask {
  public:
   MarsitHierStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  std::string describe() const override { return "two-level marsit allreduce of tensor " + state_->name; }
+  std::string describe() const override;
 
  private:
-  Status prepareIntra() override;
-  algorithms::RunBuffers intraBuffers() override;
-  Status packBlock() override;
-  algorithms::RunBuffers bitBuffers() override;
-  float workValue(size_t index) override;
-  Status writeResult() override;
-  void shardSum(size_t begin, size_t end);  // s' = s + c on [begin, end) of the block
-  void packWhole();
-  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan
+  Status addStages() override;
+  Result<std::unique_ptr<algorithms::Task>> beginIntra();
+  Status prepareIntra();
+  Status packBlock();
+  Status packWhole();
+  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan (host memory)
+  void shardSum(size_t begin, size_t end);         // s' = s + c on [begin, end) of the block (host)
+  // The block's first bad index (shard-relative) and sum |s'| into the scalars.
+  void scalarsReady(size_t badInBlock, double sumAbs);
+  algorithms::RunBuffers onPlace(void* data, void* scratch) const;
+  algorithms::RunBuffers bitBuffers();
+  Status finish();
+  Status writeResult();
+  Status named(const Status& st) const;
 
-  size_t packedElems_ = 0;  // of the block (padding included)
+  std::shared_ptr<MarsitState> state_;
+  algorithms::HostStepKernels hostKernels_;
+  MarsitPlace at_;
   kernels::RngStream coin_{};
+  bool full_ = false;
+  bool chunked_ = false;    // packing inside the bit plan: the scalars wait for the last chunk
+  bool packed_ = false;     // the whole block packed, the scalars set
+  size_t packedElems_ = 0;  // of the block (padding included), chunk by chunk
+  double localUs_ = 0;      // spent in kLocal ops: prepare's and pack's, not the wire's
+  double startUs_ = 0;
+  StageId bits_ = 0;
 };
 
 }  // namespace tsr::marsit

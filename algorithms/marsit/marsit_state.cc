@@ -122,6 +122,7 @@ Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, c
     s->ranksPerRow = static_cast<int>(grid[0].size());
     s->comp.assign(s->hier.shardCount, 0.0f);
     s->shard.resize(s->hier.shardCount);
+    s->shardOut.resize(s->hier.shardCount);
     s->intraResidual.assign(count, 0.0f);
     if (s->intraType == DataType::kF16) s->dropped.assign(s->hier.padded, 0.0f);
     s->bits.assign(s->hier.padded / 64, 0);

@@ -47,16 +47,30 @@ void sizeFlatState(MarsitState& s) {
   }
 }
 
-MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
-    : ScheduleTask(ctx), state_(std::move(state)) {
-  MarsitState& s = *state_;
+MarsitPlace placeOf(MarsitState& s, algorithms::HostStepKernels& host) {
   if (MarsitDeviceArrays* d = s.device.get())
-    at_ = {d->kernels.get(),     d->comp.as<float>(),    d->work.as<float>(),      d->prev.as<float>(),
-           d->shift.as<float>(), d->bits.as<uint64_t>(), d->bitScratch.as<void>(), d->fullScratch.as<void>()};
-  else
-    at_ = {&hostKernels_,  s.comp.data(), s.work.data(),       s.prev.data(),
-           s.shift.data(), s.bits.data(), s.bitScratch.data(), s.fullScratch.data()};
+    return {d->kernels.get(),     d->comp.as<float>(),      d->work.as<float>(),          d->prev.as<float>(),
+            d->shift.as<float>(), d->bits.as<uint64_t>(),   d->bitScratch.as<void>(),     d->fullScratch.as<void>(),
+            d->intra.as<void>(),  d->rowScratch.as<void>(), d->intraResidual.as<float>(), d->dropped.as<float>(),
+            d->shard.as<float>(), d->shardOut.as<float>()};
+  return {&host,
+          s.comp.data(),
+          s.work.data(),
+          s.prev.data(),
+          s.shift.data(),
+          s.bits.data(),
+          s.bitScratch.data(),
+          s.fullScratch.data(),
+          s.intraBuffer.data(),
+          s.rowScratch.data(),
+          s.intraResidual.data(),
+          s.dropped.data(),
+          s.shard.data(),
+          s.shardOut.data()};
 }
+
+MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
+    : ScheduleTask(ctx), state_(std::move(state)), at_(placeOf(*state_, hostKernels_)) {}
 
 std::string MarsitStepTask::describe() const {
   if (state_->device)

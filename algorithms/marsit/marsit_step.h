@@ -75,7 +75,7 @@ struct MarsitState {
   int ranksPerRow = 1;
   HierPlans hier;
   std::vector<uint64_t> intraBuffer, rowScratch;  // padded elements of intraType
-  std::vector<float> intraResidual, shard, dropped;
+  std::vector<float> intraResidual, shard, shardOut, dropped;
   // intra=none keeps no cast residual: one that setResidual put there goes in once, then
   // the step that added it clears it.
   bool intraResidualOnce = false;
@@ -106,19 +106,26 @@ Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, c
                                                const std::vector<std::vector<int>>& grid,
                                                const std::string& torusWhyNot, const algorithms::DenseOptions& options);
 
+// Where a step's vectors live and which kernels reach them: the state's host vectors and
+// `host`, or (s.device) the direct path's device arrays and their kernels.
+struct MarsitPlace {
+  algorithms::StepKernels* kernels;
+  float *comp, *work, *prev, *shift;
+  uint64_t* bits;
+  void *bitScratch, *fullScratch;
+  // Two-level: the intra-host vector and its plan's scratch, the cast residual, the f16
+  // rounding of the host ring, the row block s' and its estimate G.
+  void *intra, *rowScratch;
+  float *intraResidual, *dropped, *shard, *shardOut;
+};
+MarsitPlace placeOf(MarsitState& s, algorithms::HostStepKernels& host);
+
 class MarsitStepTask final : public algorithms::ScheduleTask {
  public:
   MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
   std::string describe() const override;
 
  private:
-  // Where this step's vectors live and which kernels reach them.
-  struct Place {
-    algorithms::StepKernels* kernels;
-    float *comp, *work, *prev, *shift;
-    uint64_t* bits;
-    void *bitScratch, *fullScratch;
-  };
   Status addStages() override;
   Status prepare();
   Status prepareWhole();
@@ -133,7 +140,7 @@ class MarsitStepTask final : public algorithms::ScheduleTask {
 
   std::shared_ptr<MarsitState> state_;
   algorithms::HostStepKernels hostKernels_;
-  Place at_;
+  MarsitPlace at_;
   kernels::RngStream coin_{};
   bool full_ = false;
   bool chunked_ = false;  // packing inside the bit plan: the scalars wait for the last chunk

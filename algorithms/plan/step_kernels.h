@@ -90,7 +90,7 @@ class StepKernels {
   virtual Status castFrom(DataType from, const uint16_t* in, size_t count, float* out) = 0;
   // out = in * factor (the average: the sum of the decompressed payloads times 1/N).
   virtual Status scale(const float* in, size_t count, float factor, float* out) = 0;
-  // Two-level Marsit's intra-host cast (marsit_hier_device_step.h): r = x - from(h) element
+  // Two-level Marsit's intra-host cast (marsit/marsit_hier_step.h): r = x - from(h) element
   // by element, a non-finite difference (an element that overflows f16) stored as 0.
   virtual Status castResidual(DataType from, const float* x, const uint16_t* h, size_t count, float* r) = 0;
   // Sparse codecs (kernels/topk.h, kernels/randomk.h): min(k, n) increasing indices into

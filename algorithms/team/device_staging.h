@@ -15,9 +15,9 @@
 // buffer keeps the caller's gradient.
 //
 // The direct path (built for Marsit ring and torus: algorithms/marsit/marsit_device.h,
-// two-level Marsit: marsit_hier_device_step.h, the flat compressed tensor:
+// two-level Marsit: marsit_hier_step.h, the flat compressed tensor:
 // algorithms/compressed/compressed_device.h, and the two-level one:
-// compressed_hier_device_step.h):
+// compressed_hier_device.h):
 // when ucp_context_query lists UCS_MEMORY_TYPE_CUDA (Communicator::transportMovesCuda), the
 // step runs on the device through StepKernels (plan/step_kernels.h: the CUDA
 // kernels of algorithms/kernels/cuda on cudaMalloc'd scratch), the compensation stays on the
