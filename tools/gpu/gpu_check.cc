@@ -285,8 +285,9 @@ void tensorCase(tsr_comm_t comm, Tally& tally, bool device, int rank, const Tens
     tsr_tensor_destroy(h);
     return;
   }
-  const char* algo = "";
-  tsr_tensor_info(d, nullptr, &algo);
+  const char* name = "";
+  tsr_tensor_info(d, nullptr, &name);
+  const std::string algo = name;  // the string lives only as long as the tensor
   DeviceBuffer gd(count * 4);
   std::vector<float> g(count), back(count), rh(count), rd(count);
   std::string bad;
