@@ -5,8 +5,9 @@
 // State needs: name, count, step, g (the step's buffer), pending (RequestPtr), algorithm, and
 // staging (shared_ptr<DeviceStaging>, null for a host tensor): a device tensor's step runs on
 // the staging's pinned host buffer between two copies (device_staging.h). A State that also
-// has `device` (Marsit: the direct device path) with it set takes g as it is, checked by
-// checkDirect(state, g), and its makeTask builds the device task.
+// has `device` (Marsit and compressed: the direct device path) with it set takes g as it is,
+// checked by checkDirect(state, g), and its makeTask builds a task that runs on the device
+// arrays.
 #pragma once
 
 #include <memory>
