@@ -6,6 +6,8 @@
 #include <mutex>
 #include <optional>
 
+#include "algorithms/dense/dense_algorithms.h"
+
 extern char** environ;
 
 namespace tsr::runtime {
@@ -64,6 +66,7 @@ bool isFamilyName(const std::string& name) { return name.rfind("TSR_COMPRESS_", 
 }  // namespace
 
 const std::vector<ConfigEntry>& configTable() {
+  static const std::string algoChoices = algorithms::denseAlgorithmChoices();  // TSR_ALGO's values
   static const std::vector<ConfigEntry> table = {
       {"TSR_TIMEOUT_MS", ValueKind::kInt, "300000", "1..86400000",
        "a pending collective fails with TSR_ERR_TIMEOUT after this long"},
@@ -81,7 +84,7 @@ const std::vector<ConfigEntry>& configTable() {
        "ring reduce-scatter chunks are reduced straight from UCX's receive buffer (UCX active "
        "messages; no staging copy, no window): on, off, or auto = on when no two ranks share a "
        "host; must be the same on every rank"},
-      {"TSR_ALGO", ValueKind::kEnum, "auto", "auto|ring|torus|hier|rabenseifner|doubling|bruck|shm",
+      {"TSR_ALGO", ValueKind::kEnum, "auto", algoChoices.c_str(),
        "force an algorithm: allreduce ring, torus, hier (two-level), rabenseifner, doubling or shm "
        "(1 B..4 KiB through shared memory, every rank on one host); all-gather "
        "ring or bruck; a collective the name does not fit, or a job it cannot serve, takes the "

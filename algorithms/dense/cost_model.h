@@ -1,4 +1,5 @@
-// The alpha-beta cost model that picks a dense algorithm per (collective, size, job).
+// The alpha-beta cost model that picks a dense algorithm per (collective, size, job); it ranks
+// the planned algorithms of the dense table (dense_algorithms.h; a test holds the two equal).
 //
 // Two link classes: `host` (ranks on one machine: UCX shared memory) and `net` (across
 // machines). A message of b bytes over a link costs latency + b / bandwidth. Where several

@@ -5,19 +5,16 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/dense/dense_algorithms.h"
 #include "base/logging.h"
 
 namespace tsr::algorithms {
 
-namespace {
-const std::vector<std::string> kAllreduceNames = {"ring", "torus", "hier", "rabenseifner", "doubling"};
-const std::vector<std::string> kAllgatherNames = {"ring", "bruck"};
-}  // namespace
-
 std::vector<std::string> DenseSelector::order(std::vector<Candidate> ranked, const char* what, size_t bytes) const {
   // TSR_ALGO first when it names an algorithm of this collective, even one the cost model
   // would not consider for this job (the torus on one host); then the model's ranking.
-  const auto& valid = std::string(what) == "allgather" ? kAllgatherNames : kAllreduceNames;
+  static const std::vector<std::string> allreduces = plannedAlgorithms(false), allgathers = plannedAlgorithms(true);
+  const auto& valid = std::string(what) == "allgather" ? allgathers : allreduces;
   std::vector<std::string> names;
   if (std::find(valid.begin(), valid.end(), s_.forced) != valid.end()) names.push_back(s_.forced);
   for (const Candidate& c : ranked)

@@ -5,13 +5,22 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "algorithms/team/request.h"
 #include "base/dtype.h"
 #include "base/status.h"
 
 namespace tsr::algorithms {
+
+// One measured part of a step, for tools (tsr-bench's split): a time in microseconds, or a
+// count ("result_nonzeros").
+struct StepPart {
+  std::string name;
+  double value = 0;
+};
 
 class Tensor {
  public:
@@ -31,6 +40,14 @@ class Tensor {
   virtual void residual(float* out) const = 0;
   // Restores it (a checkpoint); a dense tensor takes only zeros.
   virtual Status setResidual(const float* values) = 0;
+  // The last finished step's parts in the algorithm's own words (Marsit: prepare, pack, wire,
+  // merge, decompress, compensate, total; SparDL: select, merge, local, wire, total,
+  // result_nonzeros); empty where the algorithm does not time its steps (dense, compressed).
+  virtual std::vector<StepPart> lastStep() const { return {}; }
+  // Numbers the algorithm resolved (defaults included) that a tool checking results needs:
+  // Marsit's momentum (the mu handed to the optimizer) and scale_span (elements sharing one
+  // eta). Empty for the others.
+  virtual std::map<std::string, double> settings() const { return {}; }
 };
 
 }  // namespace tsr::algorithms

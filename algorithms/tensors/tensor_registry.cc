@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <sstream>
 #include <type_traits>
 
 #include "algorithms/compressed/compressed_tensor.h"
@@ -75,7 +76,30 @@ class FamilyTensor final : public Tensor {
       family_->residual(out);
   }
   Status setResidual(const float* values) override { return family_->setResidual(values); }
-  Family& family() { return *family_; }
+  std::vector<StepPart> lastStep() const override {
+    if constexpr (std::is_same_v<Family, marsit::MarsitTensor>) {
+      const marsit::StepTimes& t = family_->lastTimes();
+      return {{"prepare", t.prepare},
+              {"pack", t.pack},
+              {"wire", t.wire},
+              {"merge", t.merge},
+              {"decompress", t.decompress},
+              {"compensate", t.compensate},
+              {"total", t.total}};
+    } else if constexpr (std::is_same_v<Family, spardl::SparDLTensor>) {
+      const spardl::StepStats& s = family_->lastStats();
+      return {{"select", s.select}, {"merge", s.merge}, {"local", s.local},
+              {"wire", s.wire},     {"total", s.total}, {"result_nonzeros", static_cast<double>(s.resultNonZeros)}};
+    } else {
+      return {};
+    }
+  }
+  std::map<std::string, double> settings() const override {
+    if constexpr (std::is_same_v<Family, marsit::MarsitTensor>)
+      return {{"momentum", family_->momentum()}, {"scale_span", static_cast<double>(family_->scaleSpan())}};
+    else
+      return {};
+  }
 
  private:
   std::unique_ptr<Family> family_;
@@ -126,17 +150,47 @@ Result<std::unique_ptr<Tensor>> makeFamily(Team& team, const TensorSpec& spec,
 }  // namespace
 
 const std::vector<TensorAlgorithmInfo>& tensorAlgorithms() {
+  static const char* kMarsitKeys =
+      "topology=ring|torus seed full_precision_every intra=none|fp16 pack=chunked|whole momentum scale_block";
+  static const char* kCompressedKeys =
+      "compressor=onebit|topk|randomk|dithering|fp16|bf16|none k scaling ef=vanilla|none momentum=nesterov|none "
+      "momentum_mu seed intra=none|fp16";
   static const std::vector<TensorAlgorithmInfo> table = {
       {"dense", "plain allreduce of the whole buffer (any floating dtype)", ""},
-      {"marsit", "sign-bit allreduce (Sign Bit is Enough; float32)",
-       "topology=ring|torus seed full_precision_every intra=none|fp16"},
+      {"marsit", "sign-bit allreduce (Sign Bit is Enough; float32)", kMarsitKeys},
       {"compressed", "any compressor of the registry, all-gathered and averaged (BytePS compression; float32)",
-       "compressor=onebit|topk|randomk|dithering|fp16|bf16|none k scaling ef=vanilla|none momentum=nesterov|none "
-       "momentum_mu seed intra=none|fp16"},
+       kCompressedKeys},
       {"spardl", "sparse-block allreduce for any number of ranks (SparDL; float32; the sum)",
-       "density teams sag=auto|r"},
+       "density teams sag=auto|r|b"},
+      {"marsit-torus", "Marsit on the host grid's 2D torus", kMarsitKeys, "marsit", "topology=torus"},
+      {"marsit-2level", "Marsit across hosts on each rank's shard of its host's f32 average", kMarsitKeys, "marsit",
+       "intra=none"},
+      {"marsit-2level-fp16", "marsit-2level with the host average summed in float16", kMarsitKeys, "marsit",
+       "intra=fp16"},
+      {"topk", "top-k with error feedback, all-gathered (k = 1% by default; SparDL's baseline)", kCompressedKeys,
+       "compressed", "compressor=topk", "k=0.01"},
+      {"topk-2level", "topk across hosts on each rank's shard of its host's f32 average", kCompressedKeys, "compressed",
+       "compressor=topk intra=none", "k=0.01"},
+      {"topk-2level-fp16", "topk-2level with the host average summed in float16", kCompressedKeys, "compressed",
+       "compressor=topk intra=fp16", "k=0.01"},
+      // Unscaled, onebit sends +-1 per element, a unit gradient everywhere that SGD at a usual
+      // learning rate does not survive; scaled by the mean |g| it keeps the gradient's size.
+      {"onebit", "sign bits scaled by the mean |g|, with error feedback (1-bit SGD)", kCompressedKeys, "compressed",
+       "compressor=onebit", "scaling=true"},
   };
   return table;
+}
+
+const TensorAlgorithmInfo* findTensorAlgorithm(const std::string& name) {
+  for (const TensorAlgorithmInfo& a : tensorAlgorithms())
+    if (name == a.name) return &a;
+  return nullptr;
+}
+
+std::string tensorFamily(const std::string& name) {
+  const TensorAlgorithmInfo* a = findTensorAlgorithm(name);
+  if (!a) return "";
+  return *a->base ? a->base : a->name;
 }
 
 Result<std::unique_ptr<Tensor>> makeTensor(Team& team, TensorSpec spec, const std::string& caller) {
@@ -159,7 +213,33 @@ Result<std::unique_ptr<Tensor>> makeTensor(Team& team, TensorSpec spec, const st
     op = o->second;
     kv.erase(o);
   }
-  const std::string algorithm = kv.count("algorithm") ? kv["algorithm"] : "dense";
+  const std::string asked = kv.count("algorithm") ? kv["algorithm"] : "dense";
+  const TensorAlgorithmInfo* row = findTensorAlgorithm(asked);
+  if (!row) {
+    std::string names;
+    for (const TensorAlgorithmInfo& a : tensorAlgorithms()) names += (names.empty() ? "" : ", ") + std::string(a.name);
+    return invalid("algorithm=" + asked + " is not accepted (" + names + ")");
+  }
+  // A preset: its own keys (a caller's other value is refused), its defaults under the
+  // caller's keys, then its family.
+  auto pairs = [](const char* text) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::istringstream in(text);
+    for (std::string pair; in >> pair;) {
+      const size_t eq = pair.find('=');
+      out.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+    }
+    return out;
+  };
+  for (const auto& [k, v] : pairs(row->fixed)) {
+    if (auto given = kv.find(k); given != kv.end() && given->second != v)
+      return invalid("algorithm=" + asked + " sets " + k + "=" + v + ", not " + k + "=" + given->second +
+                     "; use algorithm=" + row->base + " with " + k + "=" + given->second);
+    kv[k] = v;
+  }
+  for (const auto& [k, v] : pairs(row->defaults)) kv.emplace(k, v);
+  const std::string algorithm = tensorFamily(asked);
+  if (*row->base) kv["algorithm"] = algorithm;
   if (algorithm == "dense") {
     for (const auto& [k, v] : kv)
       if (k != "algorithm") return invalid(k + "=" + v + " is not a parameter of algorithm=dense");
@@ -174,9 +254,6 @@ Result<std::unique_ptr<Tensor>> makeTensor(Team& team, TensorSpec spec, const st
     const ReduceOp result = op == "sum" ? ReduceOp::kSum : ReduceOp::kAvg;
     return std::unique_ptr<Tensor>(new DenseTensor(team, spec.name, spec.count, spec.dtype, result));
   }
-  const auto& table = tensorAlgorithms();
-  if (std::none_of(table.begin(), table.end(), [&](const TensorAlgorithmInfo& a) { return algorithm == a.name; }))
-    return invalid("algorithm=" + algorithm + " is not accepted (dense, marsit, compressed or spardl)");
   if (spec.dtype != DataType::kF32)
     return notSupported("algorithm=" + algorithm + " takes TSR_FLOAT32 (float32) only, not " +
                         dataTypeName(spec.dtype) + "; algorithm=dense takes any floating dtype");

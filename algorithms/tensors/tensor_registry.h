@@ -18,10 +18,22 @@ struct TensorAlgorithmInfo {
   const char* name;         // algorithm=NAME
   const char* description;  // one line, for people
   const char* parameters;   // the keys it takes besides algorithm=, memory= and op=
+  // A preset: the algorithm it runs ("" for the four families themselves), the keys that make
+  // it what it is ("key=value ..."; a caller's other value for one is refused) and its
+  // defaults (the caller's keys override them).
+  const char* base = "";
+  const char* fixed = "";
+  const char* defaults = "";
 };
 
-// Every tensor algorithm, dense first (the default).
+// Every tensor algorithm name: the four families (dense first, the default), then the presets
+// (marsit-torus, topk, onebit, ...). The one list tsr-bench's --algo, the C API, Python's hooks
+// and tsr-info take their tensor algorithm names from.
 const std::vector<TensorAlgorithmInfo>& tensorAlgorithms();
+// The row named `name`, or null.
+const TensorAlgorithmInfo* findTensorAlgorithm(const std::string& name);
+// The family a name runs (a preset's base, else the name itself); empty for an unknown name.
+std::string tensorFamily(const std::string& name);
 
 struct TensorSpec {
   std::string name;  // unique among the team's live tensors (the caller checks)

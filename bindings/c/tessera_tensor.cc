@@ -91,6 +91,19 @@ tsr_status_t tsr_tensor_info(tsr_tensor_t tensor, uint64_t* steps, const char** 
   });
 }
 
+tsr_status_t tsr_tensor_algorithm(size_t index, const char** name, const char** family, const char** description,
+                                  const char** parameters) {
+  const auto& table = tsr::algorithms::tensorAlgorithms();
+  if (index >= table.size())
+    return invalid("tsr_tensor_algorithm: index " + std::to_string(index) + " is past the last (" +
+                   std::to_string(table.size()) + " algorithms)");
+  if (name) *name = table[index].name;
+  if (family) *family = *table[index].base ? table[index].base : table[index].name;
+  if (description) *description = table[index].description;
+  if (parameters) *parameters = table[index].parameters;
+  return TSR_OK;
+}
+
 tsr_status_t tsr_tensor_result_kind(tsr_tensor_t tensor, tsr_op_t* op) {
   if (!op) return invalid("tsr_tensor_result_kind: op is NULL");
   return onTensor(tensor, "tsr_tensor_result_kind", [&](Communicator&) {

@@ -18,6 +18,12 @@ double median(std::vector<double> v) {
   return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
 }
 
+Status stepOf(algorithms::Tensor& tensor, float* data) {
+  auto posted = tensor.allreduceAsync(data);
+  if (!posted.isOk()) return posted.status();
+  return posted.value()->wait();
+}
+
 namespace {
 
 uint64_t hashOf(const std::vector<float>& v) {  // FNV-1a over the bit patterns

@@ -1,12 +1,13 @@
 // Helpers every tsr-bench runner uses: waiting on a posted collective, medians, and finding
 // the elements where the ranks' results differ; and the timing loop's pieces the compressed
-// runners (bench_marsit.cc, bench_sparse.cc) share.
+// runners (bench_marsit.cc, bench_compressed.cc) share.
 #pragma once
 
 #include <chrono>
 #include <string>
 #include <vector>
 
+#include "algorithms/tensors/tensor.h"
 #include "runtime/communicator.h"
 #include "tools/bench/bench_report.h"
 
@@ -16,6 +17,9 @@ namespace tsr::tools::bench {
 Status waitFor(Result<runtime::RequestPtr> posted, std::string* algo = nullptr);
 
 double median(std::vector<double> v);
+
+// One blocking step of a tensor on `data`.
+Status stepOf(algorithms::Tensor& tensor, float* data);
 
 // Collective. Empty when every rank holds the same bits in `result` (compared by a 64-bit
 // hash first); otherwise one flag per element, set where some ranks' values differ.

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/marsit/marsit.h"
+#include "algorithms/tensors/tensor_registry.h"
 #include "base/reference_values.h"
 #include "tools/bench/bench_common.h"
 
@@ -78,22 +78,23 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
   row.bytes = row.count * sizeof(float);
   row.iters = o.iters;
   const bool twoLevel = o.algo.rfind("marsit-2level", 0) == 0;
-  std::map<std::string, std::string> params{{"seed", "20261122"}};
-  if (twoLevel)
-    params["intra"] = o.algo == "marsit-2level-fp16" ? "fp16" : "none";
-  else
-    params["topology"] = o.algo == "marsit-torus" ? "torus" : "ring";
-  auto created = marsit::MarsitTensor::create(comm, "tsr-bench-" + std::to_string(row.bytes), row.count, params);
+  auto created = algorithms::makeTensor(comm,
+                                        {"tsr-bench-" + std::to_string(row.bytes),
+                                         row.count,
+                                         DataType::kF32,
+                                         {{"algorithm", o.algo}, {"seed", "20261122"}}},
+                                        "tsr-bench");
   if (!created.isOk()) {
     row.algo = o.algo;
     row.error = created.status().toString();
     return row;
   }
-  marsit::MarsitTensor& tensor = *created.value();
+  algorithms::Tensor& tensor = *created.value();
   row.algo = twoLevel ? o.algo : tensor.algorithm();  // says whether the host average was f16
   // The sign estimate M, tracked from the outputs (M' = out + mu M), and M before this step.
-  const double mu = tensor.momentum();
-  const size_t span = tensor.scaleSpan();
+  const std::map<std::string, double> settings = tensor.settings();
+  const double mu = settings.at("momentum");
+  const size_t span = static_cast<size_t>(settings.at("scale_span"));
   std::vector<float> g(row.count), comp, est(row.count, 0.0f);
   SlowestRank slowest(7);
   int64_t wrong = 0;
@@ -101,21 +102,25 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
     fill(g, me);
     const bool check = o.check && it >= o.warmup;
     std::vector<double> localAbs(1, 0.0);
-    if (check) {
-      // Flat Marsit's compensation is per element; two-level's covers one row block (its
-      // check does not use this sum).
-      comp = tensor.compensation();
-      if (!twoLevel) localAbs = blockAbsOfInput(g, comp, est, mu, span);
+    if (check && !twoLevel) {
+      // Flat Marsit's residual is its compensation, per element (two-level's check does not
+      // use this sum).
+      comp.resize(row.count);
+      tensor.residual(comp.data());
+      localAbs = blockAbsOfInput(g, comp, est, mu, span);
     }
-    TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return tensor.allreduce(g.data()); }));
+    TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return stepOf(tensor, g.data()); }));
     if (!step.status.isOk()) {
       row.error = step.status.toString();
       return row;  // the communicator may be broken now: the caller stops the sweep
     }
-    const marsit::StepTimes& s = tensor.lastTimes();
-    TSR_RETURN_IF_ERROR(keepSlowest(comm, step,
-                                    {s.prepare, s.pack, s.wire, s.merge, s.decompress, s.compensate, s.total},
-                                    it >= o.warmup, slowest));
+    // The split's fields in StepSplit's order, from the step's named parts.
+    std::vector<double> fields(7, 0.0);
+    const char* names[7] = {"prepare", "pack", "wire", "merge", "decompress", "compensate", "total"};
+    for (const algorithms::StepPart& part : tensor.lastStep())
+      for (int f = 0; f < 7; ++f)
+        if (part.name == names[f]) fields[f] = part.value;
+    TSR_RETURN_IF_ERROR(keepSlowest(comm, step, fields, it >= o.warmup, slowest));
     for (size_t j = 0; j < row.count; ++j) est[j] = static_cast<float>(g[j] + mu * est[j]);
     if (it < o.warmup) continue;
     if (check) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "algorithms/tensors/tensor_registry.h"
 #include "runtime/config.h"
 
 namespace tsr::tools::bench {
@@ -24,12 +25,17 @@ const char* collectiveName(Collective c) {
   return "?";
 }
 
-bool isMarsit(const BenchOptions& o) {
-  return o.algo == "marsit" || o.algo == "marsit-torus" || o.algo == "marsit-2level" || o.algo == "marsit-2level-fp16";
+std::string tensorFamilyOf(const BenchOptions& o) {
+  // dense runs as TSR_ALGO=auto; compressed needs keys tsr-bench does not take (a compressor).
+  if (o.algo == "dense" || o.algo == "compressed") return "";
+  return algorithms::tensorFamily(o.algo);
 }
-bool isTopkAllgather(const std::string& algo) {
-  return algo == "topk-allgather" || algo == "topk-allgather-2level" || algo == "topk-allgather-2level-fp16";
+bool isMarsit(const BenchOptions& o) { return tensorFamilyOf(o) == "marsit"; }
+bool isCompressed(const BenchOptions& o) {
+  const std::string family = tensorFamilyOf(o);
+  return family == "compressed" || family == "spardl";
 }
+
 namespace {
 // The dense algorithms: TSR_ALGO's values, from the runtime's settings table.
 std::string denseAlgos() {
@@ -46,7 +52,18 @@ bool isDenseAlgo(const std::string& algo) {
 }
 }  // namespace
 
-bool isSparse(const BenchOptions& o) { return o.algo == "spardl" || isTopkAllgather(o.algo); }
+namespace {
+// The tensor algorithms tsr-bench runs, "a|b|c".
+std::string tensorAlgos() {
+  std::string names;
+  for (const algorithms::TensorAlgorithmInfo& a : algorithms::tensorAlgorithms()) {
+    BenchOptions probe;
+    probe.algo = a.name;
+    if (!tensorFamilyOf(probe).empty()) names += (names.empty() ? "" : "|") + std::string(a.name);
+  }
+  return names;
+}
+}  // namespace
 
 std::string densityText(double density) {
   char buf[64];
@@ -101,16 +118,14 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
                  "auto|ring|torus|hier|rabenseifner|doubling|shm (allreduce; shm: every rank on one host), ring|bruck "
-                 "(allgather) (sets TSR_ALGO; auto = the cost model's choice), marsit|marsit-torus|"
-                 "marsit-2level|marsit-2level-fp16 (sign-bit allreduce, f32; two-level: average in each host) or "
-                 "spardl|topk-allgather|"
-                 "topk-allgather-2level|topk-allgather-2level-fp16 (sparse, f32; two-level: average in each host, "
-                 "top-k across hosts)");
+                 "(allgather) (sets TSR_ALGO; auto = the cost model's choice), or a tensor algorithm, f32 allreduce "
+                 "only: " +
+                     tensorAlgos() + " (tsr-info lists them)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
   app.add_option("--rate", o.rateGbit, "link rate in Gbit/s: adds the floor 2(N-1)/N*S*8/rate");
-  app.add_option("--density", o.density, "spardl density / topk-allgather k ratio, in (0, 1] (default 0.01)");
+  app.add_option("--density", o.density, "spardl density / topk k ratio, in (0, 1] (default 0.01)");
   app.add_option("--teams", o.teams, "spardl teams (divides N; default 1)");
   app.add_option("--sag", o.sag, "spardl across teams: auto|r|b")->check(CLI::IsMember({"auto", "r", "b"}));
   try {
@@ -141,10 +156,9 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
                   "--op " + coll + ": accepted values are allreduce|allgather|reduce_scatter|broadcast");
   o.collective = it->second;
   o.check = check == 1;
-  if (!isMarsit(o) && !isSparse(o) && !isDenseAlgo(o.algo))
-    return Status(Code::kInvalidArgument, "--algo " + o.algo + ": accepted values are " + denseAlgos() +
-                                              "|marsit|marsit-torus|marsit-2level|marsit-2level-fp16|spardl|"
-                                              "topk-allgather|topk-allgather-2level|topk-allgather-2level-fp16");
+  if (tensorFamilyOf(o).empty() && !isDenseAlgo(o.algo))
+    return Status(Code::kInvalidArgument,
+                  "--algo " + o.algo + ": accepted values are " + denseAlgos() + "|" + tensorAlgos());
   // Marsit replaces g by eta*(+-1), an estimate of the average of f32 gradients: nothing else.
   if (isMarsit(o)) {
     std::string why = "--algo " + o.algo + ": ";
@@ -160,8 +174,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
     return Status(Code::kInvalidArgument, "--density " + densityText(o.density) + ": accepted values are in (0, 1]");
   if (o.teams < 1)
     return Status(Code::kInvalidArgument, "--teams " + std::to_string(o.teams) + ": accepted values are >= 1");
-  // SparDL sums and topk-allgather averages sparse f32 gradients: nothing else.
-  if (isSparse(o)) {
+  // SparDL sums and the compressed tensors average f32 gradients: nothing else.
+  if (isCompressed(o)) {
     std::string why = "--algo " + o.algo + ": ";
     if (o.collective != Collective::kAllreduce)
       return Status(Code::kInvalidArgument, why + "--op " + coll + " is not accepted (an allreduce only)");
@@ -170,7 +184,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
       return Status(Code::kInvalidArgument, why + "-o " + op +
                                                 " is not accepted (sum|avg: spardl sums, "
-                                                "topk-allgather averages)");
+                                                "the compressed tensors average)");
     // Whether --teams divides N is known only under the communicator: the tensor says so then.
     bool pow2 = (o.teams & (o.teams - 1)) == 0;
     if (o.algo == "spardl" && o.sag == "r" && !pow2)

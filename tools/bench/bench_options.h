@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,15 +30,15 @@ struct BenchOptions {
   ReduceOp op = ReduceOp::kSum;
   bool check = true;
   Collective collective = Collective::kAllreduce;
-  std::string algo = "auto";  // auto|ring|torus|hier|rabenseifner|doubling|bruck (TSR_ALGO), marsit|marsit-torus,
-                              // spardl|topk-allgather[-2level[-fp16]]
+  std::string algo = "auto";  // auto|ring|torus|hier|rabenseifner|doubling|bruck|shm (TSR_ALGO), or a
+                              // tensor algorithm of the registry (marsit, spardl, topk, onebit, ...)
   std::string jsonFile;
   std::string format = "table";  // table | csv | peer (the peer benchmarks' 11 columns)
   double minBusbw = 0;           // GB/s; below it the exit status is non-zero
   double rateGbit = 0;           // link rate for the floor column (0 = no floor)
   // Sparse algorithms only; the others accept and ignore them, so one cluster.sh command line
   // serves every algorithm of ALGOS.
-  double density = 0.01;     // spardl density, topk-allgather's k as a ratio
+  double density = 0.01;     // spardl density, topk's k as a ratio
   int teams = 1;             // spardl teams
   std::string sag = "auto";  // spardl sag=auto|r|b
 };
@@ -46,17 +47,14 @@ struct BenchOptions {
 // the option and the value.
 Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv);
 
-// --algo marsit | marsit-torus: the Marsit sign-bit allreduce (algorithms/marsit) instead of a
-// dense collective; the parser accepts it only for f32 allreduce with -o sum|avg.
+// --algo naming a tensor algorithm (algorithms/tensors/tensor_registry.h: marsit,
+// marsit-torus, marsit-2level[-fp16], spardl, topk, topk-2level[-fp16], onebit) runs that
+// tensor instead of a dense collective; the parser accepts it only for f32 allreduce with
+// -o sum|avg. Its family: "marsit", "compressed" or "spardl"; empty for a dense collective.
+std::string tensorFamilyOf(const BenchOptions& o);
 bool isMarsit(const BenchOptions& o);
-
-// --algo spardl | topk-allgather: SparDL (algorithms/spardl) or its baseline, a top-k
-// CompressedTensor (algorithms/compressed); the parser accepts them only for f32 allreduce
-// with -o sum|avg (SparDL sums, topk-allgather averages, whatever -o says).
-// --algo topk-allgather-2level | topk-allgather-2level-fp16: the same tensor with intra=none |
-// fp16 (average inside each host, top-k across hosts on the shards, all-gather in the host).
-bool isSparse(const BenchOptions& o);
-bool isTopkAllgather(const std::string& algo);
+// A compressed or SparDL tensor (the compressed runner, bench_compressed.h).
+bool isCompressed(const BenchOptions& o);
 
 // The density as the shortest text that reads back as the same double ("0.01").
 std::string densityText(double density);

@@ -81,12 +81,13 @@ std::string header(const BenchOptions& o, int n, const std::string& note, const 
                             ": size is the logical f32 size (count*4, for algbw/busbw); split: "
                             "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
                       : std::string()) +
-         (isSparse(o) ? "# " + o.algo + " density " + densityText(o.density) +
-                            (o.algo == "spardl" ? format(" teams %d sag %s", o.teams, o.sag.c_str()) : "") +
-                            ": size is the logical f32 size (count*4); split: median of the slowest rank "
-                            "per field; nnz: result non-zeros; floor: SparDL's 2(N-1)*k_b*8 B at --rate, "
-                            "k_b = ceil(density*ceil(count/N))\n"
-                      : std::string()) +
+         (isCompressed(o)
+              ? "# " + o.algo + " density " + densityText(o.density) +
+                    (tensorFamilyOf(o) == "spardl" ? format(" teams %d sag %s", o.teams, o.sag.c_str()) : "") +
+                    ": size is the logical f32 size (count*4); split: median of the slowest rank "
+                    "per field; nnz: result non-zeros; floor: SparDL's 2(N-1)*k_b*8 B at --rate, "
+                    "k_b = ceil(density*ceil(count/N))\n"
+              : std::string()) +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop", "algo",
                 "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "", "(elements)", "", "", "", "", "(GB/s)",
@@ -173,7 +174,7 @@ std::string ratio(double timeUs, double floor) { return floor > 0 ? format("%.2f
 std::string splitLine(const BenchRow& r, const BenchOptions& o, int n) {
   if (r.hasSparse) {
     const SparseSplit& s = r.sparse;
-    double fl = sparseFloorUs(r.count, n, o.density, o.rateGbit);
+    double fl = s.floorApplies ? sparseFloorUs(r.count, n, o.density, o.rateGbit) : 0;
     std::string head = s.timed ? format("#   split(us) select %.1f merge %.1f local %.1f wire %.1f total %.1f",
                                         s.select, s.merge, s.local, s.wire, s.total)
                                : std::string("#   sparse");
@@ -205,7 +206,7 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
   }
   if (r.hasSparse) {
     const SparseSplit& s = r.sparse;
-    double fl = sparseFloorUs(r.count, n, o.density, o.rateGbit);
+    double fl = s.floorApplies ? sparseFloorUs(r.count, n, o.density, o.rateGbit) : 0;
     std::string x = ratio(r.timeUs, fl);
     split = ", \"sparse\": {" +
             (s.timed ? format("\"select\": %.3f, \"merge\": %.3f, \"local\": %.3f, \"wire\": %.3f, \"total\": %.3f, ",

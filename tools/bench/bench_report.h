@@ -18,12 +18,13 @@ struct StepSplit {
   double prepare = 0, pack = 0, wire = 0, merge = 0, decompress = 0, compensate = 0, total = 0;
 };
 
-// A sparse step (SparDL's StepStats; topk-allgather has only the non-zeros): per field the
+// A sparse step (SparDL's StepStats; topk has only the non-zeros): per field the
 // median over iterations of the max over ranks, microseconds.
 struct SparseSplit {
   bool timed = false;  // select .. total filled (spardl)
   double select = 0, merge = 0, local = 0, wire = 0, total = 0;
-  uint64_t nonZeros = 0;  // of the result
+  uint64_t nonZeros = 0;     // of the result
+  bool floorApplies = true;  // SparDL and top-k; not for a dense payload (onebit)
 };
 
 struct BenchRow {
@@ -39,7 +40,7 @@ struct BenchRow {
   std::string error;      // a failed collective's message
   bool hasSplit = false;  // Marsit rows: `split` is filled and the compressed floor applies
   StepSplit split;
-  bool hasSparse = false;  // spardl / topk-allgather rows: `sparse` is filled, the sparse floor applies
+  bool hasSparse = false;  // spardl / compressed rows: `sparse` is filled, the sparse floor applies
   SparseSplit sparse;
 };
 
@@ -80,7 +81,7 @@ std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int
 // Rows with a split: "#   split(us) prepare P pack ... total T sent(B) B floor(us) F x_floor X"
 // ('#' keeps the csv and peer formats parseable; sent: the row's wire bytes, which the peer
 // format has no column for); sparse rows: "#   split(us) select S merge M wire W total T
-// nnz Z sent(B) B floor(us) F x_floor X" (topk-allgather: "#   sparse nnz Z sent(B) ...");
+// nnz Z sent(B) B floor(us) F x_floor X" (topk: "#   sparse nnz Z sent(B) ...");
 // "" otherwise.
 std::string splitLine(const BenchRow& r, const BenchOptions& o, int nranks);
 // Adds "split": {...}, "floor_us" and "x_floor" (the compressed floor) to rows with a split;

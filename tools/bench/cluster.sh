@@ -12,7 +12,7 @@
 # host), TSR_ENV (space-separated VAR=VALUE for Tessera's ranks, e.g.
 # "TSR_CHUNK_BYTES=262144", or "UCX_TCP_SNDBUF=auto" for the kernel's autotuning instead of
 # Tessera's 256 KiB: docs/configuration.md), ALGOS (space-separated tsr-bench --algo values, e.g.
-# "ring marsit" or "ring spardl topk-allgather": one tsr-bench run each, interleaved within
+# "ring marsit" or "ring spardl topk": one tsr-bench run each, interleaved within
 # every repeat, so their ratios come from one cluster), ITERS and WARMUP (tsr-bench -n
 # and -w, default 5 and 1), TSR_ENVS ('|'-separated settings, e.g. "TSR_WAIT=spin|TSR_WAIT=auto":
 # one tsr-bench run per setting, each with TSR_ENV's too, interleaved within every repeat),

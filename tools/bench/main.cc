@@ -1,7 +1,7 @@
 // tsr-bench: nccl-tests style benchmark of Tessera's collectives; run it under tsrun.
 //   tsrun -np 4 build/bin/tsr-bench -b 8 -e 64M -f 2 -n 20 -w 5 -d f32 -o sum -c 1
-// --algo marsit | marsit-torus benchmarks the Marsit sign-bit allreduce instead (f32);
-// --algo spardl | topk-allgather[-2level[-fp16]] the sparse allreduces (f32, --density, spardl --teams/--sag).
+// --algo NAME of a tensor algorithm (marsit, marsit-torus, spardl, topk, onebit, ...; tsr-info
+// lists them) benchmarks that tensor instead (f32; --density, spardl --teams/--sag).
 // Rank 0 prints one row per size; --json FILE adds one JSON object per size. Exit status:
 // 0, or 1 when a value is wrong, a collective failed or the average busbw is below
 // --min-busbw; 2 for usage errors.
@@ -12,11 +12,11 @@
 
 #include "runtime/communicator.h"
 #include "runtime/config.h"
+#include "tools/bench/bench_compressed.h"
 #include "tools/bench/bench_marsit.h"
 #include "tools/bench/bench_options.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/bench_runner.h"
-#include "tools/bench/bench_sparse.h"
 
 using namespace tsr;
 using namespace tsr::tools::bench;
@@ -36,7 +36,7 @@ int takePlantWrong(std::vector<const char*>& args) {
 
 Result<std::unique_ptr<runtime::Communicator>> createCommunicator(const BenchOptions& o) {
   runtime::EnvMap env = runtime::processEnvironment();
-  if (o.algo != "auto" && !isMarsit(o) && !isSparse(o)) env["TSR_ALGO"] = o.algo;
+  if (o.algo != "auto" && tensorFamilyOf(o).empty()) env["TSR_ALGO"] = o.algo;
   TSR_ASSIGN_OR_RETURN(runtime::Config config, runtime::Config::fromEnvironment(env));
   TSR_ASSIGN_OR_RETURN(runtime::LaunchInfo launch, runtime::launchInfoFromEnv(env));
   return runtime::Communicator::create(launch, config);
@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
                 (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
   bool failed = false;
   for (size_t bytes : sweepSizes(o, unit)) {
-    auto row = isMarsit(o)   ? runMarsitSize(comm, o, bytes, hooks)
-               : isSparse(o) ? runSparseSize(comm, o, bytes, hooks)
-                             : runSize(comm, o, bytes, hooks);
+    auto row = isMarsit(o)       ? runMarsitSize(comm, o, bytes, hooks)
+               : isCompressed(o) ? runCompressedSize(comm, o, bytes, hooks)
+                                 : runSize(comm, o, bytes, hooks);
     if (!row.isOk()) {
       std::fprintf(stderr, "tsr-bench: rank %d: %s\n", comm.rank(), row.status().toString().c_str());
       return 1;

@@ -14,6 +14,9 @@ std::string renderBuild();
 std::string renderLibraries();
 std::string renderUcx();  // the UCX rows of renderLibraries()
 
+// The dense algorithms (TSR_ALGO) and the tensor algorithms (algorithm=), from their tables.
+std::string renderAlgorithms();
+
 // "  label:  value", values aligned.
 std::string row(const std::string& label, const std::string& value);
 

@@ -1,7 +1,11 @@
-// The cost model's ranking and the TSR_LINK_BW / TSR_LINK_LAT parser (pure code).
+// The cost model's ranking, its agreement with the dense algorithm table, and the TSR_LINK_BW /
+// TSR_LINK_LAT parser (pure code).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "algorithms/dense/cost_model.h"
+#include "algorithms/dense/dense_algorithms.h"
 
 namespace tsr::algorithms {
 namespace {
@@ -125,6 +129,36 @@ TEST(CostModel, AcrossHostsTheRingKeepsLargeBuffersOnOneHostRabenseifnerTakesThe
   EXPECT_EQ(first(rankAllreduce(64 << 10, fourHosts, links)), "rabenseifner");
   JobShape oneHost{4, 1, 4, false};
   EXPECT_EQ(first(rankAllreduce(64 << 20, oneHost, links)), "rabenseifner");
+}
+
+}  // namespace
+}  // namespace tsr::algorithms
+
+namespace tsr::algorithms {
+namespace {
+
+std::set<std::string> namesOf(const std::vector<Candidate>& ranked) {
+  std::set<std::string> names;
+  for (const Candidate& c : ranked) names.insert(c.algorithm);
+  return names;
+}
+
+std::set<std::string> asSet(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+// The cost model ranks exactly the table's planned algorithms (with a host grid, where every
+// allreduce can serve), so a name added to one and not the other fails here.
+TEST(DenseAlgorithms, TheCostModelRanksExactlyTheTablesPlannedAlgorithms) {
+  JobShape grid{8, 2, 4, true};
+  LinkModel links;
+  EXPECT_EQ(namesOf(rankAllreduce(1 << 20, grid, links)), asSet(plannedAlgorithms(false)));
+  EXPECT_EQ(namesOf(rankAllgather(1 << 20, grid, links)), asSet(plannedAlgorithms(true)));
+  std::set<std::string> names;
+  for (const DenseAlgorithmInfo& a : denseAlgorithms()) {
+    EXPECT_TRUE(names.insert(a.name).second) << a.name;
+    EXPECT_TRUE(a.allreduce || a.allgather) << a.name;
+    EXPECT_GT(std::string(a.description).size(), 10u) << a.name;
+  }
+  EXPECT_EQ(denseAlgorithmChoices(), "auto|ring|torus|hier|rabenseifner|doubling|bruck|shm");
 }
 
 }  // namespace

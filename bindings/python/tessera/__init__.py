@@ -14,8 +14,8 @@ from .errors import (AbortedError, BootstrapError, ClosedError, CollectiveTimeou
                      MismatchError, NotSupportedError, NumericError, PeerFailedError, TesseraError)
 from .request import Request
 from ._selsync_covap import Covap, SelSync, inject
-from .tensor import CompressedTensor, relayout_index
+from .tensor import CompressedTensor, relayout_index, tensor_algorithms
 
-__all__ = ["Communicator", "Request", "CompressedTensor", "relayout_index", "SelSync", "inject", "Covap",
+__all__ = ["Communicator", "Request", "CompressedTensor", "relayout_index", "tensor_algorithms", "SelSync", "inject", "Covap",
            "TesseraError", "NotSupportedError", "InvalidArgumentError", "MismatchError", "PeerFailedError",
            "CollectiveTimeoutError", "BootstrapError", "AbortedError", "ClosedError", "NumericError"]

@@ -97,6 +97,7 @@ _PROTOTYPES = {
     "tsr_tensor_residual": [_P, ctypes.POINTER(ctypes.c_float)],
     "tsr_tensor_set_residual": [_P, ctypes.POINTER(ctypes.c_float)],
     "tsr_tensor_result_kind": [_P, ctypes.POINTER(_INT)],
+    "tsr_tensor_algorithm": [_SIZE] + [ctypes.POINTER(ctypes.c_char_p)] * 4,
     "tsr_tensor_destroy": [_P],
     "tsr_selsync_create": [_P, ctypes.POINTER(Param), _SIZE, ctypes.POINTER(_SIZE), _SIZE, ctypes.POINTER(_P)],
     "tsr_selsync_step": [_P, ctypes.c_double, ctypes.POINTER(_P), ctypes.POINTER(_INT)],

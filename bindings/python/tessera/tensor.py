@@ -16,10 +16,21 @@ _FLOATS = ctypes.POINTER(ctypes.c_float)
 _RESULT_KINDS = {_capi.OPS["avg"]: "average", _capi.OPS["sum"]: "sum"}
 
 
+def tensor_algorithms():
+    """Every tensor algorithm name `algorithm=` takes (tsr_tensor_algorithm), as a list of
+    (name, family, description, parameters): the four families (dense first), then the presets
+    (marsit-torus, topk, onebit, ...), whose family is the one they run."""
+    out = []
+    fields = [ctypes.c_char_p() for _ in range(4)]
+    while _lib.tsr_tensor_algorithm(len(out), *(ctypes.byref(f) for f in fields)) == 0:
+        out.append(tuple(f.value.decode() for f in fields))
+    return out
+
+
 class CompressedTensor(Handle):
     """Declared once, with the same name and parameters on every rank, then allreduced every
     step: tensor = CompressedTensor(comm, "fc1.weight", grad.size, algorithm="marsit").
-    Parameters are those of tsr_tensor_create (algorithm=dense|marsit|compressed|spardl,
+    Parameters are those of tsr_tensor_create (algorithm= any name of tensor_algorithms(),
     topology, compressor, k, ef, momentum, density, teams, intra, seed, ...).
 
     dtype: a name ("float32", "bfloat16"), a NumPy dtype or a torch dtype; marsit, compressed

@@ -42,6 +42,18 @@ if torch is not None:
         raises(ValueError, "declared bfloat16", lambda: t.allreduce(torch.zeros(10, dtype=torch.float16)),
                "bfloat16 tensor given float16")
 
+# The registry's names: the four families, dense first, then presets naming their family; a
+# preset runs with its defaults (topk: k = 1%).
+table = tessera.tensor_algorithms()
+names = [row[0] for row in table]
+expect(names[:4] == ["dense", "marsit", "compressed", "spardl"] and len(set(names)) == len(names), f"names {names}")
+expect(all(family in names[:4] for _, family, _, _ in table), "every family is a family of the table")
+expect(dict((name, family) for name, family, _, _ in table).get("onebit") == "compressed", "onebit runs compressed")
+with tessera.CompressedTensor(comm, "preset.topk", 1000, algorithm="topk") as t:
+    expect(t.algorithm == "compressed:ef(topk(k=10))", f"topk preset: {t.algorithm}")
+raises(tessera.InvalidArgumentError, "algorithm=topk sets compressor=topk", lambda: tessera.CompressedTensor(
+    comm, "preset.bad", 8, algorithm="topk", compressor="randomk"), "a preset's own key")
+
 # What a result is, and op= for every algorithm: the other kind is the same step scaled by N.
 x = np.arange(16, dtype=np.float32) - 3 * me
 want_sum = sum(np.arange(16, dtype=np.float64) - 3 * r for r in range(n))

@@ -97,7 +97,7 @@ def relayout_follows_parameters(c):
     from tessera.torch._buckets import BucketTensors
     comm = tessera.torch.hooks.communicator_for()
     a, b, d = torch.zeros(3), torch.zeros(5), torch.zeros(2)
-    tensors = BucketTensors(comm, {"algorithm": "compressed", "compressor": "topk", "k": "1", "op": "avg"})
+    tensors = BucketTensors(comm, {"algorithm": "compressed", "compressor": "topk", "k": "1", "op": "avg"}, "compressed")
     first = [FakeBucket(0, [a, b], False), FakeBucket(1, [d], True)]
     values = {id(a): [1, 2, 3], id(b): [4, 5, 6, 7, 8], id(d): [9, 10]}
     for bucket in first:

@@ -100,7 +100,7 @@ TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
   EXPECT_NE(bad.status().message().find("--algo rign: accepted values are auto|ring|torus"), std::string::npos)
       << bad.status().toString();
   EXPECT_NE(bad.status().message().find("|marsit|"), std::string::npos) << bad.status().toString();
-  EXPECT_NE(bad.status().message().find("topk-allgather-2level-fp16"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("topk-2level-fp16"), std::string::npos);
   struct Case {
     std::vector<const char*> args;
     std::string named;
@@ -120,14 +120,14 @@ TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
 TEST(BenchOptions, SparseTakesF32AllreduceAndItsOwnOptions) {
   auto o = parse({"--algo", "spardl", "--density", "0.001", "--teams", "3", "--sag", "b", "-o", "avg"});
   ASSERT_TRUE(o.isOk()) << o.status().toString();
-  EXPECT_TRUE(isSparse(o.value()));
+  EXPECT_TRUE(isCompressed(o.value()));
   EXPECT_DOUBLE_EQ(o.value().density, 0.001);
   EXPECT_EQ(o.value().teams, 3);
   EXPECT_EQ(o.value().sag, "b");
-  EXPECT_TRUE(isSparse(parse({"--algo", "topk-allgather", "--teams", "2"}).value()));  // ignored there
-  auto dense = parse({"--algo", "ring", "--density", "0.5", "--teams", "2"});          // cluster.sh passes them to all
+  EXPECT_TRUE(isCompressed(parse({"--algo", "topk", "--teams", "2"}).value()));  // ignored there
+  auto dense = parse({"--algo", "ring", "--density", "0.5", "--teams", "2"});    // cluster.sh passes them to all
   ASSERT_TRUE(dense.isOk()) << dense.status().toString();
-  EXPECT_FALSE(isSparse(dense.value()));
+  EXPECT_FALSE(isCompressed(dense.value()));
   EXPECT_EQ(densityText(0.01), "0.01");
   EXPECT_EQ(densityText(1), "1");
   struct Case {
@@ -135,8 +135,7 @@ TEST(BenchOptions, SparseTakesF32AllreduceAndItsOwnOptions) {
     std::string named;
   };
   for (const Case& c : {Case{{"--algo", "spardl", "-d", "f16"}, "--algo spardl: -d f16"},
-                        Case{{"--algo", "topk-allgather", "--collective", "reduce_scatter"},
-                             "--algo topk-allgather: --op reduce_scatter"},
+                        Case{{"--algo", "topk", "--collective", "reduce_scatter"}, "--algo topk: --op reduce_scatter"},
                         Case{{"--algo", "spardl", "-o", "min"}, "--algo spardl: -o min"},
                         Case{{"--algo", "spardl", "--teams", "6", "--sag", "r"}, "--teams 6"},
                         Case{{"--density", "1.5"}, "--density 1.5"}, Case{{"--teams", "0"}, "--teams 0"},
@@ -361,7 +360,7 @@ TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
         "\"nnz\": 41946}",
         "\"density\": 0.01", "\"floor_us\": 44742.400", "\"x_floor\": 2.00"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
-  r.sparse.timed = false;  // topk-allgather: no split, the same floor
+  r.sparse.timed = false;  // topk: no split, the same floor
   EXPECT_EQ(splitLine(r, o, 6).rfind("#   sparse nnz 41946 sent(B) 560000 floor(us) 44742.4 x_floor 2.00", 0), 0u);
   EXPECT_EQ(jsonLine(r, o, 6).find("select"), std::string::npos);
 }

@@ -1,4 +1,4 @@
-// tsr-bench --algo spardl | topk-allgather under the real tsrun: every check passes (identical
+// tsr-bench --algo spardl | topk under the real tsrun: every check passes (identical
 // results, sparsity per block or in all, conservation with the residuals) for N = 1..4, teams
 // (R-SAG T=2 at N=4, B-SAG T=3 at N=3) and the baseline at N = 1..3 (two-level, f32 and f16
 // host averages, at N = 4), with a split line per row;
@@ -38,25 +38,25 @@ TEST_P(SparseBench, ChecksCleanWithASplitPerRow) {
   EXPECT_EQ(countOf(r.out, "x_floor -"), c.n == 1 ? 3u : 0u) << describe(r);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AlgoN, SparseBench,
-    ::testing::Values(Case{"spardl", 1, 1, "spardl"}, Case{"spardl", 2, 1, "spardl"}, Case{"spardl", 3, 1, "spardl"},
-                      Case{"spardl", 4, 1, "spardl"}, Case{"spardl", 4, 2, "spardl-rsag-T2"},
-                      Case{"spardl", 3, 3, "spardl-bsag-T3"}, Case{"topk-allgather", 1, 1, "topk-allgather"},
-                      Case{"topk-allgather", 2, 1, "topk-allgather"}, Case{"topk-allgather", 3, 1, "topk-allgather"},
-                      // Two-level on one host: the grid of N = 4 is 2 x 2.
-                      Case{"topk-allgather-2level", 4, 1, "topk-allgather-2level"},
-                      Case{"topk-allgather-2level-fp16", 4, 1, "topk-allgather-2level-fp16"}),
-    [](const auto& info) {
-      const Case& c = info.param;
-      std::string name = c.algo == "spardl" ? "SparDL" : "TopkAllgather";
-      if (c.algo.find("2level") != std::string::npos)
-        name += c.algo.find("fp16") != std::string::npos ? "2LevelFp16" : "2Level";
-      return name + "N" + std::to_string(c.n) + "T" + std::to_string(c.teams);
-    });
+INSTANTIATE_TEST_SUITE_P(AlgoN, SparseBench,
+                         ::testing::Values(Case{"spardl", 1, 1, "spardl"}, Case{"spardl", 2, 1, "spardl"},
+                                           Case{"spardl", 3, 1, "spardl"}, Case{"spardl", 4, 1, "spardl"},
+                                           Case{"spardl", 4, 2, "spardl-rsag-T2"},
+                                           Case{"spardl", 3, 3, "spardl-bsag-T3"}, Case{"topk", 1, 1, "topk"},
+                                           Case{"topk", 2, 1, "topk"}, Case{"topk", 3, 1, "topk"},
+                                           // Two-level on one host: the grid of N = 4 is 2 x 2.
+                                           Case{"topk-2level", 4, 1, "topk-2level"},
+                                           Case{"topk-2level-fp16", 4, 1, "topk-2level-fp16"}),
+                         [](const auto& info) {
+                           const Case& c = info.param;
+                           std::string name = c.algo == "spardl" ? "SparDL" : "TopkAllgather";
+                           if (c.algo.find("2level") != std::string::npos)
+                             name += c.algo.find("fp16") != std::string::npos ? "2LevelFp16" : "2Level";
+                           return name + "N" + std::to_string(c.n) + "T" + std::to_string(c.teams);
+                         });
 
 TEST(SparseBench, PlantedErrorsAreCountedExactly) {
-  for (const char* algo : {"spardl", "topk-allgather"}) {
+  for (const char* algo : {"spardl", "topk"}) {
     // Rank 1 doubles its first non-zero in each of 2 checked steps: the result then differs
     // across the 3 ranks and each counts it (3 * 2); rank 0 owns that element in the
     // conservation check and its own copy is right.
@@ -79,9 +79,9 @@ TEST(SparseBench, CombinationsTheyCannotServeAreNamed) {
   };
   for (const Bad& c :
        {Bad{{"--algo", "spardl", "-d", "f64"}, "--algo spardl: -d f64"},
-        Bad{{"--algo", "topk-allgather", "-d", "bf16"}, "--algo topk-allgather: -d bf16"},
+        Bad{{"--algo", "topk", "-d", "bf16"}, "--algo topk: -d bf16"},
         Bad{{"--algo", "spardl", "--op", "allgather"}, "--algo spardl: --op allgather"},
-        Bad{{"--algo", "topk-allgather", "-o", "max"}, "--algo topk-allgather: -o max"},
+        Bad{{"--algo", "topk", "-o", "max"}, "--algo topk: -o max"},
         Bad{{"--algo", "spardl", "--teams", "3", "--sag", "r"}, "--sag r needs a power-of-two --teams"},
         Bad{{"--algo", "spardl", "--density", "0"}, "--density 0"}, Bad{{"--algo", "spardl", "--sag", "x"}, "--sag"}}) {
     RunResult r = bench(2, c.args);

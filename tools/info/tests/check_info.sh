@@ -49,6 +49,21 @@ case $case in
     run -- --all
     expect '^Build:$'
     expect '^Settings '
+    expect '^Tensor algorithms '
+    ;;
+  algorithms)
+    # Both tables, every name once; a preset says what it runs.
+    run -- -l
+    refute '^TSR_[A-Z_]+='
+    refute '^Build:'
+    for name in ring torus hier rabenseifner doubling bruck shm; do expect "^  $name +all(reduce|gather)"; done
+    for name in dense marsit compressed spardl marsit-torus marsit-2level topk topk-2level-fp16 onebit; do
+      [ "$(grep -cE "^  $name " "$out")" -eq 1 ] || fail "tensor algorithm $name is not listed exactly once"
+    done
+    expect '^      = algorithm=compressed compressor=topk, default k=0\.01$'
+    expect '^      keys: topology=ring\|torus '
+    run_fails -- -l -s
+    expect '^tsr-info: error: --settings excludes --algorithms'
     ;;
   settings)
     # Every entry exactly once; a value the environment sets is the current one.

@@ -38,6 +38,12 @@
  *                     0.01), teams=T (divides N; a power of two: R-SAG), sag=auto|r. The result
  *                     is the SUM over ranks of the kept entries (divide by N to average); what
  *                     any selection drops stays in the residual of the rank that dropped it.
+ *   presets           algorithm=NAME of a family with defaults; the caller's keys override
+ *                     them: marsit-torus (topology=torus), marsit-2level (intra=none),
+ *                     marsit-2level-fp16 (intra=fp16), topk (compressed, compressor=topk
+ *                     k=0.01), topk-2level, topk-2level-fp16 (and intra=none|fp16), onebit
+ *                     (compressed, compressor=onebit scaling=true). tsr_tensor_algorithm lists
+ *                     every name.
  *   memory=host|cuda  (any algorithm but dense; default host) where the data pointers given to
  *                     tsr_tensor_allreduce live. cuda: device pointers; the step waits for
  *                     the work queued before the call on the default stream (and every
@@ -91,6 +97,13 @@ TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
  * dense and ef=none keep nothing: only zeros. Not on the direct device path
  * (TSR_ERR_NOT_SUPPORTED). */
 TSR_API tsr_status_t tsr_tensor_set_residual(tsr_tensor_t tensor, const float* residual);
+/* The tensor algorithms by index from 0 (the four families, dense first, then the presets):
+ * the name algorithm= takes, the family it runs (dense, marsit, compressed or spardl; a
+ * family's own name for itself), one line for people, and the keys it takes besides
+ * algorithm=, memory= and op=. TSR_ERR_INVALID_ARGUMENT past the last. The strings are static;
+ * any pointer may be NULL. tsr-info prints the list. */
+TSR_API tsr_status_t tsr_tensor_algorithm(size_t index, const char** name, const char** family,
+                                          const char** description, const char** parameters);
 /* What a step leaves in data: TSR_AVG (the average over ranks) or TSR_SUM. */
 TSR_API tsr_status_t tsr_tensor_result_kind(tsr_tensor_t tensor, tsr_op_t* op);
 /* A pending step still finishes. Also valid (and the only call that is) after the

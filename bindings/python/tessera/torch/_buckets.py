@@ -23,9 +23,10 @@ def _layout(bucket):
 
 
 class BucketTensors:
-    def __init__(self, comm, params):
+    def __init__(self, comm, params, family):
         self.comm = comm
         self.params = params
+        self.family = family  # the registry family params["algorithm"] runs
         self.by_index = {}  # bucket index -> (tensor, layout)
         self.generation = 0
         self.pieces = None  # parameter id -> its residual, while buckets are being rebuilt
@@ -42,7 +43,7 @@ class BucketTensors:
         """The tensor's parameters; density (the compressed algorithms' share kept) is the
         compressor's k as a ratio, 0.01 for top-k when neither is given."""
         params = dict(self.params)
-        if params.get("algorithm") == "compressed":
+        if self.family == "compressed":
             density = params.pop("density", None)
             if density is not None:
                 if "k" in params:

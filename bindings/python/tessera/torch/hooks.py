@@ -35,7 +35,8 @@ from . import _backend
 from ._buckets import BucketTensors
 from ._covap_hook import CovapState
 
-_TENSOR_ALGORITHMS = {"marsit", "spardl", "compressed", "topk", "onebit"}
+# Every tensor algorithm of Tessera's registry but dense (its own hook): name -> family.
+_TENSOR_ALGORITHMS = {name: family for name, family, _, _ in tessera.tensor_algorithms() if name != "dense"}
 
 
 def communicator_for(process_group=None):
@@ -61,16 +62,9 @@ _gloo_side = {}
 
 
 def _tensor_params(algorithm, params):
-    """tsr_tensor_create's parameters for a hook algorithm name; Python-only keys removed."""
+    """tsr_tensor_create's parameters for a hook algorithm name (the registry's presets, such
+    as topk and onebit, carry their own defaults there)."""
     params = dict(params)
-    if algorithm in ("topk", "onebit"):
-        params.setdefault("compressor", algorithm)
-        algorithm = "compressed"
-    if params.get("compressor") == "onebit":
-        # Unscaled, onebit sends +-1 per element: a gradient of unit size everywhere, which
-        # SGD at a usual learning rate does not survive. Scaled by the mean |g|, it keeps the
-        # gradient's size (1-bit SGD, signSGD with scale); error feedback keeps the rest.
-        params.setdefault("scaling", "true")
     params["algorithm"] = algorithm
     params.setdefault("op", "avg")
     return params
@@ -80,7 +74,8 @@ class _State:
     def __init__(self, comm, algorithm, params):
         self.comm = comm
         self.algorithm = algorithm
-        self.tensors = BucketTensors(comm, _tensor_params(algorithm, params)) if algorithm in _TENSOR_ALGORITHMS else None
+        self.tensors = (BucketTensors(comm, _tensor_params(algorithm, params), _TENSOR_ALGORITHMS[algorithm])
+                        if algorithm in _TENSOR_ALGORITHMS else None)
         self.choices = {}  # auto: bucket index -> "dense" | "topk"
 
     def dense(self, bucket):
@@ -136,9 +131,6 @@ def register(model, algorithm="dense", communicator=None, **params):
             raise ValueError(f"tessera hooks: dense takes no parameters, got {', '.join(params)}")
         state, hook = _State(comm, algorithm, {}), _dense_hook
     elif algorithm in _TENSOR_ALGORITHMS:
-        if algorithm in ("topk", "onebit") and "compressor" in params:
-            raise ValueError(f"tessera hooks: {algorithm} sets the compressor; use algorithm='compressed' "
-                             f"for compressor={params['compressor']}")
         state, hook = _State(comm, algorithm, params), _tensor_hook
         state.tensors.check()
     elif algorithm == "covap":
@@ -154,8 +146,8 @@ def register(model, algorithm="dense", communicator=None, **params):
         state.tensors.check()
         hook = _auto_hook
     else:
-        raise ValueError(f"tessera hooks: algorithm={algorithm!r}: accepted values are dense, marsit, spardl, "
-                         f"compressed, topk, onebit, covap, auto (selsync wraps the optimizer: hooks.selsync)")
+        raise ValueError(f"tessera hooks: algorithm={algorithm!r}: accepted values are dense, "
+                         f"{', '.join(_TENSOR_ALGORITHMS)}, covap, auto (selsync wraps the optimizer: hooks.selsync)")
     model.register_comm_hook(state, hook)
     return state
 

@@ -1,4 +1,4 @@
-#include "tools/bench/bench_sparse.h"
+#include "tools/bench/bench_compressed.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "algorithms/compressed/compressed_tensor.h"
 #include "algorithms/dense/partition.h"
-#include "algorithms/spardl/spardl.h"
+#include "algorithms/tensors/tensor_registry.h"
 #include "tools/bench/bench_common.h"
 
 namespace tsr::tools::bench {
@@ -40,43 +39,30 @@ size_t nonZeros(const float* x, size_t n) {
   return k;
 }
 
-// Either tensor behind one face.
-struct SparseTensor {
-  std::unique_ptr<spardl::SparDLTensor> spardl;
-  std::unique_ptr<compressed::CompressedTensor> topk;
-  size_t count = 0;
+bool isSpardl(const BenchOptions& o) { return tensorFamilyOf(o) == "spardl"; }
 
-  Status allreduce(float* g) { return spardl ? spardl->allreduce(g) : topk->allreduce(g); }
-  void residual(std::vector<float>& out) const {
-    if (spardl) {
-      out = spardl->residual();
-    } else {
-      out.resize(count);
-      topk->residual(out.data());
-    }
-  }
-};
-
-Result<SparseTensor> makeTensor(runtime::Communicator& comm, const BenchOptions& o, size_t count) {
-  SparseTensor t;
-  t.count = count;
-  const std::string name = "tsr-bench-" + std::to_string(count * 4);
-  if (o.algo == "spardl") {
-    TSR_ASSIGN_OR_RETURN(
-        t.spardl, spardl::SparDLTensor::create(
-                      comm, name, count,
-                      {{"density", densityText(o.density)}, {"teams", std::to_string(o.teams)}, {"sag", o.sag}}));
-  } else {
-    // The seed's TopA: k as a ratio of the tensor (the registry takes ratios below 1 only).
-    std::string k = o.density < 1.0 ? densityText(o.density) : std::to_string(std::max<size_t>(1, count));
-    std::map<std::string, std::string> params{{"compressor", "topk"}, {"k", k}};
-    if (o.algo != "topk-allgather") params["intra"] = o.algo == "topk-allgather-2level-fp16" ? "fp16" : "none";
-    TSR_ASSIGN_OR_RETURN(t.topk, compressed::CompressedTensor::create(comm, name, count, params));
-  }
-  return t;
+// Whether the tensor keeps the top k of each step (its result has at most N*k non-zeros).
+bool keepsTopK(const BenchOptions& o) {
+  const algorithms::TensorAlgorithmInfo* a = algorithms::findTensorAlgorithm(o.algo);
+  return a && std::string(a->fixed).find("compressor=topk") != std::string::npos;
 }
 
-// -c 1 (see bench_sparse.h). Counting, as for Marsit: an element that differs across ranks
+// The tensor --algo names, from the registry, with the options' keys.
+Result<std::unique_ptr<algorithms::Tensor>> makeTensor(runtime::Communicator& comm, const BenchOptions& o,
+                                                       size_t count) {
+  algorithms::TensorSpec spec{"tsr-bench-" + std::to_string(count * 4), count, DataType::kF32, {{"algorithm", o.algo}}};
+  if (isSpardl(o)) {
+    spec.params["density"] = densityText(o.density);
+    spec.params["teams"] = std::to_string(o.teams);
+    spec.params["sag"] = o.sag;
+  } else if (keepsTopK(o)) {
+    // The SparDL paper's TopA baseline: k as a ratio of the tensor (the registry takes ratios below 1 only).
+    spec.params["k"] = o.density < 1.0 ? densityText(o.density) : std::to_string(std::max<size_t>(1, count));
+  }
+  return algorithms::makeTensor(comm, std::move(spec), "tsr-bench");
+}
+
+// -c 1 (see bench_compressed.h). Counting, as for Marsit: an element that differs across ranks
 // counts on every rank; excess non-zeros count on the rank that holds them; a conservation
 // failure counts once, on the rank whose part of the reduce-scatter holds the element.
 Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, const std::vector<float>& result,
@@ -87,7 +73,7 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
   int64_t wrong = 0;
   TSR_ASSIGN_OR_RETURN(std::vector<bool> differ, differsAcrossRanks(comm, result));
   for (bool x : differ) wrong += x;
-  if (o.algo == "spardl") {
+  if (isSpardl(o)) {
     // SparDL's blocks (spardl.cc): N/T balanced parts, k_b = ceil(density * block).
     const size_t nb = static_cast<size_t>(n / o.teams);
     for (size_t b = 0; b < nb; ++b) {
@@ -96,7 +82,7 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
       size_t z = nonZeros(result.data() + r.offset, r.count);
       wrong += static_cast<int64_t>(z > kb ? z - kb : 0);
     }
-  } else {
+  } else if (keepsTopK(o)) {
     size_t k =
         o.density < 1.0 ? std::max<size_t>(1, static_cast<size_t>(std::ceil(o.density * static_cast<double>(d)))) : d;
     size_t cap = std::min(d, k * static_cast<size_t>(n)), z = nonZeros(result.data(), d);
@@ -117,9 +103,9 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
   TSR_RETURN_IF_ERROR(waitFor(comm.allreduce(&a, &amax, 1, DataType::kF64, ReduceOp::kMax)));
   if (part)
     TSR_RETURN_IF_ERROR(waitFor(comm.reduceScatter(delta.data(), sum.data(), part, DataType::kF64, ReduceOp::kSum)));
-  const bool f16Sums = o.algo == "topk-allgather-2level-fp16";
+  const bool f16Sums = o.algo.size() > 5 && o.algo.compare(o.algo.size() - 5, 5, "-fp16") == 0;
   const double tol = 4.0 * n * n * std::ldexp(1.0, f16Sums ? -11 : -23) * amax;
-  const double scale = o.algo == "spardl" ? 1.0 : n;  // topk-allgather averages
+  const double scale = isSpardl(o) ? 1.0 : n;  // the compressed tensors average
   for (size_t i = 0, j = me * part; i < part && j < d; ++i, ++j)
     wrong += !(std::fabs(sum[i] - scale * result[j]) <= tol);  // NaN counts as wrong
   return wrong;
@@ -127,8 +113,8 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
 
 }  // namespace
 
-Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
-                               const RunnerHooks& hooks) {
+Result<BenchRow> runCompressedSize(runtime::Communicator& comm, const BenchOptions& o, size_t bytes,
+                                   const RunnerHooks& hooks) {
   const int me = comm.rank();
   BenchRow row;
   row.count = bytes / sizeof(float);
@@ -139,17 +125,21 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
   if (!made.isOk()) {
     // Every rank fails alike (e.g. --teams not dividing N): the row names the options.
     row.error = "--algo " + o.algo + " --density " + densityText(o.density) +
-                (o.algo == "spardl" ? " --teams " + std::to_string(o.teams) + " --sag " + o.sag : "") + ": " +
+                (isSpardl(o) ? " --teams " + std::to_string(o.teams) + " --sag " + o.sag : "") + ": " +
                 made.status().toString();
     return row;
   }
-  SparseTensor t = made.take();
-  if (t.spardl) {
+  algorithms::Tensor& t = *made.value();
+  if (isSpardl(o)) {
     // "spardl-rsag T=2" -> "spardl-rsag-T2": one word, so the table stays split by blanks.
     row.algo.clear();
-    for (char c : t.spardl->algorithm())
+    for (char c : t.algorithm())
       if (c != '=') row.algo += c == ' ' ? '-' : c;
   }
+  auto residual = [&](std::vector<float>& out) {
+    out.resize(row.count);
+    t.residual(out.data());
+  };
   std::vector<float> g(row.count), in, oldRes, newRes;
   SlowestRank slowest(6);
   int64_t wrong = 0;
@@ -158,24 +148,23 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
     const bool check = o.check && it >= o.warmup;
     if (check) {
       in = g;
-      t.residual(oldRes);
+      residual(oldRes);
     }
-    TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return t.allreduce(g.data()); }));
+    TSR_ASSIGN_OR_RETURN(TimedStep step, timeStep(comm, [&] { return stepOf(t, g.data()); }));
     if (!step.status.isOk()) {
       row.error = step.status.toString();
       return row;  // the communicator may be broken now: the caller stops the sweep
     }
-    spardl::StepStats s;
-    if (t.spardl)
-      s = t.spardl->lastStats();
-    else
-      s.resultNonZeros = nonZeros(g.data(), g.size());
-    TSR_RETURN_IF_ERROR(
-        keepSlowest(comm, step, {s.select, s.merge, s.wire, s.total, static_cast<double>(s.resultNonZeros), s.local},
-                    it >= o.warmup, slowest));
+    // SparDL times its parts; the others report only the result's non-zeros.
+    std::vector<double> fields = {0, 0, 0, 0, static_cast<double>(nonZeros(g.data(), g.size())), 0};
+    const char* names[6] = {"select", "merge", "wire", "total", "result_nonzeros", "local"};
+    for (const algorithms::StepPart& part : t.lastStep())
+      for (int f = 0; f < 6; ++f)
+        if (part.name == names[f]) fields[f] = part.value;
+    TSR_RETURN_IF_ERROR(keepSlowest(comm, step, fields, it >= o.warmup, slowest));
     if (it < o.warmup) continue;
     if (check) {
-      t.residual(newRes);
+      residual(newRes);
       // Test hook: the first non-zero doubled on one rank: the cross-rank comparison sees it
       // on every rank (N > 1), conservation only where that rank owns it (N = 1).
       if (me == hooks.plantWrongOnRank) {
@@ -189,7 +178,8 @@ Result<BenchRow> runSparseSize(runtime::Communicator& comm, const BenchOptions& 
   TSR_RETURN_IF_ERROR(fillTimingColumns(comm, slowest, wrong, o.check, row));
   row.hasSparse = true;  // only now: a failed row has no split to show
   SparseSplit& sp = row.sparse;
-  sp.timed = t.spardl != nullptr;
+  sp.timed = isSpardl(o);
+  sp.floorApplies = isSpardl(o) || keepsTopK(o);
   double* out[4] = {&sp.select, &sp.merge, &sp.wire, &sp.total};
   for (int f = 0; f < 4; ++f) *out[f] = median(slowest.fields[f]);
   sp.nonZeros = static_cast<uint64_t>(median(slowest.fields[4]));
