@@ -1,7 +1,8 @@
-/* train_selsync: the linear model of train_linear.c, trained with SelSync (seed 004) through
- * the C API: every rank takes local SGD steps on its own shard (SelDP would rotate shards; each
- * rank here has its own synthetic shard), and SelSync averages the parameters only on steps
- * where some rank's gradient norm changed by delta or more.
+/* train_selsync: the linear model of train_linear.c, trained with SelSync ("Accelerating
+ * Distributed ML Training via Selective Synchronization") through the C API: every rank takes
+ * local SGD steps on its own shard (SelDP would rotate shards; each rank here has its own
+ * synthetic shard), and SelSync averages the parameters only on steps where some rank's
+ * gradient norm changed by delta or more.
  *
  *   tsrun -np 4 build/bin/example-train-selsync [steps] [delta]
  *
