@@ -10,30 +10,10 @@
 namespace tsr::marsit {
 
 MarsitHierStepTask::MarsitHierStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
-    : ScheduleTask(ctx), state_(std::move(state)), at_(placeOf(*state_, hostKernels_)) {}
-
-std::string MarsitHierStepTask::describe() const {
-  if (state_->device)
-    return "two-level marsit allreduce of device tensor " + state_->name +
-           " (direct: device kernels, device buffers to the transport)";
-  return "two-level marsit allreduce of tensor " + state_->name;
-}
-
-Status MarsitHierStepTask::named(const Status& st) const {
-  if (st.isOk() || !state_->device) return st;
-  return Status(st.code(), "two-level marsit tensor " + state_->name + " (rank " + std::to_string(state_->rank) +
-                               ", direct device path): " + st.message());
-}
+    : MarsitStepBase(std::move(state), ctx, "two-level marsit") {}
 
 Status MarsitHierStepTask::addStages() {
-  MarsitState& s = *state_;
-  startUs_ = nowUs();
-  s.times = StepTimes{};
-  full_ = s.fullPrecisionStep();
-  s.times.fullPrecision = full_;
-  s.mergeNanos = 0;
-  chunked_ = false;
-  packed_ = false;
+  beginStep();
   packedElems_ = 0;
   localUs_ = 0;
   StageId intra = addStage({}, [this] { return beginIntra(); });
@@ -41,17 +21,7 @@ Status MarsitHierStepTask::addStages() {
     packed_ = full_;
     return localOnly(full_ ? Status::ok() : packBlock());
   });
-  // Chunked, the first chunk is packed and sent as the bit plan starts; the scalar allreduce
-  // waits for the last chunk (its sum and NaN/Inf scan).
-  StageId scalars = addStage(
-      {packed},
-      [this, &s] {
-        return runPlan(1, s.scalarPlan,
-                       algorithms::RunBuffers{s.scalarIn.data(), s.scalarOut.data(), s.scalarScratch.data()});
-      },
-      [this] { return packed_; });
-  bits_ = addStage({packed}, [this, &s] { return runPlan(2, full_ ? s.fullPlan : s.hier.bits, bitBuffers()); });
-  addStage({scalars, bits_}, [this] { return localOnly(finish()); });
+  addWireStages(packed, 1, 2, state_->hier.bits);
   return Status::ok();
 }
 

@@ -25,10 +25,9 @@
 
 namespace tsr::marsit {
 
-class MarsitHierStepTask final : public algorithms::ScheduleTask {
+class MarsitHierStepTask final : public MarsitStepBase {
  public:
   MarsitHierStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
-  std::string describe() const override;
 
  private:
   Status addStages() override;
@@ -41,22 +40,12 @@ class MarsitHierStepTask final : public algorithms::ScheduleTask {
   // The block's first bad index (shard-relative) and sum |s'| into the scalars.
   void scalarsReady(size_t badInBlock, double sumAbs);
   algorithms::RunBuffers onPlace(void* data, void* scratch) const;
-  algorithms::RunBuffers bitBuffers();
-  Status finish();
+  algorithms::RunBuffers bitBuffers() override;
+  Status finish() override;
   Status writeResult();
-  Status named(const Status& st) const;
 
-  std::shared_ptr<MarsitState> state_;
-  algorithms::HostStepKernels hostKernels_;
-  MarsitPlace at_;
-  kernels::RngStream coin_{};
-  bool full_ = false;
-  bool chunked_ = false;    // packing inside the bit plan: the scalars wait for the last chunk
-  bool packed_ = false;     // the whole block packed, the scalars set
   size_t packedElems_ = 0;  // of the block (padding included), chunk by chunk
   double localUs_ = 0;      // spent in kLocal ops: prepare's and pack's, not the wire's
-  double startUs_ = 0;
-  StageId bits_ = 0;
 };
 
 }  // namespace tsr::marsit

@@ -69,23 +69,23 @@ MarsitPlace placeOf(MarsitState& s, algorithms::HostStepKernels& host) {
           s.shardOut.data()};
 }
 
-MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
-    : ScheduleTask(ctx), state_(std::move(state)), at_(placeOf(*state_, hostKernels_)) {}
+MarsitStepBase::MarsitStepBase(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx, std::string what)
+    : ScheduleTask(ctx), state_(std::move(state)), at_(placeOf(*state_, hostKernels_)), what_(std::move(what)) {}
 
-std::string MarsitStepTask::describe() const {
+std::string MarsitStepBase::describe() const {
   if (state_->device)
-    return "marsit allreduce of device tensor " + state_->name +
+    return what_ + " allreduce of device tensor " + state_->name +
            " (direct: device kernels, device buffers to the transport)";
-  return "marsit allreduce of tensor " + state_->name;
+  return what_ + " allreduce of tensor " + state_->name;
 }
 
-Status MarsitStepTask::named(const Status& st) const {
+Status MarsitStepBase::named(const Status& st) const {
   if (st.isOk() || !state_->device) return st;
-  return Status(st.code(), "marsit tensor " + state_->name + " (rank " + std::to_string(state_->rank) +
+  return Status(st.code(), what_ + " tensor " + state_->name + " (rank " + std::to_string(state_->rank) +
                                ", direct device path): " + st.message());
 }
 
-Status MarsitStepTask::addStages() {
+void MarsitStepBase::beginStep() {
   MarsitState& s = *state_;
   startUs_ = nowUs();
   s.times = StepTimes{};
@@ -94,18 +94,33 @@ Status MarsitStepTask::addStages() {
   s.mergeNanos = 0;
   packed_ = false;
   chunked_ = false;
-  StageId prepared = addStage({}, [this] { return localOnly(prepare()); });
+}
+
+void MarsitStepBase::addWireStages(StageId packStage, uint64_t scalarSeq, uint64_t bitSeq,
+                                   std::shared_ptr<const algorithms::Plan> bitPlan) {
+  MarsitState& s = *state_;
   // Chunked, the first chunk is packed and sent as the bit plan starts; the scalar allreduce
   // waits for the last chunk (its sum and NaN/Inf scan).
   StageId scalars = addStage(
-      {prepared},
-      [this, &s] {
-        return runPlan(0, s.scalarPlan,
+      {packStage},
+      [this, &s, scalarSeq] {
+        return runPlan(scalarSeq, s.scalarPlan,
                        algorithms::RunBuffers{s.scalarIn.data(), s.scalarOut.data(), s.scalarScratch.data()});
       },
       [this] { return packed_; });
-  bits_ = addStage({prepared}, [this, &s] { return runPlan(1, full_ ? s.fullPlan : s.bitPlan, bitBuffers()); });
+  bits_ = addStage({packStage}, [this, &s, bitSeq, bitPlan = std::move(bitPlan)] {
+    return runPlan(bitSeq, full_ ? s.fullPlan : bitPlan, bitBuffers());
+  });
   addStage({scalars, bits_}, [this] { return localOnly(finish()); });
+}
+
+MarsitStepTask::MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx)
+    : MarsitStepBase(std::move(state), ctx, "marsit") {}
+
+Status MarsitStepTask::addStages() {
+  beginStep();
+  StageId prepared = addStage({}, [this] { return localOnly(prepare()); });
+  addWireStages(prepared, 0, 1, state_->bitPlan);
   return Status::ok();
 }
 

@@ -120,21 +120,24 @@ struct MarsitPlace {
 };
 MarsitPlace placeOf(MarsitState& s, algorithms::HostStepKernels& host);
 
-class MarsitStepTask final : public algorithms::ScheduleTask {
+// What the flat and two-level steps share: the state and where its vectors live, the
+// per-step reset, the scalar allreduce beside the bit plan (held until every element is packed)
+// and the finish after both, and errors named on the direct device path.
+class MarsitStepBase : public algorithms::ScheduleTask {
  public:
-  MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
   std::string describe() const override;
 
- private:
-  Status addStages() override;
-  Status prepare();
-  Status prepareWhole();
-  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan (host memory)
-  // The scan's first bad index and blockSums (sum |g'| per scale block) into the scalars.
-  void scalarsReady(size_t badIndex);
-  algorithms::RunBuffers bitBuffers();
-  Status finish();
-  Status writeResult();
+ protected:
+  // `what`: "marsit" or "two-level marsit", for describe() and named().
+  MarsitStepBase(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx, std::string what);
+  // Resets the step's times and flags; full_ says whether this step is a full-precision one.
+  void beginStep();
+  // After `packStage`: the scalar allreduce on sequence `scalarSeq` (once packed_), the bit plan
+  // (`bitPlan`, or the full-precision plan) on `bitSeq`, then finish() after both.
+  void addWireStages(StageId packStage, uint64_t scalarSeq, uint64_t bitSeq,
+                     std::shared_ptr<const algorithms::Plan> bitPlan);
+  virtual algorithms::RunBuffers bitBuffers() = 0;
+  virtual Status finish() = 0;
   // Errors of the kernels, prefixed with the tensor, rank and path (device only).
   Status named(const Status& st) const;
 
@@ -147,6 +150,25 @@ class MarsitStepTask final : public algorithms::ScheduleTask {
   bool packed_ = false;   // every element packed, the scalars set
   double startUs_ = 0;
   StageId bits_ = 0;
+
+ private:
+  std::string what_;
+};
+
+class MarsitStepTask final : public MarsitStepBase {
+ public:
+  MarsitStepTask(std::shared_ptr<MarsitState> state, const algorithms::TaskContext& ctx);
+
+ private:
+  Status addStages() override;
+  Status prepare();
+  Status prepareWhole();
+  Status packChunk(const algorithms::PlanOp& op);  // a kLocal op of the bit plan (host memory)
+  // The scan's first bad index and blockSums (sum |g'| per scale block) into the scalars.
+  void scalarsReady(size_t badIndex);
+  algorithms::RunBuffers bitBuffers() override;
+  Status finish() override;
+  Status writeResult();
 };
 
 }  // namespace tsr::marsit
