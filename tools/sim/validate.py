@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Compares tsr-sim's predictions with measurements from the emulated cluster.
+
+    tools/bench/cluster.sh ... > run.log          (one or more, any rate, dense algorithms)
+    tools/sim/validate.py [--sim build/bin/tsr-sim] [--lat 50us] run.log ...
+
+Reads each run's '## Tessera tsr-bench --algo A, H hosts x R ranks, RATE' header and its rows,
+takes the median time over the repeats of each (rate, hosts, algorithm, size), replays the same
+job in tsr-sim on a one-switch platform at that rate with both network models, and prints a
+Markdown table: measured, predicted, and predicted / measured."""
+import argparse
+import re
+import statistics
+import subprocess
+
+RATES = {"mbit": "Mbps", "gbit": "Gbps"}
+
+
+def measurements(paths):
+    rows = {}
+    for path in paths:
+        job = None
+        for line in open(path):
+            m = re.match(r"## Tessera tsr-bench --algo (\S+), (\d+) hosts x (\d+) ranks, (\d+)(mbit|gbit)", line)
+            if m:
+                algo, hosts, per_host, rate, unit = m.groups()
+                job = (f"{rate}{RATES[unit]}", int(hosts), int(per_host), algo)
+                continue
+            m = re.match(r"\[0\] +(\d+) +\d+ +\d+ +(\d+)", line)
+            if m and job:
+                rows.setdefault(job + (int(m.group(1)),), []).append(float(m.group(2)) / 1e3)
+    return rows
+
+
+def simulate(sim, rate, hosts, per_host, algo, size, lat, network):
+    out = subprocess.run([sim, "--ranks", str(hosts * per_host), "--ranks-per-host", str(per_host), "--algo", algo,
+                          "--size", f"{size}B", "--bw", rate, "--lat", lat, "--network", network],
+                         capture_output=True, text=True, check=True).stdout
+    value, unit = re.search(r"time ([\d.]+) (ms|s|us)", out).groups()
+    return float(value) * {"ms": 1.0, "s": 1e3, "us": 1e-3}[unit]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sim", default="build/bin/tsr-sim")
+    ap.add_argument("--lat", default="50us", help="host-to-host latency of the simulated switch")
+    ap.add_argument("logs", nargs="+")
+    args = ap.parse_args()
+    print("| rate | hosts x ranks | algorithm | size | measured (ms) | ideal (ms) | ideal / measured "
+          "| lv08 (ms) | lv08 / measured |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for (rate, hosts, per_host, algo, size), times in sorted(measurements(args.logs).items()):
+        measured = statistics.median(times)
+        ideal, lv08 = (simulate(args.sim, rate, hosts, per_host, algo, size, args.lat, net) for net in ("ideal", "lv08"))
+        print(f"| {rate} | {hosts} x {per_host} | {algo} | {size >> 20} MiB | {measured:.1f} | {ideal:.1f} | "
+              f"{ideal / measured:.3f} | {lv08:.1f} | {lv08 / measured:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
