@@ -3,6 +3,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <deque>
+#include <fstream>
 #include <unordered_map>
 
 #include "algorithms/plan/executor.h"
@@ -49,6 +50,8 @@ struct World {
   std::vector<sg4::Host*> hostOfRank;
   std::vector<std::deque<Done>> inbox;
   std::vector<sg4::SemaphorePtr> bell;
+  size_t inFlight = 0, maxInFlight = 0;
+  std::string tooMany;
   std::unordered_map<uint64_t, Pending> posted;
   ReplayResult result;
   std::vector<size_t> opsDone;
@@ -71,8 +74,19 @@ struct World {
     size_t size = p.send.bytes;
     posted.erase(key(from, to, id));
     ++result.messages;
+    // Each transfer in flight is an actor with its own stack: past the process's limit on
+    // memory mappings SimGrid would abort, so stop with an error that says so instead.
+    if (!tooMany.empty()) return;
+    if (++inFlight > maxInFlight) {
+      tooMany = "more than " + std::to_string(maxInFlight) + " transfers in flight at once (rank " +
+                std::to_string(from) + " to rank " + std::to_string(to) +
+                "); each is an actor with its own stack mapping, bounded by vm.max_map_count";
+      for (int r = 0; r < ranks; ++r) bell[r]->release();  // every rank stops at its next wake-up
+      return;
+    }
     sg4::Actor::create("x", hostOfRank[from], [this, from, to, sent, received, size] {
       sg4::Comm::sendto(hostOfRank[from], hostOfRank[to], size);
+      --inFlight;
       deliver(from, sent);
       deliver(to, received);
     });
@@ -120,6 +134,7 @@ class RankReplay {
       }
       if (outstanding_ == 0) break;  // done, or stuck: nothing in flight and nothing ready
       w_.bell[rank_]->acquire();
+      if (!w_.tooMany.empty()) return;
       Done d = w_.inbox[rank_].front();
       w_.inbox[rank_].pop_front();
       --outstanding_;
@@ -267,6 +282,15 @@ class RankReplay {
   size_t outstanding_ = 0;  // transfers posted, not yet heard back
 };
 
+// How many transfer actors fit: two mappings each (the stack and its guard page) under the
+// kernel's per-process limit, with room for the libraries' own mappings.
+size_t transferBudget() {
+  size_t limit = 65530;
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  in >> limit;
+  return limit > 8192 ? (limit - 8192) / 2 : limit / 4;
+}
+
 Status configure(const ReplayOptions& o) {
   if (o.network == "ideal") {
     sg4::Engine::set_config("network/model:CM02");
@@ -300,6 +324,7 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   TSR_RETURN_IF_ERROR(configure(options));
   TSR_ASSIGN_OR_RETURN(auto hosts, buildPlatform(engine, platform, n / ranksPerHost, ranksPerHost));
   World w;
+  w.maxInFlight = options.maxTransfersInFlight > 0 ? options.maxTransfersInFlight : transferBudget();
   w.ranks = n;
   w.job = &job;
   for (int r = 0; r < n; ++r) w.hostOfRank.push_back(hosts[job.hostOfRank[r]]);
@@ -310,6 +335,7 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   for (int r = 0; r < n; ++r)
     sg4::Actor::create("rank" + std::to_string(r), w.hostOfRank[r], RankReplay(r, *job.plans[r], options, w));
   engine.run();
+  if (!w.tooMany.empty()) return Status(Code::kNotSupported, "replay: " + w.tooMany);
   if (!w.mismatch.empty()) return Status(Code::kMismatch, "replay: " + w.mismatch);
   for (int r = 0; r < n; ++r) {
     if (w.result.finish[r] < 0 || w.opsDone[r] != job.plans[r]->ops.size())

@@ -32,6 +32,9 @@ struct ReplayOptions {
   // (ACK) traffic: a message costs latency + bytes / rate exactly. "lv08": SimGrid's default
   // TCP model (latency x13.01, rate x0.97, ACK traffic), closer to a kernel TCP stack.
   std::string network = "ideal";
+  // Transfers in flight at once (each an actor with its own stack); past it the replay stops
+  // with an error. 0: as many as vm.max_map_count allows.
+  size_t maxTransfersInFlight = 0;
 };
 
 struct ReplayResult {

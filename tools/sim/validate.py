@@ -3,11 +3,14 @@
 
     tools/bench/cluster.sh ... > run.log          (one or more, any rate, dense algorithms)
     tools/sim/validate.py [--sim build/bin/tsr-sim] [--lat 50us] run.log ...
+    tools/sim/validate.py --table tools/sim/README.md     (replay a table's measurements again)
 
 Reads each run's '## Tessera tsr-bench --algo A, H hosts x R ranks, RATE' header and its rows,
 takes the median time over the repeats of each (rate, hosts, algorithm, size), replays the same
 job in tsr-sim on a one-switch platform at that rate with both network models, and prints a
-Markdown table: measured, predicted, and predicted / measured."""
+Markdown table: measured, predicted, and predicted / measured. With --table, the measurements
+are the rows of an earlier table (this script's own output, in a Markdown file): what a change
+to the simulator does to the predictions, without measuring again."""
 import argparse
 import re
 import statistics
@@ -32,6 +35,17 @@ def measurements(paths):
     return rows
 
 
+def table_measurements(path):
+    rows = {}
+    row = re.compile(r"\| (\d+[MG]bps) \| (\d+) x (\d+) \| (\w+) \| (\d+) MiB \| ([\d.]+) \|")
+    for line in open(path):
+        m = row.match(line)
+        if m:
+            rate, hosts, per_host, algo, mib, measured = m.groups()
+            rows[(rate, int(hosts), int(per_host), algo, int(mib) << 20)] = [float(measured)]
+    return rows
+
+
 def simulate(sim, rate, hosts, per_host, algo, size, lat, network):
     out = subprocess.run([sim, "--ranks", str(hosts * per_host), "--ranks-per-host", str(per_host), "--algo", algo,
                           "--size", f"{size}B", "--bw", rate, "--lat", lat, "--network", network],
@@ -44,12 +58,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sim", default="build/bin/tsr-sim")
     ap.add_argument("--lat", default="50us", help="host-to-host latency of the simulated switch")
-    ap.add_argument("logs", nargs="+")
+    ap.add_argument("--table", help="a Markdown file with an earlier table: its measured column")
+    ap.add_argument("logs", nargs="*")
     args = ap.parse_args()
+    if bool(args.table) == bool(args.logs):
+        ap.error("give cluster.sh logs or --table, not both")
+    rows = table_measurements(args.table) if args.table else measurements(args.logs)
     print("| rate | hosts x ranks | algorithm | size | measured (ms) | ideal (ms) | ideal / measured "
           "| lv08 (ms) | lv08 / measured |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for (rate, hosts, per_host, algo, size), times in sorted(measurements(args.logs).items()):
+    for (rate, hosts, per_host, algo, size), times in sorted(rows.items()):
         measured = statistics.median(times)
         ideal, lv08 = (simulate(args.sim, rate, hosts, per_host, algo, size, args.lat, net) for net in ("ideal", "lv08"))
         print(f"| {rate} | {hosts} x {per_host} | {algo} | {size >> 20} MiB | {measured:.1f} | {ideal:.1f} | "

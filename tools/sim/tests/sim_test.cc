@@ -233,6 +233,22 @@ TEST(SimReplay, EveryAllreduceOnEightRanksRunsQuickly) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
 }
 
+// A job with more transfers in flight than the replay can carry stops with an error naming
+// the limit, instead of SimGrid aborting when the stacks run out.
+TEST(SimReplay, TooManyTransfersInFlightIsAnErrorNotAnAbort) {
+  SimJob job = ringJob(16, size_t{64} << 20);
+  job.algorithm = "rabenseifner";  // a halving step posts its blocks at once
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  ReplayOptions few;
+  few.maxTransfersInFlight = 20;
+  Figures f = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), few, 1);
+  EXPECT_FALSE(f.ok);
+  EXPECT_NE(std::string(f.error).find("more than 20 transfers in flight"), std::string::npos) << f.error;
+  few.maxTransfersInFlight = 100000;
+  EXPECT_TRUE(replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), few, 1).ok);
+}
+
 // A fat tree with one spine funnels each leaf's traffic through one up link: Rabenseifner's
 // cross-leaf exchanges slow down, the ring (one flow per leaf boundary) does not.
 TEST(SimReplay, FatTreeOversubscriptionSlowsRabenseifnerNotTheRing) {
