@@ -1,6 +1,7 @@
 // tsr-info's algorithm section: the dense table (TSR_ALGO) and the tensor registry
 // (tsr_tensor_create's algorithm=, tsr-bench's --algo, Python's hooks), printed from the same
 // tables the runtime reads.
+#include <algorithm>
 #include <string>
 
 #include "algorithms/dense/dense_algorithms.h"
