@@ -29,7 +29,7 @@ int run(int argc, char** argv) {
   ReplayOptions replayOptions;
   std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
               reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum";
-  bool noHeaders = false;
+  bool noHeaders = false, planOnly = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
       ->check(CLI::Range(1, 1 << 16));
@@ -56,6 +56,8 @@ int run(int argc, char** argv) {
   app.add_option("--copy-rate", copyRate, "Copy / divide throughput (0 = free)");
   app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");
   app.add_flag("--no-headers", noHeaders, "Leave out the 32-byte argument headers");
+  app.add_flag("--plan-only", planOnly,
+               "Build the plans and print what they send (and, with auto, the pick); no replay");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,6 +93,16 @@ int run(int argc, char** argv) {
   auto plans = buildJobPlans(job);
   if (!plans.isOk()) return fail(plans.status());
   const JobPlans& jp = plans.value();
+  if (planOnly) {
+    for (const std::string& why : jp.refused) std::printf("not %s\n", why.c_str());
+    uint64_t messages = 0;
+    for (const auto& plan : jp.plans)
+      for (const auto& planOp : plan->ops) messages += planOp.kind == algorithms::OpKind::kSend;
+    std::printf("plan %s %s: %d ranks (%d hosts x %d), %llu B payload, %llu messages\n", job.collective.c_str(),
+                jp.algorithm.c_str(), job.ranks, jp.hosts, job.ranksPerHost,
+                static_cast<unsigned long long>(wireBytes(jp)), static_cast<unsigned long long>(messages));
+    return 0;
+  }
   auto result = replay(jp, platform, replayOptions, job.ranksPerHost);
   if (!result.isOk()) return fail(result.status());
   const ReplayResult& r = result.value();

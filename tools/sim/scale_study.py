@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""How each dense allreduce's time grows with the number of ranks, replayed in tsr-sim.
+
+    tools/sim/scale_study.py [--sim build/bin/tsr-sim] [--ranks 8,16,...] [--sizes-mib 1,64]
+                             [--out DIR] [--max-messages N]
+
+For every (ranks, size) it replays ring, Rabenseifner, recursive doubling and the 2D torus on a
+non-blocking two-level fat tree (16 hosts per leaf, one rank per host, --bw per link), asks the
+runtime's cost model which one it would pick (`tsr-sim --plan-only --algo auto`), and writes
+DIR/scale.md (time and bus bandwidth of each, the simulated best against the pick) and
+DIR/scale.png (bus bandwidth against ranks, one panel per size). A job whose plans send more
+than --max-messages messages is left out (its replay would take minutes), and so is one the
+replay cannot carry (too many transfers in flight) or that runs past --timeout; the table says
+which."""
+import argparse
+import os
+import re
+import subprocess
+
+ALGOS = ["ring", "rabenseifner", "doubling", "torus"]
+
+
+def sim(args, ranks, algo, mib, plan_only=False):
+    cmd = [args.sim, "--ranks", str(ranks), "--algo", algo, "--size", f"{mib}MiB", "--bw", args.bw, "--lat", args.lat,
+           "--platform", "fattree", "--leaf-hosts", str(args.leaf_hosts)]
+    if plan_only:
+        cmd.append("--plan-only")
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return out.returncode, out.stdout + out.stderr
+
+
+def seconds(text):
+    value, unit = re.search(r"time ([\d.]+) (s|ms|us)", text).groups()
+    return float(value) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[unit]
+
+
+def study(args):
+    rows = []
+    for mib in args.sizes_mib:
+        for n in args.ranks:
+            _, pick_text = sim(args, n, "auto", mib, plan_only=True)
+            pick = re.search(r"plan allreduce (\w+):", pick_text).group(1)
+            results = {}
+            for algo in ALGOS:
+                rc, text = sim(args, n, algo, mib, plan_only=True)
+                m = re.search(r"plan allreduce (\w+):.* (\d+) messages", text)
+                if rc != 0 or m.group(1) != algo:
+                    results[algo] = "n/a"  # cannot serve this job (the torus on a prime count)
+                elif int(m.group(2)) > args.max_messages:
+                    results[algo] = "costly"
+                else:
+                    rc, text = sim(args, n, algo, mib)
+                    results[algo] = (seconds(text) if rc == 0 else f"over {args.timeout:.0f} s" if rc is None else
+                                     "in flight" if "in flight" in text else "failed")
+                print(f"{mib} MiB, {n} ranks, {algo}: {results[algo]}", flush=True)
+            rows.append((mib, n, pick, results))
+    return rows
+
+
+def busbw(mib, n, t):
+    return 2 * (n - 1) / n * mib * 2**20 / t / 1e9
+
+
+def table(args, rows):
+    lines = [f"fat tree, {args.leaf_hosts} hosts per leaf, non-blocking, {args.bw} links, {args.lat}; one rank "
+             "per host; bus bandwidth in GB/s (time in ms)", "",
+             "| size | ranks | " + " | ".join(ALGOS) + " | simulated best | cost model's pick | pick / best |",
+             "| --- | --- | " + " | ".join("---" for _ in ALGOS) + " | --- | --- | --- |"]
+    for mib, n, pick, results in rows:
+        cells = []
+        for algo in ALGOS:
+            r = results[algo]
+            cells.append(f"{busbw(mib, n, r):.2f} ({r * 1e3:.2f})" if isinstance(r, float) else r)
+        timed = {a: r for a, r in results.items() if isinstance(r, float)}
+        best = min(timed, key=timed.get) if timed else "-"
+        ratio = f"{timed[pick] / timed[best]:.2f}" if pick in timed else "not replayed"
+        lines.append(f"| {mib} MiB | {n} | " + " | ".join(cells) + f" | {best} | {pick} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(args, rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(args.sizes_mib), figsize=(5 * len(args.sizes_mib), 4), squeeze=False)
+    for ax, mib in zip(axes[0], args.sizes_mib):
+        for algo in ALGOS:
+            pts = [(n, busbw(mib, n, r[algo])) for m, n, _, r in rows if m == mib and isinstance(r[algo], float)]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=algo)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_title(f"allreduce {mib} MiB, {args.bw} fat tree")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sim", default="build/bin/tsr-sim")
+    ap.add_argument("--ranks", default="8,16,32,64,128,256")
+    ap.add_argument("--sizes-mib", default="1,64")
+    ap.add_argument("--bw", default="100Gbps")
+    ap.add_argument("--lat", default="5us")
+    ap.add_argument("--leaf-hosts", type=int, default=16)
+    ap.add_argument("--max-messages", type=int, default=600000)
+    ap.add_argument("--timeout", type=float, default=240, help="seconds one replay may take")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--no-plot", action="store_true")
+    args = ap.parse_args()
+    args.ranks = [int(x) for x in args.ranks.split(",")]
+    args.sizes_mib = [int(x) for x in args.sizes_mib.split(",")]
+    rows = study(args)
+    os.makedirs(args.out, exist_ok=True)
+    text = table(args, rows)
+    with open(os.path.join(args.out, "scale.md"), "w") as f:
+        f.write(text)
+    print(text)
+    if not args.no_plot:
+        plot(args, rows, os.path.join(args.out, "scale.png"))
+
+
+if __name__ == "__main__":
+    main()
