@@ -77,6 +77,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_CHUNK_BYTES", ValueKind::kInt, "524288", "1024..1073741824",
        "pipelining chunk of ring and tree collectives"},
       {"TSR_WINDOW", ValueKind::kInt, "4", "1..64", "receive-and-reduce chunks in flight per rank"},
+      {"TSR_MIN_MESSAGE_BYTES", ValueKind::kInt, "65536", "1..1073741824",
+       "Rabenseifner, doubling and Bruck send a step's consecutive blocks as one message until it "
+       "reaches this size (or TSR_CHUNK_BYTES, the smaller)"},
       {"TSR_SECURE", ValueKind::kEnum, "off", "off|encrypt",
        "encrypt: seal every message between hosts with AES-256-GCM under per-link keys (a "
        "tampered or replayed message fails the collective naming the peer)"},

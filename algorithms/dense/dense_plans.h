@@ -14,7 +14,11 @@ namespace tsr::algorithms {
 struct DenseOptions {
   size_t chunkBytes = 512 * 1024;  // pipelining unit of the ring and the tree
   int window = 4;                  // receive-and-reduce chunks in flight per rank
-  std::vector<int> order;          // ring order; empty = identity
+  // Schedule phases (Rabenseifner, doubling, Bruck) send a transfer's consecutive chunks that
+  // are smaller than min(chunkBytes, this) as one message: at hundreds of ranks a halving step's
+  // blocks are a few KiB each, and a message per block costs more than its bytes.
+  size_t minMessageBytes = 64 * 1024;
+  std::vector<int> order;  // ring order; empty = identity
   // Ring reduce-scatter chunks are reduced where they land in the transport's receive buffer
   // (PlanOp::onArrival): no staging copy, no staging window, every receive posted at once.
   // The same on every rank (the communicator decides from the job: TSR_ARRIVAL_REDUCE).

@@ -26,6 +26,21 @@ size_t largestTransferBlocks(const topology::Schedule& s) {
   return most;
 }
 
+size_t messageFloorBytes(const DenseOptions& options) { return std::min(options.chunkBytes, options.minMessageBytes); }
+
+// One message of a transfer: a contiguous range of the work buffer and the block chunks
+// (keys) it covers.
+struct Message {
+  Range range;
+  std::vector<size_t> keys;
+};
+
+// A message covering several chunks meets the same writer or reader once per chunk.
+void dedupe(std::vector<uint32_t>& deps) {
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+}
+
 int positionOf(const SchedulePhase& phase, int rank) {
   if (phase.group.empty()) return rank < phase.schedule->numRanks ? rank : -1;
   auto it = std::find(phase.group.begin(), phase.group.end(), rank);
@@ -54,7 +69,12 @@ Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemS
                   "schedule " + s->name + ": " + std::to_string(steps) + " steps do not fit the message-id space");
   e.chunksPerBlock = std::min(e.chunksPerBlock, fit);
   e.messageIds = static_cast<uint32_t>(steps * perTransfer * e.chunksPerBlock);
+  // A slot holds one message: a chunk, or chunks grouped while below the message floor (then
+  // less than the floor plus one chunk). Chunks differ by one element, blocks too.
   size_t stagingElems = ceilDiv(blockElems, e.chunksPerBlock);
+  const size_t smallestChunk = balancedPart(phase.count, s->numBlocks, s->numBlocks - 1).count / e.chunksPerBlock;
+  if (smallestChunk * elemSize < messageFloorBytes(options))
+    stagingElems += ceilDiv(messageFloorBytes(options), elemSize);
   e.stagingBytes = static_cast<size_t>(std::max(1, options.window)) * stagingElems * elemSize;
   return e;
 }
@@ -79,6 +99,29 @@ Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& pha
     return Range{phase.base + block.offset + part.offset, part.count};
   };
 
+  // A transfer's chunks in order, consecutive ones grouped while the message is below the floor
+  // (the sender and the receiver see the same blocks, so they group alike).
+  const size_t floorBytes = messageFloorBytes(options);
+  auto messagesOf = [&](const topology::Transfer& t) {
+    std::vector<Message> out;
+    for (int b : topology::expandBlocks(t.blocks, numBlocks))
+      for (size_t c = 0; c < chunks; ++c) {
+        Range r = chunkRange(b, c);
+        if (!r.count) continue;
+        const size_t key = b * chunks + c;
+        if (!out.empty()) {
+          Range& last = out.back().range;
+          if (last.count * esize < floorBytes && last.offset + last.count == r.offset) {
+            last.count += r.count;
+            out.back().keys.push_back(key);
+            continue;
+          }
+        }
+        out.push_back({r, {key}});
+      }
+    return out;
+  };
+
   // Per block chunk: the op that last wrote it, and the sends reading it since.
   std::vector<uint32_t> lastWrite(numBlocks * chunks, startDep);
   std::vector<std::vector<uint32_t>> readers(numBlocks * chunks);
@@ -95,48 +138,47 @@ Result<uint32_t> addSchedulePhase(Plan& plan, int rank, const SchedulePhase& pha
     const uint32_t stepBase = phase.idBase + static_cast<uint32_t>(step * perTransfer);
     for (const topology::Transfer& t : st.sends) {
       uint32_t k = 0;
-      for (int b : topology::expandBlocks(t.blocks, numBlocks))
-        for (size_t c = 0; c < chunks; ++c, ++k) {
-          Range r = chunkRange(b, c);
-          if (!r.count) continue;
-          size_t key = b * chunks + c;
-          PlanOp send{.kind = OpKind::kSend,
-                      .peer = peerRank(t.peer),
-                      .msgId = stepBase + k,
-                      .src = {phase.work, r.offset * esize},
-                      .count = r.count};
+      for (const Message& m : messagesOf(t)) {
+        PlanOp send{.kind = OpKind::kSend,
+                    .peer = peerRank(t.peer),
+                    .msgId = stepBase + k++,
+                    .src = {phase.work, m.range.offset * esize},
+                    .count = m.range.count};
+        for (size_t key : m.keys)
           if (lastWrite[key] != kNone) send.deps.push_back(lastWrite[key]);
-          readers[key].push_back(plan.add(send));
-        }
+        dedupe(send.deps);
+        const uint32_t op = plan.add(send);
+        for (size_t key : m.keys) readers[key].push_back(op);
+      }
     }
     for (const topology::Transfer& t : st.recvs) {
       uint32_t k = 0;
-      for (int b : topology::expandBlocks(t.blocks, numBlocks))
-        for (size_t c = 0; c < chunks; ++c, ++k) {
-          Range r = chunkRange(b, c);
-          if (!r.count) continue;
-          size_t key = b * chunks + c;
-          BufferRef dst{phase.work, r.offset * esize};
-          if (t.combine == topology::Combine::kCopy) {
-            PlanOp recv{
-                .kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k, .dst = dst, .count = r.count};
-            writeDeps(key, recv.deps);
-            lastWrite[key] = plan.add(recv);
-            continue;
-          }
-          // Reduce: land in a staging slot (free once the reduce that last read it is done),
-          // then add into the chunk once its earlier writer and readers are done.
-          size_t slot = slotTurn++ % window;
-          BufferRef staging{Slot::kScratch, phase.stagingBase + slot * slotBytes};
-          PlanOp recv{
-              .kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k, .dst = staging, .count = r.count};
-          if (slotUser[slot] != kNone) recv.deps.push_back(slotUser[slot]);
-          if (startDep != kNone) recv.deps.push_back(startDep);
-          uint32_t got = plan.add(recv);
-          PlanOp reduce{.kind = OpKind::kReduce, .dst = dst, .src = staging, .count = r.count, .deps = {got}};
-          writeDeps(key, reduce.deps);
-          lastWrite[key] = slotUser[slot] = plan.add(reduce);
+      for (const Message& m : messagesOf(t)) {
+        BufferRef dst{phase.work, m.range.offset * esize};
+        PlanOp recv{.kind = OpKind::kRecv, .peer = peerRank(t.peer), .msgId = stepBase + k++, .count = m.range.count};
+        if (t.combine == topology::Combine::kCopy) {
+          recv.dst = dst;
+          for (size_t key : m.keys) writeDeps(key, recv.deps);
+          dedupe(recv.deps);
+          const uint32_t op = plan.add(recv);
+          for (size_t key : m.keys) lastWrite[key] = op;
+          continue;
         }
+        // Reduce: land in a staging slot (free once the reduce that last read it is done),
+        // then add into the chunks once their earlier writers and readers are done.
+        size_t slot = slotTurn++ % window;
+        BufferRef staging{Slot::kScratch, phase.stagingBase + slot * slotBytes};
+        recv.dst = staging;
+        if (slotUser[slot] != kNone) recv.deps.push_back(slotUser[slot]);
+        if (startDep != kNone) recv.deps.push_back(startDep);
+        uint32_t got = plan.add(recv);
+        PlanOp reduce{.kind = OpKind::kReduce, .dst = dst, .src = staging, .count = m.range.count, .deps = {got}};
+        for (size_t key : m.keys) writeDeps(key, reduce.deps);
+        dedupe(reduce.deps);
+        const uint32_t op = plan.add(reduce);
+        for (size_t key : m.keys) lastWrite[key] = op;
+        slotUser[slot] = op;
+      }
     }
   }
   return ring_detail::addPhaseEnd(plan, first, startDep);

@@ -10,7 +10,10 @@
 // reading the chunk, and a reduce lands in one of `window` staging chunks, then adds into the
 // chunk once its earlier readers and writer are done. So a chunk reduced in one step is sent
 // on in the next as soon as it is ready, without waiting for the whole step.
-// Message ids: idBase + step * K + k, with k the chunk's index within its transfer and K the
+// A transfer's consecutive chunks travel together while the message is below
+// min(chunkBytes, minMessageBytes) (small blocks at many ranks), and such a message is ordered
+// against every chunk it covers.
+// Message ids: idBase + step * K + k, with k the message's index within its transfer and K the
 // largest transfer's chunk count; a pair exchanges at most one transfer per direction per step.
 #pragma once
 

@@ -5,6 +5,7 @@
 //   tsr-sim --ranks 16 --ranks-per-host 8 --algo hier --size 256MiB
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -28,7 +29,7 @@ int run(int argc, char** argv) {
   PlatformSpec platform;
   ReplayOptions replayOptions;
   std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
-              reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum";
+              reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum", minMessage = "64KiB";
   bool noHeaders = false, planOnly = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
@@ -41,6 +42,9 @@ int run(int argc, char** argv) {
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
   app.add_option("--op", op, "sum | avg | min | max | prod");
   app.add_option("--chunk", chunk, "Pipelining chunk (TSR_CHUNK_BYTES)");
+  app.add_option("--min-message", minMessage,
+                 "Rabenseifner/doubling/Bruck: a step's consecutive blocks to one peer travel together up to "
+                 "this size (TSR_MIN_MESSAGE_BYTES)");
   app.add_option("--window", job.window, "Staging window (TSR_WINDOW)")->check(CLI::Range(1, 64));
   app.add_option("--arrival", job.arrival, "Reduce on arrival: auto | on | off (TSR_ARRIVAL_REDUCE)");
   app.add_option("--platform", platform.kind, "switch | fattree | xml");
@@ -55,6 +59,9 @@ int run(int argc, char** argv) {
   app.add_option("--reduce-rate", reduceRate, "Reduction throughput, bytes/s of data reduced (0 = free)");
   app.add_option("--copy-rate", copyRate, "Copy / divide throughput (0 = free)");
   app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");
+  app.add_option("--pair-window", replayOptions.pairWindow,
+                 "Transfers in flight per (sender, receiver); the rest queue in order (0 = no bound)")
+      ->check(CLI::Range(0, 1 << 16));
   app.add_flag("--no-headers", noHeaders, "Leave out the 32-byte argument headers");
   app.add_flag("--plan-only", planOnly,
                "Build the plans and print what they send (and, with auto, the pick); no replay");
@@ -64,11 +71,12 @@ int run(int argc, char** argv) {
     return app.exit(e);
   }
   auto bytes = parseBytes(size);
-  auto chunkBytes = parseBytes(chunk);
+  auto chunkBytes = parseBytes(chunk), minMessageBytes = parseBytes(minMessage);
   auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate);
   auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
-  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &rate.status(), &hostRate.status(), &reduce.status(),
-                          &copy.status(), &latency.status(), &hostLatency.status()})
+  for (const Status* s :
+       {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status(), &rate.status(), &hostRate.status(),
+        &reduce.status(), &copy.status(), &latency.status(), &hostLatency.status()})
     if (!s->isOk()) return fail(*s);
   auto type = parseDataType(dtype);
   if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));
@@ -78,6 +86,7 @@ int run(int argc, char** argv) {
   job.dtype = *type;
   job.op = *reduceOp;
   job.chunkBytes = chunkBytes.value();
+  job.minMessageBytes = std::max<size_t>(1, minMessageBytes.value());
   platform.rate = rate.value();
   platform.latency = latency.value();
   platform.hostRate = hostRate.value();

@@ -45,7 +45,19 @@ struct World {
   struct Pending {
     Side send, recv;
   };
+  struct Transfer {
+    int from, to;
+    Done sent, received;
+    size_t bytes;
+  };
+  // A pair's transfers beyond the window wait their turn, in the order they matched.
+  struct Lane {
+    int active = 0;
+    std::deque<Transfer> waiting;
+  };
   int ranks = 0;
+  int pairWindow = 0;
+  std::unordered_map<uint64_t, Lane> lanes;
   const JobPlans* job = nullptr;
   std::vector<sg4::Host*> hostOfRank;
   std::vector<std::deque<Done>> inbox;
@@ -70,25 +82,50 @@ struct World {
       mismatch = "rank " + std::to_string(from) + " sends " + std::to_string(p.send.bytes) + " bytes to rank " +
                  std::to_string(to) + " where " + std::to_string(p.recv.bytes) + " are expected (message " +
                  std::to_string(id) + ")";
-    Done sent = p.send.done, received = p.recv.done;
-    size_t size = p.send.bytes;
+    Transfer t{from, to, p.send.done, p.recv.done, p.send.bytes};
     posted.erase(key(from, to, id));
     ++result.messages;
-    // Each transfer in flight is an actor with its own stack: past the process's limit on
-    // memory mappings SimGrid would abort, so stop with an error that says so instead.
+    if (pairWindow > 0) {
+      Lane& lane = lanes[pairKey(from, to)];
+      if (lane.active >= pairWindow) {
+        lane.waiting.push_back(t);
+        return;
+      }
+      ++lane.active;
+    }
+    start(t);
+  }
+
+ private:
+  uint64_t pairKey(int from, int to) const { return static_cast<uint64_t>(from) * ranks + to; }
+
+  // Each transfer in flight is an actor with its own stack: past the process's limit on memory
+  // mappings SimGrid would abort, so stop with an error that says so instead. With a pair
+  // window the actor then carries the pair's waiting transfers one after another.
+  void start(Transfer t) {
     if (!tooMany.empty()) return;
     if (++inFlight > maxInFlight) {
       tooMany = "more than " + std::to_string(maxInFlight) + " transfers in flight at once (rank " +
-                std::to_string(from) + " to rank " + std::to_string(to) +
+                std::to_string(t.from) + " to rank " + std::to_string(t.to) +
                 "); each is an actor with its own stack mapping, bounded by vm.max_map_count";
       for (int r = 0; r < ranks; ++r) bell[r]->release();  // every rank stops at its next wake-up
       return;
     }
-    sg4::Actor::create("x", hostOfRank[from], [this, from, to, sent, received, size] {
-      sg4::Comm::sendto(hostOfRank[from], hostOfRank[to], size);
+    sg4::Actor::create("x", hostOfRank[t.from], [this, t]() mutable {
+      for (;;) {
+        sg4::Comm::sendto(hostOfRank[t.from], hostOfRank[t.to], t.bytes);
+        deliver(t.from, t.sent);
+        deliver(t.to, t.received);
+        if (pairWindow == 0) break;
+        Lane& lane = lanes[pairKey(t.from, t.to)];
+        if (lane.waiting.empty()) {
+          --lane.active;
+          break;
+        }
+        t = lane.waiting.front();
+        lane.waiting.pop_front();
+      }
       --inFlight;
-      deliver(from, sent);
-      deliver(to, received);
     });
   }
 };
@@ -326,6 +363,7 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   World w;
   w.maxInFlight = options.maxTransfersInFlight > 0 ? options.maxTransfersInFlight : transferBudget();
   w.ranks = n;
+  w.pairWindow = options.pairWindow;
   w.job = &job;
   for (int r = 0; r < n; ++r) w.hostOfRank.push_back(hosts[job.hostOfRank[r]]);
   w.inbox.resize(n);

@@ -35,6 +35,10 @@ struct ReplayOptions {
   // Transfers in flight at once (each an actor with its own stack); past it the replay stops
   // with an error. 0: as many as vm.max_map_count allows.
   size_t maxTransfersInFlight = 0;
+  // Transfers in flight per (sender, receiver) pair; later ones wait in the order they
+  // matched, as bytes queue on one TCP connection or UCX endpoint. 0: no bound (every matched
+  // transfer shares the path at once).
+  int pairWindow = 0;
 };
 
 struct ReplayResult {

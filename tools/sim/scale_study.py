@@ -2,7 +2,8 @@
 """How each dense allreduce's time grows with the number of ranks, replayed in tsr-sim.
 
     tools/sim/scale_study.py [--sim build/bin/tsr-sim] [--ranks 8,16,...] [--sizes-mib 1,64]
-                             [--out DIR] [--max-messages N]
+                             [--out DIR] [--max-messages N] [--pair-window 4]
+                             [--coarse-from 512 --coarse-message 512KiB]
 
 For every (ranks, size) it replays ring, Rabenseifner, recursive doubling and the 2D torus on a
 non-blocking two-level fat tree (16 hosts per leaf, one rank per host, --bw per link), asks the
@@ -11,7 +12,10 @@ DIR/scale.md (time and bus bandwidth of each, the simulated best against the pic
 DIR/scale.png (bus bandwidth against ranks, one panel per size). A job whose plans send more
 than --max-messages messages is left out (its replay would take minutes), and so is one the
 replay cannot carry (too many transfers in flight) or that runs past --timeout; the table says
-which."""
+which. Every replay queues a pair's transfers beyond --pair-window (as one TCP connection or UCX
+endpoint does); from --coarse-from ranks on, the plans are built with TSR_MIN_MESSAGE_BYTES =
+--coarse-message (a runtime setting: a step's blocks to one peer travel in fewer, larger
+messages), marked in the table, so that thousands of ranks replay in minutes."""
 import argparse
 import os
 import re
@@ -23,6 +27,9 @@ ALGOS = ["ring", "rabenseifner", "doubling", "torus"]
 def sim(args, ranks, algo, mib, plan_only=False):
     cmd = [args.sim, "--ranks", str(ranks), "--algo", algo, "--size", f"{mib}MiB", "--bw", args.bw, "--lat", args.lat,
            "--platform", "fattree", "--leaf-hosts", str(args.leaf_hosts)]
+    cmd += ["--pair-window", str(args.pair_window)]
+    if ranks >= args.coarse_from:
+        cmd += ["--min-message", args.coarse_message]
     if plan_only:
         cmd.append("--plan-only")
     try:
@@ -66,7 +73,8 @@ def busbw(mib, n, t):
 
 def table(args, rows):
     lines = [f"fat tree, {args.leaf_hosts} hosts per leaf, non-blocking, {args.bw} links, {args.lat}; one rank "
-             "per host; bus bandwidth in GB/s (time in ms)", "",
+             f"per host; pair window {args.pair_window}; bus bandwidth in GB/s (time in ms); ranks marked * "
+             f"with TSR_MIN_MESSAGE_BYTES={args.coarse_message}", "",
              "| size | ranks | " + " | ".join(ALGOS) + " | simulated best | cost model's pick | pick / best |",
              "| --- | --- | " + " | ".join("---" for _ in ALGOS) + " | --- | --- | --- |"]
     for mib, n, pick, results in rows:
@@ -77,7 +85,8 @@ def table(args, rows):
         timed = {a: r for a, r in results.items() if isinstance(r, float)}
         best = min(timed, key=timed.get) if timed else "-"
         ratio = f"{timed[pick] / timed[best]:.2f}" if pick in timed else "not replayed"
-        lines.append(f"| {mib} MiB | {n} | " + " | ".join(cells) + f" | {best} | {pick} | {ratio} |")
+        mark = "*" if n >= args.coarse_from else ""
+        lines.append(f"| {mib} MiB | {n}{mark} | " + " | ".join(cells) + f" | {best} | {pick} | {ratio} |")
     return "\n".join(lines) + "\n"
 
 
@@ -110,6 +119,9 @@ def main():
     ap.add_argument("--lat", default="5us")
     ap.add_argument("--leaf-hosts", type=int, default=16)
     ap.add_argument("--max-messages", type=int, default=600000)
+    ap.add_argument("--pair-window", type=int, default=4, help="transfers in flight per (sender, receiver)")
+    ap.add_argument("--coarse-from", type=int, default=1 << 30, help="ranks from which --coarse-message applies")
+    ap.add_argument("--coarse-message", default="512KiB", help="TSR_MIN_MESSAGE_BYTES for the largest jobs")
     ap.add_argument("--timeout", type=float, default=240, help="seconds one replay may take")
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-plot", action="store_true")

@@ -61,6 +61,7 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
   algorithms::DenseOptions dense;
   dense.chunkBytes = job.chunkBytes;
   dense.window = job.window;
+  dense.minMessageBytes = job.minMessageBytes;
   dense.order = out.order;
   dense.reduceOnArrival = job.arrival == "on" || (job.arrival == "auto" && out.hosts == job.ranks);
 

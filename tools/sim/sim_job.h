@@ -23,10 +23,11 @@ struct SimJob {
   size_t bytes = 0;                      // allreduce: the buffer; allgather: each rank's part
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
-  size_t chunkBytes = 512 * 1024;  // TSR_CHUNK_BYTES
-  int window = 4;                  // TSR_WINDOW
-  std::string arrival = "auto";    // TSR_ARRIVAL_REDUCE: auto|on|off
-  algorithms::LinkModel links;     // for "auto"
+  size_t chunkBytes = 512 * 1024;      // TSR_CHUNK_BYTES
+  int window = 4;                      // TSR_WINDOW
+  size_t minMessageBytes = 64 * 1024;  // TSR_MIN_MESSAGE_BYTES
+  std::string arrival = "auto";        // TSR_ARRIVAL_REDUCE: auto|on|off
+  algorithms::LinkModel links;         // for "auto"
 };
 
 struct JobPlans {

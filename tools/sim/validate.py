@@ -46,9 +46,9 @@ def table_measurements(path):
     return rows
 
 
-def simulate(sim, rate, hosts, per_host, algo, size, lat, network):
+def simulate(sim, rate, hosts, per_host, algo, size, lat, network, extra):
     out = subprocess.run([sim, "--ranks", str(hosts * per_host), "--ranks-per-host", str(per_host), "--algo", algo,
-                          "--size", f"{size}B", "--bw", rate, "--lat", lat, "--network", network],
+                          "--size", f"{size}B", "--bw", rate, "--lat", lat, "--network", network] + extra,
                          capture_output=True, text=True, check=True).stdout
     value, unit = re.search(r"time ([\d.]+) (ms|s|us)", out).groups()
     return float(value) * {"ms": 1.0, "s": 1e3, "us": 1e-3}[unit]
@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--sim", default="build/bin/tsr-sim")
     ap.add_argument("--lat", default="50us", help="host-to-host latency of the simulated switch")
     ap.add_argument("--table", help="a Markdown file with an earlier table: its measured column")
+    ap.add_argument("--sim-arg", action="append", default=[],
+                    help="one more tsr-sim argument for every replay (repeat: --sim-arg=--pair-window --sim-arg=4)")
     ap.add_argument("logs", nargs="*")
     args = ap.parse_args()
     if bool(args.table) == bool(args.logs):
@@ -69,7 +71,7 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for (rate, hosts, per_host, algo, size), times in sorted(rows.items()):
         measured = statistics.median(times)
-        ideal, lv08 = (simulate(args.sim, rate, hosts, per_host, algo, size, args.lat, net) for net in ("ideal", "lv08"))
+        ideal, lv08 = (simulate(args.sim, rate, hosts, per_host, algo, size, args.lat, net, args.sim_arg) for net in ("ideal", "lv08"))
         print(f"| {rate} | {hosts} x {per_host} | {algo} | {size >> 20} MiB | {measured:.1f} | {ideal:.1f} | "
               f"{ideal / measured:.3f} | {lv08:.1f} | {lv08 / measured:.3f} |")
 

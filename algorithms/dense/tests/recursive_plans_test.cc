@@ -74,6 +74,23 @@ TEST_P(RecursivePlans, DoublingSumsAveragesAndMaxesExactly) {
       "doubling");
 }
 
+// Default chunking: small blocks travel as one message of several chunks, each message ordered
+// against every chunk it covers.
+TEST_P(RecursivePlans, GroupedSmallBlocksSumExactly) {
+  int n = GetParam();
+  DenseOptions opts;
+  opts.window = 2;
+  expectExactAllreduce(
+      n,
+      [&](int r, size_t count, ReduceOp op) {
+        return rabenseifnerAllreducePlan(r, n, count, DataType::kI64, op, opts);
+      },
+      "rabenseifner");
+  expectExactAllreduce(
+      n, [&](int r, size_t count, ReduceOp op) { return doublingAllreducePlan(r, n, count, DataType::kI64, op, opts); },
+      "doubling");
+}
+
 TEST_P(RecursivePlans, RabenseifnerLargeF32AvgInPlaceMatchesFloat64) {
   int n = GetParam();
   World& world = worldOf(n);
@@ -123,6 +140,33 @@ TEST_P(RecursivePlans, BruckAllgatherPlacesEveryPiece) {
       ASSERT_EQ(out[r][count * n], -1) << "wrote past the end on rank " << r;
     }
   }
+}
+
+// 16 ranks, 128 KiB: a halving step's blocks are 8 KiB each; sent as messages of at least
+// 64 KiB, the plan has a few sends where a message per block needs many, with the same bytes.
+TEST(RecursivePlanMessages, SmallBlocksTravelTogether) {
+  const int n = 16;
+  const size_t count = 16 * 1024;
+  auto sends = [&](const DenseOptions& o) {
+    std::pair<size_t, size_t> messagesAndBytes{0, 0};
+    for (int r = 0; r < n; ++r) {
+      auto plan = rabenseifnerAllreducePlan(r, n, count, DataType::kI64, ReduceOp::kSum, o);
+      EXPECT_TRUE(plan.isOk()) << plan.status().toString();
+      for (const PlanOp& op : plan.value()->ops)
+        if (op.kind == OpKind::kSend) {
+          ++messagesAndBytes.first;
+          messagesAndBytes.second += op.count;
+        }
+    }
+    return messagesAndBytes;
+  };
+  DenseOptions grouped, perBlock;
+  perBlock.minMessageBytes = 1;
+  auto [groupedMessages, groupedElems] = sends(grouped);
+  auto [blockMessages, blockElems] = sends(perBlock);
+  EXPECT_EQ(groupedElems, blockElems);
+  EXPECT_EQ(blockMessages, size_t{n} * 2 * (n - 1));  // 2 x (8 + 4 + 2 + 1) blocks per rank
+  EXPECT_EQ(groupedMessages, size_t{n} * 2 * 4);      // one message per step
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RecursivePlans, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 11, 16),

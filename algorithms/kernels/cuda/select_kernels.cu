@@ -166,43 +166,46 @@ __global__ void tileCountKernel(const float* x, size_t n, const SelectState* sta
   if (threadIdx.x == 0) tileCounts[blockIdx.x] = sum;
 }
 
-// Per tile, row by row (kThreads consecutive elements): warp ballots and the warps' counts
-// give each element its rank among the equal ones and its place among the selected ones.
+// A block's row of kThreads flags: how many flags before this thread's are set (warp ballot,
+// then the lower warps' counts in `warpCounts`, one slot per warp) and how many in the row.
+struct RowCount {
+  uint32_t before, row;
+};
+__device__ RowCount countRow(bool flag, uint32_t* warpCounts) {
+  constexpr unsigned kWarps = kThreads / 32;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  const unsigned mask = __ballot_sync(0xffffffffu, flag);
+  if (lane == 0) warpCounts[warp] = __popc(mask);
+  __syncthreads();
+  RowCount c{static_cast<uint32_t>(__popc(mask & ((1u << lane) - 1u))), 0};
+  for (unsigned w = 0; w < kWarps; ++w) {
+    if (w < warp) c.before += warpCounts[w];
+    c.row += warpCounts[w];
+  }
+  return c;
+}
+
+// Per tile, row by row: each element's rank among the equal ones decides whether it is
+// selected, and its place among the selected ones where its index goes. The two counts use
+// their own shared slots, so a row's second count never overwrites what the first still reads.
 __global__ void emitSelectedKernel(const float* x, size_t n, const SelectState* state,
                                    const unsigned long long* tileOffsets, uint32_t* indices) {
-  constexpr int kWarps = kThreads / 32;
-  __shared__ uint32_t warpEqual[kWarps], warpSelected[kWarps];
+  __shared__ uint32_t warpEqual[kThreads / 32], warpSelected[kThreads / 32];
   const uint32_t t = state->prefix, kLeft = state->kLeft;
   const unsigned long long offset = tileOffsets[blockIdx.x];
   uint32_t equalSeen = static_cast<uint32_t>(offset);  // equal to T, in earlier tiles and rows
   uint32_t selectedSeen = static_cast<uint32_t>(offset >> 32) + (equalSeen < kLeft ? equalSeen : kLeft);
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
-  const unsigned lower = (1u << lane) - 1u;
   const size_t base = blockIdx.x * kTile;
   for (int i = 0; i < kTileItems; ++i) {
     const size_t j = base + static_cast<size_t>(i) * kThreads + threadIdx.x;
     const uint32_t key = j < n ? magnitudeBits(x[j]) : 0u;
     const bool above = j < n && key > t, equal = j < n && key == t;
-    const unsigned equalMask = __ballot_sync(0xffffffffu, equal);
-    if (lane == 0) warpEqual[warp] = __popc(equalMask);
-    __syncthreads();
-    uint32_t equalRank = equalSeen + __popc(equalMask & lower), equalRow = 0;
-    for (unsigned w = 0; w < kWarps; ++w) {
-      if (w < warp) equalRank += warpEqual[w];
-      equalRow += warpEqual[w];
-    }
-    const bool selected = above || (equal && equalRank < kLeft);
-    const unsigned selectedMask = __ballot_sync(0xffffffffu, selected);
-    if (lane == 0) warpSelected[warp] = __popc(selectedMask);
-    __syncthreads();
-    uint32_t place = selectedSeen + __popc(selectedMask & lower), selectedRow = 0;
-    for (unsigned w = 0; w < kWarps; ++w) {
-      if (w < warp) place += warpSelected[w];
-      selectedRow += warpSelected[w];
-    }
-    if (selected) indices[place] = static_cast<uint32_t>(j);
-    equalSeen += equalRow;
-    selectedSeen += selectedRow;
+    const RowCount eq = countRow(equal, warpEqual);
+    const bool selected = above || (equal && equalSeen + eq.before < kLeft);
+    const RowCount sel = countRow(selected, warpSelected);
+    if (selected) indices[selectedSeen + sel.before] = static_cast<uint32_t>(j);
+    equalSeen += eq.row;
+    selectedSeen += sel.row;
   }
 }
 

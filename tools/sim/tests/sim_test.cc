@@ -249,6 +249,26 @@ TEST(SimReplay, TooManyTransfersInFlightIsAnErrorNotAnAbort) {
   EXPECT_TRUE(replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), few, 1).ok);
 }
 
+// A pair window queues a pair's transfers instead of starting them all: the job above fits
+// under a limit it overruns unbounded, and on an ideal network the time is the unbounded
+// replay's (a pair's messages then share its path; queued, they follow one another).
+TEST(SimReplay, APairWindowBoundsTransfersInFlightAndKeepsTheTime) {
+  SimJob job = ringJob(16, size_t{4} << 20);
+  job.algorithm = "rabenseifner";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  ReplayOptions unbounded = freeCompute();
+  unbounded.maxTransfersInFlight = 300;  // unbounded, a halving step starts 32 per rank
+  EXPECT_FALSE(replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), unbounded, 1).ok);
+  ReplayOptions windowed = unbounded;
+  windowed.pairWindow = 4;
+  Figures queued = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), windowed, 1);
+  ASSERT_TRUE(queued.ok) << queued.error;
+  Figures all = replayInChild(plans.value(), oneSwitch(1.25e9, 20e-6), freeCompute(), 1);
+  ASSERT_TRUE(all.ok) << all.error;
+  EXPECT_NEAR(queued.seconds, all.seconds, 0.02 * all.seconds);
+}
+
 // A fat tree with one spine funnels each leaf's traffic through one up link: Rabenseifner's
 // cross-leaf exchanges slow down, the ring (one flow per leaf boundary) does not.
 TEST(SimReplay, FatTreeOversubscriptionSlowsRabenseifnerNotTheRing) {
