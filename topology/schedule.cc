@@ -93,6 +93,8 @@ ScheduleBuilder::ScheduleBuilder(std::string name, Collective collective, int nu
 }
 
 void ScheduleBuilder::grow(int steps) {
+  if (steps <= grown_) return;
+  grown_ = steps;
   for (auto& perRank : schedule_.steps)
     if (static_cast<int>(perRank.size()) < steps) perRank.resize(steps);
 }
@@ -113,6 +115,10 @@ int ScheduleBuilder::numSteps() const {
 
 Schedule ScheduleBuilder::finish() {
   grow(numSteps());
+  for (const auto& perRank : schedule_.steps)
+    for (const Step& step : perRank)
+      for (const Transfer& t : step.sends)
+        schedule_.largestTransferBlocks = std::max(schedule_.largestTransferBlocks, t.numBlocks());
   return std::move(schedule_);
 }
 

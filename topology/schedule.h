@@ -62,6 +62,9 @@ struct Schedule {
   // with (all-gather). Empty means rank r owns block r. Allreduce and broadcast use every block.
   std::vector<int> ownedBlock;
   std::vector<std::vector<Step>> steps;  // steps[rank][step]
+  // Blocks in the largest transfer of any rank, set by ScheduleBuilder::finish (0: not set):
+  // plans need it on every rank, and at thousands of ranks a scan per rank adds up.
+  int largestTransferBlocks = 0;
 
   int blockOwnedBy(int rank) const { return ownedBlock.empty() ? rank : ownedBlock[rank]; }
 
@@ -95,6 +98,7 @@ class ScheduleBuilder {
  private:
   void grow(int steps);
   Schedule schedule_;
+  int grown_ = 0;  // every rank has at least this many steps (a transfer checks this, not N ranks)
 };
 
 // Appends `range` to `ranges`, merging it into the last range when contiguous (mod numBlocks).

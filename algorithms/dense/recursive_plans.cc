@@ -1,6 +1,10 @@
 // Plans interpreted from topology's schedules (schedule_phase.h): Rabenseifner allreduce and
 // Bruck all-gather. The schedules carry the index math (and topology's simulator proves them);
 // these builders only place them on the caller's buffers.
+#include <deque>
+#include <mutex>
+#include <tuple>
+
 #include "algorithms/dense/dense_plans.h"
 #include "algorithms/dense/ring_phases.h"
 #include "algorithms/dense/schedule_phase.h"
@@ -23,6 +27,21 @@ std::shared_ptr<Plan> newPlan(const char* algorithm, CollectiveKind kind, DataTy
   return plan;
 }
 
+// A job's schedule is the same on every rank: a process that builds many ranks' plans (ranks
+// as threads, tsr-sim's thousands) builds it once. The last few are kept.
+std::shared_ptr<const topology::Schedule> sharedSchedule(topology::Schedule (*build)(int), int size) {
+  using Entry = std::tuple<topology::Schedule (*)(int), int, std::shared_ptr<const topology::Schedule>>;
+  static std::mutex mu;
+  static std::deque<Entry> recent;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [b, n, schedule] : recent)
+    if (b == build && n == size) return schedule;
+  auto schedule = std::make_shared<const topology::Schedule>(build(size));
+  recent.emplace_back(build, size, schedule);
+  if (recent.size() > 4) recent.pop_front();
+  return schedule;
+}
+
 // Both recursive allreduces: the schedule does the work in place on the output; avg divides
 // the whole sum at the end (every rank ends with all of it).
 Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Schedule (*build)(int), int rank, int size,
@@ -34,8 +53,8 @@ Result<std::shared_ptr<Plan>> recursiveAllreduce(const char* name, topology::Sch
   auto plan = newPlan(name, CollectiveKind::kAllreduce, dtype, op, count);
   uint32_t start = addCopy(*plan, Slot::kOutput, 0, Slot::kInput, 0, count);
   if (size > 1 && count > 0) {
-    topology::Schedule schedule = build(size);
-    SchedulePhase phase{&schedule, {}, Slot::kOutput, 0, count, 0, 0};
+    auto schedule = sharedSchedule(build, size);
+    SchedulePhase phase{schedule.get(), {}, Slot::kOutput, 0, count, 0, 0};
     TSR_ASSIGN_OR_RETURN(PhaseExtent extent, schedulePhaseExtent(phase, dataTypeSize(dtype), options));
     plan->scratchBytes = extent.stagingBytes;
     TSR_ASSIGN_OR_RETURN(uint32_t end, addSchedulePhase(*plan, rank, phase, start, options));
@@ -72,8 +91,8 @@ Result<std::shared_ptr<Plan>> bruckAllgatherPlan(int rank, int size, size_t coun
   uint32_t start = addCopy(*plan, Slot::kOutput, static_cast<size_t>(rank) * count * esize, Slot::kInput, 0, count);
   if (size > 1 && count > 0) {
     // N blocks of exactly `count` elements: block r is rank r's piece, at r * count.
-    topology::Schedule schedule = topology::bruckAllGather(size);
-    SchedulePhase phase{&schedule, {}, Slot::kOutput, 0, count * size, 0, 0};
+    auto schedule = sharedSchedule(topology::bruckAllGather, size);
+    SchedulePhase phase{schedule.get(), {}, Slot::kOutput, 0, count * size, 0, 0};
     TSR_RETURN_IF_ERROR(addSchedulePhase(*plan, rank, phase, start, options).status());
   }
   TSR_RETURN_IF_ERROR(plan->finalize());

@@ -19,6 +19,7 @@ constexpr size_t kMinChunks = 4;
 constexpr size_t kMinChunkBytes = 64 * 1024;
 
 size_t largestTransferBlocks(const topology::Schedule& s) {
+  if (s.largestTransferBlocks > 0) return static_cast<size_t>(s.largestTransferBlocks);
   size_t most = 0;
   for (const auto& steps : s.steps)
     for (const auto& step : steps)

@@ -18,6 +18,7 @@ using algorithms::PlanOp;
 
 namespace {
 
+constexpr size_t kStackKiB = 128;         // every actor's stack (replay())
 constexpr uint32_t kHeader = UINT32_MAX;  // message id of a pair's argument header
 constexpr size_t kHeaderBytes = sizeof(algorithms::WireHeader);
 
@@ -106,8 +107,8 @@ struct World {
     if (!tooMany.empty()) return;
     if (++inFlight > maxInFlight) {
       tooMany = "more than " + std::to_string(maxInFlight) + " transfers in flight at once (rank " +
-                std::to_string(t.from) + " to rank " + std::to_string(t.to) +
-                "); each is an actor with its own stack mapping, bounded by vm.max_map_count";
+                std::to_string(t.from) + " to rank " + std::to_string(t.to) + "); each is an actor with a " +
+                std::to_string(kStackKiB) + " KiB stack, bounded by half the memory available";
       for (int r = 0; r < ranks; ++r) bell[r]->release();  // every rank stops at its next wake-up
       return;
     }
@@ -319,13 +320,15 @@ class RankReplay {
   size_t outstanding_ = 0;  // transfers posted, not yet heard back
 };
 
-// How many transfer actors fit: two mappings each (the stack and its guard page) under the
-// kernel's per-process limit, with room for the libraries' own mappings.
+// How many transfer actors fit in half of the memory available now. Their stacks have no guard
+// page (replay()), so they take no memory mapping of their own: vm.max_map_count no longer
+// bounds them.
 size_t transferBudget() {
-  size_t limit = 65530;
-  std::ifstream in("/proc/sys/vm/max_map_count");
-  in >> limit;
-  return limit > 8192 ? (limit - 8192) / 2 : limit / 4;
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  size_t kib = 0;
+  while (in >> key >> kib >> unit && key != "MemAvailable:") kib = 0;
+  return std::max<size_t>(1000, kib / 2 / (kStackKiB + 8));
 }
 
 Status configure(const ReplayOptions& o) {
@@ -352,8 +355,10 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   char arg0[] = "tsr-sim", arg1[] = "--log=root.thresh:warning";
   char* argv[] = {arg0, arg1, nullptr};
   sg4::Engine engine(&argc, argv);
-  // Many short-lived transfer actors, each a few frames deep.
-  sg4::Engine::set_config("contexts/stack-size:128");
+  // Many short-lived transfer actors, each a few frames deep (no recursion anywhere): small
+  // stacks without guard pages, which would cost two memory mappings per actor.
+  sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kStackKiB));
+  sg4::Engine::set_config("contexts/guard-size:0");
 #ifdef TSR_SIM_THREAD_CONTEXTS
   // AddressSanitizer cannot follow SimGrid's own context switches; with threads it can.
   sg4::Engine::set_config("contexts/factory:thread");

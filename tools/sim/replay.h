@@ -33,7 +33,7 @@ struct ReplayOptions {
   // TCP model (latency x13.01, rate x0.97, ACK traffic), closer to a kernel TCP stack.
   std::string network = "ideal";
   // Transfers in flight at once (each an actor with its own stack); past it the replay stops
-  // with an error. 0: as many as vm.max_map_count allows.
+  // with an error. 0: as many as half the memory available holds.
   size_t maxTransfersInFlight = 0;
   // Transfers in flight per (sender, receiver) pair; later ones wait in the order they
   // matched, as bytes queue on one TCP connection or UCX endpoint. 0: no bound (every matched
