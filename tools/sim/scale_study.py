@@ -21,6 +21,8 @@ import os
 import re
 import subprocess
 
+from sim_output import seconds
+
 ALGOS = ["ring", "rabenseifner", "doubling", "torus"]
 
 
@@ -37,11 +39,6 @@ def sim(args, ranks, algo, mib, plan_only=False):
     except subprocess.TimeoutExpired:
         return None, ""
     return out.returncode, out.stdout + out.stderr
-
-
-def seconds(text):
-    value, unit = re.search(r"time ([\d.]+) (s|ms|us)", text).groups()
-    return float(value) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[unit]
 
 
 def study(args):

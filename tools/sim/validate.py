@@ -16,6 +16,8 @@ import re
 import statistics
 import subprocess
 
+from sim_output import milliseconds
+
 RATES = {"mbit": "Mbps", "gbit": "Gbps"}
 
 
@@ -50,8 +52,7 @@ def simulate(sim, rate, hosts, per_host, algo, size, lat, network, extra):
     out = subprocess.run([sim, "--ranks", str(hosts * per_host), "--ranks-per-host", str(per_host), "--algo", algo,
                           "--size", f"{size}B", "--bw", rate, "--lat", lat, "--network", network] + extra,
                          capture_output=True, text=True, check=True).stdout
-    value, unit = re.search(r"time ([\d.]+) (ms|s|us)", out).groups()
-    return float(value) * {"ms": 1.0, "s": 1e3, "us": 1e-3}[unit]
+    return milliseconds(out)
 
 
 def main():
