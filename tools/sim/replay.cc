@@ -100,9 +100,9 @@ struct World {
  private:
   uint64_t pairKey(int from, int to) const { return static_cast<uint64_t>(from) * ranks + to; }
 
-  // Each transfer in flight is an actor with its own stack: past the process's limit on memory
-  // mappings SimGrid would abort, so stop with an error that says so instead. With a pair
-  // window the actor then carries the pair's waiting transfers one after another.
+  // Each transfer in flight is an actor with its own stack: past the budget (maxInFlight) the
+  // replay stops with an error that says so, rather than exhaust the machine's memory. With a
+  // pair window the actor then carries the pair's waiting transfers one after another.
   void start(Transfer t) {
     if (!tooMany.empty()) return;
     if (++inFlight > maxInFlight) {
