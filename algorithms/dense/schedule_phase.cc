@@ -71,11 +71,13 @@ Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemS
   e.chunksPerBlock = std::min(e.chunksPerBlock, fit);
   e.messageIds = static_cast<uint32_t>(steps * perTransfer * e.chunksPerBlock);
   // A slot holds one message: a chunk, or chunks grouped while below the message floor (then
-  // less than the floor plus one chunk). Chunks differ by one element, blocks too.
+  // less than the floor plus one chunk, and no more than the largest transfer). Chunks differ
+  // by one element, blocks too. Small collectives keep small slots (and the executor's scratch).
   size_t stagingElems = ceilDiv(blockElems, e.chunksPerBlock);
   const size_t smallestChunk = balancedPart(phase.count, s->numBlocks, s->numBlocks - 1).count / e.chunksPerBlock;
   if (smallestChunk * elemSize < messageFloorBytes(options))
-    stagingElems += ceilDiv(messageFloorBytes(options), elemSize);
+    stagingElems = std::max(stagingElems, std::min(stagingElems + ceilDiv(messageFloorBytes(options), elemSize),
+                                                   perTransfer * blockElems));
   e.stagingBytes = static_cast<size_t>(std::max(1, options.window)) * stagingElems * elemSize;
   return e;
 }
