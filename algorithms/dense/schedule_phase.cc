@@ -76,8 +76,8 @@ Result<PhaseExtent> schedulePhaseExtent(const SchedulePhase& phase, size_t elemS
   size_t stagingElems = ceilDiv(blockElems, e.chunksPerBlock);
   const size_t smallestChunk = balancedPart(phase.count, s->numBlocks, s->numBlocks - 1).count / e.chunksPerBlock;
   if (smallestChunk * elemSize < messageFloorBytes(options))
-    stagingElems = std::max(stagingElems, std::min(stagingElems + ceilDiv(messageFloorBytes(options), elemSize),
-                                                   perTransfer * blockElems));
+    stagingElems = std::max(
+        stagingElems, std::min(stagingElems + ceilDiv(messageFloorBytes(options), elemSize), perTransfer * blockElems));
   e.stagingBytes = static_cast<size_t>(std::max(1, options.window)) * stagingElems * elemSize;
   return e;
 }
