@@ -18,6 +18,7 @@ inline compress::Params pickCompressor(uint8_t kind, uint8_t knob) {
   switch (kind % 7) {
     case 0:
       p["scaling"] = knob & 1 ? "true" : "false";
+      if (knob & 0x20) p["scale_block"] = "128";
       break;
     case 1:
     case 2:

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "algorithms/compress/momentum.h"
 #include "algorithms/compress/registry.h"
@@ -63,8 +64,10 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
         testing::FakeDeviceKernels& k = *t.opened.kernels;
         // The NaN scan of g, and with momentum of the shifted gradient too.
         EXPECT_EQ(k.scans, kSteps * (params.count("momentum") ? 2 : 1)) << "the scans did not run on the device";
-        EXPECT_EQ(k.scales, kSteps) << "the average did not run on the device";
-        EXPECT_EQ(k.reduces, kSteps * n) << "the payload sums did not run on the device";
+        // The momentum hand-off: mu M and M' - mu M (two scales), g + mu M and the subtraction.
+        const int handoff = params.count("optimizer_momentum") ? 2 : 0;
+        EXPECT_EQ(k.scales, kSteps * (1 + handoff)) << "the average did not run on the device";
+        EXPECT_EQ(k.reduces, kSteps * (n + handoff)) << "the payload sums did not run on the device";
         const std::string kind = params.at("compressor");
         const bool ef = !params.count("ef") || params.at("ef") == "vanilla";
         if (kind == "fp16" || kind == "bf16") {
@@ -78,10 +81,13 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
           EXPECT_EQ(k.scatters, kSteps * n + (ef ? kSteps : 0));  // ef decompresses its own payload too
         }
         if (kind == "onebit" || kind == "dithering") {
-          EXPECT_EQ(k.packs, kSteps) << "the encoding did not run on the device";
-          EXPECT_EQ(k.unpacks, kSteps * (n + (ef ? 1 : 0))) << "the decoding did not run on the device";
+          // onebit's scale blocks: one sum and one decode per block.
           const bool scaled = kind == "dithering" || (params.count("scaling") && params.at("scaling") == "true");
-          EXPECT_EQ(k.sums, scaled ? kSteps : 0) << "the scale was not computed on the device";
+          const size_t block = scaled && params.count("scale_block") ? std::stoul(params.at("scale_block")) : 0;
+          const int blocks = block ? static_cast<int>((count + block - 1) / block) : 1;
+          EXPECT_EQ(k.packs, kSteps) << "the encoding did not run on the device";
+          EXPECT_EQ(k.unpacks, kSteps * (n + (ef ? 1 : 0)) * blocks) << "the decoding did not run on the device";
+          EXPECT_EQ(k.sums, scaled ? kSteps * blocks : 0) << "the scale was not computed on the device";
         }
         EXPECT_EQ(k.efKeeps, ef ? kSteps : 0) << "the residual update did not run on the device";
         EXPECT_EQ(k.addScans, ef ? kSteps : 0) << "g + e did not run on the device";
@@ -125,6 +131,11 @@ TEST(CompressedDirect, TinyTensorsEqualHostAndStaged) {
 TEST(CompressedDirect, OnebitEqualsHostAndStaged) {
   sweep({{"compressor", "onebit"}, {"scaling", "true"}, {"seed", "5"}});
   sweep({{"compressor", "onebit"}, {"ef", "none"}}, 1000);  // unscaled: +-1
+}
+// Scale blocks (the last one partial) and the momentum hand-off, as the onebit preset runs.
+TEST(CompressedDirect, OnebitBlocksAndHandOffEqualHostAndStaged) {
+  sweep({{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "512"}, {"optimizer_momentum", "0.9"}});
+  sweep({{"compressor", "topk"}, {"k", "0.01"}, {"optimizer_momentum", "0.5"}}, 1000);
 }
 TEST(CompressedDirect, DitheringEqualsHostAndStaged) {
   sweep({{"compressor", "dithering"}, {"k", "7"}, {"seed", "11"}});
@@ -253,6 +264,7 @@ TEST(CompressedDirect, CodecPayloadsEqualHost) {
   expectCodecMatchesHost({{"compressor", "topk"}, {"k", "37"}, {"ef", "vanilla"}, {"momentum", "nesterov"}});
   expectCodecMatchesHost({{"compressor", "randomk"}, {"k", "41"}, {"momentum", "nesterov"}, {"momentum_mu", "0.5"}});
   expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"ef", "vanilla"}});
+  expectCodecMatchesHost({{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "128"}, {"ef", "vanilla"}});
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"seed", "2"}});
   expectCodecMatchesHost({{"compressor", "dithering"}, {"k", "5"}, {"dithering_normalize", "l2"}, {"ef", "vanilla"}});
   expectCodecMatchesHost({{"compressor", "dithering"},

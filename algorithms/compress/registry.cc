@@ -91,8 +91,8 @@ Status notApplicable(const std::string& key, const std::string& value, const std
 
 const std::vector<std::string>& compressorKeys() {
   static const std::vector<std::string> keys = {
-      "compressor", "k",           "scaling", "dithering_partition", "dithering_normalize", "ef",
-      "momentum",   "momentum_mu", "seed"};
+      "compressor",          "k",  "scaling",  "scale_block", "dithering_partition",
+      "dithering_normalize", "ef", "momentum", "momentum_mu", "seed"};
   return keys;
 }
 
@@ -121,7 +121,12 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
     bool scaling = false;
     if (const std::string* v = r.find("scaling"); v && !parseBool(*v, &scaling))
       return badValue("scaling", *v, "true, false");
-    c = std::make_unique<OnebitCompressor>(count, scaling, seed);
+    uint64_t block = 0;
+    if (const std::string* v = r.find("scale_block")) {
+      if (!parseU64(*v, &block) || block % 64 != 0 || block > 0xffffffffull)
+        return badValue("scale_block", *v, "0 (one scale) or a multiple of 64 (e.g. 4096)");
+    }
+    c = std::make_unique<OnebitCompressor>(count, scaling, seed, static_cast<size_t>(block));
   } else if (*kind == "topk" || *kind == "randomk") {
     const std::string* v = r.find("k");
     if (!v)

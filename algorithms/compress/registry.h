@@ -8,6 +8,8 @@
 //                       dithering: the number of levels s (linear 1..32767, natural 1..15).
 //                       Required for topk, randomk, dithering; rejected for the others.
 //   scaling             onebit only: true | false (default false): scale by mean |g|.
+//   scale_block         onebit only: 0 (default: one scale) or a multiple of 64, one mean |g|
+//                       per block of that many elements (scaling=false has no scale: ignored).
 //   dithering_partition dithering only: linear | natural (default linear).
 //   dithering_normalize dithering only: max | l2 (default max).
 //   ef                  vanilla | none (default none): ErrorFeedback decorator.

@@ -34,6 +34,10 @@ Result<std::shared_ptr<CompressedDevice>> CompressedDevice::create(std::shared_p
       DeviceBlock::make(kernels, d->gatherScratch, s.gatherPlan->scratchBytes, who, "all-gather scratch"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->decoded, s.count * sizeof(float), who, "decoded payload"));
   TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->sum, s.count * sizeof(float), who, "sum"));
+  if (s.handoff > 0) {
+    TSR_RETURN_IF_ERROR(DeviceBlock::make(kernels, d->estimate, s.count * sizeof(float), who, "momentum estimate"));
+    TSR_RETURN_IF_ERROR(kernels->zero(d->estimate.as<void>(), s.count * sizeof(float)));  // before any step
+  }
   return d;
 }
 

@@ -22,6 +22,7 @@ struct CompressedDevice {
   std::shared_ptr<algorithms::StepKernels> kernels;
   std::unique_ptr<DeviceCodec> codec;
   algorithms::DeviceBlock mine, all, gatherScratch, decoded, sum;
+  algorithms::DeviceBlock estimate;  // the momentum hand-off's M (flat, optimizer_momentum > 0)
   std::shared_ptr<CompressedHierDevice> hier;
   static Result<std::shared_ptr<CompressedDevice>> create(std::shared_ptr<algorithms::StepKernels> kernels,
                                                           const CompressedState& s);

@@ -9,10 +9,11 @@ CompressedStepTask::CompressedStepTask(std::shared_ptr<CompressedState> state, c
     : ScheduleTask(ctx), state_(std::move(state)) {
   CompressedState& s = *state_;
   if (CompressedDevice* d = s.device.get())
-    at_ = {d->kernels.get(),       d->mine.as<uint64_t>(), d->all.as<uint64_t>(), d->gatherScratch.as<void>(),
-           d->decoded.as<float>(), d->sum.as<float>()};
+    at_ = {d->kernels.get(),       d->mine.as<uint64_t>(), d->all.as<uint64_t>(),  d->gatherScratch.as<void>(),
+           d->decoded.as<float>(), d->sum.as<float>(),     d->estimate.as<float>()};
   else
-    at_ = {&hostKernels_, s.mine.data(), s.all.data(), s.gatherScratch.data(), s.decoded.data(), s.sum.data()};
+    at_ = {&hostKernels_,    s.mine.data(), s.all.data(),     s.gatherScratch.data(),
+           s.decoded.data(), s.sum.data(),  s.estimate.data()};
 }
 
 std::string CompressedStepTask::describe() const {
@@ -47,11 +48,11 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginFlag() {
   return runPlan(0, s.flagPlan, algorithms::RunBuffers{s.flagIn, s.flagOut, s.flagScratch.data()});
 }
 
-Result<size_t> CompressedStepTask::compress(std::byte* payload) {
+Result<size_t> CompressedStepTask::compress(const float* input, std::byte* payload) {
   CompressedState& s = *state_;
-  if (s.device) return s.device->codec->compress(s.g, payload, static_cast<uint32_t>(s.step));
+  if (s.device) return s.device->codec->compress(input, payload, static_cast<uint32_t>(s.step));
   s.compressor->setStep(static_cast<uint32_t>(s.step));  // randomk: equal steps, equal indices
-  return s.compressor->compress({s.g, s.count}, {payload, (s.slotWords - 1) * 8});
+  return s.compressor->compress({input, s.count}, {payload, (s.slotWords - 1) * 8});
 }
 
 Status CompressedStepTask::decompress(const std::byte* payload, uint64_t bytes, float* out) {
@@ -73,7 +74,14 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginGather() {
                                                  : std::string()) +
                                            "; the tensor and its residual are unchanged");
   }
-  auto written = compress(reinterpret_cast<std::byte*>(at_.mine + 1));
+  const float* input = s.g;
+  if (s.handoff > 0) {  // g + mu M, in sum (free until the average)
+    algorithms::StepKernels& k = *at_.kernels;
+    TSR_RETURN_IF_ERROR(named(k.scale(at_.estimate, s.count, s.handoff, at_.sum)));
+    TSR_RETURN_IF_ERROR(named(k.reduce(at_.sum, s.g, s.count, DataType::kF32, ReduceOp::kSum)));
+    input = at_.sum;
+  }
+  auto written = compress(input, reinterpret_cast<std::byte*>(at_.mine + 1));
   if (!written.isOk()) return named(written.status());
   const uint64_t length = written.value();
   TSR_RETURN_IF_ERROR(named(at_.kernels->writeFromHost(at_.mine, &length, sizeof length)));
@@ -102,7 +110,17 @@ Status CompressedStepTask::averageSlots() {
     st = k.reduce(at_.sum, at_.decoded, s.count, DataType::kF32, ReduceOp::kSum);
   }
   if (st.isOk()) st = k.scale(at_.sum, s.count, 1.0f / static_cast<float>(s.size), s.g);
+  if (st.isOk() && s.handoff > 0) return handOff();
   return named(st);
+}
+
+// g holds the average M'; leaves g = M' - mu M and M = M' (decoded is free now).
+Status CompressedStepTask::handOff() {
+  CompressedState& s = *state_;
+  algorithms::StepKernels& k = *at_.kernels;
+  TSR_RETURN_IF_ERROR(named(k.scale(at_.estimate, s.count, -s.handoff, at_.decoded)));
+  TSR_RETURN_IF_ERROR(named(k.copy(at_.estimate, s.g, s.count * sizeof(float))));
+  return named(k.reduce(s.g, at_.decoded, s.count, DataType::kF32, ReduceOp::kSum));
 }
 
 Status oversizedPayload(const CompressedState& s, int from, uint64_t length) {

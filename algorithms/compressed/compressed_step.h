@@ -3,6 +3,11 @@
 //          that fails);
 //   seq+1: compress into this rank's slot (8-byte length, then the payload), ring all-gather
 //          of the slots, decompress each and average into g (summed in rank order, times 1/N).
+// With the momentum hand-off (optimizer_momentum = mu > 0) the step compresses g + mu M
+// instead of g (M: the last average, the same on every rank) and leaves M' - mu M, M = M':
+// an optimizer with momentum mu then holds M' in its buffer, the compressed estimate of the
+// momentum itself, so the buffer no longer compounds the compressor's errors (the remedy
+// Marsit uses; docs/convergence.md).
 // One task for both places the data can live: host memory (the registry's compressor chain,
 // the CPU kernels) and the direct device path (compressed_device.h: the device codec, the
 // device kernels, RunBuffers::memory = kCuda so the slots go to the transport as device
@@ -45,6 +50,8 @@ struct CompressedState {
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   std::shared_ptr<CompressedDevice> device;                              // the direct device path (flat or two-level)
+  float handoff = 0.0f;         // optimizer_momentum: the hand-off's mu (0: none)
+  std::vector<float> estimate;  // the hand-off's M (count floats; on the direct path: the device's)
   float* g = nullptr;
   size_t badIndex = 0;
 };
@@ -60,13 +67,14 @@ class CompressedStepTask final : public algorithms::ScheduleTask {
     algorithms::StepKernels* kernels;
     uint64_t *mine, *all;
     void* gatherScratch;
-    float *decoded, *sum;
+    float *decoded, *sum, *estimate;
   };
   Status addStages() override;
   Result<std::unique_ptr<algorithms::Task>> beginFlag();
   Result<std::unique_ptr<algorithms::Task>> beginGather();
   Status averageSlots();
-  Result<size_t> compress(std::byte* payload);
+  Status handOff();
+  Result<size_t> compress(const float* input, std::byte* payload);
   Status decompress(const std::byte* payload, uint64_t bytes, float* out);
   // Errors of the kernels and the device codec, prefixed with the tensor, rank and path.
   Status named(const Status& st) const;

@@ -1,6 +1,8 @@
 #include "algorithms/compressed/compressed_tensor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "algorithms/compress/momentum.h"
@@ -19,6 +21,12 @@ namespace {
 
 std::vector<uint64_t> scratchFor(const algorithms::Plan& plan) {
   return std::vector<uint64_t>((plan.scratchBytes + 7) / 8);
+}
+
+std::string formatMu(float mu) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(mu));
+  return text;
 }
 
 }  // namespace
@@ -43,9 +51,30 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(algorithms::T
     intra = parsed.value();
     kv.erase(it);
   }
+  // optimizer_momentum= (the momentum hand-off, compressed_step.h) wraps the step either way.
+  float handoff = 0.0f;
+  if (auto it = kv.find("optimizer_momentum"); it != kv.end()) {
+    char* end = nullptr;
+    const float v = std::strtof(it->second.c_str(), &end);
+    if (it->second.empty() || *end || !(v >= 0.0f && v < 1.0f))
+      return named(Status(Code::kInvalidArgument, "optimizer_momentum=" + it->second +
+                                                      ": accepted: a number in [0, 1), the momentum of the optimizer "
+                                                      "that applies the result (0: no hand-off)"));
+    handoff = v;
+    kv.erase(it);
+  }
+  if (handoff > 0 && intra)
+    return named(Status(Code::kNotSupported, "optimizer_momentum=" + params.at("optimizer_momentum") +
+                                                 " with intra=" + params.at("intra") +
+                                                 ": the two-level schedule has no momentum hand-off; use the flat "
+                                                 "schedule or optimizer_momentum=0"));
   auto withEnv = compress::withEnvironmentDefaults(kv);
   if (!withEnv.isOk()) return named(withEnv.status());
   kv = withEnv.take();
+  if (auto m = kv.find("momentum"); handoff > 0 && m != kv.end() && m->second == "nesterov")
+    return named(Status(Code::kInvalidArgument, "optimizer_momentum=" + params.at("optimizer_momentum") +
+                                                    " with momentum=nesterov: both apply momentum; keep one "
+                                                    "(optimizer_momentum for an optimizer with momentum)"));
   kv.emplace("ef", "vanilla");  // nothing is lost unless the caller says ef=none
 
   auto s = std::make_shared<CompressedState>();
@@ -64,11 +93,14 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(algorithms::T
     if (!made.isOk()) return named(made.status());
     s->compressor = made.take();
     s->algorithm = "compressed:" + s->compressor->name();
+    if (handoff > 0) s->algorithm += " handoff(mu=" + formatMu(handoff) + ")";
     s->slotWords = 1 + (s->compressor->maxCompressedBytes() + 7) / 8;
     s->mine.assign(s->slotWords, 0);
     s->all.assign(s->slotWords * s->size, 0);
     s->decoded.resize(count);
     s->sum.resize(count);
+    s->handoff = handoff;
+    if (handoff > 0) s->estimate.assign(count, 0.0f);
     auto gather = algorithms::ringAllgatherPlan(s->rank, s->size, s->slotWords, DataType::kI64, options);
     if (!gather.isOk()) return named(gather.status());
     s->gatherPlan = gather.take();

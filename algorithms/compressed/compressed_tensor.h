@@ -4,9 +4,10 @@
 // decompresses all N and averages them. The result is the same on every rank.
 //
 // Parameters: the compressor keys of algorithms/compress/registry.h (compressor=... required,
-// k, scaling, ef=vanilla|none (default vanilla here), momentum, momentum_mu, seed), completed
-// from TSR_COMPRESS_* variables, plus algorithm=compressed. randomk draws the same indices on
-// every rank (shared seed, equal steps).
+// k, scaling, scale_block, ef=vanilla|none (default vanilla here), momentum, momentum_mu, seed),
+// completed from TSR_COMPRESS_* variables, plus algorithm=compressed. randomk draws the same
+// indices on every rank (shared seed, equal steps). optimizer_momentum=mu (default 0, flat
+// schedule only) hands the momentum off to the optimizer (compressed_step.h).
 //
 // intra=none|fp16 selects the two-level schedule on the communicator's host grid
 // (compressed_hier.h): average inside each host (f32, or f16 with the cast error kept), the

@@ -69,6 +69,8 @@ Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorit
   } else if (const auto* onebit = dynamic_cast<const compress::OnebitCompressor*>(&inner)) {
     d->inner_ = Inner::kOnebit;
     d->scaling_ = onebit->scaling();
+    d->scaleBlock_ = onebit->scaleBlock();
+    d->scales_.assign(onebit->headerBytes() / sizeof(float), 0.0f);
     d->seed_ = onebit->seed();
   } else if (const auto* dither = dynamic_cast<const compress::DitheringCompressor*>(&inner)) {
     d->inner_ = Inner::kDither;
@@ -128,7 +130,8 @@ Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_
 
 Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, uint32_t step) {
   if (inner_ == Inner::kTopk || inner_ == Inner::kRandomk) return compressSparse(x, payload, step);
-  if (inner_ == Inner::kOnebit || inner_ == Inner::kDither) return compressScaled(x, payload, step);
+  if (inner_ == Inner::kOnebit) return compressOnebit(x, payload, step);
+  if (inner_ == Inner::kDither) return compressDither(x, payload, step);
   algorithms::StepKernels& k = *kernels_;
   Status st;
   switch (inner_) {
@@ -153,7 +156,8 @@ Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* ou
   if (bytes != innerBytes_)
     return Status(Code::kInvalidArgument, innerName_ + ": payload of " + std::to_string(bytes) + " bytes, expected " +
                                               std::to_string(innerBytes_));
-  if (inner_ == Inner::kOnebit || inner_ == Inner::kDither) return decompressScaled(payload, out);
+  if (inner_ == Inner::kOnebit) return decompressOnebit(payload, out);
+  if (inner_ == Inner::kDither) return decompressDither(payload, out);
   algorithms::StepKernels& k = *kernels_;
   switch (inner_) {
     case Inner::kNone:
@@ -244,47 +248,66 @@ Status DeviceCodec::decompressSparse(const std::byte* payload, size_t bytes, flo
   return named(k.scatter(indices, values, kk, out));
 }
 
-// Payloads as compress/onebit_compressor.h and dithering_compressor.h lay them out:
-//   [scale f32, 0 u32][sign words u64 | codes i16]; the scale is computed on the device
-//   (sum |x| or sum x^2 in the CPU's block order, or max |x|, exact) and read back for the
-//   header; the L2 norm's square root is taken on the host (ditherL2Scale, as the CPU's).
-Result<size_t> DeviceCodec::compressScaled(const float* x, std::byte* payload, uint32_t step) {
+// dithering's payload as compress/dithering_compressor.h lays it out: [scale f32, 0 u32]
+// [codes i16]; the scale is computed on the device (sum x^2 in the CPU's block order, or max
+// |x|, exact) and read back for the header; the L2 norm's square root is taken on the host
+// (ditherL2Scale, as the CPU's).
+Result<size_t> DeviceCodec::compressDither(const float* x, std::byte* payload, uint32_t step) {
   algorithms::StepKernels& k = *kernels_;
   const kernels::RngStream rng{seed_, 0, step};
   float scale = 1.0f;
-  if (inner_ == Inner::kOnebit) {
-    if (scaling_ && count_ > 0) {
-      double sum = 0;
-      TSR_RETURN_IF_ERROR(named(k.sumAbs(x, count_, &sum)));
-      scale = static_cast<float>(sum / static_cast<double>(count_));
-    }
-    auto* words = reinterpret_cast<uint64_t*>(payload + 8);
-    TSR_RETURN_IF_ERROR(finiteOrNamed(k.signPack(x, count_, words, rng), x, innerName_));
+  if (l2_) {
+    double squares = 0;
+    TSR_RETURN_IF_ERROR(named(k.sumSquares(x, count_, &squares)));
+    scale = kernels::ditherL2Scale(squares);
   } else {
-    if (l2_) {
-      double squares = 0;
-      TSR_RETURN_IF_ERROR(named(k.sumSquares(x, count_, &squares)));
-      scale = kernels::ditherL2Scale(squares);
-    } else {
-      TSR_RETURN_IF_ERROR(named(k.maxAbs(x, count_, &scale)));
-    }
-    TSR_RETURN_IF_ERROR(
-        named(k.ditherQuantize(x, count_, scale, levels_, partition_, rng, reinterpret_cast<int16_t*>(payload + 8))));
+    TSR_RETURN_IF_ERROR(named(k.maxAbs(x, count_, &scale)));
   }
+  TSR_RETURN_IF_ERROR(
+      named(k.ditherQuantize(x, count_, scale, levels_, partition_, rng, reinterpret_cast<int16_t*>(payload + 8))));
   uint32_t header[2] = {0, 0};
   std::memcpy(header, &scale, sizeof scale);
   TSR_RETURN_IF_ERROR(named(k.writeFromHost(payload, header, sizeof header)));
   return innerBytes_;
 }
 
-Status DeviceCodec::decompressScaled(const std::byte* payload, float* out) {
+Status DeviceCodec::decompressDither(const std::byte* payload, float* out) {
   algorithms::StepKernels& k = *kernels_;
   float scale = 0.0f;
   TSR_RETURN_IF_ERROR(named(k.readToHost(&scale, payload, sizeof scale)));
-  if (inner_ == Inner::kOnebit)
-    return named(k.signDecompress(reinterpret_cast<const uint64_t*>(payload + 8), count_, scale, out));
   return named(
       k.ditherDequantize(reinterpret_cast<const int16_t*>(payload + 8), count_, scale, levels_, partition_, out));
+}
+
+// onebit's payload: the host compressor's geometry (scale blocks, header), so both paths
+// write the same bytes; one sum |x| per block, computed on the device.
+Result<size_t> DeviceCodec::compressOnebit(const float* x, std::byte* payload, uint32_t step) {
+  algorithms::StepKernels& k = *kernels_;
+  const kernels::RngStream rng{seed_, 0, step};
+  const compress::OnebitCompressor geometry(count_, scaling_, seed_, scaleBlock_);
+  std::fill(scales_.begin(), scales_.end(), 0.0f);
+  for (size_t b = 0; b < geometry.scaleCount(); ++b) {
+    scales_[b] = 1.0f;
+    if (!scaling_ || count_ == 0) continue;
+    double sum = 0;
+    TSR_RETURN_IF_ERROR(named(k.sumAbs(x + geometry.blockBegin(b), geometry.blockLength(b), &sum)));
+    scales_[b] = static_cast<float>(sum / static_cast<double>(geometry.blockLength(b)));
+  }
+  auto* words = reinterpret_cast<uint64_t*>(payload + geometry.headerBytes());
+  TSR_RETURN_IF_ERROR(finiteOrNamed(k.signPack(x, count_, words, rng), x, innerName_));
+  TSR_RETURN_IF_ERROR(named(k.writeFromHost(payload, scales_.data(), geometry.headerBytes())));
+  return innerBytes_;
+}
+
+Status DeviceCodec::decompressOnebit(const std::byte* payload, float* out) {
+  algorithms::StepKernels& k = *kernels_;
+  const compress::OnebitCompressor geometry(count_, scaling_, seed_, scaleBlock_);
+  TSR_RETURN_IF_ERROR(named(k.readToHost(scales_.data(), payload, geometry.scaleCount() * sizeof(float))));
+  const auto* words = reinterpret_cast<const uint64_t*>(payload + geometry.headerBytes());
+  for (size_t b = 0; b < geometry.scaleCount(); ++b)
+    TSR_RETURN_IF_ERROR(named(k.signDecompress(words + geometry.blockBegin(b) / 64, geometry.blockLength(b), scales_[b],
+                                               out + geometry.blockBegin(b))));
+  return Status::ok();
 }
 
 }  // namespace tsr::compressed

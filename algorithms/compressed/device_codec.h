@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/compress/compressor.h"
 #include "algorithms/plan/device_block.h"
@@ -53,19 +54,23 @@ class DeviceCodec {
   Status finiteOrNamed(Result<size_t> bad, const float* x, const std::string& stage) const;
   Result<size_t> compressSparse(const float* x, std::byte* payload, uint32_t step);
   Status decompressSparse(const std::byte* payload, size_t bytes, float* out);
-  Result<size_t> compressScaled(const float* x, std::byte* payload, uint32_t step);
-  Status decompressScaled(const std::byte* payload, float* out);
+  Result<size_t> compressDither(const float* x, std::byte* payload, uint32_t step);
+  Status decompressDither(const std::byte* payload, float* out);
+  Result<size_t> compressOnebit(const float* x, std::byte* payload, uint32_t step);
+  Status decompressOnebit(const std::byte* payload, float* out);
 
   std::shared_ptr<algorithms::StepKernels> kernels_;
   size_t count_;
   std::string who_;
   Inner inner_ = Inner::kNone;
-  std::string innerName_;  // the host compressor's name, for messages
-  size_t innerBytes_ = 0;  // its payload size (sparse: the largest)
-  size_t k_ = 0;           // topk, randomk: min(k, count)
-  uint64_t seed_ = 0;      // randomk, onebit, dithering
-  bool scaling_ = false;   // onebit
-  uint32_t levels_ = 0;    // dithering
+  std::string innerName_;      // the host compressor's name, for messages
+  size_t innerBytes_ = 0;      // its payload size (sparse: the largest)
+  size_t k_ = 0;               // topk, randomk: min(k, count)
+  uint64_t seed_ = 0;          // randomk, onebit, dithering
+  bool scaling_ = false;       // onebit
+  size_t scaleBlock_ = 0;      // onebit: elements per scale (0: one scale)
+  std::vector<float> scales_;  // onebit: the payload's scales, staged on the host
+  uint32_t levels_ = 0;        // dithering
   kernels::DitherPartition partition_ = kernels::DitherPartition::kLinear;
   bool l2_ = false;                  // dithering: dithering_normalize=l2 (else max |x|)
   algorithms::DeviceBlock indices_;  // randomk: the step's indices

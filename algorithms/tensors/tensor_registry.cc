@@ -153,8 +153,8 @@ const std::vector<TensorAlgorithmInfo>& tensorAlgorithms() {
   static const char* kMarsitKeys =
       "topology=ring|torus seed full_precision_every intra=none|fp16 pack=chunked|whole momentum scale_block";
   static const char* kCompressedKeys =
-      "compressor=onebit|topk|randomk|dithering|fp16|bf16|none k scaling ef=vanilla|none momentum=nesterov|none "
-      "momentum_mu seed intra=none|fp16";
+      "compressor=onebit|topk|randomk|dithering|fp16|bf16|none k scaling scale_block ef=vanilla|none "
+      "momentum=nesterov|none momentum_mu optimizer_momentum seed intra=none|fp16";
   static const std::vector<TensorAlgorithmInfo> table = {
       {"dense", "plain allreduce of the whole buffer (any floating dtype)", ""},
       {"marsit", "sign-bit allreduce (Sign Bit is Enough; float32)", kMarsitKeys},
@@ -174,9 +174,11 @@ const std::vector<TensorAlgorithmInfo>& tensorAlgorithms() {
       {"topk-2level-fp16", "topk-2level with the host average summed in float16", kCompressedKeys, "compressed",
        "compressor=topk intra=fp16", "k=0.01"},
       // Unscaled, onebit sends +-1 per element, a unit gradient everywhere that SGD at a usual
-      // learning rate does not survive; scaled by the mean |g| it keeps the gradient's size.
-      {"onebit", "sign bits scaled by the mean |g|, with error feedback (1-bit SGD)", kCompressedKeys, "compressed",
-       "compressor=onebit", "scaling=true"},
+      // learning rate does not survive; scaled by the mean |g| it keeps the gradient's size. One
+      // scale per 4096 elements and the momentum hand-off make it train under SGD with momentum
+      // 0.9 (docs/convergence.md); optimizer_momentum=0 for an optimizer without momentum.
+      {"onebit", "sign bits scaled by the mean |g| of each 4096 elements, with error feedback (1-bit SGD)",
+       kCompressedKeys, "compressed", "compressor=onebit", "scaling=true scale_block=4096 optimizer_momentum=0.9"},
   };
   return table;
 }

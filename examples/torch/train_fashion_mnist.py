@@ -111,6 +111,10 @@ def attach_hook(model, optimizer, args):
         return optimizer, None
     import tessera.torch
     params = hook_params(args.hook_param)
+    # Marsit and onebit hand their estimate to the optimizer's momentum: tell them its value.
+    handoff_key = {"marsit": "momentum", "onebit": "optimizer_momentum"}.get(args.hook)
+    if handoff_key:
+        params.setdefault(handoff_key, str(args.momentum))
     if args.hook == "selsync":
         optimizer = tessera.torch.hooks.selsync(model, optimizer, **params)
         return optimizer, optimizer.comm

@@ -25,12 +25,13 @@ import sim_onebit  # noqa: E402
 import sim_sparse  # noqa: E402
 
 # Tessera's defaults, as the algorithms' parseParams give them (Marsit: momentum=0.9 is beta,
-# scale_block=4096 is block; beta=0,block=0 is the paper's form, the default before).
+# scale_block=4096 is block; beta=0,block=0 is the paper's form, the default before; onebit:
+# the preset's scale_block=4096 and optimizer_momentum=0.9, block=0,beta=0 the one-scale form).
 DEFAULTS = {
     "marsit": {"scale": "meanabs", "comp": "global", "block": 4096, "beta": 0.9, "full_every": 0},
     "topk": {"density": 0.01, "warmup": 0},
     "spardl": {"density": 0.01, "warmup": 0},
-    "onebit": {"block": 0, "beta": 0.0},
+    "onebit": {"block": 4096, "beta": 0.9, "handoff": "global"},
     "covap": {"interval": 3, "ef_init": 0.1, "ef_ascend_steps": 100, "ef_ascend_range": 0.1},
 }
 

@@ -39,13 +39,16 @@ def keep_topk(x, k):
 
 
 class TopkEF:
-    """beta > 0: every worker compresses its local momentum u = beta u + g (plus e) instead of
-    g, and the result S_t is returned as S_t - beta S_{t-1}, so an optimizer with momentum
-    beta holds S_t in its buffer (Deep Gradient Compression's momentum correction, without its
-    masking unless mask=1)."""
+    """beta > 0 hands the momentum off. handoff=local: every worker compresses its local
+    momentum u = beta u + g (plus e) instead of g, and the result S_t is returned as
+    S_t - beta S_{t-1}, so an optimizer with momentum beta holds S_t in its buffer (Deep
+    Gradient Compression's momentum correction, without its masking unless mask=1).
+    handoff=global: Tessera's optimizer_momentum=beta, every worker compresses g + e + beta M
+    (M the last average) and the result M' is returned as M' - beta M."""
 
-    def __init__(self, density=0.01, warmup=0, ef=True, beta=0.0, mask=0):
+    def __init__(self, density=0.01, warmup=0, ef=True, beta=0.0, mask=0, handoff="local"):
         self.density, self.warmup, self.ef, self.beta, self.mask = density, warmup, ef, beta, mask
+        self.handoff = handoff
         self.u, self.prev = None, None
         self.e = None
         self.step = 0
@@ -57,7 +60,10 @@ class TopkEF:
         dens = warm_density(self.density, self.step, self.warmup)
         k = max(1, math.ceil(dens * grads[0].numel()))
         avg = torch.stack(grads).mean(0)
-        if self.beta > 0:
+        if self.beta > 0 and self.handoff == "global":
+            if self.prev is not None:
+                grads = [g + self.beta * self.prev for g in grads]
+        elif self.beta > 0:
             self.u = grads if self.u is None else [self.beta * u + g for u, g in zip(self.u, grads)]
             grads = self.u
         sent = []

@@ -53,6 +53,33 @@ TEST(Compressors, OnebitKeepsSignsAndScalesByMeanAbs) {
   }
 }
 
+// scale_block=128 on 1000 elements: eight scales (the last over 104 elements), each the mean
+// |x| of its own block; the header is the eight floats, then the sign words.
+TEST(Compressors, OnebitScaleBlocksKeepEachBlocksMeanAbs) {
+  auto x = randomTensor(1000, 3);
+  for (size_t j = 0; j < 128; ++j) x[j] *= 50.0f;  // a layer of a larger scale in the same bucket
+  auto c = make({{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "128"}}, x.size());
+  EXPECT_EQ(c->name(), "onebit(scaling=true, scale_block=128)");
+  size_t bytes = 0;
+  auto y = roundTrip(*c, x, &bytes);
+  EXPECT_EQ(bytes, 8 * 4 + 16 * 8u);
+  for (size_t b = 0; b < 8; ++b) {
+    const size_t begin = b * 128, end = std::min<size_t>(begin + 128, x.size());
+    double meanAbs = 0;
+    for (size_t j = begin; j < end; ++j) meanAbs += std::fabs(x[j]);
+    meanAbs /= static_cast<double>(end - begin);
+    for (size_t j = begin; j < end; ++j) {
+      ASSERT_NEAR(std::fabs(y[j]), meanAbs, 1e-6 * meanAbs) << "block " << b << " element " << j;
+      ASSERT_EQ(y[j] > 0, x[j] > 0) << j;
+    }
+  }
+  // A block past the tensor's size is one scale: the layout without blocks.
+  auto whole = make({{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "4096"}}, x.size());
+  auto plain = make({{"compressor", "onebit"}, {"scaling", "true"}}, x.size());
+  EXPECT_EQ(roundTrip(*whole, x, &bytes), roundTrip(*plain, x));
+  EXPECT_EQ(bytes, 8 + 16 * 8u);
+}
+
 TEST(Compressors, TopkKeepsExactlyTheLargest) {
   auto x = randomTensor(10000, 4);
   auto c = make({{"compressor", "topk"}, {"k", "0.01"}}, x.size());

@@ -29,6 +29,9 @@ TEST(Registry, EveryBadParameterGivesANamedError) {
       {{{"compressor", "dithering"}, {"k", "4"}, {"dithering_normalize", "l1"}},
        {"'dithering_normalize'", "'l1'", "max, l2"}},
       {{{"compressor", "onebit"}, {"scaling", "yes"}}, {"'scaling'", "'yes'", "true, false"}},
+      {{{"compressor", "onebit"}, {"scale_block", "100"}}, {"'scale_block'", "'100'", "a multiple of 64"}},
+      {{{"compressor", "onebit"}, {"scale_block", "-64"}}, {"'scale_block'", "'-64'"}},
+      {{{"compressor", "topk"}, {"k", "5"}, {"scale_block", "64"}}, {"'scale_block'", "does not apply", "'topk'"}},
       {{{"compressor", "onebit"}, {"ef", "fancy"}}, {"'ef'", "'fancy'", "vanilla, none"}},
       {{{"compressor", "onebit"}, {"momentum", "adam"}}, {"'momentum'", "'adam'", "nesterov, none"}},
       {{{"compressor", "onebit"}, {"momentum", "nesterov"}, {"momentum_mu", "1.5"}},
@@ -58,6 +61,9 @@ TEST(Registry, GoodParametersBuildTheNamedCompressor) {
   const std::vector<Good> cases = {
       {{{"compressor", "onebit"}}, "onebit(scaling=false)"},
       {{{"compressor", "onebit"}, {"scaling", "true"}, {"seed", "5"}}, "onebit(scaling=true)"},
+      {{{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "4096"}},
+       "onebit(scaling=true, scale_block=4096)"},
+      {{{"compressor", "onebit"}, {"scale_block", "64"}}, "onebit(scaling=false)"},  // no scale to block
       {{{"compressor", "topk"}, {"k", "0.01"}}, "topk(k=10)"},
       {{{"compressor", "topk"}, {"k", "5000"}}, "topk(k=1000)"},  // clamped to the tensor
       {{{"compressor", "randomk"}, {"k", "7"}, {"seed", "3"}}, "randomk(k=7, seed=3)"},
@@ -72,7 +78,7 @@ TEST(Registry, GoodParametersBuildTheNamedCompressor) {
     EXPECT_EQ(r.value()->name(), g.name);
     EXPECT_EQ(r.value()->count(), 1000u);
   }
-  EXPECT_EQ(compressorKeys().size(), 9u);
+  EXPECT_EQ(compressorKeys().size(), 10u);
 }
 
 // TSR_COMPRESS_* fill in what the parameters leave out; explicit parameters win; a variable

@@ -4,6 +4,7 @@
 // NaN fails every rank without touching state; parameters and TSR_COMPRESS_* are named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -78,13 +79,19 @@ TEST_P(Compressed, AverageOfDecodedPayloadsAndNothingLost) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, Compressed,
-    ::testing::Values(Case{1, {{"compressor", "topk"}, {"k", "0.1"}}, "topk1"},
-                      Case{3, {{"compressor", "topk"}, {"k", "0.1"}}, "topk3"},
-                      Case{5, {{"compressor", "randomk"}, {"k", "50"}, {"seed", "9"}}, "randomk5"},
-                      Case{4, {{"compressor", "onebit"}, {"scaling", "true"}}, "onebit4"},
-                      Case{2, {{"compressor", "dithering"}, {"k", "4"}}, "dithering2"},
-                      Case{3, {{"compressor", "fp16"}, {"momentum", "nesterov"}}, "fp16momentum3"},
-                      Case{3, {{"compressor", "none"}, {"ef", "none"}, {"algorithm", "compressed"}}, "none3"}),
+    ::testing::Values(
+        Case{1, {{"compressor", "topk"}, {"k", "0.1"}}, "topk1"},
+        Case{3, {{"compressor", "topk"}, {"k", "0.1"}}, "topk3"},
+        Case{5, {{"compressor", "randomk"}, {"k", "50"}, {"seed", "9"}}, "randomk5"},
+        Case{4, {{"compressor", "onebit"}, {"scaling", "true"}}, "onebit4"},
+        Case{2, {{"compressor", "dithering"}, {"k", "4"}}, "dithering2"},
+        Case{3, {{"compressor", "fp16"}, {"momentum", "nesterov"}}, "fp16momentum3"},
+        Case{3, {{"compressor", "none"}, {"ef", "none"}, {"algorithm", "compressed"}}, "none3"},
+        // The momentum hand-off keeps the identity: the result is M' - mu M.
+        Case{4,
+             {{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "128"}, {"optimizer_momentum", "0.9"}},
+             "onebitHandOff4"},
+        Case{3, {{"compressor", "topk"}, {"k", "0.1"}, {"optimizer_momentum", "0.5"}}, "topkHandOff3"}),
     caseName);
 
 // compressor=none, ef=none: exactly the average (same order of additions on every rank).
@@ -143,6 +150,46 @@ TEST(CompressedErrors, NanAndParametersAreNamed) {
     EXPECT_NE(missing.status().message().find("compressor"), std::string::npos) << missing.status().message();
     auto algo = CompressedTensor::create(comm, "x", 10, {{"algorithm", "spardl"}});
     EXPECT_NE(algo.status().message().find("algorithm=spardl"), std::string::npos);
+  });
+}
+
+// The momentum hand-off: an optimizer with momentum mu that adds each result to its buffer
+// (B = mu B + result) holds the step's compressed estimate itself, M'. With the same input on
+// every rank that is the decoded onebit payload: one magnitude per scale block, at every step
+// (the buffer no longer sums the errors of past steps).
+TEST(CompressedHandOff, AMomentumOptimizerHoldsTheCompressedEstimate) {
+  const size_t d = 1000, block = 256;
+  const float mu = 0.9f;
+  testing::runRanks(3, [&](runtime::Communicator& comm) {
+    auto t = CompressedTensor::create(
+        comm, "h", d,
+        {{"compressor", "onebit"}, {"scaling", "true"}, {"scale_block", "256"}, {"optimizer_momentum", "0.9"}});
+    ASSERT_TRUE(t.isOk()) << t.status().toString();
+    EXPECT_EQ(t.value()->algorithm(), "compressed:ef(onebit(scaling=true, scale_block=256)) handoff(mu=0.9)");
+    std::vector<float> g(d), buffer(d, 0.0f);
+    for (int step = 0; step < 5; ++step) {
+      for (size_t j = 0; j < d; ++j) g[j] = inputOf(0, j, step) * (j < block ? 20.0f : 1.0f);
+      ASSERT_TRUE(t.value()->allreduce(g.data()).isOk());
+      for (size_t j = 0; j < d; ++j) buffer[j] = mu * buffer[j] + g[j];
+      for (size_t b = 0; b * block < d; ++b) {
+        const float eta = std::fabs(buffer[b * block]);
+        EXPECT_GT(eta, 0.0f);
+        for (size_t j = b * block; j < std::min(d, (b + 1) * block); ++j)
+          ASSERT_NEAR(std::fabs(buffer[j]), eta, 1e-5f * eta) << "step " << step << " element " << j;
+      }
+    }
+    // The errors name the key and the value.
+    auto bad = CompressedTensor::create(comm, "x", 10, {{"compressor", "fp16"}, {"optimizer_momentum", "1.5"}});
+    EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("optimizer_momentum=1.5"), std::string::npos) << bad.status().message();
+    auto both = CompressedTensor::create(
+        comm, "x", 10, {{"compressor", "fp16"}, {"optimizer_momentum", "0.9"}, {"momentum", "nesterov"}});
+    EXPECT_EQ(both.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(both.status().message().find("momentum=nesterov"), std::string::npos) << both.status().message();
+    auto twoLevel = CompressedTensor::create(
+        comm, "x", 10, {{"compressor", "fp16"}, {"optimizer_momentum", "0.9"}, {"intra", "none"}});
+    EXPECT_EQ(twoLevel.status().code(), Code::kNotSupported);
+    EXPECT_NE(twoLevel.status().message().find("intra=none"), std::string::npos) << twoLevel.status().message();
   });
 }
 

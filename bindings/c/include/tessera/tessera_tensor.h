@@ -26,10 +26,14 @@
  *                     (two-level: average inside each host in f32 or f16, Marsit across hosts;
  *                     not with topology=; needs equal hosts)
  *   algorithm=compressed  any compressor of the registry (BytePS compression; TSR_FLOAT32): compressor=
- *                     onebit|topk|randomk|dithering|fp16|bf16|none, k, scaling, ef=vanilla|none
+ *                     onebit|topk|randomk|dithering|fp16|bf16|none, k, scaling, scale_block
+ *                     (onebit: one scale per that many elements), ef=vanilla|none
  *                     (default vanilla: what the compressor drops comes back next step),
  *                     momentum=nesterov|none, momentum_mu, seed; TSR_COMPRESS_<KEY> variables
  *                     give defaults. Payloads are all-gathered, decoded and averaged.
+ *                     optimizer_momentum=mu (flat only): compress g + mu M and return
+ *                     M' - mu M (M: the last average), so an optimizer with momentum mu holds
+ *                     the compressed estimate M' in its buffer (default 0: off).
  *                     intra=none|fp16: two-level (average inside each host in f32 or f16,
  *                     the compressor across hosts on each rank's shard, then all-gather
  *                     inside the host; a topk/randomk k count is split among the shards;
@@ -42,7 +46,9 @@
  *                     them: marsit-torus (topology=torus), marsit-2level (intra=none),
  *                     marsit-2level-fp16 (intra=fp16), topk (compressed, compressor=topk
  *                     k=0.01), topk-2level, topk-2level-fp16 (and intra=none|fp16), onebit
- *                     (compressed, compressor=onebit scaling=true). tsr_tensor_algorithm lists
+ *                     (compressed, compressor=onebit scaling=true scale_block=4096
+ *                     optimizer_momentum=0.9; optimizer_momentum=0 for an optimizer without
+ *                     momentum). tsr_tensor_algorithm lists
  *                     every name.
  *   memory=host|cuda  (any algorithm but dense; default host) where the data pointers given to
  *                     tsr_tensor_allreduce live. cuda: device pointers; the step waits for

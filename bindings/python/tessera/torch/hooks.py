@@ -12,7 +12,9 @@ Algorithms (register's `algorithm`; keyword parameters are the algorithm's):
     compressed  any compressor of the registry with error feedback and momentum:
                 compressor=topk|onebit|randomk|dithering|fp16, k or density, ef, momentum, ...
     topk        compressed with compressor=topk (density=0.01 of each bucket kept)
-    onebit      compressed with compressor=onebit
+    onebit      compressed with compressor=onebit, one scale per 4096 elements
+                (scale_block) and optimizer_momentum=0.9: pass the optimizer's momentum
+                (0 for plain SGD); the result then keeps its buffer on the compressed estimate
     covap       COVAP's coarse-grained filtering: interval=auto|N, profile_steps, ef_init,
                 ef_ascend_steps, ef_ascend_range, max_interval
     auto        per bucket, the cost model with the measured links picks dense or topk
