@@ -223,6 +223,8 @@ std::vector<TensorConfig> tensorConfigs(int size) {
        {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.01"}, {"momentum", "nesterov"}}},
       {"compressed randomk", {{"algorithm", "compressed"}, {"compressor", "randomk"}, {"k", "0.01"}, {"seed", "7"}}},
       {"compressed onebit", {{"algorithm", "compressed"}, {"compressor", "onebit"}, {"scaling", "true"}}},
+      // The preset: a scale per 4096 elements and the momentum hand-off.
+      {"onebit preset", {{"algorithm", "onebit"}}},
       {"compressed dithering max", {{"algorithm", "compressed"}, {"compressor", "dithering"}, {"k", "15"}}},
       {"compressed dithering l2",
        {{"algorithm", "compressed"}, {"compressor", "dithering"}, {"k", "15"}, {"dithering_normalize", "l2"}}},
