@@ -22,7 +22,9 @@ Algorithms (register's `algorithm`; keyword parameters are the algorithm's):
 
 Each bucket keeps its Tessera tensor (residual, compensation) across steps. DDP re-lays-out its
 buckets after the first iteration; the residual then follows each parameter into its new
-bucket and place. Communication starts as each bucket is ready, overlapping the rest of the
+bucket and place. The momentum hand-off's estimate (marsit's momentum, onebit's
+optimizer_momentum) starts afresh in a re-laid-out bucket: that one step returns the estimate
+itself, as the first step does, so the optimizer's buffer keeps one extra mu times the last. Communication starts as each bucket is ready, overlapping the rest of the
 backward pass: the hook returns a future that Tessera's progress thread completes.
 
 SelSync decides per step whether to synchronize at all, so it wraps the optimizer instead:
