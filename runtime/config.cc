@@ -142,6 +142,8 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_COMPRESS_K", ValueKind::kString, "", "a count, a ratio in (0, 1), or dithering levels",
        "topk/randomk: elements kept; dithering: number of levels"},
       {"TSR_COMPRESS_SCALING", ValueKind::kString, "false", "true|false", "onebit: scale by the mean |g|"},
+      {"TSR_COMPRESS_SCALE_BLOCK", ValueKind::kString, "0", "0 or a multiple of 64",
+       "onebit: elements per scale (0: one for the tensor)"},
       {"TSR_COMPRESS_DITHERING_PARTITION", ValueKind::kString, "linear", "linear|natural",
        "dithering: spacing of the levels"},
       {"TSR_COMPRESS_DITHERING_NORMALIZE", ValueKind::kString, "max", "max|l2", "dithering: norm the levels scale to"},
