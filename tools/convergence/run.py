@@ -6,7 +6,7 @@ test accuracy after each epoch (sim_common.py says how the workers are simulated
   /usr/bin/python3 tools/convergence/run.py --algo marsit --opt beta=0,block=0  # the paper's form
   /usr/bin/python3 tools/convergence/run.py --algo topk --opt density=0.05
 
---algo: dense | marsit | topk | spardl | onebit | covap. --opt key=value,...: the reducer's options
+--algo: dense | delayed | marsit | topk | spardl | onebit | covap. --opt key=value,...: the reducer's options
 (sim_marsit.Marsit, sim_sparse.TopkEF / SparDL, sim_onebit.OnebitEF, sim_covap.Covap); without them each algorithm takes Tessera's
 defaults. The last line is a JSON record of the run (for tables).
 """
@@ -53,6 +53,8 @@ def parse_opts(text):
 def make_reducer(algo, opts, workers, seed):
     if algo == "dense":
         return sim_common.Dense()
+    if algo == "delayed":
+        return sim_common.Delayed(**opts)
     params = dict(DEFAULTS[algo], **opts)
     if algo == "marsit":
         return sim_marsit.Marsit(workers=workers, seed=seed, **params)
@@ -64,7 +66,7 @@ def make_reducer(algo, opts, workers, seed):
         return sim_onebit.OnebitEF(**params)
     if algo == "covap":
         return sim_covap.Covap(**params)
-    raise SystemExit(f"--algo {algo}: accepted values are dense, marsit, topk, spardl, onebit, covap")
+    raise SystemExit(f"--algo {algo}: accepted values are dense, delayed, marsit, topk, spardl, onebit, covap")
 
 
 def main():

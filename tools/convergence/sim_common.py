@@ -157,3 +157,16 @@ class Dense:
 
     def reduce(self, grads):
         return torch.stack(grads).mean(0)
+
+
+class Delayed:
+    """The exact average, applied `delay` steps late (zeros until then): the staleness that
+    filtering schedules such as COVAP's add, without their filtering."""
+
+    def __init__(self, delay=1):
+        self.delay = int(delay)
+        self.queue = []
+
+    def reduce(self, grads):
+        self.queue.append(torch.stack(grads).mean(0))
+        return self.queue.pop(0) if len(self.queue) > self.delay else torch.zeros_like(grads[0])
