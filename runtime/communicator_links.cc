@@ -14,8 +14,8 @@
 
 namespace tsr::runtime {
 
-// The cost model's links: TSR_LINK_BW / TSR_LINK_LAT, then the probe for the classes this
-// job uses that they left out (runtime/link_probe.h).
+// The cost model's links: TSR_LINK_BW / TSR_LINK_LAT / TSR_LINK_NICS, then the probe for the
+// classes this job uses that they left out (runtime/link_probe.h).
 Status Communicator::chooseLinks() {
   algorithms::LinkModel links;
   algorithms::LinkSpec bw, lat;
@@ -25,6 +25,7 @@ Status Communicator::chooseLinks() {
   if (!config_.get("TSR_LINK_LAT").empty()) {
     TSR_ASSIGN_OR_RETURN(lat, algorithms::applyLinkLatency(config_.get("TSR_LINK_LAT"), links));
   }
+  links.netNics = static_cast<int>(config_.getInt("TSR_LINK_NICS"));
   const algorithms::JobShape& job = selector_->shape();
   ProbeNeeds needs;
   needs.host = job.ranksPerHost > 1 && !(bw.hostGiven && lat.hostGiven);

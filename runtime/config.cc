@@ -102,6 +102,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_LINK_LAT", ValueKind::kString, "", "",
        "cost model latency: VALUE or host=VALUE,net=VALUE (microseconds, or 50us, 1ms); a class "
        "left out is probed"},
+      {"TSR_LINK_NICS", ValueKind::kInt, "1", "1..4096",
+       "cost model: NICs per host, each at the net bandwidth, that the host's cross-host flows spread over "
+       "(hosts of GPUs with a NIC each: their number); the probe measures one flow, one NIC"},
       {"TSR_TEST_HOST_ID", ValueKind::kString, "", "",
        "tests only: appended to this rank's host identity, so ranks on one machine with different values act as "
        "different hosts"},

@@ -12,8 +12,11 @@ namespace tsr::algorithms {
 
 namespace {
 
-double send(const LinkCost& link, double bytes, double flows = 1) {
-  return link.latencySec + bytes * flows / link.bytesPerSec;
+double send(const LinkCost& link, double bytes) { return link.latencySec + bytes / link.bytesPerSec; }
+
+// `flows` ranks of a host send `bytes` each across the network at once, spread over its NICs.
+double sendAcross(const LinkModel& links, double bytes, double flows) {
+  return links.net.latencySec + bytes * std::max(1.0, flows / std::max(1, links.netNics)) / links.net.bytesPerSec;
 }
 
 // The link the ring's slowest hop takes: the network as soon as there are two hosts.
@@ -35,11 +38,11 @@ double rabenseifner(double bytes, int n, int perHost, bool severalHosts, const L
   double t = 0;
   if (n > p) {
     bool foldAcross = severalHosts && perHost < 2;
-    t += 2 * (foldAcross ? send(links.net, bytes * kRabenseifnerNetPenalty, flows) : send(links.host, bytes));
+    t += 2 * (foldAcross ? sendAcross(links, bytes * kRabenseifnerNetPenalty, flows) : send(links.host, bytes));
   }
   for (int mask = p / 2; mask >= 1; mask /= 2) {
     bool across = severalHosts && mask >= perHost;
-    double step = across ? send(links.net, bytes * mask / p * kRabenseifnerNetPenalty, flows)
+    double step = across ? sendAcross(links, bytes * mask / p * kRabenseifnerNetPenalty, flows)
                          : send(links.host, bytes * mask / p);
     t += 2 * step;  // halving and the doubling step of the same mask
   }
@@ -54,7 +57,7 @@ double doubling(double bytes, int n, int perHost, bool severalHosts, const LinkM
   double t = 0;
   if (n > p) t += 2 * (severalHosts && perHost < 2 ? send(links.net, bytes) : send(links.host, bytes));
   for (int mask = 1; mask < p; mask *= 2)
-    t += severalHosts && mask >= perHost ? send(links.net, bytes, perHost) : send(links.host, bytes);
+    t += severalHosts && mask >= perHost ? sendAcross(links, bytes, perHost) : send(links.host, bytes);
   return t;
 }
 
@@ -73,7 +76,7 @@ std::vector<Candidate> rankAllreduce(size_t bytes, const JobShape& job, const Li
     const int x = job.ranksPerHost, y = job.hosts;
     double rows = 2.0 * (x - 1) * send(links.host, s / x);
     // Columns: x flows per host cross at once, each carrying 1/x of the buffer.
-    out.push_back({"torus", rows + 2.0 * (y - 1) * send(links.net, s / x / y, x)});
+    out.push_back({"torus", rows + 2.0 * (y - 1) * sendAcross(links, s / x / y, x)});
     // Across hosts, each column is one rank per host: every step crosses, x flows at once.
     out.push_back({"hier", rows + rabenseifner(s / x, y, 1, true, links, x)});
   }
@@ -91,7 +94,7 @@ std::vector<Candidate> rankAllgather(size_t bytesPerRank, const JobShape& job, c
   double bruck = 0;
   for (int d = 1; d < n; d *= 2) {
     double pieces = std::min(d, n - d);
-    bruck += job.hosts > 1 ? send(links.net, pieces * s, job.ranksPerHost) : send(links.host, pieces * s);
+    bruck += job.hosts > 1 ? sendAcross(links, pieces * s, job.ranksPerHost) : send(links.host, pieces * s);
   }
   out.push_back({"bruck", bruck});
   std::stable_sort(out.begin(), out.end(),
@@ -177,8 +180,9 @@ Result<LinkSpec> applyLinkLatency(const std::string& value, LinkModel& links) {
 }
 
 std::string describe(const LinkModel& links) {
-  return fmt::format("host {:.1f} us {:.2f} GB/s, net {:.1f} us {:.3f} GB/s", links.host.latencySec * 1e6,
-                     links.host.bytesPerSec / 1e9, links.net.latencySec * 1e6, links.net.bytesPerSec / 1e9);
+  return fmt::format("host {:.1f} us {:.2f} GB/s, net {:.1f} us {:.3f} GB/s{}", links.host.latencySec * 1e6,
+                     links.host.bytesPerSec / 1e9, links.net.latencySec * 1e6, links.net.bytesPerSec / 1e9,
+                     links.netNics > 1 ? fmt::format(" x {} NICs", links.netNics) : "");
 }
 
 }  // namespace tsr::algorithms

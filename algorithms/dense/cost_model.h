@@ -4,8 +4,10 @@
 // Two link classes: `host` (ranks on one machine: UCX shared memory) and `net` (across
 // machines). A message of b bytes over a link costs latency + b / bandwidth. Where several
 // ranks of one host send across the network at once (the torus's columns, Rabenseifner's
-// cross-host steps), they share the host's link, so each flow gets bandwidth / flows. The
-// ring is ordered host after host (topology/host_map.h), so only one flow per host crosses.
+// cross-host steps), they share the host's NICs: with `netNics` NICs of the net bandwidth each
+// (hosts of GPUs with a NIC per GPU), F flows each get bandwidth * min(1, netNics / F). The
+// ring is ordered host after host (topology/host_map.h), so only one flow per host crosses,
+// at one NIC's rate.
 // Estimates only need to rank the algorithms, not predict times; the figures that justify
 // them are in docs/performance.md.
 #pragma once
@@ -27,6 +29,7 @@ struct LinkModel {
   // small server, and a 10 Gbit/s Ethernet link through a kernel TCP stack.
   LinkCost host{3e-6, 4e9};
   LinkCost net{40e-6, 1.25e9};
+  int netNics = 1;  // per host, each at net.bytesPerSec
 };
 
 struct JobShape {

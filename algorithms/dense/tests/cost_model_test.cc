@@ -43,6 +43,29 @@ TEST(CostModel, TheTorusBeatsTheRingAcrossHostsForLargeBuffers) {
   EXPECT_GT(costOf(ranked, "rabenseifner"), costOf(ranked, "torus"));
 }
 
+// Hosts of 8 GPUs with a NIC each: the torus's 8 column flows per host each get a NIC, so its
+// cross-host phase runs 8 times faster than through one shared link; the ring's one crossing
+// flow is unchanged.
+TEST(CostModel, FlowsOfAHostSpreadOverItsNics) {
+  LinkModel one;
+  one.host = {2e-6, 400e9};
+  one.net = {5e-6, 12.5e9};
+  LinkModel eight = one;
+  eight.netNics = 8;
+  JobShape grid{64, 8, 8, true};
+  const size_t bytes = size_t{64} << 20;
+  double s = static_cast<double>(bytes);
+  auto shared = rankAllreduce(bytes, grid, one), spread = rankAllreduce(bytes, grid, eight);
+  EXPECT_DOUBLE_EQ(costOf(shared, "ring"), costOf(spread, "ring"));
+  double rows = 2.0 * 7 * (2e-6 + s / 8 / 400e9);
+  EXPECT_NEAR(costOf(spread, "torus"), rows + 2.0 * 7 * (5e-6 + s / 64 / 12.5e9), 1e-9);
+  EXPECT_NEAR(costOf(shared, "torus"), rows + 2.0 * 7 * (5e-6 + s / 64 * 8 / 12.5e9), 1e-9);
+  EXPECT_EQ(first(spread), "torus");
+  // More NICs than flows: each flow still gets one NIC's rate, no more.
+  eight.netNics = 16;
+  EXPECT_DOUBLE_EQ(costOf(rankAllreduce(bytes, grid, eight), "torus"), costOf(spread, "torus"));
+}
+
 TEST(CostModel, TwoLevelOnlyWithAHostGridAndTiesKeepTheRingFirst) {
   LinkModel links;
   JobShape oneHost{4, 1, 4, false};
