@@ -3,6 +3,7 @@
 //   tsr-sim --ranks 8 --algo ring --size 64MiB --bw 1Gbps --lat 20us
 //   tsr-sim --ranks 64 --platform fattree --leaf-hosts 16 --spines 4 --algo auto --size 1MiB
 //   tsr-sim --ranks 16 --ranks-per-host 8 --algo hier --size 256MiB
+//   tsr-sim --ranks 64 --ranks-per-host 8 --platform gpuhosts --bw 100Gbps --host-bw 300GBps --algo auto
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -29,7 +30,8 @@ int run(int argc, char** argv) {
   PlatformSpec platform;
   ReplayOptions replayOptions;
   std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
-              reduceRate = "6GBps", copyRate = "8GBps", dtype = "f32", op = "sum", minMessage = "64KiB";
+              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", dtype = "f32", op = "sum",
+              minMessage = "64KiB";
   bool noHeaders = false, planOnly = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
@@ -37,7 +39,8 @@ int run(int argc, char** argv) {
   app.add_option("--collective", job.collective, "allreduce | allgather");
   app.add_option(
       "--algo", job.algorithm,
-      "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier; allgather: ring | bruck");
+      "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit (f32 signs); "
+      "allgather: ring | bruck");
   app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
   app.add_option("--op", op, "sum | avg | min | max | prod");
@@ -47,17 +50,24 @@ int run(int argc, char** argv) {
                  "this size (TSR_MIN_MESSAGE_BYTES)");
   app.add_option("--window", job.window, "Staging window (TSR_WINDOW)")->check(CLI::Range(1, 64));
   app.add_option("--arrival", job.arrival, "Reduce on arrival: auto | on | off (TSR_ARRIVAL_REDUCE)");
-  app.add_option("--platform", platform.kind, "switch | fattree | xml");
+  app.add_option("--platform", platform.kind, "switch | fattree | gpuhosts | xml");
   app.add_option("--xml", platform.xmlFile, "SimGrid platform file (--platform xml); hosts by name order");
   app.add_option("--bw", bw, "Network link rate: 1Gbps, 12.5GBps, ...");
   app.add_option("--lat", lat, "Host-to-host latency through one switch: 20us, ...");
-  app.add_option("--host-bw", hostBw, "Same-host rate (ranks per host > 1)");
+  app.add_option("--host-bw", hostBw, "Same-host rate (ranks per host > 1); gpuhosts: each GPU's interconnect link");
   app.add_option("--host-lat", hostLat, "Same-host latency");
-  app.add_option("--leaf-hosts", platform.leafHosts, "Fat tree: hosts per leaf switch")->check(CLI::Range(1, 1 << 16));
-  app.add_option("--spines", platform.spines, "Fat tree: spine switches (0 = leaf hosts: non-blocking)")
+  app.add_option("--nics-per-host", platform.nicsPerHost,
+                 "gpuhosts: NICs per host, each --bw (0 = one per GPU; fewer: GPUs share them)")
+      ->check(CLI::Range(0, 1 << 16));
+  app.add_option("--leaf-hosts", platform.leafHosts, "Fat tree, gpuhosts: hosts per leaf switch")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--spines", platform.spines,
+                 "Fat tree, gpuhosts: spine switches (0 = one per NIC under a leaf: non-blocking)")
       ->check(CLI::Range(0, 1 << 16));
   app.add_option("--reduce-rate", reduceRate, "Reduction throughput, bytes/s of data reduced (0 = free)");
   app.add_option("--copy-rate", copyRate, "Copy / divide throughput (0 = free)");
+  app.add_option("--pack-rate", packRate,
+                 "Marsit: sign packing and bit merge throughput, bytes/s of the f32 elements (0 = free)");
   app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");
   app.add_option("--pair-window", replayOptions.pairWindow,
                  "Transfers in flight per (sender, receiver); the rest queue in order (0 = no bound)")
@@ -72,11 +82,12 @@ int run(int argc, char** argv) {
   }
   auto bytes = parseBytes(size);
   auto chunkBytes = parseBytes(chunk), minMessageBytes = parseBytes(minMessage);
-  auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate);
+  auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate),
+       pack = parseRate(packRate);
   auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
   for (const Status* s :
        {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status(), &rate.status(), &hostRate.status(),
-        &reduce.status(), &copy.status(), &latency.status(), &hostLatency.status()})
+        &reduce.status(), &copy.status(), &pack.status(), &latency.status(), &hostLatency.status()})
     if (!s->isOk()) return fail(*s);
   auto type = parseDataType(dtype);
   if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));
@@ -93,8 +104,11 @@ int run(int argc, char** argv) {
   platform.hostLatency = hostLatency.value();
   replayOptions.reduceRate = reduce.value();
   replayOptions.copyRate = copy.value();
+  replayOptions.packRate = pack.value();
   replayOptions.headers = !noHeaders;
   job.links.net = {platform.latency, platform.rate};
+  if (platform.kind == "gpuhosts")  // the cost model spreads a host's flows over its NICs
+    job.links.netNics = platform.nicsPerHost > 0 ? std::min(platform.nicsPerHost, job.ranksPerHost) : job.ranksPerHost;
   job.links.host = {platform.hostLatency, platform.hostRate};
   Status valid = validate(platform);
   if (!valid.isOk()) return fail(valid);

@@ -216,12 +216,20 @@ class RankReplay {
       case OpKind::kDivide:
         rate = o_.copyRate;
         break;
+      case OpKind::kLocal:  // Marsit's packing and bit merge: 64 f32 elements a word
+      case OpKind::kRecvMerge:
+        if (o_.packRate <= 0 || op.count == 0) return;
+        charge(static_cast<double>(op.count) * 64 * 4 / o_.packRate);
+        return;
       default:
         rate = o_.reduceRate;
-        break;  // reduce, recv-reduce, merge, caller's local work
+        break;  // reduce, recv-reduce
     }
     if (rate <= 0 || op.count == 0) return;
-    double seconds = static_cast<double>(bytesOf(op)) / rate;
+    charge(static_cast<double>(bytesOf(op)) / rate);
+  }
+
+  void charge(double seconds) {
     w_.result.computeSeconds += seconds;
     sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
   }
@@ -370,7 +378,7 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   w.ranks = n;
   w.pairWindow = options.pairWindow;
   w.job = &job;
-  for (int r = 0; r < n; ++r) w.hostOfRank.push_back(hosts[job.hostOfRank[r]]);
+  w.hostOfRank = std::move(hosts);  // job.hostOfRank[r] is r / ranksPerHost (sim_job.cc's placements)
   w.inbox.resize(n);
   for (int r = 0; r < n; ++r) w.bell.push_back(sg4::Semaphore::create(0));
   w.result.finish.assign(n, -1);

@@ -4,6 +4,7 @@
     tools/sim/scale_study.py [--sim build/bin/tsr-sim] [--ranks 8,16,...] [--sizes-mib 1,64]
                              [--out DIR] [--max-messages N] [--pair-window 4]
                              [--coarse-from 512 --coarse-message 512KiB]
+                             [--gpus-per-host 8 --nics-per-host 8 --host-bw 400GBps]
 
 For every (ranks, size) it replays ring, Rabenseifner, recursive doubling and the 2D torus on a
 non-blocking two-level fat tree (16 hosts per leaf, one rank per host, --bw per link), asks the
@@ -15,7 +16,12 @@ replay cannot carry (too many transfers in flight) or that runs past --timeout; 
 which. Every replay queues a pair's transfers beyond --pair-window (as one TCP connection or UCX
 endpoint does); from --coarse-from ranks on, the plans are built with TSR_MIN_MESSAGE_BYTES =
 --coarse-message (a runtime setting: a step's blocks to one peer travel in fewer, larger
-messages), marked in the table, so that thousands of ranks replay in minutes."""
+messages), marked in the table, so that thousands of ranks replay in minutes.
+
+--gpus-per-host G replays on hosts of G GPUs instead (`--platform gpuhosts`: each GPU its own
+NIC link into the fat tree, --leaf-hosts hosts per leaf, same-host pairs over the GPUs'
+interconnect at --host-bw) and adds the two-level plan, hier; --reduce-rate and --copy-rate
+are then the GPU's (the defaults are an H100's, from tsr-device-kernel-bench: docs/gpu.md)."""
 import argparse
 import os
 import re
@@ -28,7 +34,14 @@ ALGOS = ["ring", "rabenseifner", "doubling", "torus"]
 
 def sim(args, ranks, algo, mib, plan_only=False):
     cmd = [args.sim, "--ranks", str(ranks), "--algo", algo, "--size", f"{mib}MiB", "--bw", args.bw, "--lat", args.lat,
-           "--platform", "fattree", "--leaf-hosts", str(args.leaf_hosts)]
+           "--leaf-hosts", str(args.leaf_hosts)]
+    if args.gpus_per_host:
+        cmd += ["--platform", "gpuhosts", "--ranks-per-host", str(args.gpus_per_host), "--nics-per-host",
+                str(args.nics_per_host), "--host-bw", args.host_bw, "--host-lat", args.host_lat]
+    else:
+        cmd += ["--platform", "fattree"]
+    if args.reduce_rate:
+        cmd += ["--reduce-rate", args.reduce_rate, "--copy-rate", args.copy_rate]
     cmd += ["--pair-window", str(args.pair_window)]
     if ranks >= args.coarse_from:
         cmd += ["--min-message", args.coarse_message]
@@ -48,7 +61,7 @@ def study(args):
             _, pick_text = sim(args, n, "auto", mib, plan_only=True)
             pick = re.search(r"plan allreduce (\w+):", pick_text).group(1)
             results = {}
-            for algo in ALGOS:
+            for algo in args.algos:
                 rc, text = sim(args, n, algo, mib, plan_only=True)
                 m = re.search(r"plan allreduce (\w+):.* (\d+) messages", text)
                 if rc != 0 or m.group(1) != algo:
@@ -68,15 +81,23 @@ def busbw(mib, n, t):
     return 2 * (n - 1) / n * mib * 2**20 / t / 1e9
 
 
+def platform_words(args):
+    if args.gpus_per_host:
+        return (f"hosts of {args.gpus_per_host} GPUs ({args.nics_per_host} NICs of {args.bw}, {args.host_bw} "
+                f"GPU interconnect), fat tree of {args.leaf_hosts} hosts per leaf, non-blocking, {args.lat}; "
+                f"reduce {args.reduce_rate}, copy {args.copy_rate}")
+    return f"fat tree, {args.leaf_hosts} hosts per leaf, non-blocking, {args.bw} links, {args.lat}; one rank per host"
+
+
 def table(args, rows):
-    lines = [f"fat tree, {args.leaf_hosts} hosts per leaf, non-blocking, {args.bw} links, {args.lat}; one rank "
-             f"per host; pair window {args.pair_window}; bus bandwidth in GB/s (time in ms); ranks marked * "
-             f"with TSR_MIN_MESSAGE_BYTES={args.coarse_message}", "",
-             "| size | ranks | " + " | ".join(ALGOS) + " | simulated best | cost model's pick | pick / best |",
-             "| --- | --- | " + " | ".join("---" for _ in ALGOS) + " | --- | --- | --- |"]
+    algos = args.algos
+    lines = [f"{platform_words(args)}; pair window {args.pair_window}; bus bandwidth in GB/s (time in ms); ranks "
+             f"marked * with TSR_MIN_MESSAGE_BYTES={args.coarse_message}", "",
+             "| size | ranks | " + " | ".join(algos) + " | simulated best | cost model's pick | pick / best |",
+             "| --- | --- | " + " | ".join("---" for _ in algos) + " | --- | --- | --- |"]
     for mib, n, pick, results in rows:
         cells = []
-        for algo in ALGOS:
+        for algo in algos:
             r = results[algo]
             cells.append(f"{busbw(mib, n, r):.2f} ({r * 1e3:.2f})" if isinstance(r, float) else r)
         timed = {a: r for a, r in results.items() if isinstance(r, float)}
@@ -93,14 +114,15 @@ def plot(args, rows, path):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(args.sizes_mib), figsize=(5 * len(args.sizes_mib), 4), squeeze=False)
     for ax, mib in zip(axes[0], args.sizes_mib):
-        for algo in ALGOS:
+        for algo in args.algos:
             pts = [(n, busbw(mib, n, r[algo])) for m, n, _, r in rows if m == mib and isinstance(r[algo], float)]
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=algo)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("ranks")
         ax.set_ylabel("bus bandwidth (GB/s)")
-        ax.set_title(f"allreduce {mib} MiB, {args.bw} fat tree")
+        where = f"{args.gpus_per_host}-GPU hosts, {args.bw} NICs" if args.gpus_per_host else f"{args.bw} fat tree"
+        ax.set_title(f"allreduce {mib} MiB, {where}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -119,12 +141,25 @@ def main():
     ap.add_argument("--pair-window", type=int, default=4, help="transfers in flight per (sender, receiver)")
     ap.add_argument("--coarse-from", type=int, default=1 << 30, help="ranks from which --coarse-message applies")
     ap.add_argument("--coarse-message", default="512KiB", help="TSR_MIN_MESSAGE_BYTES for the largest jobs")
+    ap.add_argument("--gpus-per-host", type=int, default=0, help="hosts of this many GPUs (0: one rank per host)")
+    ap.add_argument("--nics-per-host", type=int, default=0, help="with --gpus-per-host (0: one per GPU)")
+    ap.add_argument("--host-bw", default="400GBps", help="with --gpus-per-host: each GPU's interconnect link")
+    ap.add_argument("--host-lat", default="2us", help="with --gpus-per-host")
+    ap.add_argument("--reduce-rate", default=None, help="tsr-sim --reduce-rate (gpus: 900GBps)")
+    ap.add_argument("--copy-rate", default=None, help="tsr-sim --copy-rate (gpus: 1450GBps)")
     ap.add_argument("--timeout", type=float, default=240, help="seconds one replay may take")
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.sizes_mib = [int(x) for x in args.sizes_mib.split(",")]
+    args.algos = ALGOS + ["hier"] if args.gpus_per_host else ALGOS
+    if args.gpus_per_host:
+        args.nics_per_host = args.nics_per_host or args.gpus_per_host
+        args.reduce_rate = args.reduce_rate or "900GBps"
+        args.copy_rate = args.copy_rate or "1450GBps"
+    elif args.reduce_rate:
+        args.copy_rate = args.copy_rate or args.reduce_rate
     rows = study(args)
     os.makedirs(args.out, exist_ok=True)
     text = table(args, rows)

@@ -1,5 +1,6 @@
 #include "tools/sim/sim_job.h"
 
+#include "algorithms/marsit/marsit_plan.h"
 #include "topology/host_map.h"
 #include "topology/torus_schedule.h"
 
@@ -18,6 +19,9 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
     if (a == "bruck") return algorithms::bruckAllgatherPlan(rank, n, count, job.dtype, dense);
     return algorithms::ringAllgatherPlan(rank, n, count, job.dtype, dense);
   }
+  // Marsit's bit ring on the f32 buffer's signs, packed chunk by chunk (kLocal ops) as the
+  // runtime's default pack=chunked does.
+  if (a == "marsit") return marsit::marsitRingPlan(rank, n, (count + 63) / 64, dense, true);
   if (a == "rabenseifner") return algorithms::rabenseifnerAllreducePlan(rank, n, count, job.dtype, job.op, dense);
   if (a == "doubling") return algorithms::doublingAllreducePlan(rank, n, count, job.dtype, job.op, dense);
   if (a == "torus" || a == "hier") {

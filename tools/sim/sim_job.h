@@ -1,7 +1,8 @@
 // The plans a Tessera job would run, built the way the runtime builds them, without a network:
 // placements -> topology::HostMap -> ring order and torus grid (as Communicator::init), the
 // DenseOptions defaults of runtime/config.cc, and the dense builders chosen by name as
-// algorithms/dense/dense_selector.cc does ("auto": the cost model's first choice for the job's links).
+// algorithms/dense/dense_selector.cc does ("auto": the cost model's first choice for the job's links);
+// "marsit": Marsit's ring on the signs of an f32 buffer of `bytes` (algorithms/marsit/marsit_plan.h).
 // Pure: no SimGrid here, so the plans and their byte counts are testable alone.
 #pragma once
 
@@ -19,8 +20,8 @@ struct SimJob {
   int ranks = 8;
   int ranksPerHost = 1;                  // ranks h*R .. h*R+R-1 share host h
   std::string collective = "allreduce";  // allreduce | allgather
-  std::string algorithm = "auto";        // allreduce: ring|rabenseifner|doubling|torus|hier; allgather: ring|bruck
-  size_t bytes = 0;                      // allreduce: the buffer; allgather: each rank's part
+  std::string algorithm = "auto";  // allreduce: ring|rabenseifner|doubling|torus|hier|marsit; allgather: ring|bruck
+  size_t bytes = 0;                // allreduce: the buffer; allgather: each rank's part
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
   size_t chunkBytes = 512 * 1024;      // TSR_CHUNK_BYTES

@@ -193,9 +193,10 @@ TEST(SimReplay, SimulatedBytesAreThePlansWireBytes) {
     int ranks, perHost;
     size_t bytes;
   };
-  for (const Case& c : {Case{"ring", 8, 1, size_t{8} << 20}, Case{"rabenseifner", 6, 1, size_t{1} << 20},
-                        Case{"doubling", 8, 1, size_t{4} << 10}, Case{"torus", 8, 1, size_t{8} << 20},
-                        Case{"hier", 16, 8, size_t{8} << 20}, Case{"ring", 5, 1, 100}}) {
+  for (const Case& c :
+       {Case{"ring", 8, 1, size_t{8} << 20}, Case{"rabenseifner", 6, 1, size_t{1} << 20},
+        Case{"doubling", 8, 1, size_t{4} << 10}, Case{"torus", 8, 1, size_t{8} << 20},
+        Case{"hier", 16, 8, size_t{8} << 20}, Case{"ring", 5, 1, 100}, Case{"marsit", 6, 1, size_t{8} << 20}}) {
     SimJob job = ringJob(c.ranks, c.bytes);
     job.algorithm = c.algo;
     job.ranksPerHost = c.perHost;
@@ -286,6 +287,73 @@ TEST(SimReplay, FatTreeOversubscriptionSlowsRabenseifnerNotTheRing) {
   };
   EXPECT_GT(timeOf("rabenseifner", 1), 1.5 * timeOf("rabenseifner", 4));
   EXPECT_NEAR(timeOf("ring", 1), timeOf("ring", 4), 0.02 * timeOf("ring", 4));
+}
+
+// Marsit's ring carries one bit per f32 element: 1/32 of the dense ring's bytes, and on a slow
+// link about 1/32 of its time; its packing and merges cost time on the rank's core.
+TEST(SimReplay, MarsitSendsASignBitPerElement) {
+  auto run = [](const char* algo, const ReplayOptions& options) {
+    SimJob job = ringJob(8, size_t{16} << 20);
+    job.algorithm = algo;
+    auto plans = buildJobPlans(job);
+    EXPECT_TRUE(plans.isOk()) << algo << ": " << plans.status().message();
+    Figures f = replayInChild(plans.value(), oneSwitch(12.5e6, 20e-6), options, 1);
+    EXPECT_TRUE(f.ok) << algo << ": " << f.error;
+    return std::make_pair(f, wireBytes(plans.value()));
+  };
+  auto [ring, ringBytes] = run("ring", freeCompute());
+  auto [bits, bitBytes] = run("marsit", freeCompute());
+  EXPECT_EQ(bitBytes * 32, ringBytes);
+  EXPECT_NEAR(bits.seconds * 32, ring.seconds, 0.05 * ring.seconds);
+  auto [packed, unused] = run("marsit", ReplayOptions{});
+  EXPECT_GT(packed.computeSeconds, 8 * (16 << 20) / 13e9);  // every rank packs every element once
+  EXPECT_GT(packed.seconds, bits.seconds);
+}
+
+PlatformSpec gpuHosts(int nics) {
+  PlatformSpec p = oneSwitch(12.5e9, 5e-6);  // 100 Gbit/s NICs
+  p.kind = "gpuhosts";
+  p.hostRate = 150e9;  // the GPUs' interconnect
+  p.hostLatency = 1e-6;
+  p.nicsPerHost = nics;
+  return p;
+}
+
+// On hosts of GPUs, same-host pairs take the GPUs' interconnect: a ring inside one host of 8
+// costs the alpha-beta formula at its rate and latency (within 5%: at 150 GB/s a 512 KiB
+// chunk takes 3.5 us, so the pipeline's start and the headers show), not the NICs' (12 times).
+TEST(SimReplay, GpuHostsCarrySameHostPairsOnTheirInterconnect) {
+  const size_t bytes = size_t{64} << 20;
+  SimJob job = ringJob(8, bytes);
+  job.ranksPerHost = 8;
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  Figures f = replayInChild(plans.value(), gpuHosts(0), freeCompute(), 8);
+  ASSERT_TRUE(f.ok) << f.error;
+  double model = 2.0 * 7 / 8 * bytes / 150e9 + 2.0 * 7 * 1e-6;
+  EXPECT_NEAR(f.seconds, model, 0.05 * model);
+}
+
+// Two hosts of 8 GPUs: the two-level plan moves an eighth of the buffer across per GPU, each
+// over its own NIC, so it beats the ring (one crossing per host, one NIC) several times over;
+// with one NIC for the 8 GPUs its cross-host phase slows down.
+TEST(SimReplay, GpuHostsFavourTheTwoLevelPlanAndCountTheirNics) {
+  auto timeOf = [](const char* algo, int nics) {
+    SimJob job = ringJob(16, size_t{64} << 20);
+    job.algorithm = algo;
+    job.ranksPerHost = 8;
+    auto plans = buildJobPlans(job);
+    EXPECT_TRUE(plans.isOk()) << algo << ": " << plans.status().message();
+    EXPECT_EQ(plans.value().algorithm, algo);
+    Figures f = replayInChild(plans.value(), gpuHosts(nics), freeCompute(), 8);
+    EXPECT_TRUE(f.ok) << algo << ": " << f.error;
+    return f.seconds;
+  };
+  const double hier = timeOf("hier", 0), ring = timeOf("ring", 0);
+  EXPECT_LT(3 * hier, ring);
+  // The ring's bound: 2(N-1)/N of the buffer through one 12.5 GB/s NIC.
+  EXPECT_GE(ring, 2.0 * 15 / 16 * (64 << 20) / 12.5e9 * 0.999);
+  EXPECT_GT(timeOf("hier", 1), 2 * hier);
 }
 
 }  // namespace
