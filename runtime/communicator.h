@@ -154,6 +154,7 @@ class Communicator final : public algorithms::Team {
   transport::Transport& active() const;  // the wrapper if any, else UCX
   Status chooseLinks();                  // communicator_links.cc
   Status fitSendBufferToProbedLink(const std::vector<bool>& fastLocal);
+  bool sameHostPeersUseTcp() const;                // loopback TCP, not shared memory, between same-host ranks
   Status sealDataPlane(const Digest& controlKey);  // TSR_SECURE=encrypt
   Status checkArgs(const char* what, const void* input, const void* output, size_t count, DataType dtype,
                    const ReduceOp* op, int root) const;

@@ -1,6 +1,7 @@
 // Creating a communicator (communicator.h): collective, as named phases in the order they run.
 // Each phase's comment says what every rank has when it returns.
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/ranges.h>
 
@@ -116,13 +117,25 @@ Status Communicator::takeSettings(const LaunchInfo& launch, const Config& config
   return Status::ok();
 }
 
-// This rank's UCX worker, its TCP send buffer sized to TSR_LINK_BW's net rate when given.
+// This rank's UCX worker, its TCP send buffer sized to TSR_LINK_BW's net rate when given
+// (never below loopback's need when this rank's same-host peers talk TCP).
 Status Communicator::openTransport(Creation&) {
   const double netRate = givenNetBandwidth(config_);
-  TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(
-                                       rank_, size_, netRate > 0 ? transport::tcpSendBufferFor(netRate) : 0));
-  sendBufferWhy_ = netRate > 0 ? "sized to TSR_LINK_BW's net rate" : "the default";
+  size_t sendBuffer = netRate > 0 ? transport::tcpSendBufferFor(netRate) : 0;
+  const bool floored =
+      sendBuffer && localSize_ > 1 && sameHostPeersUseTcp() && sendBuffer < transport::kLoopbackTcpSendBuffer;
+  if (floored) sendBuffer = transport::kLoopbackTcpSendBuffer;
+  TSR_ASSIGN_OR_RETURN(transport_, transport::UcxTransport::create(rank_, size_, sendBuffer));
+  sendBufferWhy_ = netRate <= 0 ? "the default"
+                   : floored    ? "TSR_LINK_BW's net rate wants less; loopback TCP to same-host peers needs this much"
+                                : "sized to TSR_LINK_BW's net rate";
   return Status::ok();
+}
+
+// Same-host peers go over TCP on loopback when UCX_TLS leaves UCX no shared memory, or when
+// TSR_ERR_MODE=peer asks for UCX's peer-failure mode, which UCX's shared memory lacks.
+bool Communicator::sameHostPeersUseTcp() const {
+  return config_.get("TSR_ERR_MODE") == "peer" || !transport::ucxTlsHasSharedMemory(std::getenv("UCX_TLS"));
 }
 
 // The bootstrap's authenticated all-gather of every rank's card (UCX address, host, NUMA

@@ -2,6 +2,9 @@
 // and a transport whose TCP send buffer suits a slow network link the probe found.
 #include "runtime/communicator.h"
 
+#include <set>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "algorithms/dense/cost_model.h"
@@ -61,11 +64,15 @@ Status Communicator::fitSendBufferToProbedLink(const std::vector<bool>& fastLoca
   if (!bootstrap_ || probedNetRate_ <= 0) return Status::ok();
   transport::UcxTransport::PeerExchange peers{[this](const std::string& blob) { return bootstrap_->allGather(blob); },
                                               [this] { return bootstrap_->barrier(); }};
+  // Job-wide, like the probed figure (the refit is collective): some host has several ranks.
+  const bool sharedHost = std::set<std::string>(hostIds_.begin(), hostIds_.end()).size() < hostIds_.size();
+  const size_t floor = sharedHost && sameHostPeersUseTcp() ? transport::kLoopbackTcpSendBuffer : 0;
   TSR_ASSIGN_OR_RETURN(auto refitted,
-                       transport_->refitForLink(probedNetRate_, fastLocal, peers, config_.bootstrapTimeoutMs()));
+                       transport_->refitForLink(probedNetRate_, floor, fastLocal, peers, config_.bootstrapTimeoutMs()));
   if (!refitted) return Status::ok();
   transport_ = std::move(refitted);
-  sendBufferWhy_ = fmt::format("sized to the probed net link, {:.1f} MB/s", probedNetRate_ / 1e6);
+  sendBufferWhy_ = fmt::format("sized to the probed net link, {:.1f} MB/s{}", probedNetRate_ / 1e6,
+                               floor ? ", at least loopback TCP's need (same-host peers)" : "");
   log::get("runtime")->info("rank {}: TCP send buffer {} bytes, {}", rank_, transport_->tcpSendBuffer(),
                             sendBufferWhy_);
   return Status::ok();

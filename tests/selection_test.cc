@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "runtime/scratch_pool.h"
@@ -168,22 +169,35 @@ TEST(Selection, TheCostModelFollowsTheConfiguredLinks) {
                     {{"TSR_LINK_BW", "1GB"}, {"TSR_LINK_LAT", "20us"}});
 }
 
-// A network rate in TSR_LINK_BW also sizes UCX's TCP send buffer (transport/ucx_context.h):
-// 1 Gbit/s gives 32 KiB (the kernel doubles it) on the connection a ring allreduce opens.
-TEST(Selection, AGivenNetworkRateSizesTheTcpSendBuffer) {
-  transport::testing::ScopedEnv tls("UCX_TLS", "tcp,self"), devices("UCX_NET_DEVICES", "lo"),
+// A network rate in TSR_LINK_BW also sizes UCX's TCP send buffer (transport/ucx_context.h) on
+// the connection a ring allreduce opens; the kernel doubles what is asked. These two ranks
+// share a host and UCX_TLS leaves them TCP over loopback, so a slow rate's size is raised to
+// loopback's 64 KiB (TSR_ERR_MODE=peer does the same with UCX's shared memory available).
+void expectSendBufferForRate(const char* rate, int kernelBytes, std::map<std::string, std::string> settings = {},
+                             const char* tls = "tcp,self") {
+  transport::testing::ScopedEnv tlsEnv("UCX_TLS", tls), devices("UCX_NET_DEVICES", "lo"),
       unset("UCX_TCP_SNDBUF", nullptr);
+  settings["TSR_LINK_BW"] = rate;
+  settings["TSR_ALGO"] = "ring";
   testing::runRanks(
       2,
-      [](Communicator& comm) {
+      [&](Communicator& comm) {
         EXPECT_EQ(testing::checkAllreduce(comm, DataType::kF32, ReduceOp::kSum, 1 << 18, false), "ring");
         ASSERT_TRUE(comm.barrier().take()->wait().isOk());  // both ends connected before either looks
         if (comm.rank() != 0) return;
         std::vector<int> sizes = transport::testing::tcpSendBuffers();
-        EXPECT_GE(std::count(sizes.begin(), sizes.end(), 2 * 32 * 1024), 2) << ::testing::PrintToString(sizes);
+        EXPECT_GE(std::count(sizes.begin(), sizes.end(), kernelBytes), 2)
+            << rate << ": " << ::testing::PrintToString(sizes);
         EXPECT_EQ(std::count(sizes.begin(), sizes.end(), 2 * 256 * 1024), 0) << ::testing::PrintToString(sizes);
       },
-      {{"TSR_LINK_BW", "net=1gbit"}, {"TSR_ALGO", "ring"}});
+      settings);
+}
+
+TEST(Selection, AGivenNetworkRateSizesTheTcpSendBuffer) { expectSendBufferForRate("net=4gbit", 2 * 128 * 1024); }
+
+TEST(Selection, SameHostPeersOverTcpKeepLoopbacksSendBuffer) {
+  expectSendBufferForRate("net=1gbit", 2 * 64 * 1024);  // the rate alone: 32 KiB
+  expectSendBufferForRate("net=100mbit", 2 * 64 * 1024, {{"TSR_ERR_MODE", "peer"}}, "tcp,self,sm");
 }
 
 // The probe runs when the links are not configured; every rank must end with the very same

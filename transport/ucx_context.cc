@@ -1,10 +1,13 @@
 #include "transport/ucx_context.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include <ucp/api/ucp.h>
@@ -78,6 +81,27 @@ size_t tcpSendBufferFor(double bytesPerSec) {
 size_t tcpSendBufferForProbed(double bytesPerSec) {
   const size_t wanted = tcpSendBufferFor(bytesPerSec);
   return wanted <= kMaxSendBuffer / 4 ? wanted : 0;
+}
+
+bool ucxTlsHasSharedMemory(const char* tls) {
+  if (!tls) return true;
+  std::string list(tls);
+  const bool excluding = !list.empty() && list[0] == '^';
+  if (excluding) list.erase(0, 1);
+  std::set<std::string> names;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    item = item.substr(0, item.find(':'));  // "posix:aux" names posix
+    item.erase(std::remove_if(item.begin(), item.end(), ::isspace), item.end());
+    std::transform(item.begin(), item.end(), item.begin(), ::tolower);
+    if (!item.empty()) names.insert(item);
+  }
+  auto named = [&](std::initializer_list<const char*> any) {
+    return std::any_of(any.begin(), any.end(), [&](const char* n) { return names.count(n) > 0; });
+  };
+  if (names.empty()) return true;  // UCX's default, "all"
+  if (excluding) return !named({"sm", "shm", "mm", "all"}) && !(names.count("posix") && names.count("sysv"));
+  return named({"all", "sm", "shm", "mm", "posix", "sysv", "xpmem"});
 }
 
 Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {

@@ -20,6 +20,18 @@ size_t tcpSendBufferFor(double bytesPerSec);
 // and below) is worth a second transport; the probe's noise on a fast link is not.
 size_t tcpSendBufferForProbed(double bytesPerSec);
 
+// The least send buffer for a job whose same-host peers talk TCP over loopback. Loopback's
+// segments are 64 KiB; a buffer the kernel doubles to no more than one of them (a slow
+// network's 16 or 32 KiB) leaves each connection a segment at a time, waiting on
+// acknowledgements: 2 emulated hosts of 2 ranks at 100 Mbit/s ran a 16 MiB ring in 16 s with
+// 16 or 32 KiB and in 2.1 s (1.05x the floor) with 64 KiB, 1 MiB or shared memory.
+constexpr size_t kLoopbackTcpSendBuffer = 64 * 1024;
+
+// Whether UCX_TLS (`tls`: its value, null when unset) leaves UCX a shared-memory transport for
+// peers on the same host ("sm", "shm", "posix", "sysv", "xpmem", "mm", "all", or a "^" list
+// that does not exclude them); without one those peers talk TCP over loopback.
+bool ucxTlsHasSharedMemory(const char* tls);
+
 class UcxContext {
  public:
   // The context with `tcpSendBuffer` bytes (0: tcpSendBufferFor(0)), created on first use;

@@ -5,15 +5,18 @@
 // transport sized for it. The peers' new addresses travel over the bootstrap; the caller
 // closes the first transport once every rank is connected anew (its probe traffic is over:
 // the probe ends with an all-gather).
+#include <algorithm>
+
 #include "transport/ucx_context.h"
 #include "transport/ucx_transport.h"
 
 namespace tsr::transport {
 
-Result<std::unique_ptr<UcxTransport>> UcxTransport::refitForLink(double netBytesPerSec,
+Result<std::unique_ptr<UcxTransport>> UcxTransport::refitForLink(double netBytesPerSec, size_t minBytes,
                                                                  const std::vector<bool>& fastLocal,
                                                                  const PeerExchange& peers, int timeoutMs) const {
-  const size_t wanted = tcpSendBufferForProbed(netBytesPerSec);
+  size_t wanted = tcpSendBufferForProbed(netBytesPerSec);
+  if (wanted) wanted = std::max(wanted, minBytes);
   if (wanted == 0 || wanted == tcpSendBuffer()) return std::unique_ptr<UcxTransport>();
   TSR_ASSIGN_OR_RETURN(auto fresh, create(rank_, size_, wanted));
   TSR_ASSIGN_OR_RETURN(auto addresses, peers.allGather(fresh->localAddress()));

@@ -54,10 +54,12 @@ class UcxTransport final : public Transport {
   };
   // Collective (ucx_refit.cc): when the network link measured at `netBytesPerSec` wants a
   // smaller TCP send buffer than this transport has (tcpSendBufferForProbed), a new transport
-  // to the same peers with that buffer, connected and settled on every rank; null when this one
-  // suits the link. Every rank decides from the same figure, so all move or none.
-  Result<std::unique_ptr<UcxTransport>> refitForLink(double netBytesPerSec, const std::vector<bool>& fastLocal,
-                                                     const PeerExchange& peers, int timeoutMs) const;
+  // to the same peers with that buffer (at least `minBytes`), connected and settled on every
+  // rank; null when this one suits the link. Every rank decides from the same figures, so all
+  // move or none.
+  Result<std::unique_ptr<UcxTransport>> refitForLink(double netBytesPerSec, size_t minBytes,
+                                                     const std::vector<bool>& fastLocal, const PeerExchange& peers,
+                                                     int timeoutMs) const;
 
   Status send(int peer, uint64_t tag, const void* buffer, size_t bytes, MemoryType type,
               Completion* completion) override;

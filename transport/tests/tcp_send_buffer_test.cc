@@ -89,6 +89,23 @@ TEST(UcxTcpSendBuffer, AProbedRateChangesTheSizeOnlyForASlowLink) {
   EXPECT_EQ(tcpSendBufferForProbed(0), 0u) << "not probed";
 }
 
+// Which UCX_TLS values leave same-host peers UCX's shared memory (else: TCP over loopback).
+TEST(UcxTcpSendBuffer, UcxTlsNamesSharedMemoryOrNot) {
+  EXPECT_TRUE(ucxTlsHasSharedMemory(nullptr)) << "unset: UCX's all";
+  EXPECT_TRUE(ucxTlsHasSharedMemory(""));
+  EXPECT_TRUE(ucxTlsHasSharedMemory("all"));
+  EXPECT_TRUE(ucxTlsHasSharedMemory("tcp,self,sm"));
+  EXPECT_TRUE(ucxTlsHasSharedMemory("tcp, posix:aux"));
+  EXPECT_TRUE(ucxTlsHasSharedMemory("rc,SHM"));
+  EXPECT_TRUE(ucxTlsHasSharedMemory("^tcp"));
+  EXPECT_TRUE(ucxTlsHasSharedMemory("^posix")) << "sysv is left";
+  EXPECT_FALSE(ucxTlsHasSharedMemory("tcp,self"));
+  EXPECT_FALSE(ucxTlsHasSharedMemory("tcp"));
+  EXPECT_FALSE(ucxTlsHasSharedMemory("tcp,cma")) << "cma moves large messages only";
+  EXPECT_FALSE(ucxTlsHasSharedMemory("^sm"));
+  EXPECT_FALSE(ucxTlsHasSharedMemory("^posix,sysv"));
+}
+
 // UCX fixes the size per context: a second size gets a context of its own while the first
 // still lives (the communicator's second transport after the probe, or ranks as threads with
 // different settings); the same size is shared.
