@@ -181,9 +181,9 @@ void ProgressEngine::watchLinkRates(Clock::time_point now) {
   for (const SlowLinkWatch::Slow& s : slowLinks_.judge(now, transport_.sendTimes()))
     log::get("runtime")->warn(
         "rank {}: the link to {} is slow: sends to it ran at {:.1f} MB/s ({:.1f} MB in {:.2f} s "
-        "of sending), under a quarter of the {:.1f} MB/s measured between hosts when the "
-        "communicator was created (a congested or degraded link, or a slow peer; the "
-        "collectives go on at its pace)",
+        "of sending), under a quarter of the {:.1f} MB/s expected of it (the rate measured between "
+        "hosts when the communicator was created, shared by this host's ranks; a congested or "
+        "degraded link, or a slow peer; the collectives go on at its pace)",
         transport_.rank(), peerName(s.peer), s.bytesPerSecond / 1e6, s.bytes / 1e6, s.busySeconds, s.expected / 1e6);
 }
 
