@@ -30,8 +30,8 @@ int run(int argc, char** argv) {
   PlatformSpec platform;
   ReplayOptions replayOptions;
   std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
-              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", dtype = "f32", op = "sum",
-              minMessage = "64KiB";
+              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", selectRate = "3GBps", dtype = "f32",
+              op = "sum", minMessage = "64KiB";
   bool noHeaders = false, planOnly = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
@@ -39,8 +39,11 @@ int run(int argc, char** argv) {
   app.add_option("--collective", job.collective, "allreduce | allgather");
   app.add_option(
       "--algo", job.algorithm,
-      "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit (f32 signs); "
-      "allgather: ring | bruck");
+      "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit (f32 signs) | "
+      "spardl (f32, --density, --teams); allgather: ring | bruck");
+  app.add_option("--density", job.density, "spardl: the share of each block sent (k_b = ceil(density * block))");
+  app.add_option("--teams", job.teams, "spardl: teams (R-SAG; a power of two dividing the ranks)")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
   app.add_option("--op", op, "sum | avg | min | max | prod");
@@ -68,6 +71,8 @@ int run(int argc, char** argv) {
   app.add_option("--copy-rate", copyRate, "Copy / divide throughput (0 = free)");
   app.add_option("--pack-rate", packRate,
                  "Marsit: sign packing and bit merge throughput, bytes/s of the f32 elements (0 = free)");
+  app.add_option("--select-rate", selectRate,
+                 "SparDL: top-k selection throughput, bytes/s of the f32 elements scanned (0 = free)");
   app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");
   app.add_option("--pair-window", replayOptions.pairWindow,
                  "Transfers in flight per (sender, receiver); the rest queue in order (0 = no bound)")
@@ -83,11 +88,11 @@ int run(int argc, char** argv) {
   auto bytes = parseBytes(size);
   auto chunkBytes = parseBytes(chunk), minMessageBytes = parseBytes(minMessage);
   auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate),
-       pack = parseRate(packRate);
+       pack = parseRate(packRate), select = parseRate(selectRate);
   auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
   for (const Status* s :
        {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status(), &rate.status(), &hostRate.status(),
-        &reduce.status(), &copy.status(), &pack.status(), &latency.status(), &hostLatency.status()})
+        &reduce.status(), &copy.status(), &pack.status(), &select.status(), &latency.status(), &hostLatency.status()})
     if (!s->isOk()) return fail(*s);
   auto type = parseDataType(dtype);
   if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));
@@ -105,6 +110,7 @@ int run(int argc, char** argv) {
   replayOptions.reduceRate = reduce.value();
   replayOptions.copyRate = copy.value();
   replayOptions.packRate = pack.value();
+  replayOptions.selectRate = select.value();
   replayOptions.headers = !noHeaders;
   job.links.net = {platform.latency, platform.rate};
   if (platform.kind == "gpuhosts")  // the cost model spreads a host's flows over its NICs

@@ -222,7 +222,7 @@ class RankReplay {
         charge(static_cast<double>(op.count) * 64 * 4 / o_.packRate);
         return;
       default:
-        rate = o_.reduceRate;
+        rate = w_.job->reducesSelect ? o_.selectRate : o_.reduceRate;
         break;  // reduce, recv-reduce
     }
     if (rate <= 0 || op.count == 0) return;
@@ -372,6 +372,8 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   sg4::Engine::set_config("contexts/factory:thread");
 #endif
   TSR_RETURN_IF_ERROR(configure(options));
+  ReplayOptions o = options;
+  o.headers = options.headers && job.argumentHeaders;
   TSR_ASSIGN_OR_RETURN(auto hosts, buildPlatform(engine, platform, n / ranksPerHost, ranksPerHost));
   World w;
   w.maxInFlight = options.maxTransfersInFlight > 0 ? options.maxTransfersInFlight : transferBudget();
@@ -384,7 +386,7 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   w.result.finish.assign(n, -1);
   w.opsDone.assign(n, 0);
   for (int r = 0; r < n; ++r)
-    sg4::Actor::create("rank" + std::to_string(r), w.hostOfRank[r], RankReplay(r, *job.plans[r], options, w));
+    sg4::Actor::create("rank" + std::to_string(r), w.hostOfRank[r], RankReplay(r, *job.plans[r], o, w));
   engine.run();
   if (!w.tooMany.empty()) return Status(Code::kNotSupported, "replay: " + w.tooMany);
   if (!w.mismatch.empty()) return Status(Code::kMismatch, "replay: " + w.mismatch);

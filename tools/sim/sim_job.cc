@@ -1,7 +1,9 @@
 #include "tools/sim/sim_job.h"
 
 #include "algorithms/marsit/marsit_plan.h"
+#include "tools/sim/spardl_plan.h"
 #include "topology/host_map.h"
+#include "topology/spardl_schedule.h"
 #include "topology/torus_schedule.h"
 
 namespace tsr::sim {
@@ -30,6 +32,24 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
                         : algorithms::hierAllreducePlan(rank, n, count, job.dtype, job.op, out.grid, dense);
   }
   return algorithms::ringAllreducePlan(rank, n, count, job.dtype, job.op, dense);
+}
+
+// SparDL's schedule, built once for the job, then each rank's plan from it.
+Result<JobPlans> addSparDL(const SimJob& job, JobPlans out) {
+  if (job.collective != "allreduce" || job.dtype != DataType::kF32 || job.op != ReduceOp::kSum)
+    return Status(Code::kInvalidArgument, "spardl: an f32 sum allreduce only");
+  if (!(job.density > 0 && job.density <= 1))
+    return Status(Code::kInvalidArgument, "spardl: density " + std::to_string(job.density) + " is not in (0, 1]");
+  TSR_ASSIGN_OR_RETURN(topology::TeamSplit split, topology::teamSplit(out.order, job.teams));
+  TSR_ASSIGN_OR_RETURN(topology::Schedule schedule, topology::sparRSagAllreduce(split));
+  out.algorithm = "spardl";
+  out.argumentHeaders = false;
+  out.reducesSelect = true;
+  for (int r = 0; r < job.ranks; ++r) {
+    TSR_ASSIGN_OR_RETURN(auto plan, spardlPlan(schedule, r, job.bytes / sizeof(float), job.density));
+    out.plans.push_back(std::move(plan));
+  }
+  return out;
 }
 
 }  // namespace
@@ -68,6 +88,8 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
   dense.minMessageBytes = job.minMessageBytes;
   dense.order = out.order;
   dense.reduceOnArrival = job.arrival == "on" || (job.arrival == "auto" && out.hosts == job.ranks);
+
+  if (job.algorithm == "spardl") return addSparDL(job, std::move(out));
 
   // The selector's order: the named algorithm, else the cost model's ranking; an algorithm
   // that cannot serve the job (NotSupported) passes to the next, as in the runtime.

@@ -2,7 +2,8 @@
 // placements -> topology::HostMap -> ring order and torus grid (as Communicator::init), the
 // DenseOptions defaults of runtime/config.cc, and the dense builders chosen by name as
 // algorithms/dense/dense_selector.cc does ("auto": the cost model's first choice for the job's links);
-// "marsit": Marsit's ring on the signs of an f32 buffer of `bytes` (algorithms/marsit/marsit_plan.h).
+// "marsit": Marsit's ring on the signs of an f32 buffer of `bytes` (algorithms/marsit/marsit_plan.h);
+// "spardl": SparDL's schedule with full bags at `density` (spardl_plan.h).
 // Pure: no SimGrid here, so the plans and their byte counts are testable alone.
 #pragma once
 
@@ -20,8 +21,9 @@ struct SimJob {
   int ranks = 8;
   int ranksPerHost = 1;                  // ranks h*R .. h*R+R-1 share host h
   std::string collective = "allreduce";  // allreduce | allgather
-  std::string algorithm = "auto";  // allreduce: ring|rabenseifner|doubling|torus|hier|marsit; allgather: ring|bruck
-  size_t bytes = 0;                // allreduce: the buffer; allgather: each rank's part
+  std::string algorithm =
+      "auto";        // allreduce: ring|rabenseifner|doubling|torus|hier|marsit|spardl; allgather: ring|bruck
+  size_t bytes = 0;  // allreduce: the buffer; allgather: each rank's part
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
   size_t chunkBytes = 512 * 1024;      // TSR_CHUNK_BYTES
@@ -29,6 +31,8 @@ struct SimJob {
   size_t minMessageBytes = 64 * 1024;  // TSR_MIN_MESSAGE_BYTES
   std::string arrival = "auto";        // TSR_ARRIVAL_REDUCE: auto|on|off
   algorithms::LinkModel links;         // for "auto"
+  double density = 0.01;               // spardl: the share of each block sent
+  int teams = 1;                       // spardl: teams (R-SAG: a power of two dividing the ranks)
 };
 
 struct JobPlans {
@@ -39,6 +43,8 @@ struct JobPlans {
   int hosts = 1;
   std::vector<int> hostOfRank;
   std::vector<std::string> refused;  // "name: why" of algorithms tried before that cannot serve the job
+  bool argumentHeaders = true;       // the executor's 32-byte header per pair (SparDL sends its own)
+  bool reducesSelect = false;        // SparDL: its reduces are top-k selections (and small merges)
 };
 
 Result<JobPlans> buildJobPlans(const SimJob& job);

@@ -26,10 +26,10 @@ def measurements(paths):
     for path in paths:
         job = None
         for line in open(path):
-            m = re.match(r"## Tessera tsr-bench --algo (\S+), (\d+) hosts x (\d+) ranks, (\d+)(mbit|gbit)", line)
+            m = re.match(r"## Tessera tsr-bench --algo (\S+)(.*?), (\d+) hosts x (\d+) ranks, (\d+)(mbit|gbit)", line)
             if m:
-                algo, hosts, per_host, rate, unit = m.groups()
-                job = (f"{rate}{RATES[unit]}", int(hosts), int(per_host), algo)
+                algo, more, hosts, per_host, rate, unit = m.groups()
+                job = (f"{rate}{RATES[unit]}", int(hosts), int(per_host), algo + sparse_label(more))
                 continue
             m = re.match(r"\[0\] +(\d+) +\d+ +\d+ +(\d+)", line)
             if m and job:
@@ -37,9 +37,31 @@ def measurements(paths):
     return rows
 
 
+def sparse_label(args):
+    """SparDL's density and teams from tsr-bench's arguments, as a suffix of the algorithm:
+    "-d0.05-t2" (nothing for the defaults, 0.01 and 1)."""
+    density = re.search(r"--density (\S+)", args)
+    teams = re.search(r"--teams (\d+)", args)
+    label = ""
+    if density and float(density.group(1)) != 0.01:
+        label += f"-d{density.group(1)}"
+    if teams and teams.group(1) != "1":
+        label += f"-t{teams.group(1)}"
+    return label
+
+
+def sim_algo(label):
+    """tsr-sim's arguments for an algorithm label (sparse_label's suffixes)."""
+    m = re.match(r"([a-z]+)(?:-d([\d.]+))?(?:-t(\d+))?$", label)
+    if not m:
+        return ["--algo", label]
+    algo, density, teams = m.groups()
+    return ["--algo", algo] + (["--density", density] if density else []) + (["--teams", teams] if teams else [])
+
+
 def table_measurements(path):
     rows = {}
-    row = re.compile(r"\| (\d+[MG]bps) \| (\d+) x (\d+) \| (\w+) \| (\d+) MiB \| ([\d.]+) \|")
+    row = re.compile(r"\| (\d+[MG]bps) \| (\d+) x (\d+) \| ([\w.-]+) \| (\d+) MiB \| ([\d.]+) \|")
     for line in open(path):
         m = row.match(line)
         if m:
@@ -49,7 +71,7 @@ def table_measurements(path):
 
 
 def simulate(sim, rate, hosts, per_host, algo, size, lat, network, extra):
-    out = subprocess.run([sim, "--ranks", str(hosts * per_host), "--ranks-per-host", str(per_host), "--algo", algo,
+    out = subprocess.run([sim, "--ranks", str(hosts * per_host), "--ranks-per-host", str(per_host)] + sim_algo(algo) + [
                           "--size", f"{size}B", "--bw", rate, "--lat", lat, "--network", network] + extra,
                          capture_output=True, text=True, check=True).stdout
     return milliseconds(out)
