@@ -21,7 +21,13 @@ messages), marked in the table, so that thousands of ranks replay in minutes.
 --gpus-per-host G replays on hosts of G GPUs instead (`--platform gpuhosts`: each GPU its own
 NIC link into the fat tree, --leaf-hosts hosts per leaf, same-host pairs over the GPUs'
 interconnect at --host-bw) and adds the two-level plan, hier; --reduce-rate and --copy-rate
-are then the GPU's (the defaults are an H100's, from tsr-device-kernel-bench: docs/gpu.md)."""
+are then the GPU's (the defaults are an H100's, from tsr-device-kernel-bench: docs/gpu.md).
+
+--compressed marsit,spardl adds the compressed allreduces as columns beside the dense ones
+(Marsit's sign-bit ring; SparDL at --density): their bus bandwidth is on the dense buffer's
+size, and they take no part in the best or the pick (they send less, and lose some of it).
+--pack-rate and --select-rate are their local rates (GPU defaults: an H100's sign pack and
+top-k, docs/gpu.md)."""
 import argparse
 import os
 import re
@@ -42,6 +48,10 @@ def sim(args, ranks, algo, mib, plan_only=False):
         cmd += ["--platform", "fattree"]
     if args.reduce_rate:
         cmd += ["--reduce-rate", args.reduce_rate, "--copy-rate", args.copy_rate]
+    if algo == "marsit" and args.pack_rate:
+        cmd += ["--pack-rate", args.pack_rate]
+    if algo == "spardl":
+        cmd += ["--density", str(args.density)] + (["--select-rate", args.select_rate] if args.select_rate else [])
     cmd += ["--pair-window", str(args.pair_window)]
     if ranks >= args.coarse_from:
         cmd += ["--min-message", args.coarse_message]
@@ -61,7 +71,7 @@ def study(args):
             _, pick_text = sim(args, n, "auto", mib, plan_only=True)
             pick = re.search(r"plan allreduce (\w+):", pick_text).group(1)
             results = {}
-            for algo in args.algos:
+            for algo in args.algos + args.compressed:
                 rc, text = sim(args, n, algo, mib, plan_only=True)
                 m = re.search(r"plan allreduce (\w+):.* (\d+) messages", text)
                 if rc != 0 or m.group(1) != algo:
@@ -89,18 +99,23 @@ def platform_words(args):
     return f"fat tree, {args.leaf_hosts} hosts per leaf, non-blocking, {args.bw} links, {args.lat}; one rank per host"
 
 
+def label(args, algo):
+    return {"marsit": "marsit (1 bit)", "spardl": f"spardl {args.density:g}"}.get(algo, algo)
+
+
 def table(args, rows):
-    algos = args.algos
+    algos = args.algos + args.compressed
     lines = [f"{platform_words(args)}; pair window {args.pair_window}; bus bandwidth in GB/s (time in ms); ranks "
              f"marked * with TSR_MIN_MESSAGE_BYTES={args.coarse_message}", "",
-             "| size | ranks | " + " | ".join(algos) + " | simulated best | cost model's pick | pick / best |",
+             "| size | ranks | " + " | ".join(label(args, a) for a in algos) +
+             " | simulated best | cost model's pick | pick / best |",
              "| --- | --- | " + " | ".join("---" for _ in algos) + " | --- | --- | --- |"]
     for mib, n, pick, results in rows:
         cells = []
         for algo in algos:
             r = results[algo]
             cells.append(f"{busbw(mib, n, r):.2f} ({r * 1e3:.2f})" if isinstance(r, float) else r)
-        timed = {a: r for a, r in results.items() if isinstance(r, float)}
+        timed = {a: r for a, r in results.items() if isinstance(r, float) and a in args.algos}
         best = min(timed, key=timed.get) if timed else "-"
         ratio = f"{timed[pick] / timed[best]:.2f}" if pick in timed else "not replayed"
         mark = "*" if n >= args.coarse_from else ""
@@ -114,10 +129,11 @@ def plot(args, rows, path):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(args.sizes_mib), figsize=(5 * len(args.sizes_mib), 4), squeeze=False)
     for ax, mib in zip(axes[0], args.sizes_mib):
-        for algo in args.algos:
+        for algo in args.algos + args.compressed:
             pts = [(n, busbw(mib, n, r[algo])) for m, n, _, r in rows if m == mib and isinstance(r[algo], float)]
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=algo)
+                ax.plot(*zip(*pts), marker="o", label=label(args, algo),
+                        linestyle="--" if algo in args.compressed else "-")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("ranks")
         ax.set_ylabel("bus bandwidth (GB/s)")
@@ -147,6 +163,10 @@ def main():
     ap.add_argument("--host-lat", default="2us", help="with --gpus-per-host")
     ap.add_argument("--reduce-rate", default=None, help="tsr-sim --reduce-rate (gpus: 900GBps)")
     ap.add_argument("--copy-rate", default=None, help="tsr-sim --copy-rate (gpus: 1450GBps)")
+    ap.add_argument("--compressed", default="", help="compressed allreduces beside the dense ones: marsit,spardl")
+    ap.add_argument("--density", type=float, default=0.01, help="with --compressed spardl")
+    ap.add_argument("--pack-rate", default=None, help="tsr-sim --pack-rate (gpus: 2000GBps)")
+    ap.add_argument("--select-rate", default=None, help="tsr-sim --select-rate (gpus: 330GBps)")
     ap.add_argument("--timeout", type=float, default=240, help="seconds one replay may take")
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-plot", action="store_true")
@@ -154,10 +174,16 @@ def main():
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.sizes_mib = [int(x) for x in args.sizes_mib.split(",")]
     args.algos = ALGOS + ["hier"] if args.gpus_per_host else ALGOS
+    args.compressed = [a for a in args.compressed.split(",") if a]
+    for a in args.compressed:
+        if a not in ("marsit", "spardl"):
+            ap.error(f"--compressed: '{a}' is not marsit or spardl")
     if args.gpus_per_host:
         args.nics_per_host = args.nics_per_host or args.gpus_per_host
         args.reduce_rate = args.reduce_rate or "900GBps"
         args.copy_rate = args.copy_rate or "1450GBps"
+        args.pack_rate = args.pack_rate or "2000GBps"
+        args.select_rate = args.select_rate or "330GBps"
     elif args.reduce_rate:
         args.copy_rate = args.copy_rate or args.reduce_rate
     rows = study(args)
