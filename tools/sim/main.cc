@@ -37,10 +37,10 @@ int run(int argc, char** argv) {
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--collective", job.collective, "allreduce | allgather");
-  app.add_option(
-      "--algo", job.algorithm,
-      "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit (f32 signs) | "
-      "spardl (f32, --density, --teams); allgather: ring | bruck");
+  app.add_option("--algo", job.algorithm,
+                 "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit | "
+                 "marsit-torus (f32 signs) | "
+                 "spardl (f32, --density, --teams); allgather: ring | bruck");
   app.add_option("--density", job.density, "spardl: the share of each block sent (k_b = ceil(density * block))");
   app.add_option("--teams", job.teams, "spardl: teams (R-SAG; a power of two dividing the ranks)")
       ->check(CLI::Range(1, 1 << 16));

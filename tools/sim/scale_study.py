@@ -23,8 +23,8 @@ NIC link into the fat tree, --leaf-hosts hosts per leaf, same-host pairs over th
 interconnect at --host-bw) and adds the two-level plan, hier; --reduce-rate and --copy-rate
 are then the GPU's (the defaults are an H100's, from tsr-device-kernel-bench: docs/gpu.md).
 
---compressed marsit,spardl adds the compressed allreduces as columns beside the dense ones
-(Marsit's sign-bit ring; SparDL at --density): their bus bandwidth is on the dense buffer's
+--compressed marsit,marsit-torus,spardl adds the compressed allreduces as columns beside the dense ones
+(Marsit's sign-bit ring and torus; SparDL at --density): their bus bandwidth is on the dense buffer's
 size, and they take no part in the best or the pick (they send less, and lose some of it).
 --pack-rate and --select-rate are their local rates (GPU defaults: an H100's sign pack and
 top-k, docs/gpu.md)."""
@@ -48,7 +48,7 @@ def sim(args, ranks, algo, mib, plan_only=False):
         cmd += ["--platform", "fattree"]
     if args.reduce_rate:
         cmd += ["--reduce-rate", args.reduce_rate, "--copy-rate", args.copy_rate]
-    if algo == "marsit" and args.pack_rate:
+    if algo.startswith("marsit") and args.pack_rate:
         cmd += ["--pack-rate", args.pack_rate]
     if algo == "spardl":
         cmd += ["--density", str(args.density)] + (["--select-rate", args.select_rate] if args.select_rate else [])
@@ -73,7 +73,7 @@ def study(args):
             results = {}
             for algo in args.algos + args.compressed:
                 rc, text = sim(args, n, algo, mib, plan_only=True)
-                m = re.search(r"plan allreduce (\w+):.* (\d+) messages", text)
+                m = re.search(r"plan allreduce ([\w-]+):.* (\d+) messages", text)
                 if rc != 0 or m.group(1) != algo:
                     results[algo] = "n/a"  # cannot serve this job (the torus on a prime count)
                 elif int(m.group(2)) > args.max_messages:
@@ -100,7 +100,8 @@ def platform_words(args):
 
 
 def label(args, algo):
-    return {"marsit": "marsit (1 bit)", "spardl": f"spardl {args.density:g}"}.get(algo, algo)
+    return {"marsit": "marsit (1 bit)", "marsit-torus": "marsit-torus", "spardl": f"spardl {args.density:g}"}.get(
+        algo, algo)
 
 
 def table(args, rows):
@@ -176,8 +177,8 @@ def main():
     args.algos = ALGOS + ["hier"] if args.gpus_per_host else ALGOS
     args.compressed = [a for a in args.compressed.split(",") if a]
     for a in args.compressed:
-        if a not in ("marsit", "spardl"):
-            ap.error(f"--compressed: '{a}' is not marsit or spardl")
+        if a not in ("marsit", "marsit-torus", "spardl"):
+            ap.error(f"--compressed: '{a}' is not marsit, marsit-torus or spardl")
     if args.gpus_per_host:
         args.nics_per_host = args.nics_per_host or args.gpus_per_host
         args.reduce_rate = args.reduce_rate or "900GBps"

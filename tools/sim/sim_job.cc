@@ -24,6 +24,10 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
   // Marsit's bit ring on the f32 buffer's signs, packed chunk by chunk (kLocal ops) as the
   // runtime's default pack=chunked does.
   if (a == "marsit") return marsit::marsitRingPlan(rank, n, (count + 63) / 64, dense, true);
+  if (a == "marsit-torus") {  // the same bits over the host grid: a ring per dimension
+    if (out.grid.empty()) return Status(Code::kNotSupported, gridWhyNot);
+    return algorithms::torusSignMergePlan(rank, n, (count + 63) / 64, out.grid, dense, true);
+  }
   if (a == "rabenseifner") return algorithms::rabenseifnerAllreducePlan(rank, n, count, job.dtype, job.op, dense);
   if (a == "doubling") return algorithms::doublingAllreducePlan(rank, n, count, job.dtype, job.op, dense);
   if (a == "torus" || a == "hier") {
@@ -98,8 +102,10 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
   algorithms::JobShape js{job.ranks, out.hosts, job.ranksPerHost, layout.isOk() && shape.value().hostAxis};
   auto ranked = job.collective == "allgather" ? algorithms::rankAllgather(job.bytes, js, job.links)
                                               : algorithms::rankAllreduce(job.bytes, js, job.links);
+  // Marsit has no dense stand-in: like the runtime, a job its plan cannot serve is refused.
+  const bool compressed = job.algorithm.rfind("marsit", 0) == 0;
   for (const auto& c : ranked)
-    if (c.algorithm != job.algorithm) names.push_back(c.algorithm);
+    if (!compressed && c.algorithm != job.algorithm) names.push_back(c.algorithm);
   Status last(Code::kInternal, "no algorithm");
   for (const std::string& name : names) {
     out.algorithm = name;

@@ -3,6 +3,7 @@
 // DenseOptions defaults of runtime/config.cc, and the dense builders chosen by name as
 // algorithms/dense/dense_selector.cc does ("auto": the cost model's first choice for the job's links);
 // "marsit": Marsit's ring on the signs of an f32 buffer of `bytes` (algorithms/marsit/marsit_plan.h);
+// "marsit-torus": the same bits over the torus grid (algorithms::torusSignMergePlan);
 // "spardl": SparDL's schedule with full bags at `density` (spardl_plan.h).
 // Pure: no SimGrid here, so the plans and their byte counts are testable alone.
 #pragma once
@@ -22,7 +23,7 @@ struct SimJob {
   int ranksPerHost = 1;                  // ranks h*R .. h*R+R-1 share host h
   std::string collective = "allreduce";  // allreduce | allgather
   std::string algorithm =
-      "auto";        // allreduce: ring|rabenseifner|doubling|torus|hier|marsit|spardl; allgather: ring|bruck
+      "auto";  // allreduce: ring|rabenseifner|doubling|torus|hier|marsit|marsit-torus|spardl; allgather: ring|bruck
   size_t bytes = 0;  // allreduce: the buffer; allgather: each rank's part
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;

@@ -47,7 +47,8 @@ Result<std::shared_ptr<Plan>> spardlPlan(const topology::Schedule& schedule, int
       for (int b : blocks)
         if (dirty[b]) select += elems[b], dirty[b] = false;
       std::vector<uint32_t> deps = after;
-      if (select) deps = {plan->add({.kind = OpKind::kReduce, .dst = work, .src = work, .count = select, .deps = after})};
+      if (select)
+        deps = {plan->add({.kind = OpKind::kReduce, .dst = work, .src = work, .count = select, .deps = after})};
       done.push_back(plan->add({.kind = OpKind::kSend,
                                 .peer = t.peer,
                                 .msgId = static_cast<uint32_t>(st),

@@ -238,6 +238,23 @@ TEST(SimReplay, MarsitSendsASignBitPerElement) {
   EXPECT_GT(packed.seconds, bits.seconds);
 }
 
+// marsit-torus: the runtime's sign-merge torus over the host grid, a 32nd of the dense torus's
+// bytes; a job without a grid (a prime number of ranks) is refused as the runtime refuses it.
+TEST(SimJobTest, MarsitTorusIsTheTorusInBits) {
+  SimJob job = ringJob(16, size_t{16} << 20);
+  job.ranksPerHost = 4;
+  job.algorithm = "torus";
+  auto dense = buildJobPlans(job);
+  job.algorithm = "marsit-torus";
+  auto bits = buildJobPlans(job);
+  ASSERT_TRUE(dense.isOk() && bits.isOk()) << bits.status().message();
+  EXPECT_EQ(bits.value().algorithm, "marsit-torus");
+  EXPECT_EQ(wireBytes(bits.value()) * 32, wireBytes(dense.value()));
+  job.ranks = 7;
+  job.ranksPerHost = 1;
+  EXPECT_FALSE(buildJobPlans(job).isOk());
+}
+
 PlatformSpec gpuHosts(int nics) {
   PlatformSpec p = oneSwitch(12.5e9, 5e-6);  // 100 Gbit/s NICs
   p.kind = "gpuhosts";

@@ -21,7 +21,7 @@ struct Figures {
 };
 
 inline Figures replayInChild(const JobPlans& plans, const PlatformSpec& platform, const ReplayOptions& options,
-                      int ranksPerHost) {
+                             int ranksPerHost) {
   int fds[2];
   if (pipe(fds) != 0) return {};
   pid_t pid = fork();
