@@ -92,8 +92,9 @@ bool ucxTlsHasSharedMemory(const char* tls) {
   std::stringstream in(list);
   for (std::string item; std::getline(in, item, ',');) {
     item = item.substr(0, item.find(':'));  // "posix:aux" names posix
-    item.erase(std::remove_if(item.begin(), item.end(), ::isspace), item.end());
-    std::transform(item.begin(), item.end(), item.begin(), ::tolower);
+    item.erase(std::remove_if(item.begin(), item.end(), [](unsigned char c) { return std::isspace(c); }), item.end());
+    std::transform(item.begin(), item.end(), item.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (!item.empty()) names.insert(item);
   }
   auto named = [&](std::initializer_list<const char*> any) {
