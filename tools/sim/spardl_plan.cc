@@ -14,10 +14,6 @@ using algorithms::Plan;
 using algorithms::PlanOp;
 using algorithms::Slot;
 
-size_t spardlBagBytes(size_t blocks, size_t k) {
-  return spardl::kWireHeaderBytes + blocks * (spardl::kWireBlockHeaderBytes + k * (sizeof(uint32_t) + sizeof(float)));
-}
-
 Result<std::shared_ptr<Plan>> spardlPlan(const topology::Schedule& schedule, int rank, size_t count, double density) {
   const int nb = schedule.numBlocks;
   std::vector<size_t> elems(nb), k(nb);
@@ -32,7 +28,7 @@ Result<std::shared_ptr<Plan>> spardlPlan(const topology::Schedule& schedule, int
   const BufferRef work{Slot::kOutput, 0}, arrived{Slot::kScratch, 0}, input{Slot::kInput, 0};
   auto words = [&](const std::vector<int>& blocks) {
     size_t bytes = spardl::kWireHeaderBytes;
-    for (int b : blocks) bytes += spardlBagBytes(1, k[b]) - spardl::kWireHeaderBytes;
+    for (int b : blocks) bytes += spardl::maxWireBytes(1, k[b]) - spardl::kWireHeaderBytes;  // full bags
     return bytes / sizeof(float);
   };
   // The gradient plus the residual into the work buffer; every block dirty.

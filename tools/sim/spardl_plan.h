@@ -23,10 +23,6 @@
 
 namespace tsr::sim {
 
-// SparDL's wire bytes for a bag of `blocks` blocks of `k` entries each: the message header,
-// and per block its header, k indices and k values.
-size_t spardlBagBytes(size_t blocks, size_t k);
-
 // Rank `rank`'s plan for a buffer of `count` f32 elements at `density`, from the job's
 // schedule (built once for all ranks: topology::sparRSagAllreduce).
 Result<std::shared_ptr<algorithms::Plan>> spardlPlan(const topology::Schedule& schedule, int rank, size_t count,

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "tools/sim/spardl_plan.h"
+#include "algorithms/spardl/sparse_wire.h"
 #include "tools/sim/tests/sim_test_support.h"
 
 namespace tsr::sim {
@@ -87,7 +87,7 @@ TEST(SimSparDL, ReplayCarriesTheBagsAndChargesTheSelection) {
   EXPECT_EQ(wire.headerBytes, 0u);
   EXPECT_DOUBLE_EQ(wire.computeSeconds, 0);
   // The largest bag a rank sends, at 100 Mbit/s, is a lower bound on the time.
-  EXPECT_GT(wire.seconds, spardlBagBytes(2, static_cast<size_t>(std::ceil(0.01 * bytes / 16))) / 12.5e6);
+  EXPECT_GT(wire.seconds, spardl::maxWireBytes(2, static_cast<size_t>(std::ceil(0.01 * bytes / 16))) / 12.5e6);
   options.selectRate = 1e9;
   Figures selected = replayInChild(plans.value(), oneSwitch(12.5e6, 20e-6), options, 1);
   ASSERT_TRUE(selected.ok) << selected.error;
