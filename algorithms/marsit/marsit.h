@@ -60,6 +60,10 @@ struct Params {
 
 inline constexpr size_t kScaleBlockUnit = 1024;  // kernels::sumAbs's block
 
+// Doubles in a flat (ring or torus) step's scale allreduce for a tensor of `count` elements: one
+// mean |g'| per scale block, then the NaN/Inf flag. (Two-level: always 2.)
+size_t flatScalarCount(size_t count, size_t scaleBlock);
+
 // Keys: seed, full_precision_every, algorithm=marsit, topology=ring|torus, intra=none|fp16
 // (selects the two-level schedule over the job's host grid; not with topology=torus),
 // pack=chunked|whole, momentum (0 <= mu < 1, default 0.9), scale_block (0 or a multiple of

@@ -34,10 +34,20 @@ algorithms::RunBuffers signBitBuffers(MarsitState& s, void* bits, void* scratch)
   return b;
 }
 
+namespace {
+size_t scaleSpan(size_t count, size_t scaleBlock) {
+  return scaleBlock && count > scaleBlock ? scaleBlock : std::max<size_t>(count, 1);
+}
+}  // namespace
+
+size_t flatScalarCount(size_t count, size_t scaleBlock) {
+  const size_t span = scaleSpan(count, scaleBlock);
+  return (count ? (count + span - 1) / span : 1) + 1;
+}
+
 void sizeFlatState(MarsitState& s) {
-  s.scaleSpan =
-      s.params.scaleBlock && s.count > s.params.scaleBlock ? s.params.scaleBlock : std::max<size_t>(s.count, 1);
-  s.scaleBlocks = s.count ? (s.count + s.scaleSpan - 1) / s.scaleSpan : 1;
+  s.scaleSpan = scaleSpan(s.count, s.params.scaleBlock);
+  s.scaleBlocks = flatScalarCount(s.count, s.params.scaleBlock) - 1;
   s.scalarIn.assign(s.scaleBlocks + 1, 0.0);
   s.scalarOut.assign(s.scaleBlocks + 1, 0.0);
   s.blockSums.assign(s.scaleBlocks, 0.0);

@@ -30,8 +30,8 @@ int run(int argc, char** argv) {
   PlatformSpec platform;
   ReplayOptions replayOptions;
   std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
-              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", selectRate = "3GBps", dtype = "f32",
-              op = "sum", minMessage = "64KiB";
+              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", selectRate = "3GBps", passRate = "1.8GBps",
+              dtype = "f32", op = "sum", minMessage = "64KiB";
   bool noHeaders = false, planOnly = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks-per-host", job.ranksPerHost, "Ranks per host (ranks h*R.. share host h)")
@@ -71,6 +71,9 @@ int run(int argc, char** argv) {
   app.add_option("--copy-rate", copyRate, "Copy / divide throughput (0 = free)");
   app.add_option("--pack-rate", packRate,
                  "Marsit: sign packing and bit merge throughput, bytes/s of the f32 elements (0 = free)");
+  app.add_option("--pass-rate", passRate,
+                 "Marsit: its passes over the buffer outside the plans (sign finish, momentum hand-off), bytes/s "
+                 "of the f32 buffer (0 = free)");
   app.add_option("--select-rate", selectRate,
                  "SparDL: top-k selection throughput, bytes/s of the f32 elements scanned (0 = free)");
   app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");
@@ -88,11 +91,11 @@ int run(int argc, char** argv) {
   auto bytes = parseBytes(size);
   auto chunkBytes = parseBytes(chunk), minMessageBytes = parseBytes(minMessage);
   auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate),
-       pack = parseRate(packRate), select = parseRate(selectRate);
+       pack = parseRate(packRate), select = parseRate(selectRate), pass = parseRate(passRate);
   auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
-  for (const Status* s :
-       {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status(), &rate.status(), &hostRate.status(),
-        &reduce.status(), &copy.status(), &pack.status(), &select.status(), &latency.status(), &hostLatency.status()})
+  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status(), &rate.status(),
+                          &hostRate.status(), &reduce.status(), &copy.status(), &pack.status(), &select.status(),
+                          &pass.status(), &latency.status(), &hostLatency.status()})
     if (!s->isOk()) return fail(*s);
   auto type = parseDataType(dtype);
   if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));
@@ -110,6 +113,7 @@ int run(int argc, char** argv) {
   replayOptions.reduceRate = reduce.value();
   replayOptions.copyRate = copy.value();
   replayOptions.packRate = pack.value();
+  replayOptions.passRate = pass.value();
   replayOptions.selectRate = select.value();
   replayOptions.headers = !noHeaders;
   job.links.net = {platform.latency, platform.rate};
@@ -124,9 +128,7 @@ int run(int argc, char** argv) {
   const JobPlans& jp = plans.value();
   if (planOnly) {
     for (const std::string& why : jp.refused) std::printf("not %s\n", why.c_str());
-    uint64_t messages = 0;
-    for (const auto& plan : jp.plans)
-      for (const auto& planOp : plan->ops) messages += planOp.kind == algorithms::OpKind::kSend;
+    const uint64_t messages = messageCount(jp);
     std::printf("plan %s %s: %d ranks (%d hosts x %d), %llu B payload, %llu messages\n", job.collective.c_str(),
                 jp.algorithm.c_str(), job.ranks, jp.hosts, job.ranksPerHost,
                 static_cast<unsigned long long>(wireBytes(jp)), static_cast<unsigned long long>(messages));

@@ -2,15 +2,13 @@
 
 #include <simgrid/s4u.hpp>
 
-#include <deque>
 #include <fstream>
-#include <unordered_map>
 
 #include "algorithms/plan/executor.h"
+#include "tools/sim/transfers.h"
 
 namespace tsr::sim {
 
-namespace sg4 = simgrid::s4u;
 using algorithms::OpKind;
 using algorithms::Plan;
 using algorithms::PlanExecutor;
@@ -18,144 +16,66 @@ using algorithms::PlanOp;
 
 namespace {
 
-constexpr size_t kStackKiB = 128;         // every actor's stack (replay())
-constexpr uint32_t kHeader = UINT32_MAX;  // message id of a pair's argument header
 constexpr size_t kHeaderBytes = sizeof(algorithms::WireHeader);
 
 bool isTransfer(OpKind k) {
   return k == OpKind::kSend || k == OpKind::kRecv || k == OpKind::kRecvReduce || k == OpKind::kRecvMerge;
 }
 
-// What a rank hears back when one of its transfers is done.
-enum class Flight : uint8_t { kOp, kHeaderIn, kHeaderOut };
-struct Done {
-  Flight what;
-  size_t index;  // op index, or the peer's slot for headers
-};
-
-// Everything the ranks share: the matching of sends to receives and the ranks' inboxes.
-// Both sides post into `posted` under the message's key; once both are there, a short-lived
-// actor carries the bytes host to host (SimGrid starts the transfer then: UCX's rendezvous) and
-// hands each side its Done. A rank thus waits on one semaphore whatever it has in flight.
-struct World {
-  struct Side {
-    bool set = false;
-    Done done{};
-    size_t bytes = 0;
-  };
-  struct Pending {
-    Side send, recv;
-  };
-  struct Transfer {
-    int from, to;
-    Done sent, received;
-    size_t bytes;
-  };
-  // A pair's transfers beyond the window wait their turn, in the order they matched.
-  struct Lane {
-    int active = 0;
-    std::deque<Transfer> waiting;
-  };
-  int ranks = 0;
-  int pairWindow = 0;
-  std::unordered_map<uint64_t, Lane> lanes;
-  const JobPlans* job = nullptr;
-  std::vector<sg4::Host*> hostOfRank;
-  std::vector<std::deque<Done>> inbox;
-  std::vector<sg4::SemaphorePtr> bell;
-  size_t inFlight = 0, maxInFlight = 0;
-  std::string tooMany;
-  std::unordered_map<uint64_t, Pending> posted;
-  ReplayResult result;
-  std::vector<size_t> opsDone;
-  std::string mismatch;
-
-  uint64_t key(int from, int to, uint32_t id) const { return (static_cast<uint64_t>(from) * ranks + to) << 32 | id; }
-  void deliver(int rank, Done d) {
-    inbox[rank].push_back(d);
-    bell[rank]->release();
+const Plan& planOf(const JobPlans& job, Stream stream, int rank) {
+  switch (stream) {
+    case Stream::kBeside:
+      return *job.beside[rank];
+    case Stream::kBefore:
+      return *job.before[rank];
+    default:
+      return *job.plans[rank];
   }
-  void post(int from, int to, uint32_t id, bool isSend, Done done, size_t bytes) {
-    Pending& p = posted[key(from, to, id)];
-    (isSend ? p.send : p.recv) = Side{true, done, bytes};
-    if (!p.send.set || !p.recv.set) return;
-    if (p.send.bytes != p.recv.bytes && mismatch.empty())
-      mismatch = "rank " + std::to_string(from) + " sends " + std::to_string(p.send.bytes) + " bytes to rank " +
-                 std::to_string(to) + " where " + std::to_string(p.recv.bytes) + " are expected (message " +
-                 std::to_string(id) + ")";
-    Transfer t{from, to, p.send.done, p.recv.done, p.send.bytes};
-    posted.erase(key(from, to, id));
-    ++result.messages;
-    if (pairWindow > 0) {
-      Lane& lane = lanes[pairKey(from, to)];
-      if (lane.active >= pairWindow) {
-        lane.waiting.push_back(t);
-        return;
-      }
-      ++lane.active;
-    }
-    start(t);
-  }
+}
 
- private:
-  uint64_t pairKey(int from, int to) const { return static_cast<uint64_t>(from) * ranks + to; }
+const char* streamName(Stream stream) {
+  return stream == Stream::kBeside ? "beside" : stream == Stream::kBefore ? "before" : "main";
+}
 
-  // Each transfer in flight is an actor with its own stack: past the budget (maxInFlight) the
-  // replay stops with an error that says so, rather than exhaust the machine's memory. With a
-  // pair window the actor then carries the pair's waiting transfers one after another.
-  void start(Transfer t) {
-    if (!tooMany.empty()) return;
-    if (++inFlight > maxInFlight) {
-      tooMany = "more than " + std::to_string(maxInFlight) + " transfers in flight at once (rank " +
-                std::to_string(t.from) + " to rank " + std::to_string(t.to) + "); each is an actor with a " +
-                std::to_string(kStackKiB) + " KiB stack, bounded by half the memory available";
-      for (int r = 0; r < ranks; ++r) bell[r]->release();  // every rank stops at its next wake-up
-      return;
-    }
-    sg4::Actor::create("x", hostOfRank[t.from], [this, t]() mutable {
-      for (;;) {
-        sg4::Comm::sendto(hostOfRank[t.from], hostOfRank[t.to], t.bytes);
-        deliver(t.from, t.sent);
-        deliver(t.to, t.received);
-        if (pairWindow == 0) break;
-        Lane& lane = lanes[pairKey(t.from, t.to)];
-        if (lane.waiting.empty()) {
-          --lane.active;
-          break;
-        }
-        t = lane.waiting.front();
-        lane.waiting.pop_front();
-      }
-      --inFlight;
-    });
-  }
-};
+// Local work on the rank's core: an execution of `seconds` on the actor's host.
+void charge(ReplayResult& result, double seconds) {
+  if (seconds <= 0) return;
+  result.computeSeconds += seconds;
+  sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
+}
 
-// One rank's executor, as the actor's body.
+// One rank's executor running one of its plans.
 class RankReplay {
  public:
-  RankReplay(int rank, const Plan& plan, const ReplayOptions& o, World& world)
+  // `packed` is called once the plan's kLocal ops (Marsit's packing) are all done, or when it
+  // stops before.
+  RankReplay(int rank, Stream stream, const ReplayOptions& o, Transfers& world, std::function<void()> packed = {})
       : rank_(rank),
-        plan_(plan),
+        stream_(stream),
+        plan_(planOf(world.job(), stream, rank)),
         o_(o),
         w_(world),
-        pending_(plan.depCount),
-        headerIn_(plan.recvPeers.size(), !o.headers),
-        inlineIn_(plan.recvPeers.size(), false),
-        inlineWaits_(plan.recvPeers.size(), false) {}
+        packed_(std::move(packed)),
+        pending_(plan_.depCount),
+        headerIn_(plan_.recvPeers.size(), !o.headers),
+        inlineIn_(plan_.recvPeers.size(), false),
+        inlineWaits_(plan_.recvPeers.size(), false) {}
 
-  void operator()() {
+  // Runs the plan to its end (or until the replay stops); returns the number of ops done.
+  size_t run() {
     const Plan& p = plan_;
+    for (const PlanOp& op : p.ops) localsLeft_ += op.kind == OpKind::kLocal;
+    if (localsLeft_ == 0) signalPacked();
     if (o_.headers) {
       for (size_t i = 0; i < p.recvPeers.size(); ++i) {
         uint32_t first = p.firstRecvOp[i];
         size_t bytes = kHeaderBytes + (inlinable(first) ? bytesOf(p.ops[first]) : 0);
-        w_.post(p.recvPeers[i], rank_, kHeader, false, {Flight::kHeaderIn, i}, bytes);
+        w_.post(p.recvPeers[i], rank_, stream_, kHeader, false, {Flight::kHeaderIn, i}, bytes);
         ++outstanding_;
       }
       for (size_t i = 0; i < p.sendPeers.size(); ++i)
         if (!inlinable(p.firstSendOp[i])) {
-          w_.post(rank_, p.sendPeers[i], kHeader, true, {Flight::kHeaderOut, i}, kHeaderBytes);
+          w_.post(rank_, p.sendPeers[i], stream_, kHeader, true, {Flight::kHeaderOut, i}, kHeaderBytes);
           w_.result.headerBytes += kHeaderBytes;
           ++outstanding_;
         }
@@ -171,14 +91,13 @@ class RankReplay {
         postReady();
       }
       if (outstanding_ == 0) break;  // done, or stuck: nothing in flight and nothing ready
-      w_.bell[rank_]->acquire();
-      if (!w_.tooMany.empty()) return;
-      Done d = w_.inbox[rank_].front();
-      w_.inbox[rank_].pop_front();
+      Done d;
+      if (!w_.next(rank_, stream_, &d)) break;
       --outstanding_;
       complete(d);
     }
-    w_.result.finish[rank_] = sg4::Engine::get_clock();
+    signalPacked();
+    return done_;
   }
 
  private:
@@ -201,7 +120,8 @@ class RankReplay {
   }
 
   void markDone(uint32_t index) {
-    w_.opsDone[rank_] = ++done_;
+    ++done_;
+    if (plan_.ops[index].kind == OpKind::kLocal && --localsLeft_ == 0) signalPacked();
     for (uint32_t next : plan_.dependents[index])
       if (--pending_[next] == 0) enqueue(next);
   }
@@ -222,16 +142,17 @@ class RankReplay {
         charge(static_cast<double>(op.count) * 64 * 4 / o_.packRate);
         return;
       default:
-        rate = w_.job->reducesSelect ? o_.selectRate : o_.reduceRate;
+        rate = w_.job().reducesSelect ? o_.selectRate : o_.reduceRate;
         break;  // reduce, recv-reduce
     }
     if (rate <= 0 || op.count == 0) return;
     charge(static_cast<double>(bytesOf(op)) / rate);
   }
 
-  void charge(double seconds) {
-    w_.result.computeSeconds += seconds;
-    sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
+  void charge(double seconds) { sim::charge(w_.result, seconds); }
+
+  void signalPacked() {
+    if (packed_) std::exchange(packed_, nullptr)();
   }
 
   void postReady() {
@@ -246,7 +167,7 @@ class RankReplay {
     if (op.kind == OpKind::kSend) {
       w_.result.payloadBytes += bytes;
       if (first) w_.result.headerBytes += kHeaderBytes;
-      w_.post(rank_, op.peer, first ? kHeader : op.msgId, true, {Flight::kOp, index},
+      w_.post(rank_, op.peer, stream_, first ? kHeader : op.msgId, true, {Flight::kOp, index},
               first ? bytes + kHeaderBytes : bytes);
       ++outstanding_;
       return;
@@ -259,7 +180,7 @@ class RankReplay {
         inlineWaits_[slot] = true;
       return;
     }
-    w_.post(op.peer, rank_, op.msgId, false, {Flight::kOp, index}, bytes);
+    w_.post(op.peer, rank_, stream_, op.msgId, false, {Flight::kOp, index}, bytes);
     ++outstanding_;
   }
 
@@ -271,7 +192,7 @@ class RankReplay {
 
   // The executor's header check (executor_headers.cc), on the fields a plan carries.
   void checkHeader(int peer) {
-    const Plan& theirs = *w_.job->plans[peer];
+    const Plan& theirs = planOf(w_.job(), stream_, peer);
     const char* field = theirs.collective != plan_.collective ? "collective"
                         : theirs.dtype != plan_.dtype         ? "dtype"
                         : theirs.op != plan_.op               ? "op"
@@ -279,9 +200,9 @@ class RankReplay {
                         : theirs.root != plan_.root           ? "root"
                         : theirs.algorithm != plan_.algorithm ? "algorithm"
                                                               : nullptr;
-    if (field && w_.mismatch.empty())
-      w_.mismatch =
-          "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + "'s header differs in " + field;
+    if (field)
+      w_.setMismatch("rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + "'s header differs in " +
+                     field);
   }
 
   void complete(Done d) {
@@ -317,9 +238,12 @@ class RankReplay {
   }
 
   const int rank_;
+  const Stream stream_;
   const Plan& plan_;
   const ReplayOptions& o_;
-  World& w_;
+  Transfers& w_;
+  std::function<void()> packed_;
+  size_t localsLeft_ = 0;
   std::vector<uint32_t> pending_;
   std::vector<bool> headerIn_, inlineIn_, inlineWaits_;
   std::vector<uint32_t> readyTransfers_, readyLocal_, heldRecvs_;
@@ -328,15 +252,15 @@ class RankReplay {
   size_t outstanding_ = 0;  // transfers posted, not yet heard back
 };
 
-// How many transfer actors fit in half of the memory available now. Their stacks have no guard
-// page (replay()), so they take no memory mapping of their own: vm.max_map_count no longer
-// bounds them.
+// How many transfers (each a sending and a receiving actor) fit in half of the memory
+// available now. Their stacks have no guard page (replay()), so they take no memory mapping of
+// their own: vm.max_map_count does not bound them.
 size_t transferBudget() {
   std::ifstream in("/proc/meminfo");
   std::string key, unit;
   size_t kib = 0;
   while (in >> key >> kib >> unit && key != "MemAvailable:") kib = 0;
-  return std::max<size_t>(1000, kib / 2 / (kStackKiB + 8));
+  return std::max<size_t>(1000, kib / 2 / (2 * (kTransferStackKiB + 8)));
 }
 
 Status configure(const ReplayOptions& o) {
@@ -375,26 +299,50 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   ReplayOptions o = options;
   o.headers = options.headers && job.argumentHeaders;
   TSR_ASSIGN_OR_RETURN(auto hosts, buildPlatform(engine, platform, n / ranksPerHost, ranksPerHost));
-  World w;
-  w.maxInFlight = options.maxTransfersInFlight > 0 ? options.maxTransfersInFlight : transferBudget();
-  w.ranks = n;
-  w.pairWindow = options.pairWindow;
-  w.job = &job;
-  w.hostOfRank = std::move(hosts);  // job.hostOfRank[r] is r / ranksPerHost (sim_job.cc's placements)
-  w.inbox.resize(n);
-  for (int r = 0; r < n; ++r) w.bell.push_back(sg4::Semaphore::create(0));
+  const size_t budget = options.maxTransfersInFlight > 0 ? options.maxTransfersInFlight : transferBudget();
+  // hosts[r] is r / ranksPerHost's host (sim_job.cc's placements)
+  Transfers w(job, std::move(hosts), options.pairWindow, budget);
   w.result.finish.assign(n, -1);
-  w.opsDone.assign(n, 0);
-  for (int r = 0; r < n; ++r)
-    sg4::Actor::create("rank" + std::to_string(r), w.hostOfRank[r], RankReplay(r, *job.plans[r], o, w));
-  engine.run();
-  if (!w.tooMany.empty()) return Status(Code::kNotSupported, "replay: " + w.tooMany);
-  if (!w.mismatch.empty()) return Status(Code::kMismatch, "replay: " + w.mismatch);
+  const bool beside = !job.beside.empty(), before = !job.before.empty();
+  struct RankState {
+    sg4::SemaphorePtr packed = sg4::Semaphore::create(0), besideDone = sg4::Semaphore::create(0);
+    size_t done[kStreams] = {};
+  };
+  std::vector<RankState> state(n);
+  auto passes = [&o](double bytes) { return o.passRate > 0 ? bytes / o.passRate : 0.0; };
   for (int r = 0; r < n; ++r) {
-    if (w.result.finish[r] < 0 || w.opsDone[r] != job.plans[r]->ops.size())
-      return Status(Code::kInternal, "replay: rank " + std::to_string(r) + " stopped after " +
-                                         std::to_string(w.opsDone[r]) + " of " +
-                                         std::to_string(job.plans[r]->ops.size()) + " ops (plans deadlock)");
+    RankState& st = state[r];
+    // The step in the runtime's order: its passes before, the plan before, the main plan with
+    // the one beside it (started once the main plan's packing is done), the passes after.
+    sg4::Actor::create("rank" + std::to_string(r), w.host(r), [&, r] {
+      charge(w.result, passes(job.prepareBytes));
+      if (before) st.done[int(Stream::kBefore)] = RankReplay(r, Stream::kBefore, o, w).run();
+      std::function<void()> packed;
+      if (beside) packed = [&st] { st.packed->release(); };
+      st.done[int(Stream::kMain)] = RankReplay(r, Stream::kMain, o, w, std::move(packed)).run();
+      if (beside) st.besideDone->acquire();
+      if (w.stopped().empty()) charge(w.result, passes(job.finishBytes));
+      w.result.finish[r] = sg4::Engine::get_clock();
+    });
+    if (beside)
+      sg4::Actor::create("beside" + std::to_string(r), w.host(r), [&, r] {
+        st.packed->acquire();
+        st.done[int(Stream::kBeside)] = RankReplay(r, Stream::kBeside, o, w).run();
+        st.besideDone->release();
+      });
+  }
+  engine.run();
+  if (!w.stopped().empty()) return Status(Code::kNotSupported, "replay: " + w.stopped());
+  if (!w.mismatch().empty()) return Status(Code::kMismatch, "replay: " + w.mismatch());
+  for (int r = 0; r < n; ++r) {
+    for (Stream s : {Stream::kBefore, Stream::kMain, Stream::kBeside}) {
+      if ((s == Stream::kBefore && !before) || (s == Stream::kBeside && !beside)) continue;
+      const size_t ops = planOf(job, s, r).ops.size(), done = state[r].done[int(s)];
+      if (w.result.finish[r] < 0 || done != ops)
+        return Status(Code::kInternal, "replay: rank " + std::to_string(r) + "'s " + streamName(s) +
+                                           " plan stopped after " + std::to_string(done) + " of " +
+                                           std::to_string(ops) + " ops (plans deadlock)");
+    }
     w.result.seconds = std::max(w.result.seconds, w.result.finish[r]);
   }
   return w.result;

@@ -9,7 +9,10 @@
 //    message when that is <= 256 bytes; a receive counts only once its peer's header is in;
 //  * copy, reduce (also a receive-and-reduce's reduction and a reduction on arrival), divide,
 //    Marsit's chunk packing and bit merge: an execution of bytes / rate seconds on the rank's
-//    core.
+//    core;
+//  * a compressed step's other parts (JobPlans): its passes over the buffer before and after
+//    the plans, a plan before the main one, and one beside it once the main plan's packing is
+//    done, as the runtime's step stages them.
 // Not modelled: UCX's eager protocol and its copies, transport progress overheads, the
 // collective's set-up, memory bandwidth shared by ranks of one host.
 #pragma once
@@ -36,6 +39,10 @@ struct ReplayOptions {
   // bytes of the f32 elements scanned per second; 0 = free. tsr-bench's split on 2 ranks here:
   // 2.4 GB/s at 4 MiB, 3.4 at 64 MiB.
   double selectRate = 3e9;
+  // Marsit's passes over the buffer outside its plans (JobPlans::prepareBytes, finishBytes: the
+  // sign finish per scale block and the momentum hand-off), bytes of the f32 buffer per second;
+  // 0 = free. tsr-bench's decompress split on 2 ranks here: 1.6-2.0 GB/s.
+  double passRate = 1.8e9;
   bool headers = true;
   // "ideal": SimGrid's CM02 with no correction factors, no TCP window bound and no reverse
   // (ACK) traffic: a message costs latency + bytes / rate exactly. "lv08": SimGrid's default

@@ -1,5 +1,6 @@
 #include "tools/sim/sim_job.h"
 
+#include "algorithms/marsit/marsit.h"
 #include "algorithms/marsit/marsit_plan.h"
 #include "tools/sim/spardl_plan.h"
 #include "topology/host_map.h"
@@ -53,6 +54,22 @@ Result<JobPlans> addSparDL(const SimJob& job, JobPlans out) {
     TSR_ASSIGN_OR_RETURN(auto plan, spardlPlan(schedule, r, job.bytes / sizeof(float), job.density));
     out.plans.push_back(std::move(plan));
   }
+  return out;
+}
+
+// Marsit's step around its bit plan (marsit_state.cc, marsit_step.cc) with the runtime's
+// defaults (scale_block 4096, momentum 0.9): once the packing is done, a ring allreduce of the
+// scales beside the bits; after both, the sign finish per scale block and the momentum
+// hand-off, passes over the whole buffer.
+Result<JobPlans> addMarsitStep(const SimJob& job, JobPlans out, const algorithms::DenseOptions& dense) {
+  const size_t count = job.bytes / sizeof(float);
+  const size_t scalars = marsit::flatScalarCount(count, marsit::Params{}.scaleBlock);
+  for (int r = 0; r < job.ranks; ++r) {
+    TSR_ASSIGN_OR_RETURN(auto plan,
+                         algorithms::ringAllreducePlan(r, job.ranks, scalars, DataType::kF64, ReduceOp::kSum, dense));
+    out.beside.push_back(std::move(plan));
+  }
+  out.finishBytes = static_cast<double>(count) * sizeof(float);
   return out;
 }
 
@@ -118,7 +135,7 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
       else
         failed = plan.status();
     }
-    if (failed.isOk()) return out;
+    if (failed.isOk()) return compressed ? addMarsitStep(job, std::move(out), dense) : out;
     if (failed.code() != Code::kNotSupported) return failed;
     out.refused.push_back(name + ": " + failed.message());
     last = failed;
@@ -126,11 +143,25 @@ Result<JobPlans> buildJobPlans(const SimJob& job) {
   return last;
 }
 
+namespace {
+template <typename F>
+void forEachSend(const JobPlans& plans, F f) {
+  for (const auto* byRank : {&plans.before, &plans.plans, &plans.beside})
+    for (const auto& plan : *byRank)
+      for (const auto& op : plan->ops)
+        if (op.kind == algorithms::OpKind::kSend) f(op.count * dataTypeSize(plan->dtype));
+}
+}  // namespace
+
 uint64_t wireBytes(const JobPlans& plans) {
   uint64_t total = 0;
-  for (const auto& plan : plans.plans)
-    for (const auto& op : plan->ops)
-      if (op.kind == algorithms::OpKind::kSend) total += op.count * dataTypeSize(plan->dtype);
+  forEachSend(plans, [&](size_t bytes) { total += bytes; });
+  return total;
+}
+
+uint64_t messageCount(const JobPlans& plans) {
+  uint64_t total = 0;
+  forEachSend(plans, [&](size_t) { ++total; });
   return total;
 }
 

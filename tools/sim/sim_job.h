@@ -46,13 +46,20 @@ struct JobPlans {
   std::vector<std::string> refused;  // "name: why" of algorithms tried before that cannot serve the job
   bool argumentHeaders = true;       // the executor's 32-byte header per pair (SparDL sends its own)
   bool reducesSelect = false;        // SparDL: its reduces are top-k selections (and small merges)
+  // A compressed step's other parts, by rank (empty for dense): `beside` runs alongside `plans`
+  // once their kLocal (packing) ops are done (Marsit's allreduce of its scales); `before` runs
+  // first (two-level Marsit's host average). prepareBytes and finishBytes: the step's passes
+  // over the buffer before and after its plans, in bytes of the f32 buffer (ReplayOptions::passRate).
+  std::vector<std::shared_ptr<algorithms::Plan>> before, beside;
+  double prepareBytes = 0, finishBytes = 0;
 };
 
 Result<JobPlans> buildJobPlans(const SimJob& job);
 
 // Payload bytes of every send of every plan (what the executor hands the transport, without
-// the 32-byte argument headers).
+// the 32-byte argument headers), and the number of those sends.
 uint64_t wireBytes(const JobPlans& plans);
+uint64_t messageCount(const JobPlans& plans);
 // Bus bandwidth factor (nccl-tests): allreduce 2(N-1)/N, allgather (N-1)/N.
 double busFactor(const std::string& collective, int ranks);
 // Bytes the collective's algorithm bandwidth is measured on: allreduce the buffer, allgather

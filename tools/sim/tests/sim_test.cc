@@ -12,11 +12,18 @@ namespace tsr::sim {
 namespace {
 
 // Distinct (sender, receiver) pairs: one argument header each.
+// One argument header per (sender, receiver) pair of each plan a rank runs.
 uint64_t headerBytesOf(const JobPlans& plans) {
-  std::set<std::pair<int, int>> pairs;
-  for (size_t r = 0; r < plans.plans.size(); ++r)
-    for (int peer : plans.plans[r]->sendPeers) pairs.insert({static_cast<int>(r), peer});
-  return pairs.size() * 32;
+  uint64_t pairs = 0;
+  for (const auto* byRank : {&plans.before, &plans.plans, &plans.beside})
+    for (const auto& plan : *byRank) pairs += plan->sendPeers.size();
+  return pairs * 32;
+}
+
+uint64_t sendBytes(const std::vector<std::shared_ptr<algorithms::Plan>>& byRank) {
+  JobPlans only;
+  only.plans = byRank;
+  return wireBytes(only);
 }
 
 TEST(SimUnits, ParsesSizesRatesAndTimes) {
@@ -217,8 +224,10 @@ TEST(SimReplay, FatTreeOversubscriptionSlowsRabenseifnerNotTheRing) {
   EXPECT_NEAR(timeOf("ring", 1), timeOf("ring", 4), 0.02 * timeOf("ring", 4));
 }
 
-// Marsit's ring carries one bit per f32 element: 1/32 of the dense ring's bytes, and on a slow
-// link about 1/32 of its time; its packing and merges cost time on the rank's core.
+// Marsit's ring carries one bit per f32 element: 1/32 of the dense ring's bytes, and beside it
+// the ring allreduce of its scales (one double per 4096 elements, and a flag), which starts
+// once the packing is done; on a slow link the step takes the time of those bytes. Its packing
+// and merges cost time on the rank's core, and so do its passes after the plans.
 TEST(SimReplay, MarsitSendsASignBitPerElement) {
   auto run = [](const char* algo, const ReplayOptions& options) {
     SimJob job = ringJob(8, size_t{16} << 20);
@@ -230,12 +239,24 @@ TEST(SimReplay, MarsitSendsASignBitPerElement) {
     return std::make_pair(f, wireBytes(plans.value()));
   };
   auto [ring, ringBytes] = run("ring", freeCompute());
-  auto [bits, bitBytes] = run("marsit", freeCompute());
+  auto [bits, stepBytes] = run("marsit", freeCompute());
+  SimJob job = ringJob(8, size_t{16} << 20);
+  job.algorithm = "marsit";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk());
+  const JobPlans& p = plans.value();
+  ASSERT_EQ(p.beside.size(), 8u);
+  EXPECT_EQ(p.beside[0]->dtype, DataType::kF64);
+  EXPECT_EQ(p.beside[0]->count, (size_t{4} << 20) / 4096 + 1);
+  const uint64_t bitBytes = sendBytes(p.plans), scaleBytes = sendBytes(p.beside);
   EXPECT_EQ(bitBytes * 32, ringBytes);
-  EXPECT_NEAR(bits.seconds * 32, ring.seconds, 0.05 * ring.seconds);
+  EXPECT_EQ(scaleBytes, 2 * 7 * ((size_t{4} << 20) / 4096 + 1) * 8);  // each step the N ranks send the vector once
+  EXPECT_EQ(stepBytes, bitBytes + scaleBytes);
+  EXPECT_NEAR(bits.seconds, ring.seconds * (bitBytes + scaleBytes) / ringBytes, 0.05 * bits.seconds);
   auto [packed, unused] = run("marsit", ReplayOptions{});
-  EXPECT_GT(packed.computeSeconds, 8 * (16 << 20) / 13e9);  // every rank packs every element once
-  EXPECT_GT(packed.seconds, bits.seconds);
+  // every rank packs every element once and passes over the buffer after the plans
+  EXPECT_GT(packed.computeSeconds, 8 * (16 << 20) * (1 / 13e9 + 1 / ReplayOptions{}.passRate));
+  EXPECT_GT(packed.seconds, bits.seconds + (16 << 20) / ReplayOptions{}.passRate);
 }
 
 // marsit-torus: the runtime's sign-merge torus over the host grid, a 32nd of the dense torus's
@@ -249,7 +270,7 @@ TEST(SimJobTest, MarsitTorusIsTheTorusInBits) {
   auto bits = buildJobPlans(job);
   ASSERT_TRUE(dense.isOk() && bits.isOk()) << bits.status().message();
   EXPECT_EQ(bits.value().algorithm, "marsit-torus");
-  EXPECT_EQ(wireBytes(bits.value()) * 32, wireBytes(dense.value()));
+  EXPECT_EQ(sendBytes(bits.value().plans) * 32, wireBytes(dense.value()));
   job.ranks = 7;
   job.ranksPerHost = 1;
   EXPECT_FALSE(buildJobPlans(job).isOk());

@@ -78,6 +78,7 @@ inline ReplayOptions freeCompute() {
   o.reduceRate = 0;
   o.copyRate = 0;
   o.selectRate = 0;
+  o.passRate = 0;
   return o;
 }
 
