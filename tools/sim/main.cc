@@ -30,7 +30,7 @@ int run(int argc, char** argv) {
   PlatformSpec platform;
   ReplayOptions replayOptions;
   std::string size = "64MiB", chunk = "512KiB", bw = "10Gbps", lat = "20us", hostBw = "4GBps", hostLat = "3us",
-              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", selectRate = "3GBps", passRate = "1.8GBps",
+              reduceRate = "6GBps", copyRate = "8GBps", packRate = "13GBps", selectRate = "3GBps", passRate = "16GBps",
               dtype = "f32", op = "sum", minMessage = "64KiB";
   bool noHeaders = false, planOnly = false;
   app.add_option("-n,--ranks", job.ranks, "Ranks")->check(CLI::Range(1, 1 << 20));
@@ -39,7 +39,7 @@ int run(int argc, char** argv) {
   app.add_option("--collective", job.collective, "allreduce | allgather");
   app.add_option("--algo", job.algorithm,
                  "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit | "
-                 "marsit-torus (f32 signs) | "
+                 "marsit-torus | marsit-2level (f32 signs) | "
                  "spardl (f32, --density, --teams); allgather: ring | bruck");
   app.add_option("--density", job.density, "spardl: the share of each block sent (k_b = ceil(density * block))");
   app.add_option("--teams", job.teams, "spardl: teams (R-SAG; a power of two dividing the ranks)")
@@ -72,8 +72,8 @@ int run(int argc, char** argv) {
   app.add_option("--pack-rate", packRate,
                  "Marsit: sign packing and bit merge throughput, bytes/s of the f32 elements (0 = free)");
   app.add_option("--pass-rate", passRate,
-                 "Marsit: its passes over the buffer outside the plans (sign finish, momentum hand-off), bytes/s "
-                 "of the f32 buffer (0 = free)");
+                 "Marsit: its passes over its vectors outside the plans (sign finish, momentum hand-off), bytes "
+                 "read and written per second (0 = free)");
   app.add_option("--select-rate", selectRate,
                  "SparDL: top-k selection throughput, bytes/s of the f32 elements scanned (0 = free)");
   app.add_option("--network", replayOptions.network, "ideal (latency + bytes/rate) | lv08 (SimGrid's TCP model)");

@@ -39,10 +39,10 @@ struct ReplayOptions {
   // bytes of the f32 elements scanned per second; 0 = free. tsr-bench's split on 2 ranks here:
   // 2.4 GB/s at 4 MiB, 3.4 at 64 MiB.
   double selectRate = 3e9;
-  // Marsit's passes over the buffer outside its plans (JobPlans::prepareBytes, finishBytes: the
-  // sign finish per scale block and the momentum hand-off), bytes of the f32 buffer per second;
-  // 0 = free. tsr-bench's decompress split on 2 ranks here: 1.6-2.0 GB/s.
-  double passRate = 1.8e9;
+  // A compressed step's passes over its vectors outside its plans (JobPlans::prepareBytes,
+  // finishBytes): bytes read and written per second; 0 = free. Marsit's flat finish (36 bytes an
+  // element) in tsr-bench's split on 2 ranks here: 15-18 GB/s, this machine's memory bandwidth.
+  double passRate = 16e9;
   bool headers = true;
   // "ideal": SimGrid's CM02 with no correction factors, no TCP window bound and no reverse
   // (ACK) traffic: a message costs latency + bytes / rate exactly. "lv08": SimGrid's default

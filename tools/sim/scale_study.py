@@ -23,11 +23,12 @@ NIC link into the fat tree, --leaf-hosts hosts per leaf, same-host pairs over th
 interconnect at --host-bw) and adds the two-level plan, hier; --reduce-rate and --copy-rate
 are then the GPU's (the defaults are an H100's, from tsr-device-kernel-bench: docs/gpu.md).
 
---compressed marsit,marsit-torus,spardl adds the compressed allreduces as columns beside the dense ones
-(Marsit's sign-bit ring and torus; SparDL at --density): their bus bandwidth is on the dense buffer's
-size, and they take no part in the best or the pick (they send less, and lose some of it).
---pack-rate and --select-rate are their local rates (GPU defaults: an H100's sign pack and
-top-k, docs/gpu.md)."""
+--compressed marsit,marsit-torus,marsit-2level,spardl adds the compressed allreduces as columns beside
+the dense ones (Marsit's whole step on its sign-bit ring, torus and two-level schedules; SparDL at
+--density): their bus bandwidth is on the dense buffer's size, and they take no part in the best
+or the pick (they send less, and lose some of it). --pack-rate, --pass-rate and --select-rate are
+their local rates (GPU defaults: an H100's sign pack, memory traffic at its copy rate, and top-k,
+docs/gpu.md)."""
 import argparse
 import os
 import re
@@ -50,6 +51,8 @@ def sim(args, ranks, algo, mib, plan_only=False):
         cmd += ["--reduce-rate", args.reduce_rate, "--copy-rate", args.copy_rate]
     if algo.startswith("marsit") and args.pack_rate:
         cmd += ["--pack-rate", args.pack_rate]
+    if algo.startswith("marsit") and args.pass_rate:
+        cmd += ["--pass-rate", args.pass_rate]
     if algo == "spardl":
         cmd += ["--density", str(args.density)] + (["--select-rate", args.select_rate] if args.select_rate else [])
     cmd += ["--pair-window", str(args.pair_window)]
@@ -100,8 +103,7 @@ def platform_words(args):
 
 
 def label(args, algo):
-    return {"marsit": "marsit (1 bit)", "marsit-torus": "marsit-torus", "spardl": f"spardl {args.density:g}"}.get(
-        algo, algo)
+    return {"marsit": "marsit (1 bit)", "spardl": f"spardl {args.density:g}"}.get(algo, algo)
 
 
 def table(args, rows):
@@ -164,9 +166,11 @@ def main():
     ap.add_argument("--host-lat", default="2us", help="with --gpus-per-host")
     ap.add_argument("--reduce-rate", default=None, help="tsr-sim --reduce-rate (gpus: 900GBps)")
     ap.add_argument("--copy-rate", default=None, help="tsr-sim --copy-rate (gpus: 1450GBps)")
-    ap.add_argument("--compressed", default="", help="compressed allreduces beside the dense ones: marsit,spardl")
+    ap.add_argument("--compressed", default="",
+                    help="compressed allreduces beside the dense ones: marsit,marsit-torus,marsit-2level,spardl")
     ap.add_argument("--density", type=float, default=0.01, help="with --compressed spardl")
     ap.add_argument("--pack-rate", default=None, help="tsr-sim --pack-rate (gpus: 2000GBps)")
+    ap.add_argument("--pass-rate", default=None, help="tsr-sim --pass-rate (gpus: 2900GBps)")
     ap.add_argument("--select-rate", default=None, help="tsr-sim --select-rate (gpus: 330GBps)")
     ap.add_argument("--timeout", type=float, default=240, help="seconds one replay may take")
     ap.add_argument("--out", default=".")
@@ -177,13 +181,14 @@ def main():
     args.algos = ALGOS + ["hier"] if args.gpus_per_host else ALGOS
     args.compressed = [a for a in args.compressed.split(",") if a]
     for a in args.compressed:
-        if a not in ("marsit", "marsit-torus", "spardl"):
-            ap.error(f"--compressed: '{a}' is not marsit, marsit-torus or spardl")
+        if a not in ("marsit", "marsit-torus", "marsit-2level", "spardl"):
+            ap.error(f"--compressed: '{a}' is not marsit, marsit-torus, marsit-2level or spardl")
     if args.gpus_per_host:
         args.nics_per_host = args.nics_per_host or args.gpus_per_host
         args.reduce_rate = args.reduce_rate or "900GBps"
         args.copy_rate = args.copy_rate or "1450GBps"
         args.pack_rate = args.pack_rate or "2000GBps"
+        args.pass_rate = args.pass_rate or "2900GBps"  # reads and writes at the copy rate
         args.select_rate = args.select_rate or "330GBps"
     elif args.reduce_rate:
         args.copy_rate = args.copy_rate or args.reduce_rate

@@ -1,5 +1,6 @@
 #include "tools/sim/sim_job.h"
 
+#include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/marsit/marsit_plan.h"
 #include "tools/sim/spardl_plan.h"
@@ -25,6 +26,11 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
   // Marsit's bit ring on the f32 buffer's signs, packed chunk by chunk (kLocal ops) as the
   // runtime's default pack=chunked does.
   if (a == "marsit") return marsit::marsitRingPlan(rank, n, (count + 63) / 64, dense, true);
+  if (a == "marsit-2level") {  // the bits of the host averages' row blocks, across hosts
+    if (out.grid.empty()) return Status(Code::kNotSupported, gridWhyNot);
+    TSR_ASSIGN_OR_RETURN(auto hier, marsit::marsitHierPlans(rank, n, count, DataType::kF32, out.grid, dense, true));
+    return hier.bits;
+  }
   if (a == "marsit-torus") {  // the same bits over the host grid: a ring per dimension
     if (out.grid.empty()) return Status(Code::kNotSupported, gridWhyNot);
     return algorithms::torusSignMergePlan(rank, n, (count + 63) / 64, out.grid, dense, true);
@@ -57,19 +63,37 @@ Result<JobPlans> addSparDL(const SimJob& job, JobPlans out) {
   return out;
 }
 
-// Marsit's step around its bit plan (marsit_state.cc, marsit_step.cc) with the runtime's
-// defaults (scale_block 4096, momentum 0.9): once the packing is done, a ring allreduce of the
-// scales beside the bits; after both, the sign finish per scale block and the momentum
-// hand-off, passes over the whole buffer.
+// Bytes a Marsit step's passes outside its plans read and write, per element (f32 and the sign
+// bits): the flat finish is kernels::signFinish (work, bits -> g, c: 12) and
+// kernels::momentumHandOff (g, M, c -> g, M, carry: 24); two-level prepares x = g + r (12) and
+// copies it into the host average's buffer (8), then decompresses every bit into g (4) and runs
+// signFinish on its row block.
+constexpr double kFlatFinishBytes = 36, kTwoLevelPrepareBytes = 20, kTwoLevelDecompressBytes = 4, kSignFinishBytes = 12;
+
+// Marsit's step around its bit plan (marsit_state.cc, marsit_step.cc, marsit_hier_step.cc) with
+// the runtime's defaults (flat: scale_block 4096, momentum 0.9; two-level: intra=none): once the
+// packing is done, a ring allreduce of the scales beside the bits; after both, the finish. The
+// two-level step first averages the vector over the host's ranks (its row reduce-scatter).
 Result<JobPlans> addMarsitStep(const SimJob& job, JobPlans out, const algorithms::DenseOptions& dense) {
   const size_t count = job.bytes / sizeof(float);
-  const size_t scalars = marsit::flatScalarCount(count, marsit::Params{}.scaleBlock);
+  const bool twoLevel = out.algorithm == "marsit-2level";
+  const size_t scalars = twoLevel ? 2 : marsit::flatScalarCount(count, marsit::Params{}.scaleBlock);
   for (int r = 0; r < job.ranks; ++r) {
     TSR_ASSIGN_OR_RETURN(auto plan,
                          algorithms::ringAllreducePlan(r, job.ranks, scalars, DataType::kF64, ReduceOp::kSum, dense));
     out.beside.push_back(std::move(plan));
+    if (!twoLevel) continue;
+    TSR_ASSIGN_OR_RETURN(auto hier,
+                         marsit::marsitHierPlans(r, job.ranks, count, DataType::kF32, out.grid, dense, true));
+    out.before.push_back(hier.rowReduceScatter);
   }
-  out.finishBytes = static_cast<double>(count) * sizeof(float);
+  const double n = static_cast<double>(count);
+  if (twoLevel) {
+    out.prepareBytes = n * kTwoLevelPrepareBytes;
+    out.finishBytes = n * (kTwoLevelDecompressBytes + kSignFinishBytes / static_cast<double>(out.grid[0].size()));
+  } else {
+    out.finishBytes = n * kFlatFinishBytes;
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 // algorithms/dense/dense_selector.cc does ("auto": the cost model's first choice for the job's links);
 // "marsit": Marsit's ring on the signs of an f32 buffer of `bytes` (algorithms/marsit/marsit_plan.h);
 // "marsit-torus": the same bits over the torus grid (algorithms::torusSignMergePlan);
+// "marsit-2level": the host average, then Marsit across hosts on its row blocks (hier_plan.h);
 // "spardl": SparDL's schedule with full bags at `density` (spardl_plan.h).
 // Pure: no SimGrid here, so the plans and their byte counts are testable alone.
 #pragma once
@@ -23,7 +24,8 @@ struct SimJob {
   int ranksPerHost = 1;                  // ranks h*R .. h*R+R-1 share host h
   std::string collective = "allreduce";  // allreduce | allgather
   std::string algorithm =
-      "auto";  // allreduce: ring|rabenseifner|doubling|torus|hier|marsit|marsit-torus|spardl; allgather: ring|bruck
+      "auto";        // allreduce: ring|rabenseifner|doubling|torus|hier|marsit|marsit-torus|marsit-2level|spardl;
+                     // allgather: ring|bruck
   size_t bytes = 0;  // allreduce: the buffer; allgather: each rank's part
   DataType dtype = DataType::kF32;
   ReduceOp op = ReduceOp::kSum;
@@ -48,8 +50,8 @@ struct JobPlans {
   bool reducesSelect = false;        // SparDL: its reduces are top-k selections (and small merges)
   // A compressed step's other parts, by rank (empty for dense): `beside` runs alongside `plans`
   // once their kLocal (packing) ops are done (Marsit's allreduce of its scales); `before` runs
-  // first (two-level Marsit's host average). prepareBytes and finishBytes: the step's passes
-  // over the buffer before and after its plans, in bytes of the f32 buffer (ReplayOptions::passRate).
+  // first (two-level Marsit's host average). prepareBytes and finishBytes: what the step's
+  // passes over its vectors before and after its plans read and write (ReplayOptions::passRate).
   std::vector<std::shared_ptr<algorithms::Plan>> before, beside;
   double prepareBytes = 0, finishBytes = 0;
 };

@@ -255,8 +255,39 @@ TEST(SimReplay, MarsitSendsASignBitPerElement) {
   EXPECT_NEAR(bits.seconds, ring.seconds * (bitBytes + scaleBytes) / ringBytes, 0.05 * bits.seconds);
   auto [packed, unused] = run("marsit", ReplayOptions{});
   // every rank packs every element once and passes over the buffer after the plans
-  EXPECT_GT(packed.computeSeconds, 8 * (16 << 20) * (1 / 13e9 + 1 / ReplayOptions{}.passRate));
-  EXPECT_GT(packed.seconds, bits.seconds + (16 << 20) / ReplayOptions{}.passRate);
+  const double finish = (4 << 20) * 36 / ReplayOptions{}.passRate;  // sign finish and momentum hand-off
+  EXPECT_GT(packed.computeSeconds, 8 * ((16 << 20) / 13e9 + finish));
+  EXPECT_GT(packed.seconds, bits.seconds + finish);
+}
+
+// marsit-2level: the host average (f32 row reduce-scatter over the host's link) before the
+// bits, then Marsit across hosts on each rank's row block and a row all-gather of the bits,
+// with its two scalars beside. On a slow network with fast hosts it takes the time of the
+// column rings' bits through each host's NIC: 2(Y-1)/Y * D/8 bytes, Y hosts.
+TEST(SimReplay, MarsitTwoLevelAveragesEachHostThenCrossesHostsInBits) {
+  SimJob job = ringJob(8, size_t{16} << 20);
+  job.ranksPerHost = 2;
+  job.algorithm = "marsit-2level";
+  auto plans = buildJobPlans(job);
+  ASSERT_TRUE(plans.isOk()) << plans.status().message();
+  const JobPlans& p = plans.value();
+  EXPECT_EQ(p.algorithm, "marsit-2level");
+  ASSERT_EQ(p.before.size(), 8u);
+  ASSERT_EQ(p.beside.size(), 8u);
+  EXPECT_EQ(p.before[0]->dtype, DataType::kF32);
+  EXPECT_EQ(p.beside[0]->count, 2u);
+  EXPECT_GT(p.prepareBytes, 0);
+  PlatformSpec slow = oneSwitch(12.5e6, 20e-6);
+  slow.hostRate = 4e9;
+  slow.hostLatency = 1e-6;
+  Figures f = replayInChild(p, slow, freeCompute(), 2);
+  ASSERT_TRUE(f.ok) << f.error;
+  EXPECT_EQ(f.payloadBytes, wireBytes(p));
+  const double floor = 2.0 * 3 / 4 * ((size_t{4} << 20) / 8) / 12.5e6;
+  EXPECT_NEAR(f.seconds, floor, 0.05 * floor);
+  job.ranksPerHost = 1;  // a prime count of one-rank hosts has no grid: refused, no dense stand-in
+  job.ranks = 7;
+  EXPECT_FALSE(buildJobPlans(job).isOk());
 }
 
 // marsit-torus: the runtime's sign-merge torus over the host grid, a 32nd of the dense torus's
