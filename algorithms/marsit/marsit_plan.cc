@@ -40,4 +40,9 @@ Result<std::shared_ptr<Plan>> marsitRingPlan(int rank, int size, size_t words, c
   return plan;
 }
 
+Result<std::shared_ptr<algorithms::Plan>> scalePlan(int rank, int size, size_t scalars,
+                                                    const algorithms::DenseOptions& options) {
+  return algorithms::rabenseifnerAllreducePlan(rank, size, scalars, DataType::kF64, ReduceOp::kSum, options);
+}
+
 }  // namespace tsr::marsit

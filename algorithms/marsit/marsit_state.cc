@@ -137,8 +137,7 @@ Result<std::shared_ptr<MarsitState>> makeState(std::string name, size_t count, c
   }
   s->algorithm = s->bitPlan->algorithm;
   if (!s->twoLevel) sizeFlatState(*s);
-  auto scalarPlan =
-      algorithms::ringAllreducePlan(s->rank, s->size, s->scalarIn.size(), DataType::kF64, ReduceOp::kSum, options);
+  auto scalarPlan = scalePlan(s->rank, s->size, s->scalarIn.size(), options);
   if (!scalarPlan.isOk()) return named(scalarPlan.status());
   s->scalarPlan = scalarPlan.take();
   if (s->params.fullPrecisionEvery > 0) {

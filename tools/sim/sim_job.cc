@@ -72,15 +72,14 @@ constexpr double kFlatFinishBytes = 36, kTwoLevelPrepareBytes = 20, kTwoLevelDec
 
 // Marsit's step around its bit plan (marsit_state.cc, marsit_step.cc, marsit_hier_step.cc) with
 // the runtime's defaults (flat: scale_block 4096, momentum 0.9; two-level: intra=none): once the
-// packing is done, a ring allreduce of the scales beside the bits; after both, the finish. The
+// packing is done, the allreduce of the scales (marsit::scalePlan) beside the bits; then the finish. The
 // two-level step first averages the vector over the host's ranks (its row reduce-scatter).
 Result<JobPlans> addMarsitStep(const SimJob& job, JobPlans out, const algorithms::DenseOptions& dense) {
   const size_t count = job.bytes / sizeof(float);
   const bool twoLevel = out.algorithm == "marsit-2level";
   const size_t scalars = twoLevel ? 2 : marsit::flatScalarCount(count, marsit::Params{}.scaleBlock);
   for (int r = 0; r < job.ranks; ++r) {
-    TSR_ASSIGN_OR_RETURN(auto plan,
-                         algorithms::ringAllreducePlan(r, job.ranks, scalars, DataType::kF64, ReduceOp::kSum, dense));
+    TSR_ASSIGN_OR_RETURN(auto plan, marsit::scalePlan(r, job.ranks, scalars, dense));
     out.beside.push_back(std::move(plan));
     if (!twoLevel) continue;
     TSR_ASSIGN_OR_RETURN(auto hier,

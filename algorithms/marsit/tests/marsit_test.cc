@@ -116,6 +116,11 @@ INSTANTIATE_TEST_SUITE_P(N, MarsitVotes,
                                            Shape{6, "ring"}, Shape{4, "torus"}, Shape{6, "torus"}),
                          shapeName);
 
+// What a rank sends beside the bits: argument headers, and its part of the scale allreduce
+// (Rabenseifner; on a count that is not a power of two a folded partner also sends the whole
+// vector of scales out and back).
+double besideTheBits(size_t d) { return 512 + 3.0 * flatScalarCount(d, Params{}.scaleBlock) * sizeof(double); }
+
 TEST(Marsit, WireBytesAreOneBitPerElementPerHop) {
   const int n = 4;
   const size_t d = 64 * 4000;
@@ -129,7 +134,7 @@ TEST(Marsit, WireBytesAreOneBitPerElementPerHop) {
     uint64_t sent = comm.bytesSent() - before;
     double expected = 2.0 * (n - 1) / n * (d / 64) * 8;
     EXPECT_GE(sent, expected);
-    EXPECT_LE(sent, expected + 2048) << "headers and the scalar allreduce only";
+    EXPECT_LE(sent, expected + besideTheBits(d)) << "headers and the scale allreduce only";
   });
 }
 
@@ -150,7 +155,7 @@ TEST(Marsit, TorusWireBytesAreOneBitPerElementPerHop) {
     uint64_t sent = comm.bytesSent() - before;
     double expected = (2.0 * (x - 1) / x + 2.0 * (y - 1) / y / x) * words * 8;
     EXPECT_GE(sent, expected);
-    EXPECT_LE(sent, expected + 2048) << "headers and the scalar allreduce only";
+    EXPECT_LE(sent, expected + besideTheBits(d)) << "headers and the scale allreduce only";
   });
 }
 

@@ -225,7 +225,7 @@ TEST(SimReplay, FatTreeOversubscriptionSlowsRabenseifnerNotTheRing) {
 }
 
 // Marsit's ring carries one bit per f32 element: 1/32 of the dense ring's bytes, and beside it
-// the ring allreduce of its scales (one double per 4096 elements, and a flag), which starts
+// the allreduce of its scales (one double per 4096 elements, and a flag), which starts
 // once the packing is done; on a slow link the step takes the time of those bytes. Its packing
 // and merges cost time on the rank's core, and so do its passes after the plans.
 TEST(SimReplay, MarsitSendsASignBitPerElement) {
