@@ -3,6 +3,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <fstream>
+#include <iterator>
 
 #include "algorithms/plan/executor.h"
 #include "tools/sim/transfers.h"
@@ -283,18 +284,21 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
   const int n = static_cast<int>(job.plans.size());
   if (n < 1 || ranksPerHost < 1 || n % ranksPerHost != 0)
     return Status(Code::kInvalidArgument, "replay: no plans, or ranks not a multiple of ranks per host");
-  int argc = 2;
   char arg0[] = "tsr-sim", arg1[] = "--log=root.thresh:warning";
+#ifdef TSR_SIM_THREAD_CONTEXTS
+  // AddressSanitizer cannot follow SimGrid's own context switches; with threads it can. The
+  // engine picks its context factory as it starts, so this goes on its command line.
+  char arg2[] = "--cfg=contexts/factory:thread";
+  char* argv[] = {arg0, arg1, arg2, nullptr};
+#else
   char* argv[] = {arg0, arg1, nullptr};
+#endif
+  int argc = static_cast<int>(std::size(argv)) - 1;
   sg4::Engine engine(&argc, argv);
   // Many short-lived transfer actors, each a few frames deep (no recursion anywhere): small
   // stacks without guard pages, which would cost two memory mappings per actor.
   sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kStackKiB));
   sg4::Engine::set_config("contexts/guard-size:0");
-#ifdef TSR_SIM_THREAD_CONTEXTS
-  // AddressSanitizer cannot follow SimGrid's own context switches; with threads it can.
-  sg4::Engine::set_config("contexts/factory:thread");
-#endif
   TSR_RETURN_IF_ERROR(configure(options));
   ReplayOptions o = options;
   o.headers = options.headers && job.argumentHeaders;
@@ -332,8 +336,8 @@ Result<ReplayResult> replay(const JobPlans& job, const PlatformSpec& platform, c
       });
   }
   engine.run();
-  if (!w.stopped().empty()) return Status(Code::kNotSupported, "replay: " + w.stopped());
   if (!w.mismatch().empty()) return Status(Code::kMismatch, "replay: " + w.mismatch());
+  if (!w.stopped().empty()) return Status(Code::kNotSupported, "replay: " + w.stopped());
   for (int r = 0; r < n; ++r) {
     for (Stream s : {Stream::kBefore, Stream::kMain, Stream::kBeside}) {
       if ((s == Stream::kBefore && !before) || (s == Stream::kBeside && !beside)) continue;

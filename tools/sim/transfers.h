@@ -51,8 +51,10 @@ class Transfers {
   sg4::Host* host(int rank) const { return hostOfRank_[rank]; }
   const std::string& stopped() const { return stopped_; }
   const std::string& mismatch() const { return mismatch_; }
+  // Plans that disagree: the replay stops (every rank returns) and reports `what`.
   void setMismatch(const std::string& what) {
     if (mismatch_.empty()) mismatch_ = what;
+    stop(what);
   }
   ReplayResult result;
 
