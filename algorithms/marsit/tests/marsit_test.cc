@@ -117,8 +117,8 @@ INSTANTIATE_TEST_SUITE_P(N, MarsitVotes,
                          shapeName);
 
 // What a rank sends beside the bits: argument headers, and its part of the scale allreduce
-// (Rabenseifner; on a count that is not a power of two a folded partner also sends the whole
-// vector of scales out and back).
+// (Rabenseifner; when the number of ranks is not a power of two, a folding partner also sends
+// the whole vector of scales back to the rank folded into it).
 double besideTheBits(size_t d) { return 512 + 3.0 * flatScalarCount(d, Params{}.scaleBlock) * sizeof(double); }
 
 TEST(Marsit, WireBytesAreOneBitPerElementPerHop) {
