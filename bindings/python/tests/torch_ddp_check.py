@@ -110,6 +110,25 @@ def relayout_follows_parameters(c):
         c.expect(got == want, f"relayout: bucket {bucket.index()} residual {got}, want {want}")
 
 
+def sparse_defaults(c):
+    """The sparse hooks keep SPARSE_DENSITY unless told (not the tensors' own 1%); a density or
+    k given wins, and compressors that keep everything get no k."""
+    from tessera.torch._buckets import SPARSE_DENSITY, BucketTensors
+    comm = tessera.torch.hooks.communicator_for()
+    cases = ((("topk", "compressed"), {}, {"k": str(SPARSE_DENSITY)}),
+             (("topk-2level", "compressed"), {}, {"k": str(SPARSE_DENSITY)}),
+             (("compressed", "compressed"), {"compressor": "randomk"}, {"k": str(SPARSE_DENSITY)}),
+             (("topk", "compressed"), {"density": "0.01"}, {"k": "0.01"}),
+             (("topk", "compressed"), {"k": "7"}, {"k": "7"}),
+             (("onebit", "compressed"), {}, {"k": None}),
+             (("spardl", "spardl"), {}, {"density": str(SPARSE_DENSITY)}),
+             (("spardl", "spardl"), {"density": "0.2"}, {"density": "0.2"}))
+    for (algorithm, family), given, want in cases:
+        got = BucketTensors(comm, dict(given, algorithm=algorithm), family)._params(1000)
+        for key, value in want.items():
+            c.expect(got.get(key) == value, f"{algorithm} {given}: {key}={got.get(key)}, want {value}")
+
+
 def main():
     import faulthandler
     faulthandler.dump_traceback_later(90, exit=True)
@@ -181,6 +200,7 @@ def main():
     c.expect(identical_everywhere(net), "selsync: the ranks' parameters differ after synchronize()")
 
     relayout_follows_parameters(c)
+    sparse_defaults(c)
 
     # Bad parameters, named at registration.
     for name, params, words in (("marsit", {"topology": "bogus"}, ("topology", "bogus")),

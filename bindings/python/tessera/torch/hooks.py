@@ -8,17 +8,17 @@ Algorithms (register's `algorithm`; keyword parameters are the algorithm's):
     dense       Tessera's averaging allreduce of each bucket
     marsit      sign-bit allreduce ("Sign Bit is Enough"): topology=ring|torus, intra=none|fp16,
                 full_precision_every, seed, ...
-    spardl      sparse-block allreduce (SparDL): density=0.01, teams, sag
+    spardl      sparse-block allreduce (SparDL): density=0.05, teams, sag
     compressed  any compressor of the registry with error feedback and momentum:
                 compressor=topk|onebit|randomk|dithering|fp16, k or density, ef, momentum, ...
-    topk        compressed with compressor=topk (density=0.01 of each bucket kept)
+    topk        compressed with compressor=topk (density=0.05 of each bucket kept)
     onebit      compressed with compressor=onebit, one scale per 4096 elements
                 (scale_block) and optimizer_momentum=0.9: pass the optimizer's momentum
                 (0 for plain SGD); the result then keeps its buffer on the compressed estimate
     covap       COVAP's coarse-grained filtering: interval=auto|N, profile_steps, ef_init,
                 ef_ascend_steps, ef_ascend_range, max_interval
     auto        per bucket, the cost model with the measured links picks dense or topk
-                (density=0.01): small, latency-bound buckets stay dense
+                (density=0.05): small, latency-bound buckets stay dense
 
 Each bucket keeps its Tessera tensor (residual, compensation) across steps. DDP re-lays-out its
 buckets after the first iteration; the residual then follows each parameter into its new
@@ -36,7 +36,7 @@ import torch.distributed as dist
 import tessera
 
 from . import _backend
-from ._buckets import BucketTensors
+from ._buckets import SPARSE_DENSITY, BucketTensors
 from ._covap_hook import CovapState
 
 # Every tensor algorithm of Tessera's registry but dense (its own hook): name -> family.
@@ -140,7 +140,7 @@ def register(model, algorithm="dense", communicator=None, **params):
     elif algorithm == "covap":
         state, hook = CovapState(comm, **params), CovapState.hook
     elif algorithm == "auto":
-        density = float(params.pop("density", 0.01))
+        density = float(params.pop("density", SPARSE_DENSITY))
         if not 0 < density <= 1:
             raise ValueError(f"tessera hooks: auto density={density}: must be in (0, 1]")
         if params:
