@@ -8,7 +8,8 @@
 # time to dense DDP's final accuracy minus 1 point, against DDP over gloo).
 #
 # Environment: EPOCHS (3), TRAIN_LIMIT (0: all 60000 images), TEST_LIMIT (0), EVALS (2 per
-# epoch), SEED (1), CONFIGS (space-separated backend/hook, default all), TSR_BUILD (build),
+# epoch), SEED (1), CONFIGS (space-separated backend/hook, default all; backend/hook:KEY=VALUE,...
+# passes the hook's parameters, e.g. tessera/topk:density=0.01), TSR_BUILD (build),
 # RUN_TIMEOUT_S (3600 per configuration). The cluster is always torn down.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [RATE...]" >&2; exit 2; }
@@ -30,10 +31,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 for i in 0 1 2 3; do echo "tsr$i slots=1"; done >"$hostfile"
 
-run() {  # RATE BACKEND HOOK [extra trainer args]
-  local rate=$1 backend=$2 hook=$3; shift 3
-  local label="$backend/$hook" args=(--backend "$backend" --hook "${hook%%-r*}")
+run() {  # RATE BACKEND HOOK[:KEY=VALUE,...] [extra trainer args]
+  local rate=$1 backend=$2 spec=$3 params=; shift 3
+  local hook=${spec%%:*}
+  [[ $spec != *:* ]] || params=${spec#*:}
+  local label="$backend/$spec" args=(--backend "$backend" --hook "${hook%%-r*}")
   [[ $hook != powersgd-r* ]] || args+=(--powersgd-rank "${hook##*-r}")
+  local kv
+  for kv in ${params//,/ }; do args+=(--hook-param "$kv"); done
   echo "## $label at $rate"
   # gloo meets through rank 0's TCPStore on tsr0 and talks over net0; the tessera backend needs
   # no store (tsrun's launch), and Tessera goes over TCP only (UCX's shared memory would

@@ -19,8 +19,9 @@ _instances = itertools.count()  # every rank registers its hooks in the same ord
 # The share of each bucket the sparse hooks (spardl, topk and its presets, compressed with
 # topk or randomk, auto) keep unless told. Not the tensors' own 1%: a hook stands in for DDP's
 # averaging, so its default must train as dense does. On the Fashion-MNIST CNN under SGD
-# momentum 0.9, 1% ends 1.5-2.8 points below dense after three epochs and 5% within about half
-# a point (docs/convergence.md, "Sparse: the gap is the density"), still a tenth of dense's bytes.
+# momentum 0.9, 1% ends 1.5-2.8 points below dense after three epochs and 5% within 0.8 of a
+# point on two seeds (docs/torch.md, "Sparse hooks at 5%"), sending a tenth (SparDL) to a fifth
+# (top-k) of dense's bytes.
 SPARSE_DENSITY = 0.05
 
 
