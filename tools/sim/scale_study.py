@@ -28,7 +28,12 @@ the dense ones (Marsit's whole step on its sign-bit ring, torus and two-level sc
 --density): their bus bandwidth is on the dense buffer's size, and they take no part in the best
 or the pick (they send less, and lose some of it). --pack-rate, --pass-rate and --select-rate are
 their local rates (GPU defaults: an H100's sign pack, memory traffic at its copy rate, and top-k,
-docs/gpu.md)."""
+docs/gpu.md).
+
+--replot FILE draws DIR/scale.png again from the first table in FILE (this script's scale.md,
+or a Markdown file holding one, such as tools/sim/README.md), replaying nothing: for cells
+replayed by hand after the study, edited into the table. Give the study's platform flags
+(--gpus-per-host, --bw) for the plot's titles."""
 import argparse
 import os
 import re
@@ -126,6 +131,33 @@ def table(args, rows):
     return "\n".join(lines) + "\n"
 
 
+def rows_from_table(args, path):
+    """The rows of the first scale table in a Markdown file, as study() returns them (times in
+    seconds; cells that were not replayed as their text); sets args' columns and sizes."""
+    lines = [line.strip() for line in open(path)]
+    start = next(i for i, line in enumerate(lines) if line.startswith("| size | ranks |"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    columns = header[2:header.index("simulated best")]
+    names = {label(args, a): a for a in ALGOS + ["hier", "marsit", "marsit-torus", "marsit-2level"]}
+    args.algos = [names.get(c, c) for c in columns if not c.startswith(("marsit", "spardl"))]
+    args.compressed = [names.get(c, c.split()[0]) for c in columns if c.startswith(("marsit", "spardl"))]
+    rows, sizes = [], []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        mib, n = int(cells[0].split()[0]), int(cells[1].rstrip("*"))
+        results = {}
+        for algo, cell in zip(args.algos + args.compressed, cells[2:2 + len(columns)]):
+            # The time that gives the table's bus bandwidth (the bracketed ms are rounded coarser).
+            m = re.fullmatch(r"([\d.]+) \([\d.]+\)", cell)
+            results[algo] = busbw(mib, n, 1.0) / float(m.group(1)) if m else cell
+        rows.append((mib, n, cells[-2], results))
+        sizes += [mib] if mib not in sizes else []
+    args.sizes_mib = sizes
+    return rows
+
+
 def plot(args, rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -175,6 +207,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=240, help="seconds one replay may take")
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--replot", metavar="FILE", help="draw the plot from FILE's first scale table, replaying nothing")
     args = ap.parse_args()
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.sizes_mib = [int(x) for x in args.sizes_mib.split(",")]
@@ -192,8 +225,16 @@ def main():
         args.select_rate = args.select_rate or "330GBps"
     elif args.reduce_rate:
         args.copy_rate = args.copy_rate or args.reduce_rate
-    rows = study(args)
     os.makedirs(args.out, exist_ok=True)
+    if args.replot:
+        rows = rows_from_table(args, args.replot)
+        plot(args, rows, os.path.join(args.out, "scale.png"))
+        replayed = sum(isinstance(t, float) for *_, results in rows for t in results.values())
+        print(f"{len(rows)} rows ({', '.join(map(str, args.sizes_mib))} MiB; "
+              f"{' '.join(args.algos + args.compressed)}), {replayed} replayed cells plotted "
+              f"in {os.path.join(args.out, 'scale.png')}")
+        return
+    rows = study(args)
     text = table(args, rows)
     with open(os.path.join(args.out, "scale.md"), "w") as f:
         f.write(text)
