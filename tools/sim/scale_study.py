@@ -135,7 +135,9 @@ def rows_from_table(args, path):
     """The rows of the first scale table in a Markdown file, as study() returns them (times in
     seconds; cells that were not replayed as their text); sets args' columns and sizes."""
     lines = [line.strip() for line in open(path)]
-    start = next(i for i, line in enumerate(lines) if line.startswith("| size | ranks |"))
+    start = next((i for i, line in enumerate(lines) if line.startswith("| size | ranks |")), None)
+    if start is None:
+        raise SystemExit(f"scale_study.py: --replot: no scale table ('| size | ranks | ...') in {path}")
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     columns = header[2:header.index("simulated best")]
     names = {label(args, a): a for a in ALGOS + ["hier", "marsit", "marsit-torus", "marsit-2level"]}
