@@ -83,16 +83,22 @@ def main():
     ap.add_argument("--train-size", type=int, default=0, help="first n training images (0: all 60000)")
     ap.add_argument("--log-every", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--own-momentum", default="", metavar="MU[:SCALE[:RAMP]]",
+                    help="the estimates get their own momentum MU through the hand-off (sim_common.OwnMomentum)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     opts = parse_opts(args.opt)
     reducer = make_reducer(args.algo, opts, args.workers, args.seed)
+    if args.own_momentum:
+        inner_mu, scale, ramp = (args.own_momentum.split(":") + ["", ""])[:3]
+        reducer = sim_common.OwnMomentum(reducer, args.momentum, float(inner_mu), float(scale) if scale else None,
+                                         int(ramp or 0))
     res = sim_common.train(reducer, seed=args.seed, workers=args.workers, batch=args.batch,
                            epochs=args.epochs, lr=args.lr, momentum=args.momentum, model=args.model,
                            train_size=args.train_size or None, log_every=args.log_every,
                            log=lambda s: print(s, flush=True))
     record = {"algo": args.algo, "opts": opts, "seed": args.seed, "model": args.model,
-              "train_size": args.train_size or 60000, "lr": args.lr, "momentum": args.momentum,
+              "own_momentum": args.own_momentum, "train_size": args.train_size or 60000, "lr": args.lr, "momentum": args.momentum,
               **res}
     print(json.dumps(record), flush=True)
 

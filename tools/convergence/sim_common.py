@@ -170,3 +170,29 @@ class Delayed:
     def reduce(self, grads):
         self.queue.append(torch.stack(grads).mean(0))
         return self.queue.pop(0) if len(self.queue) > self.delay else torch.zeros_like(grads[0])
+
+
+class OwnMomentum:
+    """Wraps a reducer so that the optimizer's heavy-ball buffer (momentum `mu`) holds the
+    wrapper's own buffer B = inner_mu B + scale * estimate: it returns B' - mu B, so SGD with
+    momentum mu applies lr B'. Gives stale estimates a momentum of their own without touching
+    the optimizer (the identity of Marsit's momentum hand-off); scale defaults to
+    (1 - inner_mu) / (1 - mu), the same step in the steady state. ramp=R: the scale rises
+    linearly over the first R steps (a learning-rate warm-up)."""
+
+    def __init__(self, inner, mu=0.9, inner_mu=0.5, scale=None, ramp=0):
+        self.inner, self.mu, self.inner_mu = inner, float(mu), float(inner_mu)
+        self.scale = (1 - self.inner_mu) / (1 - self.mu) if scale is None else float(scale)
+        self.ramp, self.step = int(ramp), 0
+        self.buf = None
+
+    def reduce(self, grads):
+        est = self.inner.reduce(grads)
+        prev = self.buf if self.buf is not None else torch.zeros_like(est)
+        self.step += 1
+        warm = min(1.0, self.step / self.ramp) if self.ramp else 1.0
+        self.buf = self.inner_mu * prev + self.scale * warm * est
+        return self.buf - self.mu * prev
+
+    def stats(self):
+        return self.inner.stats() if hasattr(self.inner, "stats") else {}
