@@ -91,14 +91,18 @@ def main():
     reducer = make_reducer(args.algo, opts, args.workers, args.seed)
     if args.own_momentum:
         inner_mu, scale, ramp = (args.own_momentum.split(":") + ["", ""])[:3]
-        reducer = sim_common.OwnMomentum(reducer, args.momentum, float(inner_mu), float(scale) if scale else None,
-                                         int(ramp or 0))
+        try:
+            reducer = sim_common.OwnMomentum(reducer, args.momentum, float(inner_mu),
+                                             float(scale) if scale else None, int(ramp or 0))
+        except ValueError:
+            ap.error(f"--own-momentum {args.own_momentum}: MU[:SCALE[:RAMP]], numbers (RAMP an integer)")
     res = sim_common.train(reducer, seed=args.seed, workers=args.workers, batch=args.batch,
                            epochs=args.epochs, lr=args.lr, momentum=args.momentum, model=args.model,
                            train_size=args.train_size or None, log_every=args.log_every,
                            log=lambda s: print(s, flush=True))
     record = {"algo": args.algo, "opts": opts, "seed": args.seed, "model": args.model,
-              "own_momentum": args.own_momentum, "train_size": args.train_size or 60000, "lr": args.lr, "momentum": args.momentum,
+              "own_momentum": args.own_momentum, "train_size": args.train_size or 60000,
+              "lr": args.lr, "momentum": args.momentum,
               **res}
     print(json.dumps(record), flush=True)
 
