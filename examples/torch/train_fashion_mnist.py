@@ -11,7 +11,9 @@ since training began, bytes this rank sent (Tessera's count, and the network int
 it has one of its own), mean train loss, test accuracy (%), and checks that every rank holds
 the same parameters. Hooks: none (DDP's own allreduce), fp16 and powersgd (PyTorch's), dense,
 marsit, spardl, topk, onebit, covap, auto (Tessera's; see tessera.torch.hooks), selsync
-(Tessera's, around the optimizer). The data set comes from Debian's dataset-fashion-mnist.
+(Tessera's, around the optimizer). SelSync and COVAP with local=1 leave the ranks' models
+apart between synchronizations: they are averaged before each evaluation. The data set comes
+from Debian's dataset-fashion-mnist.
 """
 import argparse
 import gzip
@@ -98,7 +100,8 @@ def hook_params(pairs):
 
 
 def attach_hook(model, optimizer, args):
-    """Returns (optimizer to use, Tessera communicator or None)."""
+    """Returns (optimizer to use, Tessera communicator or None, the call that gives every rank
+    one model before an evaluation, or None where the ranks always hold one)."""
     if args.hook == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         model.register_comm_hook(None, default_hooks.fp16_compress_hook)
@@ -108,7 +111,7 @@ def attach_hook(model, optimizer, args):
                                             start_powerSGD_iter=2, random_seed=args.seed)
         model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
     if args.hook in TORCH_HOOKS:
-        return optimizer, None
+        return optimizer, None, None
     import tessera.torch
     params = hook_params(args.hook_param)
     # Marsit and onebit hand their estimate to the optimizer's momentum: tell them its value.
@@ -117,9 +120,10 @@ def attach_hook(model, optimizer, args):
         params.setdefault(handoff_key, str(args.momentum))
     if args.hook == "selsync":
         optimizer = tessera.torch.hooks.selsync(model, optimizer, **params)
-        return optimizer, optimizer.comm
+        return optimizer, optimizer.comm, optimizer.synchronize
     state = tessera.torch.hooks.register(model, args.hook, **params)
-    return optimizer, state.comm
+    local = args.hook == "covap" and params.get("local") == "1"  # local steps between turns
+    return optimizer, state.comm, state.synchronize if local else None
 
 
 def nic_bytes():
@@ -151,7 +155,7 @@ def main(argv=None):
         dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_mb << 20
     model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=bucket_mb)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    optimizer, comm = attach_hook(model, optimizer, args)
+    optimizer, comm, synchronize = attach_hook(model, optimizer, args)
     _alive.append(model)  # see the end of the file
     order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(args.seed))
     mine = order[rank::size]
@@ -174,8 +178,8 @@ def main(argv=None):
                 optimizer.step()
                 total += float(loss)
                 done += 1
-            if args.hook == "selsync":
-                optimizer.synchronize()  # evaluate (and go on from) one model
+            if synchronize is not None:
+                synchronize()  # evaluate (and go on from) one model
             wall += time.perf_counter() - began  # training only: evaluations are not counted
             line = report(args, model, comm, epoch - 1 + (part + 1) / evals, wall, done,
                           total / max(1, len(part_steps)), bytes0, nic0, x_test, y_test)
@@ -220,8 +224,8 @@ def evaluate(net, x, y):
 
 
 def parameters_agree(net):
-    """Every rank holds bit-identical parameters (SelSync's local steps aside: it synchronizes
-    when the gradient changes, so ranks may differ between synchronizations)."""
+    """Every rank holds bit-identical parameters (checked after the evaluation's averaging,
+    where the hook takes local steps)."""
     flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
     digest = torch.tensor([float(flat.double().sum()), float((flat.double() * torch.arange(
         len(flat), dtype=torch.float64)).sum())], dtype=torch.float64)

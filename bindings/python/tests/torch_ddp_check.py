@@ -4,6 +4,8 @@
   * each Tessera hook (tessera.torch.hooks) trains a small model: the loss falls, nothing
     diverges, and every rank ends with bit-identical parameters, through DDP's re-bucketing
     after the first step (small buckets, so parameters move between them);
+  * COVAP with local steps: the due shards' parameters averaged, the others each rank's own,
+    one model after synchronize();
   * a hook on a gloo process group (Tessera then runs a communicator of its own);
   * bad hook parameters raise, naming the key and the value, at registration."""
 import os
@@ -110,6 +112,54 @@ def relayout_follows_parameters(c):
         c.expect(got == want, f"relayout: bucket {bucket.index()} residual {got}, want {want}")
 
 
+def covap_local_steps(c, x, y, lr=0.05, interval=2):
+    """COVAP with local=1: each rank steps with its own gradient, and a shard on its turn has
+    its parameters averaged before the step. So after the last step, on that step's due shards,
+    p + lr * grad (plain SGD) is the same on every rank (the average, up to rounding), while the
+    other shards differ; synchronize() then gives every rank the same model."""
+    from tessera.torch._covap_hook import CovapState
+    net = model()
+    # DDP's first bucket after its re-layout holds up to 1 MiB, this whole model: several
+    # buckets give several shards, some due at the last step and some not.
+    first, dist._DEFAULT_FIRST_BUCKET_BYTES = dist._DEFAULT_FIRST_BUCKET_BYTES, 1024
+    try:
+        ddp = ddp_of(net)
+    finally:
+        dist._DEFAULT_FIRST_BUCKET_BYTES = first
+    state = CovapState(tessera.torch.hooks.communicator_for(), net.parameters(), interval=str(interval), local="1")
+    seen = {}
+
+    def recording(state, bucket):
+        seen[bucket.index()] = (list(bucket.parameters()), state.step)
+        return CovapState.hook(state, bucket)
+
+    ddp.register_comm_hook(state, recording)
+    losses = train(ddp, torch.optim.SGD(net.parameters(), lr=lr), x, y, steps=2 * STEPS)
+    c.expect(losses[-1] < losses[0], f"covap local=1: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    due, other = [], []
+    for index, (params, step) in sorted(seen.items()):
+        q = torch.cat([(p.detach() + lr * p.grad).reshape(-1) for p in params])
+        for offset, length, gid in state.shards[index]:
+            (due if (gid + step) % interval == 0 else other).append(q.narrow(0, offset, length))
+    c.expect(due and other, f"covap local=1: {len(due)} shards due at the last step, {len(other)} not: "
+                            f"{state.shards} {[(i, s) for i, (_, s) in seen.items()]}")
+    if not (due and other):
+        return
+    for name, parts in (("due", due), ("other", other)):
+        mine = torch.cat(parts)
+        low, high = mine.clone(), mine.clone()
+        dist.all_reduce(low, op=dist.ReduceOp.MIN)
+        dist.all_reduce(high, op=dist.ReduceOp.MAX)
+        spread = float((high - low).abs().max())
+        if name == "due":
+            c.expect(spread <= 1e-5, f"covap local=1: the due shards' p + lr grad differ by {spread:.3g} over the ranks")
+        else:
+            c.expect(spread > 1e-4, f"covap local=1: the skipped shards agree ({spread:.3g}): no local steps")
+    c.expect(not identical_everywhere(net), "covap local=1: the ranks' models agree before synchronize()")
+    state.synchronize()
+    c.expect(identical_everywhere(net), "covap local=1: the ranks' parameters differ after synchronize()")
+
+
 def sparse_defaults(c):
     """The sparse hooks keep SPARSE_DENSITY unless told (not the tensors' own 1%); a density or
     k given wins, and compressors that keep everything get no k."""
@@ -201,10 +251,12 @@ def main():
 
     relayout_follows_parameters(c)
     sparse_defaults(c)
+    covap_local_steps(c, x, y)
 
     # Bad parameters, named at registration.
     for name, params, words in (("marsit", {"topology": "bogus"}, ("topology", "bogus")),
                                 ("covap", {"interval": "0"}, ("interval", "0")),
+                                ("covap", {"local": "yes"}, ("local", "yes")),
                                 ("topk", {"density": "2"}, ("density", "2")),
                                 ("dense", {"k": "3"}, ("k",)),
                                 ("nope", {}, ("nope",))):

@@ -15,6 +15,15 @@ largest over the ranks. Each step is
 measured on its own: over several steps at once, the earlier steps' waits for communication
 would count as computation. The same logic in C++ is algorithms/covap/covap_logic.h (the
 trainer-driven form).
+
+local=1 keeps the schedule and the bytes but not the residual: every rank steps each parameter
+with its own fresh gradient at once, and a shard on its turn averages the parameters instead
+(the values this step's gradients were taken at; the average is written back before the
+optimizer steps). Nothing is applied late, which is what costs the residual its accuracy under
+SGD momentum (docs/convergence.md, "Why late gradients cost so much"): between turns each rank
+runs plain local SGD on that shard, and the averaging keeps the ranks close. The ranks' models
+then differ by their last local steps: CovapState.synchronize() averages every parameter, to
+evaluate or save one model. With an interval of 1 every gradient is averaged, as without it.
 """
 import math
 import threading
@@ -24,11 +33,13 @@ import torch
 
 
 def _parse(interval="auto", profile_steps=5, ef_init=0.1, ef_ascend_steps=100, ef_ascend_range=0.1,
-           max_interval=0, **unknown):
+           max_interval=0, local=0, **unknown):
     if unknown:
         key, value = next(iter(unknown.items()))
         raise ValueError(f"tessera hooks: covap {key}={value}: not a covap parameter (interval, profile_steps, "
-                         f"ef_init, ef_ascend_steps, ef_ascend_range, max_interval)")
+                         f"ef_init, ef_ascend_steps, ef_ascend_range, max_interval, local)")
+    if str(local) not in ("0", "1"):
+        raise ValueError(f"tessera hooks: covap local={local}: 0 or 1")
     if interval != "auto" and (not str(interval).isdigit() or int(interval) < 1):
         raise ValueError(f"tessera hooks: covap interval={interval}: 'auto' or an integer >= 1")
     for key, value, low in (("profile_steps", profile_steps, 1), ("ef_ascend_steps", ef_ascend_steps, 1),
@@ -39,7 +50,7 @@ def _parse(interval="auto", profile_steps=5, ef_init=0.1, ef_ascend_steps=100, e
         if not 0 <= float(value) <= 1:
             raise ValueError(f"tessera hooks: covap {key}={value}: in [0, 1]")
     return (None if interval == "auto" else int(interval), int(profile_steps), float(ef_init),
-            int(ef_ascend_steps), float(ef_ascend_range), int(max_interval))
+            int(ef_ascend_steps), float(ef_ascend_range), int(max_interval), str(local) == "1")
 
 
 def sharding_median(counts):
@@ -69,9 +80,10 @@ def shard_offsets(count, median, interval):
 
 
 class CovapState:
-    def __init__(self, comm, **params):
+    def __init__(self, comm, parameters=(), **params):
         (self.given, self.profile_steps, self.ef_init, self.ef_ascend_steps, self.ef_ascend_range,
-         self.max_interval) = _parse(**params)
+         self.max_interval, self.local) = _parse(**params)
+        self.parameters = [p for p in parameters if p.requires_grad]  # for synchronize()
         self.comm = comm
         self.interval = self.given or 1
         self.ccr = 0.0
@@ -114,7 +126,10 @@ class CovapState:
         else:
             if self.shards is None or index not in self.shards:
                 self._plan()
-            future = self._filtered(index, buf)
+            if self.local and self.interval > 1:
+                future = self._local(index, buf, bucket.parameters())
+            else:
+                future = self._filtered(index, buf)
         if bucket.is_last():
             self._end_step()
         return future
@@ -148,6 +163,32 @@ class CovapState:
                 r.add_(g)
                 g.zero_()
         return _all_done(requests, buf)
+
+    def _local(self, index, buf, parameters):
+        """local=1: the gradient stays this rank's own; a shard on its turn averages the
+        parameters it covers (in the bucket's order, the order of its gradients)."""
+        flat = None
+        requests = []
+        for offset, length, gid in self.shards[index]:
+            if (gid + self.step) % self.interval:
+                continue
+            if flat is None:
+                flat = torch.cat([p.data.reshape(-1) for p in parameters])
+            shard = flat.narrow(0, offset, length)
+            request = self.comm.allreduce(shard, op="avg", async_op=True)
+            # Written back on Tessera's progress thread before the future completes, so before
+            # DDP hands the gradients to the optimizer; autograd is done with these parameters.
+            request.then(lambda result, error, shard=shard, offset=offset:
+                         error is None and _write_back(shard, offset, parameters))
+            requests.append(request)
+        return _all_done(requests, buf)
+
+    def synchronize(self):
+        """Averages every parameter of the model on every rank (collective): with local=1 the
+        ranks' models differ between turns, so this gives one model to evaluate or save."""
+        with torch.no_grad():
+            for p in self.parameters:
+                self.comm.allreduce(p.data, op="avg")
 
     def _end_step(self):
         self.step += 1
@@ -203,6 +244,17 @@ def ccr_from_profile(spans):
     if len(ratios) > 1:
         ratios = sorted(ratios[1:])
     return ratios[len(ratios) // 2] if ratios else 0.0
+
+
+def _write_back(shard, offset, parameters):
+    """Copies a flat shard that starts at element `offset` of the bucket into the parameters."""
+    at, end = 0, offset + shard.numel()
+    for p in parameters:
+        n = p.numel()
+        lo, hi = max(at, offset), min(at + n, end)
+        if lo < hi:
+            p.data.view(-1)[lo - at:hi - at].copy_(shard[lo - offset:hi - offset])
+        at += n
 
 
 def _all_done(requests, buf):

@@ -16,7 +16,9 @@ Algorithms (register's `algorithm`; keyword parameters are the algorithm's):
                 (scale_block) and optimizer_momentum=0.9: pass the optimizer's momentum
                 (0 for plain SGD); the result then keeps its buffer on the compressed estimate
     covap       COVAP's coarse-grained filtering: interval=auto|N, profile_steps, ef_init,
-                ef_ascend_steps, ef_ascend_range, max_interval
+                ef_ascend_steps, ef_ascend_range, max_interval, local=0|1 (1: local steps
+                and parameter averaging instead of a residual, for SGD momentum; the ranks
+                then call state.synchronize() to hold one model)
     auto        per bucket, the cost model with the measured links picks dense or topk
                 (density=0.05): small, latency-bound buckets stay dense
 
@@ -138,7 +140,7 @@ def register(model, algorithm="dense", communicator=None, **params):
         state, hook = _State(comm, algorithm, params), _tensor_hook
         state.tensors.check()
     elif algorithm == "covap":
-        state, hook = CovapState(comm, **params), CovapState.hook
+        state, hook = CovapState(comm, model.parameters(), **params), CovapState.hook
     elif algorithm == "auto":
         density = float(params.pop("density", SPARSE_DENSITY))
         if not 0 < density <= 1:
