@@ -2,6 +2,8 @@
 // test is skipped (docs/gpu.md runs them on one), but the binary still proves the CUDA kernels link.
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -71,6 +73,10 @@ TEST(Cuda, SignKernelsMatchCpu) {
   std::vector<float> cpuY(n);
   signDecompress(cpuS.data(), n, 0.5f, cpuY.data());
   EXPECT_EQ(toHost(dy, n), cpuY);
+  ASSERT_EQ(cuda::signDecompress(ds, n - 1, 0.5f, dy + 1, nullptr), 0);  // not 16-byte aligned
+  cpuY.assign(n, 0.0f);
+  signDecompress(cpuS.data(), n - 1, 0.5f, cpuY.data());
+  EXPECT_EQ(toHost(dy + 1, n - 1), std::vector<float>(cpuY.begin(), cpuY.begin() + (n - 1)));
   std::vector<uint16_t> h16(n);
   castF32ToF16(x.data(), n, h16.data());
   uint16_t* d16 = toDevice(h16);
@@ -90,6 +96,52 @@ TEST(Cuda, SignKernelsMatchCpu) {
   for (void* p : {static_cast<void*>(dx), static_cast<void*>(ds), static_cast<void*>(dv), static_cast<void*>(dout),
                   static_cast<void*>(dbad), static_cast<void*>(dy), static_cast<void*>(d16)})
     cudaFree(p);
+}
+
+// The four casts, 8 elements a thread where both pointers are 16-byte aligned and one element
+// a thread where not, with a partial last group and the values that round specially.
+TEST(Cuda, CastsMatchCpuAlignedOrNot) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: CUDA kernels linked but not run";
+  const size_t n = 8 * 5000 + 5;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> dist(0.0f, 100.0f);
+  std::vector<float> x(n + 1);
+  for (float& v : x) v = dist(gen);
+  const float special[] = {0.0f,
+                           -0.0f,
+                           65504.0f,
+                           65520.0f,
+                           1e6f,
+                           -1e6f,
+                           1e-8f,
+                           5.9604645e-8f,
+                           1e-40f,
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::quiet_NaN()};
+  for (size_t j = 0; j < std::size(special); ++j) x[7 * j + 3] = special[j];
+  float* dx = toDevice(x);
+  std::vector<uint16_t> zeros16(n + 1, 0);
+  std::vector<float> zeros32(n + 1, 0.0f);
+  uint16_t* dh = toDevice(zeros16);
+  float* dy = toDevice(zeros32);
+  for (size_t shift : {size_t{0}, size_t{1}}) {  // 1: both sides off 16-byte alignment
+    for (bool bf : {false, true}) {
+      std::vector<uint16_t> h(n);
+      (bf ? castF32ToBf16 : castF32ToF16)(x.data() + shift, n, h.data());
+      ASSERT_EQ((bf ? cuda::castF32ToBf16 : cuda::castF32ToF16)(dx + shift, n, dh + shift, nullptr), 0);
+      cudaDeviceSynchronize();
+      EXPECT_EQ(toHost(dh + shift, n), h) << (bf ? "bf16" : "f16") << " shift " << shift;
+      std::vector<float> y(n);
+      (bf ? castBf16ToF32 : castF16ToF32)(h.data(), n, y.data());
+      ASSERT_EQ((bf ? cuda::castBf16ToF32 : cuda::castF16ToF32)(dh + shift, n, dy + shift, nullptr), 0);
+      cudaDeviceSynchronize();
+      std::vector<float> got = toHost(dy + shift, n);
+      EXPECT_EQ(0, std::memcmp(got.data(), y.data(), n * sizeof(float)))
+          << (bf ? "bf16" : "f16") << " back, shift " << shift;
+    }
+  }
+  for (void* p : {static_cast<void*>(dx), static_cast<void*>(dh), static_cast<void*>(dy)}) cudaFree(p);
 }
 
 // Device scratch of `bytes`, freed at scope exit.
