@@ -6,9 +6,10 @@ test accuracy after each epoch (sim_common.py says how the workers are simulated
   /usr/bin/python3 tools/convergence/run.py --algo marsit --opt beta=0,block=0  # the paper's form
   /usr/bin/python3 tools/convergence/run.py --algo topk --opt density=0.05
 
---algo: dense | delayed | marsit | topk | spardl | onebit | covap. --opt key=value,...: the reducer's options
-(sim_marsit.Marsit, sim_sparse.TopkEF / SparDL, sim_onebit.OnebitEF, sim_covap.Covap); without them each algorithm takes Tessera's
-defaults. The last line is a JSON record of the run (for tables).
+--algo: dense | delayed | marsit | topk | spardl | onebit | covap | covap-local. --opt key=value,...: the
+reducer's options (sim_marsit.Marsit, sim_sparse.TopkEF / SparDL, sim_onebit.OnebitEF, sim_covap.Covap;
+covap-local: interval, before, buffers of sim_local.train_local, the DDP hook's covap local=1); without
+them each algorithm takes Tessera's defaults. The last line is a JSON record of the run (for tables).
 """
 import argparse
 import json
@@ -20,6 +21,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_common  # noqa: E402
 import sim_covap  # noqa: E402
+import sim_local  # noqa: E402
 import sim_marsit  # noqa: E402
 import sim_onebit  # noqa: E402
 import sim_sparse  # noqa: E402
@@ -33,6 +35,8 @@ DEFAULTS = {
     "spardl": {"density": 0.01, "warmup": 0},
     "onebit": {"block": 4096, "beta": 0.9, "handoff": "global"},
     "covap": {"interval": 3, "ef_init": 0.1, "ef_ascend_steps": 100, "ef_ascend_range": 0.1},
+    # The hook's local=1: a due shard's parameters averaged before the step, local momentum.
+    "covap-local": {"interval": 3, "before": 1, "buffers": 0},
 }
 
 
@@ -66,7 +70,17 @@ def make_reducer(algo, opts, workers, seed):
         return sim_onebit.OnebitEF(**params)
     if algo == "covap":
         return sim_covap.Covap(**params)
-    raise SystemExit(f"--algo {algo}: accepted values are dense, delayed, marsit, topk, spardl, onebit, covap")
+    raise SystemExit(f"--algo {algo}: accepted values are dense, delayed, marsit, topk, spardl, onebit, covap, "
+                     f"covap-local")
+
+
+def train(algo, opts, *, workers=4, seed=1, **kwargs):
+    """Trains with `algo` (sim_common.train's keyword arguments): covap-local keeps a model per
+    worker (sim_local.train_local), every other algorithm is a reducer over one model."""
+    if algo == "covap-local":
+        kwargs.pop("log_every", None)
+        return sim_local.train_local(workers=workers, seed=seed, **dict(DEFAULTS[algo], **opts), **kwargs)
+    return sim_common.train(make_reducer(algo, opts, workers, seed), workers=workers, seed=seed, **kwargs)
 
 
 def main():
@@ -88,18 +102,23 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     opts = parse_opts(args.opt)
-    reducer = make_reducer(args.algo, opts, args.workers, args.seed)
-    if args.own_momentum:
-        inner_mu, scale, ramp = (args.own_momentum.split(":") + ["", ""])[:3]
-        try:
-            reducer = sim_common.OwnMomentum(reducer, args.momentum, float(inner_mu),
-                                             float(scale) if scale else None, int(ramp or 0))
-        except ValueError:
-            ap.error(f"--own-momentum {args.own_momentum}: MU[:SCALE[:RAMP]], numbers (RAMP an integer)")
-    res = sim_common.train(reducer, seed=args.seed, workers=args.workers, batch=args.batch,
-                           epochs=args.epochs, lr=args.lr, momentum=args.momentum, model=args.model,
-                           train_size=args.train_size or None, log_every=args.log_every,
-                           log=lambda s: print(s, flush=True))
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    common = dict(workers=args.workers, seed=args.seed, batch=args.batch, epochs=args.epochs, lr=args.lr,
+                  momentum=args.momentum, model=args.model, train_size=args.train_size or None, log=log)
+    if args.algo == "covap-local":
+        if args.own_momentum:
+            ap.error("--own-momentum: not with covap-local (each worker keeps its own optimizer)")
+        res = train(args.algo, opts, **common)
+    else:
+        reducer = make_reducer(args.algo, opts, args.workers, args.seed)
+        if args.own_momentum:
+            inner_mu, scale, ramp = (args.own_momentum.split(":") + ["", ""])[:3]
+            try:
+                reducer = sim_common.OwnMomentum(reducer, args.momentum, float(inner_mu),
+                                                 float(scale) if scale else None, int(ramp or 0))
+            except ValueError:
+                ap.error(f"--own-momentum {args.own_momentum}: MU[:SCALE[:RAMP]], numbers (RAMP an integer)")
+        res = sim_common.train(reducer, log_every=args.log_every, **common)
     record = {"algo": args.algo, "opts": opts, "seed": args.seed, "model": args.model,
               "own_momentum": args.own_momentum, "train_size": args.train_size or 60000,
               "lr": args.lr, "momentum": args.momentum,

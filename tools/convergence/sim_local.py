@@ -4,14 +4,15 @@ with its own fresh gradient at once, and at step s the shard t with (t + s) mod 
 flat parameter vector is averaged over the workers (with buffers=1 the momentum buffers of
 that shard too). Nothing is sent late: what a worker skips is its peers' gradients, which
 arrive inside the averaged parameters at the shard's next turn, so each worker runs undelayed
-heavy-ball SGD between averagings (Local SGD per shard). The model tested after each epoch is
-the workers' average (what a final averaging gives every worker).
+heavy-ball SGD between averagings (Local SGD per shard). before=1 averages a due shard's
+parameters before the step instead (the values the gradients were taken at), then steps
+locally: what the DDP hook does with local=1, since a hook runs before the optimizer. The
+model tested after each epoch is the workers' average (what the hook's synchronize() gives
+every worker).
 
-  /usr/bin/python3 tools/convergence/sim_local.py --interval 3 --seed 1 --train-size 30000
+  /usr/bin/python3 tools/convergence/run.py --algo covap-local --opt interval=3 --seed 1 --train-size 30000
 """
-import argparse
 import copy
-import json
 import math
 import time
 
@@ -108,28 +109,3 @@ def train_local(*, interval=3, buffers=0, before=0, seed=1, workers=4, batch=64,
     while len(result["accuracy"]) < epochs:
         result["accuracy"].append(10.0 if result["diverged"] else float("nan"))
     return result
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--interval", type=int, default=3)
-    ap.add_argument("--buffers", type=int, default=0)
-    ap.add_argument("--before", type=int, default=0,
-                    help="1: average a due shard's parameters before the step (the values the gradients were taken at), "
-                         "then step locally: what a DDP hook can do")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--momentum", type=float, default=0.9)
-    ap.add_argument("--train-size", type=int, default=0)
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    res = train_local(interval=args.interval, buffers=args.buffers, before=args.before, seed=args.seed, epochs=args.epochs,
-                      lr=args.lr, momentum=args.momentum, train_size=args.train_size or None,
-                      log=lambda s: print(s, flush=True))
-    print(json.dumps({"algo": "covap-local", "interval": args.interval, "buffers": args.buffers, "before": args.before,
-                      "seed": args.seed, "lr": args.lr, **res}), flush=True)
-
-
-if __name__ == "__main__":
-    main()
