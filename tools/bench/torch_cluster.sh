@@ -19,7 +19,7 @@ rates=("${@:-100mbit}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 net=${TSR_SHARED:-$root/../shared}/tools/netcluster.sh
 build=${TSR_BUILD:-$root/build}
-configs=${CONFIGS:-"gloo/none gloo/fp16 gloo/powersgd-r2 gloo/powersgd-r4 tessera/none tessera/dense tessera/marsit tessera/spardl tessera/topk tessera/onebit tessera/covap tessera/auto tessera/selsync"}
+configs=${CONFIGS:-"gloo/none gloo/fp16 gloo/powersgd-r2 gloo/powersgd-r4 tessera/none tessera/dense tessera/marsit tessera/spardl tessera/topk tessera/onebit tessera/covap tessera/covap:local=1 tessera/auto tessera/selsync"}
 unset TSR_BUILD TSR_SHARED
 [ -x "$net" ] || { echo "torch_cluster.sh: $net not found (set TSR_SHARED)" >&2; exit 2; }
 [ -e "$build/lib/_tessera_torch.cpython-311-x86_64-linux-gnu.so" ] || ls "$build"/lib/_tessera_torch*.so >/dev/null ||
