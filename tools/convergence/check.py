@@ -53,7 +53,7 @@ def main():
                             train_size=args.train_size, log=lambda s: None)
             results[algo] = res
             accs = " / ".join(f"{a:.2f}" for a in res["accuracy"])
-            print(f"seed {seed} {algo:8s} accuracy after each epoch: {accs}"
+            print(f"seed {seed} {algo:11s} accuracy after each epoch: {accs}"
                   f"{'  DIVERGED' if res['diverged'] else ''}", flush=True)
         dense = results["dense"]["accuracy"][-1]
         for algo, res in results.items():
