@@ -95,61 +95,81 @@ def cosine(a, b):
     return float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
-def train(reducer, *, seed=1, workers=4, batch=64, epochs=3, lr=0.05, momentum=0.9,
-          model="small", train_size=None, log_every=0, log=print):
-    """Trains with `reducer` (an object with reduce(list of N flat gradients) -> flat
-    average estimate, and optionally stats() -> dict for the log) and returns a dict with the
-    test accuracy after each epoch, the final training loss and whether the loss went
-    non-finite (then training stops: a diverged run)."""
-    torch.manual_seed(seed)
-    np.random.seed(seed)
-    tx, ty, vx, vy = load_fashion_mnist(train_size)
-    net = Cnn(*MODELS[model])
-    for p in net.parameters():
-        p.grad = torch.zeros_like(p)
-    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+def finite_loss(loss):
+    return math.isfinite(loss) and loss <= 1e3
+
+
+def run_epochs(step, model_for_test, data, *, seed=1, workers=4, batch=64, epochs=3, log=print):
+    """The epoch loop of every trainer here: each epoch shuffles the training set (seeded), gives
+    worker r every workers-th image of it (a DistributedSampler-like split), and calls
+    step(step_index, [worker r's batch indices]) -> mean loss over the workers, which applies
+    the update only when the loss is finite; a non-finite loss (or one above 1e3) ends training
+    as diverged. After each epoch model_for_test() is tested. Returns the test accuracy after
+    each epoch, the final training loss, the step count and whether training diverged."""
+    tx, _, vx, vy = data
     per_rank = len(tx) // workers
     steps_per_epoch = per_rank // batch
     result = {"accuracy": [], "diverged": False, "steps": 0, "loss": []}
-    step, t0 = 0, time.time()
+    n, t0 = 0, time.time()
     for epoch in range(epochs):
         order = torch.randperm(len(tx), generator=torch.Generator().manual_seed(seed * 1000 + epoch))
         shards = [order[r:per_rank * workers:workers] for r in range(workers)]
         running = []
         for i in range(steps_per_epoch):
-            grads, loss_sum = [], 0.0
-            for r in range(workers):
-                idx = shards[r][i * batch:(i + 1) * batch]
-                net.zero_grad(set_to_none=False)
-                loss = F.cross_entropy(net(tx[idx]), ty[idx])
-                loss.backward()
-                grads.append(flat_grad(net).clone())
-                loss_sum += float(loss)
-            loss = loss_sum / workers
+            loss = step(n, [shard[i * batch:(i + 1) * batch] for shard in shards])
             running.append(loss)
-            if not math.isfinite(loss) or loss > 1e3:
+            if not finite_loss(loss):
                 result["diverged"] = True
                 break
-            exact = torch.stack(grads).mean(0)
-            out = reducer.reduce(grads)
-            if log_every and step % log_every == 0:
-                extra = reducer.stats() if hasattr(reducer, "stats") else {}
-                fields = " ".join(f"{k} {v:.3g}" for k, v in extra.items())
-                log(f"step {step} loss {loss:.3f} cos {cosine(out, exact):.3f} "
-                    f"|out|/|avg| {float(out.norm()) / max(float(exact.norm()), 1e-30):.3g} {fields}")
-            set_flat_grad(net, out)
-            opt.step()
-            step += 1
+            n += 1
         result["loss"].append(float(np.mean(running[-50:])) if running else float("nan"))
         if result["diverged"]:
             break
-        result["accuracy"].append(accuracy(net, vx, vy))
+        result["accuracy"].append(accuracy(model_for_test(), vx, vy))
         log(f"epoch {epoch + 1}: test accuracy {result['accuracy'][-1]:.2f}% "
             f"(train loss {result['loss'][-1]:.3f}, {time.time() - t0:.0f} s)")
-    result["steps"] = step
+    result["steps"] = n
     while len(result["accuracy"]) < epochs:
         result["accuracy"].append(10.0 if result["diverged"] else float("nan"))
     return result
+
+
+def train(reducer, *, seed=1, workers=4, batch=64, epochs=3, lr=0.05, momentum=0.9,
+          model="small", train_size=None, log_every=0, log=print):
+    """Trains with `reducer` (an object with reduce(list of N flat gradients) -> flat
+    average estimate, and optionally stats() -> dict for the log); returns run_epochs's result."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    data = load_fashion_mnist(train_size)
+    tx, ty = data[0], data[1]
+    net = Cnn(*MODELS[model])
+    for p in net.parameters():
+        p.grad = torch.zeros_like(p)
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+
+    def step(n, batches):
+        grads, loss_sum = [], 0.0
+        for idx in batches:
+            net.zero_grad(set_to_none=False)
+            loss = F.cross_entropy(net(tx[idx]), ty[idx])
+            loss.backward()
+            grads.append(flat_grad(net).clone())
+            loss_sum += float(loss)
+        loss = loss_sum / len(batches)
+        if not finite_loss(loss):
+            return loss
+        exact = torch.stack(grads).mean(0)
+        out = reducer.reduce(grads)
+        if log_every and n % log_every == 0:
+            extra = reducer.stats() if hasattr(reducer, "stats") else {}
+            fields = " ".join(f"{k} {v:.3g}" for k, v in extra.items())
+            log(f"step {n} loss {loss:.3f} cos {cosine(out, exact):.3f} "
+                f"|out|/|avg| {float(out.norm()) / max(float(exact.norm()), 1e-30):.3g} {fields}")
+        set_flat_grad(net, out)
+        opt.step()
+        return loss
+
+    return run_epochs(step, lambda: net, data, seed=seed, workers=workers, batch=batch, epochs=epochs, log=log)
 
 
 class Dense:

@@ -13,8 +13,6 @@ every worker).
   /usr/bin/python3 tools/convergence/run.py --algo covap-local --opt interval=3 --seed 1 --train-size 30000
 """
 import copy
-import math
-import time
 
 import numpy as np
 import torch
@@ -59,53 +57,40 @@ def train_local(*, interval=3, buffers=0, before=0, seed=1, workers=4, batch=64,
                 model="small", train_size=None, log=print):
     torch.manual_seed(seed)
     np.random.seed(seed)
-    tx, ty, vx, vy = sim_common.load_fashion_mnist(train_size)
+    data = sim_common.load_fashion_mnist(train_size)
+    tx, ty = data[0], data[1]
     base = sim_common.Cnn(*sim_common.MODELS[model])
     nets = [copy.deepcopy(base) for _ in range(workers)]
     opts = [torch.optim.SGD(n.parameters(), lr=lr, momentum=momentum) for n in nets]
     d = sum(p.numel() for p in base.parameters())
     bounds = [d * t // interval for t in range(interval + 1)]
-    per_rank = len(tx) // workers
-    steps_per_epoch = per_rank // batch
-    result = {"accuracy": [], "diverged": False, "steps": 0, "loss": []}
-    step, t0 = 0, time.time()
-    for epoch in range(epochs):
-        order = torch.randperm(len(tx), generator=torch.Generator().manual_seed(seed * 1000 + epoch))
-        shards = [order[r:per_rank * workers:workers] for r in range(workers)]
-        running = []
-        for i in range(steps_per_epoch):
-            loss_sum = 0.0
-            for r, (net, opt) in enumerate(zip(nets, opts)):
-                idx = shards[r][i * batch:(i + 1) * batch]
-                opt.zero_grad(set_to_none=False)
-                loss = F.cross_entropy(net(tx[idx]), ty[idx])
-                loss.backward()
-                loss_sum += float(loss)
-            loss = loss_sum / workers
-            running.append(loss)
-            if not math.isfinite(loss) or loss > 1e3:
-                result["diverged"] = True
-                break
-            if before:
-                _average_due(nets, None, interval, bounds, step)
-            for opt in opts:
-                opt.step()
-            if not before:
-                bufs = [[o.state[p]["momentum_buffer"] for p in n.parameters()] for n, o in zip(nets, opts)] \
-                    if buffers and momentum else None
-                _average_due(nets, bufs, interval, bounds, step)
-            step += 1
-        result["loss"].append(float(np.mean(running[-50:])) if running else float("nan"))
-        if result["diverged"]:
-            break
+
+    def step(n, batches):
+        loss_sum = 0.0
+        for net, opt, idx in zip(nets, opts, batches):
+            opt.zero_grad(set_to_none=False)
+            loss = F.cross_entropy(net(tx[idx]), ty[idx])
+            loss.backward()
+            loss_sum += float(loss)
+        loss = loss_sum / workers
+        if not sim_common.finite_loss(loss):
+            return loss
+        if before:
+            _average_due(nets, None, interval, bounds, n)
+        for opt in opts:
+            opt.step()
+        if not before:
+            bufs = [[o.state[p]["momentum_buffer"] for p in net.parameters()] for net, o in zip(nets, opts)] \
+                if buffers and momentum else None
+            _average_due(nets, bufs, interval, bounds, n)
+        return loss
+
+    def average_model():
         avg = copy.deepcopy(base)
         with torch.no_grad():
-            for p, *ps in zip(avg.parameters(), *[n.parameters() for n in nets]):
+            for p, *ps in zip(avg.parameters(), *[net.parameters() for net in nets]):
                 p.copy_(torch.stack([q.data for q in ps]).mean(0))
-        result["accuracy"].append(sim_common.accuracy(avg, vx, vy))
-        log(f"epoch {epoch + 1}: test accuracy {result['accuracy'][-1]:.2f}% "
-            f"(train loss {result['loss'][-1]:.3f}, {time.time() - t0:.0f} s)")
-    result["steps"] = step
-    while len(result["accuracy"]) < epochs:
-        result["accuracy"].append(10.0 if result["diverged"] else float("nan"))
-    return result
+        return avg
+
+    return sim_common.run_epochs(step, average_model, data, seed=seed, workers=workers, batch=batch, epochs=epochs,
+                                 log=log)
