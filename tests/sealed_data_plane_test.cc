@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -138,6 +140,8 @@ TEST_P(SealedDataPlane, AByteFlippedOnTheWireFailsTheCollectiveNamingTheSender) 
   std::mutex mutex;
   std::vector<Status> outcomes(kRanks);
   std::vector<bool> right(kRanks);
+  std::condition_variable everyoneRecorded;
+  int recorded = 0;
   testing::runRanksWrapped(
       kRanks,
       [&](runtime::Communicator& comm) {
@@ -151,9 +155,15 @@ TEST_P(SealedDataPlane, AByteFlippedOnTheWireFailsTheCollectiveNamingTheSender) 
           armed = true;  // after its barrier: the next allreduce's message
         }
         if (st.isOk()) st = waitFor(comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum));
-        std::lock_guard<std::mutex> lock(mutex);
+        std::unique_lock<std::mutex> lock(mutex);
         outcomes[comm.rank()] = st;
         right[comm.rank()] = std::all_of(buf.begin(), buf.end(), [](float v) { return v == 16.0f; });
+        // Stay until every rank has its outcome: a rank that has what it needs and leaves
+        // destroys its communicator, and rank 0 could hear of that before it reads the
+        // tampered message still on its way from that rank.
+        ++recorded;
+        everyoneRecorded.notify_all();
+        everyoneRecorded.wait_for(lock, std::chrono::seconds(30), [&] { return recorded == kRanks; });
       },
       [](int rank) { return sealedOnOwnHost(rank, GetParam()); },
       [&armed](transport::Transport& ucx) { return std::make_unique<FlipTap>(ucx, armed); });
