@@ -3,16 +3,18 @@
 # multi-rank tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 source "$(dirname "$0")/scripts/common.sh"
+source "$TSR_ROOT/scripts/timing.sh"
 cd "$TSR_ROOT"
+tsr_phase "Install (missing packages, data)"
 tsr_install_missing
 # The MLP trainer's test needs the digits set; without it that one test is skipped, said here.
 tsr_fetch_digits >/dev/null ||
   echo "tessera: WARNING: no digits data set: Examples.TrainMlpUnderTsrun will be skipped"
 
-echo "== Format (.clang-format)"
+tsr_phase "Format (.clang-format)"
 scripts/check_format.sh
 
-echo "== Release build (build/)"
+tsr_phase "Release build (build/)"
 tsr_build build -DCMAKE_BUILD_TYPE=Release
 # A python3 earlier on PATH without NumPy or torch must not leave the Python checks out
 # unnoticed (cmake/python.cmake picks Debian's interpreter, which has them).
@@ -20,12 +22,10 @@ if /usr/bin/python3 -c "import numpy, torch" 2>/dev/null &&
    ! ctest --test-dir build -N -L python | grep -q "Total Tests: [1-9]"; then
   echo "tessera: no Python checks in build/ although /usr/bin/python3 has NumPy and torch"; exit 1
 fi
-echo "== Tests"
-ctest --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
+tsr_ctest "Release tests" --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
 
-echo "== Sanitizer build (build-asan/)"
+tsr_phase "Sanitizer build (build-asan/)"
 tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF
-echo "== Tests under ASan + UBSan"
 # UCX's malloc/mmap hooks fight the sanitizer's allocator: turn them off for this run. The
 # Python checks run after, on their own (the interpreter must load the ASan runtime first).
 # hwloc unloads its plugins before LSan reports, so the few allocations they keep could be
@@ -36,8 +36,7 @@ UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 LSAN_OPTIONS="suppressions=$TSR_ROOT/scripts/lsan.supp" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  ctest --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -LE "slow|netns|python"
-echo "== Python checks under ASan + UBSan"
+  tsr_ctest "Tests under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -LE "slow|netns|python"
 # The interpreter is not instrumented: preloading the sanitizers' runtimes lets it load the
 # instrumented libtessera (ranks under tsrun inherit LD_PRELOAD). Leaks are not checked here:
 # CPython keeps its own allocations at exit on purpose.
@@ -46,8 +45,10 @@ LD_PRELOAD="$sanitizer_runtimes $hwloc_plugins" \
 UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  ctest --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -L python -LE "slow|netns"
+  tsr_ctest "Python checks under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -L python -LE "slow|netns"
 
-echo "== Fuzz (short)"
+tsr_phase "Fuzz build (build-fuzz/)"
+scripts/fuzz.sh --build
+tsr_phase "Fuzz (short runs)"
 # Every libFuzzer target for 15 s on its seeds (docs/fuzzing.md); a warning without clang++.
 scripts/fuzz.sh 15

@@ -5,7 +5,7 @@ TSR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TSR_PACKAGES=(cmake ninja-build g++ pkg-config libucx-dev ucx-utils libhwloc-dev hwloc
               libboost-dev libspdlog-dev libfmt-dev libgtest-dev libssl-dev libcli11-dev
               iproute2 zlib1g-dev python3-numpy libsimgrid-dev clang-format
-              python3-torch libtorch-dev pybind11-dev python3-dev python3-matplotlib dataset-fashion-mnist)
+              python3-torch libtorch-dev pybind11-dev python3-dev python3-matplotlib dataset-fashion-mnist ccache)
 
 tsr_install_missing() {
   local missing=()
@@ -20,6 +20,11 @@ tsr_install_missing() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
 }
+
+# ccache (CMakeLists.txt uses it when installed): paths inside the checkout are hashed relative
+# to it, and the build folder's path is left out, so every clone of the tree shares one cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$TSR_ROOT}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 # tsr_build DIR [cmake args...]: configure (once) and build everything in DIR.
 tsr_build() {

@@ -3,6 +3,7 @@
 # with ASan + UBSan) and runs each for SECONDS (default 20) on its seeds; fails when any target
 # finds a crash, a leak, undefined behaviour or a timeout. TARGET: fuzz_hostfile, ... (default all).
 #   scripts/fuzz.sh --seeds   rewrites the binary seeds of fuzz/corpus/ from the real encoders.
+#   scripts/fuzz.sh --build   only builds the targets.
 # New inputs go to build-fuzz/corpus/<target>/ (kept between runs), findings to
 # build-fuzz/artifacts/<target>/. TSR_FUZZ_JOBS: build parallelism (default: all cores).
 # docs/fuzzing.md has the targets and how to run a longer campaign.
@@ -23,6 +24,9 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 cmake --build "$build" --target fuzzers -j"$jobs"
 
+if [ "${1:-}" = "--build" ]; then
+  exit 0
+fi
 if [ "${1:-}" = "--seeds" ]; then
   "$build/bin/make_seeds" "$root/fuzz/corpus"
   echo "tessera: seeds written to fuzz/corpus/"
