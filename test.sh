@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
-# ./test.sh: install what is missing, build, run every test (ctest), then the same unit and
-# multi-rank tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# ./test.sh [--full]: install what is missing, build, run the tests (ctest), then the unit and
+# multi-rank tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz
+# target briefly; a timing report ends the run.
+#   ./test.sh          the default tier (what CI runs): every kind of test, sweeps at their
+#                      edges, the long fault and chaos scenarios left out (ctest label "full")
+#   ./test.sh --full   everything, the fuzz targets for longer: before a release, or after a
+#                      change to what a long check guards (docs/install.md, "Tests")
 set -euo pipefail
+tier=default
+case "${1:-}" in
+  "") ;;
+  --full) tier=full ;;
+  *) echo "usage: ./test.sh [--full]  (unknown argument '$1')" >&2; exit 2 ;;
+esac
 source "$(dirname "$0")/scripts/common.sh"
 source "$TSR_ROOT/scripts/timing.sh"
 cd "$TSR_ROOT"
+# What the default tier leaves out of each ctest phase: the tests labelled full, and the
+# GoogleTest cases whose instantiation or suite is named Full... (cmake/tessera_test.cmake).
+# And how long each fuzz target runs.
+if [ "$tier" = full ]; then
+  leave_out="" full_cases="^$" fuzz_seconds=15
+else
+  leave_out="full" full_cases="(^|/)Full" fuzz_seconds=3
+fi
+echo "tessera: test tier: $tier"
 tsr_phase "Install (missing packages, data)"
 tsr_install_missing
 # The MLP trainer's test needs the digits set; without it that one test is skipped, said here.
@@ -22,7 +42,7 @@ if /usr/bin/python3 -c "import numpy, torch" 2>/dev/null &&
    ! ctest --test-dir build -N -L python | grep -q "Total Tests: [1-9]"; then
   echo "tessera: no Python checks in build/ although /usr/bin/python3 has NumPy and torch"; exit 1
 fi
-tsr_ctest "Release tests" --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
+tsr_ctest "Release tests" --test-dir build --output-on-failure --timeout 900 -j"$(nproc)" ${leave_out:+-LE "$leave_out"} -E "$full_cases"
 
 tsr_phase "Sanitizer build (build-asan/)"
 tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF
@@ -36,7 +56,7 @@ UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 LSAN_OPTIONS="suppressions=$TSR_ROOT/scripts/lsan.supp" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  tsr_ctest "Tests under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -LE "slow|netns|python"
+  tsr_ctest "Tests under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -LE "${leave_out:+$leave_out|}netns|python" -E "$full_cases"
 # The interpreter is not instrumented: preloading the sanitizers' runtimes lets it load the
 # instrumented libtessera (ranks under tsrun inherit LD_PRELOAD). Leaks are not checked here:
 # CPython keeps its own allocations at exit on purpose.
@@ -45,10 +65,10 @@ LD_PRELOAD="$sanitizer_runtimes $hwloc_plugins" \
 UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  tsr_ctest "Python checks under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -L python -LE "slow|netns"
+  tsr_ctest "Python checks under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -L python -LE "${leave_out:+$leave_out|}netns" -E "$full_cases"
 
 tsr_phase "Fuzz build (build-fuzz/)"
 scripts/fuzz.sh --build
 tsr_phase "Fuzz (short runs)"
-# Every libFuzzer target for 15 s on its seeds (docs/fuzzing.md); a warning without clang++.
-scripts/fuzz.sh 15
+# Every libFuzzer target on its seeds (docs/fuzzing.md); a warning without clang++.
+scripts/fuzz.sh "$fuzz_seconds"

@@ -408,6 +408,8 @@ void ProgressEngine::run() {
   // every peer still there has said goodbye too (everything a peer sent comes before its
   // goodbye), for at most kLinger.
   const bool linger = notified_ != Notified::kNone;
+  // A peer whose goodbye came before this rank's lingers too, waiting for this one's.
+  if (linger) sendControl(kGoodbye, true);
   auto peersStillThere = [this] {
     for (int p = 0; p < transport_.size(); ++p)
       if (p != transport_.rank() && transport_.peerStatus(p).isOk()) return true;

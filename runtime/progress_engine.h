@@ -146,7 +146,8 @@ class ProgressEngine final : public algorithms::RequestDriver {
   void postControlRecv();
   void watchNeighbours(std::chrono::steady_clock::time_point now);
   void watchLinkRates(std::chrono::steady_clock::time_point now);
-  void sendControl(const std::string& payload);
+  // To every healthy peer, or (toLeftPeers) to those that have said goodbye already.
+  void sendControl(const std::string& payload, bool toLeftPeers = false);
   void sayGoodbye();
   // A control message that failed its check (ControlAuth::open): not acted on, said (rate-limited).
   void dropControl(int from, const Status& why);

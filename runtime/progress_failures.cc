@@ -87,9 +87,10 @@ Status ProgressEngine::pendingFailure(const Submission& s, const Status& reason)
   return Status(Code::kAborted, "communicator is unusable after an earlier error: " + reason.toString());
 }
 
-void ProgressEngine::sendControl(const std::string& payload) {
+void ProgressEngine::sendControl(const std::string& payload, bool toLeftPeers) {
   for (int peer = 0; peer < transport_.size(); ++peer) {
-    if (peer == transport_.rank() || !transport_.peerStatus(peer).isOk()) continue;
+    if (peer == transport_.rank()) continue;
+    if (toLeftPeers ? !transport_.peerLeft(peer) : !transport_.peerStatus(peer).isOk()) continue;
     // Sealed for this peer: a receiver acts only on what carries the job's MAC.
     auto sealed = controlAuth_.seal(peer, payload);
     if (!sealed.isOk()) {
@@ -99,10 +100,9 @@ void ProgressEngine::sendControl(const std::string& payload) {
     controlSends_.emplace_back();
     ControlSend& cs = controlSends_.back();
     cs.payload = sealed.take();
-    transport_
-        .send(peer, transport::makeControlTag(transport_.rank(), options_.comm), cs.payload.data(), cs.payload.size(),
-              transport::MemoryType::kHost, &cs.completion)
-        .ignore();
+    Status sent = transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm), cs.payload.data(),
+                                  cs.payload.size(), transport::MemoryType::kHost, &cs.completion);
+    if (!sent.isOk()) controlSends_.pop_back();  // nothing in flight to wait for
   }
 }
 

@@ -38,6 +38,8 @@ tsr_ctest() {
 
 tsr_timing_report() {
   local status=$?
+  # The report must not change the run's outcome (head closing a pipe is not a failure).
+  set +e +o pipefail
   local failed_phase=$TSR_PHASE_CURRENT
   [ "$status" = 0 ] || failed_phase="$TSR_PHASE_CURRENT (failed)"
   if [ -n "$TSR_PHASE_CURRENT" ]; then
@@ -66,6 +68,6 @@ tsr_timing_report() {
          END { if (n) printf "  %d tests, %.0f test-seconds in all\n", n, s }' "$log"
   done
   rm -rf "$TSR_TIMING_DIR"
-  return "$status"
+  exit "$status"
 }
 trap tsr_timing_report EXIT

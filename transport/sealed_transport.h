@@ -56,6 +56,7 @@ class SealedTransport final : public Transport {
   void wake() override { inner_.wake(); }
   Status peerStatus(int peer) const override { return inner_.peerStatus(peer); }
   void markPeerLeft(int peer) override { inner_.markPeerLeft(peer); }
+  bool peerLeft(int peer) const override { return inner_.peerLeft(peer); }
   void abandonPendingOnClose() override { inner_.abandonPendingOnClose(); }
   void beginLeaving() override { inner_.beginLeaving(); }
   bool supportsMemoryType(MemoryType type) const override { return type == MemoryType::kHost; }

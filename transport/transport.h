@@ -88,6 +88,10 @@ class Transport {
   // The peer said goodbye (destroyed its communicator): later failures of its endpoint are
   // expected and quiet, and operations with it fail naming why.
   virtual void markPeerLeft(int peer) = 0;
+  // The peer said goodbye (markPeerLeft). Once this rank is leaving too (beginLeaving), it may
+  // still send to such a peer: one leaving after an error lingers, reading, until every peer
+  // it still counts has said goodbye, and must not wait for one that saw it leave first.
+  virtual bool peerLeft(int /*peer*/) const { return false; }
   // After a failure nobody will take what is still in flight: close endpoints without
   // flushing, so pending sends end (with an error) instead of holding the close up.
   virtual void abandonPendingOnClose() = 0;

@@ -242,6 +242,7 @@ Status UcxTransport::checkPeer(int peer, const char* what) const {
   if (peer < 0 || peer >= size_ || peer == rank_ || !endpoints_[peer])
     return Status(Code::kInternal, std::string(what) + " to invalid peer " + std::to_string(peer) + " from rank " +
                                        std::to_string(rank_));
+  if (closing_ && left_[peer]) return Status::ok();  // goodbye to a peer that left first (peerLeft)
   return peerStatus_[peer];
 }
 

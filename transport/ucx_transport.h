@@ -81,6 +81,7 @@ class UcxTransport final : public Transport {
 
   Status peerStatus(int peer) const override;
   void markPeerLeft(int peer) override;
+  bool peerLeft(int peer) const override { return peer >= 0 && peer < size_ && left_[peer]; }
   void abandonPendingOnClose() override { abandonOnClose_ = true; }
   void beginLeaving() override { closing_ = true; }
   bool supportsMemoryType(MemoryType type) const override;

@@ -36,6 +36,7 @@ class ForwardingTransport : public Transport {
   void wake() override { inner_.wake(); }
   Status peerStatus(int peer) const override { return inner_.peerStatus(peer); }
   void markPeerLeft(int peer) override { inner_.markPeerLeft(peer); }
+  bool peerLeft(int peer) const override { return inner_.peerLeft(peer); }
   void abandonPendingOnClose() override { inner_.abandonPendingOnClose(); }
   void beginLeaving() override { inner_.beginLeaving(); }
   bool supportsMemoryType(MemoryType t) const override { return inner_.supportsMemoryType(t); }
