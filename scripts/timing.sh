@@ -27,7 +27,6 @@ tsr_phase() {
   echo "== $1"
 }
 
-# ctest prints "  12/301 Test  #12: Name ....   Passed    1.23 sec": keep "seconds name status".
 tsr_ctest() {
   local name=$1; shift
   tsr_phase "$name"
@@ -40,13 +39,8 @@ tsr_timing_report() {
   local status=$?
   # The report must not change the run's outcome (head closing a pipe is not a failure).
   set +e +o pipefail
-  local failed_phase=$TSR_PHASE_CURRENT
-  [ "$status" = 0 ] || failed_phase="$TSR_PHASE_CURRENT (failed)"
-  if [ -n "$TSR_PHASE_CURRENT" ]; then
-    TSR_PHASE_NAMES+=("$failed_phase")
-    TSR_PHASE_SECONDS+=("$((SECONDS - TSR_PHASE_START))")
-    TSR_PHASE_CURRENT=""
-  fi
+  [ "$status" = 0 ] || [ -z "$TSR_PHASE_CURRENT" ] || TSR_PHASE_CURRENT+=" (failed)"
+  tsr_phase_end
   echo
   echo "== Timing (seconds of wall time)"
   local i
@@ -58,6 +52,7 @@ tsr_timing_report() {
   for log in "$TSR_TIMING_DIR"/ctest-*.log; do
     [ -f "$log" ] || continue
     echo "== The $TSR_SLOWEST slowest tests of \"$(cat "$log.title")\" (seconds)"
+    # ctest's lines: "  12/301 Test  #12: Name ......   Passed    1.23 sec".
     awk '/Test +#[0-9]+: / {
            for (i = 1; i <= NF; i++) if ($i ~ /^#[0-9]+:$/) name = $(i + 1)
            for (i = NF; i > 1; i--) if ($i == "sec") { t = $(i - 1); break }
