@@ -34,6 +34,19 @@ const std::vector<std::string>& launcherVariableNames() {
   return kNames;
 }
 
+const std::vector<std::string>& torchrunVariableNames() {
+  static const std::vector<std::string> kNames = {"RANK",        "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                                  "MASTER_ADDR", "MASTER_PORT"};
+  return kNames;
+}
+
+void setRendezvousAddress(JobInfo& job, const std::vector<RankSlot>& plan, int basePort, int freeLocalPort) {
+  if (plan.empty()) return;
+  const RankSlot& first = plan.front();
+  job.masterAddr = first.peerHost;
+  job.masterPort = first.local ? freeLocalPort : basePort + first.localSize;
+}
+
 Result<std::vector<std::string>> splitCommandTemplate(std::string_view text) {
   std::vector<std::string> words;
   std::string word;
@@ -156,6 +169,19 @@ std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job, co
       {"TSR_JOB_ID", job.jobId},
       {"TSR_LAUNCHER_WATCH", job.graceSeconds},
   };
+  std::vector<EnvVar> torchrun = {{"RANK", std::to_string(slot.rank)},
+                                  {"WORLD_SIZE", std::to_string(job.worldSize)},
+                                  {"LOCAL_RANK", std::to_string(slot.localRank)},
+                                  {"LOCAL_WORLD_SIZE", std::to_string(slot.localSize)}};
+  if (!job.masterAddr.empty()) {
+    torchrun.push_back({"MASTER_ADDR", job.masterAddr});
+    torchrun.push_back({"MASTER_PORT", std::to_string(job.masterPort)});
+  }
+  if (job.oneOmpThread && slot.localSize > 1) torchrun.push_back({"OMP_NUM_THREADS", "1"});
+  for (EnvVar& var : torchrun) {
+    bool exported = std::any_of(exports.begin(), exports.end(), [&](const EnvVar& e) { return e.name == var.name; });
+    if (!exported) env.push_back(std::move(var));
+  }
   env.insert(env.end(), exports.begin(), exports.end());
   return env;
 }

@@ -41,6 +41,13 @@ struct JobInfo {
   std::string secret;  // 64 hex characters
   std::string jobId;
   std::string graceSeconds = "5";  // TSR_LAUNCHER_WATCH: SIGTERM -> SIGKILL once tsrun is gone
+  // torchrun's rendezvous address: rank 0's host and a port free there (rendezvousAddress).
+  std::string masterAddr;
+  int masterPort = 0;
+  // OMP_NUM_THREADS=1 for ranks that share a host with others, as torchrun does: each
+  // process's OpenMP pool sized to every core oversubscribes them (PyTorch 2.x's spinning
+  // workers made a 4-rank DDP step on 2 cores 6x slower). Set when tsrun's environment has none.
+  bool oneOmpThread = false;
 };
 
 // The variables tsrun sets for every rank; -x cannot override them.
@@ -60,7 +67,18 @@ bool rshNeedsQuoting(const std::vector<std::string>& rshWords, RshQuote mode);
 Result<std::vector<EnvVar>> resolveExports(const std::vector<std::string>& specs,
                                            const std::function<std::optional<std::string>(const std::string&)>& lookup);
 
-// TSR_* variables of one rank, then the exported ones, in a fixed order.
+// The names torchrun gives every rank (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT): tsrun sets them too, so that a PyTorch script on any backend runs
+// under tsrun as under torchrun. An -x of the same name wins over tsrun's value.
+const std::vector<std::string>& torchrunVariableNames();
+
+// Where a torchrun-style store would listen: rank 0's bootstrap host, and a port next to the
+// bootstrap ports on its host (remote: basePort + the number of ranks there) or, when rank 0 is
+// local, `freeLocalPort`.
+void setRendezvousAddress(JobInfo& job, const std::vector<RankSlot>& plan, int basePort, int freeLocalPort);
+
+// TSR_* variables of one rank, torchrun's (those not exported), OMP_NUM_THREADS=1 (see
+// JobInfo), then the exported ones, in a fixed order.
 std::vector<EnvVar> rankEnvironment(const RankSlot& slot, const JobInfo& job, const std::vector<EnvVar>& exports);
 
 // base ("NAME=VALUE" strings, e.g. environ) with every variable of overrides replaced or added.

@@ -61,7 +61,10 @@ Result<std::vector<RankLaunch>> prepare(const LaunchOptions& o) {
   plan.localNames = localHostNames();
   plan.localAddress = plan.localNames.empty() ? "" : plan.localNames.front();
   TSR_ASSIGN_OR_RETURN(std::vector<RankSlot> slots, buildRankPlan(hosts, plan));
-  TSR_ASSIGN_OR_RETURN(std::vector<int> ports, pickFreePorts(countLocalRanks(slots)));
+  // One more free port than local ranks: the rendezvous port when rank 0 is local.
+  TSR_ASSIGN_OR_RETURN(std::vector<int> ports, pickFreePorts(countLocalRanks(slots) + 1));
+  int rendezvousPort = ports.back();
+  ports.pop_back();
   TSR_RETURN_IF_ERROR(assignLocalPorts(slots, ports));
 
   TSR_ASSIGN_OR_RETURN(std::vector<EnvVar> exports, resolveExports(o.exports, lookupEnv));
@@ -75,6 +78,8 @@ Result<std::vector<RankLaunch>> prepare(const LaunchOptions& o) {
   char grace[32];
   std::snprintf(grace, sizeof(grace), "%g", o.graceSeconds);
   job.graceSeconds = grace;
+  setRendezvousAddress(job, slots, plan.basePort, rendezvousPort);
+  job.oneOmpThread = !lookupEnv("OMP_NUM_THREADS").has_value();
 
   std::vector<std::string> baseEnv;
   for (char** e = environ; *e != nullptr; ++e) baseEnv.emplace_back(*e);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 namespace tsr::tools::tsrun {
@@ -64,15 +65,66 @@ TEST(LaunchCommand, RankEnvironmentContract) {
   slot.rank = 2;
   slot.localRank = 1;
   slot.localSize = 3;
-  JobInfo job{4, "a:1,a:2,b:1,b:2", std::string(64, 'f'), "0123456789abcdef", "2.5"};
+  JobInfo job{4, "a:1,a:2,b:1,b:2", std::string(64, 'f'), "0123456789abcdef", "2.5", "a", 29402};
   auto env = rankEnvironment(slot, job, {{"FOO", "bar"}});
   std::vector<EnvVar> expected = {
       {"TSR_RANK", "2"},         {"TSR_WORLD_SIZE", "4"},       {"TSR_LOCAL_RANK", "1"},
       {"TSR_LOCAL_SIZE", "3"},   {"TSR_PEERS", job.peers},      {"TSR_JOB_SECRET", job.secret},
-      {"TSR_JOB_ID", job.jobId}, {"TSR_LAUNCHER_WATCH", "2.5"}, {"FOO", "bar"}};
+      {"TSR_JOB_ID", job.jobId}, {"TSR_LAUNCHER_WATCH", "2.5"}, {"RANK", "2"},
+      {"WORLD_SIZE", "4"},       {"LOCAL_RANK", "1"},           {"LOCAL_WORLD_SIZE", "3"},
+      {"MASTER_ADDR", "a"},      {"MASTER_PORT", "29402"},      {"FOO", "bar"}};
   EXPECT_EQ(env, expected);
   ASSERT_EQ(launcherVariableNames().size(), 8u);
   for (size_t i = 0; i < 8; ++i) EXPECT_EQ(env[i].name, launcherVariableNames()[i]);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(env[8 + i].name, torchrunVariableNames()[i]);
+}
+
+TEST(LaunchCommand, TorchrunVariablesGiveWayToTheUsersExports) {
+  RankSlot slot;
+  JobInfo job{2, "a:1,b:1", std::string(64, 'f'), "0123456789abcdef", "5", "a", 29401};
+  auto env = rankEnvironment(slot, job, {{"MASTER_ADDR", "store.example"}, {"MASTER_PORT", "1234"}});
+  auto count = [&](const std::string& name) {
+    return std::count_if(env.begin(), env.end(), [&](const EnvVar& v) { return v.name == name; });
+  };
+  EXPECT_EQ(count("MASTER_ADDR"), 1);
+  EXPECT_EQ(count("MASTER_PORT"), 1);
+  EXPECT_EQ(env[env.size() - 2], (EnvVar{"MASTER_ADDR", "store.example"}));
+  EXPECT_EQ(env.back(), (EnvVar{"MASTER_PORT", "1234"}));
+}
+
+TEST(LaunchCommand, OneOmpThreadWhereRanksShareAHost) {
+  JobInfo job{2, "a:1,a:2", std::string(64, 'f'), "0123456789abcdef", "5", "a", 29401};
+  job.oneOmpThread = true;
+  RankSlot shared;
+  shared.localSize = 2;
+  RankSlot alone;
+  alone.localSize = 1;
+  auto has = [](const std::vector<EnvVar>& env, const EnvVar& var) {
+    return std::find(env.begin(), env.end(), var) != env.end();
+  };
+  EXPECT_TRUE(has(rankEnvironment(shared, job, {}), {"OMP_NUM_THREADS", "1"}));
+  EXPECT_FALSE(has(rankEnvironment(alone, job, {}), {"OMP_NUM_THREADS", "1"}));
+  auto own = rankEnvironment(shared, job, {{"OMP_NUM_THREADS", "4"}});
+  EXPECT_FALSE(has(own, {"OMP_NUM_THREADS", "1"}));
+  EXPECT_TRUE(has(own, {"OMP_NUM_THREADS", "4"}));
+  job.oneOmpThread = false;  // tsrun's environment had its own
+  EXPECT_FALSE(has(rankEnvironment(shared, job, {}), {"OMP_NUM_THREADS", "1"}));
+}
+
+TEST(LaunchCommand, RendezvousAddressIsRankZerosHost) {
+  RankSlot remote;
+  remote.host = remote.peerHost = "tsr0";
+  remote.localSize = 2;
+  JobInfo job;
+  setRendezvousAddress(job, {remote, remote}, 29400, 5555);
+  EXPECT_EQ(job.masterAddr, "tsr0");
+  EXPECT_EQ(job.masterPort, 29402);  // after rank 0's host's bootstrap ports 29400, 29401
+  RankSlot local = remote;
+  local.local = true;
+  local.peerHost = "127.0.0.1";
+  setRendezvousAddress(job, {local}, 29400, 5555);
+  EXPECT_EQ(job.masterAddr, "127.0.0.1");
+  EXPECT_EQ(job.masterPort, 5555);
 }
 
 TEST(LaunchCommand, MergeEnvironmentReplacesAndAdds) {
@@ -99,7 +151,7 @@ TEST(LaunchCommand, RemoteArgvKeepsTheSecretOffTheCommandLine) {
       (std::vector<std::string>{"tsrun-rank", "env", "TSR_RANK=1", "MSG=a b", "/bin/sh", "-c", "echo $TSR_RANK"}));
   for (const auto& argv : {quoted, direct})
     for (const std::string& word : argv) EXPECT_EQ(word.find("s3cr3t"), std::string::npos) << word;
-  JobInfo job{2, "a:1,b:1", "s3cr3t", "id"};
+  JobInfo job{2, "a:1,b:1", "s3cr3t", "id", "5", "", 0};
   EXPECT_EQ(remoteInput(job), "s3cr3t\n");
   EXPECT_EQ(withoutVariable({"A=1", "TSR_JOB_SECRET=s3cr3t", "TSR_JOB_SECRET_FILE=f"}, "TSR_JOB_SECRET"),
             (std::vector<std::string>{"A=1", "TSR_JOB_SECRET_FILE=f"}));
