@@ -27,6 +27,9 @@ fi
 echo "tessera: test tier: $tier"
 tsr_phase "Install (missing packages, data)"
 tsr_install_missing
+# PyTorch 2.x in its virtual environment (from PyPI, only when missing): the torch backend is
+# built and checked against it and against Debian's 1.13.
+torch2_python=$(tsr_torch2_python)
 # The MLP trainer's test needs the digits set; without it that one test is skipped, said here.
 tsr_fetch_digits >/dev/null ||
   echo "tessera: WARNING: no digits data set: Examples.TrainMlpUnderTsrun will be skipped"
@@ -35,13 +38,15 @@ tsr_phase "Format (.clang-format)"
 scripts/check_format.sh
 
 tsr_phase "Release build (build/)"
-tsr_build build -DCMAKE_BUILD_TYPE=Release
+tsr_build build -DCMAKE_BUILD_TYPE=Release "-DTSR_TORCH_PYTHONS=/usr/bin/python3;$torch2_python"
 # A python3 earlier on PATH without NumPy or torch must not leave the Python checks out
-# unnoticed (cmake/python.cmake picks Debian's interpreter, which has them).
-if /usr/bin/python3 -c "import numpy, torch" 2>/dev/null &&
-   ! ctest --test-dir build -N -L python | grep -q "Total Tests: [1-9]"; then
-  echo "tessera: no Python checks in build/ although /usr/bin/python3 has NumPy and torch"; exit 1
-fi
+# unnoticed (cmake/python.cmake picks Debian's interpreter, which has them); nor may either
+# torch's backend checks go missing.
+for label in python torch1 torch2; do
+  if ! ctest --test-dir build -N -L "$label" | grep -q "Total Tests: [1-9]"; then
+    echo "tessera: no checks labelled $label in build/ (build/configure.log says why)"; exit 1
+  fi
+done
 tsr_ctest "Release tests" --test-dir build --output-on-failure --timeout 900 -j"$(nproc)" ${leave_out:+-LE "$leave_out"} -E "$full_cases"
 
 tsr_phase "Sanitizer build (build-asan/)"

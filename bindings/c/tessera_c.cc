@@ -8,6 +8,7 @@
 
 #include "algorithms/dense/cost_model.h"
 #include "bindings/c/c_api_internal.h"
+#include "bindings/c/comm_exit.h"
 #include "runtime/communicator.h"
 
 namespace {
@@ -32,7 +33,9 @@ tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparam
   if (!launch.isOk()) return report(launch.status());
   auto created = tsr::runtime::Communicator::create(launch.value(), config.value());
   if (!created.isOk()) return report(created.status());
-  *comm = new tsr_comm{std::make_shared<CommLife>(created.take())};
+  auto life = std::make_shared<CommLife>(created.take());
+  closeAtExit(life);
+  *comm = new tsr_comm{std::move(life)};
   return TSR_OK;
 }
 

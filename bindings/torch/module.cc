@@ -8,9 +8,12 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(_tessera_torch, m) {
   m.doc() = "Tessera's torch.distributed backend (see tessera.torch)";
-  // The base class is torch's own, so torch.distributed takes this as any process group.
+  // The torch this copy was compiled against: tessera.torch refuses to use it with another.
+  m.attr("torch_version") = TORCH_VERSION;
+  // The base class is torch's own (a Backend from 2.0 on, a ProcessGroup before), so
+  // torch.distributed takes this as any backend of its own.
   py::module_::import("torch.distributed");
-  py::class_<tessera_torch::ProcessGroupTessera, c10d::ProcessGroup,
+  py::class_<tessera_torch::ProcessGroupTessera, tessera_torch::Baseclass,
              c10::intrusive_ptr<tessera_torch::ProcessGroupTessera>>(m, "ProcessGroupTessera")
       .def(py::init<int, int, const std::map<std::string, std::string>&>(), py::arg("rank"), py::arg("size"),
            py::arg("settings"), py::call_guard<py::gil_scoped_release>())

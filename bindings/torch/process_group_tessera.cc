@@ -67,7 +67,7 @@ tsr_op_t tesseraOp(const c10d::ReduceOp& op) {
 }
 
 ProcessGroupTessera::ProcessGroupTessera(int rank, int size, const std::map<std::string, std::string>& settings)
-    : c10d::ProcessGroup(rank, size) {
+    : Baseclass(rank, size) {
   std::vector<tsr_param_t> params;
   for (const auto& [key, value] : settings) params.push_back({key.c_str(), value.c_str()});
   tsr_status_t st = tsr_comm_init_config(&comm_, params.data(), params.size());

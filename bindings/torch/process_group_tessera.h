@@ -1,5 +1,8 @@
-// ProcessGroupTessera: torch.distributed's "tessera" backend, a c10d::ProcessGroup over
-// Tessera's C API (tessera.h), registered from Python by `import tessera.torch`.
+// ProcessGroupTessera: torch.distributed's "tessera" backend over Tessera's C API (tessera.h),
+// registered from Python by `import tessera.torch`. One source for PyTorch 1.13 and 2.x: from 2.0
+// on a third-party backend is a c10d::Backend that torch's ProcessGroup holds per device type;
+// before, it was the c10d::ProcessGroup itself. `Baseclass` names the one this torch has (as
+// intel/torch-ccl does), chosen from torch's own version header at compile time.
 //
 // It serves what data-parallel training uses, on contiguous CPU tensors of float32, float64,
 // float16, bfloat16, int32 and int64: allreduce (SUM, AVG, MIN, MAX, PRODUCT), broadcast,
@@ -13,13 +16,23 @@
 #include <string>
 #include <vector>
 
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
 
 #include "tessera/tessera.h"
 
 namespace tessera_torch {
 
-class ProcessGroupTessera : public c10d::ProcessGroup {
+#if TORCH_VERSION_MAJOR >= 2
+using Baseclass = c10d::Backend;
+#else
+using Baseclass = c10d::ProcessGroup;
+#endif
+
+class ProcessGroupTessera : public Baseclass {
  public:
   // Creates the Tessera communicator (collective: every rank calls it) from the launch
   // environment with `settings` applied (tsr_comm_init_config's keys: "rank", "size", "peers",

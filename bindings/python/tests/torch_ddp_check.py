@@ -43,7 +43,7 @@ def train(ddp, optimizer, x, y, steps=STEPS):
         loss = F.cross_entropy(ddp(x), y)
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     return losses
 
 

@@ -4,16 +4,18 @@ for torch, and a rendezvous that needs no store server.
 torch.distributed hands a backend (store, rank, world_size, timeout). Tessera finds its peers
 itself: from its launcher's environment (tsrun, or TSR_PEERS), or, when a real store came
 with the call (torchrun's, or an env:// store), by publishing each rank's bootstrap address and
-a job secret in that store. Without a store server anywhere, init_method="tessera://" (or plain
-env:// with no MASTER_ADDR under a Tessera launch) gives torch a TesseraStore: it serves the
-one thing torch asks of a store here, the barrier that ends init_process_group, as an
-allreduce over the new process group itself."""
+a job secret in that store. Under a Tessera launch, env:// (whatever MASTER_ADDR holds) and
+init_method="tessera://" give torch a TesseraStore: it serves the one thing torch asks of a
+store here, the barrier that ends init_process_group, as an allreduce over the new process
+group itself, and makes a real store at MASTER_ADDR only when another backend needs one."""
 import datetime
 import glob
+import inspect
 import itertools
 import os
 import secrets
 import socket
+import sys
 
 import importlib
 
@@ -27,29 +29,66 @@ from .. import _capi
 _groups = itertools.count()  # process groups created by this process, in the same order everywhere
 
 
+def _minor(version):
+    """"2.11" of "2.11.0+cu130": what a compiled extension's ABI follows."""
+    return ".".join(version.split(".")[:2])
+
+
 def _load_extension():
-    """_tessera_torch: TESSERA_TORCH_EXTENSION, else beside libtessera.so (a build tree's lib/),
-    else in this package (an installed prefix)."""
+    """_tessera_torch, compiled against the running torch: TESSERA_TORCH_EXTENSION, else in
+    torch/<torch.__version__>/ beside libtessera.so (a build tree's lib/) or in this package
+    (an installed prefix), else (an older layout) directly in either folder. A copy built for
+    another torch is refused by name: its symbols would not resolve, or worse, would."""
     import importlib.machinery
     import importlib.util
+    import torch
     explicit = os.environ.get("TESSERA_TORCH_EXTENSION")
     places = [explicit] if explicit else []
-    for folder in (os.path.dirname(_capi.LIBRARY_PATH), os.path.dirname(__file__)):
+    folders = (os.path.dirname(_capi.LIBRARY_PATH), os.path.join(os.path.dirname(_capi.LIBRARY_PATH), "torch"),
+               os.path.dirname(__file__))
+    for folder in folders:
+        places += sorted(glob.glob(os.path.join(folder, torch.__version__, "_tessera_torch*.so")))
+    for folder in folders:
         places += sorted(glob.glob(os.path.join(folder, "_tessera_torch*.so")))
+    built_for = sorted({os.path.basename(os.path.dirname(p)) for f in folders
+                        for p in glob.glob(os.path.join(f, "*", "_tessera_torch*.so"))})
     for path in places:
         if path and os.path.exists(path):
             loader = importlib.machinery.ExtensionFileLoader("_tessera_torch", path)
             spec = importlib.util.spec_from_loader("_tessera_torch", loader)
             module = importlib.util.module_from_spec(spec)
             loader.exec_module(module)
+            compiled = getattr(module, "torch_version", None)
+            if compiled is not None and _minor(torch.__version__) != _minor(compiled):
+                raise ImportError(f"tessera.torch: {path} was built against PyTorch {compiled}, this is PyTorch "
+                                  f"{torch.__version__}: build the backend against this torch "
+                                  f"(cmake -DTSR_TORCH_PYTHONS={sys.executable}, docs/torch.md)")
             return module
-    raise ImportError("tessera.torch: the compiled backend (_tessera_torch*.so) was not found beside "
-                      f"{_capi.LIBRARY_PATH} nor in {os.path.dirname(__file__)}: build Tessera with "
-                      "libtorch-dev, pybind11-dev and python3-dev installed, or set TESSERA_TORCH_EXTENSION")
+    raise ImportError(f"tessera.torch: no backend built for PyTorch {torch.__version__} ({sys.executable}) "
+                      f"beside {_capi.LIBRARY_PATH} nor in {os.path.dirname(__file__)}"
+                      + (f" (built for: {', '.join(built_for)})" if built_for else "") +
+                      f": build it against this torch with cmake -DTSR_TORCH_PYTHONS={sys.executable} "
+                      "(docs/torch.md), or set TESSERA_TORCH_EXTENSION")
 
 
 _ext = _load_extension()
 ProcessGroupTessera = _ext.ProcessGroupTessera
+
+
+def tessera_backend_of(group):
+    """The ProcessGroupTessera of a process group, or None: torch 1.13 hands the backend itself,
+    2.x a ProcessGroup that holds it for the CPU."""
+    if isinstance(group, ProcessGroupTessera):
+        return group
+    get_backend = getattr(group, "_get_backend", None)
+    if get_backend is None:
+        return None
+    import torch
+    try:
+        backend = get_backend(torch.device("cpu"))
+    except RuntimeError:  # no backend for the CPU in this group
+        return None
+    return backend if isinstance(backend, ProcessGroupTessera) else None
 
 
 def _tessera_launch():
@@ -58,34 +97,65 @@ def _tessera_launch():
 
 
 class TesseraStore(dist.Store):
-    """What init_method="tessera://" gives torch: no server, no keys. torch asks a store only
-    for the barrier ending init_process_group (every rank adds 1 to a key, then reads it until
-    it counts every rank); here each add of a non-zero amount is an allreduce over the process
-    group, so the first read already counts every rank. Anything else raises, naming the way
-    out (a real store: MASTER_ADDR and MASTER_PORT with env://)."""
+    """The store of a job that Tessera's own launcher started (tsrun, TSR_PEERS), or of
+    init_method="tessera://": the tessera backend finds its peers without a store. torch asks
+    a store only for the barrier ending init_process_group (every rank adds 1 to a key, then
+    reads it until it counts every rank, in torch 1.13; 2.x skips it by default); here each add
+    of a non-zero amount is an allreduce over the tessera process group, so the first read
+    already counts every rank.
 
-    def __init__(self):
+    Anything else (a gloo process group, new_group of another backend) goes to a real store at
+    MASTER_ADDR:MASTER_PORT, hosted by rank 0 as torchrun's is, made on that first use only: so
+    the tessera backend starts whatever MASTER_ADDR holds, and with no store server at all."""
+
+    def __init__(self, rank=0, size=1, timeout=datetime.timedelta(minutes=30)):
         super().__init__()
-        self.process_group = None  # set when the backend is created over this store
+        self.process_group = None  # set when the tessera backend is created over this store
         self._counts = {}
+        self._rank, self._size, self._timeout = rank, size, timeout
+        self._real = None
+
+    def _store(self):
+        if self._real is None:
+            addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+            if not addr or not port:
+                raise RuntimeError("the tessera rendezvous has no store: it serves the tessera backend's start only; "
+                                   "for a store (other backends, new_group with other ranks), set MASTER_ADDR and "
+                                   "MASTER_PORT (tsrun sets them)")
+            self._real = dist.TCPStore(addr, int(port), self._size, self._rank == 0, self._timeout,
+                                       wait_for_workers=False)
+        return self._real
 
     def add(self, key, amount):
+        if self.process_group is None:
+            return self._store().add(key, amount)
         if amount:
-            if self.process_group is None:
-                raise RuntimeError("tessera rendezvous store: add() before the tessera process group exists "
-                                   "(this store serves the tessera backend only)")
             import torch
             total = torch.tensor([int(amount)], dtype=torch.int64)
             self.process_group.allreduce([total]).wait()
             self._counts[key] = self._counts.get(key, 0) + int(total.item())
         return self._counts.get(key, 0)
 
-    def _refuse(self, *args, **kwargs):
-        raise RuntimeError("the tessera:// rendezvous has no store: it serves the tessera backend's start only; "
-                           "for a store (other backends, new_group with other ranks), set MASTER_ADDR and "
-                           "MASTER_PORT and use init_method=\"env://\"")
+    def set(self, key, value):
+        return self._store().set(key, value)
 
-    set = get = wait = compare_set = delete_key = num_keys = check = _refuse
+    def get(self, key):
+        return self._store().get(key)
+
+    def wait(self, keys, timeout=None):
+        return self._store().wait(keys) if timeout is None else self._store().wait(keys, timeout)
+
+    def compare_set(self, key, expected, desired):
+        return self._store().compare_set(key, expected, desired)
+
+    def delete_key(self, key):
+        return self._store().delete_key(key)
+
+    def num_keys(self):
+        return self._store().num_keys()
+
+    def check(self, keys):
+        return self._store().check(keys)
 
 
 _last_store = None  # the TesseraStore of the latest tessera:// rendezvous, to hand the group
@@ -104,7 +174,7 @@ def _launch_rank_size():
 def _tessera_rendezvous(url, timeout=datetime.timedelta(minutes=30), **kwargs):
     global _last_store
     rank, size = _launch_rank_size()
-    _last_store = TesseraStore()
+    _last_store = TesseraStore(rank, size, timeout)
     yield (_last_store, rank, size)
     raise RuntimeError("tessera:// rendezvous: cannot be reused")
 
@@ -113,9 +183,11 @@ _torch_env_handler = _rendezvous._rendezvous_handlers.get("env")
 
 
 def _env_rendezvous(url, timeout=datetime.timedelta(minutes=30), **kwargs):
-    """env:// as torch has it, unless MASTER_ADDR is unset under Tessera's own launcher (tsrun):
-    then the store-less tessera:// rendezvous, so that init_process_group("tessera") just works."""
-    if "MASTER_ADDR" not in os.environ and _tessera_launch():
+    """env:// as torch has it, except under Tessera's own launcher (tsrun, TSR_PEERS): then the
+    tessera:// rendezvous, whose store is made only when something other than the tessera
+    backend needs one. So init_process_group("tessera") just works under tsrun, whatever
+    MASTER_ADDR holds, and init_process_group("gloo") as under torchrun."""
+    if _tessera_launch():
         return _tessera_rendezvous(url, timeout, **kwargs)
     return _torch_env_handler(url, timeout=timeout, **kwargs)
 
@@ -181,7 +253,12 @@ def _create(store, rank, size, timeout):
 
 def register():
     if "TESSERA" not in dist.Backend._plugins:
-        dist.Backend.register_backend("tessera", _create)
+        # torch 2.x asks which device types a backend serves (it assumes cpu and cuda, with a
+        # warning, when not told); 1.13 has no such parameter.
+        if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+            dist.Backend.register_backend("tessera", _create, devices=["cpu"])
+        else:
+            dist.Backend.register_backend("tessera", _create)
     if "tessera" not in _rendezvous._rendezvous_handlers:
         _rendezvous.register_rendezvous_handler("tessera", _tessera_rendezvous)
         _rendezvous._rendezvous_handlers["env"] = _env_rendezvous

@@ -49,8 +49,9 @@ def communicator_for(process_group=None):
     """The Tessera communicator of a process group: the tessera backend's own, or (for gloo)
     one created for the same ranks, from Tessera's launch or through the group's store."""
     group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
-    if isinstance(group, _backend.ProcessGroupTessera):
-        return tessera.Communicator.adopt(group._communicator(), owner=group)
+    backend = _backend.tessera_backend_of(group)
+    if backend is not None:
+        return tessera.Communicator.adopt(backend._communicator(), owner=backend)
     cached = _gloo_side.get(id(group))
     if cached is not None:
         return cached

@@ -1,0 +1,63 @@
+"""Launching as torchrun users expect, under tsrun (N ranks), in one process each, in turn:
+1. before Tessera is imported: tsrun's torchrun variables (RANK, WORLD_SIZE, LOCAL_RANK,
+   LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) are right, and a gloo script runs on them with
+   torch's own env:// rendezvous;
+2. init_process_group("tessera") with MASTER_ADDR pointing nowhere (a cluster profile's stale
+   value): Tessera's launch finds the peers, no store is made or reached;
+3. init_process_group("gloo") with Tessera imported: its rendezvous hands gloo a real store at
+   tsrun's MASTER_ADDR:MASTER_PORT, made on first use."""
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+from checks import Checks
+
+TIMEOUT = datetime.timedelta(seconds=60)
+
+
+def summed(rank, size, what, c):
+    t = torch.tensor([float(rank + 1), 2.0])
+    dist.all_reduce(t)
+    want = torch.tensor([size * (size + 1) / 2, 2.0 * size])
+    c.expect(torch.equal(t, want), f"{what}: all_reduce gave {t.tolist()}, expected {want.tolist()}")
+
+
+def main():
+    c = Checks()
+    env = os.environ
+    rank, size = int(env["TSR_RANK"]), int(env["TSR_WORLD_SIZE"])
+    for name, want in (("RANK", rank), ("WORLD_SIZE", size), ("LOCAL_RANK", int(env["TSR_LOCAL_RANK"])),
+                       ("LOCAL_WORLD_SIZE", int(env["TSR_LOCAL_SIZE"]))):
+        c.expect(env.get(name) == str(want), f"{name}={env.get(name)!r}, expected {want}")
+    rank0 = env["TSR_PEERS"].split(",")[0].rsplit(":", 1)[0]
+    c.expect(env.get("MASTER_ADDR") == rank0, f"MASTER_ADDR={env.get('MASTER_ADDR')!r}, expected rank 0's {rank0}")
+    c.expect(env.get("MASTER_PORT", "").isdigit(), f"MASTER_PORT={env.get('MASTER_PORT')!r}")
+
+    # 1. gloo on torch's own env:// rendezvous, as under torchrun.
+    dist.init_process_group("gloo", timeout=TIMEOUT)
+    c.expect((dist.get_rank(), dist.get_world_size()) == (rank, size), "gloo: rank and size")
+    summed(rank, size, "gloo under tsrun", c)
+    dist.destroy_process_group()
+
+    # 2. tessera, whatever MASTER_ADDR holds: nothing is sent there.
+    import tessera.torch  # noqa: F401  (registers the backend and the rendezvous)
+    master = env["MASTER_ADDR"], env["MASTER_PORT"]
+    env["MASTER_ADDR"], env["MASTER_PORT"] = "no-store.invalid", "1"
+    dist.init_process_group("tessera", timeout=TIMEOUT)
+    c.expect(dist.get_backend() == "tessera", f"backend {dist.get_backend()}")
+    summed(rank, size, "tessera with MASTER_ADDR pointing nowhere", c)
+    dist.destroy_process_group()
+    env["MASTER_ADDR"], env["MASTER_PORT"] = master
+
+    # 3. gloo with Tessera imported: the store is made at tsrun's address when gloo asks.
+    dist.init_process_group("gloo", timeout=TIMEOUT)
+    summed(rank, size, "gloo with tessera.torch imported", c)
+    dist.destroy_process_group()
+    c.finish(rank, size, "torch launch")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
