@@ -122,6 +122,14 @@ class Communicator final : public algorithms::Team {
   // (algorithms::cudaThreadBinding), as UCX moves device memory only where a context is current.
   void bindTransportThreads(std::function<void()> bind) override;
 
+  // Collective over this communicator (every rank calls it, in the same order as its other
+  // collectives; blocking): the ranks of each color >= 0 get a communicator of their own,
+  // ranked by key, ties by their rank here, as MPI_Comm_split and ncclCommSplit. A negative
+  // color gives none (null). Nothing outside is asked: the members' bootstrap addresses
+  // travel through this communicator, and the new one's secret and job id derive from this
+  // one's (communicator_split.cc).
+  Result<std::unique_ptr<Communicator>> split(int color, int key);
+
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
   // Ok, or the error that made this communicator unusable.
@@ -184,6 +192,13 @@ class Communicator final : public algorithms::Team {
   static constexpr size_t kPooledScratchFrom = 4096;
 
   int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
+  // What split() builds a child's launch from: every rank's bootstrap host, a key derived from
+  // the job secret (not the secret itself), the job id, and how many splits came before.
+  std::vector<PeerAddress> launchPeers_;
+  Digest splitKey_{};
+  std::string jobId_, launchSource_;
+  bool insecure_ = false;
+  uint32_t splits_ = 0;
   std::vector<std::string> hosts_;
   std::vector<std::string> hostIds_;
   Config config_;

@@ -97,6 +97,11 @@ Status Communicator::takeSettings(const LaunchInfo& launch, const Config& config
   localRank_ = launch.localRank;
   localSize_ = launch.localSize;
   config_ = config;
+  launchPeers_ = launch.peers;
+  jobId_ = launch.jobId;
+  launchSource_ = launch.source;
+  insecure_ = launch.insecure;
+  TSR_ASSIGN_OR_RETURN(splitKey_, hmacSha256(launch.secret, {"tsr-split-key", launch.jobId}));
   log::configure({config.get("TSR_LOG_LEVEL"), config.get("TSR_LOG_FILE"), rank_, localHostname()});
   log::setThreadRank(rank_);  // ranks as threads share the loggers: this thread is this rank
   auto logger = log::get("runtime");

@@ -92,6 +92,25 @@ tsr_status_t tsr_comm_abort(tsr_comm_t comm) {
   });
 }
 
+tsr_status_t tsr_comm_split(tsr_comm_t comm, int color, int key, tsr_comm_t* newcomm) {
+  return guarded("tsr_comm_split", [&] {
+    if (!newcomm) return invalid("tsr_comm_split: newcomm is NULL");
+    *newcomm = nullptr;
+    if (color < TSR_COMM_SPLIT_NOCOLOR)
+      return invalid("tsr_comm_split: color " + std::to_string(color) +
+                     " (a color is >= 0, or TSR_COMM_SPLIT_NOCOLOR)");
+    return onComm(comm, "tsr_comm_split", [&](Communicator& c) {
+      auto made = c.split(color, key);
+      if (!made.isOk()) return report(made.status());
+      if (!made.value()) return TSR_OK;
+      auto life = std::make_shared<CommLife>(made.take());
+      closeAtExit(life);
+      *newcomm = new tsr_comm{std::move(life)};
+      return TSR_OK;
+    });
+  });
+}
+
 tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank) {
   if (!rank) return invalid("tsr_comm_rank: rank is NULL");
   return onComm(comm, "tsr_comm_rank", [&](Communicator& c) {

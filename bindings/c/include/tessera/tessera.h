@@ -99,6 +99,18 @@ TSR_API tsr_status_t tsr_comm_destroy(tsr_comm_t comm);
 /* Fails this rank's pending and later collectives and tells the peers (which fail theirs). */
 TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
 
+/* The color of a rank that takes part in tsr_comm_split without joining any new communicator. */
+#define TSR_COMM_SPLIT_NOCOLOR (-1)
+/* Collective over comm (every rank calls it, in order with its collectives; blocking), as
+ * MPI_Comm_split and ncclCommSplit: the ranks that pass the same color >= 0 get a new
+ * communicator of their own in *newcomm, ranked by key (ties: by rank in comm);
+ * TSR_COMM_SPLIT_NOCOLOR gives *newcomm = NULL. Nothing outside the job is asked (no launcher,
+ * no store): the members' bootstrap addresses travel through comm and the new communicator's
+ * secret derives from comm's, so only comm's members can join it. The new communicator is
+ * independent: destroy it with tsr_comm_destroy, before or after comm. comm's memory type must
+ * be TSR_MEM_HOST. */
+TSR_API tsr_status_t tsr_comm_split(tsr_comm_t comm, int color, int key, tsr_comm_t* newcomm);
+
 TSR_API tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank);
 TSR_API tsr_status_t tsr_comm_size(tsr_comm_t comm, int* size);
 TSR_API tsr_status_t tsr_comm_local_rank(tsr_comm_t comm, int* local_rank);

@@ -1,0 +1,101 @@
+// tsr_comm_split as a C user sees it: ranks as threads over real UCX split their communicator
+// by color and key (as MPI_Comm_split), run collectives on the parts and on the parent side by
+// side, and get named errors for what is wrong.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings/c/tests/c_ranks.h"
+#include "tessera/tessera.h"
+
+using tsr::ctest::lastError;
+using tsr::ctest::runCRanks;
+
+namespace {
+
+int64_t summed(tsr_comm_t comm, int64_t value) {
+  int64_t out = -1;
+  EXPECT_EQ(tsr_allreduce(comm, &value, &out, 1, TSR_INT64, TSR_SUM, nullptr), TSR_OK) << lastError();
+  return out;
+}
+
+// 5 ranks (not a power of two): evens and odds, ranked by key = -rank (reverse order).
+TEST(CApiSplit, EvenAndOddRanksGetCommunicatorsRankedByKey) {
+  runCRanks(5, [](tsr_comm_t comm, int r) {
+    tsr_comm_t part = nullptr;
+    ASSERT_EQ(tsr_comm_split(comm, r % 2, -r, &part), TSR_OK) << lastError();
+    ASSERT_NE(part, nullptr);
+    int rank = -1, size = -1;
+    ASSERT_EQ(tsr_comm_rank(part, &rank), TSR_OK);
+    ASSERT_EQ(tsr_comm_size(part, &size), TSR_OK);
+    std::vector<int> members = r % 2 == 0 ? std::vector<int>{4, 2, 0} : std::vector<int>{3, 1};
+    EXPECT_EQ(size, static_cast<int>(members.size()));
+    EXPECT_EQ(members[rank], r) << "rank " << r << " became rank " << rank;
+    EXPECT_EQ(summed(part, r), r % 2 == 0 ? 6 : 4);
+    // Every rank of a part sees the others in key order: gather the parent ranks.
+    std::vector<int32_t> mine{r}, all(size);
+    ASSERT_EQ(tsr_allgather(part, mine.data(), all.data(), 1, TSR_INT32, nullptr), TSR_OK) << lastError();
+    for (int i = 0; i < size; ++i) EXPECT_EQ(all[i], members[i]);
+    // The parent goes on beside its parts.
+    EXPECT_EQ(summed(comm, 1), 5);
+    ASSERT_EQ(tsr_comm_destroy(part), TSR_OK);
+    EXPECT_EQ(summed(comm, r), 10);
+  });
+}
+
+// Ranks {1, 3} of 4 (as torch's new_group([1, 3])), the others take part with no color; then
+// a second split of the same parent (a different secret and job id) and a split of a split.
+TEST(CApiSplit, NoColorSecondSplitAndSplitOfASplit) {
+  runCRanks(4, [](tsr_comm_t comm, int r) {
+    tsr_comm_t odd = nullptr;
+    ASSERT_EQ(tsr_comm_split(comm, r % 2 == 1 ? 0 : TSR_COMM_SPLIT_NOCOLOR, 0, &odd), TSR_OK) << lastError();
+    EXPECT_EQ(odd != nullptr, r % 2 == 1);
+    tsr_comm_t all = nullptr;
+    ASSERT_EQ(tsr_comm_split(comm, 0, 0, &all), TSR_OK) << lastError();
+    ASSERT_NE(all, nullptr);
+    EXPECT_EQ(summed(all, r), 6);
+    if (odd) {
+      EXPECT_EQ(summed(odd, r), 4);
+      tsr_comm_t single = nullptr;
+      ASSERT_EQ(tsr_comm_split(odd, r, 0, &single), TSR_OK) << lastError();
+      int size = 0;
+      ASSERT_EQ(tsr_comm_size(single, &size), TSR_OK);
+      EXPECT_EQ(size, 1);
+      EXPECT_EQ(summed(single, 7), 7);
+      ASSERT_EQ(tsr_comm_destroy(single), TSR_OK);
+      ASSERT_EQ(tsr_comm_destroy(odd), TSR_OK);
+    }
+    ASSERT_EQ(tsr_comm_destroy(all), TSR_OK);
+  });
+}
+
+TEST(CApiSplit, BadArgumentsAreNamed) {
+  runCRanks(1, [](tsr_comm_t comm, int) {
+    tsr_comm_t part = reinterpret_cast<tsr_comm_t>(0x1);
+    EXPECT_EQ(tsr_comm_split(comm, -2, 0, &part), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("color -2"), std::string::npos) << lastError();
+    EXPECT_EQ(part, nullptr);
+    EXPECT_EQ(tsr_comm_split(comm, 0, 0, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("newcomm is NULL"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_comm_split(nullptr, 0, 0, &part), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("comm is NULL"), std::string::npos) << lastError();
+  });
+}
+
+// A rank that splits while another calls a different collective: both are told, neither hangs.
+TEST(CApiSplit, ASplitAgainstAnotherCollectiveIsAMismatch) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    if (r == 0) {
+      tsr_comm_t part = nullptr;
+      EXPECT_EQ(tsr_comm_split(comm, 0, 0, &part), TSR_ERR_MISMATCH) << lastError();
+      EXPECT_NE(lastError().find("split (color 0)"), std::string::npos) << lastError();
+      EXPECT_EQ(part, nullptr);
+    } else {
+      int64_t in = 1, out = 0;
+      EXPECT_EQ(tsr_allreduce(comm, &in, &out, 1, TSR_INT64, TSR_SUM, nullptr), TSR_ERR_MISMATCH) << lastError();
+    }
+  });
+}
+
+}  // namespace
