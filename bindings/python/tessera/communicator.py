@@ -37,11 +37,30 @@ class Communicator(Handle):
         handle = ctypes.c_void_p()
         check(_lib.tsr_comm_init_config(ctypes.byref(handle), array, count))
         _capi.forget_job_secret()
+        self._own(handle)
+
+    def _own(self, handle):
         self._adopt(handle, "the communicator")
         _open.add(self)
         self.rank = self._query(_lib.tsr_comm_rank)
         self.size = self._query(_lib.tsr_comm_size)
         self.local_rank = self._query(_lib.tsr_comm_local_rank)
+
+    def split(self, color, key=0):
+        """Collective (every rank calls it, blocking), as MPI_Comm_split: the ranks that pass the
+        same color get a Communicator of their own, ranked by key (ties: by rank here); color
+        None gives None. Nothing outside the job is asked (tsr_comm_split)."""
+        handle = ctypes.c_void_p()
+        code = -1 if color is None else int(color)
+        if code < 0:
+            if color is not None:
+                raise ValueError(f"split: color {color} (a color is >= 0, or None for no new communicator)")
+        check(_lib.tsr_comm_split(self._live(), code, int(key), ctypes.byref(handle)))
+        if not handle.value:
+            return None
+        part = Communicator.__new__(Communicator)
+        part._own(handle)
+        return part
 
     @classmethod
     def adopt(cls, handle, owner=None):

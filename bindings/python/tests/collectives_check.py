@@ -73,6 +73,18 @@ empty = comm.allreduce(np.zeros(0, dtype=np.float32))
 expect(empty.size == 0, "an empty allreduce")
 comm.barrier()
 
+# split: halves by rank parity, ranked in reverse (key -rank); the last rank takes no part.
+last = n - 1
+half = comm.split(None if me == last and n > 1 else me % 2, key=-me)
+if half is None:
+    expect(me == last and n > 1, "split gave None to a rank with a color")
+else:
+    members = sorted((r for r in range(n) if r % 2 == me % 2 and not (r == last and n > 1)), reverse=True)
+    expect((half.rank, half.size) == (members.index(me), len(members)), f"split: rank {half.rank} of {half.size}")
+    expect(half.allgather(np.array([me], dtype=np.int64)).tolist() == members, "split: members in key order")
+    half.close()
+raises(ValueError, "color -3", lambda: comm.split(-3), "a negative color")
+
 # Non-blocking: several in flight, then waited; test() until done.
 arrays = [np.full(1 << 16, me + k, dtype=np.float32) for k in range(3)]
 requests = [comm.allreduce(a, async_op=True) for a in arrays]

@@ -1,7 +1,7 @@
 """The "tessera" torch.distributed backend under tsrun (N ranks): every collective, op and dtype
 against a float64 reference, in place and out of place, blocking and async (Work.wait and
-get_future), and the errors: a mismatch on every rank naming both ranks, a bad dtype or
-device named before anything is sent."""
+get_future), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, and the errors: a mismatch on
+every rank naming both ranks, a bad dtype or device named before anything is sent."""
 import sys
 
 import torch
@@ -44,8 +44,9 @@ def close(got, want, dtype, op):
 
 
 def store_secret(c):
-    """Under torchrun the ranks meet through torch's store, which is not authenticated: rank 0
-    publishes a secret there only when the user gave none of their own."""
+    """Groups that meet through torch's store, which is not authenticated: rank 0 publishes a
+    secret there only when the user gave none of their own, and under tsrun only a nonce the
+    secret derives from (with the job secret)."""
     import os
     from tessera.torch import _backend
     saved = {k: os.environ.pop(k) for k in ("TSR_JOB_SECRET", "TSR_JOB_SECRET_FILE") if k in os.environ}
@@ -54,6 +55,10 @@ def store_secret(c):
         drawn = _backend._peers_through(store, 0, 1, "a")
         c.expect(len(drawn.get("secret", "")) == 64 and store.num_keys() == 2,
                  f"no secret of the user's: rank 0 draws one and publishes it ({sorted(drawn)})")
+        # Under tsrun what travels is a nonce: the secret derives from the job's, never sent.
+        published = store.get("tessera/a/secret").decode()
+        c.expect(_backend._launch_key is not None and drawn["secret"] != published,
+                 "under tsrun the group's secret must derive from the job secret, not be the published value")
         os.environ["TSR_JOB_SECRET"] = "the-user's-own-secret"
         store = dist.HashStore()
         own = _backend._peers_through(store, 0, 1, "b")
@@ -62,6 +67,27 @@ def store_secret(c):
     finally:
         os.environ.pop("TSR_JOB_SECRET", None)
         os.environ.update(saved)
+
+
+def subgroups(c, rank, size):
+    """new_group([1, 3]) and new_group([0, 2]) inside a 4-rank job: each its own communicator,
+    found through the store on the members only; the world goes on beside them."""
+    odd, even = dist.new_group([1, 3]), dist.new_group([0, 2])
+    mine, members = (odd, [1, 3]) if rank % 2 else (even, [0, 2])
+    c.expect(dist.get_rank(mine) == members.index(rank) and dist.get_world_size(mine) == 2,
+             f"new_group {members}: rank {dist.get_rank(mine)} of {dist.get_world_size(mine)}")
+    t = torch.tensor([float(rank), 1.0])
+    dist.all_reduce(t, group=mine)
+    c.expect(t.tolist() == [float(sum(members)), 2.0], f"all_reduce on new_group {members}: {t.tolist()}")
+    b = torch.tensor([float(rank)] * 3)
+    dist.broadcast(b, src=members[1], group=mine)  # src is the global rank
+    c.expect(b.tolist() == [float(members[1])] * 3, f"broadcast on new_group {members}: {b.tolist()}")
+    out = [torch.zeros(2) for _ in members]
+    dist.all_gather(out, torch.tensor([float(rank), -1.0]), group=mine)
+    c.expect([o[0].item() for o in out] == [float(m) for m in members], f"all_gather on {members}: {out}")
+    world = torch.tensor([1.0])
+    dist.all_reduce(world)
+    c.expect(world.item() == size, f"the world after new_group: {world.item()}")
 
 
 def main():
@@ -107,6 +133,8 @@ def main():
         work.wait()
         c.expect(torch.equal(got2, got), f"reduce_scatter_tensor {dtype}: {got2}")
     dist.barrier()
+    if size == 4:
+        subgroups(c, rank, size)
     # Local errors name what was wrong, before anything is sent.
     c.raises(RuntimeError, "dtype Bool is not taken", lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool)),
              "a bool tensor")

@@ -4,14 +4,15 @@ DistributedDataParallel model.
 
     import torch.distributed as dist
     import tessera.torch
-    dist.init_process_group("tessera")      # under tsrun: no MASTER_ADDR, no store server
+    dist.init_process_group("tessera")      # under tsrun: no store server needed
     model = torch.nn.parallel.DistributedDataParallel(net)
     tessera.torch.hooks.register(model, "marsit")
 
-Under torchrun (or any launcher with MASTER_ADDR and MASTER_PORT) the ranks meet through
+Under tsrun the ranks find each other through Tessera's launch, whatever MASTER_ADDR holds.
+Under torchrun (or any other launcher with MASTER_ADDR and MASTER_PORT) they meet through
 torch's store instead; init_method="tessera://" asks for Tessera's store-less rendezvous
 explicitly (mpirun, srun with TSR_PEERS). The backend takes contiguous CPU tensors of float32,
-float64, float16, bfloat16, int32 and int64.
+float64, float16, bfloat16, int32 and int64, on PyTorch 1.13 and 2.x (docs/torch.md).
 """
 from . import _backend
 

@@ -10,6 +10,8 @@ store here, the barrier that ends init_process_group, as an allreduce over the n
 group itself, and makes a real store at MASTER_ADDR only when another backend needs one."""
 import datetime
 import glob
+import hashlib
+import hmac
 import inspect
 import itertools
 import os
@@ -113,16 +115,34 @@ class TesseraStore(dist.Store):
         self.process_group = None  # set when the tessera backend is created over this store
         self._counts = {}
         self._rank, self._size, self._timeout = rank, size, timeout
-        self._real = None
+        self._real = self._server_error = None
+        # Rank 0 hosts the store from the start: a subgroup without rank 0 (new_group([1, 3]))
+        # needs it while rank 0 itself asks it nothing. Its server listens on every interface;
+        # rank 0's own client reaches it on loopback, so a MASTER_ADDR that points nowhere costs
+        # rank 0 nothing. A failure to listen is kept for the first use.
+        if rank == 0 and self._address():
+            try:
+                self._real = dist.TCPStore("127.0.0.1", self._address()[1], size, True, timeout,
+                                           wait_for_workers=False)
+            except Exception as e:  # noqa: BLE001  (raised again at first use)
+                self._server_error = e
+
+    @staticmethod
+    def _address():
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        return (addr, int(port)) if addr and port else None
 
     def _store(self):
+        if self._server_error is not None:
+            raise RuntimeError(f"the tessera rendezvous could not host its store on rank 0 at MASTER_PORT "
+                               f"{os.environ.get('MASTER_PORT')}: {self._server_error}")
         if self._real is None:
-            addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
-            if not addr or not port:
+            address = self._address()
+            if address is None:
                 raise RuntimeError("the tessera rendezvous has no store: it serves the tessera backend's start only; "
-                                   "for a store (other backends, new_group with other ranks), set MASTER_ADDR and "
-                                   "MASTER_PORT (tsrun sets them)")
-            self._real = dist.TCPStore(addr, int(port), self._size, self._rank == 0, self._timeout,
+                                   "for a store (other backends, new_group), set MASTER_ADDR and MASTER_PORT "
+                                   "(tsrun sets them)")
+            self._real = dist.TCPStore(address[0], address[1], self._size, self._rank == 0, self._timeout,
                                        wait_for_workers=False)
         return self._real
 
@@ -212,10 +232,20 @@ def _free_port():
         return s.getsockname()[1]
 
 
+# A key every rank of a Tessera-launched job can derive and no one else (tsrun hands the job
+# secret to each rank's environment; creating the first communicator takes it out again): the
+# secret of each later group is HMAC(key, a nonce in the store), so it never travels.
+_launch_key = (hmac.new(os.environ["TSR_JOB_SECRET"].encode(), b"tessera.torch groups", hashlib.sha256).digest()
+               if os.environ.get("TSR_JOB_SECRET") else None)
+
+
 def _peers_through(store, rank, size, group):
-    """Launch settings from a store every rank shares: each rank's bootstrap host:port, and a
-    secret drawn by rank 0, unless the user gave one (TSR_JOB_SECRET or TSR_JOB_SECRET_FILE):
-    torch's TCPStore is not authenticated, so a secret in it is only as safe as its port."""
+    """Launch settings from a store every rank shares: each rank's bootstrap host:port, and the
+    secret: the user's own when given (TSR_JOB_SECRET or TSR_JOB_SECRET_FILE); else derived from
+    the job secret of a Tessera launch and a nonce rank 0 publishes; else (torchrun) drawn by
+    rank 0 and published: torch's TCPStore is not authenticated, so such a secret is only as
+    safe as its port. Local rank and size come from the published hosts (the launcher's
+    LOCAL_RANK is the world's, not a subgroup's)."""
     prefix = f"tessera/{group}/"
     host = _reachable_address()
     store.set(f"{prefix}peer/{rank}", f"{host}:{_free_port()}")
@@ -224,24 +254,33 @@ def _peers_through(store, rank, size, group):
         store.set(f"{prefix}secret", secrets.token_hex(32))
     peers = [store.get(f"{prefix}peer/{r}").decode() for r in range(size)]
     hosts = [p.rsplit(":", 1)[0] for p in peers]
-    local_rank = int(os.environ.get("LOCAL_RANK", hosts[:rank].count(hosts[rank])))
-    local_size = int(os.environ.get("LOCAL_WORLD_SIZE", hosts.count(hosts[rank])))
-    settings = {"rank": rank, "size": size, "local_rank": local_rank, "local_size": local_size,
-                "peers": ",".join(peers)}
+    settings = {"rank": rank, "size": size, "local_rank": hosts[:rank].count(hosts[rank]),
+                "local_size": hosts.count(hosts[rank]), "peers": ",".join(peers)}
     if not own_secret:
-        settings["secret"] = store.get(f"{prefix}secret").decode()
+        published = store.get(f"{prefix}secret").decode()
+        settings["secret"] = (hmac.new(_launch_key, published.encode(), hashlib.sha256).hexdigest()
+                              if _launch_key else published)
     return settings
 
 
+_launch_used = False  # whether a group of this process has bootstrapped from Tessera's launch
+
+
 def _create(store, rank, size, timeout):
-    """torch.distributed's creator of the backend (Backend.register_backend). torch wraps the
-    rendezvous store in a PrefixStore; the latest tessera:// rendezvous not yet used is ours."""
-    group = next(_groups)
+    """torch.distributed's creator of the backend (Backend.register_backend), called on the
+    group's members only. The first tessera group of a job that Tessera launched (tsrun,
+    TSR_PEERS) bootstraps from the launch, as does the group of a tessera:// rendezvous; any
+    other (new_group, DeviceMesh's groups; every group under torchrun) finds its members
+    through the store torch hands over, which torch has already prefixed with the group's
+    name: the same keys on every member, whatever groups each was in before."""
+    global _launch_used
     ours = _last_store is not None and _last_store.process_group is None
-    if ours or store is None or _tessera_launch():
+    launched = _tessera_launch() and not _launch_used and size == _launch_rank_size()[1]
+    if ours or store is None or launched:
         settings = {}
+        _launch_used = _launch_used or _tessera_launch()
     else:
-        settings = _peers_through(store, rank, size, group)
+        settings = _peers_through(store, rank, size, "group")
     if "TSR_TIMEOUT_MS" not in os.environ and timeout is not None:
         settings["timeout_ms"] = int(timeout.total_seconds() * 1000)
     pg = ProcessGroupTessera(rank, size, {k: str(v) for k, v in settings.items()})
