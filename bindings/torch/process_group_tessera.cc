@@ -6,11 +6,11 @@
 
 namespace tessera_torch {
 
-namespace {
-
 std::string describe(const at::Tensor& t) {
   return std::to_string(t.numel()) + " " + std::string(c10::toString(t.scalar_type()));
 }
+
+namespace {
 
 // All tensors of a list: same dtype and size as the first (a collective's list of blocks).
 void checkSame(const std::vector<at::Tensor>& list, const at::Tensor& like, const char* what) {
@@ -92,6 +92,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
                                                            std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
                                                            std::function<void()> finish) {
+  ++sequence_;
   auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish));
   tsr_request_t request = nullptr;
   tsr_status_t st = post(&request);
@@ -226,5 +227,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::barrier(const c10d::BarrierOptions&) {
   return launch(c10d::OpType::BARRIER, {}, "barrier", [&](tsr_request_t* r) { return tsr_barrier(comm_, r); });
 }
+
+void ProcessGroupTessera::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
+  auto timeout = opts.timeout.count() > 0 ? opts.timeout : std::chrono::milliseconds(1800 * 1000);
+  barrier(opts)->wait(timeout);
+}
+
+#if TORCH_VERSION_MAJOR >= 2
+void ProcessGroupTessera::abort() {
+  if (comm_) tsr_comm_abort(comm_);
+}
+#endif
 
 }  // namespace tessera_torch

@@ -4,14 +4,16 @@
 // before, it was the c10d::ProcessGroup itself. `Baseclass` names the one this torch has (as
 // intel/torch-ccl does), chosen from torch's own version header at compile time.
 //
-// It serves what data-parallel training uses, on contiguous CPU tensors of float32, float64,
-// float16, bfloat16, int32 and int64: allreduce (SUM, AVG, MIN, MAX, PRODUCT), broadcast,
-// allgather (into a list or one tensor), reduce_scatter (from a list or one tensor) and
-// barrier. Every call is non-blocking underneath: its Work completes from Tessera's progress
-// (work_tessera.h). Point-to-point, gather, scatter, reduce and all-to-all are refused with a
-// clear error, as is any tensor Tessera cannot take (on a GPU, not contiguous, another dtype).
+// It serves, on contiguous CPU tensors of float32, float64, float16, bfloat16, int32 and int64:
+// allreduce (SUM, AVG, MIN, MAX, PRODUCT), broadcast, allgather (into a list or one tensor),
+// reduce_scatter (from a list or one tensor), their coalesced forms (FSDP2's, on 2.x), barrier
+// and a monitored barrier, and reduce, gather and scatter to and from a root. Every call is
+// non-blocking underneath: its Work completes from Tessera's progress (work_tessera.h).
+// Point-to-point and all-to-all are refused with torch's own "does not support" error, and a
+// tensor Tessera cannot take (on a GPU, not contiguous, another dtype) with one naming it.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -64,6 +66,34 @@ class ProcessGroupTessera : public Baseclass {
       at::Tensor& output, at::Tensor& input,
       const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+  // A barrier that raises when it has not ended within opts.timeout (torch's default when
+  // unset); a dead or stalled peer is named by Tessera's own failure detection before that.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks = false) override;
+  // The number of collectives this group has started: the same on every rank while they agree.
+  void setSequenceNumberForGroup() override { sequence_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_; }
+#if TORCH_VERSION_MAJOR >= 2
+  // Fails this rank's pending and later collectives and tells the peers (tsr_comm_abort).
+  void abort() override;
+#endif
+
+  // To and from a root (process_group_rooted.cc), built on allreduce, allgather and broadcast.
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+#if TORCH_VERSION_MAJOR >= 2
+  // FSDP2's collectives (2.x only): several all_gather_into_tensor / reduce_scatter_tensor as
+  // one Tessera collective of the tensors laid end to end (process_group_coalesced.cc).
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+#endif
 
  private:
   // Posts `post` (a tsr_* call that fills the request) and returns its Work; a post that fails
@@ -73,7 +103,11 @@ class ProcessGroupTessera : public Baseclass {
                                         std::function<void()> finish = {});
 
   tsr_comm_t comm_ = nullptr;
+  std::atomic<uint64_t> sequence_{0};
 };
+
+// "1000 float32": a tensor in messages.
+std::string describe(const at::Tensor& t);
 
 // Tessera's name for a tensor's element type; raises naming the tensor and the dtype when
 // Tessera has none (or the tensor is not a contiguous CPU tensor).

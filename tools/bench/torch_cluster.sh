@@ -10,7 +10,9 @@
 # Environment: EPOCHS (3), TRAIN_LIMIT (0: all 60000 images), TEST_LIMIT (0), EVALS (2 per
 # epoch), SEED (1), CONFIGS (space-separated backend/hook, default all; backend/hook:KEY=VALUE,...
 # passes the hook's parameters, e.g. tessera/topk:density=0.01), TSR_BUILD (build),
-# RUN_TIMEOUT_S (3600 per configuration). The cluster is always torn down.
+# RUN_TIMEOUT_S (3600 per configuration), PYTHON (/usr/bin/python3: Debian's PyTorch 1.13; a
+# virtual environment's python for PyTorch 2.x, with the backend built against it:
+# scripts/build_torch_backend.sh). The cluster is always torn down.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [RATE...]" >&2; exit 2; }
 out=$1; shift
@@ -22,8 +24,11 @@ build=${TSR_BUILD:-$root/build}
 configs=${CONFIGS:-"gloo/none gloo/fp16 gloo/powersgd-r2 gloo/powersgd-r4 tessera/none tessera/dense tessera/marsit tessera/spardl tessera/topk tessera/onebit tessera/covap tessera/covap:local=1 tessera/auto tessera/selsync"}
 unset TSR_BUILD TSR_SHARED
 [ -x "$net" ] || { echo "torch_cluster.sh: $net not found (set TSR_SHARED)" >&2; exit 2; }
-[ -e "$build/lib/_tessera_torch.cpython-311-x86_64-linux-gnu.so" ] || ls "$build"/lib/_tessera_torch*.so >/dev/null ||
-  { echo "torch_cluster.sh: $build has no torch backend (libtorch-dev, pybind11-dev, python3-dev)" >&2; exit 2; }
+python=${PYTHON:-/usr/bin/python3}
+torch_version=$("$python" -c "import torch; print(torch.__version__)") ||
+  { echo "torch_cluster.sh: $python has no torch" >&2; exit 2; }
+ls "$build/lib/torch/$torch_version"/_tessera_torch*.so >/dev/null ||
+  { echo "torch_cluster.sh: $build has no torch backend for PyTorch $torch_version (scripts/build_torch_backend.sh $python)" >&2; exit 2; }
 mkdir -p "$out"
 hostfile=$(mktemp /tmp/tsr-torch-hosts.XXXXXX)
 cleanup() { "$net" down >/dev/null 2>&1 || true; rm -f "$hostfile"; }
@@ -48,7 +53,7 @@ run() {  # RATE BACKEND HOOK[:KEY=VALUE,...] [extra trainer args]
   timeout "${RUN_TIMEOUT_S:-3600}" "$build/bin/tsrun" --hostfile "$hostfile" --rsh "$net rsh" \
     -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 -x GLOO_SOCKET_IFNAME=net0 "${store[@]}" \
     -x PYTHONPATH="$root/bindings/python" -x TESSERA_LIBRARY="$build/lib/libtessera.so" \
-    /usr/bin/python3 "$root/examples/torch/train_fashion_mnist.py" "${args[@]}" --label "$label" \
+    "$python" "$root/examples/torch/train_fashion_mnist.py" "${args[@]}" --label "$label" \
     --epochs "${EPOCHS:-3}" --train-limit "${TRAIN_LIMIT:-0}" --test-limit "${TEST_LIMIT:-0}" \
     --evals-per-epoch "${EVALS:-2}" --seed "${SEED:-1}" --json "$out/$rate.jsonl" "$@" ||
     echo "## $label at $rate failed ($?)"

@@ -90,6 +90,41 @@ def subgroups(c, rank, size):
     c.expect(world.item() == size, f"the world after new_group: {world.item()}")
 
 
+def rooted(c, rank, size):
+    """reduce, gather and scatter to and from a root other than 0 where there is one; the group's
+    sequence number, the same everywhere."""
+    root = size - 1
+    t = torch.full((5,), float(rank + 1))
+    dist.reduce(t, dst=root)
+    want = float(size * (size + 1) / 2) if rank == root else float(rank + 1)
+    c.expect(torch.equal(t, torch.full((5,), want)), f"reduce to rank {root}: {t.tolist()} (non-roots keep theirs)")
+    mine = torch.arange(3, dtype=torch.int64) + 10 * rank
+    out = [torch.zeros(3, dtype=torch.int64) for _ in range(size)] if rank == root else None
+    dist.gather(mine, out, dst=root)
+    if rank == root:
+        c.expect(all(torch.equal(out[r], torch.arange(3) + 10 * r) for r in range(size)), f"gather: {out}")
+    src = 1 % size
+    got = torch.zeros(4, dtype=torch.float64)
+    blocks = [torch.full((4,), float(100 + r), dtype=torch.float64) for r in range(size)] if rank == src else None
+    dist.scatter(got, blocks, src=src)
+    c.expect(torch.equal(got, torch.full((4,), float(100 + rank), dtype=torch.float64)), f"scatter: {got.tolist()}")
+    group = dist.distributed_c10d._get_default_group()
+    c.raises(RuntimeError, f"root rank {size} is not in", lambda: group.reduce([torch.zeros(2)], _reduce_options(size)),
+             "a root out of range")
+    # torch 2.x's ProcessGroup asks only gloo and NCCL for it: the backend is asked directly.
+    from tessera.torch import _backend
+    seq = torch.tensor([_backend.tessera_backend_of(group)._get_sequence_number_for_group()], dtype=torch.int64)
+    every = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
+    dist.all_gather(every, seq)
+    c.expect(seq.item() > 0 and all(int(e) == int(seq) for e in every), f"sequence numbers {every}")
+
+
+def _reduce_options(size):
+    opts = dist.ReduceOptions()
+    opts.rootRank = size
+    return opts
+
+
 def main():
     dist.init_process_group("tessera")
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -133,6 +168,7 @@ def main():
         work.wait()
         c.expect(torch.equal(got2, got), f"reduce_scatter_tensor {dtype}: {got2}")
     dist.barrier()
+    rooted(c, rank, size)
     if size == 4:
         subgroups(c, rank, size)
     # Local errors name what was wrong, before anything is sent.
