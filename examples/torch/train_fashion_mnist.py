@@ -176,7 +176,7 @@ def main(argv=None):
                 loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
                 loss.backward()
                 optimizer.step()
-                total += float(loss)
+                total += loss.item()
                 done += 1
             if synchronize is not None:
                 synchronize()  # evaluate (and go on from) one model
