@@ -92,7 +92,7 @@ def subgroups(c, rank, size):
 
 def rooted(c, rank, size):
     """reduce, gather and scatter to and from a root other than 0 where there is one; the group's
-    sequence number, the same everywhere."""
+    sequence number, the same everywhere; a monitored barrier."""
     root = size - 1
     t = torch.full((5,), float(rank + 1))
     dist.reduce(t, dst=root)
@@ -117,6 +117,10 @@ def rooted(c, rank, size):
     every = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
     dist.all_gather(every, seq)
     c.expect(seq.item() > 0 and all(int(e) == int(seq) for e in every), f"sequence numbers {every}")
+    # dist.monitored_barrier refuses every backend but gloo in torch itself; the group's own
+    # method reaches the backend.
+    import datetime
+    group.monitored_barrier(datetime.timedelta(seconds=60))
 
 
 def _reduce_options(size):

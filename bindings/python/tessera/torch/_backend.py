@@ -64,12 +64,12 @@ def _load_extension():
             if compiled is not None and _minor(torch.__version__) != _minor(compiled):
                 raise ImportError(f"tessera.torch: {path} was built against PyTorch {compiled}, this is PyTorch "
                                   f"{torch.__version__}: build the backend against this torch "
-                                  f"(cmake -DTSR_TORCH_PYTHONS={sys.executable}, docs/torch.md)")
+                                  f"(scripts/build_torch_backend.sh {sys.executable}, docs/torch.md)")
             return module
     raise ImportError(f"tessera.torch: no backend built for PyTorch {torch.__version__} ({sys.executable}) "
                       f"beside {_capi.LIBRARY_PATH} nor in {os.path.dirname(__file__)}"
                       + (f" (built for: {', '.join(built_for)})" if built_for else "") +
-                      f": build it against this torch with cmake -DTSR_TORCH_PYTHONS={sys.executable} "
+                      f": build it against this torch with scripts/build_torch_backend.sh {sys.executable} "
                       "(docs/torch.md), or set TESSERA_TORCH_EXTENSION")
 
 
@@ -106,9 +106,9 @@ class TesseraStore(dist.Store):
     of a non-zero amount is an allreduce over the tessera process group, so the first read
     already counts every rank.
 
-    Anything else (a gloo process group, new_group of another backend) goes to a real store at
-    MASTER_ADDR:MASTER_PORT, hosted by rank 0 as torchrun's is, made on that first use only: so
-    the tessera backend starts whatever MASTER_ADDR holds, and with no store server at all."""
+    Anything else (a gloo process group, new_group) goes to a real store at
+    MASTER_ADDR:MASTER_PORT, as torchrun's: rank 0 hosts it, the others connect on first use.
+    The tessera backend's own start never touches it, so it works whatever MASTER_ADDR holds."""
 
     def __init__(self, rank=0, size=1, timeout=datetime.timedelta(minutes=30)):
         super().__init__()
