@@ -3,7 +3,8 @@
    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) are right, and a gloo script runs on them with
    torch's own env:// rendezvous;
 2. init_process_group("tessera") with MASTER_ADDR pointing nowhere (a cluster profile's stale
-   value): Tessera's launch finds the peers, no store is made or reached;
+   value): Tessera's launch finds the peers, no store is made or reached; on 2.x, rank 0's
+   abort() fails every rank's next collective;
 3. init_process_group("gloo") with Tessera imported: its rendezvous hands gloo a real store at
    tsrun's MASTER_ADDR:MASTER_PORT, made on first use."""
 import datetime
@@ -49,6 +50,11 @@ def main():
     dist.init_process_group("tessera", timeout=TIMEOUT)
     c.expect(dist.get_backend() == "tessera", f"backend {dist.get_backend()}")
     summed(rank, size, "tessera with MASTER_ADDR pointing nowhere", c)
+    if int(torch.__version__.split(".")[0]) >= 2:  # Backend.abort: rank 0's call fails everyone's next one
+        from tessera.torch import _backend
+        if rank == 0:
+            _backend.tessera_backend_of(dist.distributed_c10d._get_default_group()).abort()
+        c.raises(RuntimeError, "rank 0 aborted", lambda: dist.all_reduce(torch.ones(2)), "a collective after abort()")
     dist.destroy_process_group()
     env["MASTER_ADDR"], env["MASTER_PORT"] = master
 
