@@ -78,6 +78,13 @@ class Communicator final : public algorithms::Team {
   Result<RequestPtr> reduceScatter(const void* input, void* output, size_t countPerRank, DataType dtype, ReduceOp op);
   Result<RequestPtr> broadcast(const void* input, void* output, size_t count, DataType dtype, int root);
   Result<RequestPtr> barrier();
+  // All-to-all with a count per pair (MPI_Alltoallv): this rank sends sendCounts[p] elements
+  // from input + sendDispls[p] to rank p and receives recvCounts[p] from p at output +
+  // recvDispls[p] (elements; arrays of size() entries). The ranks first agree on every count
+  // and the dtype (an allgather, waited on here: a pair whose counts differ is named on every
+  // rank, before any data moves), then the data goes peer to peer (communicator_alltoall.cc).
+  Result<RequestPtr> alltoallv(const void* input, const size_t* sendCounts, const size_t* sendDispls, void* output,
+                               const size_t* recvCounts, const size_t* recvDispls, DataType dtype);
 
   // Runs a custom collective (algorithms/plan/task.h): `make` is called on the progress
   // thread when the task starts and gets the transport, rank and its `seqSpan` sequence

@@ -18,6 +18,8 @@ const char* collectiveName(CollectiveKind kind) {
       return "broadcast";
     case CollectiveKind::kBarrier:
       return "barrier";
+    case CollectiveKind::kAlltoall:
+      return "alltoall";
   }
   return "unknown-collective";
 }

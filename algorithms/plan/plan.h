@@ -64,6 +64,7 @@ enum class CollectiveKind : uint8_t {
   kReduceScatter = 3,
   kBroadcast = 4,
   kBarrier = 5,
+  kAlltoall = 6,
 };
 const char* collectiveName(CollectiveKind kind);
 

@@ -193,6 +193,18 @@ tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t
   });
 }
 
+tsr_status_t tsr_alltoallv(tsr_comm_t comm, const void* send, const size_t* send_counts, const size_t* send_displs,
+                           void* recv, const size_t* recv_counts, const size_t* recv_displs, tsr_dtype_t dtype,
+                           tsr_request_t* request) {
+  return guarded("tsr_alltoallv", [&] {
+    return onComm(comm, "tsr_alltoallv", [&](Communicator& c) {
+      return finish(c.alltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs,
+                                static_cast<tsr::DataType>(dtype)),
+                    request, comm->life);
+    });
+  });
+}
+
 tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, int root,
                            tsr_request_t* request) {
   return guarded("tsr_broadcast", [&] {

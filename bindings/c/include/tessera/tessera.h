@@ -149,6 +149,16 @@ TSR_API tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv
 TSR_API tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recv_count,
                                         tsr_dtype_t dtype, tsr_op_t op, tsr_request_t* request);
 TSR_API tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request);
+/* All-to-all with a count per pair, as MPI_Alltoallv (counts and displacements in elements,
+ * arrays of comm's size): this rank sends send_counts[p] elements from send + send_displs[p]
+ * to rank p and receives recv_counts[p] elements from rank p at recv + recv_displs[p]. The
+ * ranks first agree on every count and on the dtype (a small allgather this call waits for):
+ * a pair whose counts differ is a TSR_ERR_MISMATCH naming both ranks and both counts, on every
+ * rank, before any data moves; then the data goes peer to peer (non-blocking with a request).
+ * Host memory only. */
+TSR_API tsr_status_t tsr_alltoallv(tsr_comm_t comm, const void* send, const size_t* send_counts,
+                                   const size_t* send_displs, void* recv, const size_t* recv_counts,
+                                   const size_t* recv_displs, tsr_dtype_t dtype, tsr_request_t* request);
 
 /* TSR_OK when finished, TSR_IN_PROGRESS while running, or the collective's error. */
 TSR_API tsr_status_t tsr_test(tsr_request_t request);
