@@ -9,7 +9,7 @@
 // reduce_scatter (from a list or one tensor), their coalesced forms (FSDP2's, on 2.x), barrier
 // and a monitored barrier, and reduce, gather and scatter to and from a root. Every call is
 // non-blocking underneath: its Work completes from Tessera's progress (work_tessera.h).
-// Point-to-point and all-to-all are refused with torch's own "does not support" error, and a
+// all_to_all (even or uneven). Point-to-point is refused with torch's own "does not support" error, and a
 // tensor Tessera cannot take (on a GPU, not contiguous, another dtype) with one naming it.
 #pragma once
 
@@ -76,6 +76,14 @@ class ProcessGroupTessera : public Baseclass {
   // Fails this rank's pending and later collectives and tells the peers (tsr_comm_abort).
   void abort() override;
 #endif
+
+  // All-to-all, even or uneven (process_group_alltoall.cc), over tsr_alltoallv.
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplitSizes,
+                                               std::vector<int64_t>& inputSplitSizes,
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
 
   // To and from a root (process_group_rooted.cc), built on allreduce, allgather and broadcast.
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,

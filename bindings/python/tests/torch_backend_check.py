@@ -123,6 +123,41 @@ def rooted(c, rank, size):
     group.monitored_barrier(datetime.timedelta(seconds=60))
 
 
+def all_to_all(c, rank, size):
+    """all_to_all_single even and uneven (rank s sends (s + 2d) % 3 + 1 rows of 2 to rank d), and
+    all_to_all of a list of tensors of different sizes, against what each rank sent; a rank
+    whose split disagrees with its peer's raises on every rank."""
+    even_in = torch.arange(size * 3, dtype=torch.float64) + 100 * rank
+    even_out = torch.zeros(size * 3, dtype=torch.float64)
+    dist.all_to_all_single(even_out, even_in)
+    want = torch.cat([torch.arange(3 * rank, 3 * rank + 3, dtype=torch.float64) + 100 * s for s in range(size)])
+    c.expect(torch.equal(even_out, want), f"all_to_all_single even: {even_out.tolist()}")
+    rows = lambda s, d: (s + 2 * d) % 3 + 1  # noqa: E731
+    send = [rows(rank, d) for d in range(size)]
+    recv = [rows(s, rank) for s in range(size)]
+    x = torch.cat([torch.full((n, 2), float(10 * rank + d), dtype=torch.int32) for d, n in enumerate(send)])
+    y = torch.zeros(sum(recv), 2, dtype=torch.int32)
+    work = dist.all_to_all_single(y, x, output_split_sizes=recv, input_split_sizes=send, async_op=True)
+    work.wait()
+    want = torch.cat([torch.full((n, 2), 10 * s + rank, dtype=torch.int32) for s, n in enumerate(recv)])
+    c.expect(torch.equal(y, want), f"all_to_all_single uneven: {y.flatten().tolist()}")
+    ins = [torch.full((d + 1,), float(rank), dtype=torch.float32) for d in range(size)]
+    outs = [torch.zeros(rank + 1, dtype=torch.float32) for _ in range(size)]
+    dist.all_to_all(outs, ins)
+    c.expect(all(torch.equal(outs[s], torch.full((rank + 1,), float(s))) for s in range(size)),
+             f"all_to_all of a list: {[o.tolist() for o in outs]}")
+    if size > 1:  # rank 0 expects one row too many from rank 1, which is told too
+        bad = list(recv)
+        if rank == 0:
+            bad[1] += 1
+        c.raises(RuntimeError, "rank 1 sends", lambda: dist.all_to_all_single(
+            torch.zeros(sum(bad), 2, dtype=torch.int32), x, output_split_sizes=bad, input_split_sizes=send),
+            "an uneven split that rank 0 and rank 1 disagree on")
+    c.raises(RuntimeError, "split sizes add up to", lambda: dist.all_to_all_single(
+        torch.zeros(size, dtype=torch.int32), torch.zeros(size, dtype=torch.int32),
+        output_split_sizes=[1] * size, input_split_sizes=[2] * size), "splits that do not fit the tensor")
+
+
 def _reduce_options(size):
     opts = dist.ReduceOptions()
     opts.rootRank = size
@@ -173,6 +208,7 @@ def main():
         c.expect(torch.equal(got2, got), f"reduce_scatter_tensor {dtype}: {got2}")
     dist.barrier()
     rooted(c, rank, size)
+    all_to_all(c, rank, size)
     if size == 4:
         subgroups(c, rank, size)
     # Local errors name what was wrong, before anything is sent.
