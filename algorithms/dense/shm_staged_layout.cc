@@ -21,6 +21,7 @@ bool ShmStagedLayout::serves(CollectiveKind kind, DataType dtype, int size) {
     case CollectiveKind::kReduceScatter:
       return size > 0 && static_cast<size_t>(size) <= elementsPerStage(dtype);
     case CollectiveKind::kBarrier:
+    case CollectiveKind::kAlltoall:  // blocks of every size: peer to peer, not staged
       break;
   }
   return false;
