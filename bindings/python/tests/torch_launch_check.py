@@ -50,11 +50,17 @@ def main():
     dist.init_process_group("tessera", timeout=TIMEOUT)
     c.expect(dist.get_backend() == "tessera", f"backend {dist.get_backend()}")
     summed(rank, size, "tessera with MASTER_ADDR pointing nowhere", c)
-    if int(torch.__version__.split(".")[0]) >= 2:  # Backend.abort: rank 0's call fails everyone's next one
+    if int(torch.__version__.split(".")[0]) >= 2:  # Backend.abort: rank 0's call fails the others'
         from tessera.torch import _backend
         if rank == 0:
+            # Once this returns every rank has finished the sum above (an abort fails whatever
+            # is still pending anywhere, so it must not overtake that).
+            dist.all_reduce(torch.ones(1))
             _backend.tessera_backend_of(dist.distributed_c10d._get_default_group()).abort()
-        c.raises(RuntimeError, "rank 0 aborted", lambda: dist.all_reduce(torch.ones(2)), "a collective after abort()")
+            c.raises(RuntimeError, "rank 0 aborted", lambda: dist.all_reduce(torch.ones(1)), "a call after abort()")
+        else:  # the first of these may still finish; the second cannot, rank 0 never joins it
+            c.raises(RuntimeError, "rank 0 aborted", lambda: [dist.all_reduce(torch.ones(1)) for _ in range(2)],
+                     "a collective after rank 0's abort()")
     dist.destroy_process_group()
     env["MASTER_ADDR"], env["MASTER_PORT"] = master
 
