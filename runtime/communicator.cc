@@ -129,10 +129,12 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
   s.keepAlive = std::move(keepAlive);
   s.request = std::make_shared<Request>();
   s.seqSpan = seqSpan;
+  s.timeoutMs = timeoutMs_;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     s.seq = seq_;
     seq_ += seqSpan;
+    track(s.request);
   }
   shm_->announce(s.seq, route, call);
   RequestPtr request = s.request;

@@ -86,6 +86,22 @@ class Communicator final : public algorithms::Team {
   Result<RequestPtr> alltoallv(const void* input, const size_t* sendCounts, const size_t* sendDispls, void* output,
                                const size_t* recvCounts, const size_t* recvDispls, DataType dtype);
 
+  // Point-to-point (communicator_p2p.cc): only this rank and `peer` call these. A receive
+  // takes the sender's messages of the same `tag` (0 .. 2^20-1) in the order they were sent,
+  // as MPI's do; count and dtype must give the bytes the sender sent (else kMismatch on the
+  // receiver, which breaks the communicator as a mismatched collective does). They hold no
+  // place in the collectives' order and run beside them, with the same timeout and failure
+  // handling. Host memory only.
+  Result<RequestPtr> send(const void* input, size_t count, DataType dtype, int peer, uint32_t tag = 0);
+  Result<RequestPtr> recv(void* output, size_t count, DataType dtype, int peer, uint32_t tag = 0);
+  // Collectives and messages posted from now on fail with kTimeout (on every rank) when not
+  // done within `ms` (> 0) of starting; the configured timeout until then.
+  Status setTimeout(int ms);
+  int timeoutMs() const { return timeoutMs_; }
+  // Waits until everything this rank has posted so far has ended (done or failed): before a
+  // planned shutdown, so that no peer's last collective is cut off. The first failure seen.
+  Status drain();
+
   // Runs a custom collective (algorithms/plan/task.h): `make` is called on the progress
   // thread when the task starts and gets the transport, rank and its `seqSpan` sequence
   // numbers. Every rank must submit its tasks and collectives in the same order.
@@ -233,8 +249,17 @@ class Communicator final : public algorithms::Team {
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();
 
-  std::mutex mutex_;  // guards seq_, plans_ and staging_
+  Result<RequestPtr> postPointToPoint(bool isSend, void* buffer, size_t count, DataType dtype, int peer, uint32_t tag);
+  // Every submission's request until it ends (drain() waits for them); pruned as it grows.
+  void track(const RequestPtr& request);
+
+  std::mutex mutex_;  // guards seq_, plans_, staging_, posted_ and the message counts
   uint32_t seq_ = 0;
+  std::atomic<int> timeoutMs_{0};  // set at creation from config_
+  std::vector<std::weak_ptr<Request>> posted_;
+  size_t prunedAt_ = 64;  // posted_ is pruned once it is twice what was left last time
+  // Messages so far per (peer, tag): sent to it, received from it (the pair's p2p sequence).
+  std::map<std::pair<int, uint32_t>, uint32_t> sentCount_, receivedCount_;
   std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;
 };
 

@@ -228,6 +228,7 @@ Status Communicator::connectPeers(Creation& c) {
 Status Communicator::startEngine(Creation& c, const TransportWrapper& wrap) {
   EngineOptions engine;
   engine.timeoutMs = config_.timeoutMs();
+  timeoutMs_ = engine.timeoutMs;
   engine.spinUs = static_cast<int>(config_.getInt("TSR_SPIN_US"));
   engine.callerProgress = config_.get("TSR_CALLER_PROGRESS") == "1";
   // Waiting ranks sleep on UCX's events only where every peer's messages raise one: not

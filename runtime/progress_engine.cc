@@ -159,7 +159,7 @@ bool ProgressEngine::startSubmissions() {
     if (spare_.empty()) spare_.emplace_back();
     active_.splice(active_.end(), spare_, spare_.begin());
     Active& a = active_.back();
-    a.deadline = coarseNow() + std::chrono::milliseconds(options_.timeoutMs);
+    a.deadline = coarseNow() + std::chrono::milliseconds(s.timeoutMs > 0 ? s.timeoutMs : options_.timeoutMs);
     a.executor = std::move(executor);
     a.submission = std::move(s);
     Status st = a.executor->start();
@@ -170,6 +170,11 @@ bool ProgressEngine::startSubmissions() {
   }
   batch.clear();  // moved-from submissions; the capacity stays for the next batch
   return true;
+}
+
+std::string ProgressEngine::label(const Active& a) {
+  if (a.submission.pointToPoint) return a.executor->describe();
+  return a.executor->describe() + " #" + std::to_string(a.submission.seq);
 }
 
 void ProgressEngine::finish(Active& active, Status status) {
@@ -186,7 +191,8 @@ void ProgressEngine::finish(Active& active, Status status) {
     bool spread = status.code() == Code::kMismatch || status.code() == Code::kPeerFailed ||
                   status.code() == Code::kTimeout || status.code() == Code::kTransport;
     // Break before completing: a caller woken by the completion must find it broken.
-    FailedSeqs seqs{a.submission.seq, int64_t{a.submission.seq} + a.submission.seqSpan - 1};
+    FailedSeqs seqs;
+    if (!a.submission.pointToPoint) seqs = {a.submission.seq, int64_t{a.submission.seq} + a.submission.seqSpan - 1};
     if (spread) breakCommunicator(status, true, seqs);
   }
   if (status.isError()) {

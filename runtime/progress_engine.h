@@ -67,6 +67,11 @@ struct Submission {
   std::shared_ptr<Request> request;
   uint32_t seq = 0;
   uint32_t seqSpan = 1;
+  // A send or receive between two ranks (Communicator::send/recv): it holds no sequence
+  // number of its own (seq is the next collective's, seqSpan 0), and its failure names no
+  // collective to spare.
+  bool pointToPoint = false;
+  int timeoutMs = 0;  // fails with kTimeout when not done by then; 0: the engine's timeoutMs
 };
 
 class ProgressEngine final : public algorithms::RequestDriver {
@@ -125,6 +130,8 @@ class ProgressEngine final : public algorithms::RequestDriver {
   bool pollControl();
   void checkTimeouts(std::chrono::steady_clock::time_point now);
   void finish(Active& active, Status status);
+  // "allreduce #12", "rank 0: send of 8 bytes to rank 1 (tag 0)": a run in messages.
+  static std::string label(const Active& active);
   // Completes a failed run's request with `status` now if nothing of it is in flight, else
   // moves it to draining_ to be completed once quiet: a caller told it ended may free its
   // buffers, which a send still queued in UCX would then read (UCX cannot cancel sends).

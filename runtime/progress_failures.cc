@@ -155,8 +155,7 @@ void ProgressEngine::failWaitsOnLeftPeers(Clock::time_point now) {
     auto it = std::find_if(left_.begin(), left_.end(), [&](const auto& l) { return l.first == peer; });
     if (it == left_.end() || now - it->second < kLeftGrace) continue;
     Status st(Code::kPeerFailed, peerName(peer) + " destroyed its communicator while rank " +
-                                     std::to_string(transport_.rank()) + " waited for it in " + a.executor->describe() +
-                                     " #" + std::to_string(a.submission.seq));
+                                     std::to_string(transport_.rank()) + " waited for it in " + label(a));
     a.executor->abort(st);
     finish(a, st);
     return;  // finish() may have cleared the list; the next turn looks again
@@ -192,9 +191,9 @@ void ProgressEngine::checkTimeouts(Clock::time_point now) {
     auto next = std::next(it);
     if (now >= it->deadline) {
       int peer = it->executor->waitingOn();
-      Status st(Code::kTimeout, "rank " + std::to_string(transport_.rank()) + ": " + it->executor->describe() + " #" +
-                                    std::to_string(it->submission.seq) + " timed out after " +
-                                    std::to_string(options_.timeoutMs) + " ms" +
+      int timeoutMs = it->submission.timeoutMs > 0 ? it->submission.timeoutMs : options_.timeoutMs;
+      Status st(Code::kTimeout, "rank " + std::to_string(transport_.rank()) + ": " + label(*it) + " timed out after " +
+                                    std::to_string(timeoutMs) + " ms" +
                                     (peer >= 0 ? " waiting for " + peerName(peer) : std::string()));
       it->executor->abort(st);
       finish(*it, st);

@@ -92,6 +92,55 @@ tsr_status_t tsr_comm_abort(tsr_comm_t comm) {
   });
 }
 
+tsr_status_t tsr_comm_finalize(tsr_comm_t comm) {
+  return guarded("tsr_comm_finalize", [&] {
+    if (!comm) return invalid("tsr_comm_finalize: comm is NULL");
+    // Waits under the shared lock (other threads' calls go on), ends the communicator after.
+    tsr_status_t drained =
+        withLiveComm(*comm->life, "tsr_comm_finalize", [](Communicator& c) { return report(c.drain()); });
+    comm->life->destroy();
+    return drained;
+  });
+}
+
+tsr_status_t tsr_comm_set_timeout(tsr_comm_t comm, int timeoutMs) {
+  return guarded("tsr_comm_set_timeout", [&] {
+    return onComm(comm, "tsr_comm_set_timeout", [&](Communicator& c) { return report(c.setTimeout(timeoutMs)); });
+  });
+}
+
+tsr_status_t tsr_comm_timeout(tsr_comm_t comm, int* timeoutMs) {
+  return guarded("tsr_comm_timeout", [&] {
+    if (!timeoutMs) return invalid("tsr_comm_timeout: timeout_ms is NULL");
+    return onComm(comm, "tsr_comm_timeout", [&](Communicator& c) {
+      *timeoutMs = c.timeoutMs();
+      return TSR_OK;
+    });
+  });
+}
+
+tsr_status_t tsr_send(tsr_comm_t comm, const void* send, size_t count, tsr_dtype_t dtype, int peer, int tag,
+                      tsr_request_t* request) {
+  return guarded("tsr_send", [&] {
+    if (tag < 0) return invalid("tsr_send: tag " + std::to_string(tag) + " is negative");
+    return onComm(comm, "tsr_send", [&](Communicator& c) {
+      return finish(c.send(send, count, static_cast<tsr::DataType>(dtype), peer, static_cast<uint32_t>(tag)), request,
+                    comm->life);
+    });
+  });
+}
+
+tsr_status_t tsr_recv(tsr_comm_t comm, void* recv, size_t count, tsr_dtype_t dtype, int peer, int tag,
+                      tsr_request_t* request) {
+  return guarded("tsr_recv", [&] {
+    if (tag < 0) return invalid("tsr_recv: tag " + std::to_string(tag) + " is negative");
+    return onComm(comm, "tsr_recv", [&](Communicator& c) {
+      return finish(c.recv(recv, count, static_cast<tsr::DataType>(dtype), peer, static_cast<uint32_t>(tag)), request,
+                    comm->life);
+    });
+  });
+}
+
 tsr_status_t tsr_comm_split(tsr_comm_t comm, int color, int key, tsr_comm_t* newcomm) {
   return guarded("tsr_comm_split", [&] {
     if (!newcomm) return invalid("tsr_comm_split: newcomm is NULL");

@@ -46,7 +46,7 @@ std::vector<size_t> displacements(const std::vector<size_t>& counts) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                                   std::vector<int64_t>& outputSplitSizes,
                                                                   std::vector<int64_t>& inputSplitSizes,
-                                                                  const c10d::AllToAllOptions&) {
+                                                                  const c10d::AllToAllOptions& opts) {
   tsr_dtype_t dtype = tesseraDtype(input, "all_to_all_single input");
   tesseraDtype(output, "all_to_all_single output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tessera: all_to_all_single: the input is ", describe(input),
@@ -55,7 +55,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& ou
   std::vector<size_t> recvCounts = blockCounts(output, outputSplitSizes, getSize(), "output");
   std::vector<size_t> sendDispls = displacements(sendCounts), recvDispls = displacements(recvCounts);
   return launch(
-      c10d::OpType::ALLTOALL_BASE, {output}, "all_to_all_single of " + describe(input),
+      c10d::OpType::ALLTOALL_BASE, opts.timeout, {output}, "all_to_all_single of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_alltoallv(comm_, input.data_ptr(), sendCounts.data(), sendDispls.data(), output.data_ptr(),
                              recvCounts.data(), recvDispls.data(), dtype, r);
@@ -65,7 +65,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& ou
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall(std::vector<at::Tensor>& outputs,
                                                              std::vector<at::Tensor>& inputs,
-                                                             const c10d::AllToAllOptions&) {
+                                                             const c10d::AllToAllOptions& opts) {
   const int size = getSize();
   TORCH_CHECK(static_cast<int>(inputs.size()) == size && static_cast<int>(outputs.size()) == size,
               "tessera: all_to_all: ", inputs.size(), " input and ", outputs.size(), " output tensors for ", size,
@@ -88,7 +88,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall(std::vector<at::Ten
   at::Tensor flatOut = at::empty({static_cast<int64_t>(recvDispls.back() + recvCounts.back())}, flatIn.options());
   std::vector<at::Tensor> outs = outputs;
   return launch(
-      c10d::OpType::ALLTOALL, outs, "all_to_all of " + describe(flatIn),
+      c10d::OpType::ALLTOALL, opts.timeout, outs, "all_to_all of " + describe(flatIn),
       [&](tsr_request_t* r) {
         return tsr_alltoallv(comm_, flatIn.data_ptr(), sendCounts.data(), sendDispls.data(), flatOut.data_ptr(),
                              recvCounts.data(), recvDispls.data(), dtype, r);

@@ -31,9 +31,8 @@ void checkPairs(const std::vector<at::Tensor>& small, const std::vector<at::Tens
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                                                    std::vector<at::Tensor>& inputs,
-                                                                                    const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
   const char* what = "allgather_into_tensor_coalesced";
   const int size = getSize();
   checkPairs(inputs, outputs, size, what);
@@ -42,7 +41,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather_into_tensor_coales
   tsr_dtype_t dtype = tesseraDtype(flatIn, what);
   std::vector<at::Tensor> outs = outputs;
   return launch(
-      c10d::OpType::COALESCED, outs, std::string(what) + " of " + describe(flatIn),
+      c10d::OpType::COALESCED, opts.timeout, outs, std::string(what) + " of " + describe(flatIn),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, flatIn.data_ptr(), flatOut.data_ptr(), flatIn.numel(), dtype, r);
       },
@@ -79,7 +78,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter_tensor_coales
   tsr_dtype_t dtype = tesseraDtype(flatIn, what);
   std::vector<at::Tensor> outs = outputs;
   return launch(
-      c10d::OpType::COALESCED, outs, std::string(what) + " of " + describe(flatIn),
+      c10d::OpType::COALESCED, opts.timeout, outs, std::string(what) + " of " + describe(flatIn),
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, flatIn.data_ptr(), flatOut.data_ptr(), flatOut.numel(), dtype, op, r);
       },

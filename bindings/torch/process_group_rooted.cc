@@ -28,7 +28,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce(std::vector<at::Tenso
   // The root reduces in place; the others into a copy, so that their tensor stays as it was.
   at::Tensor target = getRank() == root ? t : t.clone();
   return launch(
-      c10d::OpType::REDUCE, {t}, "reduce to rank " + std::to_string(root) + " of " + describe(t),
+      c10d::OpType::REDUCE, opts.timeout, {t}, "reduce to rank " + std::to_string(root) + " of " + describe(t),
       [&](tsr_request_t* r) {
         return tsr_allreduce(comm_, target.data_ptr(), target.data_ptr(), target.numel(), dtype, op, r);
       },
@@ -59,7 +59,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::gather(std::vector<std::vect
   }
   at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
   return launch(
-      c10d::OpType::GATHER, list, "gather to rank " + std::to_string(root) + " of " + describe(input),
+      c10d::OpType::GATHER, opts.timeout, list, "gather to rank " + std::to_string(root) + " of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), flat.data_ptr(), input.numel(), dtype, r);
       },
@@ -96,7 +96,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::scatter(std::vector<at::Tens
   }
   const int64_t at = getRank() * n;
   return launch(
-      c10d::OpType::SCATTER, {output}, "scatter from rank " + std::to_string(root) + " of " + describe(output),
+      c10d::OpType::SCATTER, opts.timeout, {output},
+      "scatter from rank " + std::to_string(root) + " of " + describe(output),
       [&](tsr_request_t* r) {
         return tsr_broadcast(comm_, flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, root, r);
       },

@@ -76,6 +76,9 @@ ProcessGroupTessera::ProcessGroupTessera(int rank, int size, const std::map<std:
   int tsrRank = -1, tsrSize = -1;
   tsr_comm_rank(comm_, &tsrRank);
   tsr_comm_size(comm_, &tsrSize);
+  int timeoutMs = 0;
+  tsr_comm_timeout(comm_, &timeoutMs);
+  defaultTimeoutMs_ = postedTimeoutMs_ = timeoutMs;
   if (tsrRank != rank || tsrSize != size) {
     tsr_comm_destroy(comm_);
     comm_ = nullptr;
@@ -88,14 +91,23 @@ ProcessGroupTessera::~ProcessGroupTessera() {
   if (comm_) tsr_comm_destroy(comm_);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                           std::string what,
+c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, std::chrono::milliseconds timeout,
+                                                           std::vector<at::Tensor> outputs, std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
-                                                           std::function<void()> finish) {
-  ++sequence_;
+                                                           std::function<void()> finish, bool collective) {
+  if (collective) ++sequence_;
   auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish));
   tsr_request_t request = nullptr;
-  tsr_status_t st = post(&request);
+  tsr_status_t st;
+  {
+    // The call's own timeout (opts.timeout), else the group's: set on the communicator for
+    // the calls posted from now on, so the setting and the post go together.
+    std::lock_guard<std::mutex> lock(postMutex_);
+    const int64_t wanted = timeout.count() > 0 ? timeout.count() : defaultTimeoutMs_;
+    if (wanted != postedTimeoutMs_ && tsr_comm_set_timeout(comm_, static_cast<int>(wanted)) == TSR_OK)
+      postedTimeoutMs_ = wanted;
+    st = post(&request);
+  }
   TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st),
               "): ", tsr_last_error());
   work->watch(request, std::move(what));
@@ -108,7 +120,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce(std::vector<at::Te
   at::Tensor& t = tensors[0];
   tsr_dtype_t dtype = tesseraDtype(t, "allreduce");
   tsr_op_t op = tesseraOp(opts.reduceOp);
-  return launch(c10d::OpType::ALLREDUCE, {t}, "allreduce of " + describe(t), [&](tsr_request_t* r) {
+  return launch(c10d::OpType::ALLREDUCE, opts.timeout, {t}, "allreduce of " + describe(t), [&](tsr_request_t* r) {
     return tsr_allreduce(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, op, r);
   });
 }
@@ -126,7 +138,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce_coalesced(std::vec
   tsr_op_t op = tesseraOp(opts.reduceOp);
   std::vector<at::Tensor> outputs = tensors;
   return launch(
-      c10d::OpType::ALLREDUCE_COALESCED, outputs, "allreduce_coalesced of " + describe(flat),
+      c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, outputs, "allreduce_coalesced of " + describe(flat),
       [&](tsr_request_t* r) {
         return tsr_allreduce(comm_, flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, op, r);
       },
@@ -146,19 +158,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
   tsr_dtype_t dtype = tesseraDtype(t, "broadcast");
   int root = static_cast<int>(opts.rootRank);
   return launch(
-      c10d::OpType::BROADCAST, {t}, "broadcast from rank " + std::to_string(root) + " of " + describe(t),
+      c10d::OpType::BROADCAST, opts.timeout, {t}, "broadcast from rank " + std::to_string(root) + " of " + describe(t),
       [&](tsr_request_t* r) { return tsr_broadcast(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, root, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                    const c10d::AllgatherOptions&) {
+                                                                    const c10d::AllgatherOptions& opts) {
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather_into_tensor input");
   tesseraDtype(output, "all_gather_into_tensor output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * getSize(),
               "tessera: all_gather_into_tensor: the output is ", describe(output), " where ", getSize(), " x ",
               describe(input), " was expected");
   return launch(
-      c10d::OpType::_ALLGATHER_BASE, {output}, "all_gather_into_tensor of " + describe(input),
+      c10d::OpType::_ALLGATHER_BASE, opts.timeout, {output}, "all_gather_into_tensor of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), output.data_ptr(), input.numel(), dtype, r);
       },
@@ -167,7 +179,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& 
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                               std::vector<at::Tensor>& inputs,
-                                                              const c10d::AllgatherOptions&) {
+                                                              const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "tessera: all_gather takes one input tensor per call");
   at::Tensor& input = inputs[0];
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather input");
@@ -178,7 +190,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
   // Gathered into one buffer, then copied into the caller's list once done.
   at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
   return launch(
-      c10d::OpType::ALLGATHER, list, "all_gather of " + describe(input),
+      c10d::OpType::ALLGATHER, opts.timeout, list, "all_gather of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), flat.data_ptr(), input.numel(), dtype, r);
       },
@@ -197,7 +209,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Ten
               describe(output), " was expected");
   tsr_op_t op = tesseraOp(opts.reduceOp);
   return launch(
-      c10d::OpType::_REDUCE_SCATTER_BASE, {output}, "reduce_scatter_tensor of " + describe(input),
+      c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, {output}, "reduce_scatter_tensor of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, input.data_ptr(), output.data_ptr(), output.numel(), dtype, op, r);
       },
@@ -217,15 +229,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
   // The blocks laid end to end, as Tessera takes them.
   at::Tensor flat = at::cat(c10::fmap(inputs[0], [](const at::Tensor& t) { return t.reshape({-1}); }));
   return launch(
-      c10d::OpType::REDUCE_SCATTER, {output}, "reduce_scatter of " + describe(flat),
+      c10d::OpType::REDUCE_SCATTER, opts.timeout, {output}, "reduce_scatter of " + describe(flat),
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, flat.data_ptr(), output.data_ptr(), output.numel(), dtype, op, r);
       },
       [flat]() {});  // keeps the flat input alive until the collective is done
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::barrier(const c10d::BarrierOptions&) {
-  return launch(c10d::OpType::BARRIER, {}, "barrier", [&](tsr_request_t* r) { return tsr_barrier(comm_, r); });
+c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::barrier(const c10d::BarrierOptions& opts) {
+  return launch(c10d::OpType::BARRIER, opts.timeout, {}, "barrier",
+                [&](tsr_request_t* r) { return tsr_barrier(comm_, r); });
 }
 
 void ProcessGroupTessera::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {

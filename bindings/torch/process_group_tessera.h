@@ -9,12 +9,16 @@
 // reduce_scatter (from a list or one tensor), their coalesced forms (FSDP2's, on 2.x), barrier
 // and a monitored barrier, and reduce, gather and scatter to and from a root. Every call is
 // non-blocking underneath: its Work completes from Tessera's progress (work_tessera.h).
-// all_to_all (even or uneven). Point-to-point is refused with torch's own "does not support" error, and a
-// tensor Tessera cannot take (on a GPU, not contiguous, another dtype) with one naming it.
+// all_to_all (even or uneven), and send/recv between two ranks (isend, irecv,
+// batch_isend_irecv: process_group_p2p.cc). A receive from any source is refused with torch's
+// own "does not support" error, and a tensor Tessera cannot take (on a GPU, not contiguous,
+// another dtype) with one naming it. Each call fails, on every rank, when not done within its
+// opts.timeout, else the group's timeout (init_process_group's).
 #pragma once
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -75,7 +79,17 @@ class ProcessGroupTessera : public Baseclass {
 #if TORCH_VERSION_MAJOR >= 2
   // Fails this rank's pending and later collectives and tells the peers (tsr_comm_abort).
   void abort() override;
+  // A planned end (destroy_process_group): waits for this rank's pending calls, then ends the
+  // communicator (tsr_comm_finalize); later calls raise. The handle Tessera's own Python layer
+  // holds stays valid until this group is freed.
+  void shutdown() override;
+  // The group's timeout for later calls (torch's _set_default_timeout).
+  void setTimeout(std::chrono::milliseconds timeout) override;
 #endif
+
+  // Point-to-point (process_group_p2p.cc): tensors[0] to or from one rank of this group.
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
 
   // All-to-all, even or uneven (process_group_alltoall.cc), over tsr_alltoallv.
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -106,12 +120,18 @@ class ProcessGroupTessera : public Baseclass {
  private:
   // Posts `post` (a tsr_* call that fills the request) and returns its Work; a post that fails
   // locally (bad argument, broken communicator) raises at once, as gloo does.
-  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::vector<at::Tensor> outputs, std::string what,
+  // `timeout`: the call's opts.timeout (unset: the group's). Point-to-point calls pass
+  // collective false: they do not count in the group's sequence number.
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::chrono::milliseconds timeout,
+                                        std::vector<at::Tensor> outputs, std::string what,
                                         const std::function<tsr_status_t(tsr_request_t*)>& post,
-                                        std::function<void()> finish = {});
+                                        std::function<void()> finish = {}, bool collective = true);
 
   tsr_comm_t comm_ = nullptr;
   std::atomic<uint64_t> sequence_{0};
+  std::mutex postMutex_;          // a call's timeout and its post go together
+  int64_t defaultTimeoutMs_ = 0;  // the group's (guarded by postMutex_)
+  int64_t postedTimeoutMs_ = 0;   // the communicator's now (guarded by postMutex_)
 };
 
 // "1000 float32": a tensor in messages.

@@ -163,6 +163,28 @@ class Communicator(Handle):
     def barrier(self, async_op=False):
         return self._run(lambda r: _lib.tsr_barrier(self._live(), r), None, (), async_op)
 
+    def send(self, data, peer, tag=0, async_op=False):
+        """data to rank `peer` alone (only the two ranks call send and recv). The peer's recv of
+        the same tag takes this rank's messages in the order they were sent."""
+        buf = as_buffer(data, "send data", writable=False)
+        return self._run(lambda r: _lib.tsr_send(self._live(), buf.address, buf.count, buf.dtype, int(peer),
+                                                 int(tag), r), None, (buf,), async_op)
+
+    def recv(self, out, peer, tag=0, async_op=False):
+        """Rank `peer`'s next message of `tag` into out, whose size and dtype must be what it sent."""
+        buf = as_buffer(out, "recv out", writable=True)
+        return self._run(lambda r: _lib.tsr_recv(self._live(), buf.address, buf.count, buf.dtype, int(peer),
+                                                 int(tag), r), buf.obj, (buf,), async_op)
+
+    @property
+    def timeout_ms(self):
+        """The timeout of the calls posted from now on (on every rank they fail when not done by then)."""
+        return self._query(_lib.tsr_comm_timeout)
+
+    @timeout_ms.setter
+    def timeout_ms(self, value):
+        check(_lib.tsr_comm_set_timeout(self._live(), int(value)))
+
     def abort(self):
         """Fails this rank's pending and later collectives and tells the peers."""
         check(_lib.tsr_comm_abort(self._live()))

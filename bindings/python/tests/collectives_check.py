@@ -85,6 +85,22 @@ else:
     half.close()
 raises(ValueError, "color -3", lambda: comm.split(-3), "a negative color")
 
+# send/recv around the ring (two tags, received in the other order than sent); the timeout.
+if n > 1:
+    nxt, prev = (me + 1) % n, (me - 1) % n
+    got_a, got_b = np.zeros(3, dtype=np.int32), np.zeros(1000, dtype=np.float64)
+    rb = comm.recv(got_b, prev, tag=2, async_op=True)
+    ra = comm.recv(got_a, prev, tag=1, async_op=True)
+    comm.send(np.arange(3, dtype=np.int32) + me, nxt, tag=1)
+    comm.send(np.full(1000, me, dtype=np.float64), nxt, tag=2)
+    expect(ra.wait() is got_a and rb.wait() is got_b, "recv's request returns out")
+    expect(got_a.tolist() == [prev, prev + 1, prev + 2] and np.all(got_b == prev), "send/recv ring")
+    raises(tessera.TesseraError, f"peer {me} is this rank itself", lambda: comm.send(got_a, me), "a send to itself")
+saved = comm.timeout_ms
+comm.timeout_ms = 12345
+expect(comm.timeout_ms == 12345, f"timeout_ms set: {comm.timeout_ms}")
+comm.timeout_ms = saved
+
 # Non-blocking: several in flight, then waited; test() until done.
 arrays = [np.full(1 << 16, me + k, dtype=np.float32) for k in range(3)]
 requests = [comm.allreduce(a, async_op=True) for a in arrays]

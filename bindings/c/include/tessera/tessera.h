@@ -98,6 +98,17 @@ TSR_API tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* p
 TSR_API tsr_status_t tsr_comm_destroy(tsr_comm_t comm);
 /* Fails this rank's pending and later collectives and tells the peers (which fail theirs). */
 TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
+/* A planned end, as ncclCommFinalize: waits until every collective and message this rank has
+ * posted on comm has ended, then ends the communicator (telling the peers, as
+ * tsr_comm_destroy does). The handle stays valid until tsr_comm_destroy: calls on it, and on
+ * handles made from it, return TSR_ERR_ABORTED. Returns the first failure of what it waited
+ * for (the communicator is ended all the same). */
+TSR_API tsr_status_t tsr_comm_finalize(tsr_comm_t comm);
+/* Collectives and messages posted on comm from now on fail with TSR_ERR_TIMEOUT, on every
+ * rank, when not done within timeout_ms (> 0) of starting (TSR_TIMEOUT_MS until then). */
+TSR_API tsr_status_t tsr_comm_set_timeout(tsr_comm_t comm, int timeout_ms);
+/* The timeout, in ms, of the calls posted on comm from now on. */
+TSR_API tsr_status_t tsr_comm_timeout(tsr_comm_t comm, int* timeout_ms);
 
 /* The color of a rank that takes part in tsr_comm_split without joining any new communicator. */
 #define TSR_COMM_SPLIT_NOCOLOR (-1)
@@ -159,6 +170,19 @@ TSR_API tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request);
 TSR_API tsr_status_t tsr_alltoallv(tsr_comm_t comm, const void* send, const size_t* send_counts,
                                    const size_t* send_displs, void* recv, const size_t* recv_counts,
                                    const size_t* recv_displs, tsr_dtype_t dtype, tsr_request_t* request);
+
+/* Point-to-point, as MPI_Isend / MPI_Irecv (blocking with request NULL): only this rank and
+ * `peer` call them, beside the collectives and in no fixed order with them. A receive takes
+ * the messages `peer` sent this rank with the same tag (0 .. TSR_MAX_TAG) in the order they
+ * were sent. count and dtype must give the bytes the sender sent: otherwise the receive fails
+ * with TSR_ERR_MISMATCH naming both sizes, and the communicator breaks, on every rank, as after
+ * a mismatched collective. A peer that dies or stalls fails them within the timeout.
+ * Host memory only. */
+#define TSR_MAX_TAG 1048575
+TSR_API tsr_status_t tsr_send(tsr_comm_t comm, const void* send, size_t count, tsr_dtype_t dtype, int peer, int tag,
+                              tsr_request_t* request);
+TSR_API tsr_status_t tsr_recv(tsr_comm_t comm, void* recv, size_t count, tsr_dtype_t dtype, int peer, int tag,
+                              tsr_request_t* request);
 
 /* TSR_OK when finished, TSR_IN_PROGRESS while running, or the collective's error. */
 TSR_API tsr_status_t tsr_test(tsr_request_t request);
