@@ -307,6 +307,12 @@ tsr_status_t tsr_request_free(tsr_request_t request) {
   return TSR_OK;
 }
 
+tsr_status_t tsr_get_version(int* version) {
+  if (!version) return invalid("tsr_get_version: version is NULL");
+  *version = TSR_VERSION_CODE;
+  return TSR_OK;
+}
+
 const char* tsr_status_string(tsr_status_t status) { return tsr::codeName(static_cast<tsr::Code>(status)); }
 
 const char* tsr_last_error(void) { return lastError.c_str(); }

@@ -37,7 +37,7 @@ run() {  # RATE BACKEND: appends rank 0's JSON line to OUT_DIR/RATE.jsonl
     -x MASTER_ADDR=198.18.0.1 -x MASTER_PORT=29512 \
     -x PYTHONPATH="$root/bindings/python" -x TESSERA_LIBRARY="$build/lib/libtessera.so" \
     "$python" "$root/examples/torch/train_fsdp2.py" --backend "$backend" --steps "${STEPS:-100}" \
-    --batch "${BATCH:-64}" | grep '^{' >>"$out/$rate.jsonl" || echo "## $backend at $rate failed" >&2
+    --batch "${BATCH:-64}" | sed -n 's/^\[0\] {/{/p' >>"$out/$rate.jsonl" || echo "## $backend at $rate failed" >&2
 }
 
 for rate in "${rates[@]}"; do

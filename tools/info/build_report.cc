@@ -38,6 +38,8 @@ std::string row(const std::string& label, const std::string& value) {
   return padded + value + "\n";
 }
 
+std::string versionLine() { return "tsr-info (Tessera) " TSR_INFO_VERSION; }
+
 std::string renderBuild() {
   std::string s = "Tessera " TSR_INFO_VERSION "\n";
   s += "Build:\n";

@@ -9,6 +9,8 @@ namespace tsr::tools::info {
 
 // Version, build options and the CPU kernels this machine would run.
 std::string renderBuild();
+// "tsr-info (Tessera) 0.1.0": --version's line.
+std::string versionLine();
 
 // UCX (version, transports, memory types) and hwloc, as the libraries report at run time.
 std::string renderLibraries();

@@ -4,6 +4,7 @@
 //   tsr-info -b         version, build options, UCX (transports, memory types), hwloc
 //   tsr-info -s         every TSR_* setting: current value, default, accepted values, meaning
 //   tsr-info -l         the algorithms: dense (TSR_ALGO) and tensor (algorithm=, tsr-bench --algo)
+//   tsr-info --version  "tsr-info (Tessera) MAJOR.MINOR.PATCH"
 //
 // Exit status 1 when the environment sets a value the runtime would refuse, so `tsr-info -s`
 // can check a job's settings before it starts; 2 for a command-line error.
@@ -26,6 +27,7 @@ int run(int argc, char** argv) {
   auto* b = app.add_flag("-b,--build", build, "Print only the version, build options and libraries");
   auto* l = app.add_flag("-l,--algorithms", algos, "Print only the dense and tensor algorithms");
   auto* a = app.add_flag("-a,--all", all, "Print everything (the default)");
+  app.set_version_flag("-V,--version", tools::info::versionLine(), "Print Tessera's version and exit");
   s->excludes(b)->excludes(l)->excludes(a);
   b->excludes(l)->excludes(a);
   l->excludes(a);
@@ -33,6 +35,9 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << tools::info::versionLine() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {  // as tsrun: the parser's words, exit status 2
     std::cerr << "tsr-info: error: " << e.what() << "\nRun 'tsr-info --help' for the options.\n";

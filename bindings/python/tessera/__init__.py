@@ -9,6 +9,7 @@ CPU tensors.
     ...                                       # overlap
     req.wait()                                # or req.then(fn) / req.get_future()
 """
+from . import _capi
 from .communicator import Communicator
 from .errors import (AbortedError, BootstrapError, ClosedError, CollectiveTimeoutError, InvalidArgumentError,
                      MismatchError, NotSupportedError, NumericError, PeerFailedError, TesseraError)
@@ -16,6 +17,7 @@ from .request import Request
 from ._selsync_covap import Covap, SelSync, inject
 from .tensor import CompressedTensor, relayout_index, tensor_algorithms
 
+__version__ = _capi.version()  # the loaded libtessera's
 __all__ = ["Communicator", "Request", "CompressedTensor", "relayout_index", "tensor_algorithms", "SelSync", "inject", "Covap",
            "TesseraError", "NotSupportedError", "InvalidArgumentError", "MismatchError", "PeerFailedError",
            "CollectiveTimeoutError", "BootstrapError", "AbortedError", "ClosedError", "NumericError"]

@@ -90,6 +90,7 @@ _PROTOTYPES = {
     "tsr_send": [_P, _P, _SIZE, _INT, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_recv": [_P, _P, _SIZE, _INT, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_comm_finalize": [_P],
+    "tsr_get_version": [ctypes.POINTER(_INT)],
     "tsr_comm_set_timeout": [_P, _INT],
     "tsr_comm_timeout": [_P, ctypes.POINTER(_INT)],
     "tsr_test": [_P],
@@ -127,3 +128,10 @@ lib.tsr_last_error.argtypes = []
 lib.tsr_last_error.restype = ctypes.c_char_p
 lib.tsr_status_string.argtypes = [_INT]
 lib.tsr_status_string.restype = ctypes.c_char_p
+
+
+def version():
+    """The loaded library's version, "MAJOR.MINOR.PATCH" (tsr_get_version)."""
+    code = _INT()
+    lib.tsr_get_version(ctypes.byref(code))
+    return f"{code.value // 10000}.{code.value // 100 % 100}.{code.value % 100}"

@@ -115,6 +115,13 @@ case $case in
     expect 'extra'
     run -- --help
     expect -- '-s,--settings'
+    # --version: the CMake project's version, the one the library and packages carry.
+    version=$(grep -oE 'project\(tessera VERSION [0-9]+\.[0-9]+\.[0-9]+' "$src/CMakeLists.txt" | grep -oE '[0-9.]+$')
+    run -- --version
+    expect "^tsr-info \(Tessera\) ${version//./\\.}$"
+    [ "$(wc -l <"$out")" -eq 1 ] || fail "--version printed more than its line"
+    run -- -V
+    expect '^tsr-info \(Tessera\) [0-9]'
     ;;
   names)
     # Every TSR_ name the sources read (a quoted literal, or one before '=') is in the table.

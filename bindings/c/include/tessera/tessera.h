@@ -22,8 +22,7 @@ extern "C" {
 #define TSR_API
 #endif
 
-#define TSR_VERSION_MAJOR 0
-#define TSR_VERSION_MINOR 1
+#include "tessera/tessera_version.h"
 
 typedef enum {
   TSR_OK = 0,
@@ -199,6 +198,9 @@ TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(v
 TSR_API tsr_status_t tsr_request_free(tsr_request_t request);
 
 TSR_API const char* tsr_status_string(tsr_status_t status);
+/* The version of the library loaded at run time (TSR_VERSION_CODE of the one built), which may
+ * differ from the header's compiled in, as ncclGetVersion. */
+TSR_API tsr_status_t tsr_get_version(int* version);
 /* This thread's last error message ("" if none). Valid until this thread's next call. */
 TSR_API const char* tsr_last_error(void);
 
