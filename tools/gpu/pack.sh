@@ -49,14 +49,16 @@ for b in $TESTS $TOOLS; do
   [ -f "$BUILD/bin/$b" ] || { echo "pack.sh: missing $BUILD/bin/$b" >&2; exit 1; }
   strip --strip-all -o "$KIT/bin/$b" "$BUILD/bin/$b"
 done
-strip --strip-unneeded -o "$KIT/lib/libtessera.so.0" "$BUILD/lib/libtessera.so.0"
+# Under its SONAME (libtessera.so.MAJOR.MINOR), the name the binaries ask for.
+tessera_so=$(objdump -p "$BUILD/lib/libtessera.so" | awk '/SONAME/ {print $2}')
+strip --strip-unneeded -o "$KIT/lib/$tessera_so" "$BUILD/lib/$tessera_so"
 
 # Every library the binaries resolve here that is not a base library: from the CUDA toolkit
 # (copied) or from a Debian package (downloaded and unpacked).
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 declare -A PKGS=()
-for f in "$KIT"/bin/* "$KIT/lib/libtessera.so.0"; do
+for f in "$KIT"/bin/* "$KIT/lib/$tessera_so"; do
   LD_LIBRARY_PATH="$KIT/lib" ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u > "$TMP/needed"
 while read -r soname path; do
