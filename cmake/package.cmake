@@ -8,7 +8,7 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/TesseraConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/TesseraConfig.cmake.in
                               ${CMAKE_BINARY_DIR}/TesseraConfig.cmake INSTALL_DESTINATION ${TSR_CMAKE_PACKAGE_DIR})
-install(EXPORT TesseraTargets NAMESPACE Tessera:: DESTINATION ${TSR_CMAKE_PACKAGE_DIR})
+install(EXPORT TesseraTargets NAMESPACE Tessera:: DESTINATION ${TSR_CMAKE_PACKAGE_DIR} COMPONENT dev)
 install(FILES ${CMAKE_BINARY_DIR}/TesseraConfig.cmake ${CMAKE_BINARY_DIR}/TesseraConfigVersion.cmake
-        DESTINATION ${TSR_CMAKE_PACKAGE_DIR})
+        DESTINATION ${TSR_CMAKE_PACKAGE_DIR} COMPONENT dev)
 export(EXPORT TesseraTargets NAMESPACE Tessera:: FILE ${CMAKE_BINARY_DIR}/TesseraTargets.cmake)

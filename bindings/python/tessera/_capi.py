@@ -14,21 +14,25 @@ OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4}
 
 
 def _library_path():
-    """TESSERA_LIBRARY, else the library of the install prefix the package sits in (cmake
-    --install puts the package in LIBDIR/tessera/python and the library in LIBDIR), else the
-    build of the source checkout it sits in (bindings/python/tessera, build/lib). Nowhere
-    else: a libtessera.so in some parent folder or on the linker's path need not be ours, and
-    loading it runs its code."""
+    """TESSERA_LIBRARY, else the package's own (pip install: tessera/_lib/libtessera.so.M.m),
+    else the library of the install prefix the package sits in (cmake --install puts the
+    package in LIBDIR/tessera/python and the library in LIBDIR), else the build of the source
+    checkout it sits in (bindings/python/tessera, build/lib). Nowhere else: a libtessera.so in
+    some parent folder or on the linker's path need not be ours, and loading it runs its code."""
     explicit = os.environ.get("TESSERA_LIBRARY")
     if explicit:
         return explicit
     package = pathlib.Path(__file__).resolve().parent
+    wheel = sorted((package / "_lib").glob("libtessera.so*"))
+    if wheel:
+        return str(wheel[0])
     above = package.parents[1]  # LIBDIR/tessera or <checkout>/bindings
     root = package.parents[2]   # LIBDIR or <checkout>
     if package.parent.name == "python" and above.name == "tessera":
-        installed = root / "libtessera.so"
-        if installed.exists():
-            return str(installed)
+        # libtessera.so comes with the headers (tessera-dev); the runtime has its SONAME file.
+        for installed in [root / "libtessera.so"] + sorted(root.glob("libtessera.so.*")):
+            if installed.exists():
+                return str(installed)
     checkout = package.parent.name == "python" and above.name == "bindings" and \
         (root / "bindings" / "c" / "include" / "tessera" / "tessera.h").exists()
     if checkout:
