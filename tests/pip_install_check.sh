@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# pip_install_check.sh SOURCE_DIR PYTHON: `pip install` of this source tree into a new virtual
-# environment made from PYTHON, whose torch the backend is then built against, and a user's
+# pip_install_check.sh SOURCE_DIR PYTHON: `pip wheel` of this source tree, installed into a new
+# virtual environment made from PYTHON (whose torch the backend is built against), and a user's
 # first steps there with nothing from the checkout on the path: `import tessera` finds its own
 # library, tsrun is on the venv's PATH, and the torch backend check runs under it.
 #   PYTHON /usr/bin/python3: a venv with Debian's site packages (PyTorch 1.13, NumPy).
@@ -25,8 +25,12 @@ torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)') 
   fail "pip install scikit-build-core (PyPI)"
 log="$venv/pip.log"
 export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1  # the checkout's compiler cache serves this build too
-"$venv/bin/python" -m pip install --disable-pip-version-check --no-build-isolation \
-  --config-settings=cmake.define.TSR_WITH_CUDA=OFF "$src" >"$log" 2>&1 || { tail -40 "$log"; fail "pip install $src"; }
+# `pip wheel` builds the wheel `pip install .` would, and installing it is what pip does next.
+"$venv/bin/python" -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps -w "$venv/wheels" \
+  --config-settings=cmake.define.TSR_WITH_CUDA=OFF "$src" >"$log" 2>&1 || { tail -40 "$log"; fail "pip wheel $src"; }
+wheel=$(ls "$venv"/wheels/tessera-*.whl) || fail "pip wheel made no tessera wheel"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" >>"$log" 2>&1 ||
+  { tail -20 "$log"; fail "pip install $wheel"; }
 
 # What the user has now: tsrun on the venv's PATH, the package with its own library and backend.
 [ -x "$venv/bin/tsrun" ] || fail "no tsrun in $venv/bin"
