@@ -1,9 +1,10 @@
 """What the collectives and tensors take: NumPy arrays and PyTorch CPU tensors, C-contiguous,
-aligned, of a Tessera element type. Every array the package hands to C goes through
-as_buffer, which checks the dtype, the size in bytes, the layout and, where C writes, the
-writability, and names what is wrong: C trusts the pointer and the count it is given, so a
-float64 array passed where float32 was declared would be read half and written wrong, and a
-float16 one written past its end."""
+aligned, of a Tessera element type; the Communicator's dense collectives also take CUDA memory
+(PyTorch CUDA tensors, and any object with __cuda_array_interface__, such as CuPy's arrays).
+Every array the package hands to C goes through as_buffer, which checks the dtype, the size in
+bytes, the layout, the memory and, where C writes, the writability, and names what is wrong: C
+trusts the pointer and the count it is given, so a float64 array passed where float32 was
+declared would be read half and written wrong, and a float16 one written past its end."""
 import numpy as np
 
 from . import _capi
@@ -18,15 +19,21 @@ ITEM_BYTES = {_capi.FLOAT32: 4, _capi.FLOAT64: 8, _capi.FLOAT16: 2, _capi.BFLOAT
 ACCEPTED = "float32, float64, float16, bfloat16 (torch), int32, int64"
 
 
-class Buffer:
-    __slots__ = ("obj", "array", "address", "count", "dtype")
+# __cuda_array_interface__'s typestr of each element type (CUDA has no bfloat16 typestr).
+_TYPESTRS = {"<f4": _capi.FLOAT32, "<f8": _capi.FLOAT64, "<f2": _capi.FLOAT16, "<i4": _capi.INT32,
+             "<i8": _capi.INT64}
 
-    def __init__(self, obj, array, dtype):
+
+class Buffer:
+    __slots__ = ("obj", "array", "address", "count", "dtype", "device")
+
+    def __init__(self, obj, array, dtype, address=None, count=None, device=None):
         self.obj = obj        # what the caller gave (returned as the result)
-        self.array = array    # a NumPy view of the same memory
-        self.address = array.ctypes.data
-        self.count = array.size
+        self.array = array    # a NumPy view of the same memory (host memory only)
+        self.address = array.ctypes.data if array is not None else address
+        self.count = array.size if array is not None else count
         self.dtype = dtype
+        self.device = device  # None: host memory; else the CUDA device ("cuda:0", "cuda" when unknown)
 
     @property
     def nbytes(self):
@@ -66,13 +73,50 @@ def dtype_code(dtype, what):
     return code
 
 
+def _cuda_view(obj, what):
+    """(address, count, dtype code, device, read-only) of a CUDA tensor or array, refusing what
+    C could not read as one block."""
+    if _is_torch(obj):
+        code = _torch_codes().get(obj.dtype)
+        if code is None:
+            raise ValueError(f"{what}: dtype {obj.dtype} is not accepted ({ACCEPTED})")
+        if not obj.is_contiguous():
+            raise ValueError(f"{what}: a non-contiguous tensor (use .contiguous())")
+        return obj.data_ptr(), obj.numel(), code, str(obj.device), False
+    cai = obj.__cuda_array_interface__
+    code = _TYPESTRS.get(cai.get("typestr"))
+    if code is None:
+        raise ValueError(f"{what}: CUDA array of typestr {cai.get('typestr')!r} is not accepted ({ACCEPTED})")
+    shape = tuple(cai.get("shape", ()))
+    count = 1
+    for n in shape:
+        count *= n
+    strides = cai.get("strides")
+    if strides is not None and count > 1:
+        want, step = [], ITEM_BYTES[code]
+        for n in reversed(shape):
+            want.insert(0, step)
+            step *= n
+        if any(n > 1 and got != w for n, got, w in zip(shape, strides, want)):
+            raise ValueError(f"{what}: a non-contiguous CUDA array (strides {tuple(strides)})")
+    address, readonly = cai["data"]
+    device = getattr(getattr(obj, "device", None), "id", None)
+    return address, count, code, "cuda" if device is None else f"cuda:{device}", bool(readonly)
+
+
+def _is_cuda(obj):
+    if _is_torch(obj):
+        return obj.device.type == "cuda"
+    return hasattr(obj, "__cuda_array_interface__")
+
+
 def _view(obj, what):
     """(NumPy view, dtype code) of obj's memory, refusing what C could not read as one block."""
     if _is_torch(obj):
         import torch
         if obj.device.type != "cpu":
-            raise ValueError(f"{what}: a tensor on {obj.device}: the Python layer takes host "
-                             f"memory (move it with .cpu())")
+            raise ValueError(f"{what}: a tensor on {obj.device}: this call takes host memory "
+                             f"(move it with .cpu())")
         code = _torch_codes().get(obj.dtype)
         if code is None:
             raise ValueError(f"{what}: dtype {obj.dtype} is not accepted ({ACCEPTED})")
@@ -81,6 +125,8 @@ def _view(obj, what):
         view = obj.detach()  # the same memory, without autograd (numpy() refuses it)
         array = view.view(torch.int16).numpy() if code == _capi.BFLOAT16 else view.numpy()
         return array, code
+    if hasattr(obj, "__cuda_array_interface__"):
+        raise ValueError(f"{what}: CUDA memory ({type(obj).__name__}): this call takes host memory")
     if not isinstance(obj, np.ndarray):
         raise TypeError(f"{what}: a {type(obj).__name__}, not a NumPy array or a PyTorch tensor")
     code = _NUMPY_DTYPES.get(obj.dtype)
@@ -91,10 +137,23 @@ def _view(obj, what):
     return obj, code
 
 
-def as_buffer(obj, what, writable, dtype=None, count=None):
+def as_buffer(obj, what, writable, dtype=None, count=None, cuda=False):
     """The Buffer of obj; ValueError/TypeError naming `what` when Tessera cannot use it: not an
     array, a dtype it has no type for (or not `dtype`, when given), not `count` elements (the
-    bytes C will touch), not C-contiguous, misaligned, or read-only where C writes."""
+    bytes C will touch), not C-contiguous, misaligned, read-only where C writes, or CUDA memory
+    where the call takes host memory only (`cuda`: it takes both)."""
+    if cuda and _is_cuda(obj):
+        address, size, code, device, readonly = _cuda_view(obj, what)
+        if dtype is not None and code != dtype:
+            raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]}")
+        if count is not None and size != count:
+            raise ValueError(f"{what}: {size} elements, declared with {count}")
+        if address % ITEM_BYTES[code]:
+            raise ValueError(f"{what}: misaligned memory (address {address:#x} is not a multiple of "
+                             f"{ITEM_BYTES[code]})")
+        if writable and readonly:
+            raise ValueError(f"{what}: a read-only CUDA array receives the result")
+        return Buffer(obj, None, code, address=address, count=size, device=device)
     array, code = _view(obj, what)
     if dtype is not None and code != dtype:
         raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]} (the C side would read "
@@ -116,6 +175,9 @@ def empty_like(buf, times=1, divide=1):
     times `times` (all-gather: the ranks' inputs stacked along it, as torch's
     all_gather_into_tensor) or divided by `divide` (reduce-scatter: one block of it); flat when
     buf is 0-d or `divide` does not divide its first dimension."""
+    if buf.device is not None and not (_is_torch(buf.obj) or type(buf.obj).__module__.startswith("cupy")):
+        raise ValueError(f"a {type(buf.obj).__name__} in CUDA memory: pass out= (only PyTorch and CuPy arrays "
+                         "of the result's shape are made here)")
     shape = tuple(buf.obj.shape)
     if shape and shape[0] % divide == 0:
         shape = (shape[0] * times // divide,) + shape[1:]
@@ -123,13 +185,19 @@ def empty_like(buf, times=1, divide=1):
         shape = (buf.count * times // divide,)
     if _is_torch(buf.obj):
         import torch
-        return torch.empty(shape, dtype=buf.obj.dtype)
+        return torch.empty(shape, dtype=buf.obj.dtype, device=buf.obj.device)
+    if buf.device is not None and type(buf.obj).__module__.startswith("cupy"):
+        import cupy
+        return cupy.empty(shape, dtype=buf.obj.dtype)
     return np.empty(shape, dtype=buf.array.dtype)
 
 
 def same_type(a, b, what):
     if a.dtype != b.dtype:
         raise ValueError(f"{what}: dtype {NAMES[b.dtype]} differs from the input's {NAMES[a.dtype]}")
+    if (a.device is None) != (b.device is None):
+        raise ValueError(f"{what}: in {'host' if b.device is None else b.device} memory, the input in "
+                         f"{'host' if a.device is None else a.device} memory (both must be on one side)")
 
 
 def disjoint(send, recv, what, in_place=False):

@@ -11,6 +11,8 @@ IN_PROGRESS = 1
 # tsr_dtype_t, tsr_op_t
 FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT32, INT64 = range(6)
 OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4}
+# tsr_memory_t
+MEM_HOST, MEM_CUDA = 0, 1
 
 
 def _library_path():
@@ -94,6 +96,7 @@ _PROTOTYPES = {
     "tsr_send": [_P, _P, _SIZE, _INT, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_recv": [_P, _P, _SIZE, _INT, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_comm_finalize": [_P],
+    "tsr_comm_set_memory_type": [_P, _INT],
     "tsr_get_version": [ctypes.POINTER(_INT)],
     "tsr_comm_set_timeout": [_P, _INT],
     "tsr_comm_timeout": [_P, ctypes.POINTER(_INT)],

@@ -1,5 +1,6 @@
-"""The communicator: dense collectives on NumPy arrays and PyTorch CPU tensors, blocking or
-not (async_op=True returns a Request), over the C API."""
+"""The communicator: dense collectives on NumPy arrays and PyTorch tensors (CPU, or CUDA and
+other __cuda_array_interface__ arrays, staged by the C library through pinned host memory),
+blocking or not (async_op=True returns a Request), over the C API."""
 import atexit
 import ctypes
 import weakref
@@ -100,6 +101,8 @@ class Communicator(Handle):
         return self._query(_lib.tsr_comm_bytes_sent, ctypes.c_uint64)
 
     def _run(self, post, result, keep, async_op):
+        if any(b.device is not None for b in keep):  # CUDA memory: staged by the C library
+            return self._run_on_device(post, result, keep, async_op)
         if not async_op:  # a NULL request: the C call blocks (two calls and a handle fewer)
             check(post(None))
             return result
@@ -107,10 +110,23 @@ class Communicator(Handle):
         check(post(ctypes.byref(handle)))
         return Request(handle, result, keep)
 
+    def _run_on_device(self, post, result, keep, async_op):
+        """A dense collective on CUDA buffers: the communicator takes device memory for this one
+        post (tsr_comm_set_memory_type, read when the call is posted), then host memory again,
+        as a communicator shared with the torch backend expects. Without a CUDA device the C
+        library refuses it (NotSupportedError), before anything is sent."""
+        check(_lib.tsr_comm_set_memory_type(self._live(), _capi.MEM_CUDA))
+        try:
+            handle = ctypes.c_void_p()
+            check(post(ctypes.byref(handle) if async_op else None))
+        finally:
+            _lib.tsr_comm_set_memory_type(self._live(), _capi.MEM_HOST)
+        return Request(handle, result, keep) if async_op else result
+
     def allreduce(self, data, out=None, op="sum", async_op=False):
         """Reduces data over the ranks (sum|avg|min|max|prod) into out, or in place."""
-        send = as_buffer(data, "allreduce data", writable=out is None)
-        recv = send if out is None else as_buffer(out, "allreduce out", writable=True)
+        send = as_buffer(data, "allreduce data", writable=out is None, cuda=True)
+        recv = send if out is None else as_buffer(out, "allreduce out", writable=True, cuda=True)
         if out is not None:
             same_type(send, recv, "allreduce out")
             if recv.count != send.count:
@@ -123,9 +139,9 @@ class Communicator(Handle):
     def allgather(self, data, out=None, async_op=False):
         """Every rank's data in rank order, stacked along the first dimension (shape (size * n,
         ...) for data of shape (n, ...); (size,) for a 0-d array), or into out."""
-        send = as_buffer(data, "allgather data", writable=False)
+        send = as_buffer(data, "allgather data", writable=False, cuda=True)
         recv = as_buffer(empty_like(send, times=self.size) if out is None else out,
-                         "allgather out", writable=True)
+                         "allgather out", writable=True, cuda=True)
         same_type(send, recv, "allgather out")
         if recv.count != send.count * self.size:
             raise ValueError(f"allgather out: {recv.count} elements, not size x {send.count} = "
@@ -136,7 +152,7 @@ class Communicator(Handle):
 
     def broadcast(self, data, root=0, async_op=False):
         """Root's data into data on every rank (in place)."""
-        buf = as_buffer(data, "broadcast data", writable=True)
+        buf = as_buffer(data, "broadcast data", writable=True, cuda=True)
         if not isinstance(root, int) or not 0 <= root < self.size:
             raise ValueError(f"broadcast root {root!r}: not a rank of 0..{self.size - 1}")
         return self._run(lambda r: _lib.tsr_broadcast(self._live(), buf.address, buf.address, buf.count,
@@ -145,13 +161,13 @@ class Communicator(Handle):
     def reduce_scatter(self, data, out=None, op="sum", async_op=False):
         """Reduces data (size blocks of equal length) and gives block `rank` to this rank (of
         shape (n / size, ...) for data of shape (n, ...) when size divides n; else flat)."""
-        send = as_buffer(data, "reduce_scatter data", writable=False)
+        send = as_buffer(data, "reduce_scatter data", writable=False, cuda=True)
         if send.count % self.size:
             raise ValueError(f"reduce_scatter data: {send.count} elements do not split into "
                              f"{self.size} equal blocks")
         block = send.count // self.size
         recv = as_buffer(empty_like(send, divide=self.size) if out is None else out, "reduce_scatter out",
-                         writable=True)
+                         writable=True, cuda=True)
         same_type(send, recv, "reduce_scatter out")
         if recv.count != block:
             raise ValueError(f"reduce_scatter out: {recv.count} elements for blocks of {block}")

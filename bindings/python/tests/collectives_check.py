@@ -1,6 +1,7 @@
 """The Python layer over real UCX: run under tsrun (tsrun -np N python3 collectives_check.py).
 Every collective, element type and reduction against a NumPy reference of all ranks' inputs,
-non-blocking requests, PyTorch tensors, compressed tensors, and the errors bad input gets.
+non-blocking requests, PyTorch tensors, compressed tensors, and the errors bad input gets (CUDA
+arrays' too: on a machine without a GPU, refused by the C library).
 Exits non-zero on any failed check (each rank prints its own)."""
 import numpy as np
 
@@ -100,6 +101,35 @@ saved = comm.timeout_ms
 comm.timeout_ms = 12345
 expect(comm.timeout_ms == 12345, f"timeout_ms set: {comm.timeout_ms}")
 comm.timeout_ms = saved
+
+# CUDA memory (__cuda_array_interface__, as CuPy's arrays): checked as host arrays are, then
+# staged by the C library, which refuses it without a CUDA device, before anything is sent.
+class DeviceArray:
+    def __init__(self, count, typestr="<f4", strides=None, readonly=False, address=1 << 40):
+        self.__cuda_array_interface__ = {"shape": (count,), "typestr": typestr, "strides": strides,
+                                         "data": (address, readonly), "version": 3}
+
+
+raises(ValueError, "typestr '|b1' is not accepted", lambda: comm.allreduce(DeviceArray(4, "|b1")), "a bool CUDA array")
+raises(ValueError, "non-contiguous CUDA array", lambda: comm.allreduce(DeviceArray(4, strides=(8,))),
+       "a strided CUDA array")
+raises(ValueError, "read-only CUDA array", lambda: comm.allreduce(DeviceArray(4, readonly=True)),
+       "a read-only CUDA array written in place")
+raises(ValueError, "misaligned", lambda: comm.allreduce(DeviceArray(4, address=(1 << 40) + 2)), "a misaligned one")
+raises(ValueError, "both must be on one side", lambda: comm.allreduce(np.zeros(4, np.float32), out=DeviceArray(4)),
+       "host data into a CUDA out")
+raises(ValueError, "pass out=", lambda: comm.allgather(DeviceArray(4)), "an allgather without out of a CUDA array")
+raises(ValueError, "this call takes host memory", lambda: comm.send(DeviceArray(4), (me + 1) % n),
+       "a CUDA array to send")
+try:
+    import torch
+    gpu = torch.cuda.is_available()
+except ImportError:
+    gpu = False
+if not gpu:
+    raises(tessera.NotSupportedError, "need a CUDA device", lambda: comm.allreduce(DeviceArray(4)),
+           "a CUDA array without a CUDA device")
+    expect(comm.allreduce(np.ones(3, np.float32)).tolist() == [n] * 3, "host memory again after the refusal")
 
 # Non-blocking: several in flight, then waited; test() until done.
 arrays = [np.full(1 << 16, me + k, dtype=np.float32) for k in range(3)]
