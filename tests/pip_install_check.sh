@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# pip_install_check.sh SOURCE_DIR PYTHON: `pip wheel` of this source tree, installed into a new
-# virtual environment made from PYTHON (whose torch the backend is built against), and a user's
-# first steps there with nothing from the checkout on the path: `import tessera` finds its own
-# library, tsrun is on the venv's PATH, and the torch backend check runs under it.
+# pip_install_check.sh SOURCE_DIR PYTHON ISOLATION: `pip wheel` of this source tree, installed
+# into a new virtual environment made from PYTHON (whose torch the backend is built against),
+# and a user's first steps there with nothing from the checkout on the path: `import tessera`
+# finds its own library, tsrun is on the venv's PATH, and the torch backend check runs under it.
+# ISOLATION: "isolated" (pip's default build isolation: the build's Python does not see the
+# venv's torch, the CMake probe does) or "no-isolation" (--no-build-isolation).
 #   PYTHON /usr/bin/python3: a venv with Debian's site packages (PyTorch 1.13, NumPy).
 #   PYTHON a venv's python (PyPI's PyTorch 2.x): a new venv that sees that one's packages (a .pth).
 # scikit-build-core comes from PyPI (pip's cache after the first time). CUDA is left out of the
 # build (TSR_WITH_CUDA=OFF), to keep the check short.
 set -euo pipefail
-src=$(cd "$1" && pwd) python=$2
+src=$(cd "$1" && pwd) python=$2 isolation=${3:-no-isolation}
 venv=$(mktemp -d /tmp/tsr-pip.XXXXXX)
 trap 'rm -rf "$venv"' EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }
@@ -21,12 +23,16 @@ else
   echo "$site" >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/outer.pth"
 fi
 torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)') || fail "the venv sees no torch"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" ||
-  fail "pip install scikit-build-core (PyPI)"
+flags=()
+if [ "$isolation" = no-isolation ]; then
+  flags=(--no-build-isolation)
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" ||
+    fail "pip install scikit-build-core (PyPI)"
+fi
 log="$venv/pip.log"
 export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1  # the checkout's compiler cache serves this build too
 # `pip wheel` builds the wheel `pip install .` would, and installing it is what pip does next.
-"$venv/bin/python" -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps -w "$venv/wheels" \
+"$venv/bin/python" -m pip wheel --disable-pip-version-check "${flags[@]}" --no-deps -w "$venv/wheels" \
   --config-settings=cmake.define.TSR_WITH_CUDA=OFF "$src" >"$log" 2>&1 || { tail -40 "$log"; fail "pip wheel $src"; }
 wheel=$(ls "$venv"/wheels/tessera-*.whl) || fail "pip wheel made no tessera wheel"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" >>"$log" 2>&1 ||
@@ -46,4 +52,4 @@ pip_version=$("$venv/bin/python" -m pip show tessera | sed -n 's/^Version: //p')
 out=$(env -u TESSERA_LIBRARY -u PYTHONPATH PATH="$venv/bin:$PATH" tsrun -np 2 -x PYTHONPATH="$src/bindings/python/tests" \
       "$venv/bin/python" "$src/bindings/python/tests/torch_backend_check.py" 2>&1) || fail "the torch backend check: $out"
 grep -q "torch backend: [0-9]* checks passed on 2 ranks" <<<"$out" || fail "no pass line: $out"
-echo "PASSED: pip install into a venv with PyTorch $torch_version, tessera $version used from there"
+echo "PASSED: pip install ($isolation) into a venv with PyTorch $torch_version, tessera $version used from there"
