@@ -128,6 +128,17 @@ direct_path() {
   [ "$d" -gt 0 ] || echo "no tensor took the direct device path ($s staged)"
 }
 
+# python_cuda_step LIMIT [CHECK]: tools/gpu/python_cuda_check.py on 2 ranks under the kit's tsrun,
+# with the package from the working tree and the kit's libtessera (NOT-RUN without numpy and torch).
+python_cuda_step() {
+  if ! python3 -c "import numpy, torch" >/dev/null 2>&1; then
+    printf 'python-cuda-2ranks\tNOT-RUN\t-\t0\tpython3 lacks numpy or torch\n' >> "$STEPS"; return 0
+  fi
+  CHECK=${2:-} step python-cuda-2ranks "$1" "$BIN/tsrun" -np 2 --timeout $(($1 - 10)) -x TSR_TIMEOUT_MS=30000 \
+    -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" \
+    python3 "$ROOT/tools/gpu/python_cuda_check.py"
+}
+
 ENV=$WORK/env.txt
 {
   echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -149,6 +160,7 @@ if [ $GPU = 0 ]; then
   CHECK= step gtest-c_api_device 60 "$BIN/c_api_device_tests"
   CHECK= step gpu-check-2ranks-host-halves 120 "$BIN/tsrun" -np 2 --timeout 110 "$BIN/tsr-gpu-check" --count 4099 --steps 2
   CHECK= step device-kernel-bench 30 "$BIN/tsr-device-kernel-bench"
+  python_cuda_step 60
   if [ -d "$KIT/ucx-cuda/lib" ]; then  # Tessera on the kit's own UCX build (its CUDA module needs a driver)
     CHECK= step ucx-info-cuda 30 env LD_LIBRARY_PATH="$KIT/ucx-cuda/lib:$KIT/lib" "$KIT/ucx-cuda/bin/ucx_info" -v
     CHECK= step direct-2ranks-host-halves 120 env LD_LIBRARY_PATH="$KIT/ucx-cuda/lib:$KIT/lib" "$BIN/tsrun" -np 2 \
@@ -174,6 +186,8 @@ else
   # 2. Multi-rank jobs on the one GPU: dense TSR_MEM_CUDA and every device tensor vs host.
   CHECK=device_ran step gpu-check-2ranks 120 "$BIN/tsrun" -np 2 --timeout 110 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 1
   CHECK=device_ran step gpu-check-4ranks-2hosts 150 "$BIN/tsrun" -np 4 --timeout 140 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2
+  # The Python layer's dense collectives on PyTorch CUDA tensors (staged), from the working tree.
+  python_cuda_step 120 device_ran
   # 3. The kernels on device memory against a device-to-device memcpy, top-k against torch.topk.
   CHECK=device_ran step device-kernel-bench 120 "$BIN/tsr-device-kernel-bench" --json "$WORK/kernel-bench.json" \
     --dump-input "$WORK/x.f32" --dump-topk "$WORK/topk.u32"
