@@ -111,6 +111,13 @@ int JobRunner::run() {
   }
   sigaction(SIGPIPE, &previousPipe, nullptr);
   sigprocmask(SIG_SETMASK, &previous, nullptr);
+  if (!lost_.empty()) {
+    std::string list;
+    for (const std::string& rank : lost_) list += (list.empty() ? "" : ", ") + rank;
+    report("--elastic: " + std::to_string(lost_.size()) + " of " + std::to_string(ranks_.size()) +
+           " ranks lost: " + list);
+    if (outcome_ == Outcome::kNone) return lostExitCode_;
+  }
   return exitCode_;
 }
 
@@ -237,6 +244,7 @@ void JobRunner::reapChildren() {
     for (int s = 0; s < 2; ++s) readStream(rank, s, 16);
     if (isFailure(status)) failed.push_back({&rank, status});
   }
+  if (settings_.elastic && outcome_ == Outcome::kNone) return loseRanks(failed);
   if (failed.empty() || outcome_ != Outcome::kNone) return;
   auto killed = std::find_if(failed.begin(), failed.end(), [](const Failure& f) {
     return WIFSIGNALED(f.status) || remoteSignalOf(f.status, !f.rank->launch.slot.local);
@@ -245,6 +253,15 @@ void JobRunner::reapChildren() {
   if (!pendingBlame_) {
     pendingBlame_ = failed.front();
     blameDeadline_ = Clock::now() + kBlameGrace;
+  }
+}
+
+void JobRunner::loseRanks(const std::vector<Failure>& failed) {
+  for (const Failure& f : failed) {
+    const RankSlot& slot = f.rank->launch.slot;
+    report(describeExit(slot.rank, slot.host, f.status, !slot.local) + "; --elastic: the other ranks go on");
+    if (lost_.empty()) lostExitCode_ = exitCodeOf(f.status);
+    lost_.push_back(std::to_string(slot.rank) + " (host " + slot.host + ")");
   }
 }
 

@@ -12,6 +12,8 @@
 //   running  -> SIGINT/SIGTERM/SIGHUP/SIGQUIT to tsrun -> forward it, SIGKILL after the grace period
 //               (a second signal: SIGKILL at once)      -> exit 128 + signal
 //   running  -> --timeout expires -> stop as above       -> exit 124
+//   --elastic: a rank that exits non-zero or dies is named and the others go on; when every
+//               rank has ended -> the list of lost ranks -> exit with the first one's code
 // Only the first of these events sets the exit code; ranks dying from tsrun's own signals
 // afterwards are not reported as failures. After SIGKILL tsrun waits at most kReapSeconds
 // more, so a job is gone within 0.3 s + grace + kReapSeconds of the first failure.
@@ -41,6 +43,9 @@ struct RankLaunch {
 struct JobSettings {
   double timeoutSeconds = 0;  // 0 = no limit
   double graceSeconds = 5;
+  // A rank that fails is named, and the others go on (tsrun --elastic): the job ends when every
+  // rank has ended, with the first failed rank's exit code and the list of lost ranks.
+  bool elastic = false;
 };
 
 class JobRunner {
@@ -81,6 +86,8 @@ class JobRunner {
   void loop();
   // Names the failed rank, sets the job's outcome and stops the others.
   void blame(const Failure& failure);
+  // --elastic: names each failed rank and counts it lost; the others go on.
+  void loseRanks(const std::vector<Failure>& failed);
   void onSignalFd();
   void reapChildren();
   void reapExited();
@@ -113,6 +120,9 @@ class JobRunner {
   // signal ends meanwhile (reapChildren).
   std::optional<Failure> pendingBlame_;
   std::optional<Clock::time_point> blameDeadline_;
+  // --elastic: the ranks lost so far ("2 (host tsr2)"), and the first one's exit code.
+  std::vector<std::string> lost_;
+  int lostExitCode_ = 0;
 };
 
 }  // namespace tsr::tools::tsrun

@@ -135,6 +135,7 @@ int tsrunMain(int argc, char** argv) {
   JobSettings settings;
   settings.timeoutSeconds = cl.options.timeoutSeconds;
   settings.graceSeconds = cl.options.graceSeconds;
+  settings.elastic = cl.options.elastic;
   JobRunner runner(launches.take(), settings);
   return runner.run();
 }

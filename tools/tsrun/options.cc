@@ -35,7 +35,9 @@ constexpr const char* kDescription =
     "SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to all ranks. When a rank exits\n"
     "non-zero or dies, tsrun names it, stops the others (SIGTERM, then SIGKILL after --grace\n"
     "seconds) and exits with its status (128+signal for a signal); 124 on --timeout, 127 when\n"
-    "a rank cannot start, 2 for usage errors.\n";
+    "a rank cannot start, 2 for usage errors. With --elastic a failed rank is named and the\n"
+    "others go on: the job ends when every rank has ended, with the first failed rank's status\n"
+    "and the list of the ranks lost.\n";
 
 // Rewrites mpirun's "-np" among tsrun's own options; stops at the program.
 std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::string> args) {
@@ -89,6 +91,8 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
       ->check(CLI::Range(0.0, 9.0))
       ->capture_default_str();
   app.add_flag("--dry-run", o.dryRun, "Print the rank plan and each rank's command and exit");
+  app.add_flag("--elastic", o.elastic,
+               "A rank that fails does not stop the others: the job ends when every rank has ended");
 
   std::vector<std::string> args = normalizeArgs(app, rawArgs);
   std::vector<char*> argv;

@@ -25,6 +25,7 @@ struct LaunchOptions {
   double timeoutSeconds = 0;                   // 0 = no limit
   double graceSeconds = kDefaultGraceSeconds;  // SIGTERM -> SIGKILL delay when stopping a job
   bool dryRun = false;
+  bool elastic = false;              // a failed rank does not stop the others
   std::vector<std::string> program;  // prog args...
 };
 

@@ -107,6 +107,30 @@ TEST(TsrunEndToEnd, FailingRankStopsTheJobAndSetsTheExitCode) {
   }
 }
 
+// --elastic: rank 1 exits with 3, then rank 2 is SIGKILLed; rank 0 goes on past both and ends
+// normally. Each lost rank is named as it goes, the list at the end, and the exit status is
+// the first lost rank's (rank 1's, unless the two are reaped in the other order).
+TEST(TsrunEndToEnd, ElasticJobGoesOnPastFailedRanks) {
+  TempDir dir;
+  RunResult r = testing::run(tsrun({"--elastic", "-np", "3", "/bin/sh", "-c",
+                                    "d=" + dir.path() +
+                                        "; case $TSR_RANK in "
+                                        "1) touch $d/one; exit 3;; "
+                                        "2) " +
+                                        kWaitForFiles +
+                                        " $d/one; touch $d/two; kill -9 $$;; "
+                                        "0) " +
+                                        kWaitForFiles + " $d/two; echo survived;; esac"}),
+                             {}, 20);
+  EXPECT_TRUE(r.exitCode() == 3 || r.exitCode() == 137) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[0] survived")) << describe(r);
+  EXPECT_TRUE(contains(r.err, "tsrun: rank 1 (host localhost) exited with status 3; --elastic: the other ranks go on"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "tsrun: rank 2 (host localhost) killed by signal SIGKILL")) << r.err;
+  EXPECT_TRUE(contains(r.err, "tsrun: --elastic: 2 of 3 ranks lost: ")) << r.err;
+  EXPECT_FALSE(contains(r.err, "rank 0")) << r.err;
+}
+
 TEST(TsrunEndToEnd, SigintToTsrunIsForwarded) {
   TempDir dir;
   ChildProcess child(tsrun({"-np", "2", "/bin/sh", "-c", "trap 'echo got-int; exit 9' INT; echo up; sleep 30 & wait"}));
