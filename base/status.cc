@@ -28,6 +28,8 @@ const char* codeName(Code code) {
       return "TSR_ERR_INTERNAL";
     case Code::kNumericError:
       return "TSR_ERR_NUMERIC";
+    case Code::kRevoked:
+      return "TSR_ERR_REVOKED";
   }
   return "TSR_ERR_UNKNOWN";
 }

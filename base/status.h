@@ -24,6 +24,7 @@ enum class Code : int {
   kAborted = 9,
   kInternal = 10,
   kNumericError = 11,
+  kRevoked = 12,  // a rank revoked the communicator (Communicator::revoke): it is to be shrunk
 };
 
 const char* codeName(Code code);

@@ -194,6 +194,10 @@ void Communicator::abort(const std::string& why) {
   engine_->abort(Status(Code::kAborted, "rank " + std::to_string(rank_) + " aborted: " + why));
 }
 
+void Communicator::revoke() {
+  engine_->abort(Status(Code::kRevoked, "rank " + std::to_string(rank_) + " revoked the communicator"));
+}
+
 Status Communicator::health() const { return engine_->health(); }
 
 uint64_t Communicator::bytesSent() const { return transport_->bytesSent() + shm_->bytesPublished(); }

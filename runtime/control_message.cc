@@ -25,7 +25,7 @@ Status decodeControl(const char* data, size_t bytes, int from, FailedSeqs* faile
     if (failed->first < 0 || failed->last < failed->first) *failed = FailedSeqs{};
     message = text.substr(second + 1);
   }
-  if (code <= static_cast<int>(Code::kNotSupported) || code > static_cast<int>(Code::kNumericError))
+  if (code <= static_cast<int>(Code::kNotSupported) || code > static_cast<int>(Code::kRevoked))
     code = static_cast<int>(Code::kAborted);
   // A relayed notice already names the rank that reported it first.
   if (message.find(" [reported by rank ") != std::string::npos) return Status(static_cast<Code>(code), message);

@@ -105,6 +105,8 @@ Status ProgressEngine::refusal(const Submission& s) const {
   // ranks that had not started it yet; later ones say the communicator is unusable.
   std::lock_guard<std::mutex> lock(mutex_);
   if (brokenAt_.last >= 0 && static_cast<int64_t>(s.seq) <= brokenAt_.last) return broken_;
+  // Revoked: every later call says so with the same code (ULFM's MPI_ERR_REVOKED).
+  if (why.code() == Code::kRevoked) return why;
   return Status(Code::kAborted, "communicator is unusable after an earlier error: " + why.toString());
 }
 

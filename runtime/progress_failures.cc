@@ -83,7 +83,7 @@ Status ProgressEngine::pendingFailure(const Submission& s, const Status& reason)
     std::lock_guard<std::mutex> lock(mutex_);
     failedSeq = brokenAt_.last;
   }
-  if (failedSeq < 0 || static_cast<int64_t>(s.seq) <= failedSeq) return reason;
+  if (failedSeq < 0 || static_cast<int64_t>(s.seq) <= failedSeq || reason.code() == Code::kRevoked) return reason;
   return Status(Code::kAborted, "communicator is unusable after an earlier error: " + reason.toString());
 }
 

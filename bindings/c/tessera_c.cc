@@ -92,6 +92,15 @@ tsr_status_t tsr_comm_abort(tsr_comm_t comm) {
   });
 }
 
+tsr_status_t tsr_comm_revoke(tsr_comm_t comm) {
+  return guarded("tsr_comm_revoke", [&] {
+    return onComm(comm, "tsr_comm_revoke", [&](Communicator& c) {
+      c.revoke();
+      return TSR_OK;
+    });
+  });
+}
+
 tsr_status_t tsr_comm_finalize(tsr_comm_t comm) {
   return guarded("tsr_comm_finalize", [&] {
     if (!comm) return invalid("tsr_comm_finalize: comm is NULL");

@@ -12,7 +12,8 @@ CPU tensors.
 from . import _capi
 from .communicator import Communicator
 from .errors import (AbortedError, BootstrapError, ClosedError, CollectiveTimeoutError, InvalidArgumentError,
-                     MismatchError, NotSupportedError, NumericError, PeerFailedError, TesseraError)
+                     MismatchError, NotSupportedError, NumericError, PeerFailedError, RevokedError,
+                     TesseraError)
 from .request import Request
 from ._selsync_covap import Covap, SelSync, inject
 from .tensor import CompressedTensor, relayout_index, tensor_algorithms
@@ -20,4 +21,5 @@ from .tensor import CompressedTensor, relayout_index, tensor_algorithms
 __version__ = _capi.version()  # the loaded libtessera's
 __all__ = ["Communicator", "Request", "CompressedTensor", "relayout_index", "tensor_algorithms", "SelSync", "inject", "Covap",
            "TesseraError", "NotSupportedError", "InvalidArgumentError", "MismatchError", "PeerFailedError",
-           "CollectiveTimeoutError", "BootstrapError", "AbortedError", "ClosedError", "NumericError"]
+           "CollectiveTimeoutError", "BootstrapError", "AbortedError", "ClosedError", "NumericError",
+           "RevokedError"]

@@ -82,6 +82,7 @@ _PROTOTYPES = {
     "tsr_comm_init_config": [ctypes.POINTER(_P), ctypes.POINTER(Param), _SIZE],
     "tsr_comm_destroy": [_P],
     "tsr_comm_abort": [_P],
+    "tsr_comm_revoke": [_P],
     "tsr_comm_split": [_P, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_comm_rank": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_size": [_P, ctypes.POINTER(_INT)],

@@ -201,6 +201,11 @@ class Communicator(Handle):
     def timeout_ms(self, value):
         check(_lib.tsr_comm_set_timeout(self._live(), int(value)))
 
+    def revoke(self):
+        """As MPI_Comm_revoke: every pending and later call on this communicator, here and on
+        every live peer (told at once), raises RevokedError naming this rank."""
+        check(_lib.tsr_comm_revoke(self._live()))
+
     def abort(self):
         """Fails this rank's pending and later collectives and tells the peers."""
         check(_lib.tsr_comm_abort(self._live()))

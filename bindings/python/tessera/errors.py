@@ -49,8 +49,12 @@ class NumericError(TesseraError, ArithmeticError):
     """NaN or Inf where a compressor cannot take it."""
 
 
+class RevokedError(TesseraError):
+    """A rank revoked the communicator (Communicator.revoke, tsr_comm_revoke)."""
+
+
 _BY_STATUS = {2: NotSupportedError, 3: InvalidArgumentError, 4: MismatchError, 5: PeerFailedError,
-              6: CollectiveTimeoutError, 7: BootstrapError, 9: AbortedError, 11: NumericError}
+              6: CollectiveTimeoutError, 7: BootstrapError, 9: AbortedError, 11: NumericError, 12: RevokedError}
 
 
 def error_of(status):

@@ -85,6 +85,12 @@ else:
     expect(half.allgather(np.array([me], dtype=np.int64)).tolist() == members, "split: members in key order")
     half.close()
 raises(ValueError, "color -3", lambda: comm.split(-3), "a negative color")
+# revoke: the last rank revokes a communicator of every rank; each rank's next call raises.
+every = comm.split(0)
+if me == n - 1:
+    every.revoke()
+raises(tessera.RevokedError, f"rank {n - 1} revoked the communicator", every.barrier, "a barrier after a revoke")
+every.close()
 
 # send/recv around the ring (two tags, received in the other order than sent); the timeout.
 if n > 1:

@@ -37,6 +37,7 @@ typedef enum {
   TSR_ERR_ABORTED = 9,          /* the communicator was aborted or is unusable after an error */
   TSR_ERR_INTERNAL = 10,        /* a bug in Tessera: please report it */
   TSR_ERR_NUMERIC = 11,         /* NaN or Inf where a compressor cannot take it */
+  TSR_ERR_REVOKED = 12,         /* a rank revoked the communicator (tsr_comm_revoke) */
   /* Not values: they make every int a valid tsr_status_t, so a bad one passed in is
    * reported as an error instead of being undefined behaviour in the library. */
   TSR_STATUS_RANGE_MIN_ = -0x7fffffff - 1,
@@ -97,6 +98,11 @@ TSR_API tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* p
 TSR_API tsr_status_t tsr_comm_destroy(tsr_comm_t comm);
 /* Fails this rank's pending and later collectives and tells the peers (which fail theirs). */
 TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
+/* As MPI_Comm_revoke (ULFM): not collective; every pending and later call on comm, on this rank
+ * and on every live peer (told at once, without waiting for a timeout), fails with
+ * TSR_ERR_REVOKED naming the rank that revoked it. For a rank that saw a failure and wants
+ * every other rank out of its collectives now. The communicator stays revoked. */
+TSR_API tsr_status_t tsr_comm_revoke(tsr_comm_t comm);
 /* A planned end, as ncclCommFinalize: waits until every collective and message this rank has
  * posted on comm has ended, then ends the communicator (telling the peers, as
  * tsr_comm_destroy does). The handle stays valid until tsr_comm_destroy: calls on it, and on
