@@ -134,7 +134,6 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
     std::lock_guard<std::mutex> lock(mutex_);
     s.seq = seq_;
     seq_ += seqSpan;
-    track(s.request);
   }
   shm_->announce(s.seq, route, call);
   RequestPtr request = s.request;

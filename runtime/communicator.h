@@ -98,8 +98,8 @@ class Communicator final : public algorithms::Team {
   // done within `ms` (> 0) of starting; the configured timeout until then.
   Status setTimeout(int ms);
   int timeoutMs() const { return timeoutMs_; }
-  // Waits until everything this rank has posted so far has ended (done or failed): before a
-  // planned shutdown, so that no peer's last collective is cut off. The first failure seen.
+  // Waits until everything this rank has posted has ended (done or failed): before a planned
+  // shutdown, so that no peer's last collective is cut off. Ok, or what broke the communicator.
   Status drain();
 
   // Runs a custom collective (algorithms/plan/task.h): `make` is called on the progress
@@ -253,14 +253,10 @@ class Communicator final : public algorithms::Team {
   static std::shared_ptr<ScratchPool> makeScratchPool();
 
   Result<RequestPtr> postPointToPoint(bool isSend, void* buffer, size_t count, DataType dtype, int peer, uint32_t tag);
-  // Every submission's request until it ends (drain() waits for them); pruned as it grows.
-  void track(const RequestPtr& request);
 
-  std::mutex mutex_;  // guards seq_, plans_, staging_, posted_ and the message counts
+  std::mutex mutex_;  // guards seq_, plans_, staging_ and the message counts
   uint32_t seq_ = 0;
   std::atomic<int> timeoutMs_{0};  // set at creation from config_
-  std::vector<std::weak_ptr<Request>> posted_;
-  size_t prunedAt_ = 64;  // posted_ is pruned once it is twice what was left last time
   // Messages so far per (peer, tag): sent to it, received from it (the pair's p2p sequence).
   std::map<std::pair<int, uint32_t>, uint32_t> sentCount_, receivedCount_;
   std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;

@@ -2,7 +2,6 @@
 // task of its own in the progress engine (point_to_point.h): it is numbered per (peer, tag)
 // on both sides instead of taking a collective sequence number, which the ranks that do not
 // take part would never see.
-#include <algorithm>
 #include <string>
 
 #include "runtime/communicator.h"
@@ -47,7 +46,6 @@ Result<RequestPtr> Communicator::postPointToPoint(bool isSend, void* buffer, siz
     std::lock_guard<std::mutex> lock(mutex_);
     n = (isSend ? sentCount_ : receivedCount_)[{peer, tag}]++;
     s.seq = seq_;
-    track(s.request);
   }
   const size_t bytes = count * dataTypeSize(dtype);
   const int source = isSend ? rank_ : peer;  // the tag names the sender on both sides
@@ -71,30 +69,9 @@ Status Communicator::setTimeout(int ms) {
   return Status::ok();
 }
 
-void Communicator::track(const RequestPtr& request) {
-  if (posted_.size() >= prunedAt_) {
-    std::erase_if(posted_, [](const std::weak_ptr<Request>& w) {
-      auto r = w.lock();
-      return !r || r->done();
-    });
-    prunedAt_ = std::max<size_t>(64, 2 * posted_.size());
-  }
-  posted_.push_back(request);
-}
-
 Status Communicator::drain() {
-  std::vector<std::weak_ptr<Request>> pending;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending.swap(posted_);
-  }
-  Status first;
-  for (auto& weak : pending)
-    if (auto r = weak.lock()) {
-      Status st = r->wait();
-      if (first.isOk() && !st.isOk()) first = st;
-    }
-  return first;
+  engine_->waitUntilIdle();
+  return engine_->health();
 }
 
 }  // namespace tsr::runtime

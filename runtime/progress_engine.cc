@@ -326,6 +326,19 @@ void ProgressEngine::driveUntilDone(const Request& request) {
   }
 }
 
+void ProgressEngine::waitUntilIdle() {
+  while (!stop_) {
+    {
+      std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
+      // Under the drive lock the lists hold still; controlSends_ and an abort request are
+      // the engine's own business, not the caller's work.
+      bool owed = std::any_of(draining_.begin(), draining_.end(), [](const Active& a) { return a.owed.has_value(); });
+      if (drive.owns_lock() && active_.empty() && !hasIncoming() && !owed) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void ProgressEngine::park() {
   std::unique_lock<std::mutex> lock(parkMutex_);
   // Bounded, and submit() does not wake it (that wake-up would cost every blocking call a

@@ -94,6 +94,10 @@ class ProgressEngine final : public algorithms::RequestDriver {
   void driveUntilDone(const Request& request) override;
   // One turn on the calling thread if nobody else drives (Request::test()).
   void driveOnce() override;
+  // Returns once nothing submitted is queued, running or owed its completion (or the engine
+  // stopped): the progress thread finishes the work meanwhile; this thread looks every
+  // millisecond. For a planned shutdown (Communicator::drain), not for a hot path.
+  void waitUntilIdle();
 
  private:
   struct Active {

@@ -106,8 +106,8 @@ TSR_API tsr_status_t tsr_comm_revoke(tsr_comm_t comm);
 /* A planned end, as ncclCommFinalize: waits until every collective and message this rank has
  * posted on comm has ended, then ends the communicator (telling the peers, as
  * tsr_comm_destroy does). The handle stays valid until tsr_comm_destroy: calls on it, and on
- * handles made from it, return TSR_ERR_ABORTED. Returns the first failure of what it waited
- * for (the communicator is ended all the same). */
+ * handles made from it, return TSR_ERR_ABORTED. Returns TSR_OK, or the error that broke the
+ * communicator before it ended (it is ended all the same). */
 TSR_API tsr_status_t tsr_comm_finalize(tsr_comm_t comm);
 /* Collectives and messages posted on comm from now on fail with TSR_ERR_TIMEOUT, on every
  * rank, when not done within timeout_ms (> 0) of starting (TSR_TIMEOUT_MS until then). */
