@@ -22,6 +22,7 @@
 #include "algorithms/dense/dense_selector.h"
 #include "algorithms/dense/shm_board_collective.h"
 #include "algorithms/plan/task.h"
+#include "algorithms/team/device_copier.h"
 #include "algorithms/team/request.h"
 #include "algorithms/team/team.h"
 #include "base/dtype.h"
@@ -34,10 +35,6 @@
 namespace tsr::transport {
 class UcxTransport;
 }
-namespace tsr::algorithms {
-class DeviceCopier;
-}
-
 namespace tsr::runtime {
 
 class Bootstrap;
@@ -138,6 +135,11 @@ class Communicator final : public algorithms::Team {
   // kCuda through this copier instead of the CUDA one (tests: a host-memcpy fake device).
   Status useDeviceCopier(std::unique_ptr<DeviceCopier> copier);
   transport::MemoryType bufferMemory() const { return bufferMemory_; }
+  // kCuda: the caller's CUDA stream (a cudaStream_t) whose work each later dense collective
+  // waits for before reading its input, through an event recorded on it in the call, as
+  // ncclAllReduce's stream argument; null (the default): the default stream's earlier work.
+  void setCallerStream(void* stream) { callerStream_ = stream; }
+  void* callerStream() const { return callerStream_; }
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
   bool transportMovesCuda() const override;
   // Run once by every thread before it drives UCX here (the progress thread, a waiting
@@ -209,10 +211,15 @@ class Communicator final : public algorithms::Team {
   Status setUpShmPath();
   std::optional<Result<RequestPtr>> viaShm(const algorithms::ShmCollectiveArgs& args);
   std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
-  std::shared_ptr<DenseStaging> deviceStaging();                     // null while buffers are host memory
-  Status checkShmDevice(const algorithms::ShmCollectiveArgs& args);  // CUDA buffers: are they?
+  std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
+  // CUDA buffers: are they? Then the caller's event (callerEvent).
+  Result<algorithms::CallerEvent> prepareShmDevice(const algorithms::ShmCollectiveArgs& args);
+  // The event of the caller's stream (setCallerStream) that a staged collective called now
+  // waits for; none without a stream. Errors name `what`.
+  Result<algorithms::CallerEvent> callerEvent(DenseStaging& staging, const std::string& what);
   // Posts the call's task on host buffers: the caller's, or pinned copies of CUDA ones.
-  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call);
+  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call,
+                             algorithms::CallerEvent after);
   // Plans with more scratch than this take it from scratchPool_ (registered, reused);
   // smaller ones get it with their executor's state.
   static constexpr size_t kPooledScratchFrom = 4096;
@@ -237,6 +244,7 @@ class Communicator final : public algorithms::Team {
   std::atomic<transport::MemoryType> bufferMemory_{
       transport::MemoryType::kHost};       // which algorithm serves each dense collective
   std::shared_ptr<DenseStaging> staging_;  // bufferMemory_ kCuda: the copier (guarded by mutex_)
+  std::atomic<void*> callerStream_{nullptr};
   // The shared-memory path: its segment mapped while the engine runs (declared before it,
   // freed after).
   std::unique_ptr<ShmPath> shm_;

@@ -60,12 +60,13 @@ Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::P
   std::string what = "rank " + std::to_string(rank_) + ": " + algorithms::collectiveName(plan->collective);
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", input, inBytes));
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "output", output, outBytes));
+  TSR_ASSIGN_OR_RETURN(algorithms::CallerEvent after, callerEvent(*staging, what));
   std::shared_ptr<void> scratch;  // host scratch, as for a host run
   if (plan->scratchBytes > kPooledScratchFrom) {
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
   Submission s;
-  s.make = staging->stage(plan, input, inBytes, output, outBytes, scratch.get());
+  s.make = staging->stage(plan, input, inBytes, output, outBytes, scratch.get(), std::move(after));
   std::string algorithm = plan->algorithm + " (staged from CUDA memory)";
   // Announced as the plan it runs: its messages are those of a host run of that plan.
   algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),
@@ -73,6 +74,12 @@ Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::P
   auto posted = post(std::move(s), 1, std::move(scratch), algorithms::ShmRoute::kPlan, call);
   if (posted.isOk()) posted.value()->setAlgorithm(std::move(algorithm));
   return posted;
+}
+
+Result<algorithms::CallerEvent> Communicator::callerEvent(DenseStaging& staging, const std::string& what) {
+  auto event = staging.callerEvent(callerStream_.load());
+  if (!event.isOk()) return Status(event.status().code(), what + ": " + event.status().message());
+  return event;
 }
 
 }  // namespace tsr::runtime

@@ -18,8 +18,9 @@ std::optional<Result<RequestPtr>> Communicator::viaShm(const algorithms::ShmColl
   const ShmPath::Way way = shm_->wayFor(args);
   if (way == ShmPath::Way::kNone) return std::nullopt;
   // Before the call takes its place in the segment: a refused call takes none.
-  if (Status device = checkShmDevice(args); !device.isOk()) return Result<RequestPtr>(device);
-  return postShm(args, shm_->take(way, args));
+  auto after = prepareShmDevice(args);
+  if (!after.isOk()) return Result<RequestPtr>(after.status());
+  return postShm(args, shm_->take(way, args), after.take());
 }
 
 std::string Communicator::shmSegmentName() const { return shm_ ? shm_->segmentName() : std::string(); }
@@ -42,16 +43,18 @@ std::pair<size_t, size_t> Communicator::shmBufferBytes(const algorithms::ShmColl
   }
 }
 
-Status Communicator::checkShmDevice(const algorithms::ShmCollectiveArgs& args) {
+Result<algorithms::CallerEvent> Communicator::prepareShmDevice(const algorithms::ShmCollectiveArgs& args) {
   auto staging = deviceStaging();
-  if (!staging || args.barrier) return Status::ok();
+  if (!staging || args.barrier) return algorithms::CallerEvent();
   const auto [in, out] = shmBufferBytes(args);
   std::string what = "rank " + std::to_string(rank_) + ": " + algorithms::collectiveName(args.collective);
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", args.input, in));
-  return staging->checkDevice(what.c_str(), "output", args.output, out);
+  TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "output", args.output, out));
+  return callerEvent(*staging, what);
 }
 
-Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call) {
+Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call,
+                                         algorithms::CallerEvent after) {
   Submission s;
   std::string algorithm = std::move(call.algorithm);
   auto staging = deviceStaging();
@@ -65,7 +68,7 @@ Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& ar
           host.output = hostOut;
           return make(host, ctx);
         },
-        args.input, in, args.output, out);
+        args.input, in, args.output, out, std::move(after));
     algorithm += " (staged from CUDA memory)";
   } else {
     s.make = [args, make = call.make](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {

@@ -10,7 +10,8 @@ namespace {
 class StagedHostTask final : public algorithms::Task {
  public:
   StagedHostTask(std::shared_ptr<DenseStaging> staging, std::string what, DenseStaging::HostTaskMaker make,
-                 const void* input, size_t inBytes, void* output, size_t outBytes, const algorithms::TaskContext& ctx)
+                 const void* input, size_t inBytes, void* output, size_t outBytes, algorithms::CallerEvent after,
+                 const algorithms::TaskContext& ctx)
       : staging_(std::move(staging)),
         what_(std::move(what)),
         make_(std::move(make)),
@@ -18,6 +19,7 @@ class StagedHostTask final : public algorithms::Task {
         inBytes_(inBytes),
         output_(output),
         outBytes_(outBytes),
+        after_(std::move(after)),
         ctx_(ctx) {}
 
   ~StagedHostTask() override {
@@ -33,7 +35,8 @@ class StagedHostTask final : public algorithms::Task {
     } else {
       TSR_ASSIGN_OR_RETURN(hostOut_, named(staging_->takePinned(outBytes_)));
     }
-    if (inBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(hostIn_, input_, inBytes_)));
+    if (inBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(hostIn_, input_, inBytes_, after_)));
+    after_.reset();  // the copy's stream holds the wait now
     copying_ = inBytes_ > 0;
     phase_ = Phase::kToHost;
     return progress();
@@ -115,6 +118,7 @@ class StagedHostTask final : public algorithms::Task {
   size_t inBytes_;
   void* output_;
   size_t outBytes_;
+  algorithms::CallerEvent after_;
   algorithms::TaskContext ctx_;
   void* hostIn_ = nullptr;
   void* hostOut_ = nullptr;
@@ -169,24 +173,30 @@ void DenseStaging::givePinned(void* p, size_t bytes) {
 }
 
 algorithms::TaskFactory DenseStaging::stage(std::shared_ptr<const algorithms::Plan> plan, const void* input,
-                                            size_t inBytes, void* output, size_t outBytes, void* scratch) {
+                                            size_t inBytes, void* output, size_t outBytes, void* scratch,
+                                            algorithms::CallerEvent after) {
   std::string what = algorithms::collectiveName(plan->collective);
   HostTaskMaker make = [plan = std::move(plan), scratch](const void* hostIn, void* hostOut,
                                                          const algorithms::TaskContext& ctx) {
     algorithms::RunBuffers host{hostIn, hostOut, scratch, transport::MemoryType::kHost};
     return std::unique_ptr<algorithms::Task>(new algorithms::PlanExecutor(plan, host, ctx.id, ctx.transport));
   };
-  return stageTask(std::move(what), std::move(make), input, inBytes, output, outBytes);
+  return stageTask(std::move(what), std::move(make), input, inBytes, output, outBytes, std::move(after));
 }
 
 algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker make, const void* input, size_t inBytes,
-                                                void* output, size_t outBytes) {
+                                                void* output, size_t outBytes, algorithms::CallerEvent after) {
   std::shared_ptr<DenseStaging> self = shared_from_this();
-  return [self, what = std::move(what), make = std::move(make), input, inBytes, output,
-          outBytes](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+  return [self, what = std::move(what), make = std::move(make), input, inBytes, output, outBytes,
+          after = std::move(after)](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
     return std::unique_ptr<algorithms::Task>(
-        new StagedHostTask(self, what, make, input, inBytes, output, outBytes, ctx));
+        new StagedHostTask(self, what, make, input, inBytes, output, outBytes, after, ctx));
   };
+}
+
+Result<algorithms::CallerEvent> DenseStaging::callerEvent(void* callerStream) {
+  if (!callerStream) return algorithms::CallerEvent();
+  return copier_->recordCallerEvent(callerStream);
 }
 
 }  // namespace tsr::runtime

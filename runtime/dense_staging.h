@@ -39,14 +39,19 @@ class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
   Status checkDevice(const char* collective, const char* which, const void* p, size_t bytes) const;
   // The task that runs `plan` on device buffers: input (inBytes) and output (outBytes), in
   // place when they are the same pointer; scratch (host memory, may be null) as for a host run.
+  // The input is read once `after` (the caller's stream's event, recorded in the call) has
+  // passed; without one, once the default stream's earlier work has.
   algorithms::TaskFactory stage(std::shared_ptr<const algorithms::Plan> plan, const void* input, size_t inBytes,
-                                void* output, size_t outBytes, void* scratch);
+                                void* output, size_t outBytes, void* scratch, algorithms::CallerEvent after);
   // The same around any host task (made once the input is on the host; same pointer for an
   // in-place run); `what` names the collective in messages.
   using HostTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const void* hostIn, void* hostOut,
                                                                         const algorithms::TaskContext& ctx)>;
   algorithms::TaskFactory stageTask(std::string what, HostTaskMaker make, const void* input, size_t inBytes,
-                                    void* output, size_t outBytes);
+                                    void* output, size_t outBytes, algorithms::CallerEvent after);
+  // The event a collective called now waits for before reading its input: recorded on
+  // `callerStream` (null: none; the default stream's order holds).
+  Result<algorithms::CallerEvent> callerEvent(void* callerStream);
 
   // For the task (on the progress thread): pinned buffers, taken and given back.
   Result<void*> takePinned(size_t bytes);

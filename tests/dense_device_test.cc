@@ -84,6 +84,43 @@ TEST(DenseDeviceStaging, HostAndDeviceRanksInterworkAndPinnedBuffersAreReused) {
   });
 }
 
+// With the caller's stream set, every copy of an input waits for an event recorded on that
+// stream in the call (shared-memory and plan paths alike); without, for the default stream. A
+// stream the copier cannot record on fails the call before anything is sent, naming it.
+TEST(DenseDeviceStaging, InputCopiesWaitForTheCallersStream) {
+  for (const char* algo : {"auto", "ring"}) {
+    testing::runRanks(
+        2,
+        [algo](Communicator& comm) {
+          auto log = useFakeDevice(comm);
+          void* stream = reinterpret_cast<void*>(uintptr_t{0x5eed0} + comm.rank());
+          std::vector<float> x(3000, 1.0f);
+          comm.setCallerStream(stream);
+          ASSERT_TRUE(waitFor(comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+          std::vector<float> all(2 * x.size());
+          ASSERT_TRUE(waitFor(comm.allgather(x.data(), all.data(), x.size(), DataType::kF32)).isOk());
+          comm.setCallerStream(nullptr);
+          ASSERT_TRUE(waitFor(comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+          EXPECT_EQ(x[2999], 4.0f);
+          EXPECT_EQ(all[5999], 2.0f);
+          EXPECT_EQ(log->waitedOn, (std::vector<void*>{stream, stream, nullptr})) << "TSR_ALGO=" << algo;
+          log->badStream = stream;
+          comm.setCallerStream(stream);
+          Status st = waitFor(comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum));
+          EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
+          EXPECT_NE(st.message().find("rank " + std::to_string(comm.rank()) + ": allreduce: cannot record"),
+                    std::string::npos)
+              << st.toString();
+          EXPECT_EQ(log->toHost, 3) << "the refused call copied";
+          comm.setCallerStream(nullptr);
+          ASSERT_TRUE(waitFor(comm.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum)).isOk())
+              << "a refused call broke the communicator";
+          EXPECT_EQ(x[2999], 8.0f);
+        },
+        {{"TSR_ALGO", algo}});
+  }
+}
+
 // A barrier has no buffers: it runs whatever the dense collectives' memory type (with TSR_MEM_CUDA
 // set, its plan once took the device setting and failed for want of device kernels). Without
 // the shared-memory board (TSR_ALGO=ring), so the barrier runs as a plan over UCX.

@@ -2,6 +2,8 @@
 // only when TSR_CUDA_ENABLED. Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 #include "algorithms/plan/cuda_device.h"
 #include "algorithms/team/device_copier.h"
 
@@ -43,14 +45,33 @@ class CudaCopier final : public DeviceCopier {
     return Status::ok();
   }
 
-  // Reads the caller's buffer: first wait for what the caller queued on the default stream
-  // (its gradient may still be in flight there; cuda_device.h). The caller's later work on
-  // that stream does not wait for this copy.
-  Status postToHost(void* host, const void* device, size_t bytes) override {
-    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host", true);
+  // Recorded on the caller's thread: its current device is put back as it was.
+  Result<CallerEvent> recordCallerEvent(void* stream) override {
+    int current = -1;
+    cudaGetDevice(&current);
+    cudaEvent_t event = nullptr;
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(event, static_cast<cudaStream_t>(stream));
+    if (current >= 0 && current != device_) cudaSetDevice(current);
+    if (e != cudaSuccess) {
+      if (event) cudaEventDestroy(event);
+      char handle[32];
+      std::snprintf(handle, sizeof handle, "%p", stream);
+      return Status(Code::kInvalidArgument, describe() + ": cannot record an event on the caller's stream " + handle +
+                                                " (a CUDA stream of this device?): " + cudaText(e));
+    }
+    return CallerEvent(event, [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+  }
+
+  // Reads the caller's buffer: first wait for the caller's event, or for what the caller
+  // queued on the default stream (its gradient may still be in flight there; cuda_device.h).
+  // The caller's later work on its stream does not wait for this copy.
+  Status postToHost(void* host, const void* device, size_t bytes, const CallerEvent& after) override {
+    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host", true, after.get());
   }
   Status postToDevice(void* device, const void* host, size_t bytes) override {
-    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device", false);
+    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device", false, nullptr);
   }
 
   Result<bool> finished() override {
@@ -61,10 +82,13 @@ class CudaCopier final : public DeviceCopier {
   }
 
  private:
-  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what, bool afterCaller) {
+  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what, bool afterCaller,
+              void* callerEvent) {
     // The progress thread posts the copies: make the tensor's device current there.
     cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess && afterCaller) e = waitForDefaultStream(stream_, marker_);
+    if (e == cudaSuccess && afterCaller)
+      e = callerEvent ? cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(callerEvent), 0)
+                      : waitForDefaultStream(stream_, marker_);
     if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
     if (e == cudaSuccess) e = cudaEventRecord(event_, stream_);
     if (e != cudaSuccess)

@@ -17,6 +17,9 @@
 
 namespace tsr::algorithms {
 
+// An opaque event of the caller's stream (a cudaEvent_t for the CUDA copier).
+using CallerEvent = std::shared_ptr<void>;
+
 class DeviceCopier {
  public:
   virtual ~DeviceCopier() = default;
@@ -27,8 +30,14 @@ class DeviceCopier {
   virtual void freePinned(void* p) = 0;
   // Ok when [p, p + bytes) is device memory this copier can read and write.
   virtual Status checkDevice(const void* p, size_t bytes) const = 0;
-  // Post a copy after the ones already posted; returns at once.
-  virtual Status postToHost(void* host, const void* device, size_t bytes) = 0;
+  // An event recorded now, on the calling thread, on the caller's `stream` (a cudaStream_t):
+  // the point in the caller's work after which a collective called now may read its input
+  // (as ncclAllReduce's stream argument). Released when the last copy waiting on it is posted.
+  virtual Result<CallerEvent> recordCallerEvent(void* stream) = 0;
+  // Post a copy after the ones already posted; returns at once. The copy to the host first
+  // waits for `after` (recordCallerEvent's), or, when null, for the work queued so far on the
+  // default stream (cuda_device.h: waitForDefaultStream).
+  virtual Status postToHost(void* host, const void* device, size_t bytes, const CallerEvent& after) = 0;
   virtual Status postToDevice(void* device, const void* host, size_t bytes) = 0;
   // True once every posted copy has finished; the copy's error if one failed.
   virtual Result<bool> finished() = 0;

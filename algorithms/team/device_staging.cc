@@ -12,7 +12,7 @@ class StagedTask final : public Task {
       : staging_(std::move(staging)), device_(device), hostStep_(std::move(hostStep)), ctx_(ctx) {}
 
   Status start() override {
-    TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(staging_->host(), device_, bytes())));
+    TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(staging_->host(), device_, bytes(), nullptr)));
     copying_ = true;
     phase_ = Phase::kToHost;
     return progress();

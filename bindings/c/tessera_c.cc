@@ -232,6 +232,15 @@ tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory) {
   });
 }
 
+tsr_status_t tsr_comm_set_stream(tsr_comm_t comm, void* stream) {
+  return guarded("tsr_comm_set_stream", [&] {
+    return onComm(comm, "tsr_comm_set_stream", [&](Communicator& c) {
+      c.setCallerStream(stream);
+      return TSR_OK;
+    });
+  });
+}
+
 tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, tsr_op_t op,
                            tsr_request_t* request) {
   return guarded("tsr_allreduce", [&] {

@@ -23,6 +23,9 @@ struct FakeCopierLog {
   bool failPost = false;           // the next post fails
   bool failCopy = false;           // the next copy fails when it runs
   const void* rejected = nullptr;  // checkDevice refuses this pointer
+  void* badStream = nullptr;       // recordCallerEvent refuses this stream
+  std::vector<void*> waitedOn;     // per copy to the host: the caller's stream it waited on
+                                   // (null: the default stream)
 };
 
 class FakeCopier final : public algorithms::DeviceCopier {
@@ -41,8 +44,14 @@ class FakeCopier final : public algorithms::DeviceCopier {
     if (p == log_->rejected) return Status(Code::kInvalidArgument, "the buffer is not CUDA device memory (fake)");
     return Status::ok();
   }
-  Status postToHost(void* host, const void* device, size_t bytes) override {
+  // The "event" is the stream it was recorded on, which each copy to the host logs.
+  Result<algorithms::CallerEvent> recordCallerEvent(void* stream) override {
+    if (stream == log_->badStream) return Status(Code::kInvalidArgument, "cannot record on that stream (fake)");
+    return algorithms::CallerEvent(new void*(stream), [](void* p) { delete static_cast<void**>(p); });
+  }
+  Status postToHost(void* host, const void* device, size_t bytes, const algorithms::CallerEvent& after) override {
     ++log_->toHost;
+    log_->waitedOn.push_back(after ? *static_cast<void**>(after.get()) : nullptr);
     return post(host, device, bytes);
   }
   Status postToDevice(void* device, const void* host, size_t bytes) override {

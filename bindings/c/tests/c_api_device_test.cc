@@ -98,4 +98,41 @@ TEST(CApiDevice, DenseCollectivesWaitForTheCallersDefaultStreamWork) {
   });
 }
 
+// The input made on a non-blocking stream of the caller's own, behind a queue of work there:
+// with tsr_comm_set_stream the collective reads it only once that stream has reached the call
+// (without, it would read whatever the buffer held: the default stream does not order a
+// non-blocking one).
+TEST(CApiDevice, DenseCollectivesWaitForTheCallersOwnStream) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: stream ordering compiled but not run";
+  const size_t count = 1 << 20;
+  runCRanks(2, [&](tsr_comm_t comm, int r) {
+    ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_OK) << lastError();
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(tsr_comm_set_stream(comm, stream), TSR_OK) << lastError();
+    float *in = nullptr, *busy = nullptr, *pinned = nullptr;
+    ASSERT_EQ(cudaMalloc(&in, count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&busy, 64 * count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost(&pinned, count * sizeof(float)), cudaSuccess);
+    std::vector<float> back(count);
+    for (int round = 0; round < 20; ++round) {
+      for (size_t j = 0; j < count; ++j) pinned[j] = static_cast<float>((j + round * 5 + r) % 777);
+      cudaMemsetAsync(in, 0, count * sizeof(float), stream);
+      for (int k = 0; k < 8; ++k) cudaMemsetAsync(busy, k, 64 * count * sizeof(float), stream);  // ~2 GiB written
+      cudaMemcpyAsync(in, pinned, count * sizeof(float), cudaMemcpyHostToDevice, stream);
+      ASSERT_EQ(tsr_allreduce(comm, in, in, count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
+      cudaMemcpy(back.data(), in, count * sizeof(float), cudaMemcpyDeviceToHost);
+      const size_t j = count - 1;
+      const float want = static_cast<float>((j + round * 5) % 777 + (j + round * 5 + 1) % 777);
+      ASSERT_EQ(back[j], want) << "rank " << r << " round " << round << ": read before the caller's stream got there";
+      cudaStreamSynchronize(stream);  // the next round rewrites `pinned`
+    }
+    tsr_comm_set_stream(comm, nullptr);
+    cudaFreeHost(pinned);
+    cudaFree(busy);
+    cudaFree(in);
+    cudaStreamDestroy(stream);
+  });
+}
+
 }  // namespace

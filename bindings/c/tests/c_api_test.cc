@@ -204,11 +204,15 @@ TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
     }
     EXPECT_EQ(tsr_comm_set_memory_type(comm, static_cast<tsr_memory_t>(7)), TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("memory type 7"), std::string::npos) << lastError();
+    // A stream is for CUDA buffers only: host collectives go on as before.
+    int notAStream = 0;
+    ASSERT_EQ(tsr_comm_set_stream(comm, &notAStream), TSR_OK) << lastError();
     std::vector<float> x(1000, 1.0f + r);
     ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
     EXPECT_EQ(x[999], 3.0f);
   });
   EXPECT_EQ(tsr_comm_set_memory_type(nullptr, TSR_MEM_HOST), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tsr_comm_set_stream(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
 }
 
 // memory=host|cuda on tensors: host works as before; cuda without a device (here) or without

@@ -25,15 +25,18 @@ _TYPESTRS = {"<f4": _capi.FLOAT32, "<f8": _capi.FLOAT64, "<f2": _capi.FLOAT16, "
 
 
 class Buffer:
-    __slots__ = ("obj", "array", "address", "count", "dtype", "device")
+    __slots__ = ("obj", "array", "address", "count", "dtype", "device", "stream")
 
-    def __init__(self, obj, array, dtype, address=None, count=None, device=None):
+    def __init__(self, obj, array, dtype, address=None, count=None, device=None, stream=None):
         self.obj = obj        # what the caller gave (returned as the result)
         self.array = array    # a NumPy view of the same memory (host memory only)
         self.address = array.ctypes.data if array is not None else address
         self.count = array.size if array is not None else count
         self.dtype = dtype
         self.device = device  # None: host memory; else the CUDA device ("cuda:0", "cuda" when unknown)
+        # CUDA memory: the stream (a cudaStream_t as an int) whose earlier work produces it; None
+        # when its producer says it needs no ordering, or does not say.
+        self.stream = stream
 
     @property
     def nbytes(self):
@@ -74,15 +77,19 @@ def dtype_code(dtype, what):
 
 
 def _cuda_view(obj, what):
-    """(address, count, dtype code, device, read-only) of a CUDA tensor or array, refusing what
-    C could not read as one block."""
+    """(address, count, dtype code, device, read-only, stream) of a CUDA tensor or array,
+    refusing what C could not read as one block. The stream: PyTorch's current one for a
+    tensor; __cuda_array_interface__'s "stream" (version 3) for any other array, whose 1 and 2
+    are the CUDA runtime's own handles of the legacy and per-thread default streams."""
     if _is_torch(obj):
         code = _torch_codes().get(obj.dtype)
         if code is None:
             raise ValueError(f"{what}: dtype {obj.dtype} is not accepted ({ACCEPTED})")
         if not obj.is_contiguous():
             raise ValueError(f"{what}: a non-contiguous tensor (use .contiguous())")
-        return obj.data_ptr(), obj.numel(), code, str(obj.device), False
+        import torch
+        stream = torch.cuda.current_stream(obj.device).cuda_stream
+        return obj.data_ptr(), obj.numel(), code, str(obj.device), False, stream
     cai = obj.__cuda_array_interface__
     code = _TYPESTRS.get(cai.get("typestr"))
     if code is None:
@@ -101,7 +108,8 @@ def _cuda_view(obj, what):
             raise ValueError(f"{what}: a non-contiguous CUDA array (strides {tuple(strides)})")
     address, readonly = cai["data"]
     device = getattr(getattr(obj, "device", None), "id", None)
-    return address, count, code, "cuda" if device is None else f"cuda:{device}", bool(readonly)
+    stream = cai.get("stream")
+    return address, count, code, "cuda" if device is None else f"cuda:{device}", bool(readonly), stream or None
 
 
 def _is_cuda(obj):
@@ -143,7 +151,7 @@ def as_buffer(obj, what, writable, dtype=None, count=None, cuda=False):
     bytes C will touch), not C-contiguous, misaligned, read-only where C writes, or CUDA memory
     where the call takes host memory only (`cuda`: it takes both)."""
     if cuda and _is_cuda(obj):
-        address, size, code, device, readonly = _cuda_view(obj, what)
+        address, size, code, device, readonly, stream = _cuda_view(obj, what)
         if dtype is not None and code != dtype:
             raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]}")
         if count is not None and size != count:
@@ -153,7 +161,7 @@ def as_buffer(obj, what, writable, dtype=None, count=None, cuda=False):
                              f"{ITEM_BYTES[code]})")
         if writable and readonly:
             raise ValueError(f"{what}: a read-only CUDA array receives the result")
-        return Buffer(obj, None, code, address=address, count=size, device=device)
+        return Buffer(obj, None, code, address=address, count=size, device=device, stream=stream)
     array, code = _view(obj, what)
     if dtype is not None and code != dtype:
         raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]} (the C side would read "

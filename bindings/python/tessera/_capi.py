@@ -98,6 +98,7 @@ _PROTOTYPES = {
     "tsr_recv": [_P, _P, _SIZE, _INT, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_comm_finalize": [_P],
     "tsr_comm_set_memory_type": [_P, _INT],
+    "tsr_comm_set_stream": [_P, _P],
     "tsr_get_version": [ctypes.POINTER(_INT)],
     "tsr_comm_set_timeout": [_P, _INT],
     "tsr_comm_timeout": [_P, ctypes.POINTER(_INT)],

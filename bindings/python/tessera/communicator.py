@@ -113,13 +113,18 @@ class Communicator(Handle):
     def _run_on_device(self, post, result, keep, async_op):
         """A dense collective on CUDA buffers: the communicator takes device memory for this one
         post (tsr_comm_set_memory_type, read when the call is posted), then host memory again,
-        as a communicator shared with the torch backend expects. Without a CUDA device the C
-        library refuses it (NotSupportedError), before anything is sent."""
+        as a communicator shared with the torch backend expects. The input is read once the
+        stream that produced it has reached the call (tsr_comm_set_stream: PyTorch's current
+        stream, or the array's own __cuda_array_interface__ stream). Without a CUDA device the
+        C library refuses it (NotSupportedError), before anything is sent."""
+        stream = next((b.stream for b in keep if b.device is not None and b.stream), None)
         check(_lib.tsr_comm_set_memory_type(self._live(), _capi.MEM_CUDA))
         try:
+            check(_lib.tsr_comm_set_stream(self._live(), stream))
             handle = ctypes.c_void_p()
             check(post(ctypes.byref(handle) if async_op else None))
         finally:
+            _lib.tsr_comm_set_stream(self._live(), None)
             _lib.tsr_comm_set_memory_type(self._live(), _capi.MEM_HOST)
         return Request(handle, result, keep) if async_op else result
 

@@ -111,9 +111,15 @@ comm.timeout_ms = saved
 # CUDA memory (__cuda_array_interface__, as CuPy's arrays): checked as host arrays are, then
 # staged by the C library, which refuses it without a CUDA device, before anything is sent.
 class DeviceArray:
-    def __init__(self, count, typestr="<f4", strides=None, readonly=False, address=1 << 40):
+    def __init__(self, count, typestr="<f4", strides=None, readonly=False, address=1 << 40, stream=None):
         self.__cuda_array_interface__ = {"shape": (count,), "typestr": typestr, "strides": strides,
-                                         "data": (address, readonly), "version": 3}
+                                         "data": (address, readonly), "version": 3, "stream": stream}
+
+
+# The producer's stream, which the collective's read of the array waits for (tsr_comm_set_stream).
+from tessera._buffers import as_buffer  # noqa: E402
+expect([as_buffer(DeviceArray(4, stream=s), "x", False, cuda=True).stream for s in (None, 1, 0x7f00)] ==
+       [None, 1, 0x7f00], "the stream of __cuda_array_interface__")
 
 
 raises(ValueError, "typestr '|b1' is not accepted", lambda: comm.allreduce(DeviceArray(4, "|b1")), "a bool CUDA array")

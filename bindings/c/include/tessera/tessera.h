@@ -151,6 +151,16 @@ TSR_API tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, 
  * (tessera_tensor.h): Marsit and compressed tensors directly on the device when UCX moves CUDA
  * memory. Status on a GPU: docs/gpu.md. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
+/* The caller's CUDA stream (a cudaStream_t; NULL, the default: none) for this communicator's
+ * later dense collectives on TSR_MEM_CUDA buffers, as ncclAllReduce's stream argument: each
+ * such call records an event on `stream`, on the calling thread, and reads its input only
+ * after the work queued there before the call, whatever the stream's flags (a non-blocking
+ * stream of the caller's own included). The result is in place when the request has ended
+ * (tsr_wait / tsr_test / the callback), for any stream's later work. Without a stream, the
+ * default stream's order holds (tsr_comm_set_memory_type). A handle that is not a stream of
+ * the communicator's device makes that call fail with TSR_ERR_INVALID_ARGUMENT, naming it.
+ * Not used for host buffers. */
+TSR_API tsr_status_t tsr_comm_set_stream(tsr_comm_t comm, void* stream);
 
 /* recv may equal send (in place). */
 TSR_API tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
