@@ -10,6 +10,8 @@ PYBIND11_MODULE(_tessera_torch, m) {
   m.doc() = "Tessera's torch.distributed backend (see tessera.torch)";
   // The torch this copy was compiled against: tessera.torch refuses to use it with another.
   m.attr("torch_version") = TORCH_VERSION;
+  // Whether this copy takes CUDA tensors (placement.h): registered for "cuda" too when it does.
+  m.attr("cuda_tensors") = static_cast<bool>(TESSERA_TORCH_CUDA);
   // The base class is torch's own (a Backend from 2.0 on, a ProcessGroup before), so
   // torch.distributed takes this as any backend of its own.
   py::module_::import("torch.distributed");
@@ -20,5 +22,11 @@ PYBIND11_MODULE(_tessera_torch, m) {
       .def(
           "_communicator",
           [](const tessera_torch::ProcessGroupTessera& pg) { return reinterpret_cast<uintptr_t>(pg.communicator()); },
-          "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.");
+          "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.")
+#if TORCH_VERSION_MAJOR >= 2
+      .def(
+          "_timeout_ms", [](tessera_torch::ProcessGroupTessera& pg) { return pg.getBackendOptions()->timeout.count(); },
+          "The group's timeout in ms (in the Options that torch's split_group copies).")
+#endif
+      ;
 }

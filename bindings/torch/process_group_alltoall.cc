@@ -54,13 +54,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& ou
   std::vector<size_t> sendCounts = blockCounts(input, inputSplitSizes, getSize(), "input");
   std::vector<size_t> recvCounts = blockCounts(output, outputSplitSizes, getSize(), "output");
   std::vector<size_t> sendDispls = displacements(sendCounts), recvDispls = displacements(recvCounts);
+  // Tessera's all-to-all takes host memory: CUDA tensors go through pinned host copies.
+  const Placement place = placementOf({input, output}, "all_to_all_single", /*hostStaged=*/true);
+  at::Tensor hostIn = hostCopy(input), hostOut = hostBufferLike(output);
   return launch(
-      c10d::OpType::ALLTOALL_BASE, opts.timeout, {output}, "all_to_all_single of " + describe(input),
+      c10d::OpType::ALLTOALL_BASE, opts.timeout, place, {output}, "all_to_all_single of " + describe(input),
       [&](tsr_request_t* r) {
-        return tsr_alltoallv(comm_, input.data_ptr(), sendCounts.data(), sendDispls.data(), output.data_ptr(),
+        return tsr_alltoallv(comm_, hostIn.data_ptr(), sendCounts.data(), sendDispls.data(), hostOut.data_ptr(),
                              recvCounts.data(), recvDispls.data(), dtype, r);
       },
-      [input]() {});  // keeps the input alive until the collective is done
+      [hostIn, hostOut, output]() mutable {  // keeps the buffers alive until the collective is done
+        if (!hostOut.is_same(output)) output.copy_(hostOut, /*non_blocking=*/true);
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall(std::vector<at::Tensor>& outputs,
@@ -83,19 +88,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall(std::vector<at::Ten
     recvCounts[p] = static_cast<size_t>(outputs[p].numel());
   }
   std::vector<size_t> sendDispls = displacements(sendCounts), recvDispls = displacements(recvCounts);
-  // The blocks laid end to end on both sides, the received ones copied out once done.
-  at::Tensor flatIn = at::cat(c10::fmap(inputs, [](const at::Tensor& t) { return t.reshape({-1}); }));
-  at::Tensor flatOut = at::empty({static_cast<int64_t>(recvDispls.back() + recvCounts.back())}, flatIn.options());
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const Placement place = placementOf(all, "all_to_all", /*hostStaged=*/true);
+  // The blocks laid end to end on both sides (in host memory, which Tessera's all-to-all
+  // takes), the received ones copied out once done.
+  at::Tensor flatIn = hostCopy(at::cat(c10::fmap(inputs, [](const at::Tensor& t) { return t.reshape({-1}); })));
+  at::Tensor flatOut = at::empty({static_cast<int64_t>(recvDispls.back() + recvCounts.back())},
+                                 flatIn.options().pinned_memory(place.cuda.has_value()));
   std::vector<at::Tensor> outs = outputs;
   return launch(
-      c10d::OpType::ALLTOALL, opts.timeout, outs, "all_to_all of " + describe(flatIn),
+      c10d::OpType::ALLTOALL, opts.timeout, place, outs, "all_to_all of " + describe(flatIn),
       [&](tsr_request_t* r) {
         return tsr_alltoallv(comm_, flatIn.data_ptr(), sendCounts.data(), sendDispls.data(), flatOut.data_ptr(),
                              recvCounts.data(), recvDispls.data(), dtype, r);
       },
       [flatIn, flatOut, outs, recvDispls]() mutable {
         for (size_t p = 0; p < outs.size(); ++p)
-          outs[p].view({-1}).copy_(flatOut.narrow(0, static_cast<int64_t>(recvDispls[p]), outs[p].numel()));
+          outs[p].view({-1}).copy_(flatOut.narrow(0, static_cast<int64_t>(recvDispls[p]), outs[p].numel()),
+                                   /*non_blocking=*/true);
       });
 }
 

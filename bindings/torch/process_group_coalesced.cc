@@ -36,12 +36,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather_into_tensor_coales
   const char* what = "allgather_into_tensor_coalesced";
   const int size = getSize();
   checkPairs(inputs, outputs, size, what);
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const Placement place = placementOf(all, what);
   at::Tensor flatIn = at::cat(c10::fmap(inputs, [](const at::Tensor& t) { return t.reshape({-1}); }));
   at::Tensor flatOut = at::empty({flatIn.numel() * size}, flatIn.options());
   tsr_dtype_t dtype = tesseraDtype(flatIn, what);
   std::vector<at::Tensor> outs = outputs;
   return launch(
-      c10d::OpType::COALESCED, opts.timeout, outs, std::string(what) + " of " + describe(flatIn),
+      c10d::OpType::COALESCED, opts.timeout, place, outs, std::string(what) + " of " + describe(flatIn),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, flatIn.data_ptr(), flatOut.data_ptr(), flatIn.numel(), dtype, r);
       },
@@ -64,6 +67,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter_tensor_coales
   const char* what = "reduce_scatter_tensor_coalesced";
   const int size = getSize();
   checkPairs(outputs, inputs, size, what);
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const Placement place = placementOf(all, what);
   tsr_op_t op = tesseraOp(opts.reduceOp);
   // Laid out rank by rank: block r is block r of every input, so that reducing block r to
   // rank r gives every output at once.
@@ -78,7 +84,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter_tensor_coales
   tsr_dtype_t dtype = tesseraDtype(flatIn, what);
   std::vector<at::Tensor> outs = outputs;
   return launch(
-      c10d::OpType::COALESCED, opts.timeout, outs, std::string(what) + " of " + describe(flatIn),
+      c10d::OpType::COALESCED, opts.timeout, place, outs, std::string(what) + " of " + describe(flatIn),
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, flatIn.data_ptr(), flatOut.data_ptr(), flatOut.numel(), dtype, op, r);
       },

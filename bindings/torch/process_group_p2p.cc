@@ -27,11 +27,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::send(std::vector<at::Tensor>
   at::Tensor t = tensors[0];
   tsr_dtype_t dtype = tesseraDtype(t, "send");
   checkPeer(dstRank, getRank(), getSize(), tag, "send");
+  // Tessera's point-to-point takes host memory: a CUDA tensor goes through a pinned host copy.
+  const Placement place = placementOf({t}, "send", /*hostStaged=*/true);
+  at::Tensor host = hostCopy(t);
   return launch(
-      c10d::OpType::SEND, c10d::kUnsetTimeout, {t},
+      c10d::OpType::SEND, c10d::kUnsetTimeout, place, {t},
       "send of " + describe(t) + " to rank " + std::to_string(dstRank) + " (tag " + std::to_string(tag) + ")",
-      [&](tsr_request_t* r) { return tsr_send(comm_, t.data_ptr(), t.numel(), dtype, dstRank, tag, r); }, [t]() {},
-      /*collective=*/false);  // keeps the tensor alive until it is sent
+      [&](tsr_request_t* r) { return tsr_send(comm_, host.data_ptr(), host.numel(), dtype, dstRank, tag, r); },
+      [host]() {}, /*collective=*/false);  // keeps the buffer alive until it is sent
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
@@ -39,11 +42,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::recv(std::vector<at::Tensor>
   at::Tensor& t = tensors[0];
   tsr_dtype_t dtype = tesseraDtype(t, "recv");
   checkPeer(srcRank, getRank(), getSize(), tag, "recv");
+  const Placement place = placementOf({t}, "recv", /*hostStaged=*/true);
+  at::Tensor host = hostBufferLike(t);
+  std::function<void()> toDevice;  // CUDA: the received host copy to the tensor, once it is in
+  if (!host.is_same(t)) toDevice = [host, t]() mutable { t.copy_(host, /*non_blocking=*/true); };
   return launch(
-      c10d::OpType::RECV, c10d::kUnsetTimeout, {t},
+      c10d::OpType::RECV, c10d::kUnsetTimeout, place, {t},
       "recv of " + describe(t) + " from rank " + std::to_string(srcRank) + " (tag " + std::to_string(tag) + ")",
-      [&](tsr_request_t* r) { return tsr_recv(comm_, t.data_ptr(), t.numel(), dtype, srcRank, tag, r); }, {},
-      /*collective=*/false);
+      [&](tsr_request_t* r) { return tsr_recv(comm_, host.data_ptr(), host.numel(), dtype, srcRank, tag, r); },
+      std::move(toDevice), /*collective=*/false);
 }
 
 #if TORCH_VERSION_MAJOR >= 2

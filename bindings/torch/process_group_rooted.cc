@@ -28,7 +28,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce(std::vector<at::Tenso
   // The root reduces in place; the others into a copy, so that their tensor stays as it was.
   at::Tensor target = getRank() == root ? t : t.clone();
   return launch(
-      c10d::OpType::REDUCE, opts.timeout, {t}, "reduce to rank " + std::to_string(root) + " of " + describe(t),
+      c10d::OpType::REDUCE, opts.timeout, placementOf({t}, "reduce"), {t},
+      "reduce to rank " + std::to_string(root) + " of " + describe(t),
       [&](tsr_request_t* r) {
         return tsr_allreduce(comm_, target.data_ptr(), target.data_ptr(), target.numel(), dtype, op, r);
       },
@@ -57,9 +58,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::gather(std::vector<std::vect
     TORCH_CHECK(outputs.empty() || outputs[0].empty(), "tessera: gather: rank ", getRank(), " is not the root (rank ",
                 root, ") and takes no output tensors");
   }
+  std::vector<at::Tensor> all = list;
+  all.push_back(input);
+  const Placement place = placementOf(all, "gather");
   at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
   return launch(
-      c10d::OpType::GATHER, opts.timeout, list, "gather to rank " + std::to_string(root) + " of " + describe(input),
+      c10d::OpType::GATHER, opts.timeout, place, list,
+      "gather to rank " + std::to_string(root) + " of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), flat.data_ptr(), input.numel(), dtype, r);
       },
@@ -77,6 +82,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::scatter(std::vector<at::Tens
   at::Tensor& output = outputs[0];
   tsr_dtype_t dtype = tesseraDtype(output, "scatter output");
   const int64_t n = output.numel();
+  std::vector<at::Tensor> all = {output};
+  if (!inputs.empty()) all.insert(all.end(), inputs[0].begin(), inputs[0].end());
+  const Placement place = placementOf(all, "scatter");
   // The root's blocks end to end, broadcast; each rank keeps its own block.
   at::Tensor flat;
   if (getRank() == root) {
@@ -96,7 +104,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::scatter(std::vector<at::Tens
   }
   const int64_t at = getRank() * n;
   return launch(
-      c10d::OpType::SCATTER, opts.timeout, {output},
+      c10d::OpType::SCATTER, opts.timeout, place, {output},
       "scatter from rank " + std::to_string(root) + " of " + describe(output),
       [&](tsr_request_t* r) {
         return tsr_broadcast(comm_, flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, root, r);

@@ -24,8 +24,8 @@ void checkSame(const std::vector<at::Tensor>& list, const at::Tensor& like, cons
 }  // namespace
 
 tsr_dtype_t tesseraDtype(const at::Tensor& t, const char* what) {
-  TORCH_CHECK(t.device().is_cpu(), "tessera: ", what, ": a tensor on ", t.device().str(),
-              ": the tessera backend takes CPU tensors");
+  TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "tessera: ", what, ": a tensor on ", t.device().str(),
+              ": the tessera backend takes CPU and CUDA tensors");
   TORCH_CHECK(t.is_contiguous(), "tessera: ", what, ": a non-contiguous tensor (use .contiguous())");
   switch (t.scalar_type()) {
     case at::kFloat:
@@ -87,16 +87,23 @@ ProcessGroupTessera::ProcessGroupTessera(int rank, int size, const std::map<std:
   }
 }
 
+ProcessGroupTessera::ProcessGroupTessera(tsr_comm_t comm, int rank, int size) : Baseclass(rank, size), comm_(comm) {
+  int timeoutMs = 0;
+  tsr_comm_timeout(comm_, &timeoutMs);
+  defaultTimeoutMs_ = postedTimeoutMs_ = timeoutMs;
+}
+
 ProcessGroupTessera::~ProcessGroupTessera() {
   if (comm_) tsr_comm_destroy(comm_);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, std::chrono::milliseconds timeout,
-                                                           std::vector<at::Tensor> outputs, std::string what,
+                                                           const Placement& place, std::vector<at::Tensor> outputs,
+                                                           std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
                                                            std::function<void()> finish, bool collective) {
   if (collective) ++sequence_;
-  auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish));
+  auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish), place.cuda);
   tsr_request_t request = nullptr;
   tsr_status_t st;
   {
@@ -106,12 +113,36 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
     const int64_t wanted = timeout.count() > 0 ? timeout.count() : defaultTimeoutMs_;
     if (wanted != postedTimeoutMs_ && tsr_comm_set_timeout(comm_, static_cast<int>(wanted)) == TSR_OK)
       postedTimeoutMs_ = wanted;
-    st = post(&request);
+    if (place.cuda && !place.hostStaged)
+      st = postOnDevice(*place.cuda, what, post, &request);
+    else
+      st = post(&request);
   }
   TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st),
               "): ", tsr_last_error());
   work->watch(request, std::move(what));
   return work;
+}
+
+tsr_status_t ProcessGroupTessera::postOnDevice(c10::Device device, const std::string& what,
+                                               const std::function<tsr_status_t(tsr_request_t*)>& post,
+                                               tsr_request_t* request) {
+  TORCH_CHECK(!cudaDevice_ || *cudaDevice_ == device, "tessera: ", what, " on rank ", getRank(), ": a tensor on ",
+              device.str(), " where this rank's earlier calls used ", cudaDevice_ ? cudaDevice_->str() : "",
+              ": one CUDA device per rank");
+  c10::DeviceGuard onDevice(device);  // Tessera's copier opens on the current device
+  tsr_status_t st = tsr_comm_set_memory_type(comm_, TSR_MEM_CUDA);
+  TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " on ", device.str(), " (",
+              tsr_status_string(st), "): ", tsr_last_error());
+  cudaDevice_ = device;
+  tsr_comm_set_stream(comm_, currentStream(device));
+  st = post(request);
+  const std::string why = st == TSR_OK ? std::string() : tsr_last_error();
+  // Host again for the calls on CPU tensors (the communicator's setting is one for all).
+  tsr_comm_set_stream(comm_, nullptr);
+  tsr_comm_set_memory_type(comm_, TSR_MEM_HOST);
+  TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st), "): ", why);
+  return st;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce(std::vector<at::Tensor>& tensors,
@@ -120,9 +151,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce(std::vector<at::Te
   at::Tensor& t = tensors[0];
   tsr_dtype_t dtype = tesseraDtype(t, "allreduce");
   tsr_op_t op = tesseraOp(opts.reduceOp);
-  return launch(c10d::OpType::ALLREDUCE, opts.timeout, {t}, "allreduce of " + describe(t), [&](tsr_request_t* r) {
-    return tsr_allreduce(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, op, r);
-  });
+  return launch(
+      c10d::OpType::ALLREDUCE, opts.timeout, placementOf({t}, "allreduce"), {t}, "allreduce of " + describe(t),
+      [&](tsr_request_t* r) { return tsr_allreduce(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, op, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -130,6 +161,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce_coalesced(std::vec
   // One allreduce of the tensors laid end to end, copied back when it is done.
   TORCH_CHECK(!tensors.empty(), "tessera: allreduce_coalesced of no tensors");
   for (auto& t : tensors) tesseraDtype(t, "allreduce_coalesced");
+  placementOf(tensors, "allreduce_coalesced");  // before at::cat, which would fail less clearly
   for (auto& t : tensors)
     TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(), "tessera: allreduce_coalesced: tensors of ",
                 c10::toString(tensors[0].scalar_type()), " and ", c10::toString(t.scalar_type()), " mixed");
@@ -138,7 +170,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce_coalesced(std::vec
   tsr_op_t op = tesseraOp(opts.reduceOp);
   std::vector<at::Tensor> outputs = tensors;
   return launch(
-      c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, outputs, "allreduce_coalesced of " + describe(flat),
+      c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, placementOf(tensors, "allreduce_coalesced"), outputs,
+      "allreduce_coalesced of " + describe(flat),
       [&](tsr_request_t* r) {
         return tsr_allreduce(comm_, flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, op, r);
       },
@@ -157,9 +190,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
   at::Tensor& t = tensors[0];
   tsr_dtype_t dtype = tesseraDtype(t, "broadcast");
   int root = static_cast<int>(opts.rootRank);
-  return launch(
-      c10d::OpType::BROADCAST, opts.timeout, {t}, "broadcast from rank " + std::to_string(root) + " of " + describe(t),
-      [&](tsr_request_t* r) { return tsr_broadcast(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, root, r); });
+  return launch(c10d::OpType::BROADCAST, opts.timeout, placementOf({t}, "broadcast"), {t},
+                "broadcast from rank " + std::to_string(root) + " of " + describe(t), [&](tsr_request_t* r) {
+                  return tsr_broadcast(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, root, r);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -170,7 +204,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& 
               "tessera: all_gather_into_tensor: the output is ", describe(output), " where ", getSize(), " x ",
               describe(input), " was expected");
   return launch(
-      c10d::OpType::_ALLGATHER_BASE, opts.timeout, {output}, "all_gather_into_tensor of " + describe(input),
+      c10d::OpType::_ALLGATHER_BASE, opts.timeout, placementOf({input, output}, "all_gather_into_tensor"), {output},
+      "all_gather_into_tensor of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), output.data_ptr(), input.numel(), dtype, r);
       },
@@ -187,10 +222,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
   TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tessera: all_gather: ", list.size(), " output tensors for ",
               getSize(), " ranks");
   checkSame(list, input, "all_gather output");
+  std::vector<at::Tensor> all = list;
+  all.push_back(input);
+  const Placement place = placementOf(all, "all_gather");
   // Gathered into one buffer, then copied into the caller's list once done.
   at::Tensor flat = at::empty({input.numel() * getSize()}, input.options());
   return launch(
-      c10d::OpType::ALLGATHER, opts.timeout, list, "all_gather of " + describe(input),
+      c10d::OpType::ALLGATHER, opts.timeout, place, list, "all_gather of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), flat.data_ptr(), input.numel(), dtype, r);
       },
@@ -209,7 +247,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Ten
               describe(output), " was expected");
   tsr_op_t op = tesseraOp(opts.reduceOp);
   return launch(
-      c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, {output}, "reduce_scatter_tensor of " + describe(input),
+      c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, placementOf({input, output}, "reduce_scatter_tensor"), {output},
+      "reduce_scatter_tensor of " + describe(input),
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, input.data_ptr(), output.data_ptr(), output.numel(), dtype, op, r);
       },
@@ -226,10 +265,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
               " input tensors for ", getSize(), " ranks");
   checkSame(inputs[0], output, "reduce_scatter input");
   tsr_op_t op = tesseraOp(opts.reduceOp);
+  std::vector<at::Tensor> all = inputs[0];
+  all.push_back(output);
+  const Placement place = placementOf(all, "reduce_scatter");
   // The blocks laid end to end, as Tessera takes them.
   at::Tensor flat = at::cat(c10::fmap(inputs[0], [](const at::Tensor& t) { return t.reshape({-1}); }));
   return launch(
-      c10d::OpType::REDUCE_SCATTER, opts.timeout, {output}, "reduce_scatter of " + describe(flat),
+      c10d::OpType::REDUCE_SCATTER, opts.timeout, place, {output}, "reduce_scatter of " + describe(flat),
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, flat.data_ptr(), output.data_ptr(), output.numel(), dtype, op, r);
       },
@@ -237,7 +279,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::barrier(const c10d::BarrierOptions& opts) {
-  return launch(c10d::OpType::BARRIER, opts.timeout, {}, "barrier",
+  return launch(c10d::OpType::BARRIER, opts.timeout, Placement{}, {}, "barrier",
                 [&](tsr_request_t* r) { return tsr_barrier(comm_, r); });
 }
 

@@ -4,15 +4,15 @@
 // before, it was the c10d::ProcessGroup itself. `Baseclass` names the one this torch has (as
 // intel/torch-ccl does), chosen from torch's own version header at compile time.
 //
-// It serves, on contiguous CPU tensors of float32, float64, float16, bfloat16, int32 and int64:
+// It serves, on contiguous CPU or CUDA tensors (placement.h) of float32, float64, float16, bfloat16, int32 and int64:
 // allreduce (SUM, AVG, MIN, MAX, PRODUCT), broadcast, allgather (into a list or one tensor),
 // reduce_scatter (from a list or one tensor), their coalesced forms (FSDP2's, on 2.x), barrier
 // and a monitored barrier, and reduce, gather and scatter to and from a root. Every call is
 // non-blocking underneath: its Work completes from Tessera's progress (work_tessera.h).
 // all_to_all (even or uneven), and send/recv between two ranks (isend, irecv,
 // batch_isend_irecv: process_group_p2p.cc). A receive from any source is refused with torch's
-// own "does not support" error, and a tensor Tessera cannot take (on a GPU, not contiguous,
-// another dtype) with one naming it. Each call fails, on every rank, when not done within its
+// own "does not support" error, and a tensor Tessera cannot take (on another device type, not
+// contiguous, another dtype) with one naming it. Each call fails, on every rank, when not done within its
 // opts.timeout, else the group's timeout (init_process_group's).
 #pragma once
 
@@ -28,6 +28,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+#include "bindings/torch/placement.h"
 #include "tessera/tessera.h"
 
 namespace tessera_torch {
@@ -44,6 +45,8 @@ class ProcessGroupTessera : public Baseclass {
   // environment with `settings` applied (tsr_comm_init_config's keys: "rank", "size", "peers",
   // "secret", "timeout_ms", ...). Fails (c10::Error) when Tessera's rank or size is not torch's.
   ProcessGroupTessera(int rank, int size, const std::map<std::string, std::string>& settings);
+  // A group over a communicator made already (split's), which it takes over.
+  ProcessGroupTessera(tsr_comm_t comm, int rank, int size);
   ~ProcessGroupTessera() override;
 
   const std::string getBackendName() const override { return "tessera"; }
@@ -85,6 +88,14 @@ class ProcessGroupTessera : public Baseclass {
   void shutdown() override;
   // The group's timeout for later calls (torch's _set_default_timeout).
   void setTimeout(std::chrono::milliseconds timeout) override;
+
+  // Splitting (process_group_split.cc): split_group / ProcessGroup.split_group make each
+  // group's communicator by tsr_comm_split of this one, every rank of this group taking part
+  // (the members of `ranks` with one color, the others with none), as ncclCommSplit.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  c10::intrusive_ptr<Baseclass> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                      const c10::intrusive_ptr<Options>& opts) override;
 #endif
 
   // Point-to-point (process_group_p2p.cc): tensors[0] to or from one rank of this group.
@@ -122,16 +133,29 @@ class ProcessGroupTessera : public Baseclass {
   // locally (bad argument, broken communicator) raises at once, as gloo does.
   // `timeout`: the call's opts.timeout (unset: the group's). Point-to-point calls pass
   // collective false: they do not count in the group's sequence number.
-  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::chrono::milliseconds timeout,
+  // `place`: where the tensors are (placement.h); CUDA tensors that Tessera stages are posted
+  // with TSR_MEM_CUDA and the caller's current stream.
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::chrono::milliseconds timeout, const Placement& place,
                                         std::vector<at::Tensor> outputs, std::string what,
                                         const std::function<tsr_status_t(tsr_request_t*)>& post,
                                         std::function<void()> finish = {}, bool collective = true);
 
+  // launch's post of a call on CUDA tensors that Tessera stages (under postMutex_): TSR_MEM_CUDA
+  // and the caller's current stream for this post only.
+  tsr_status_t postOnDevice(c10::Device device, const std::string& what,
+                            const std::function<tsr_status_t(tsr_request_t*)>& post, tsr_request_t* request);
+
   tsr_comm_t comm_ = nullptr;
   std::atomic<uint64_t> sequence_{0};
-  std::mutex postMutex_;          // a call's timeout and its post go together
-  int64_t defaultTimeoutMs_ = 0;  // the group's (guarded by postMutex_)
-  int64_t postedTimeoutMs_ = 0;   // the communicator's now (guarded by postMutex_)
+  std::mutex postMutex_;                   // a call's timeout and its post go together
+  int64_t defaultTimeoutMs_ = 0;           // the group's (guarded by postMutex_)
+  int64_t postedTimeoutMs_ = 0;            // the communicator's now (guarded by postMutex_)
+  std::optional<c10::Device> cudaDevice_;  // the one CUDA device this rank's calls use (postMutex_)
+  // The last split, asked again for each device type the group serves (torch's splitGroup
+  // calls split once per device type, here one backend for all): the same group.
+  std::string lastSplitName_;
+  std::vector<int> lastSplitRanks_;
+  c10::intrusive_ptr<Baseclass> lastSplit_;
 };
 
 // "1000 float32": a tensor in messages.

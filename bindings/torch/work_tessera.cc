@@ -3,14 +3,20 @@
 #include <stdexcept>
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 namespace tessera_torch {
 
-WorkTessera::WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish)
+WorkTessera::WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish,
+                         std::optional<c10::Device> device)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
       finish_(std::move(finish)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      device_(device),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()),
+          device ? std::vector<c10::Device>{*device} : std::vector<c10::Device>{})) {}
 
 WorkTessera::~WorkTessera() {
   if (request_) tsr_request_free(request_);
@@ -39,11 +45,24 @@ void WorkTessera::onComplete(void* self, tsr_status_t status) {
   c10::raw::intrusive_ptr::decref(work);
 }
 
+void WorkTessera::runFinish() {
+  if (finish_) finish_();
+  // CUDA tensors: the last step's copies, on the pool stream complete() made current, are done
+  // before the Work completes, so nothing of ours still runs when the caller frees a tensor.
+  if (finish_ && device_) c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(*device_).synchronize();
+}
+
 void WorkTessera::complete(tsr_status_t status, const std::string& message) {
+  // CUDA tensors: a stream of PyTorch's pool is current while the last step runs and the
+  // Future completes, which records its events there (not on the default stream, which would
+  // order the caller's later work after everything queued there since).
+  std::optional<c10::StreamGuard> onPool;
+  if (device_)
+    onPool.emplace(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(*device_, false));
   std::exception_ptr error;
   if (status == TSR_OK) {
     try {
-      if (finish_) finish_();
+      runFinish();
     } catch (const std::exception& e) {
       error = std::make_exception_ptr(std::runtime_error("tessera: " + what_ + ": " + e.what()));
     }

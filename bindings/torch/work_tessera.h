@@ -6,9 +6,17 @@
 //
 // wait() drives Tessera on the calling thread (tsr_wait) and then waits for that callback, so
 // it never returns before the outputs are in place, and rethrows a failure.
+//
+// On CUDA tensors (placement.h) the result is on the device when the callback runs (Tessera's
+// copies back have finished), so wait() returning is enough for any stream's later work: it
+// blocks the calling thread until then, as gloo's CUDA path does, and makes no stream wait.
+// The last step runs on a stream of PyTorch's pool (synchronized before completing), and the
+// Future is a CUDA Future of the tensors' device: then() callbacks and DDP see the result on
+// their own streams through the events PyTorch records at completion.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +32,9 @@ class WorkTessera : public c10d::Work {
   // fails with that message).
   using Finish = std::function<void()>;
 
-  WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish = {});
+  // `device`: the CUDA device of the call's tensors (none: CPU tensors).
+  WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish = {},
+              std::optional<c10::Device> device = std::nullopt);
   ~WorkTessera() override;
 
   // Takes the posted request over and arranges for its completion; call once, right after
@@ -44,8 +54,11 @@ class WorkTessera : public c10d::Work {
   static void onComplete(void* self, tsr_status_t status);
   void complete(tsr_status_t status, const std::string& message);
 
+  void runFinish();
+
   std::vector<at::Tensor> outputs_;
   Finish finish_;
+  std::optional<c10::Device> device_;
   tsr_request_t request_ = nullptr;
   std::string what_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;

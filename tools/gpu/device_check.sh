@@ -139,6 +139,25 @@ python_cuda_step() {
     python3 "$ROOT/tools/gpu/python_cuda_check.py"
 }
 
+# torch_cuda_steps: the torch backend built here against this machine's PyTorch
+# (build_torch_ext.py), then tools/gpu/torch_cuda_check.py on 2 ranks and on 4 ranks as 2 hosts.
+torch_cuda_steps() {
+  if ! python3 -c "import torch, ninja" >/dev/null 2>&1 && ! { python3 -c "import torch" && command -v ninja; } >/dev/null 2>&1; then
+    printf 'torch-cuda\tNOT-RUN\t-\t0\tpython3 lacks torch, or ninja is missing\n' >> "$STEPS"; return 0
+  fi
+  CHECK= step torch-backend-build 240 env -u LD_LIBRARY_PATH MAX_JOBS=16 python3 "$ROOT/tools/gpu/build_torch_ext.py" \
+    "$KIT" "$WORK/torch-ext"
+  local ext
+  ext=$(ls "$WORK"/torch-ext/_tessera_torch*.so 2>/dev/null | head -1)
+  [ -n "$ext" ] || return 0
+  local env=(-x TSR_TIMEOUT_MS=30000 -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
+             -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
+  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" \
+    python3 "$ROOT/tools/gpu/torch_cuda_check.py"
+  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" \
+    python3 "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
+}
+
 ENV=$WORK/env.txt
 {
   echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -188,6 +207,8 @@ else
   CHECK=device_ran step gpu-check-4ranks-2hosts 150 "$BIN/tsrun" -np 4 --timeout 140 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2
   # The Python layer's dense collectives on PyTorch CUDA tensors (staged), from the working tree.
   python_cuda_step 120 device_ran
+  # The torch backend on CUDA tensors: every collective, streams, futures, split, DDP.
+  torch_cuda_steps
   # 3. The kernels on device memory against a device-to-device memcpy, top-k against torch.topk.
   CHECK=device_ran step device-kernel-bench 120 "$BIN/tsr-device-kernel-bench" --json "$WORK/kernel-bench.json" \
     --dump-input "$WORK/x.f32" --dump-topk "$WORK/topk.u32"

@@ -52,6 +52,9 @@ done
 # Under its SONAME (libtessera.so.MAJOR.MINOR), the name the binaries ask for.
 tessera_so=$(objdump -p "$BUILD/lib/libtessera.so" | awk '/SONAME/ {print $2}')
 strip --strip-unneeded -o "$KIT/lib/$tessera_so" "$BUILD/lib/$tessera_so"
+# The generated header the torch backend's sources include (built there: build_torch_ext.py).
+mkdir -p "$KIT/include/tessera"
+cp "$BUILD/bindings/c/include/tessera/tessera_version.h" "$KIT/include/tessera/"
 
 # Every library the binaries resolve here that is not a base library: from the CUDA toolkit
 # (copied) or from a Debian package (downloaded and unpacked).

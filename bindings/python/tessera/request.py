@@ -30,6 +30,32 @@ def _completed(token, status):
 _COMPLETED = _capi.ON_COMPLETE(_completed)
 
 
+def _cuda_device(result):
+    """The CUDA device of a result that is a PyTorch CUDA tensor (its future is that device's),
+    else None."""
+    device = getattr(result, "device", None)
+    return device if getattr(device, "type", None) == "cuda" else None
+
+
+_side_streams = {}  # CUDA device -> a stream the futures complete on
+
+
+def _complete_on_device(future, result, device):
+    """Completes a future with its result; a CUDA future on a side stream of the device, where
+    torch records the events its waiters' streams wait on (the result is on the device already:
+    the request ends once Tessera's copy back has finished), rather than on the default stream,
+    which would order them after whatever has been queued there since."""
+    if device is None:
+        future.set_result(result)
+        return
+    import torch
+    stream = _side_streams.get(device)
+    if stream is None:
+        stream = _side_streams.setdefault(device, torch.cuda.Stream(device))
+    with torch.cuda.stream(stream):
+        future.set_result(result)
+
+
 class Request:
     """A collective in flight. Its buffers stay referenced until it has finished; a Request
     dropped unfinished waits for its collective first (the C side would write into freed
@@ -95,13 +121,14 @@ class Request:
             import torch.futures
         except ImportError as e:
             raise ImportError("Request.get_future needs PyTorch; use then(fn) without it") from e
+        device = _cuda_device(self._result)
         with self._lock:
             future, create = self._future, self._future is None
             if create:
-                future = self._future = torch.futures.Future()
+                future = self._future = torch.futures.Future(devices=[device]) if device else torch.futures.Future()
         if create:
             self.then(lambda result, error: future.set_exception(error) if error is not None
-                      else future.set_result(result))
+                      else _complete_on_device(future, result, device))
         return future
 
     def _ended(self, error):

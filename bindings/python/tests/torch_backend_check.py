@@ -1,7 +1,8 @@
 """The "tessera" torch.distributed backend under tsrun (N ranks): every collective, op and dtype
 against a float64 reference, in place and out of place, blocking and async (Work.wait and
-get_future), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, and the errors: a mismatch on
+get_future), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, splitting on PyTorch 2.x, and the errors: a mismatch on
 every rank naming both ranks, a bad dtype or device named before anything is sent."""
+import datetime
 import sys
 
 import torch
@@ -88,6 +89,38 @@ def subgroups(c, rank, size):
     world = torch.tensor([1.0])
     dist.all_reduce(world)
     c.expect(world.item() == size, f"the world after new_group: {world.item()}")
+
+
+def split(c, rank, size):
+    """PyTorch 2.x's splitting (4 ranks): ProcessGroup.split_group, which asks the backend's
+    split (one tsr_comm_split of the world, every rank taking part, nothing through the store),
+    and dist.split_group, which wants a device bound to the world (only accelerators have one:
+    CPU index 0 stands in here). Each group is its own communicator, ranked as torch ranks it."""
+    world = dist.distributed_c10d._get_default_group()
+    backend = world._get_backend(torch.device("cpu"))
+    c.expect(backend.supports_splitting, "the backend does not say it supports splitting")
+    mine = [1, 2, 3] if rank else [0]
+    pg = world.split_group(mine, timeout=datetime.timedelta(seconds=60), group_name=f"tsr-split-{len(mine)}")
+    c.expect(pg is not None and pg.rank() == mine.index(rank) and pg.size() == len(mine),
+             f"split_group {mine}: {pg and (pg.rank(), pg.size())}")
+    t = torch.tensor([float(rank), 1.0])
+    pg.allreduce([t]).wait()
+    c.expect(t.tolist() == [float(sum(mine)), float(len(mine))], f"allreduce on split {mine}: {t.tolist()}")
+    outsider = world.split_group([0, 2], group_name="tsr-split-02")  # ranks 1 and 3 take no part
+    c.expect((outsider is None) == (rank % 2 == 1), f"split_group [0, 2] on rank {rank}: {outsider}")
+    if outsider is not None:
+        b = torch.tensor([float(rank)] * 2)
+        outsider.broadcast([b], dist.BroadcastOptions()).wait()
+        c.expect(b.tolist() == [0.0, 0.0], f"broadcast on split [0, 2]: {b.tolist()}")
+    world.bound_device_id = torch.device("cpu", 0)
+    try:
+        halves = dist.split_group(split_ranks=[[0, 1], [2, 3]])
+    finally:
+        world.bound_device_id = None
+    s = torch.tensor([float(rank)])
+    dist.all_reduce(s, group=halves)
+    want = 1.0 if rank < 2 else 5.0
+    c.expect(s.item() == want and dist.get_rank(halves) == rank % 2, f"dist.split_group halves: {s.item()}")
 
 
 def rooted(c, rank, size):
@@ -211,6 +244,8 @@ def main():
     all_to_all(c, rank, size)
     if size == 4:
         subgroups(c, rank, size)
+        if hasattr(dist, "split_group"):
+            split(c, rank, size)
     # Local errors name what was wrong, before anything is sent.
     c.raises(RuntimeError, "dtype Bool is not taken", lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool)),
              "a bool tensor")

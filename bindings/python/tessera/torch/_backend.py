@@ -75,6 +75,21 @@ def _load_extension():
 
 _ext = _load_extension()
 ProcessGroupTessera = _ext.ProcessGroupTessera
+if hasattr(ProcessGroupTessera, "_timeout_ms"):  # PyTorch 2.x
+    from torch._C._distributed_c10d import Backend as _Backend
+
+    class TesseraOptions(_Backend.Options):
+        """The backend's options (its name and timeout), which torch's split_group (and
+        DeviceMesh through it) deep-copies before splitting; torch's own cannot be copied."""
+
+        def __init__(self, timeout):
+            super().__init__("tessera", timeout)
+
+        def __deepcopy__(self, memo):
+            return TesseraOptions(self._timeout)
+
+    ProcessGroupTessera.options = property(
+        lambda pg: TesseraOptions(datetime.timedelta(milliseconds=pg._timeout_ms())))
 
 
 def tessera_backend_of(group):
@@ -176,6 +191,11 @@ class TesseraStore(dist.Store):
 
     def check(self, keys):
         return self._store().check(keys)
+
+    def clone(self):
+        """torch 2.x's split_group hands each new group a clone; this store keeps no per-user
+        state, so one serves them all."""
+        return self
 
 
 _last_store = None  # the TesseraStore of the latest tessera:// rendezvous, to hand the group
@@ -295,7 +315,10 @@ def register():
         # torch 2.x asks which device types a backend serves (it assumes cpu and cuda, with a
         # warning, when not told); 1.13 has no such parameter.
         if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
-            dist.Backend.register_backend("tessera", _create, devices=["cpu"])
+            # One instance serves both (torch registers a single backend for every device
+            # when they all map to the same name).
+            devices = ["cpu", "cuda"] if getattr(_ext, "cuda_tensors", False) else ["cpu"]
+            dist.Backend.register_backend("tessera", _create, devices=devices)
         else:
             dist.Backend.register_backend("tessera", _create)
     if "tessera" not in _rendezvous._rendezvous_handlers:

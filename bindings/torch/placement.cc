@@ -1,0 +1,54 @@
+#include "bindings/torch/placement.h"
+
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
+
+namespace tessera_torch {
+
+Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, bool hostStaged) {
+  Placement place;
+  std::optional<c10::Device> first;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) continue;
+    const c10::Device d = tensors[i].device();
+    TORCH_CHECK(d.is_cpu() || d.is_cuda(), "tessera: ", what, ": tensor ", i, " is on ", d.str(),
+                ": the tessera backend takes CPU and CUDA tensors");
+    if (!first) {
+      first = d;
+      continue;
+    }
+    TORCH_CHECK(d == *first, "tessera: ", what, ": tensor ", i, " is on ", d.str(), " and an earlier one on ",
+                first->str(), ": one call's tensors are on one device");
+  }
+  if (first && first->is_cuda()) {
+    TORCH_CHECK(TESSERA_TORCH_CUDA, "tessera: ", what, ": a tensor on ", first->str(),
+                ": CUDA tensors need the backend built against PyTorch 2.2 or later (this one: ", TORCH_VERSION,
+                "); move the tensor to the CPU or rebuild against a newer torch");
+    place.cuda = first;
+    place.hostStaged = hostStaged;
+  }
+  return place;
+}
+
+at::Tensor hostBufferLike(const at::Tensor& t) {
+  if (!t.is_cuda()) return t;
+  return at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+}
+
+at::Tensor hostCopy(const at::Tensor& t) {
+  if (!t.is_cuda()) return t;
+  at::Tensor host = hostBufferLike(t);
+  host.copy_(t, /*non_blocking=*/false);  // on the current stream; returns once it is done
+  return host;
+}
+
+void* currentStream(c10::Device device) {
+#if TESSERA_TORCH_CUDA
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+  return impl.getStream(device).native_handle();
+#else
+  TORCH_CHECK(false, "tessera: CUDA streams need the backend built against PyTorch 2.2 or later");
+#endif
+}
+
+}  // namespace tessera_torch

@@ -1,0 +1,44 @@
+// Where a call's tensors live, and how Tessera reaches them. CPU tensors: as they are. CUDA
+// tensors (this backend built against PyTorch 2.2 or later): the dense collectives through
+// Tessera's own staging (TSR_MEM_CUDA: copied to pinned host memory on Tessera's stream once
+// the caller's current stream has reached the call, tsr_comm_set_stream; reduced on the host;
+// copied back); the calls Tessera takes in host memory only (all-to-all, send, recv) through
+// pinned host copies made here, the calling thread waiting for its stream first.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/version.h>
+
+// Stream::native_handle (the cudaStream_t behind a c10::Stream) is what ties a call to the
+// caller's stream without CUDA headers here; older torch lacks it.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+#define TESSERA_TORCH_CUDA 1
+#else
+#define TESSERA_TORCH_CUDA 0
+#endif
+
+namespace tessera_torch {
+
+struct Placement {
+  std::optional<c10::Device> cuda;  // the tensors' CUDA device; none: CPU tensors
+  bool hostStaged = false;          // CUDA tensors reached through host copies made here
+};
+
+// The placement of a call's tensors (undefined ones skipped): all on the CPU, or all on one
+// CUDA device. Raises naming the call, the tensor and its device otherwise: another device
+// type, two devices, CPU and CUDA mixed, or CUDA where this build cannot take it.
+Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, bool hostStaged = false);
+
+// For the host-only calls on CUDA tensors: a pinned host copy of `t`, taken once the caller's
+// current stream has produced it (this thread waits for that), and an uninitialized pinned
+// host buffer shaped like `t`. CPU tensors come back as they are.
+at::Tensor hostCopy(const at::Tensor& t);
+at::Tensor hostBufferLike(const at::Tensor& t);
+
+// The calling thread's current stream on `device`, as a cudaStream_t (for tsr_comm_set_stream).
+void* currentStream(c10::Device device);
+
+}  // namespace tessera_torch

@@ -1,0 +1,56 @@
+// Splitting on PyTorch 2.x: torch.distributed.split_group (and ProcessGroup.split_group) asks
+// the parent's backend for each new group, on every rank of the parent, each passing the
+// sorted ranks of its own group, or of the first group when it is in none. One
+// tsr_comm_split serves it: a member's color is its group's lowest rank, its key its place
+// in the group (so Tessera's ranks are torch's); a rank outside the group takes no color.
+// Nothing goes through torch's store: the members' addresses travel through the parent, and
+// the new communicator's secret derives from the parent's.
+#include <torch/version.h>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <algorithm>
+
+#include <c10/util/Exception.h>
+
+#include "bindings/torch/process_group_tessera.h"
+
+namespace tessera_torch {
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTessera::getBackendOptions() {
+  std::lock_guard<std::mutex> lock(postMutex_);
+  return c10::make_intrusive<Options>(getBackendName(), std::chrono::milliseconds(defaultTimeoutMs_));
+}
+
+c10::intrusive_ptr<Baseclass> ProcessGroupTessera::split(const c10::intrusive_ptr<c10d::Store>&,
+                                                         const std::vector<int>& ranks,
+                                                         const c10::intrusive_ptr<Options>& opts) {
+  const std::string name = opts ? opts->group_name : std::string();
+  if (!lastSplitName_.empty() && name == lastSplitName_ && ranks == lastSplitRanks_) return lastSplit_;
+  TORCH_CHECK(!ranks.empty(), "tessera: split: no ranks");
+  for (int r : ranks)
+    TORCH_CHECK(r >= 0 && r < getSize(), "tessera: split: rank ", r, " is not in this group of ", getSize(), " ranks");
+  const auto me = std::find(ranks.begin(), ranks.end(), getRank());
+  const bool member = me != ranks.end();
+  const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : TSR_COMM_SPLIT_NOCOLOR;
+  const int key = member ? static_cast<int>(me - ranks.begin()) : 0;
+  tsr_comm_t sub = nullptr;
+  tsr_status_t st = tsr_comm_split(comm_, color, key, &sub);
+  TORCH_CHECK(st == TSR_OK, "tessera: split into ranks ", c10::Join(",", ranks), " on rank ", getRank(), " (",
+              tsr_status_string(st), "): ", tsr_last_error());
+  c10::intrusive_ptr<Baseclass> made;
+  if (sub) {
+    int rank = -1, size = -1;
+    tsr_comm_rank(sub, &rank);
+    tsr_comm_size(sub, &size);
+    auto group = c10::make_intrusive<ProcessGroupTessera>(sub, rank, size);
+    if (opts && opts->timeout.count() > 0) group->setTimeout(opts->timeout);
+    made = group;
+  }
+  lastSplitName_ = name;
+  lastSplitRanks_ = ranks;
+  lastSplit_ = made;
+  return made;
+}
+
+}  // namespace tessera_torch
+#endif

@@ -1,0 +1,198 @@
+"""The "tessera" torch.distributed backend on CUDA tensors, on a GPU machine: tools/gpu/device_check.sh
+runs it under the kit's tsrun with the backend it built there against the machine's PyTorch.
+
+Every collective on CUDA tensors of each dtype (and every op) against a float64 reference computed
+on the CPU; blocking, async (Work.wait) and through get_future().then(); the input made on a
+stream of the caller's own (torch.cuda.stream) that the call is made on, behind queued work, so a
+read that did not wait for that stream would see stale data; all_to_all, send/recv (host-staged);
+split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
+CNN for a fixed number of steps on CUDA and on the CPU over the same group, with DDP's own
+allreduce and with Tessera's dense hook: every rank's CUDA parameters bit-identical, and the
+CUDA loss within float tolerance of the CPU one.
+
+    tsrun -np N python3 torch_cuda_check.py [--hosts H] [--cpu]   (H: the ranks act as H hosts)
+Without a usable CUDA device it prints "no CUDA device" and exits 0 (device_check.sh fails that
+on a GPU machine). --cpu runs the same checks on CPU tensors (the streams part left out), which
+checks this script's own expectations on a machine without a GPU."""
+import os
+import sys
+
+import torch  # first: its CUDA runtime is the one the process uses
+
+if "--hosts" in sys.argv:  # before the communicator exists: host mates share memory, others not
+    hosts = int(sys.argv[sys.argv.index("--hosts") + 1])
+    per_host = int(os.environ["TSR_WORLD_SIZE"]) // hosts
+    os.environ["TSR_TEST_HOST_ID"] = f"gpu-check-host-{int(os.environ['TSR_RANK']) // per_host}"
+
+import torch.distributed as dist  # noqa: E402
+
+import tessera.torch  # noqa: E402,F401  (registers the backend)
+
+ON_CPU = "--cpu" in sys.argv
+if not ON_CPU and not torch.cuda.is_available():
+    print("no CUDA device: nothing to check", flush=True)
+    sys.exit(0)
+torch.backends.cudnn.allow_tf32 = False  # the CUDA and CPU runs of DDP compare in float32
+torch.backends.cuda.matmul.allow_tf32 = False
+
+if ON_CPU:  # torch binds only accelerators to a group; CPU index 0 stands in (split_group wants one)
+    device = torch.device("cpu", 0)
+    dist.init_process_group("tessera")
+    dist.distributed_c10d._get_default_group().bound_device_id = device
+else:
+    device = torch.device("cuda", int(os.environ.get("TSR_LOCAL_RANK", "0")) % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    dist.init_process_group("tessera", device_id=device)
+n, me = dist.get_world_size(), dist.get_rank()
+failures = []
+
+
+def expect(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+def values(rank, count, op="sum"):
+    if op == "prod":
+        return torch.tensor([float(((rank + j) % 3) - 1 or 2) for j in range(count)], dtype=torch.float64)
+    return torch.tensor([float((rank * 7 + j * 3) % 11 - 5) for j in range(count)], dtype=torch.float64)
+
+
+OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
+       "prod": dist.ReduceOp.PRODUCT}
+TOL = {torch.float16: 1e-2, torch.bfloat16: 2e-2}
+
+
+def close(got, want, dtype):
+    return torch.allclose(got.double().cpu(), want, rtol=TOL.get(dtype, 1e-6), atol=TOL.get(dtype, 1e-6))
+
+
+def collectives():
+    count = 4099
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64):
+        for name, op in OPS.items():
+            if name == "avg" and not dtype.is_floating_point:
+                continue
+            want = torch.stack([values(r, count, name) for r in range(n)])
+            want = {"sum": want.sum(0), "avg": want.sum(0) / n, "min": want.min(0).values,
+                    "max": want.max(0).values, "prod": want.prod(0)}[name]
+            t = values(me, count, name).to(dtype).to(device)
+            work = dist.all_reduce(t, op=op, async_op=name == "max")
+            if work is not None:
+                work.wait()
+            expect(t.device.type == device.type and close(t, want, dtype), f"all_reduce {name} {dtype}")
+        mine = (torch.arange(5) + 10 * me).to(dtype).to(device)
+        out = [torch.zeros(5, dtype=dtype, device=device) for _ in range(n)]
+        dist.all_gather(out, mine)
+        flat = torch.zeros(5 * n, dtype=dtype, device=device)
+        dist.all_gather_into_tensor(flat, mine)
+        want = [v + 10 * r for r in range(n) for v in range(5)]
+        expect(torch.cat(out).cpu().tolist() == want and flat.cpu().tolist() == want, f"all_gather {dtype}")
+        b = torch.full((7,), float(me), device=device).to(dtype)
+        dist.broadcast(b, src=n - 1)
+        expect(b.cpu().tolist() == [n - 1] * 7, f"broadcast {dtype}: {b.cpu().tolist()}")
+        blocks = [torch.full((3,), float(r + me), device=device).to(dtype) for r in range(n)]
+        part, part2 = torch.zeros(3, dtype=dtype, device=device), torch.zeros(3, dtype=dtype, device=device)
+        dist.reduce_scatter(part, blocks)
+        dist.reduce_scatter_tensor(part2, torch.cat(blocks))
+        want = [float(sum(me + q for q in range(n)))] * 3
+        expect(part.cpu().tolist() == want and part2.cpu().tolist() == want, f"reduce_scatter {dtype}")
+
+
+def streams_and_futures():
+    """The input made on the caller's own stream behind queued work, the call made on it; the
+    result seen on another stream through the Work and through a future's then()."""
+    side = torch.cuda.Stream(device)
+    big = torch.empty(64 << 20, device=device)
+    for rnd in range(10):
+        with torch.cuda.stream(side):
+            for _ in range(8):
+                big.fill_(float(rnd))  # queued ahead of the input on `side`
+            x = torch.full((1 << 20,), float(me + rnd), device=device)
+            dist.all_reduce(x)
+        torch.cuda.current_stream(device).wait_stream(side)
+        expect(x[-1].item() == float(sum(range(n)) + n * rnd), f"stream round {rnd}: {x[-1].item()}")
+    y = torch.full((1000,), float(me), device=device)
+    fut = dist.all_reduce(y, async_op=True).get_future().then(lambda f: f.value()[0] * 2)
+    expect(fut.wait()[-1].item() == 2.0 * sum(range(n)), "get_future().then() on CUDA")
+
+
+def host_staged_and_split():
+    x = torch.arange(2 * n, dtype=torch.float32, device=device) + 100 * me
+    y = torch.zeros_like(x)
+    dist.all_to_all_single(y, x)
+    want = [100 * r + 2 * me + k for r in range(n) for k in range(2)]
+    expect(y.cpu().tolist() == want, f"all_to_all_single on CUDA: {y.cpu().tolist()}")
+    if n >= 2 and me < 2:
+        t = torch.full((3,), float(me), device=device)
+        dist.send(t, 1) if me == 0 else dist.recv(t, 0)
+        expect(t.cpu().tolist() == [0.0] * 3, f"send/recv on CUDA: {t.cpu().tolist()}")
+    halves = dist.split_group(split_ranks=[list(range(n // 2)), list(range(n // 2, n))]) if n >= 2 else None
+    if halves is not None:
+        s = torch.tensor([float(me)], device=device)
+        dist.all_reduce(s, group=halves)
+        mine = range(n // 2) if me < n // 2 else range(n // 2, n)
+        expect(s.item() == float(sum(mine)), f"split_group half: {s.item()}")
+    dist.barrier(device_ids=None if ON_CPU else [device.index])
+
+
+def ddp(hook=None, steps=20):
+    """The same CNN and data on CUDA and on the CPU, each under DDP over this group: DDP's own
+    allreduce, or a Tessera hook (tessera.torch.hooks) on the buckets."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from tessera.torch import hooks
+
+    def run(dev):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                    torch.nn.Linear(8 * 26 * 26, 10)).to(dev)
+        model = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        if hook:
+            hooks.register(model, hook)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        gen = torch.Generator().manual_seed(1 + me)
+        loss = None
+        for _ in range(steps):
+            images, labels = torch.randn(16, 1, 28, 28, generator=gen), torch.randint(0, 10, (16,), generator=gen)
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(images.to(dev)), labels.to(dev))
+            loss.backward()
+            opt.step()
+        return model, loss.item()
+
+    gpu_model, gpu_loss = run(device)
+    cpu_model, cpu_loss = run(torch.device("cpu"))
+    flat = torch.cat([p.detach().reshape(-1) for p in gpu_model.parameters()])
+    lo, hi = flat.clone(), flat.clone()
+    dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+    dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+    what = f"DDP ({hook or 'its own allreduce'})"
+    expect(torch.equal(lo, hi), f"{what} on CUDA: the ranks' parameters differ")
+    expect(abs(gpu_loss - cpu_loss) <= 1e-3 * max(1.0, abs(cpu_loss)), f"{what}: loss CUDA {gpu_loss} vs CPU {cpu_loss}")
+    return gpu_loss
+
+
+for part in (collectives, host_staged_and_split) if ON_CPU else (collectives, streams_and_futures, host_staged_and_split):
+    try:
+        part()
+    except Exception as e:  # noqa: BLE001  (named, then the others still run)
+        failures.append(f"{part.__name__}: {type(e).__name__}: {e}")
+loss = None
+for hook in (None, "dense"):
+    try:
+        loss = ddp(hook)
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"ddp {hook}: {type(e).__name__}: {e}")
+# A mismatch (rank 0 counts one more) raises on every rank.
+try:
+    dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device))
+    failures.append("a mismatched all_reduce on CUDA succeeded")
+except RuntimeError as e:
+    expect("MISMATCH" in str(e), f"mismatch message: {e}")
+for f in failures:
+    print(f"rank {me}: FAILED: {f}", flush=True)
+if me == 0 and not failures:
+    where = "CPU" if ON_CPU else torch.cuda.get_device_name(device)
+    print(f"torch cuda: PASSED on {n} ranks ({where}; DDP loss {loss:.4f})", flush=True)
+sys.exit(1 if failures else 0)
