@@ -1,11 +1,13 @@
 #include "tools/soak/soak_resources.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace tsr::tools::soak {
@@ -22,14 +24,36 @@ void readRss(Figures& f) {
   }
 }
 
-// Entries of a directory, without . and ..; -1 when it cannot be read.
+// The parent of process `pid` (0 when it is gone or unreadable).
+long parentOf(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');  // the command name may hold spaces and parentheses
+  long ppid = 0;
+  if (close != std::string::npos) std::sscanf(text.c_str() + close + 1, " %*c %ld", &ppid);
+  return ppid;
+}
+
+// A Tessera segment (tsr-<creator pid>-...) of another live process than this job's ranks
+// (this process and its siblings under the same tsrun): another job's, not this one's to count.
+bool anotherJobsSegment(const std::string& name) {
+  long pid = 0;
+  if (std::sscanf(name.c_str(), "tsr-%ld-", &pid) != 1 || pid <= 0 || pid == getpid()) return false;
+  const long parent = parentOf(pid);
+  return parent != 0 && parent != getppid();
+}
+
+// Entries of a directory, without . and ..; -1 when it cannot be read. In /dev/shm, without
+// the segments of other live Tessera jobs (tests run side by side on one machine).
 int64_t countEntries(const char* path, std::vector<std::string>* names = nullptr) {
   DIR* dir = opendir(path);
   if (!dir) return -1;
+  const bool shm = std::string(path) == "/dev/shm";
   int64_t n = 0;
   while (dirent* e = readdir(dir)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
+    if (shm && anotherJobsSegment(name)) continue;
     ++n;
     if (names) names->push_back(name);
   }

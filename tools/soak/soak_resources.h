@@ -27,9 +27,11 @@ struct Sample {
   Figures figures;
 };
 
-// Reads this process's figures. /dev/shm is the machine's: another job's short-lived segment
-// can be there for a moment, so when it holds more than `shmNotAbove` entries it is read again
-// (10 times over 1 s at most) and the smallest count kept; what stays is reported.
+// Reads this process's figures. /dev/shm is the machine's: the segments of other live Tessera
+// jobs (tsr-<pid>-..., whose creator is neither this rank nor a sibling under its tsrun) are
+// not counted, and another program's short-lived entry can be there for a moment, so when it
+// holds more than `shmNotAbove` entries it is read again (10 times over 1 s at most) and the
+// smallest count kept; what stays is reported.
 Figures readFigures(int64_t shmNotAbove);
 
 // The entries of /dev/shm, sorted (for naming the ones a phase left behind).
