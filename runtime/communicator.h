@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -154,6 +155,14 @@ class Communicator final : public algorithms::Team {
   // travel through this communicator, and the new one's secret and job id derive from this
   // one's (communicator_split.cc).
   Result<std::unique_ptr<Communicator>> split(int color, int key);
+  // Called by every live rank after a failure (as ULFM's MPIX_Comm_shrink): revokes this
+  // communicator (so every live rank leaves its calls and comes here), agrees with the other
+  // live ranks on who is lost (shrink_agreement.h; a rank silent past the timeout is lost),
+  // and, when the survivors are a majority, bootstraps them into a new communicator, ranked in
+  // their old order, its secret derived from this one's and the lost set. Fails (kPeerFailed)
+  // on a side of a partition that is not a majority, and (kTimeout) when the survivors do not
+  // agree within twice the timeout (communicator_shrink.cc).
+  Result<std::unique_ptr<Communicator>> shrink();
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
@@ -232,6 +241,12 @@ class Communicator final : public algorithms::Team {
   std::string jobId_, launchSource_;
   bool insecure_ = false;
   uint32_t splits_ = 0;
+  uint32_t shrinks_ = 0;
+  // Recovery messages from the engine (its onRecovery), read by shrink(). Declared before
+  // engine_: it is stopped before these go.
+  std::mutex recoveryMutex_;
+  std::condition_variable recoveryCv_;
+  std::vector<std::pair<int, std::string>> recoveryInbox_;
   std::vector<std::string> hosts_;
   std::vector<std::string> hostIds_;
   Config config_;

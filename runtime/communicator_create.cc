@@ -250,6 +250,11 @@ Status Communicator::startEngine(Creation& c, const TransportWrapper& wrap) {
   engine.expectedSendRates.assign(size_, 0.0);
   for (int r = 0; r < size_; ++r)
     if (hostIds_[r] != hostIds_[rank_]) engine.expectedSendRates[r] = links.net.bytesPerSec * flowShare;
+  engine.onRecovery = [this](int from, const std::string& body) {
+    std::lock_guard<std::mutex> lock(recoveryMutex_);
+    recoveryInbox_.emplace_back(from, body);
+    recoveryCv_.notify_all();
+  };
   if (wrap) wrapped_ = wrap(*transport_);
   if (config_.get("TSR_SECURE") == "encrypt") TSR_RETURN_IF_ERROR(sealDataPlane(c.controlKey));
   engine_ = std::make_unique<ProgressEngine>(active(), engine);

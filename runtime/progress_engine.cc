@@ -58,6 +58,7 @@ ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions op
       slowLinks_(options_.expectedSendRates, SlowLinkWatch::Options{}),
       controlBuffer_(kControlBytes),
       controlAuth_(options_.controlKey, transport.rank(), transport.size(), options_.comm) {
+  lost_.assign(static_cast<size_t>(transport.size()), false);
   thread_ = std::thread([this] { run(); });
   // Named here, not by the thread itself: the name (for top -H, perf and gdb) is then there
   // from the start, even before the thread first runs.
@@ -257,6 +258,7 @@ bool ProgressEngine::driveActive() {
 
 bool ProgressEngine::turn(bool spinning) {
   bool busy = startSubmissions();
+  if (recoveryOutCount_.load(std::memory_order_relaxed) > 0) busy |= flushRecovery();
   busy |= transport_.progress();
   // Notices first: when a peer's abort notice and the failure it causes (its endpoint
   // closing) arrive together, the notice names the root cause.
@@ -272,6 +274,7 @@ bool ProgressEngine::turn(bool spinning) {
   if (abortRequested_.exchange(false)) breakCommunicator(health(), true);
   checkTimeouts(now);
   watchNeighbours(now);
+  if (watchingLost_.load(std::memory_order_relaxed)) noteLostPeers();
   watchLinkRates(now);
   settleDraining(now);
   controlSends_.remove_if([](const ControlSend& c) { return c.completion.done; });
@@ -281,7 +284,8 @@ bool ProgressEngine::turn(bool spinning) {
 bool ProgressEngine::hasWork() const {
   // Runs draining_ only need a turn some time to let go, unless a caller waits to be told.
   bool owed = std::any_of(draining_.begin(), draining_.end(), [](const Active& a) { return a.owed.has_value(); });
-  return !active_.empty() || !controlSends_.empty() || abortRequested_ || hasIncoming() || owed;
+  return !active_.empty() || !controlSends_.empty() || abortRequested_ || hasIncoming() || owed ||
+         recoveryOutCount_ > 0;
 }
 
 bool ProgressEngine::hasIncoming() const { return incomingCount_ > 0; }

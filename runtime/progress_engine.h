@@ -53,7 +53,13 @@ struct EngineOptions {
   // Per rank: the bytes/s its link was measured at, for the slow-link warning
   // (slow_link_watch.h); 0 where not judged. Empty: no warning.
   std::vector<double> expectedSendRates;
+  // Where recovery messages (control messages that start with kRecoveryPrefix: a shrink's
+  // agreement, shrink_agreement.h) go, on the driving thread, instead of being taken for
+  // abort notices. They travel sealed, as every control message does.
+  std::function<void(int from, const std::string& body)> onRecovery;
 };
+
+inline constexpr char kRecoveryPrefix[] = "recover\n";
 
 using algorithms::Request;
 using algorithms::TaskFactory;
@@ -98,6 +104,15 @@ class ProgressEngine final : public algorithms::RequestDriver {
   // stopped): the progress thread finishes the work meanwhile; this thread looks every
   // millisecond. For a planned shutdown (Communicator::drain), not for a hot path.
   void waitUntilIdle();
+
+  // Recovery (progress_recovery.cc). Thread-safe. Sends kRecoveryPrefix + body to each of
+  // `peers` over the control channel, from the driving thread's next turn (which it wakes).
+  void sendRecovery(const std::vector<int>& peers, const std::string& body);
+  // From now on each turn's housekeeping notes which peers the transport has seen fail or
+  // leave (the neighbour watch's are noted always).
+  void watchLostPeers() { watchingLost_ = true; }
+  // The peers known gone: failed endpoints, goodbyes, the neighbour watch's dead and silent.
+  std::vector<int> lostPeers() const;
 
  private:
   struct Active {
@@ -159,6 +174,11 @@ class ProgressEngine final : public algorithms::RequestDriver {
   void watchLinkRates(std::chrono::steady_clock::time_point now);
   // To every healthy peer, or (toLeftPeers) to those that have said goodbye already.
   void sendControl(const std::string& payload, bool toLeftPeers = false);
+  void sendControlTo(int peer, const std::string& payload);
+  // Sends the queued recovery messages (driving thread); true when there were any.
+  bool flushRecovery();
+  // Notes the transport's failed and departed peers in lost_ (driving thread).
+  void noteLostPeers();
   void sayGoodbye();
   // A control message that failed its check (ControlAuth::open): not acted on, said (rate-limited).
   void dropControl(int from, const Status& why);
@@ -175,7 +195,11 @@ class ProgressEngine final : public algorithms::RequestDriver {
   enum class Notified : uint8_t { kNone, kSparing, kAll };
   Notified notified_ = Notified::kNone;
 
-  mutable std::mutex mutex_;  // guards incoming_ and broken_
+  mutable std::mutex mutex_;  // guards incoming_, broken_, recoveryOut_ and lost_
+  std::vector<std::pair<int, std::string>> recoveryOut_;
+  std::atomic<size_t> recoveryOutCount_{0};
+  std::atomic<bool> watchingLost_{false};
+  std::vector<bool> lost_;
   std::vector<Submission> incoming_;
   std::vector<Submission> batch_;         // startSubmissions' swap partner: keeps its capacity
   std::atomic<size_t> incomingCount_{0};  // incoming_.size(), read without the lock

@@ -91,19 +91,23 @@ void ProgressEngine::sendControl(const std::string& payload, bool toLeftPeers) {
   for (int peer = 0; peer < transport_.size(); ++peer) {
     if (peer == transport_.rank()) continue;
     if (toLeftPeers ? !transport_.peerLeft(peer) : !transport_.peerStatus(peer).isOk()) continue;
-    // Sealed for this peer: a receiver acts only on what carries the job's MAC.
-    auto sealed = controlAuth_.seal(peer, payload);
-    if (!sealed.isOk()) {
-      log::get("runtime")->error("cannot seal a control message: {}", sealed.status().toString());
-      continue;
-    }
-    controlSends_.emplace_back();
-    ControlSend& cs = controlSends_.back();
-    cs.payload = sealed.take();
-    Status sent = transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm), cs.payload.data(),
-                                  cs.payload.size(), transport::MemoryType::kHost, &cs.completion);
-    if (!sent.isOk()) controlSends_.pop_back();  // nothing in flight to wait for
+    sendControlTo(peer, payload);
   }
+}
+
+void ProgressEngine::sendControlTo(int peer, const std::string& payload) {
+  // Sealed for this peer: a receiver acts only on what carries the job's MAC.
+  auto sealed = controlAuth_.seal(peer, payload);
+  if (!sealed.isOk()) {
+    log::get("runtime")->error("cannot seal a control message: {}", sealed.status().toString());
+    return;
+  }
+  controlSends_.emplace_back();
+  ControlSend& cs = controlSends_.back();
+  cs.payload = sealed.take();
+  Status sent = transport_.send(peer, transport::makeControlTag(transport_.rank(), options_.comm), cs.payload.data(),
+                                cs.payload.size(), transport::MemoryType::kHost, &cs.completion);
+  if (!sent.isOk()) controlSends_.pop_back();  // nothing in flight to wait for
 }
 
 void ProgressEngine::sayGoodbye() { sendControl(kGoodbye); }
@@ -116,9 +120,12 @@ bool ProgressEngine::pollControl() {
     body = controlAuth_.open(from, std::string_view(controlBuffer_.data(), controlRecv_.bytes));
     if (!body.isOk()) dropControl(from, body.status());
   }
+  const size_t prefix = sizeof(kRecoveryPrefix) - 1;
   if (body.isOk() && body.value() == kGoodbye) {
     transport_.markPeerLeft(from);
     left_.push_back({from, Clock::now()});
+  } else if (body.isOk() && body.value().substr(0, prefix) == kRecoveryPrefix) {
+    if (options_.onRecovery) options_.onRecovery(from, std::string(body.value().substr(prefix)));
   } else if (body.isOk()) {
     FailedSeqs failed;
     Status reason = decodeControl(body.value().data(), body.value().size(), from, &failed);
@@ -172,6 +179,10 @@ void ProgressEngine::watchNeighbours(Clock::time_point now) {
                            peerName(event->peer) + " stopped responding: rank " + std::to_string(transport_.rank()) +
                                " has had no heartbeat from it for " + std::to_string(event->silentFor.count()) + " ms");
   log::get("runtime")->error("{}", st.toString());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (event->peer >= 0 && event->peer < static_cast<int>(lost_.size())) lost_[event->peer] = true;
+  }
   breakCommunicator(st, true);
 }
 

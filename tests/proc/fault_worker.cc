@@ -7,6 +7,10 @@
 //   fault_worker kill R [COUNT]    rank R SIGKILLs itself in the middle of a long allreduce (of
 //                                  COUNT floats, 2^22 by default; 2: the shared-memory board)
 //   fault_worker stop R [COUNT]    rank R SIGSTOPs itself likewise
+//   fault_worker shrink R,.. [COUNT]  those ranks SIGKILL themselves likewise; the others shrink
+//                                  the communicator and check the survivors' (shrink_check.cc)
+//   fault_worker shrink-stop R,.. [COUNT]  they SIGSTOP themselves, are woken after the shrink
+//                                  and must be refused by it
 //   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
 //                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -40,7 +44,8 @@ using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
 
-int runFull(Communicator& comm);  // full_check.cc
+int runFull(Communicator& comm);                                                         // full_check.cc
+int runShrink(Communicator& comm, const std::string& victims, size_t count, bool stop);  // shrink_check.cc
 
 namespace {
 
@@ -190,6 +195,7 @@ int main(int argc, char** argv) {
   if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL, count);
   if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP, count);
   if (mode == "mismatch") return runMismatch(comm, arg);
+  if (mode == "shrink" || mode == "shrink-stop") return runShrink(comm, arg, count, mode == "shrink-stop");
   if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

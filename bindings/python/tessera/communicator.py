@@ -211,6 +211,18 @@ class Communicator(Handle):
         every live peer (told at once), raises RevokedError naming this rank."""
         check(_lib.tsr_comm_revoke(self._live()))
 
+    def shrink(self):
+        """As MPIX_Comm_shrink: every live rank calls it after a failure; this communicator is
+        revoked, the live ranks agree on who is lost, and the survivors get a new Communicator,
+        ranked in their old order (tsr_comm_shrink). Raises PeerFailedError when this rank's
+        side is not a majority, CollectiveTimeoutError when the survivors do not agree in time.
+        This communicator stays unusable: close it. docs/elastic.md."""
+        handle = ctypes.c_void_p()
+        check(_lib.tsr_comm_shrink(self._live(), ctypes.byref(handle)))
+        survivors = Communicator.__new__(Communicator)
+        survivors._own(handle)
+        return survivors
+
     def abort(self):
         """Fails this rank's pending and later collectives and tells the peers."""
         check(_lib.tsr_comm_abort(self._live()))

@@ -103,6 +103,19 @@ TSR_API tsr_status_t tsr_comm_abort(tsr_comm_t comm);
  * TSR_ERR_REVOKED naming the rank that revoked it. For a rank that saw a failure and wants
  * every other rank out of its collectives now. The communicator stays revoked. */
 TSR_API tsr_status_t tsr_comm_revoke(tsr_comm_t comm);
+/* As MPIX_Comm_shrink (ULFM): called by every live rank of comm after a failure (blocking).
+ * It revokes comm, so that every live rank leaves its calls and comes here; the live ranks
+ * agree on who is lost (a rank whose endpoint failed, whose neighbours saw it die, or that says
+ * nothing within the timeout; a rank once lost stays lost), then the survivors get a new
+ * communicator in *newcomm, ranked in their old order, with its own secret (a lost rank cannot
+ * join it) and planned afresh for its size. Only a majority goes on: when this rank and the
+ * ranks it can reach are not more than half of comm's, it fails with TSR_ERR_PEER_FAILED naming
+ * both sides (the two sides of a network partition never both go on). It fails with
+ * TSR_ERR_TIMEOUT when the survivors do not agree within twice the timeout (a failure during
+ * the shrink that some saw too late; call it again). comm stays unusable (revoked, or broken by
+ * the failure): destroy it. Every live rank calls it the same number of times on comm.
+ * docs/elastic.md. */
+TSR_API tsr_status_t tsr_comm_shrink(tsr_comm_t comm, tsr_comm_t* newcomm);
 /* A planned end, as ncclCommFinalize: waits until every collective and message this rank has
  * posted on comm has ended, then ends the communicator (telling the peers, as
  * tsr_comm_destroy does). The handle stays valid until tsr_comm_destroy: calls on it, and on

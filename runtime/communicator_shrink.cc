@@ -1,0 +1,119 @@
+// Communicator::shrink: the live ranks of a communicator that lost some agree on who is gone
+// (shrink_agreement.h), over the control channel, which still works between live ranks after
+// the data plane failed; then they bootstrap among themselves, as split does, at their
+// bootstrap hosts and the ports each reserved and sent with its part of the agreement. The new
+// communicator's secret is HMAC(this one's split key, "shrink" | epoch | lost set): a rank shut
+// out (or one that agreed on another set) cannot join it.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/logging.h"
+#include "base/port_reservation.h"
+#include "runtime/communicator.h"
+#include "runtime/progress_engine.h"
+#include "runtime/shrink_agreement.h"
+
+namespace tsr::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool isLoopback(const std::string& host) { return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0; }
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> Communicator::shrink() {
+  if (bufferMemory() != transport::MemoryType::kHost)
+    return Status(Code::kInvalidArgument, "shrink: the communicator's memory type is not host (set it back to host)");
+  const uint32_t epoch = shrinks_++;
+  const auto started = Clock::now();
+  const std::string me = "rank " + std::to_string(rank_);
+  // Every live rank's calls end now: one blocked in a collective with a live peer that is
+  // already here would otherwise wait for it until the timeout.
+  revoke();
+  engine_->watchLostPeers();
+  const std::string myHost = rank_ < static_cast<int>(launchPeers_.size()) ? launchPeers_[rank_].host : "127.0.0.1";
+  TSR_ASSIGN_OR_RETURN(PortReservation reservation, PortReservation::reserve(1, isLoopback(myHost)));
+  ShrinkAgreement agreement(rank_, size_, epoch, static_cast<uint16_t>(reservation.ports()[0]));
+  for (int peer : engine_->lostPeers()) agreement.lose(peer);
+  auto tell = [&] {
+    std::vector<int> live = agreement.survivors();
+    live.erase(std::remove(live.begin(), live.end(), rank_), live.end());
+    engine_->sendRecovery(live, encodeShrink(agreement.mine()));
+  };
+  tell();
+  // Peers that answer nothing are lost at the timeout; the agreement itself gets as long again.
+  const auto timeout = std::chrono::milliseconds(timeoutMs_.load());
+  bool expired = false;
+  while (!agreement.agreed()) {
+    std::vector<std::pair<int, std::string>> inbox;
+    {
+      std::unique_lock<std::mutex> lock(recoveryMutex_);
+      recoveryCv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return !recoveryInbox_.empty(); });
+      inbox.swap(recoveryInbox_);
+    }
+    bool grew = false;
+    for (const auto& [from, body] : inbox) {
+      auto message = decodeShrink(body, size_);
+      if (message.isOk())
+        grew |= agreement.receive(from, message.value());
+      else
+        log::get("runtime")->warn("{}: shrink: from rank {}: {}", me, from, message.status().message());
+    }
+    for (int peer : engine_->lostPeers()) grew |= agreement.lose(peer);
+    const auto now = Clock::now();
+    if (!expired && now - started >= timeout) {
+      expired = true;
+      grew |= agreement.expire();
+    }
+    if (grew) tell();
+    if (now - started >= 2 * timeout && !agreement.agreed())
+      return Status(Code::kTimeout, "shrink: " + me + " waited " + std::to_string(2 * timeout.count()) +
+                                        " ms for ranks " + rankList(agreement.waitingFor()) +
+                                        " to agree that the lost are " + agreement.lostText() +
+                                        " (a failure during the shrink that they saw otherwise; call it again)");
+  }
+  TSR_RETURN_IF_ERROR(agreement.majority());
+  const std::vector<int> survivors = agreement.survivors();
+  const std::vector<uint16_t> ports = agreement.ports();
+  const auto agreedMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  log::get("runtime")->info("{}: shrink {}: lost {}; {} survivors agreed in {} ms", me, epoch, agreement.lostText(),
+                            survivors.size(), agreedMs);
+
+  LaunchInfo child;
+  child.size = static_cast<int>(survivors.size());
+  child.insecure = insecure_;
+  child.source = "shrink of a communicator launched by " + launchSource_;
+  child.jobId = jobId_ + "/shrink" + std::to_string(epoch) + "/" + agreement.lostHex();
+  child.localSize = 0;
+  for (int i = 0; i < child.size; ++i) {
+    const int r = survivors[i];
+    if (r == rank_) child.rank = i;
+    PeerAddress peer;
+    peer.host = r < static_cast<int>(launchPeers_.size()) ? launchPeers_[r].host : "127.0.0.1";
+    peer.port = ports[i];
+    child.peers.push_back(peer);
+    if (hostIds_[r] != hostIds_[rank_]) continue;
+    if (r < rank_) ++child.localRank;
+    ++child.localSize;
+  }
+  TSR_ASSIGN_OR_RETURN(Digest secret,
+                       hmacSha256(asView(splitKey_), {"shrink/", std::to_string(epoch), "/", agreement.lostHex()}));
+  child.secret = toHex(secret.data(), secret.size());
+  auto made = create(child, config_);
+  log::setThreadRank(rank_);  // the child's creation named this thread after its own rank
+  if (!made.isOk())
+    return Status(made.status().code(), "shrink: " + me + " (lost: " + agreement.lostText() + ") could not join the " +
+                                            std::to_string(child.size) + " survivors: " + made.status().message());
+  return made;
+}
+
+}  // namespace tsr::runtime

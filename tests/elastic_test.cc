@@ -1,0 +1,97 @@
+// A rank dies and the job goes on: ranks as processes under the real tsrun --elastic, running
+// fault_worker shrink (tests/proc/shrink_check.cc): the victims SIGKILL themselves in the middle
+// of a long allreduce, the survivors shrink the communicator and check the new one (ranked in
+// their old order, allreduce exact, allgather in order); tsrun names the lost ranks and ends
+// non-zero. When the survivors are not a majority, each says so and stops.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tools/tsrun/tests/child_process.h"
+
+namespace tsr {
+namespace {
+
+using tools::tsrun::testing::ChildProcess;
+using tools::tsrun::testing::RunResult;
+
+RunResult runElastic(int n, const std::vector<std::string>& workerArgs, const std::vector<std::string>& env) {
+  std::vector<std::string> argv{TSRUN_PATH, "--elastic", "-np", std::to_string(n)};
+  for (const auto& e : env) {
+    argv.push_back("-x");
+    argv.push_back(e);
+  }
+  argv.push_back(FAULT_WORKER_PATH);
+  argv.insert(argv.end(), workerArgs.begin(), workerArgs.end());
+  ChildProcess job(argv);
+  return job.finish(120);
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exitCode()) + " after " + std::to_string(r.seconds) + " s\n--- stdout\n" + r.out +
+         "--- stderr\n" + r.err;
+}
+
+std::string outcomeOf(const RunResult& r, int rank) {
+  std::string prefix = "[" + std::to_string(rank) + "] rank " + std::to_string(rank) + ": ";
+  for (const auto& line : r.outLines())
+    if (line.rfind(prefix, 0) == 0 && line.find("raising") == std::string::npos) return line;
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// One rank SIGKILLed during a dense ring allreduce (16 MiB, 4 ranks): the three others shrink
+// to a communicator of 3 whose next collectives are exact.
+TEST(Elastic, SurvivorsOfAKilledRankShrinkAndGoOn) {
+  RunResult r = runElastic(4, {"shrink", "2"}, {"TSR_TIMEOUT_MS=10000"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 1, 3}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(next++) + " of 3")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "allreduce exact")) << line;
+  }
+  EXPECT_NE(r.exitCode(), 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "--elastic: 1 of 4 ranks lost")) << r.err;
+}
+
+// Two ranks at once, of 5 (the rest still a majority), over TCP between the processes.
+TEST(Elastic, TwoRanksKilledAtOnceLeaveAMajorityThatGoesOn) {
+  RunResult r = runElastic(5, {"shrink", "1,3"}, {"TSR_TIMEOUT_MS=10000", "UCX_TLS=tcp,self"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 2, 4})
+    EXPECT_TRUE(has(outcomeOf(r, rank), "SHRUNK to rank " + std::to_string(next++) + " of 3")) << describe(r);
+}
+
+// A rank stopped past the timeout is lost (its neighbours miss its heartbeats; at the latest the
+// agreement's deadline); woken after the others have shrunk, its own shrink is refused: it is
+// never admitted with its stale state.
+TEST(Elastic, ARankStoppedPastTheTimeoutIsShutOutAndRefusedWhenWoken) {
+  RunResult r = runElastic(4, {"shrink-stop", "1"}, {"TSR_TIMEOUT_MS=3000"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 2, 3})
+    EXPECT_TRUE(has(outcomeOf(r, rank), "SHRUNK to rank " + std::to_string(next++) + " of 3")) << describe(r);
+  const std::string woken = outcomeOf(r, 1);
+  EXPECT_TRUE(has(woken, "FAILED to shrink")) << woken << "\n" << describe(r);
+}
+
+// Two of four lost: the two left are not a majority (they could be one side of a partition),
+// so each stops with an error that says so, instead of going on as a job of two. (The one that
+// stops second may have seen the first leave: it then counts itself alone, "1 of 4".)
+TEST(Elastic, HalfTheRanksLeftIsNotAMajorityAndStops) {
+  RunResult r = runElastic(4, {"shrink", "0,3"}, {"TSR_TIMEOUT_MS=10000"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank : {1, 2}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "FAILED to shrink")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "of 4, not a majority")) << line;
+    EXPECT_FALSE(has(line, "SHRUNK")) << line;
+  }
+}
+
+}  // namespace
+}  // namespace tsr

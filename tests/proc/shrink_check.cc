@@ -1,0 +1,103 @@
+// fault_worker shrink VICTIMS [COUNT]: the ranks in VICTIMS (comma-separated) SIGKILL themselves
+// in the middle of a long allreduce; every other rank, once its allreduce fails, calls
+// Communicator::shrink and checks the new communicator: its size and rank (the survivors in
+// their old order), an allreduce of every survivor's old rank + 1 (exact), and an allgather of
+// the old ranks (the order). Prints "rank R: SHRUNK to rank r of n in T ms (...)" or
+// "rank R: FAILED ...".
+// fault_worker shrink-stop VICTIMS [COUNT]: the victims SIGSTOP themselves instead; once the
+// survivors have shrunk and checked, the first wakes them (SIGCONT), and each victim, whose
+// call then fails, calls shrink too: it must be refused, never admitted with its stale state.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/communicator.h"
+
+using namespace tsr;
+using runtime::Communicator;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int failed(int rank, const std::string& what, const Status& st) {
+  std::printf("rank %d: FAILED %s: %s\n", rank, what.c_str(), st.toString().c_str());
+  std::fflush(stdout);
+  return 3;
+}
+
+Status wait(Result<runtime::RequestPtr> posted) { return posted.isOk() ? posted.value()->wait() : posted.status(); }
+
+}  // namespace
+
+int runShrink(Communicator& comm, const std::string& victimList, size_t count, bool stop) {
+  std::vector<int> victims;
+  std::stringstream in(victimList);
+  for (std::string v; std::getline(in, v, ',');) victims.push_back(std::stoi(v));
+  const int rank = comm.rank(), size = comm.size();
+  const bool victim = std::find(victims.begin(), victims.end(), rank) != victims.end();
+  std::vector<int64_t> pids(size), myPid{static_cast<int64_t>(getpid())};
+  if (Status s = wait(comm.allgather(myPid.data(), pids.data(), 1, DataType::kI64)); !s.isOk())
+    return failed(rank, "to share the pids", s);
+  std::vector<float> buf(count, 1.0f);
+  Status st;
+  Clock::time_point since;
+  for (int i = 0; i < 200 && st.isOk(); ++i) {
+    auto req = comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kAvg);
+    if (victim && i == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::printf("rank %d: raising %s mid-allreduce\n", rank, stop ? "SIGSTOP" : "SIGKILL");
+      std::fflush(stdout);
+      raise(stop ? SIGSTOP : SIGKILL);
+    }
+    if (i == 2) since = Clock::now();
+    st = wait(std::move(req));
+  }
+  if (st.isOk()) return failed(rank, "to see the failure", Status(Code::kInternal, "no failure seen"));
+  const double detectMs = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+  auto shrunk = comm.shrink();
+  if (victim && shrunk.isOk())
+    return failed(rank, "to stay out", Status(Code::kInternal, "a woken victim was admitted to the survivors"));
+  if (!shrunk.isOk()) return failed(rank, "to shrink", shrunk.status());
+  Communicator& next = *shrunk.value();
+  const double shrinkMs = std::chrono::duration<double, std::milli>(Clock::now() - since).count() - detectMs;
+  std::vector<int> survivors;
+  for (int r = 0; r < size; ++r)
+    if (std::find(victims.begin(), victims.end(), r) == victims.end()) survivors.push_back(r);
+  const int want = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank) - survivors.begin());
+  if (next.size() != static_cast<int>(survivors.size()) || next.rank() != want)
+    return failed(
+        rank, "ranking",
+        Status(Code::kInternal, "rank " + std::to_string(next.rank()) + " of " + std::to_string(next.size()) +
+                                    ", want " + std::to_string(want) + " of " + std::to_string(survivors.size())));
+  int64_t sum = 0;
+  for (int r : survivors) sum += r + 1;
+  for (size_t n : {size_t{1000}, count}) {
+    std::vector<float> x(n, static_cast<float>(rank + 1));
+    if (Status s = wait(next.allreduce(x.data(), x.data(), n, DataType::kF32, ReduceOp::kSum)); !s.isOk())
+      return failed(rank, "allreduce after the shrink", s);
+    if (x.front() != static_cast<float>(sum) || x.back() != static_cast<float>(sum))
+      return failed(rank, "allreduce after the shrink",
+                    Status(Code::kInternal, std::to_string(x.back()) + " where " + std::to_string(sum)));
+  }
+  std::vector<int32_t> mine{rank}, all(survivors.size(), -1);
+  if (Status s = wait(next.allgather(mine.data(), all.data(), 1, DataType::kI32)); !s.isOk())
+    return failed(rank, "allgather after the shrink", s);
+  if (!std::equal(all.begin(), all.end(), survivors.begin()))
+    return failed(rank, "allgather after the shrink", Status(Code::kInternal, "the old ranks out of order"));
+  std::printf("rank %d: SHRUNK to rank %d of %d in %.0f ms (failure seen after %.0f ms); allreduce exact\n", rank,
+              next.rank(), next.size(), shrinkMs, detectMs);
+  std::fflush(stdout);
+  if (stop && next.rank() == 0)
+    for (int v : victims) kill(static_cast<pid_t>(pids[v]), SIGCONT);
+  // A woken victim's shrink still finds this rank's old communicator (it is kept until exit):
+  // stay a moment so that it is this rank's answer, not its absence, that shuts it out.
+  if (stop) std::this_thread::sleep_for(std::chrono::seconds(2));
+  return 0;
+}
