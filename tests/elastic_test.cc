@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/job_report.h"
 #include "tools/tsrun/tests/child_process.h"
 
 namespace tsr {
 namespace {
 
+using testing::describe;
+using testing::outcomeOf;
 using tools::tsrun::testing::ChildProcess;
 using tools::tsrun::testing::RunResult;
 
@@ -26,18 +29,6 @@ RunResult runElastic(int n, const std::vector<std::string>& workerArgs, const st
   argv.insert(argv.end(), workerArgs.begin(), workerArgs.end());
   ChildProcess job(argv);
   return job.finish(120);
-}
-
-std::string describe(const RunResult& r) {
-  return "exit " + std::to_string(r.exitCode()) + " after " + std::to_string(r.seconds) + " s\n--- stdout\n" + r.out +
-         "--- stderr\n" + r.err;
-}
-
-std::string outcomeOf(const RunResult& r, int rank) {
-  std::string prefix = "[" + std::to_string(rank) + "] rank " + std::to_string(rank) + ": ";
-  for (const auto& line : r.outLines())
-    if (line.rfind(prefix, 0) == 0 && line.find("raising") == std::string::npos) return line;
-  return "";
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

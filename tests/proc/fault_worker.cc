@@ -11,6 +11,7 @@
 //                                  the communicator and check the survivors' (shrink_check.cc)
 //   fault_worker shrink-stop R,.. [COUNT]  they SIGSTOP themselves, are woken after the shrink
 //                                  and must be refused by it
+//   fault_worker shrink-cut R,.. [COUNT]  those ranks are cut off from outside; the others shrink
 //   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
 //                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -38,14 +39,14 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "tests/proc/shrink_check.h"
 #include "tests/support/values.h"
 
 using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
 
-int runFull(Communicator& comm);                                                         // full_check.cc
-int runShrink(Communicator& comm, const std::string& victims, size_t count, bool stop);  // shrink_check.cc
+int runFull(Communicator& comm);  // full_check.cc
 
 namespace {
 
@@ -195,7 +196,9 @@ int main(int argc, char** argv) {
   if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL, count);
   if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP, count);
   if (mode == "mismatch") return runMismatch(comm, arg);
-  if (mode == "shrink" || mode == "shrink-stop") return runShrink(comm, arg, count, mode == "shrink-stop");
+  if (mode == "shrink") return runShrink(comm, arg, count, Fault::kKill);
+  if (mode == "shrink-stop") return runShrink(comm, arg, count, Fault::kStop);
+  if (mode == "shrink-cut") return runShrink(comm, arg, count, Fault::kCut);
   if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

@@ -7,6 +7,9 @@
 // fault_worker shrink-stop VICTIMS [COUNT]: the victims SIGSTOP themselves instead; once the
 // survivors have shrunk and checked, the first wakes them (SIGCONT), and each victim, whose
 // call then fails, calls shrink too: it must be refused, never admitted with its stale state.
+// fault_worker shrink-cut LOST [COUNT]: nobody raises anything; the ranks in LOST are to be cut
+// off from outside (tests/cluster_shrink_check.sh takes their hosts' links down); the others
+// must shrink to the rest, and the cut-off ranks' shrink must fail (not a majority).
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/communicator.h"
+#include "tests/proc/shrink_check.h"
 
 using namespace tsr;
 using runtime::Communicator;
@@ -36,7 +39,8 @@ Status wait(Result<runtime::RequestPtr> posted) { return posted.isOk() ? posted.
 
 }  // namespace
 
-int runShrink(Communicator& comm, const std::string& victimList, size_t count, bool stop) {
+int runShrink(Communicator& comm, const std::string& victimList, size_t count, Fault fault) {
+  const bool stop = fault == Fault::kStop;
   std::vector<int> victims;
   std::stringstream in(victimList);
   for (std::string v; std::getline(in, v, ',');) victims.push_back(std::stoi(v));
@@ -45,12 +49,16 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, b
   std::vector<int64_t> pids(size), myPid{static_cast<int64_t>(getpid())};
   if (Status s = wait(comm.allgather(myPid.data(), pids.data(), 1, DataType::kI64)); !s.isOk())
     return failed(rank, "to share the pids", s);
+  if (fault == Fault::kCut) {  // the cue for the test to cut the links
+    std::printf("rank %d: up and allreducing\n", rank);
+    std::fflush(stdout);
+  }
   std::vector<float> buf(count, 1.0f);
   Status st;
   Clock::time_point since;
   for (int i = 0; i < 200 && st.isOk(); ++i) {
     auto req = comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kAvg);
-    if (victim && i == 2) {
+    if (victim && i == 2 && fault != Fault::kCut) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       std::printf("rank %d: raising %s mid-allreduce\n", rank, stop ? "SIGSTOP" : "SIGKILL");
       std::fflush(stdout);
@@ -63,7 +71,8 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, b
   const double detectMs = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   auto shrunk = comm.shrink();
   if (victim && shrunk.isOk())
-    return failed(rank, "to stay out", Status(Code::kInternal, "a woken victim was admitted to the survivors"));
+    return failed(rank, "to stay out",
+                  Status(Code::kInternal, "a stopped or cut-off rank was admitted to the survivors"));
   if (!shrunk.isOk()) return failed(rank, "to shrink", shrunk.status());
   Communicator& next = *shrunk.value();
   const double shrinkMs = std::chrono::duration<double, std::milli>(Clock::now() - since).count() - detectMs;

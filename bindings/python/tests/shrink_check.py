@@ -4,7 +4,6 @@ survivors' communicator (size, rank in the old order, an exact allreduce). A col
 old communicator is still refused."""
 import os
 import signal
-import sys
 import time
 
 import numpy as np
