@@ -23,6 +23,8 @@ PYBIND11_MODULE(_tessera_torch, m) {
           "_communicator",
           [](const tessera_torch::ProcessGroupTessera& pg) { return reinterpret_cast<uintptr_t>(pg.communicator()); },
           "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.")
+      .def("_shrink", &tessera_torch::ProcessGroupTessera::shrink, py::call_guard<py::gil_scoped_release>(),
+           "tsr_comm_shrink of this group's communicator: the survivors' ProcessGroupTessera.")
 #if TORCH_VERSION_MAJOR >= 2
       .def(
           "_timeout_ms", [](tessera_torch::ProcessGroupTessera& pg) { return pg.getBackendOptions()->timeout.count(); },

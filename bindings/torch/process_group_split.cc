@@ -5,15 +5,16 @@
 // in the group (so Tessera's ranks are torch's); a rank outside the group takes no color.
 // Nothing goes through torch's store: the members' addresses travel through the parent, and
 // the new communicator's secret derives from the parent's.
-#include <torch/version.h>
-
-#if TORCH_VERSION_MAJOR >= 2
+//
+// Shrinking (both versions): after a failure every live rank asks for the survivors' group
+// (tessera.torch.elastic), which tsr_comm_shrink makes.
 #include <algorithm>
 
 #include <c10/util/Exception.h>
 
 #include "bindings/torch/process_group_tessera.h"
 
+#if TORCH_VERSION_MAJOR >= 2
 namespace tessera_torch {
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTessera::getBackendOptions() {
@@ -54,3 +55,22 @@ c10::intrusive_ptr<Baseclass> ProcessGroupTessera::split(const c10::intrusive_pt
 
 }  // namespace tessera_torch
 #endif
+
+namespace tessera_torch {
+
+c10::intrusive_ptr<ProcessGroupTessera> ProcessGroupTessera::shrink() {
+  tsr_comm_t survivors = nullptr;
+  tsr_status_t st = tsr_comm_shrink(comm_, &survivors);
+  TORCH_CHECK(st == TSR_OK, "tessera: shrink on rank ", getRank(), " (", tsr_status_string(st),
+              "): ", tsr_last_error());
+  int rank = -1, size = -1;
+  tsr_comm_rank(survivors, &rank);
+  tsr_comm_size(survivors, &size);
+  auto group = c10::make_intrusive<ProcessGroupTessera>(survivors, rank, size);
+  std::lock_guard<std::mutex> lock(postMutex_);
+  tsr_comm_set_timeout(survivors, static_cast<int>(defaultTimeoutMs_));
+  group->defaultTimeoutMs_ = group->postedTimeoutMs_ = defaultTimeoutMs_;
+  return group;
+}
+
+}  // namespace tessera_torch

@@ -97,6 +97,10 @@ class ProcessGroupTessera : public Baseclass {
   c10::intrusive_ptr<Baseclass> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                       const c10::intrusive_ptr<Options>& opts) override;
 #endif
+  // After a failure, on every live rank (tessera.torch.elastic): tsr_comm_shrink of this
+  // group's communicator; the survivors' group, its timeout this one's. Raises the shrink's
+  // error (not a majority, no agreement).
+  c10::intrusive_ptr<ProcessGroupTessera> shrink();
 
   // Point-to-point (process_group_p2p.cc): tensors[0] to or from one rank of this group.
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;

@@ -1,0 +1,77 @@
+"""DDP training goes on through a failure (PyTorch 2.x, under tsrun --elastic, 4 ranks): the last
+rank SIGKILLs itself at step 4; on the others that step's backward raises, and each shrinks the
+group (tessera.torch.elastic.shrink), re-wraps DDP over the survivors' group (its construction
+broadcasts the model from the new rank 0), re-shards the data by its new rank and redoes the
+step. At the end every survivor shrank at the same step, ranks are in their old order, the
+parameters are bit-identical on every survivor and the loss went down."""
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import tessera.torch  # noqa: F401  (registers the backend)
+from checks import Checks
+from tessera.torch import elastic
+
+STEPS, KILL_AT, BATCH = 12, 4, 96
+c = Checks()
+dist.init_process_group("tessera")
+rank, size = dist.get_rank(), dist.get_world_size()
+victim = size - 1
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+group = dist.group.WORLD
+ddp = DDP(model, process_group=group)
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+gen = torch.Generator().manual_seed(7)
+inputs = torch.randn(4096, 32, generator=gen)
+labels = (inputs @ torch.randn(32, 4, generator=gen)).argmax(1)  # learnable: the loss must go down
+
+
+def shard(step):
+    """This rank's share of the step's batch, by its rank in the group it trains in now."""
+    rows = torch.arange(step * BATCH, (step + 1) * BATCH) % len(inputs)
+    mine = rows[dist.get_rank(group)::dist.get_world_size(group)]
+    return inputs[mine], labels[mine]
+
+
+step, shrunk_at, losses = 0, None, []
+while step < STEPS:
+    if rank == victim and step == KILL_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    x, y = shard(step)
+    opt.zero_grad()
+    try:
+        loss = F.cross_entropy(ddp(x), y)
+        loss.backward()
+    except RuntimeError as e:
+        if not c.expect(shrunk_at is None, f"a second failure at step {step}: {e}"):
+            break
+        t0 = time.monotonic()
+        group = elastic.shrink(group)
+        ddp = DDP(model, process_group=group)
+        shrunk_at, took = step, time.monotonic() - t0
+        continue  # the same step again, over the survivors
+    opt.step()
+    losses.append(loss.item())
+    step += 1
+
+c.expect(shrunk_at == KILL_AT, f"shrunk at step {shrunk_at}, the rank died at {KILL_AT}")
+c.expect((dist.get_rank(group), dist.get_world_size(group)) == (rank, size - 1),
+         f"rank {dist.get_rank(group)} of {dist.get_world_size(group)} after the shrink")
+flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+lo, hi = flat.clone(), flat.clone()
+dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
+dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
+c.expect(torch.equal(lo, hi), "the survivors' parameters differ")
+first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
+c.expect(len(losses) == STEPS and last < first, f"losses {first:.4f} -> {last:.4f} (first and last 3 steps)")
+if dist.get_rank(group) == 0 and shrunk_at is not None:
+    print(f"torch elastic: shrink and DDP re-wrap took {took * 1000:.0f} ms; loss {first:.4f} -> {last:.4f}", flush=True)
+c.finish(dist.get_rank(group), dist.get_world_size(group), "torch elastic")
+sys.exit(0)
