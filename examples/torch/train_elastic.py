@@ -15,6 +15,10 @@ Rank 0 of the group prints a JSON line every --log-every steps (step, world size
 training began, loss) and one per recovery (the step, the survivors, how long the shrink and
 the re-wrap took, and the time from the failed step's start to the redone step's end); at the
 end, the test accuracy.
+
+The usual way out, for comparison (tools/bench/elastic_cluster.sh): --backend gloo with
+--checkpoint FILE --checkpoint-every K: rank 0 saves the model and optimizer every K steps, a
+failure ends the job, and the job started again resumes from the last checkpoint.
 """
 import argparse
 import json
@@ -34,6 +38,10 @@ from train_fashion_mnist import DATA, Net, load  # noqa: E402
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", choices=("tessera", "gloo"), default="tessera",
+                   help="gloo: no recovery (a failure ends the job); with --checkpoint, a restart resumes")
+    p.add_argument("--checkpoint", default="", help="rank 0 saves here every --checkpoint-every steps; resumed from")
+    p.add_argument("--checkpoint-every", type=int, default=20)
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--batch", type=int, default=64, help="per rank of the starting world")
     p.add_argument("--lr", type=float, default=0.05)
@@ -54,7 +62,6 @@ def say(group, line):
 
 
 def train(args):
-    from tessera.torch import elastic
     rank, start_size = dist.get_rank(), dist.get_world_size()
     global_batch = args.batch * start_size
     x, y = load(args.data, "train", args.steps * global_batch)
@@ -64,6 +71,12 @@ def train(args):
     model = DDP(net, process_group=group)
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum)
     began, step, failed_at = time.time(), 0, None
+    if args.checkpoint and os.path.exists(args.checkpoint):
+        saved = torch.load(args.checkpoint)
+        net.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step = saved["step"]
+        say(group, {"resumed_at_step": step})
     while step < args.steps:
         if rank == args.kill_rank and step == args.kill_step:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -76,7 +89,10 @@ def train(args):
             loss = F.cross_entropy(model(x[rows]), y[rows])
             loss.backward()
         except RuntimeError as e:
+            if args.backend != "tessera":
+                raise
             failed_at, t0 = step_began, time.time()
+            from tessera.torch import elastic
             group = elastic.shrink(group)
             model = DDP(net, process_group=group)
             say(group, {"recovery_at_step": step, "world": dist.get_world_size(group),
@@ -87,6 +103,10 @@ def train(args):
             say(group, {"step": step, "training_again_after_s": round(time.time() - failed_at, 3)})
             failed_at = None
         step += 1
+        if args.checkpoint and step % args.checkpoint_every == 0 and dist.get_rank(group) == 0:
+            torch.save({"step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict()},
+                       args.checkpoint + ".tmp")
+            os.replace(args.checkpoint + ".tmp", args.checkpoint)
         if step % args.log_every == 0 or step == args.steps:
             say(group, {"step": step, "world": dist.get_world_size(group), "seconds": round(time.time() - began, 2),
                         "loss": round(loss.item(), 4)})
@@ -94,14 +114,15 @@ def train(args):
     with torch.no_grad():
         accuracy = (net(tx).argmax(1) == ty).float().mean().item() * 100
     say(group, {"steps": args.steps, "world": dist.get_world_size(group), "test_accuracy": round(accuracy, 2),
-                "seconds": round(time.time() - began, 2), "torch": torch.__version__})
+                "seconds": round(time.time() - began, 2), "backend": args.backend, "torch": torch.__version__})
 
 
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    import tessera.torch  # noqa: F401  (registers the backend)
-    dist.init_process_group("tessera")
+    if args.backend == "tessera":
+        import tessera.torch  # noqa: F401  (registers the backend)
+    dist.init_process_group(args.backend)
     train(args)
 
 
