@@ -7,8 +7,9 @@ stream of the caller's own (torch.cuda.stream) that the call is made on, behind 
 read that did not wait for that stream would see stale data; all_to_all, send/recv (host-staged);
 split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
 CNN for a fixed number of steps on CUDA and on the CPU over the same group, with DDP's own
-allreduce and with Tessera's dense hook: every rank's CUDA parameters bit-identical, and the
-CUDA loss within float tolerance of the CPU one.
+allreduce and with Tessera's dense, marsit, topk and spardl hooks (their buckets as memory=cuda
+tensors): every rank's CUDA parameters bit-identical, and the CUDA loss within float tolerance
+of the CPU one.
 
     tsrun -np N python3 torch_cuda_check.py [--hosts H] [--cpu]   (H: the ranks act as H hosts)
 Without a usable CUDA device it prints "no CUDA device" and exits 0 (device_check.sh fails that
@@ -179,7 +180,7 @@ for part in (collectives, host_staged_and_split) if ON_CPU else (collectives, st
     except Exception as e:  # noqa: BLE001  (named, then the others still run)
         failures.append(f"{part.__name__}: {type(e).__name__}: {e}")
 loss = None
-for hook in (None, "dense"):
+for hook in (None, "dense", "marsit", "topk", "spardl"):
     try:
         loss = ddp(hook)
     except Exception as e:  # noqa: BLE001

@@ -53,11 +53,15 @@ class CompressedTensor(Handle):
         self.count = count
         self.dtype = NAMES[code]
         self._code = code
+        self._cuda = str(params.get("memory", "host")) == "cuda"
 
     def allreduce(self, data, async_op=False):
         """In place: data (count elements of the declared dtype) becomes the step's result, the
-        same on every rank: the average over ranks or their sum (`result` says which)."""
-        buf = as_buffer(data, f"tensor {self.name} data", writable=True, dtype=self._code, count=self.count)
+        same on every rank: the average over ranks or their sum (`result` says which). A tensor
+        declared with memory="cuda" takes CUDA memory (a PyTorch CUDA tensor, any object with
+        __cuda_array_interface__), the others host memory."""
+        buf = as_buffer(data, f"tensor {self.name} data", writable=True, dtype=self._code, count=self.count,
+                        cuda=self._cuda)
         handle = ctypes.c_void_p()
         check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
         request = Request(handle, buf.obj, (buf,))

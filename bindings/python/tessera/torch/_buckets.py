@@ -33,8 +33,9 @@ def _keeps_k(params):
 
 
 def _layout(bucket):
-    """((parameter id, element count), ...) in the bucket's buffer order."""
-    return tuple((id(p), p.numel()) for p in bucket.parameters())
+    """((parameter id, element count), ...) in the bucket's buffer order, and whether the
+    bucket is in CUDA memory (its tensor then takes memory=cuda: Tessera's device path)."""
+    return tuple((id(p), p.numel()) for p in bucket.parameters()), bucket.buffer().is_cuda
 
 
 class BucketTensors:
@@ -54,8 +55,8 @@ class BucketTensors:
         probe = tessera.CompressedTensor(self.comm, f"{self.prefix}.check", 64, **self._params(64))
         probe.close()
 
-    def _params(self, count):
-        """The tensor's parameters; density (the compressed algorithms' share kept) is the
+    def _params(self, count, cuda=False):
+        """The tensor's parameters (memory=cuda for a bucket on the GPU); density (the compressed algorithms' share kept) is the
         compressor's k as a ratio, SPARSE_DENSITY for top-k and random-k when neither is given
         (and for SparDL when no density is)."""
         params = dict(self.params)
@@ -71,6 +72,8 @@ class BucketTensors:
                 params["k"] = str(SPARSE_DENSITY)
         elif self.family == "spardl":
             params.setdefault("density", str(SPARSE_DENSITY))
+        if cuda:
+            params["memory"] = "cuda"
         return params
 
     def tensor_for(self, bucket):
@@ -91,13 +94,14 @@ class BucketTensors:
             return current[0]
         if current is not None and self.pieces is None:
             self._snapshot()  # the first changed bucket of a rebuild: keep every residual
-        count = sum(n for _, n in layout)
+        pieces, cuda = layout
+        count = sum(n for _, n in pieces)
         self.generation += 1
         tensor = tessera.CompressedTensor(self.comm, f"{self.prefix}.bucket{index}.g{self.generation}", count,
-                                          **self._params(count))
+                                          **self._params(count, cuda))
         if self.pieces is not None:
-            tensor.set_residual(np.concatenate([self.pieces.get(pid, np.zeros(n, np.float32)) for pid, n in layout])
-                                if layout else np.zeros(0, np.float32))
+            tensor.set_residual(np.concatenate([self.pieces.get(pid, np.zeros(n, np.float32)) for pid, n in pieces])
+                                if pieces else np.zeros(0, np.float32))
         if current is not None:
             current[0].close()
         self.by_index[index] = (tensor, layout)
@@ -111,7 +115,7 @@ class BucketTensors:
             if index in self.visited:
                 continue
             residual, at = tensor.residual(), 0
-            for pid, n in layout:
+            for pid, n in layout[0]:
                 self.pieces[pid] = residual[at:at + n].copy()
                 at += n
 
