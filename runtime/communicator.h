@@ -161,7 +161,8 @@ class Communicator final : public algorithms::Team {
   // and, when the survivors are a majority, bootstraps them into a new communicator, ranked in
   // their old order, its secret derived from this one's and the lost set. Fails (kPeerFailed)
   // on a side of a partition that is not a majority, and (kTimeout) when the survivors do not
-  // agree within twice the timeout (communicator_shrink.cc).
+  // agree within twice the timeout. A survivor that dies after the agreement makes the
+  // survivors' bootstrap fail: they agree again, up to 3 times (communicator_shrink.cc).
   Result<std::unique_ptr<Communicator>> shrink();
 
   // Fails every pending and later collective on this rank and tells the peers.
@@ -274,6 +275,10 @@ class Communicator final : public algorithms::Team {
   std::unique_ptr<ProgressEngine> engine_;
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();
+
+  // One agreement and bootstrap of shrink(); *bootstrapFailed when the agreement held and the
+  // bootstrap did not (a survivor died after it).
+  Result<std::unique_ptr<Communicator>> shrinkOnce(bool* bootstrapFailed);
 
   Result<RequestPtr> postPointToPoint(bool isSend, void* buffer, size_t count, DataType dtype, int peer, uint32_t tag);
 

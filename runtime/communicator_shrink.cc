@@ -19,6 +19,8 @@ namespace tsr::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kShrinkAttempts = 3;
+constexpr auto kShrinkResend = std::chrono::milliseconds(200);
 
 bool isLoopback(const std::string& host) { return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0; }
 
@@ -33,6 +35,19 @@ std::string rankList(const std::vector<int>& ranks) {
 Result<std::unique_ptr<Communicator>> Communicator::shrink() {
   if (bufferMemory() != transport::MemoryType::kHost)
     return Status(Code::kInvalidArgument, "shrink: the communicator's memory type is not host (set it back to host)");
+  // A survivor that dies after the agreement keeps every survivor's bootstrap from closing:
+  // they all fail it, and agree again (the next epoch, alike on each), now without it.
+  bool bootstrapFailed = false;
+  auto made = shrinkOnce(&bootstrapFailed);
+  for (int attempt = 1; attempt < kShrinkAttempts && bootstrapFailed; ++attempt) {
+    log::get("runtime")->warn("rank {}: {}; agreeing again", rank_, made.status().message());
+    made = shrinkOnce(&bootstrapFailed);
+  }
+  return made;
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFailed) {
+  *bootstrapFailed = false;
   const uint32_t epoch = shrinks_++;
   const auto started = Clock::now();
   const std::string me = "rank " + std::to_string(rank_);
@@ -50,9 +65,11 @@ Result<std::unique_ptr<Communicator>> Communicator::shrink() {
     engine_->sendRecovery(live, encodeShrink(agreement.mine()));
   };
   tell();
+  auto told = Clock::now();
   // Peers that answer nothing are lost at the timeout; the agreement itself gets as long again.
   const auto timeout = std::chrono::milliseconds(timeoutMs_.load());
   bool expired = false;
+  std::vector<std::pair<int, std::string>> later;  // a later epoch's messages, kept for it
   while (!agreement.agreed()) {
     std::vector<std::pair<int, std::string>> inbox;
     {
@@ -61,12 +78,14 @@ Result<std::unique_ptr<Communicator>> Communicator::shrink() {
       inbox.swap(recoveryInbox_);
     }
     bool grew = false;
-    for (const auto& [from, body] : inbox) {
+    for (auto& [from, body] : inbox) {
       auto message = decodeShrink(body, size_);
-      if (message.isOk())
-        grew |= agreement.receive(from, message.value());
-      else
+      if (!message.isOk())
         log::get("runtime")->warn("{}: shrink: from rank {}: {}", me, from, message.status().message());
+      else if (message.value().epoch > epoch)
+        later.emplace_back(from, std::move(body));
+      else
+        grew |= agreement.receive(from, message.value());
     }
     for (int peer : engine_->lostPeers()) grew |= agreement.lose(peer);
     const auto now = Clock::now();
@@ -74,12 +93,21 @@ Result<std::unique_ptr<Communicator>> Communicator::shrink() {
       expired = true;
       grew |= agreement.expire();
     }
-    if (grew) tell();
+    // Sent again now and then while not agreed: a peer that read it during an earlier epoch's
+    // agreement, or missed it, hears it again.
+    if (grew || now - told >= kShrinkResend) {
+      tell();
+      told = now;
+    }
     if (now - started >= 2 * timeout && !agreement.agreed())
       return Status(Code::kTimeout, "shrink: " + me + " waited " + std::to_string(2 * timeout.count()) +
                                         " ms for ranks " + rankList(agreement.waitingFor()) +
                                         " to agree that the lost are " + agreement.lostText() +
                                         " (a failure during the shrink that they saw otherwise; call it again)");
+  }
+  if (!later.empty()) {
+    std::lock_guard<std::mutex> lock(recoveryMutex_);
+    recoveryInbox_.insert(recoveryInbox_.begin(), later.begin(), later.end());
   }
   TSR_RETURN_IF_ERROR(agreement.majority());
   const std::vector<int> survivors = agreement.survivors();
@@ -108,8 +136,18 @@ Result<std::unique_ptr<Communicator>> Communicator::shrink() {
   TSR_ASSIGN_OR_RETURN(Digest secret,
                        hmacSha256(asView(splitKey_), {"shrink/", std::to_string(epoch), "/", agreement.lostHex()}));
   child.secret = toHex(secret.data(), secret.size());
-  auto made = create(child, config_);
+  // The survivors' communicator keeps this one's timeout; and a survivor that dies right after
+  // the agreement holds the others' bootstrap for that long (at least 5 s), not the minute a
+  // job's first bootstrap allows.
+  Config childConfig = config_;
+  const int64_t timeoutMs = timeoutMs_.load();
+  TSR_RETURN_IF_ERROR(childConfig.set("TSR_TIMEOUT_MS", std::to_string(timeoutMs)));
+  const int64_t bootstrapMs =
+      std::min<int64_t>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(timeoutMs, 5000));
+  TSR_RETURN_IF_ERROR(childConfig.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  auto made = create(child, childConfig);
   log::setThreadRank(rank_);  // the child's creation named this thread after its own rank
+  *bootstrapFailed = !made.isOk();
   if (!made.isOk())
     return Status(made.status().code(), "shrink: " + me + " (lost: " + agreement.lostText() + ") could not join the " +
                                             std::to_string(child.size) + " survivors: " + made.status().message());

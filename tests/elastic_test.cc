@@ -70,6 +70,28 @@ TEST(Elastic, ARankStoppedPastTheTimeoutIsShutOutAndRefusedWhenWoken) {
   EXPECT_TRUE(has(woken, "FAILED to shrink")) << woken << "\n" << describe(r);
 }
 
+// A rank that comes to the shrink a second late, within the timeout, is not shrunk out: with
+// no failure at all, every rank stays (as ULFM's shrink of a healthy communicator).
+TEST(Elastic, ASlowRankWithinTheTimeoutIsNotShrunkOut) {
+  RunResult r = runElastic(4, {"shrink-slow", "2"}, {"TSR_TIMEOUT_MS=3000"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_TRUE(has(outcomeOf(r, rank), "SHRUNK to rank " + std::to_string(rank) + " of 4")) << describe(r);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+}
+
+// A rank killed mid-allreduce, then another while the survivors agree: one shrink still gives
+// the three left a communicator without either (agreed again when the bootstrap could not
+// close), within the bootstrap's bound (the 3 s timeout, at least 5 s) of the second death.
+TEST(Elastic, ARankDyingDuringTheShrinkIsLeftOutToo) {
+  RunResult r = runElastic(5, {"shrink-die", "1,3"}, {"TSR_TIMEOUT_MS=3000"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 2, 4})
+    EXPECT_TRUE(has(outcomeOf(r, rank), "SHRUNK to rank " + std::to_string(next++) + " of 3")) << describe(r);
+  EXPECT_LT(r.seconds, 30) << describe(r);
+}
+
 // Two of four lost: the two left are not a majority (they could be one side of a partition),
 // so each stops with an error that says so, instead of going on as a job of two. (The one that
 // stops second may have seen the first leave: it then counts itself alone, "1 of 4".)

@@ -12,6 +12,8 @@
 //   fault_worker shrink-stop R,.. [COUNT]  they SIGSTOP themselves, are woken after the shrink
 //                                  and must be refused by it
 //   fault_worker shrink-cut R,.. [COUNT]  those ranks are cut off from outside; the others shrink
+//   fault_worker shrink-slow R,.. [COUNT]  no failure: all shrink, those a second late (all stay)
+//   fault_worker shrink-die A,B [COUNT]  A killed mid-allreduce, B during the shrink
 //   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
 //                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -199,6 +201,8 @@ int main(int argc, char** argv) {
   if (mode == "shrink") return runShrink(comm, arg, count, Fault::kKill);
   if (mode == "shrink-stop") return runShrink(comm, arg, count, Fault::kStop);
   if (mode == "shrink-cut") return runShrink(comm, arg, count, Fault::kCut);
+  if (mode == "shrink-slow") return runShrink(comm, arg, count, Fault::kSlow);
+  if (mode == "shrink-die") return runShrink(comm, arg, count, Fault::kDieDuring);
   if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

@@ -46,6 +46,8 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, F
   for (std::string v; std::getline(in, v, ',');) victims.push_back(std::stoi(v));
   const int rank = comm.rank(), size = comm.size();
   const bool victim = std::find(victims.begin(), victims.end(), rank) != victims.end();
+  // kDieDuring: the first victim dies mid-allreduce, the second during the shrink.
+  const bool diesMidAllreduce = victim && (fault != Fault::kDieDuring || rank == victims.front());
   std::vector<int64_t> pids(size), myPid{static_cast<int64_t>(getpid())};
   if (Status s = wait(comm.allgather(myPid.data(), pids.data(), 1, DataType::kI64)); !s.isOk())
     return failed(rank, "to share the pids", s);
@@ -57,8 +59,9 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, F
   Status st;
   Clock::time_point since;
   for (int i = 0; i < 200 && st.isOk(); ++i) {
+    if (fault == Fault::kSlow && i == 3) break;  // no failure: every rank shrinks now
     auto req = comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kAvg);
-    if (victim && i == 2 && fault != Fault::kCut) {
+    if (diesMidAllreduce && i == 2 && fault != Fault::kCut && fault != Fault::kSlow) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       std::printf("rank %d: raising %s mid-allreduce\n", rank, stop ? "SIGSTOP" : "SIGKILL");
       std::fflush(stdout);
@@ -67,10 +70,18 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, F
     if (i == 2) since = Clock::now();
     st = wait(std::move(req));
   }
-  if (st.isOk()) return failed(rank, "to see the failure", Status(Code::kInternal, "no failure seen"));
+  if (st.isOk() && fault != Fault::kSlow)
+    return failed(rank, "to see the failure", Status(Code::kInternal, "no failure seen"));
   const double detectMs = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+  if (fault == Fault::kSlow && victim) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (fault == Fault::kDieDuring && victim && !diesMidAllreduce)
+    std::thread([] {  // dies while its shrink agrees with the others
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      raise(SIGKILL);
+    })
+        .detach();
   auto shrunk = comm.shrink();
-  if (victim && shrunk.isOk())
+  if (victim && fault != Fault::kSlow && shrunk.isOk())
     return failed(rank, "to stay out",
                   Status(Code::kInternal, "a stopped or cut-off rank was admitted to the survivors"));
   if (!shrunk.isOk()) return failed(rank, "to shrink", shrunk.status());
@@ -78,7 +89,7 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, F
   const double shrinkMs = std::chrono::duration<double, std::milli>(Clock::now() - since).count() - detectMs;
   std::vector<int> survivors;
   for (int r = 0; r < size; ++r)
-    if (std::find(victims.begin(), victims.end(), r) == victims.end()) survivors.push_back(r);
+    if (fault == Fault::kSlow || std::find(victims.begin(), victims.end(), r) == victims.end()) survivors.push_back(r);
   const int want = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank) - survivors.begin());
   if (next.size() != static_cast<int>(survivors.size()) || next.rank() != want)
     return failed(

@@ -112,7 +112,9 @@ TSR_API tsr_status_t tsr_comm_revoke(tsr_comm_t comm);
  * ranks it can reach are not more than half of comm's, it fails with TSR_ERR_PEER_FAILED naming
  * both sides (the two sides of a network partition never both go on). It fails with
  * TSR_ERR_TIMEOUT when the survivors do not agree within twice the timeout (a failure during
- * the shrink that some saw too late; call it again). comm stays unusable (revoked, or broken by
+ * the shrink that some saw too late; call it again). A survivor that dies after the agreement
+ * makes the survivors' bootstrap fail (within the timeout, at least 5 s): they agree again
+ * without it, up to 3 times. comm stays unusable (revoked, or broken by
  * the failure): destroy it. Every live rank calls it the same number of times on comm.
  * docs/elastic.md. */
 TSR_API tsr_status_t tsr_comm_shrink(tsr_comm_t comm, tsr_comm_t* newcomm);
