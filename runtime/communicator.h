@@ -39,6 +39,7 @@ class UcxTransport;
 namespace tsr::runtime {
 
 class Bootstrap;
+class JoinListener;
 class ProgressEngine;
 struct Submission;
 class ScratchPool;
@@ -164,6 +165,20 @@ class Communicator final : public algorithms::Team {
   // agree within twice the timeout. A survivor that dies after the agreement makes the
   // survivors' bootstrap fail: they agree again, up to 3 times (communicator_shrink.cc).
   Result<std::unique_ptr<Communicator>> shrink();
+  // Collective over this communicator (every member calls it, in order with its collectives,
+  // at a point of its choosing, e.g. between steps): the replacements that asked to join since
+  // the last grow (join()) are let in. Returns the grown communicator (the members keep their
+  // ranks, the replacements follow) or null when nobody was waiting (one small all-gather).
+  // The first grow opens this rank's door for replacements at its first bootstrap address.
+  // A replacement that vanishes makes the grow fail on every member within the timeout (at
+  // least 5 s); this communicator stays usable (communicator_grow.cc).
+  Result<std::unique_ptr<Communicator>> grow();
+  // A replacement process (tsrun --respawn starts one with TSR_JOIN=1): dials the members at
+  // their first bootstrap addresses (launch.peers but its own) with the job secret, waits
+  // until the members' next grow() lets it in (at most TSR_BOOTSTRAP_TIMEOUT_MS) and returns
+  // its communicator there.
+  static Result<std::unique_ptr<Communicator>> join(const LaunchInfo& launch, const Config& config);
+  static Result<std::unique_ptr<Communicator>> joinFromEnvironment();
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
@@ -275,6 +290,17 @@ class Communicator final : public algorithms::Team {
   std::unique_ptr<ProgressEngine> engine_;
   std::shared_ptr<ScratchPool> scratchPool_ = makeScratchPool();
   static std::shared_ptr<ScratchPool> makeScratchPool();
+
+  // Growing (communicator_grow.cc): the job's join key (raw bytes) and first launch (this
+  // rank's first bootstrap address, where replacements knock; no secret), handed down to the
+  // communicators made from this one; the door, opened by the first grow, shared with them.
+  std::string joinKey_;
+  std::string rootJobId_;
+  LaunchInfo rootLaunch_;
+  std::shared_ptr<JoinListener> joinListener_;
+  uint32_t grows_ = 0;
+  Status openJoinDoor();
+  void handDownElastic(Communicator& child) const;
 
   // One agreement and bootstrap of shrink(); *bootstrapFailed when the agreement held and the
   // bootstrap did not (a survivor died after it).

@@ -8,6 +8,7 @@
 #include "algorithms/dense/cost_model.h"
 #include "base/logging.h"
 #include "runtime/bootstrap/bootstrap.h"
+#include "runtime/bootstrap/join_link.h"
 #include "runtime/communicator.h"
 #include "runtime/control_auth.h"
 #include "runtime/launcher_watch.h"
@@ -102,6 +103,12 @@ Status Communicator::takeSettings(const LaunchInfo& launch, const Config& config
   launchSource_ = launch.source;
   insecure_ = launch.insecure;
   TSR_ASSIGN_OR_RETURN(splitKey_, hmacSha256(launch.secret, {"tsr-split-key", launch.jobId}));
+  // The job's own launch: a communicator made from another gets its parent's (handDownElastic).
+  TSR_ASSIGN_OR_RETURN(Digest join, joinKey(launch.secret, launch.jobId));
+  joinKey_ = std::string(asView(join));
+  rootJobId_ = launch.jobId;
+  rootLaunch_ = launch;
+  rootLaunch_.secret.clear();
   log::configure({config.get("TSR_LOG_LEVEL"), config.get("TSR_LOG_FILE"), rank_, localHostname()});
   log::setThreadRank(rank_);  // ranks as threads share the loggers: this thread is this rank
   auto logger = log::get("runtime");

@@ -151,6 +151,7 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   if (!made.isOk())
     return Status(made.status().code(), "shrink: " + me + " (lost: " + agreement.lostText() + ") could not join the " +
                                             std::to_string(child.size) + " survivors: " + made.status().message());
+  handDownElastic(*made.value());
   return made;
 }
 

@@ -84,6 +84,7 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
     return Status(made.status().code(), "split (color " + std::to_string(color) + ", rank " +
                                             std::to_string(child.rank) + " of " + std::to_string(child.size) +
                                             "): " + made.status().message());
+  handDownElastic(*made.value());
   return made;
 }
 

@@ -134,6 +134,9 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_INSECURE", ValueKind::kEnum, "0", "0|1",
        "1: a job of several ranks may start without a job secret (unauthenticated bootstrap)"},
       {"TSR_JOB_ID", ValueKind::kString, "", "", "job identifier (set by tsrun)"},
+      {"TSR_JOIN", ValueKind::kEnum, "0", "0|1",
+       "1: this process replaces a failed rank and joins the running job (set by tsrun --respawn; "
+       "tsr_comm_join)"},
       {"TSR_LAUNCHER_WATCH", ValueKind::kString, "", "seconds",
        "set by tsrun: standard input is its pipe; when it ends (tsrun gone, even by SIGKILL) the "
        "rank sends itself SIGTERM, then SIGKILL after this many seconds"},

@@ -19,8 +19,9 @@ using testing::outcomeOf;
 using tools::tsrun::testing::ChildProcess;
 using tools::tsrun::testing::RunResult;
 
-RunResult runElastic(int n, const std::vector<std::string>& workerArgs, const std::vector<std::string>& env) {
-  std::vector<std::string> argv{TSRUN_PATH, "--elastic", "-np", std::to_string(n)};
+RunResult runElastic(int n, const std::vector<std::string>& workerArgs, const std::vector<std::string>& env,
+                     const std::string& mode = "--elastic") {
+  std::vector<std::string> argv{TSRUN_PATH, mode, "-np", std::to_string(n)};
   for (const auto& e : env) {
     argv.push_back("-x");
     argv.push_back(e);
@@ -104,6 +105,22 @@ TEST(Elastic, HalfTheRanksLeftIsNotAMajorityAndStops) {
     EXPECT_TRUE(has(line, "of 4, not a majority")) << line;
     EXPECT_FALSE(has(line, "SHRUNK")) << line;
   }
+}
+
+// Under tsrun --respawn 1, rank 2 SIGKILLed mid-allreduce is started again with TSR_JOIN=1:
+// the three survivors shrink, then grow (between their "steps") until the replacement asked
+// at a survivor's door is let in. The grown communicator ranks the survivors first, in order,
+// the replacement last; its collectives are exact; a further grow finds nobody. The job ends
+// well: the lost rank was replaced.
+TEST(Elastic, AReplacementJoinsTheSurvivorsAndTheJobIsWholeAgain) {
+  RunResult r = runElastic(4, {"grow", "2"}, {"TSR_TIMEOUT_MS=10000"}, "--respawn=1");
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 1, 3})
+    EXPECT_TRUE(has(outcomeOf(r, rank), "GREW to rank " + std::to_string(next++) + " of 4")) << describe(r);
+  EXPECT_TRUE(has(outcomeOf(r, 2), "JOINED as rank 3 of 4")) << describe(r);
+  EXPECT_TRUE(has(r.err, "--respawn: starting rank 2 again")) << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
 }
 
 }  // namespace

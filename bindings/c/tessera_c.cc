@@ -169,21 +169,6 @@ tsr_status_t tsr_comm_split(tsr_comm_t comm, int color, int key, tsr_comm_t* new
   });
 }
 
-tsr_status_t tsr_comm_shrink(tsr_comm_t comm, tsr_comm_t* newcomm) {
-  return guarded("tsr_comm_shrink", [&] {
-    if (!newcomm) return invalid("tsr_comm_shrink: newcomm is NULL");
-    *newcomm = nullptr;
-    return onComm(comm, "tsr_comm_shrink", [&](Communicator& c) {
-      auto made = c.shrink();
-      if (!made.isOk()) return report(made.status());
-      auto life = std::make_shared<CommLife>(made.take());
-      closeAtExit(life);
-      *newcomm = new tsr_comm{std::move(life)};
-      return TSR_OK;
-    });
-  });
-}
-
 tsr_status_t tsr_comm_rank(tsr_comm_t comm, int* rank) {
   if (!rank) return invalid("tsr_comm_rank: rank is NULL");
   return onComm(comm, "tsr_comm_rank", [&](Communicator& c) {

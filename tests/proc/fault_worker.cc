@@ -14,6 +14,8 @@
 //   fault_worker shrink-cut R,.. [COUNT]  those ranks are cut off from outside; the others shrink
 //   fault_worker shrink-slow R,.. [COUNT]  no failure: all shrink, those a second late (all stay)
 //   fault_worker shrink-die A,B [COUNT]  A killed mid-allreduce, B during the shrink
+//   fault_worker grow R [COUNT]    (tsrun --respawn 1) R SIGKILLs itself likewise, the others
+//                                  shrink and grow again by its replacement (grow_check.cc)
 //   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
 //                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -48,7 +50,9 @@ using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
 
-int runFull(Communicator& comm);  // full_check.cc
+int runFull(Communicator& comm);                            // full_check.cc
+int runJoin();                                              // grow_check.cc
+int runGrow(Communicator& comm, int victim, size_t count);  // grow_check.cc
 
 namespace {
 
@@ -180,6 +184,8 @@ int main(int argc, char** argv) {
   if (hostPerRank && std::string(hostPerRank) == "1" && rankText)
     setenv("TSR_TEST_HOST_ID", (std::string("h") + rankText).c_str(), 1);
   if (mode == "repeat") return runRepeat(arg, argc > 3 ? std::atoi(argv[3]) : 1);
+  const char* join = std::getenv("TSR_JOIN");
+  if (mode == "grow" && join && std::string(join) == "1") return runJoin();
   auto created = Communicator::createFromEnvironment();
   if (!created.isOk()) {
     std::printf("rank ?: cannot create the communicator: %s\n", created.status().toString().c_str());
@@ -203,6 +209,7 @@ int main(int argc, char** argv) {
   if (mode == "shrink-cut") return runShrink(comm, arg, count, Fault::kCut);
   if (mode == "shrink-slow") return runShrink(comm, arg, count, Fault::kSlow);
   if (mode == "shrink-die") return runShrink(comm, arg, count, Fault::kDieDuring);
+  if (mode == "grow") return runGrow(comm, std::atoi(arg.c_str()), count);
   if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

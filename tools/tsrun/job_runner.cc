@@ -69,8 +69,10 @@ auto toDuration(double seconds) {
 
 }  // namespace
 
-JobRunner::JobRunner(std::vector<RankLaunch> ranks, JobSettings settings) : settings_(settings) {
-  ranks_.reserve(ranks.size());
+JobRunner::JobRunner(std::vector<RankLaunch> ranks, JobSettings settings)
+    : settings_(settings), respawnsLeft_(settings.respawns) {
+  // Room for every respawn: Failure and the loop hold pointers into ranks_.
+  ranks_.reserve(ranks.size() + static_cast<size_t>(std::max(0, settings.respawns)));
   for (RankLaunch& r : ranks) ranks_.emplace_back(std::move(r));
 }
 
@@ -111,10 +113,15 @@ int JobRunner::run() {
   }
   sigaction(SIGPIPE, &previousPipe, nullptr);
   sigprocmask(SIG_SETMASK, &previous, nullptr);
+  if (!replaced_.empty()) {
+    std::string list;
+    for (const std::string& rank : replaced_) list += (list.empty() ? "" : ", ") + rank;
+    report("--respawn: " + std::to_string(replaced_.size()) + " failed rank(s) started again: " + list);
+  }
   if (!lost_.empty()) {
     std::string list;
     for (const std::string& rank : lost_) list += (list.empty() ? "" : ", ") + rank;
-    report("--elastic: " + std::to_string(lost_.size()) + " of " + std::to_string(ranks_.size()) +
+    report("--elastic: " + std::to_string(lost_.size()) + " of " + std::to_string(ranks_.size() - replaced_.size()) +
            " ranks lost: " + list);
     if (outcome_ == Outcome::kNone) return lostExitCode_;
   }
@@ -124,21 +131,37 @@ int JobRunner::run() {
 void JobRunner::startAll() {
   for (Rank& rank : ranks_) {
     if (stopping_) break;  // e.g. SIGINT arrived while starting: start no more ranks
-    Result<SpawnedProcess> spawned = spawnRank(rank.launch.request);
-    if (!spawned.isOk()) {
-      report("cannot start rank " + std::to_string(rank.launch.slot.rank) + " (host " + rank.launch.slot.host +
-             "): " + spawned.status().message());
-      setOutcome(Outcome::kCannotStart, kExitCannotStart);
-      stopAll(SIGTERM);
-      break;
-    }
-    rank.pid = spawned.value().pid;
-    rank.running = true;
-    rank.fds[0] = spawned.value().outFd;
-    rank.fds[1] = spawned.value().errFd;
-    rank.inputFd = spawned.value().inFd;
+    if (!start(rank, rank.launch.request)) break;
     onSignalFd();  // a signal that came while spawning is handled before the next spawn
   }
+}
+
+bool JobRunner::start(Rank& rank, const SpawnRequest& request) {
+  Result<SpawnedProcess> spawned = spawnRank(request);
+  if (!spawned.isOk()) {
+    report("cannot start rank " + std::to_string(rank.launch.slot.rank) + " (host " + rank.launch.slot.host +
+           "): " + spawned.status().message());
+    setOutcome(Outcome::kCannotStart, kExitCannotStart);
+    stopAll(SIGTERM);
+    return false;
+  }
+  rank.pid = spawned.value().pid;
+  rank.running = true;
+  rank.fds[0] = spawned.value().outFd;
+  rank.fds[1] = spawned.value().errFd;
+  rank.inputFd = spawned.value().inFd;
+  return true;
+}
+
+void JobRunner::respawn(const Rank& failed) {
+  --respawnsLeft_;
+  ranks_.emplace_back(failed.launch);
+  Rank& fresh = ranks_.back();
+  const RankSlot& slot = fresh.launch.slot;
+  replaced_.push_back(std::to_string(slot.rank) + " (host " + slot.host + ")");
+  report("--respawn: starting rank " + std::to_string(slot.rank) + " again to join the others (" +
+         std::to_string(respawnsLeft_) + " respawns left)");
+  start(fresh, *fresh.launch.respawn);
 }
 
 void JobRunner::loop() {
@@ -260,6 +283,10 @@ void JobRunner::loseRanks(const std::vector<Failure>& failed) {
   for (const Failure& f : failed) {
     const RankSlot& slot = f.rank->launch.slot;
     report(describeExit(slot.rank, slot.host, f.status, !slot.local) + "; --elastic: the other ranks go on");
+    if (respawnsLeft_ > 0 && f.rank->launch.respawn && !stopping_) {
+      respawn(*f.rank);
+      continue;
+    }
     if (lost_.empty()) lostExitCode_ = exitCodeOf(f.status);
     lost_.push_back(std::to_string(slot.rank) + " (host " + slot.host + ")");
   }

@@ -14,6 +14,8 @@
 //   running  -> --timeout expires -> stop as above       -> exit 124
 //   --elastic: a rank that exits non-zero or dies is named and the others go on; when every
 //               rank has ended -> the list of lost ranks -> exit with the first one's code
+//   --respawn: as --elastic, and a failed rank is started again while respawns are left (a
+//               replaced rank is not counted lost)
 // Only the first of these events sets the exit code; ranks dying from tsrun's own signals
 // afterwards are not reported as failures. After SIGKILL tsrun waits at most kReapSeconds
 // more, so a job is gone within 0.3 s + grace + kReapSeconds of the first failure.
@@ -38,6 +40,7 @@ namespace tsr::tools::tsrun {
 struct RankLaunch {
   RankSlot slot;
   SpawnRequest request;
+  std::optional<SpawnRequest> respawn;  // --respawn: how it is started again to join
 };
 
 struct JobSettings {
@@ -46,6 +49,9 @@ struct JobSettings {
   // A rank that fails is named, and the others go on (tsrun --elastic): the job ends when every
   // rank has ended, with the first failed rank's exit code and the list of lost ranks.
   bool elastic = false;
+  // A failed rank is started again (its respawn request) up to this many times in all
+  // (tsrun --respawn): a rank replaced so does not make the job fail.
+  int respawns = 0;
 };
 
 class JobRunner {
@@ -83,6 +89,10 @@ class JobRunner {
   };
 
   void startAll();
+  // Starts one rank's process; false (reported, job stopping) when it cannot be.
+  bool start(Rank& rank, const SpawnRequest& request);
+  // --respawn: the failed rank's slot gets a new process, started to join.
+  void respawn(const Rank& failed);
   void loop();
   // Names the failed rank, sets the job's outcome and stops the others.
   void blame(const Failure& failure);
@@ -123,6 +133,8 @@ class JobRunner {
   // --elastic: the ranks lost so far ("2 (host tsr2)"), and the first one's exit code.
   std::vector<std::string> lost_;
   int lostExitCode_ = 0;
+  int respawnsLeft_ = 0;
+  std::vector<std::string> replaced_;
 };
 
 }  // namespace tsr::tools::tsrun

@@ -53,6 +53,23 @@ Result<std::vector<HostEntry>> loadHosts(const LaunchOptions& o, std::string& so
 }
 
 // Everything up to the first spawn; errors here are usage errors (exit 2).
+// One rank's process: local ranks run the program with the environment; remote ones through
+// the agent, which gets the secret on stdin only (launch_command.h).
+SpawnRequest spawnRequest(const RankSlot& slot, const std::vector<EnvVar>& env, const std::vector<std::string>& baseEnv,
+                          const std::vector<std::string>& rsh, bool quote, const JobInfo& job,
+                          const std::vector<std::string>& program) {
+  SpawnRequest request;
+  request.env = mergeEnvironment(baseEnv, env);
+  if (slot.local) {
+    request.argv = program;
+  } else {
+    request.env = withoutVariable(request.env, "TSR_JOB_SECRET");
+    request.argv = remoteArgv(rsh, slot.host, env, program, quote);
+    request.input = remoteInput(job);
+  }
+  return request;
+}
+
 Result<std::vector<RankLaunch>> prepare(const LaunchOptions& o) {
   PlanOptions plan;
   TSR_ASSIGN_OR_RETURN(std::vector<HostEntry> hosts, loadHosts(o, plan.source));
@@ -88,13 +105,10 @@ Result<std::vector<RankLaunch>> prepare(const LaunchOptions& o) {
     RankLaunch launch;
     launch.slot = slot;
     std::vector<EnvVar> env = rankEnvironment(slot, job, exports);
-    launch.request.env = mergeEnvironment(baseEnv, env);
-    if (slot.local) {
-      launch.request.argv = o.program;
-    } else {  // the agent gets the secret on stdin only (launch_command.h)
-      launch.request.env = withoutVariable(launch.request.env, "TSR_JOB_SECRET");
-      launch.request.argv = remoteArgv(rsh, slot.host, env, o.program, quote);
-      launch.request.input = remoteInput(job);
+    launch.request = spawnRequest(slot, env, baseEnv, rsh, quote, job, o.program);
+    if (o.respawn > 0) {  // the same rank started again, to join the running job
+      env.push_back({"TSR_JOIN", "1"});
+      launch.respawn = spawnRequest(slot, env, baseEnv, rsh, quote, job, o.program);
     }
     launches.push_back(std::move(launch));
   }
@@ -135,7 +149,8 @@ int tsrunMain(int argc, char** argv) {
   JobSettings settings;
   settings.timeoutSeconds = cl.options.timeoutSeconds;
   settings.graceSeconds = cl.options.graceSeconds;
-  settings.elastic = cl.options.elastic;
+  settings.elastic = cl.options.elastic || cl.options.respawn > 0;
+  settings.respawns = cl.options.respawn;
   JobRunner runner(launches.take(), settings);
   return runner.run();
 }

@@ -37,7 +37,9 @@ constexpr const char* kDescription =
     "seconds) and exits with its status (128+signal for a signal); 124 on --timeout, 127 when\n"
     "a rank cannot start, 2 for usage errors. With --elastic a failed rank is named and the\n"
     "others go on: the job ends when every rank has ended, with the first failed rank's status\n"
-    "and the list of the ranks lost.\n";
+    "and the list of the ranks lost. With --respawn N a failed rank is also started again on\n"
+    "its host with its own variables and TSR_JOIN=1, to join the survivors (up to N times in\n"
+    "all); a job whose lost ranks were all replaced and whose ranks then end well exits 0.\n";
 
 // Rewrites mpirun's "-np" among tsrun's own options; stops at the program.
 std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::string> args) {
@@ -93,6 +95,10 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
   app.add_flag("--dry-run", o.dryRun, "Print the rank plan and each rank's command and exit");
   app.add_flag("--elastic", o.elastic,
                "A rank that fails does not stop the others: the job ends when every rank has ended");
+  app.add_option("--respawn", o.respawn,
+                 "Implies --elastic; a rank that fails is started again, with TSR_JOIN=1, to join the "
+                 "running job (tsr_comm_join), up to N times in all")
+      ->check(CLI::Range(0, 1000));
 
   std::vector<std::string> args = normalizeArgs(app, rawArgs);
   std::vector<char*> argv;

@@ -26,6 +26,7 @@ struct LaunchOptions {
   double graceSeconds = kDefaultGraceSeconds;  // SIGTERM -> SIGKILL delay when stopping a job
   bool dryRun = false;
   bool elastic = false;              // a failed rank does not stop the others
+  int respawn = 0;                   // --respawn N: failed ranks started again to join, N in all
   std::vector<std::string> program;  // prog args...
 };
 

@@ -85,6 +85,8 @@ _PROTOTYPES = {
     "tsr_comm_revoke": [_P],
     "tsr_comm_split": [_P, _INT, _INT, ctypes.POINTER(_P)],
     "tsr_comm_shrink": [_P, ctypes.POINTER(_P)],
+    "tsr_comm_grow": [_P, ctypes.POINTER(_P)],
+    "tsr_comm_join": [ctypes.POINTER(_P)],
     "tsr_comm_rank": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_size": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_local_rank": [_P, ctypes.POINTER(_INT)],

@@ -223,6 +223,31 @@ class Communicator(Handle):
         survivors._own(handle)
         return survivors
 
+    def grow(self):
+        """Collective over the members (in order with their collectives, e.g. between steps):
+        the replacements that asked to join since the last call (Communicator.join) are let in.
+        Returns the grown Communicator (members keep their ranks, replacements follow), or None
+        when nobody was waiting. This communicator stays usable (tsr_comm_grow)."""
+        handle = ctypes.c_void_p()
+        check(_lib.tsr_comm_grow(self._live(), ctypes.byref(handle)))
+        if not handle.value:
+            return None
+        grown = Communicator.__new__(Communicator)
+        grown._own(handle)
+        return grown
+
+    @classmethod
+    def join(cls):
+        """In a replacement process (tsrun --respawn starts one with TSR_JOIN=1): asks the
+        running job's members to let it in, with the job secret, and returns its Communicator
+        once their next grow() has (tsr_comm_join; at most TSR_BOOTSTRAP_TIMEOUT_MS)."""
+        handle = ctypes.c_void_p()
+        check(_lib.tsr_comm_join(ctypes.byref(handle)))
+        _capi.forget_job_secret()
+        joined = cls.__new__(cls)
+        joined._own(handle)
+        return joined
+
     def abort(self):
         """Fails this rank's pending and later collectives and tells the peers."""
         check(_lib.tsr_comm_abort(self._live()))

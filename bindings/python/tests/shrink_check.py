@@ -1,9 +1,14 @@
 """Communicator.shrink under tsrun --elastic (4 ranks): the last rank SIGKILLs itself in the
 middle of a long allreduce; each other rank sees the failure raised, shrinks, and checks the
 survivors' communicator (size, rank in the old order, an exact allreduce). A collective on the
-old communicator is still refused."""
+old communicator is still refused.
+
+With --grow, under tsrun --respawn 1: the killed rank's replacement (TSR_JOIN=1) joins with
+Communicator.join, the survivors call grow() between "steps" until it is in, and all four check
+the grown communicator (members first in order, the replacement last, an exact allreduce)."""
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -12,6 +17,22 @@ import tessera
 from checks import Checks
 
 c = Checks()
+
+
+def check_grown(grown, members, launch_rank):
+    ranks = grown.allgather(np.array([launch_rank], np.int64))
+    want = [r for r in range(members + 1) if r != members] + [members]
+    c.expect(ranks.tolist() == want, f"the grown communicator's first-launch ranks: {ranks.tolist()}")
+    y = grown.allreduce(np.full(1000, grown.rank + 1, np.int64))
+    c.expect(int(y[-1]) == grown.size * (grown.size + 1) // 2, f"allreduce on the grown communicator: {y[-1]}")
+    c.expect(grown.grow() is None, "a second grow with nobody waiting")
+    c.finish(grown.rank, grown.size, "python grow")
+
+
+if os.environ.get("TSR_JOIN") == "1":  # the replacement of the killed rank
+    joined = tessera.Communicator.join()
+    c.expect((joined.rank, joined.size) == (3, 4), f"joined as {joined.rank} of {joined.size}")
+    check_grown(joined, 3, int(os.environ["TSR_RANK"]))
 comm = tessera.Communicator()
 rank, size = comm.rank, comm.size
 victim = size - 1
@@ -36,4 +57,15 @@ c.expect(int(y[0]) == sum(r + 1 for r in range(size - 1)), f"allreduce on the su
 c.raises(tessera.TesseraError, "TSR_ERR_", lambda: comm.allreduce(np.ones(4, np.float32)),
          "a collective on the shrunk communicator")
 comm.close()
-c.finish(survivors.rank, survivors.size, "python shrink")
+if "--grow" not in sys.argv:
+    c.finish(survivors.rank, survivors.size, "python shrink")
+grown, deadline = None, time.monotonic() + 60
+while grown is None and time.monotonic() < deadline:
+    grown = survivors.grow()  # None until the replacement has asked
+    if grown is None:
+        time.sleep(0.02)
+c.expect(grown is not None, "no replacement joined within 60 s")
+if grown is None:
+    c.finish(survivors.rank, survivors.size, "python grow")
+c.expect((grown.rank, grown.size) == (survivors.rank, size), f"after the grow: {grown.rank} of {grown.size}")
+check_grown(grown, size - 1, rank)

@@ -131,6 +131,29 @@ TEST(TsrunEndToEnd, ElasticJobGoesOnPastFailedRanks) {
   EXPECT_FALSE(contains(r.err, "rank 0")) << r.err;
 }
 
+// --respawn 2: rank 1 fails at first, and its first replacement (TSR_JOIN=1, its own rank and
+// variables) fails too; the second ends well, as does rank 0: the job exits 0, each start and
+// the replaced rank named. No third start: the respawns are spent.
+TEST(TsrunEndToEnd, RespawnStartsAFailedRankAgainToJoin) {
+  TempDir dir;
+  RunResult r =
+      testing::run(tsrun({"--respawn", "2", "-np", "2", "/bin/sh", "-c",
+                          "d=" + dir.path() +
+                              "; echo start $TSR_RANK join=${TSR_JOIN:-0} >> $d/starts; "
+                              "if [ $TSR_RANK = 1 ] && [ $(grep -c 'start 1' $d/starts) -lt 3 ]; then exit 5; fi; "
+                              "echo done $TSR_RANK join=${TSR_JOIN:-0}"}),
+                   {}, 20);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[1] done 1 join=1")) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[0] done 0 join=0")) << describe(r);
+  EXPECT_TRUE(contains(r.err, "tsrun: --respawn: starting rank 1 again to join the others (1 respawns left)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "(0 respawns left)")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "tsrun: --respawn: 2 failed rank(s) started again: 1 (host localhost), 1 (host localhost)"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "ranks lost")) << r.err;
+}
+
 TEST(TsrunEndToEnd, SigintToTsrunIsForwarded) {
   TempDir dir;
   ChildProcess child(tsrun({"-np", "2", "/bin/sh", "-c", "trap 'echo got-int; exit 9' INT; echo up; sleep 30 & wait"}));

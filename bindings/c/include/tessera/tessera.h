@@ -118,6 +118,21 @@ TSR_API tsr_status_t tsr_comm_revoke(tsr_comm_t comm);
  * the failure): destroy it. Every live rank calls it the same number of times on comm.
  * docs/elastic.md. */
 TSR_API tsr_status_t tsr_comm_shrink(tsr_comm_t comm, tsr_comm_t* newcomm);
+/* Collective over comm (every member calls it, in order with its collectives, at a point of
+ * its choosing: between training steps, say): the replacement processes that asked to join
+ * since the last call (tsr_comm_join) are let in. *newcomm gets the grown communicator (the
+ * members keep their ranks, the replacements follow) or NULL when nobody was waiting (one
+ * 8-byte all-gather). The first call opens this rank's door for replacements at its first
+ * bootstrap address (its TSR_PEERS entry). A replacement that vanishes makes the call fail on
+ * every member within the timeout (at least 5 s); comm stays usable either way. comm's memory
+ * type must be TSR_MEM_HOST. docs/elastic.md. */
+TSR_API tsr_status_t tsr_comm_grow(tsr_comm_t comm, tsr_comm_t* newcomm);
+/* A replacement process (tsrun --respawn starts one with TSR_JOIN=1 and the launch variables
+ * of the rank it replaces) joins the running job: it asks the members at their first bootstrap
+ * addresses, with the job secret (a process without it is refused), and waits until their
+ * next tsr_comm_grow lets it in (at most TSR_BOOTSTRAP_TIMEOUT_MS). *comm is then its
+ * communicator, its rank after the members'. */
+TSR_API tsr_status_t tsr_comm_join(tsr_comm_t* comm);
 /* A planned end, as ncclCommFinalize: waits until every collective and message this rank has
  * posted on comm has ended, then ends the communicator (telling the peers, as
  * tsr_comm_destroy does). The handle stays valid until tsr_comm_destroy: calls on it, and on

@@ -1,0 +1,119 @@
+// fault_worker grow VICTIM [COUNT] (under tsrun --respawn 1): the victim SIGKILLs itself in the
+// middle of a long allreduce; the others shrink, then call Communicator::grow every 20 ms until
+// the replacement tsrun started (the same rank again, TSR_JOIN=1: joinFromEnvironment) is let
+// in. Every rank of the grown communicator checks it: the size, its rank (members first, in
+// order, the replacement last), an exact allreduce, an allgather of the first-launch ranks in
+// order, and one more grow that finds nobody waiting (the replacement's own door included).
+// Prints "rank R: GREW to rank r of n ..." or "rank R: JOINED as rank r of n ..." or
+// "rank R: FAILED ...".
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/communicator.h"
+
+using namespace tsr;
+using runtime::Communicator;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int failed(int rank, const std::string& what, const Status& st) {
+  std::printf("rank %d: FAILED %s: %s\n", rank, what.c_str(), st.toString().c_str());
+  std::fflush(stdout);
+  return 3;
+}
+
+Status wait(Result<runtime::RequestPtr> posted) { return posted.isOk() ? posted.value()->wait() : posted.status(); }
+
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// The grown communicator, on every rank: `launchRank` is the rank's first-launch rank,
+// `expected` every rank's, in the grown order.
+std::string checkGrown(Communicator& grown, int launchRank, const std::vector<int32_t>& expected) {
+  const int n = grown.size();
+  if (n != static_cast<int>(expected.size()))
+    return "size " + std::to_string(n) + ", want " + std::to_string(expected.size());
+  if (expected[grown.rank()] != launchRank) return "ranked " + std::to_string(grown.rank()) + ", out of order";
+  std::vector<float> x(100000, static_cast<float>(grown.rank() + 1));
+  if (Status s = wait(grown.allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum)); !s.isOk())
+    return "allreduce: " + s.toString();
+  const float sum = static_cast<float>(n * (n + 1) / 2);
+  if (x.front() != sum || x.back() != sum) return "allreduce gave " + std::to_string(x.back());
+  std::vector<int32_t> mine{launchRank}, all(n, -1);
+  if (Status s = wait(grown.allgather(mine.data(), all.data(), 1, DataType::kI32)); !s.isOk())
+    return "allgather: " + s.toString();
+  if (all != expected) return "the first-launch ranks out of order";
+  auto again = grown.grow();
+  if (!again.isOk()) return "the next grow: " + again.status().toString();
+  if (again.value()) return "the next grow grew with nobody waiting";
+  return "";
+}
+
+}  // namespace
+
+int runJoin() {
+  const int launchRank = std::atoi(std::getenv("TSR_RANK") ? std::getenv("TSR_RANK") : "-1");
+  const auto started = Clock::now();
+  auto joined = Communicator::joinFromEnvironment();
+  if (!joined.isOk()) return failed(launchRank, "to join", joined.status());
+  Communicator& comm = *joined.value();
+  const double ms = msSince(started);
+  std::vector<int32_t> expected;
+  for (int r = 0; r < comm.size(); ++r)
+    if (r != launchRank) expected.push_back(r);
+  expected.push_back(launchRank);
+  std::string wrong = checkGrown(comm, launchRank, expected);
+  if (!wrong.empty()) return failed(launchRank, "after joining", Status(Code::kInternal, wrong));
+  std::printf("rank %d: JOINED as rank %d of %d in %.0f ms; allreduce exact\n", launchRank, comm.rank(), comm.size(),
+              ms);
+  std::fflush(stdout);
+  return 0;
+}
+
+int runGrow(Communicator& comm, int victim, size_t count) {
+  const int rank = comm.rank(), size = comm.size();
+  std::vector<float> buf(count, 1.0f);
+  Status st;
+  for (int i = 0; i < 200 && st.isOk(); ++i) {
+    auto req = comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kAvg);
+    if (rank == victim && i == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::printf("rank %d: raising SIGKILL mid-allreduce\n", rank);
+      std::fflush(stdout);
+      raise(SIGKILL);
+    }
+    st = wait(std::move(req));
+  }
+  if (st.isOk()) return failed(rank, "to see the failure", Status(Code::kInternal, "no failure seen"));
+  auto shrunk = comm.shrink();
+  if (!shrunk.isOk()) return failed(rank, "to shrink", shrunk.status());
+  const auto shrunkAt = Clock::now();
+  std::unique_ptr<Communicator> grown;
+  int calls = 0;
+  while (!grown && msSince(shrunkAt) < 60000) {
+    ++calls;
+    auto g = shrunk.value()->grow();
+    if (!g.isOk()) return failed(rank, "to grow", g.status());
+    grown = g.take();
+    if (!grown) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!grown) return failed(rank, "to grow", Status(Code::kTimeout, "no replacement within 60 s"));
+  const double ms = msSince(shrunkAt);
+  std::vector<int32_t> expected;
+  for (int r = 0; r < size; ++r)
+    if (r != victim) expected.push_back(r);
+  expected.push_back(victim);
+  std::string wrong = checkGrown(*grown, rank, expected);
+  if (!wrong.empty()) return failed(rank, "after growing", Status(Code::kInternal, wrong));
+  std::printf("rank %d: GREW to rank %d of %d, %.0f ms after the shrink (%d grow calls); allreduce exact\n", rank,
+              grown->rank(), grown->size(), ms, calls);
+  std::fflush(stdout);
+  return 0;
+}
