@@ -25,6 +25,10 @@ PYBIND11_MODULE(_tessera_torch, m) {
           "The tsr_comm_t handle (an address), for Tessera's Python layer; owned by the process group.")
       .def("_shrink", &tessera_torch::ProcessGroupTessera::shrink, py::call_guard<py::gil_scoped_release>(),
            "tsr_comm_shrink of this group's communicator: the survivors' ProcessGroupTessera.")
+      .def("_grow", &tessera_torch::ProcessGroupTessera::grow, py::call_guard<py::gil_scoped_release>(),
+           "tsr_comm_grow of this group's communicator: the grown ProcessGroupTessera, or None.")
+      .def_static("_join", &tessera_torch::ProcessGroupTessera::join, py::call_guard<py::gil_scoped_release>(),
+                  "tsr_comm_join: a replacement's ProcessGroupTessera in the running job.")
 #if TORCH_VERSION_MAJOR >= 2
       .def(
           "_timeout_ms", [](tessera_torch::ProcessGroupTessera& pg) { return pg.getBackendOptions()->timeout.count(); },

@@ -6,8 +6,10 @@
 // Nothing goes through torch's store: the members' addresses travel through the parent, and
 // the new communicator's secret derives from the parent's.
 //
-// Shrinking (both versions): after a failure every live rank asks for the survivors' group
-// (tessera.torch.elastic), which tsr_comm_shrink makes.
+// Shrinking and growing (both versions): after a failure every live rank asks for the
+// survivors' group (tessera.torch.elastic), which tsr_comm_shrink makes; between steps the
+// members ask for the group grown by the replacements waiting (tsr_comm_grow), which a
+// replacement's tsr_comm_join meets.
 #include <algorithm>
 
 #include <c10/util/Exception.h>
@@ -70,6 +72,33 @@ c10::intrusive_ptr<ProcessGroupTessera> ProcessGroupTessera::shrink() {
   std::lock_guard<std::mutex> lock(postMutex_);
   tsr_comm_set_timeout(survivors, static_cast<int>(defaultTimeoutMs_));
   group->defaultTimeoutMs_ = group->postedTimeoutMs_ = defaultTimeoutMs_;
+  return group;
+}
+
+c10::intrusive_ptr<ProcessGroupTessera> ProcessGroupTessera::grow() {
+  tsr_comm_t grown = nullptr;
+  tsr_status_t st = tsr_comm_grow(comm_, &grown);
+  TORCH_CHECK(st == TSR_OK, "tessera: grow on rank ", getRank(), " (", tsr_status_string(st), "): ", tsr_last_error());
+  if (!grown) return {};
+  int rank = -1, size = -1;
+  tsr_comm_rank(grown, &rank);
+  tsr_comm_size(grown, &size);
+  auto group = c10::make_intrusive<ProcessGroupTessera>(grown, rank, size);
+  std::lock_guard<std::mutex> lock(postMutex_);
+  group->defaultTimeoutMs_ = group->postedTimeoutMs_ = defaultTimeoutMs_;
+  return group;
+}
+
+c10::intrusive_ptr<ProcessGroupTessera> ProcessGroupTessera::join() {
+  tsr_comm_t joined = nullptr;
+  tsr_status_t st = tsr_comm_join(&joined);
+  TORCH_CHECK(st == TSR_OK, "tessera: join (", tsr_status_string(st), "): ", tsr_last_error());
+  int rank = -1, size = -1, timeoutMs = 0;
+  tsr_comm_rank(joined, &rank);
+  tsr_comm_size(joined, &size);
+  tsr_comm_timeout(joined, &timeoutMs);  // the members' (the welcome carries it)
+  auto group = c10::make_intrusive<ProcessGroupTessera>(joined, rank, size);
+  group->defaultTimeoutMs_ = group->postedTimeoutMs_ = timeoutMs;
   return group;
 }
 

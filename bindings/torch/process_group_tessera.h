@@ -101,6 +101,11 @@ class ProcessGroupTessera : public Baseclass {
   // group's communicator; the survivors' group, its timeout this one's. Raises the shrink's
   // error (not a majority, no agreement).
   c10::intrusive_ptr<ProcessGroupTessera> shrink();
+  // Between steps, on every member: tsr_comm_grow; the grown group (the members first, the
+  // replacements after), its timeout this one's, or null when nobody was waiting.
+  c10::intrusive_ptr<ProcessGroupTessera> grow();
+  // In a replacement (TSR_JOIN=1): tsr_comm_join; its group, with the members' timeout.
+  static c10::intrusive_ptr<ProcessGroupTessera> join();
 
   // Point-to-point (process_group_p2p.cc): tensors[0] to or from one rank of this group.
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;

@@ -1,7 +1,9 @@
 """train_elastic.py: the Fashion-MNIST CNN of train_fashion_mnist.py under DDP over Tessera's
-backend, going on when a rank dies (PyTorch 2.x; start it with tsrun --elastic).
+backend, going on when a rank dies, and whole again when its replacement joins (PyTorch 2.x;
+start it with tsrun --elastic, or tsrun --respawn N to have failed ranks started again).
 
     tsrun --elastic -np 4 ~/venv/bin/python examples/torch/train_elastic.py --steps 120 --kill-rank 3 --kill-step 40
+    tsrun --respawn 1 -np 4 ~/venv/bin/python examples/torch/train_elastic.py --steps 120 --kill-rank 3 --kill-step 40
 
 Every step is a global batch of --batch images per rank of the starting world, split over the
 ranks training now. When a step's backward raises (DDP's allreduce failed: a rank died), every
@@ -10,6 +12,11 @@ the model in a new DDP over it (which broadcasts the parameters from its rank 0)
 the step over the new world: no restart, no checkpoint. The optimizer's state (momentum) is
 the same on every survivor and carries on. --kill-rank/--kill-step make one rank SIGKILL itself
 at a step, to try it.
+
+Under --respawn the failed rank is started again (TSR_JOIN=1): it joins (elastic.join) while
+the survivors train on; at the start of each step they call elastic.grow, which lets it in
+when it has asked (a small all-gather otherwise), send it the step, model and optimizer
+(elastic.broadcast_state), and all re-wrap DDP: the step goes on over the whole world again.
 
 Rank 0 of the group prints a JSON line every --log-every steps (step, world size, seconds since
 training began, loss) and one per recovery (the step, the survivors, how long the shrink and
@@ -20,17 +27,20 @@ The usual way out, for comparison (tools/bench/elastic_cluster.sh): --backend gl
 --checkpoint FILE --checkpoint-every K: rank 0 saves the model and optimizer every K steps, a
 failure ends the job, and the job started again resumes from the last checkpoint.
 """
-import argparse
-import json
-import os
-import signal
-import sys
 import time
 
-import torch
-import torch.distributed as dist
-import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
+STARTED = time.time()  # before the imports: a replacement's time to join counts them
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_fashion_mnist import DATA, Net, load  # noqa: E402
@@ -61,16 +71,36 @@ def say(group, line):
         print(json.dumps(line), flush=True)
 
 
-def train(args):
-    rank, start_size = dist.get_rank(), dist.get_world_size()
-    global_batch = args.batch * start_size
-    x, y = load(args.data, "train", args.steps * global_batch)
+def state_of(step, net, optimizer, began):
+    return {"step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict(), "began": began}
+
+
+def train(args, elastic=None):
+    replacement = elastic is not None and elastic.replacement()
     torch.manual_seed(args.seed)
     net = Net()
-    group = dist.group.WORLD
-    model = DDP(net, process_group=group)
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum)
-    began, step, failed_at = time.time(), 0, None
+    began, step, failed_at, waiting = time.time(), 0, None, elastic is not None
+    if replacement:  # a failed rank started again: join the others and take their state
+        rank, start_size = int(os.environ["TSR_RANK"]), int(os.environ["TSR_WORLD_SIZE"])
+    else:
+        rank, start_size = dist.get_rank(), dist.get_world_size()
+        group = dist.group.WORLD
+    global_batch = args.batch * start_size
+    x, y = load(args.data, "train", args.steps * global_batch)
+    if replacement:
+        ready = time.time()
+        group = elastic.join()
+        joined = time.time()
+        state = elastic.broadcast_state(group)
+        net.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, began = state["step"], state["began"]
+        print(json.dumps({"replacement_joined_at_step": step, "rank": dist.get_rank(group),
+                          "world": dist.get_world_size(group), "start_to_ready_s": round(ready - STARTED, 2),
+                          "join_s": round(joined - ready, 2), "state_s": round(time.time() - joined, 2),
+                          "from_its_start_s": round(time.time() - STARTED, 2)}), flush=True)
+    model = DDP(net, process_group=group)
     if args.checkpoint and os.path.exists(args.checkpoint):
         saved = torch.load(args.checkpoint)
         net.load_state_dict(saved["model"])
@@ -78,8 +108,18 @@ def train(args):
         step = saved["step"]
         say(group, {"resumed_at_step": step})
     while step < args.steps:
-        if rank == args.kill_rank and step == args.kill_step:
+        if rank == args.kill_rank and step == args.kill_step and not replacement:
             os.kill(os.getpid(), signal.SIGKILL)
+        # Below the starting size, each step asks for a replacement (an 8-byte all-gather).
+        if waiting and dist.get_world_size(group) < start_size:
+            t0 = time.time()
+            grown = elastic.grow(group)  # None while no replacement has asked
+            if grown is not None:
+                group = grown
+                elastic.broadcast_state(group, state_of(step, net, optimizer, began))
+                model = DDP(net, process_group=group)
+                say(group, {"grown_at_step": step, "world": dist.get_world_size(group),
+                            "grow_and_rewrap_s": round(time.time() - t0, 3)})
         step_began = time.time()
         # This rank's slice of the step's global batch, by its rank in the group of now.
         me, n = dist.get_rank(group), dist.get_world_size(group)
@@ -92,7 +132,6 @@ def train(args):
             if args.backend != "tessera":
                 raise
             failed_at, t0 = step_began, time.time()
-            from tessera.torch import elastic
             group = elastic.shrink(group)
             model = DDP(net, process_group=group)
             say(group, {"recovery_at_step": step, "world": dist.get_world_size(group),
@@ -120,10 +159,13 @@ def train(args):
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    elastic = None
     if args.backend == "tessera":
         import tessera.torch  # noqa: F401  (registers the backend)
-    dist.init_process_group(args.backend)
-    train(args)
+        from tessera.torch import elastic
+    if elastic is None or not elastic.replacement():
+        dist.init_process_group(args.backend)
+    train(args, elastic)
 
 
 if __name__ == "__main__":

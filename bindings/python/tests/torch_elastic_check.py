@@ -3,7 +3,12 @@ rank SIGKILLs itself at step 4; on the others that step's backward raises, and e
 group (tessera.torch.elastic.shrink), re-wraps DDP over the survivors' group (its construction
 broadcasts the model from the new rank 0), re-shards the data by its new rank and redoes the
 step. At the end every survivor shrank at the same step, ranks are in their old order, the
-parameters are bit-identical on every survivor and the loss went down."""
+parameters are bit-identical on every survivor and the loss went down.
+
+With --grow, under tsrun --respawn 1: the killed rank's replacement joins (elastic.join), the
+survivors grow the group at the start of each step until it is in (elastic.grow), send it the
+step, model and optimizer (elastic.broadcast_state) and all four re-wrap DDP and go on: at the
+end the four have bit-identical parameters and the world is whole again."""
 import os
 import signal
 import sys
@@ -19,15 +24,25 @@ from checks import Checks
 from tessera.torch import elastic
 
 STEPS, KILL_AT, BATCH = 12, 4, 96
+GROW = "--grow" in sys.argv
 c = Checks()
-dist.init_process_group("tessera")
-rank, size = dist.get_rank(), dist.get_world_size()
-victim = size - 1
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
-group = dist.group.WORLD
-ddp = DDP(model, process_group=group)
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+step, shrunk_at, grown_at, losses = 0, None, None, []
+if elastic.replacement():  # the killed rank, started again: join, take the state, go on
+    group = elastic.join()
+    state = elastic.broadcast_state(group)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    step = grown_at = shrunk_at = state["step"]
+    rank, size = int(os.environ["TSR_RANK"]), int(os.environ["TSR_WORLD_SIZE"])
+else:
+    dist.init_process_group("tessera")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    group = dist.group.WORLD
+victim = size - 1
+ddp = DDP(model, process_group=group)
 gen = torch.Generator().manual_seed(7)
 inputs = torch.randn(4096, 32, generator=gen)
 labels = (inputs @ torch.randn(32, 4, generator=gen)).argmax(1)  # learnable: the loss must go down
@@ -40,10 +55,20 @@ def shard(step):
     return inputs[mine], labels[mine]
 
 
-step, shrunk_at, losses = 0, None, []
 while step < STEPS:
-    if rank == victim and step == KILL_AT:
+    if rank == victim and step == KILL_AT and not elastic.replacement():
         os.kill(os.getpid(), signal.SIGKILL)
+    if GROW and shrunk_at is not None and grown_at is None:
+        grown = elastic.grow(group)  # None until the replacement has asked
+        # Two steps on, the survivors wait for it (a training loop could go on and take it later).
+        deadline = time.monotonic() + 60
+        while grown is None and step >= KILL_AT + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            grown = elastic.grow(group)
+        if grown is not None:
+            group, grown_at = grown, step
+            elastic.broadcast_state(group, {"step": step, "model": model.state_dict(), "opt": opt.state_dict()})
+            ddp = DDP(model, process_group=group)
     x, y = shard(step)
     opt.zero_grad()
     try:
@@ -61,17 +86,22 @@ while step < STEPS:
     losses.append(loss.item())
     step += 1
 
-c.expect(shrunk_at == KILL_AT, f"shrunk at step {shrunk_at}, the rank died at {KILL_AT}")
-c.expect((dist.get_rank(group), dist.get_world_size(group)) == (rank, size - 1),
-         f"rank {dist.get_rank(group)} of {dist.get_world_size(group)} after the shrink")
+c.expect(shrunk_at == KILL_AT or (GROW and shrunk_at is not None), f"shrunk at step {shrunk_at}, the rank died at {KILL_AT}")
+want = ((rank if rank < victim else size - 1), size) if GROW else (rank, size - 1)
+c.expect((dist.get_rank(group), dist.get_world_size(group)) == want,
+         f"rank {dist.get_rank(group)} of {dist.get_world_size(group)} at the end, want {want}")
+c.expect(not GROW or grown_at is not None, "the replacement never joined")
 flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 lo, hi = flat.clone(), flat.clone()
 dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
 dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
 c.expect(torch.equal(lo, hi), "the survivors' parameters differ")
 first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
-c.expect(len(losses) == STEPS and last < first, f"losses {first:.4f} -> {last:.4f} (first and last 3 steps)")
+if not elastic.replacement():
+    c.expect(len(losses) == STEPS and last < first, f"losses {first:.4f} -> {last:.4f} (first and last 3 steps)")
 if dist.get_rank(group) == 0 and shrunk_at is not None:
     print(f"torch elastic: shrink and DDP re-wrap took {took * 1000:.0f} ms; loss {first:.4f} -> {last:.4f}", flush=True)
-c.finish(dist.get_rank(group), dist.get_world_size(group), "torch elastic")
+if dist.get_rank(group) == 0 and grown_at is not None:
+    print(f"torch elastic: the replacement joined at step {grown_at}", flush=True)
+c.finish(dist.get_rank(group), dist.get_world_size(group), "torch elastic grow" if GROW else "torch elastic")
 sys.exit(0)

@@ -284,6 +284,14 @@ def _peers_through(store, rank, size, group):
 
 
 _launch_used = False  # whether a group of this process has bootstrapped from Tessera's launch
+_handed = None  # a replacement's joined group, for init_process_group to take (hand_over)
+
+
+def hand_over(backend):
+    """The next tessera backend torch creates is `backend` (tessera.torch.elastic.join: the
+    replacement's default group is the one it joined)."""
+    global _handed
+    _handed = backend
 
 
 def _create(store, rank, size, timeout):
@@ -293,7 +301,12 @@ def _create(store, rank, size, timeout):
     other (new_group, DeviceMesh's groups; every group under torchrun) finds its members
     through the store torch hands over, which torch has already prefixed with the group's
     name: the same keys on every member, whatever groups each was in before."""
-    global _launch_used
+    global _launch_used, _handed
+    if _handed is not None:
+        pg, _handed = _handed, None
+        if (pg.rank(), pg.size()) != (rank, size):
+            raise RuntimeError(f"tessera: the joined group is rank {pg.rank()} of {pg.size()}, not {rank} of {size}")
+        return pg
     ours = _last_store is not None and _last_store.process_group is None
     launched = _tessera_launch() and not _launch_used and size == _launch_rank_size()[1]
     if ours or store is None or launched:
