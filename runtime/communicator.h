@@ -179,6 +179,13 @@ class Communicator final : public algorithms::Team {
   // its communicator there.
   static Result<std::unique_ptr<Communicator>> join(const LaunchInfo& launch, const Config& config);
   static Result<std::unique_ptr<Communicator>> joinFromEnvironment();
+  // For a communicator made by shrink() or grow() (or join()): how long the ranks took to
+  // agree (on who is lost; on who joins, and telling them) and to bootstrap it; zeros else.
+  struct Recovery {
+    double agreementMs = 0;
+    double bootstrapMs = 0;
+  };
+  const Recovery& recovery() const { return recovery_; }
 
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
@@ -299,6 +306,7 @@ class Communicator final : public algorithms::Team {
   LaunchInfo rootLaunch_;
   std::shared_ptr<JoinListener> joinListener_;
   uint32_t grows_ = 0;
+  Recovery recovery_;
   Status openJoinDoor();
   void handDownElastic(Communicator& child) const;
 

@@ -192,6 +192,7 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
       log::get("runtime")->warn("{}: the replacement from {}: {}", me, joiner.remote, s.message());
   }
   log::get("runtime")->info("{}: grow {}: {} replacement(s) join the {} members", me, number, total, size_);
+  const auto agreed = Clock::now();
   auto made = create(child, childConfig);
   log::setThreadRank(rank_);  // the child's creation named this thread after its own rank
   if (!made.isOk())
@@ -199,8 +200,10 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
                   me + " could not bootstrap the " + std::to_string(child.size) +
                       " ranks with the replacement(s) (this communicator is still usable): " + made.status().message());
   handDownElastic(*made.value());
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-  log::get("runtime")->info("{}: grown to {} ranks in {} ms", me, child.size, ms);
+  made.value()->recovery_ = {std::chrono::duration<double, std::milli>(agreed - started).count(),
+                             std::chrono::duration<double, std::milli>(Clock::now() - agreed).count()};
+  log::get("runtime")->info("{}: grown to {} ranks in {:.0f} + {:.0f} ms", me, child.size,
+                            made.value()->recovery_.agreementMs, made.value()->recovery_.bootstrapMs);
   return made;
 }
 
@@ -218,6 +221,7 @@ Result<std::unique_ptr<Communicator>> Communicator::join(const LaunchInfo& launc
   const std::string myHost = launch.peers[launch.rank].host;
   TSR_ASSIGN_OR_RETURN(PortReservation reservation, PortReservation::reserve(1, isLoopback(myHost)));
   JoinRequest request{myHost, reservation.ports()[0], localHostId(config.get("TSR_TEST_HOST_ID"))};
+  const auto asked = Clock::now();
   TSR_ASSIGN_OR_RETURN(Welcome welcome, requestToJoin(members, credentials, request, config.bootstrapTimeoutMs()));
   TSR_ASSIGN_OR_RETURN(WelcomeText w, decodeWelcome(welcome.payload));
   TSR_ASSIGN_OR_RETURN(Digest sealed, digestFromHex(w.sealedHex));
@@ -231,6 +235,7 @@ Result<std::unique_ptr<Communicator>> Communicator::join(const LaunchInfo& launc
   const int64_t bootstrapMs =
       std::min<int64_t>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(w.timeoutMs, 5000));
   TSR_RETURN_IF_ERROR(childConfig.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  const auto welcomed = Clock::now();
   auto made = create(child, childConfig);
   if (!made.isOk())
     return Status(made.status().code(), "join: let in by " + welcome.from + " as rank " + std::to_string(child.rank) +
@@ -240,6 +245,8 @@ Result<std::unique_ptr<Communicator>> Communicator::join(const LaunchInfo& launc
   joined.rootJobId_ = launch.jobId;
   joined.rootLaunch_ = launch;
   joined.rootLaunch_.secret.clear();
+  joined.recovery_ = {std::chrono::duration<double, std::milli>(welcomed - asked).count(),
+                      std::chrono::duration<double, std::milli>(Clock::now() - welcomed).count()};
   return made;
 }
 

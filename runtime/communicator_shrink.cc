@@ -112,8 +112,8 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   TSR_RETURN_IF_ERROR(agreement.majority());
   const std::vector<int> survivors = agreement.survivors();
   const std::vector<uint16_t> ports = agreement.ports();
-  const auto agreedMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-  log::get("runtime")->info("{}: shrink {}: lost {}; {} survivors agreed in {} ms", me, epoch, agreement.lostText(),
+  const double agreedMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  log::get("runtime")->info("{}: shrink {}: lost {}; {} survivors agreed in {:.0f} ms", me, epoch, agreement.lostText(),
                             survivors.size(), agreedMs);
 
   LaunchInfo child;
@@ -145,6 +145,7 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   const int64_t bootstrapMs =
       std::min<int64_t>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(timeoutMs, 5000));
   TSR_RETURN_IF_ERROR(childConfig.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  const auto agreed = Clock::now();
   auto made = create(child, childConfig);
   log::setThreadRank(rank_);  // the child's creation named this thread after its own rank
   *bootstrapFailed = !made.isOk();
@@ -152,6 +153,8 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
     return Status(made.status().code(), "shrink: " + me + " (lost: " + agreement.lostText() + ") could not join the " +
                                             std::to_string(child.size) + " survivors: " + made.status().message());
   handDownElastic(*made.value());
+  made.value()->recovery_ = {agreedMs,
+                             std::chrono::duration<double, std::milli>(Clock::now() - agreed).count()};
   return made;
 }
 

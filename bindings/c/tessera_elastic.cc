@@ -42,6 +42,18 @@ tsr_status_t tsr_comm_grow(tsr_comm_t comm, tsr_comm_t* newcomm) {
                  [&] { return onNewComm(comm, newcomm, "tsr_comm_grow", [](Communicator& c) { return c.grow(); }); });
 }
 
+tsr_status_t tsr_comm_recovery_ms(tsr_comm_t comm, double* agreement_ms, double* bootstrap_ms) {
+  return guarded("tsr_comm_recovery_ms", [&] {
+    if (!agreement_ms || !bootstrap_ms) return invalid("tsr_comm_recovery_ms: agreement_ms or bootstrap_ms is NULL");
+    if (!comm) return invalid("tsr_comm_recovery_ms: comm is NULL");
+    return withLiveComm(*comm->life, "tsr_comm_recovery_ms", [&](Communicator& c) {
+      *agreement_ms = c.recovery().agreementMs;
+      *bootstrap_ms = c.recovery().bootstrapMs;
+      return TSR_OK;
+    });
+  });
+}
+
 tsr_status_t tsr_comm_join(tsr_comm_t* comm) {
   return guarded("tsr_comm_join", [&] {
     if (!comm) return invalid("tsr_comm_join: comm is NULL");

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/tensors/tensor_registry.h"
 #include "bindings/c/c_api_internal.h"
@@ -16,6 +17,7 @@ struct tsr_tensor {
   std::string name;
   bool named = false;  // holds its name on the communicator (CommLife::claimName)
   size_t count = 0;
+  tsr::algorithms::TensorSpec spec;  // as created: tsr_tensor_move makes it again
   std::unique_ptr<tsr::algorithms::Tensor> impl;
 
   ~tsr_tensor() {
@@ -65,6 +67,7 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
                        ": a live tensor of this communicator already has that name (two would share "
                        "nothing and misalign residuals silently); destroy it first, or use another name");
       t->named = true;
+      t->spec = spec;
       auto made = tsr::algorithms::makeTensor(c, std::move(spec), "tsr_tensor_create");
       if (!made.isOk()) return report(made.status());
       t->impl = made.take();
@@ -131,6 +134,35 @@ tsr_status_t tsr_tensor_set_residual(tsr_tensor_t tensor, const float* residual)
       if (tensor->impl->busy()) return invalid(who + " has a step pending; wait for it first");
       tsr::Status st = tensor->impl->setResidual(residual);
       return st.isOk() ? TSR_OK : report(tsr::Status(st.code(), "tsr_tensor_set_residual: " + st.message()));
+    });
+  });
+}
+
+tsr_status_t tsr_tensor_move(tsr_tensor_t tensor, tsr_comm_t newcomm) {
+  return guarded("tsr_tensor_move", [&] {
+    if (!newcomm) return invalid("tsr_tensor_move: newcomm is NULL");
+    if (!tensor) return invalid("tsr_tensor_move: tensor is NULL");
+    auto oldLife = tensor->life;  // held: its lock is ours until the end, whatever tensor->life becomes
+    if (newcomm->life == oldLife) return TSR_OK;
+    return withLiveComm(*oldLife, "tsr_tensor_move: tensor " + tensor->name, [&](Communicator&) {
+      const std::string who = "tsr_tensor_move: tensor " + tensor->name;
+      if (tensor->impl->busy()) return invalid(who + " has a step pending; wait for it first");
+      std::vector<float> held(tensor->count);
+      tensor->impl->residual(held.data());
+      return withLiveComm(*newcomm->life, who + " (the new communicator)", [&](Communicator& next) {
+        if (!newcomm->life->claimName(tensor->name))
+          return invalid(who + ": a live tensor of the new communicator already has that name");
+        auto made = tsr::algorithms::makeTensor(next, tensor->spec, "tsr_tensor_move");
+        tsr::Status st = made.isOk() ? made.value()->setResidual(held.data()) : made.status();
+        if (!st.isOk()) {
+          newcomm->life->releaseName(tensor->name);
+          return report(tsr::Status(st.code(), made.isOk() ? "tsr_tensor_move: " + st.message() : st.message()));
+        }
+        tensor->impl = made.take();
+        oldLife->releaseName(tensor->name);
+        tensor->life = newcomm->life;
+        return TSR_OK;
+      });
     });
   });
 }

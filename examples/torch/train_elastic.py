@@ -19,9 +19,12 @@ when it has asked (a small all-gather otherwise), send it the step, model and op
 (elastic.broadcast_state), and all re-wrap DDP: the step goes on over the whole world again.
 
 Rank 0 of the group prints a JSON line every --log-every steps (step, world size, seconds since
-training began, loss) and one per recovery (the step, the survivors, how long the shrink and
-the re-wrap took, and the time from the failed step's start to the redone step's end); at the
-end, the test accuracy.
+training began, loss, the clock) and one per recovery: the step, the survivors, its phases
+(detection: from the failed step's start to the error; agreement, bootstrap and group:
+elastic.last_recovery(); rewrap: DDP's construction) and then the time from the failed step's
+start to the redone step's end; one per grow (its phases, the state's broadcast); the
+replacement one when it has joined (from its start: imports and data, join, state); at the end,
+the test accuracy.
 
 The usual way out, for comparison (tools/bench/elastic_cluster.sh): --backend gloo with
 --checkpoint FILE --checkpoint-every K: rank 0 saves the model and optimizer every K steps, a
@@ -96,16 +99,17 @@ def train(args, elastic=None):
         net.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, began = state["step"], state["began"]
-        print(json.dumps({"replacement_joined_at_step": step, "rank": dist.get_rank(group),
+        print(json.dumps({"replacement_joined_at_step": step, "rank": dist.get_rank(group), "time": round(time.time(), 3),
                           "world": dist.get_world_size(group), "start_to_ready_s": round(ready - STARTED, 2),
                           "join_s": round(joined - ready, 2), "state_s": round(time.time() - joined, 2),
                           "from_its_start_s": round(time.time() - STARTED, 2)}), flush=True)
     model = DDP(net, process_group=group)
+    logged, logged_at = 0.0, step  # losses summed since the last line's step
     if args.checkpoint and os.path.exists(args.checkpoint):
         saved = torch.load(args.checkpoint)
         net.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
-        step = saved["step"]
+        step = logged_at = saved["step"]
         say(group, {"resumed_at_step": step})
     while step < args.steps:
         if rank == args.kill_rank and step == args.kill_step and not replacement:
@@ -115,11 +119,14 @@ def train(args, elastic=None):
             t0 = time.time()
             grown = elastic.grow(group)  # None while no replacement has asked
             if grown is not None:
-                group = grown
+                group, t1 = grown, time.time()
+                phases = {k + "_s": round(v, 3) for k, v in elastic.last_recovery().items()}
                 elastic.broadcast_state(group, state_of(step, net, optimizer, began))
+                t2 = time.time()
                 model = DDP(net, process_group=group)
-                say(group, {"grown_at_step": step, "world": dist.get_world_size(group),
-                            "grow_and_rewrap_s": round(time.time() - t0, 3)})
+                say(group, {"grown_at_step": step, "world": dist.get_world_size(group), **phases,
+                            "state_s": round(t2 - t1, 3), "rewrap_s": round(time.time() - t2, 3),
+                            "grow_s": round(time.time() - t0, 3)})
         step_began = time.time()
         # This rank's slice of the step's global batch, by its rank in the group of now.
         me, n = dist.get_rank(group), dist.get_world_size(group)
@@ -133,11 +140,15 @@ def train(args, elastic=None):
                 raise
             failed_at, t0 = step_began, time.time()
             group = elastic.shrink(group)
+            t1 = time.time()
             model = DDP(net, process_group=group)
-            say(group, {"recovery_at_step": step, "world": dist.get_world_size(group),
-                        "shrink_and_rewrap_s": round(time.time() - t0, 3), "error": str(e).splitlines()[0][:160]})
+            phases = {k + "_s": round(v, 3) for k, v in elastic.last_recovery().items()}
+            say(group, {"recovery_at_step": step, "world": dist.get_world_size(group), "time": round(t0, 3),
+                        "detection_s": round(t0 - step_began, 3), **phases, "rewrap_s": round(time.time() - t1, 3),
+                        "error": str(e).splitlines()[0][:160]})
             continue
         optimizer.step()
+        logged += loss.item()
         if failed_at is not None:
             say(group, {"step": step, "training_again_after_s": round(time.time() - failed_at, 3)})
             failed_at = None
@@ -147,8 +158,10 @@ def train(args, elastic=None):
                        args.checkpoint + ".tmp")
             os.replace(args.checkpoint + ".tmp", args.checkpoint)
         if step % args.log_every == 0 or step == args.steps:
+            # The mean loss of the steps since the last line.
             say(group, {"step": step, "world": dist.get_world_size(group), "seconds": round(time.time() - began, 2),
-                        "loss": round(loss.item(), 4)})
+                        "loss": round(logged / (step - logged_at), 4), "time": round(time.time(), 3)})
+            logged, logged_at = 0.0, step
     tx, ty = load(args.data, "test", args.test_limit)
     with torch.no_grad():
         accuracy = (net(tx).argmax(1) == ty).float().mean().item() * 100

@@ -1,6 +1,6 @@
 // tsr_comm_split as a C user sees it: ranks as threads over real UCX split their communicator
 // by color and key (as MPI_Comm_split), run collectives on the parts and on the parent side by
-// side, and get named errors for what is wrong.
+// side, and get named errors for what is wrong; a tensor moves from one to another.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -99,3 +99,41 @@ TEST(CApiSplit, ASplitAgainstAnotherCollectiveIsAMismatch) {
 }
 
 }  // namespace
+
+// A compressed tensor moves to another communicator of the same ranks (as after a shrink or a
+// grow) keeping what it held back; its name is free again on the old one, and a name taken on
+// the new one is refused, naming it.
+TEST(CApiSplit, ATensorMovesWithItsResidual) {
+  runCRanks(3, [](tsr_comm_t comm, int r) {
+    const tsr_param_t params[] = {{"algorithm", "topk"}, {"k", "4"}};
+    tsr_tensor_t tensor = nullptr;
+    ASSERT_EQ(tsr_tensor_create(comm, "g", 64, TSR_FLOAT32, params, 2, &tensor), TSR_OK) << lastError();
+    std::vector<float> grad(64);
+    for (int i = 0; i < 64; ++i) grad[i] = static_cast<float>((i * 7 + r) % 13) - 6.0f;
+    ASSERT_EQ(tsr_tensor_allreduce(tensor, grad.data(), nullptr), TSR_OK) << lastError();
+    std::vector<float> held(64), moved(64);
+    ASSERT_EQ(tsr_tensor_residual(tensor, held.data()), TSR_OK);
+    tsr_comm_t next = nullptr;
+    ASSERT_EQ(tsr_comm_split(comm, 0, 0, &next), TSR_OK) << lastError();
+    tsr_tensor_t taken = nullptr;
+    ASSERT_EQ(tsr_tensor_create(next, "h", 64, TSR_FLOAT32, params, 2, &taken), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_tensor_move(tensor, next), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_tensor_residual(tensor, moved.data()), TSR_OK);
+    EXPECT_EQ(moved, held);
+    // A step on the new communicator: every rank gets the same result.
+    std::vector<float> ones(64, 1.0f), all(3 * 64);
+    ASSERT_EQ(tsr_tensor_allreduce(tensor, ones.data(), nullptr), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_allgather(next, ones.data(), all.data(), 64, TSR_FLOAT32, nullptr), TSR_OK) << lastError();
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(all[i], all[64 + i]);
+    tsr_tensor_t again = nullptr;  // the name is free on the old communicator now
+    ASSERT_EQ(tsr_tensor_create(comm, "g", 64, TSR_FLOAT32, params, 2, &again), TSR_OK) << lastError();
+    tsr_tensor_t clash = nullptr;
+    ASSERT_EQ(tsr_tensor_create(comm, "h", 64, TSR_FLOAT32, params, 2, &clash), TSR_OK) << lastError();
+    EXPECT_EQ(tsr_tensor_move(clash, next), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(lastError()).find("tensor h: a live tensor of the new communicator already has that name"),
+              std::string::npos)
+        << lastError();
+    for (tsr_tensor_t t : {tensor, taken, again, clash}) EXPECT_EQ(tsr_tensor_destroy(t), TSR_OK);
+    ASSERT_EQ(tsr_comm_destroy(next), TSR_OK);
+  });
+}

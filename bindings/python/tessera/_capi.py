@@ -87,6 +87,8 @@ _PROTOTYPES = {
     "tsr_comm_shrink": [_P, ctypes.POINTER(_P)],
     "tsr_comm_grow": [_P, ctypes.POINTER(_P)],
     "tsr_comm_join": [ctypes.POINTER(_P)],
+    "tsr_tensor_move": [_P, _P],
+    "tsr_comm_recovery_ms": [_P, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)],
     "tsr_comm_rank": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_size": [_P, ctypes.POINTER(_INT)],
     "tsr_comm_local_rank": [_P, ctypes.POINTER(_INT)],

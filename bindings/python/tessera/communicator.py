@@ -236,6 +236,13 @@ class Communicator(Handle):
         grown._own(handle)
         return grown
 
+    def recovery_ms(self):
+        """For a Communicator made by shrink(), grow() or join(): (ms to agree, ms to bootstrap)
+        (tsr_comm_recovery_ms); (0, 0) for others."""
+        agreement, bootstrap = ctypes.c_double(), ctypes.c_double()
+        check(_lib.tsr_comm_recovery_ms(self._live(), ctypes.byref(agreement), ctypes.byref(bootstrap)))
+        return agreement.value, bootstrap.value
+
     @classmethod
     def join(cls):
         """In a replacement process (tsrun --respawn starts one with TSR_JOIN=1): asks the

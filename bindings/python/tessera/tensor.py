@@ -67,6 +67,14 @@ class CompressedTensor(Handle):
         request = Request(handle, buf.obj, (buf,))
         return request if async_op else request.wait()
 
+    def move_to(self, comm):
+        """Moves this tensor to `comm` (a shrunk or grown communicator), keeping its residual:
+        nothing compression kept back is lost; the rest of its state starts afresh
+        (tsr_tensor_move). Before closing the old communicator; every rank of `comm` moves (a
+        replacement: creates) the same tensors before the next step."""
+        check(_lib.tsr_tensor_move(self._live(), comm._live()))
+        self._comm = comm
+
     def _info(self):
         steps, algorithm = ctypes.c_uint64(), ctypes.c_char_p()
         check(_lib.tsr_tensor_info(self._live(), ctypes.byref(steps), ctypes.byref(algorithm)))

@@ -36,6 +36,11 @@ if os.environ.get("TSR_JOIN") == "1":  # the replacement of the killed rank
 comm = tessera.Communicator()
 rank, size = comm.rank, comm.size
 victim = size - 1
+# A compressed tensor with something held back, to move to the survivors.
+grad = tessera.CompressedTensor(comm, "g", 1000, algorithm="topk", k=10)
+grad.allreduce(np.arange(1000, dtype=np.float32) * (rank + 1))
+held = grad.residual()
+c.expect(np.count_nonzero(held) > 0, "top-k held nothing back")
 x = np.ones(1 << 22, np.float32)
 error = None
 for i in range(100):
@@ -51,6 +56,11 @@ for i in range(100):
 c.expect(error is not None, "the killed rank's failure was not raised")
 survivors = comm.shrink()
 c.expect((survivors.rank, survivors.size) == (rank, size - 1), f"after the shrink: {survivors.rank} of {survivors.size}")
+grad.move_to(survivors)
+c.expect(np.array_equal(grad.residual(), held), "the moved tensor's residual differs")
+out = grad.allreduce(np.ones(1000, np.float32))
+c.expect(np.array_equal(survivors.allgather(out).reshape(size - 1, -1), np.tile(out, (size - 1, 1))),
+         "the survivors' steps of the moved tensor differ")
 y = survivors.allreduce(np.full(1000, rank + 1, np.int64))
 c.expect(int(y[0]) == sum(r + 1 for r in range(size - 1)), f"allreduce on the survivors: {y[0]}")
 # Still unusable, by its failure or by the shrink's revoke, whichever came first.

@@ -133,6 +133,10 @@ TSR_API tsr_status_t tsr_comm_grow(tsr_comm_t comm, tsr_comm_t* newcomm);
  * next tsr_comm_grow lets it in (at most TSR_BOOTSTRAP_TIMEOUT_MS). *comm is then its
  * communicator, its rank after the members'. */
 TSR_API tsr_status_t tsr_comm_join(tsr_comm_t* comm);
+/* For a communicator made by tsr_comm_shrink, tsr_comm_grow or tsr_comm_join: the milliseconds
+ * its ranks took to agree (on who is lost; on who joins, and to tell them; a replacement: until
+ * it was let in) and to bootstrap it (endpoints, schedules planned afresh); zeros for others. */
+TSR_API tsr_status_t tsr_comm_recovery_ms(tsr_comm_t comm, double* agreement_ms, double* bootstrap_ms);
 /* A planned end, as ncclCommFinalize: waits until every collective and message this rank has
  * posted on comm has ended, then ends the communicator (telling the peers, as
  * tsr_comm_destroy does). The handle stays valid until tsr_comm_destroy: calls on it, and on

@@ -112,6 +112,14 @@ TSR_API tsr_status_t tsr_tensor_algorithm(size_t index, const char** name, const
                                           const char** description, const char** parameters);
 /* What a step leaves in data: TSR_AVG (the average over ranks) or TSR_SUM. */
 TSR_API tsr_status_t tsr_tensor_result_kind(tsr_tensor_t tensor, tsr_op_t* op);
+/* Moves the tensor to newcomm (a communicator tsr_comm_shrink or tsr_comm_grow made from its
+ * own, or any other), keeping what it holds back: the residual (tsr_tensor_residual's units)
+ * goes over, so nothing compression kept back is lost; the algorithm's other state (steps,
+ * Marsit's last estimate, a compressor's momentum) starts afresh, as on a new tensor, on every
+ * rank alike. Local: each rank of newcomm moves (or, a replacement, creates) the same tensors
+ * before the next step. A dead rank's residual is lost with it, as its last gradient is.
+ * Call it before destroying the old communicator; not while a step is pending. */
+TSR_API tsr_status_t tsr_tensor_move(tsr_tensor_t tensor, tsr_comm_t newcomm);
 /* A pending step still finishes. Also valid (and the only call that is) after the
  * communicator's tsr_comm_destroy. */
 TSR_API tsr_status_t tsr_tensor_destroy(tsr_tensor_t tensor);

@@ -32,6 +32,7 @@ with tsrun --elastic or --respawn N (docs/elastic.md)."""
 import io
 import itertools
 import os
+import time
 
 import numpy as np
 import torch
@@ -71,11 +72,25 @@ def _my_slot():
     return int(os.environ["TSR_RANK"]) if _slot_global is not None else dist.get_rank()
 
 
+_last = {}
+
+
+def last_recovery():
+    """How the latest shrink, grow or join of this process went, in seconds: "agreement" (who
+    is lost; who joins), "bootstrap" (the new communicator: endpoints, schedules planned
+    afresh), "group" (the torch group made and registered over it)."""
+    return dict(_last)
+
+
 def _slots_of(backend):
-    """Every rank's launch slot, in the order of `backend`'s communicator (an all-gather)."""
+    """Every rank's launch slot, in the order of `backend`'s communicator (an all-gather); notes
+    the recovery's times."""
     comm = Communicator.adopt(backend._communicator(), owner=backend)
+    agreement, bootstrap = comm.recovery_ms()
     slots = [int(r) for r in comm.allgather(np.array([_my_slot()], np.int64))]
     comm.close()
+    _last.clear()
+    _last.update(agreement=agreement / 1000, bootstrap=bootstrap / 1000, group=0.0)
     return slots
 
 
@@ -124,8 +139,12 @@ def shrink(group=None):
     survivors do not agree in time."""
     _need_2x()
     group, backend = _backend_of(group, "shrink")
+    began = time.monotonic()
     survivors = backend._shrink()
-    return _as_group(survivors, group, _slots_of(survivors), "shrink")
+    slots = _slots_of(survivors)
+    pg = _as_group(survivors, group, slots, "shrink")
+    _last["group"] = time.monotonic() - began - _last["agreement"] - _last["bootstrap"]
+    return pg
 
 
 def grow(group=None):
@@ -135,10 +154,14 @@ def grow(group=None):
     usable either way. Send the replacements the training state next (broadcast_state)."""
     _need_2x()
     group, backend = _backend_of(group, "grow")
+    began = time.monotonic()
     grown = backend._grow()
     if grown is None:
         return None
-    return _as_group(grown, group, _slots_of(grown), "grow")
+    slots = _slots_of(grown)
+    pg = _as_group(grown, group, slots, "grow")
+    _last["group"] = time.monotonic() - began - _last["agreement"] - _last["bootstrap"]
+    return pg
 
 
 def join():
