@@ -153,8 +153,7 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
     return Status(made.status().code(), "shrink: " + me + " (lost: " + agreement.lostText() + ") could not join the " +
                                             std::to_string(child.size) + " survivors: " + made.status().message());
   handDownElastic(*made.value());
-  made.value()->recovery_ = {agreedMs,
-                             std::chrono::duration<double, std::milli>(Clock::now() - agreed).count()};
+  made.value()->recovery_ = {agreedMs, std::chrono::duration<double, std::milli>(Clock::now() - agreed).count()};
   return made;
 }
 

@@ -49,6 +49,30 @@ TEST(Elastic, SurvivorsOfAKilledRankShrinkAndGoOn) {
   EXPECT_TRUE(has(r.err, "--elastic: 1 of 4 ranks lost")) << r.err;
 }
 
+// The same in the middle of a Marsit and of a SparDL allreduce (tensors of the algorithms'
+// own plans): the survivors shrink, the dense collectives after are exact, the tensor moved
+// to their communicator with its residual steps alike on each.
+TEST(Elastic, SurvivorsOfAKilledRankInAMarsitAllreduceGoOn) {
+  RunResult r = runElastic(4, {"shrink", "1", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=marsit"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 2, 3}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(next++) + " of 3")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "tensor moved, its step agreed")) << line;
+  }
+}
+
+TEST(Elastic, SurvivorsOfAKilledRankInASparDLAllreduceGoOn) {
+  RunResult r = runElastic(5, {"shrink", "4", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=spardl"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(rank) + " of 4")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "tensor moved, its step agreed")) << line;
+  }
+}
+
 // Two ranks at once, of 5 (the rest still a majority), over TCP between the processes.
 TEST(Elastic, TwoRanksKilledAtOnceLeaveAMajorityThatGoesOn) {
   RunResult r = runElastic(5, {"shrink", "1,3"}, {"TSR_TIMEOUT_MS=10000", "UCX_TLS=tcp,self"});
