@@ -8,7 +8,10 @@ parameters are bit-identical on every survivor and the loss went down.
 With --grow, under tsrun --respawn 1: the killed rank's replacement joins (elastic.join), the
 survivors grow the group at the start of each step until it is in (elastic.grow), send it the
 step, model and optimizer (elastic.broadcast_state) and all four re-wrap DDP and go on: at the
-end the four have bit-identical parameters and the world is whole again."""
+end the four have bit-identical parameters and the world is whole again.
+
+With --hook ALGORITHM, DDP averages through that Tessera hook; re-registered on each re-wrapped
+DDP with state_from, its tensors start with what the old ones held back (checked non-zero)."""
 import os
 import signal
 import sys
@@ -21,10 +24,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import tessera.torch  # noqa: F401  (registers the backend)
 from checks import Checks
-from tessera.torch import elastic
+from tessera.torch import elastic, hooks
 
 STEPS, KILL_AT, BATCH = 12, 4, 96
 GROW = "--grow" in sys.argv
+HOOK = sys.argv[sys.argv.index("--hook") + 1] if "--hook" in sys.argv else None
 c = Checks()
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
@@ -42,7 +46,21 @@ else:
     rank, size = dist.get_rank(), dist.get_world_size()
     group = dist.group.WORLD
 victim = size - 1
-ddp = DDP(model, process_group=group)
+hook = None
+
+
+def rewrap(group):
+    """DDP over `group`, with the hook carried over from the last one."""
+    global hook
+    wrapped = DDP(model, process_group=group)
+    if HOOK:
+        old, hook = hook, hooks.register(wrapped, HOOK, state_from=hook)
+        if old is not None:
+            c.expect(hook.carried > 0, "the re-registered hook carried no residual over")
+    return wrapped
+
+
+ddp = rewrap(group)
 gen = torch.Generator().manual_seed(7)
 inputs = torch.randn(4096, 32, generator=gen)
 labels = (inputs @ torch.randn(32, 4, generator=gen)).argmax(1)  # learnable: the loss must go down
@@ -68,7 +86,7 @@ while step < STEPS:
         if grown is not None:
             group, grown_at = grown, step
             elastic.broadcast_state(group, {"step": step, "model": model.state_dict(), "opt": opt.state_dict()})
-            ddp = DDP(model, process_group=group)
+            ddp = rewrap(group)
     x, y = shard(step)
     opt.zero_grad()
     try:
@@ -79,7 +97,7 @@ while step < STEPS:
             break
         t0 = time.monotonic()
         group = elastic.shrink(group)
-        ddp = DDP(model, process_group=group)
+        ddp = rewrap(group)
         shrunk_at, took = step, time.monotonic() - t0
         continue  # the same step again, over the survivors
     opt.step()

@@ -107,6 +107,18 @@ class BucketTensors:
         self.by_index[index] = (tensor, layout)
         return tensor
 
+    def take_residuals(self, old):
+        """Every tensor of `old` (a hook's state on another communicator: before a shrink or a
+        grow) read once and split by parameter: this one's tensors, made at their first step,
+        start with their parameters' pieces, whatever the new buckets. Returns the total."""
+        self.pieces = {}
+        for tensor, layout in old.by_index.values():
+            residual, at = tensor.residual(), 0
+            for pid, n in layout[0]:
+                self.pieces[pid] = residual[at:at + n].copy()
+                at += n
+        return sum(float(np.abs(p).sum()) for p in self.pieces.values())
+
     def _snapshot(self):
         # A bucket already stepped this iteration kept its layout (else it would have been
         # replaced, after this snapshot): its parameters stay with it, and its step may run.

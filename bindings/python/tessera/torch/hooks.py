@@ -29,6 +29,9 @@ optimizer_momentum) starts afresh in a re-laid-out bucket: that one step returns
 itself, as the first step does, so the optimizer's buffer keeps one extra mu times the last. Communication starts as each bucket is ready, overlapping the rest of the
 backward pass: the hook returns a future that Tessera's progress thread completes.
 
+After tessera.torch.elastic's shrink or grow, register the hook on the re-wrapped DDP with
+state_from=the old state: the new tensors start with the old ones' residuals, by parameter.
+
 SelSync decides per step whether to synchronize at all, so it wraps the optimizer instead:
     optimizer = tessera.torch.hooks.selsync(model, optimizer, delta=0.3)
 """
@@ -126,10 +129,12 @@ class _AutoChoice:
         return "topk" if sparse * self.margin < dense else "dense"
 
 
-def register(model, algorithm="dense", communicator=None, **params):
+def register(model, algorithm="dense", communicator=None, state_from=None, **params):
     """Registers a Tessera hook on a DistributedDataParallel model; returns its state. Bad
     parameters raise ValueError (or a TesseraError) naming the key and the value, here, before
-    any step."""
+    any step. state_from: the state register returned for the same model's earlier DDP (before
+    tessera.torch.elastic's shrink or grow re-wrapped it): the compressing algorithms' tensors
+    start with its residuals, by parameter, so nothing they held back is lost."""
     if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
         raise TypeError(f"tessera hooks: a DistributedDataParallel model, not {type(model).__name__}")
     comm = communicator if communicator is not None else communicator_for(model.process_group)
@@ -155,6 +160,14 @@ def register(model, algorithm="dense", communicator=None, **params):
     else:
         raise ValueError(f"tessera hooks: algorithm={algorithm!r}: accepted values are dense, "
                          f"{', '.join(_TENSOR_ALGORITHMS)}, covap, auto (selsync wraps the optimizer: hooks.selsync)")
+    if state_from is not None:
+        if not isinstance(state_from, _State):
+            raise ValueError(f"tessera hooks: state_from: only the compressing algorithms' residuals move, "
+                             f"not a {type(state_from).__name__}'s")
+        if state_from.tensors is not None and getattr(state, "tensors", None) is None:
+            raise ValueError(f"tessera hooks: state_from holds residuals, which algorithm={algorithm!r} does not keep")
+        if state_from.tensors is not None:
+            state.carried = state.tensors.take_residuals(state_from.tensors)
     model.register_comm_hook(state, hook)
     return state
 
