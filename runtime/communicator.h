@@ -308,6 +308,10 @@ class Communicator final : public algorithms::Team {
   uint32_t grows_ = 0;
   Recovery recovery_;
   Status openJoinDoor();
+  // The configuration of a communicator a shrink or grow makes: `base` with this timeout, and
+  // a bootstrap bounded by it (at least 5 s), not the minute a job's first bootstrap allows:
+  // a rank that dies after the agreement holds the others that long.
+  static Result<Config> recoveryConfig(const Config& base, int64_t timeoutMs);
   void handDownElastic(Communicator& child) const;
 
   // One agreement and bootstrap of shrink(); *bootstrapFailed when the agreement held and the

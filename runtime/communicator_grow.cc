@@ -170,12 +170,9 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
   localOf(rank_, child);
   TSR_ASSIGN_OR_RETURN(Digest secret, hmacSha256(asView(splitKey_), {"grow/", std::to_string(number)}));
   child.secret = toHex(secret.data(), secret.size());
-  Config childConfig = config_;
   const int64_t timeoutMs = timeoutMs_.load();
-  TSR_RETURN_IF_ERROR(childConfig.set("TSR_TIMEOUT_MS", std::to_string(timeoutMs)));
-  const int64_t bootstrapMs =
-      std::min<int64_t>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(timeoutMs, 5000));
-  TSR_RETURN_IF_ERROR(childConfig.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  TSR_ASSIGN_OR_RETURN(Config childConfig, recoveryConfig(config_, timeoutMs));
+  const int bootstrapMs = static_cast<int>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"));
 
   // This member's replacements: their ranks follow those of the members before it.
   int next = size_ + static_cast<int>(std::accumulate(counts.begin(), counts.begin() + rank_, int64_t{0}));
@@ -188,7 +185,7 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
     TSR_ASSIGN_OR_RETURN(Digest sealed, sealForLink(joiner.sessionKey, kSealLabel, secret));
     w.sealedHex = toHex(sealed.data(), sealed.size());
     // One that cannot be told fails the bootstrap for all, within bootstrapMs: grow says so.
-    if (Status s = sendWelcome(joiner, encodeWelcome(w), static_cast<int>(bootstrapMs)); !s.isOk())
+    if (Status s = sendWelcome(joiner, encodeWelcome(w), bootstrapMs); !s.isOk())
       log::get("runtime")->warn("{}: the replacement from {}: {}", me, joiner.remote, s.message());
   }
   log::get("runtime")->info("{}: grow {}: {} replacement(s) join the {} members", me, number, total, size_);
@@ -230,11 +227,7 @@ Result<std::unique_ptr<Communicator>> Communicator::join(const LaunchInfo& launc
   child.secret = toHex(secret.data(), secret.size());
   child.insecure = launch.insecure;
   child.source = "join of a job launched by " + launch.source;
-  Config childConfig = config;
-  TSR_RETURN_IF_ERROR(childConfig.set("TSR_TIMEOUT_MS", std::to_string(w.timeoutMs)));
-  const int64_t bootstrapMs =
-      std::min<int64_t>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(w.timeoutMs, 5000));
-  TSR_RETURN_IF_ERROR(childConfig.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  TSR_ASSIGN_OR_RETURN(Config childConfig, recoveryConfig(config, w.timeoutMs));
   const auto welcomed = Clock::now();
   auto made = create(child, childConfig);
   if (!made.isOk())

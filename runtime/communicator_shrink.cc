@@ -32,6 +32,15 @@ std::string rankList(const std::vector<int>& ranks) {
 
 }  // namespace
 
+Result<Config> Communicator::recoveryConfig(const Config& base, int64_t timeoutMs) {
+  Config config = base;
+  TSR_RETURN_IF_ERROR(config.set("TSR_TIMEOUT_MS", std::to_string(timeoutMs)));
+  const int64_t bootstrapMs =
+      std::min<int64_t>(config.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(timeoutMs, 5000));
+  TSR_RETURN_IF_ERROR(config.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  return config;
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::shrink() {
   if (bufferMemory() != transport::MemoryType::kHost)
     return Status(Code::kInvalidArgument, "shrink: the communicator's memory type is not host (set it back to host)");
@@ -136,15 +145,8 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   TSR_ASSIGN_OR_RETURN(Digest secret,
                        hmacSha256(asView(splitKey_), {"shrink/", std::to_string(epoch), "/", agreement.lostHex()}));
   child.secret = toHex(secret.data(), secret.size());
-  // The survivors' communicator keeps this one's timeout; and a survivor that dies right after
-  // the agreement holds the others' bootstrap for that long (at least 5 s), not the minute a
-  // job's first bootstrap allows.
-  Config childConfig = config_;
-  const int64_t timeoutMs = timeoutMs_.load();
-  TSR_RETURN_IF_ERROR(childConfig.set("TSR_TIMEOUT_MS", std::to_string(timeoutMs)));
-  const int64_t bootstrapMs =
-      std::min<int64_t>(childConfig.getInt("TSR_BOOTSTRAP_TIMEOUT_MS"), std::max<int64_t>(timeoutMs, 5000));
-  TSR_RETURN_IF_ERROR(childConfig.set("TSR_BOOTSTRAP_TIMEOUT_MS", std::to_string(bootstrapMs)));
+  // The survivors' communicator keeps this one's timeout.
+  TSR_ASSIGN_OR_RETURN(Config childConfig, recoveryConfig(config_, timeoutMs_.load()));
   const auto agreed = Clock::now();
   auto made = create(child, childConfig);
   log::setThreadRank(rank_);  // the child's creation named this thread after its own rank

@@ -32,11 +32,7 @@ class Bootstrap::Impl {
     const PeerAddress& me = info_.peers[info_.rank];
     detail::ListenAddress listen = detail::chooseListenAddress(info_);
     tcp::endpoint endpoint(listen.address, me.port);
-    boost::system::error_code ec;
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    boost::system::error_code ec = detail::listenOn(acceptor_, endpoint);
     if (ec)
       return Status(Code::kBootstrap, "rank " + std::to_string(info_.rank) + " cannot listen on its bootstrap port " +
                                           std::to_string(me.port) + " (address " + me.toString() + ", listening on " +

@@ -75,11 +75,7 @@ class JoinListener::Impl {
     const PeerAddress& me = at.peers.at(at.rank);
     detail::ListenAddress listen = detail::chooseListenAddress(at);
     tcp::endpoint endpoint(listen.address, me.port);
-    boost::system::error_code ec;
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    boost::system::error_code ec = detail::listenOn(acceptor_, endpoint);
     if (ec)
       return Status(Code::kBootstrap, "cannot listen for replacements at " + me.toString() + " (" +
                                           detail::endpointString(endpoint) + "): " + ec.message());

@@ -68,4 +68,13 @@ ListenAddress chooseListenAddress(const LaunchInfo& info) {
   return {address, false, "'" + host + "' resolves to it"};
 }
 
+boost::system::error_code listenOn(ip::tcp::acceptor& acceptor, const ip::tcp::endpoint& endpoint) {
+  boost::system::error_code ec;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(boost::asio::socket_base::max_listen_connections, ec);
+  return ec;
+}
+
 }  // namespace tsr::runtime::detail

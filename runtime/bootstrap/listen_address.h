@@ -25,4 +25,9 @@ struct ListenAddress {
 
 ListenAddress chooseListenAddress(const LaunchInfo& info);
 
+// Opens `acceptor` listening on `endpoint` (SO_REUSEADDR, so a port reservation may still
+// hold it: base/port_reservation.h); the first error, if any.
+boost::system::error_code listenOn(boost::asio::ip::tcp::acceptor& acceptor,
+                                   const boost::asio::ip::tcp::endpoint& endpoint);
+
 }  // namespace tsr::runtime::detail

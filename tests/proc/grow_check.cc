@@ -17,20 +17,13 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "tests/proc/worker_report.h"
 
 using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int failed(int rank, const std::string& what, const Status& st) {
-  std::printf("rank %d: FAILED %s: %s\n", rank, what.c_str(), st.toString().c_str());
-  std::fflush(stdout);
-  return 3;
-}
-
-Status wait(Result<runtime::RequestPtr> posted) { return posted.isOk() ? posted.value()->wait() : posted.status(); }
 
 double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
