@@ -19,29 +19,9 @@ set -uo pipefail
 build=$1 scenario=$2 hosts=${3:-4} rate=${4:-1gbit}
 victim=$((hosts / 2))
 here=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
-  echo "skipped: needs root and ip netns"; exit 77
-fi
-net=${TSR_SHARED:-$here/../../shared}/tools/netcluster.sh
-[ -x "$net" ] || { echo "FAIL: $net not found (set TSR_SHARED)"; exit 1; }
-work=$(mktemp -d /tmp/tsr-chaos.XXXXXX)
-log=$work/log
-child=
-teardown() {  # the job's whole session, then the cluster, on any exit or signal
-  if [ -n "$child" ]; then
-    pkill -KILL -s "$child" 2>/dev/null
-    wait "$child" 2>/dev/null
-  fi
-  "$net" down >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap teardown EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+. "$here/cluster_common.sh"
+cluster_up chaos "$hosts" "$rate"
 fail() { cat "$log"; echo "FAIL: $*"; exit 1; }
-
-for ((i = 0; i < hosts; i++)); do echo "tsr$i"; done >"$work/hosts"
-"$net" up "$hosts" "$rate" >/dev/null || { echo "FAIL: netcluster.sh up $hosts $rate"; exit 1; }
 
 timeout_ms=30000 iters=40 rsh="$net rsh" env=()
 case $scenario in

@@ -10,28 +10,8 @@ set -uo pipefail
 build=$1 hosts=$2 reps=$3
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
-  echo "skipped: needs root and ip netns"; exit 77
-fi
-net=${TSR_SHARED:-$here/../../shared}/tools/netcluster.sh
-[ -x "$net" ] || { echo "FAIL: $net not found (set TSR_SHARED)"; exit 1; }
-log=$(mktemp /tmp/tsr-mismatch-log.XXXXXX)
-hostfile=$(mktemp /tmp/tsr-mismatch-hosts.XXXXXX)
-child=
-teardown() {  # the job's whole session, then the cluster, on any exit or signal
-  if [ -n "$child" ]; then
-    pkill -KILL -s "$child" 2>/dev/null
-    wait "$child" 2>/dev/null
-  fi
-  "$net" down >/dev/null 2>&1 || true
-  rm -f "$log" "$hostfile"
-}
-trap teardown EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-for ((i = 0; i < hosts; i++)); do echo "tsr$i slots=1"; done >"$hostfile"
-"$net" up "$hosts" 1gbit >/dev/null || { echo "FAIL: netcluster.sh up $hosts 1gbit"; exit 1; }
+. "$here/cluster_common.sh"
+cluster_up mismatch "$hosts" 1gbit
 fail=0
 for what in "$@"; do
   # TCP between hosts: UCX's shared memory would bypass the emulated links.

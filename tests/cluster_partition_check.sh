@@ -17,28 +17,8 @@ build=$1 mode=${2:-cut} hosts=${3:-4} rate=${4:-1gbit} timeout_ms=${5:-4000} per
 n=$((hosts * per)) lost_host=$((hosts / 2))
 lost=$((lost_host * per))  # ranks fill the hosts' slots in order
 here=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
-  echo "skipped: needs root and ip netns"; exit 77
-fi
-net=${TSR_SHARED:-$here/../../shared}/tools/netcluster.sh
-[ -x "$net" ] || { echo "FAIL: $net not found (set TSR_SHARED)"; exit 1; }
-log=$(mktemp /tmp/tsr-partition-log.XXXXXX)
-hostfile=$(mktemp /tmp/tsr-partition-hosts.XXXXXX)
-child=
-teardown() {  # the job's whole session, then the cluster, on any exit or signal
-  if [ -n "$child" ]; then
-    pkill -KILL -s "$child" 2>/dev/null
-    wait "$child" 2>/dev/null
-  fi
-  "$net" down >/dev/null 2>&1 || true
-  rm -f "$log" "$hostfile"
-}
-trap teardown EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-for ((i = 0; i < hosts; i++)); do echo "tsr$i slots=$per"; done >"$hostfile"
-"$net" up "$hosts" "$rate" >/dev/null || { echo "FAIL: netcluster.sh up $hosts $rate"; exit 1; }
+. "$here/cluster_common.sh"
+cluster_up partition "$hosts" "$rate" "$per"
 # TCP between hosts (UCX's shared memory would bypass the emulated links); host-mates also get
 # UCX's shared memory, which Tessera uses between ranks of one host only.
 tls=tcp,self

@@ -11,33 +11,13 @@
 set -uo pipefail
 build=$1 split=${2:-3-1} rate=${3:-1gbit} timeout_ms=${4:-3000}
 here=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
-  echo "skipped: needs root and ip netns"; exit 77
-fi
-net=${TSR_SHARED:-$here/../../shared}/tools/netcluster.sh
-[ -x "$net" ] || { echo "FAIL: $net not found (set TSR_SHARED)"; exit 1; }
 case $split in
   3-1) lost=3 ;;
   2-2) lost=2,3 ;;
   *) echo "usage: $0 BUILD_DIR 3-1|2-2 [RATE [TIMEOUT_MS]]"; exit 2 ;;
 esac
-log=$(mktemp /tmp/tsr-shrink-log.XXXXXX)
-hostfile=$(mktemp /tmp/tsr-shrink-hosts.XXXXXX)
-child=
-teardown() {  # the job's whole session, then the cluster, on any exit or signal
-  if [ -n "$child" ]; then
-    pkill -KILL -s "$child" 2>/dev/null
-    wait "$child" 2>/dev/null
-  fi
-  "$net" down >/dev/null 2>&1 || true
-  rm -f "$log" "$hostfile"
-}
-trap teardown EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-for i in 0 1 2 3; do echo "tsr$i slots=1"; done >"$hostfile"
-"$net" up 4 "$rate" >/dev/null || { echo "FAIL: netcluster.sh up 4 $rate"; exit 1; }
+. "$here/cluster_common.sh"
+cluster_up shrink 4 "$rate"
 setsid timeout 120 "$build/bin/tsrun" --elastic --hostfile "$hostfile" --rsh "$net rsh" \
   -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=net0 -x TSR_TIMEOUT_MS="$timeout_ms" \
   "$build/bin/fault_worker" shrink-cut "$lost" >"$log" 2>&1 &
