@@ -126,8 +126,13 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
   if (bufferMemory() != transport::MemoryType::kHost)
     return Status(Code::kInvalidArgument, "grow: the communicator's memory type is not host (set it back to host)");
   const std::string me = "grow: rank " + std::to_string(rank_);
-  TSR_RETURN_IF_ERROR(openJoinDoor());
-  std::vector<PendingJoiner> joiners = joinListener_->take();
+  // Collective whatever happens here: a door that cannot open (its port taken) is said, this
+  // member brings nobody, and the next grow tries again.
+  std::vector<PendingJoiner> joiners;
+  if (Status door = openJoinDoor(); !door.isOk())
+    log::get("runtime")->warn("{}: no door for replacements: {}", me, door.message());
+  else
+    joiners = joinListener_->take();
   const uint32_t number = grows_++;
   const int64_t mine = static_cast<int64_t>(joiners.size());
   std::vector<int64_t> counts(size_);
@@ -137,7 +142,9 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
   if (total == 0) return std::unique_ptr<Communicator>();
 
   const auto started = Clock::now();
-  TSR_ASSIGN_OR_RETURN(PortReservation reservation, PortReservation::reserve(1, isLoopback(launchPeers_[rank_].host)));
+  const std::string myHost =
+      rank_ < static_cast<int>(launchPeers_.size()) ? launchPeers_[rank_].host : std::string("127.0.0.1");
+  TSR_ASSIGN_OR_RETURN(PortReservation reservation, PortReservation::reserve(1, isLoopback(myHost)));
   const size_t words = 1 + static_cast<size_t>(*std::max_element(counts.begin(), counts.end())) * kRecordWords;
   std::vector<int64_t> record(words, 0), records(words * size_);
   record[0] = reservation.ports()[0];
@@ -153,7 +160,8 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
   child.jobId = jobId_ + "/grow" + std::to_string(number);
   std::vector<std::string> ids;
   for (int r = 0; r < size_; ++r) {
-    child.peers.push_back({launchPeers_[r].host, static_cast<uint16_t>(records[r * words])});
+    const std::string host = r < static_cast<int>(launchPeers_.size()) ? launchPeers_[r].host : "127.0.0.1";
+    child.peers.push_back({host, static_cast<uint16_t>(records[r * words])});
     ids.push_back(hostIds_[r]);
   }
   for (int r = 0; r < size_; ++r)
