@@ -73,6 +73,31 @@ TEST(Elastic, SurvivorsOfAKilledRankInASparDLAllreduceGoOn) {
   }
 }
 
+// A rank SIGKILLed between handing over its two COVAP buckets, and one before its SelSync
+// step: the survivors' step fails and leaves their state as it was (residuals and step count;
+// the local model and counts), the handle moves to the survivors' communicator with it, and
+// the step redone there agrees on every survivor.
+TEST(Elastic, SurvivorsOfAKilledRankInACovapStepMoveItsResidualsAndGoOn) {
+  RunResult r = runElastic(4, {"shrink", "2", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=covap"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  int next = 0;
+  for (int rank : {0, 1, 3}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(next++) + " of 3")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "covap moved, its step agreed")) << line;
+  }
+}
+
+TEST(Elastic, SurvivorsOfAKilledRankInASelSyncStepMoveItAndGoOn) {
+  RunResult r = runElastic(3, {"shrink", "0", "65536"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=selsync"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  for (int rank : {1, 2}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(rank - 1) + " of 2")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "selsync moved, its step agreed")) << line;
+  }
+}
+
 // Two ranks at once, of 5 (the rest still a majority), over TCP between the processes.
 TEST(Elastic, TwoRanksKilledAtOnceLeaveAMajorityThatGoesOn) {
   RunResult r = runElastic(5, {"shrink", "1,3"}, {"TSR_TIMEOUT_MS=10000", "UCX_TLS=tcp,self"});

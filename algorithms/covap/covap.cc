@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <utility>
 
 #include "base/logging.h"
 
@@ -15,9 +17,11 @@ Result<std::unique_ptr<Covap>> Covap::create(algorithms::Team& comm, const std::
 }
 
 Covap::Covap(algorithms::Team& comm, Params p, std::vector<size_t> counts)
-    : comm_(comm), params_(p), counts_(std::move(counts)) {
+    : comm_(&comm), params_(p), counts_(std::move(counts)) {
   for (size_t c : counts_) residual_.emplace_back(c, 0.0f);
+  grads_.assign(counts_.size(), nullptr);
   interval_ = params_.interval > 0 ? params_.interval : 1;  // auto: profile with I = 1 first
+  profileUntil_ = params_.interval > 0 ? 0 : static_cast<uint64_t>(params_.profileSteps);
   shards_ = shardBuckets(counts_, interval_);
   stepStart_ = lastReady_ = Clock::now();
 }
@@ -30,38 +34,36 @@ Status Covap::bucketReady(size_t bucket, float* grad) {
                   "covap: bucket " + std::to_string(bucket) + " of " + std::to_string(counts_.size()));
   if (!grad && counts_[bucket])
     return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " is NULL");
+  if (grads_[bucket])
+    return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " handed over twice in step " +
+                                              std::to_string(step_) + " (once a step; finish the step first)");
   lastReady_ = Clock::now();
+  static float emptyBucket;  // marks an empty bucket (no data) as handed over
+  grads_[bucket] = grad ? grad : &emptyBucket;
   double coef = efCoefficient(step_, params_);
-  std::vector<float>& res = residual_[bucket];
+  const std::vector<float>& res = residual_[bucket];
   for (size_t t = 0; t < shards_.size(); ++t) {
     const Shard& s = shards_[t];
-    if (s.bucket != bucket || s.count == 0) continue;
+    if (s.bucket != bucket || s.count == 0 || !selected(t, step_, interval_)) continue;
+    // Error feedback: what earlier steps skipped comes back, scaled by the schedule; the
+    // residual gives it up in finishStep, once the step has succeeded (the part the
+    // coefficient holds back stays: nothing is dropped).
     float* g = grad + s.offset;
-    float* r = res.data() + s.offset;
-    if (selected(t, step_, interval_)) {
-      // Error feedback: what earlier steps skipped comes back, scaled by the schedule; the
-      // part the coefficient holds back stays in the residual (nothing is dropped).
-      for (size_t j = 0; j < s.count; ++j) {
-        float back = static_cast<float>(coef) * r[j];
-        g[j] += back;
-        r[j] -= back;
-      }
-      auto req = comm_.allreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg);
-      if (!req.isOk()) return req.status();
-      posted_.push_back({req.take(), Clock::now()});
-      bytesPosted_ += s.count * sizeof(float);
-    } else {
-      for (size_t j = 0; j < s.count; ++j) {
-        r[j] += g[j];
-        g[j] = 0;
-      }
+    const float* r = res.data() + s.offset;
+    for (size_t j = 0; j < s.count; ++j) g[j] += static_cast<float>(coef) * r[j];
+    auto req = comm_->allreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg);
+    if (!req.isOk()) {
+      if (stepError_.isOk()) stepError_ = req.status();
+      return req.status();
     }
+    posted_.push_back({req.take(), Clock::now()});
+    bytesPosted_ += s.count * sizeof(float);
   }
   return Status::ok();
 }
 
 Status Covap::finishStep() {
-  Status first;
+  Status first = std::exchange(stepError_, Status::ok());
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans;
   for (const Posted& p : posted_) {
     Status st = p.request->wait();
@@ -69,51 +71,151 @@ Status Covap::finishStep() {
     spans.emplace_back(p.start, p.request->completedAt());
   }
   posted_.clear();
-  TSR_RETURN_IF_ERROR(first);
-  if (params_.interval == 0 && static_cast<int>(step_) < params_.profileSteps) {
-    // Align the ranks' timelines at the end of each op (as the COVAP paper does): an op ends at about the
-    // same moment everywhere, and the rank that posted it last waited for nobody, so the op's
-    // communication time is the shortest post-to-end span over ranks; a rank that posted
-    // early does not count its wait for that straggler. (Every rank posted the same ops.)
-    std::vector<double> mine, shortest(spans.size());
-    for (auto [start, end] : spans) mine.push_back(std::chrono::duration<double>(end - start).count());
-    if (!mine.empty()) {
-      auto req = comm_.allreduce(mine.data(), shortest.data(), mine.size(), DataType::kF64, ReduceOp::kMin);
-      TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
-    }
-    for (size_t i = 0; i < spans.size(); ++i)
-      spans[i].first =
-          spans[i].second - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shortest[i]));
-    std::sort(spans.begin(), spans.end());
-    double comm = 0;
-    Clock::time_point busyUntil{};
-    for (auto [start, end] : spans) {
-      auto from = std::max(start, busyUntil);
-      if (end > from) comm += std::chrono::duration<double>(end - from).count();
-      busyUntil = std::max(busyUntil, end);
-    }
-    profileComm_ += comm;
-    profileComp_ += std::chrono::duration<double>(lastReady_ - stepStart_).count();
-    if (static_cast<int>(step_) + 1 == params_.profileSteps) TSR_RETURN_IF_ERROR(endProfile());
+  if (first.isOk() && profiling()) first = addToProfile(std::move(spans));
+  // The profile's last step: the ranks agree on the CCR before the step counts.
+  const bool profileEnds = params_.interval == 0 && step_ + 1 == profileUntil_;
+  double mine = profileComp_ > 0 ? profileComm_ / profileComp_ : 1e6, most = 0;
+  if (first.isOk() && profileEnds) {
+    auto req = comm_->allreduce(&mine, &most, 1, DataType::kF64, ReduceOp::kMax);
+    first = req.isOk() ? req.value()->wait() : req.status();
   }
+  if (!first.isOk()) {
+    grads_.assign(counts_.size(), nullptr);  // the residual stays as before the step
+    return first;
+  }
+  keepSkipped();
+  stepped_ = true;
   ++step_;
+  if (profileEnds) endProfile(mine, most);
   stepStart_ = lastReady_ = Clock::now();
   return Status::ok();
 }
 
-Status Covap::endProfile() {
-  double mine = profileComp_ > 0 ? profileComm_ / profileComp_ : 1e6, most = 0;
-  auto req = comm_.allreduce(&mine, &most, 1, DataType::kF64, ReduceOp::kMax);
+void Covap::keepSkipped() {
+  double coef = efCoefficient(step_, params_);
+  for (size_t t = 0; t < shards_.size(); ++t) {
+    const Shard& s = shards_[t];
+    float* grad = grads_[s.bucket];
+    if (!grad || s.count == 0) continue;
+    float* g = grad + s.offset;
+    float* r = residual_[s.bucket].data() + s.offset;
+    if (selected(t, step_, interval_)) {
+      for (size_t j = 0; j < s.count; ++j) r[j] -= static_cast<float>(coef) * r[j];  // went with the step
+    } else {
+      for (size_t j = 0; j < s.count; ++j) {
+        r[j] += g[j];
+        g[j] = 0;
+      }
+    }
+  }
+  grads_.assign(counts_.size(), nullptr);
+}
+
+Status Covap::addToProfile(std::vector<std::pair<Clock::time_point, Clock::time_point>> spans) {
+  // Align the ranks' timelines at the end of each op (as the COVAP paper does): an op ends at about the
+  // same moment everywhere, and the rank that posted it last waited for nobody, so the op's
+  // communication time is the shortest post-to-end span over ranks; a rank that posted
+  // early does not count its wait for that straggler. (Every rank posted the same ops.)
+  std::vector<double> mine, shortest(spans.size());
+  for (auto [start, end] : spans) mine.push_back(std::chrono::duration<double>(end - start).count());
+  if (!mine.empty()) {
+    auto req = comm_->allreduce(mine.data(), shortest.data(), mine.size(), DataType::kF64, ReduceOp::kMin);
+    TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
+  }
+  for (size_t i = 0; i < spans.size(); ++i)
+    spans[i].first =
+        spans[i].second - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shortest[i]));
+  std::sort(spans.begin(), spans.end());
+  double comm = 0;
+  Clock::time_point busyUntil{};
+  for (auto [start, end] : spans) {
+    auto from = std::max(start, busyUntil);
+    if (end > from) comm += std::chrono::duration<double>(end - from).count();
+    busyUntil = std::max(busyUntil, end);
+  }
+  profileComm_ += comm;
+  profileComp_ += std::chrono::duration<double>(lastReady_ - stepStart_).count();
+  return Status::ok();
+}
+
+namespace {
+
+// One number for what a handle was made with (parameters and bucket counts), positive: the
+// ranks compare it when a handle moves.
+int64_t shapeKey(const Params& p, const std::vector<size_t>& counts) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  };
+  mix(counts.size());
+  for (size_t c : counts) mix(c);
+  double efInit = p.efInit, efRange = p.efAscendRange;
+  uint64_t bits[2];
+  std::memcpy(&bits[0], &efInit, 8);
+  std::memcpy(&bits[1], &efRange, 8);
+  for (uint64_t v : {uint64_t(p.interval), uint64_t(p.maxInterval), uint64_t(p.profileSteps), uint64_t(p.efAscendSteps),
+                     bits[0], bits[1]})
+    mix(v);
+  return static_cast<int64_t>(h >> 1);
+}
+
+}  // namespace
+
+Status Covap::moveTo(algorithms::Team& next) {
+  bool open = !posted_.empty();
+  for (float* g : grads_) open = open || g;
+  if (open)
+    return Status(Code::kInvalidArgument, "covap: moving with step " + std::to_string(step_) +
+                                              " open (buckets handed over); finish the step first");
+  // One all-reduce (max) over the new team: the stepped ranks' step (and its negation, for the
+  // smallest), interval, CCR (a non-negative double's bits order as it does), profile end,
+  // and the handles' shape key (and its negation). A handle that never stepped sends the
+  // identity of max so that it takes the others' values.
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  int64_t ccrBits = 0;
+  std::memcpy(&ccrBits, &ccr_, sizeof ccrBits);
+  const int64_t key = shapeKey(params_, counts_);
+  const int64_t step = static_cast<int64_t>(step_);
+  std::vector<int64_t> mine =
+      stepped_ ? std::vector<int64_t>{step, -step, interval_, ccrBits, static_cast<int64_t>(profileUntil_), key, -key}
+               : std::vector<int64_t>{kNone, kNone, kNone, kNone, kNone, key, -key};
+  std::vector<int64_t> all(mine.size());
+  auto req = next.allreduce(mine.data(), all.data(), mine.size(), DataType::kI64, ReduceOp::kMax);
   TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
+  if (all[5] != -all[6])
+    return Status(Code::kInvalidArgument,
+                  "covap: the ranks' handles differ in their parameters or bucket counts (rank " +
+                      std::to_string(next.rank()) + " has " + std::to_string(counts_.size()) +
+                      " buckets); a replacement makes its handle as the others were made");
+  if (all[0] != kNone && all[0] != -all[1])
+    return Status(Code::kInvalidArgument, "covap: the ranks that stepped are at steps " + std::to_string(-all[1]) +
+                                              " to " + std::to_string(all[0]) +
+                                              "; move at the same step on every rank");
+  comm_ = &next;
+  if (all[0] == kNone) return Status::ok();  // nobody stepped: all start afresh alike
+  step_ = static_cast<uint64_t>(all[0]);
+  interval_ = static_cast<int>(all[2]);
+  std::memcpy(&ccr_, &all[3], sizeof ccr_);
+  profileUntil_ = static_cast<uint64_t>(all[4]);
+  stepped_ = true;
+  if (profiling()) {  // a profile of the old team says nothing of the new one: it starts again
+    profileUntil_ = step_ + params_.profileSteps;
+    profileComm_ = profileComp_ = 0;
+    interval_ = 1;
+  }
+  shards_ = shardBuckets(counts_, interval_);
+  return Status::ok();
+}
+
+void Covap::endProfile(double mine, double most) {
   ccr_ = most;
   interval_ = intervalFromCcr(most, params_.maxInterval);
   shards_ = shardBuckets(counts_, interval_);
   log::get("covap")->info(
       "rank {}: profile over {} steps: computation {:.3f} ms, communication {:.3f} ms, CCR {:.3f} "
       "on this rank, {:.3f} the largest over ranks; interval I = {} ({} shards)",
-      comm_.rank(), params_.profileSteps, profileComp_ * 1e3, profileComm_ * 1e3, mine, most, interval_,
+      comm_->rank(), params_.profileSteps, profileComp_ * 1e3, profileComm_ * 1e3, mine, most, interval_,
       shards_.size());
-  return Status::ok();
 }
 
 }  // namespace tsr::covap

@@ -31,10 +31,20 @@ class Covap {
   void beginStep();
   // Bucket `bucket`'s f32 gradient is ready: its selected shards start communicating now.
   // The buffer must stay valid until finishStep. Buckets may come in any order, once a step.
+  // After an error here, finishStep still closes the step (and reports the error).
   Status bucketReady(size_t bucket, float* grad);
   // Waits for the step's communication. Selected shards then hold the average over ranks,
-  // skipped ones zero (their gradient waits in the residual).
+  // skipped ones zero (their gradient waits in the residual). The residual changes only here,
+  // once every op of the step succeeded: a failed step leaves it as it was before the step
+  // (the gradients' buffers then hold nothing to use), and the step is not counted, so the
+  // trainer can redo it, on the survivors' team after a shrink.
   Status finishStep();
+  // Collective over `next` (a shrunk or grown team, or any other): carries on there with its
+  // residuals, step and interval. Every rank of `next` calls it; a handle that never finished
+  // a step (a replacement's, made on `next` with the same parameters and buckets) takes the
+  // step, interval and CCR of the ranks that did, which must agree. A profile still running
+  // starts again on `next`. Not while a step is open (between bucketReady and finishStep).
+  Status moveTo(algorithms::Team& next);
 
   int interval() const { return interval_; }   // 1 while profiling
   double measuredCcr() const { return ccr_; }  // 0 until measured
@@ -48,11 +58,17 @@ class Covap {
   size_t bucketCount() const { return counts_.size(); }
 
  private:
-  Covap(algorithms::Team& comm, Params p, std::vector<size_t> counts);
-  Status endProfile();
-
   using Clock = std::chrono::steady_clock;
-  algorithms::Team& comm_;
+  Covap(algorithms::Team& comm, Params p, std::vector<size_t> counts);
+  // This rank's CCR and the largest over the ranks: the interval from here on.
+  void endProfile(double mine, double most);
+  // A finished step's residual updates: selected shards give up what went along, skipped
+  // shards take the gradient (zeroed in the buffer).
+  void keepSkipped();
+  Status addToProfile(std::vector<std::pair<Clock::time_point, Clock::time_point>> spans);
+  bool profiling() const { return params_.interval == 0 && step_ < profileUntil_; }
+
+  algorithms::Team* comm_;  // a pointer: moveTo rebinds it
   Params params_;
   std::vector<size_t> counts_;
   std::vector<Shard> shards_;                 // for the current interval
@@ -60,7 +76,11 @@ class Covap {
   int interval_ = 1;
   double ccr_ = 0;
   uint64_t step_ = 0;
+  uint64_t profileUntil_ = 0;  // the step at which the profile ends (auto interval)
+  bool stepped_ = false;       // a step finished on this handle (else moveTo adopts the others')
   uint64_t bytesPosted_ = 0;
+  std::vector<float*> grads_;  // this step's gradient of each bucket (nullptr: not handed over)
+  Status stepError_;           // a post of this step that failed: finishStep reports it
   struct Posted {
     algorithms::RequestPtr request;
     Clock::time_point start;

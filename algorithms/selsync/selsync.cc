@@ -9,13 +9,21 @@ Result<std::unique_ptr<SelSync>> SelSync::create(algorithms::Team& comm,
                                                  std::vector<size_t> bucketCounts) {
   TSR_ASSIGN_OR_RETURN(Params p, parseParams(params, comm.size()));
   if (bucketCounts.empty()) return Status(Code::kInvalidArgument, "selsync: the model has no buckets");
-  return std::unique_ptr<SelSync>(new SelSync(comm, p, std::move(bucketCounts)));
+  return std::unique_ptr<SelSync>(new SelSync(comm, p, std::move(bucketCounts), !params.count("ewma_alpha")));
 }
 
-SelSync::SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts)
-    : comm_(comm), params_(params), counts_(std::move(counts)), change_(params_) {
+SelSync::SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts, bool alphaFromSize)
+    : comm_(&comm), params_(params), alphaFromSize_(alphaFromSize), counts_(std::move(counts)), change_(params_) {
   for (size_t c : counts_) total_ += c;
   fused_.resize(total_);
+}
+
+void SelSync::moveTo(algorithms::Team& next) {
+  comm_ = &next;
+  if (alphaFromSize_) {
+    params_.ewmaAlpha = defaultAlpha(next.size());
+    change_.setAlpha(params_.ewmaAlpha);
+  }
 }
 
 Result<StepResult> SelSync::step(double gradNormSquared, const std::vector<float*>& buckets) {
@@ -26,19 +34,28 @@ Result<StepResult> SelSync::step(double gradNormSquared, const std::vector<float
     if (!buckets[i] && counts_[i])
       return Status(Code::kInvalidArgument, "selsync: bucket " + std::to_string(i) + " is NULL");
   StepResult r;
+  // A step that fails leaves the handle as before it (the buckets too: they are written only
+  // once the average arrived), so the trainer can redo it, on the survivors' team after a shrink.
+  const GradientChange before = change_;
+  auto failed = [&](Status st) {
+    change_ = before;
+    return st;
+  };
   TSR_ASSIGN_OR_RETURN(r.change, change_.add(gradNormSquared));
   r.flagged = params_.delta == 0 || r.change >= params_.delta;
-  std::vector<uint64_t> mine = flagWords(comm_.size(), comm_.rank(), r.flagged), all(mine.size());
-  auto req = comm_.allreduce(mine.data(), all.data(), mine.size(), DataType::kI64, ReduceOp::kSum);
-  TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
+  std::vector<uint64_t> mine = flagWords(comm_->size(), comm_->rank(), r.flagged), all(mine.size());
+  auto req = comm_->allreduce(mine.data(), all.data(), mine.size(), DataType::kI64, ReduceOp::kSum);
+  Status st = req.isOk() ? req.value()->wait() : req.status();
+  if (!st.isOk()) return failed(st);
   for (uint64_t w : all) r.flaggedRanks += __builtin_popcountll(w);
   r.synchronized = anyFlag(all);
   if (r.synchronized) {
-    TSR_RETURN_IF_ERROR(averageBuckets(buckets));
+    st = averageBuckets(buckets);
+    if (!st.isOk()) return failed(st);
     ++stats_.syncSteps;
   } else {
     ++stats_.localSteps;
-    stats_.bytesSaved += savedBytesPerLocalStep(comm_.size(), total_);
+    stats_.bytesSaved += savedBytesPerLocalStep(comm_->size(), total_);
   }
   return r;
 }
@@ -50,7 +67,7 @@ Status SelSync::averageBuckets(const std::vector<float*>& buckets) {
     if (counts_[i]) std::memcpy(fused_.data() + at, buckets[i], counts_[i] * sizeof(float));
     at += counts_[i];
   }
-  auto req = comm_.allreduce(fused_.data(), fused_.data(), total_, DataType::kF32, ReduceOp::kAvg);
+  auto req = comm_->allreduce(fused_.data(), fused_.data(), total_, DataType::kF32, ReduceOp::kAvg);
   TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
   at = 0;
   for (size_t i = 0; i < buckets.size(); ++i) {

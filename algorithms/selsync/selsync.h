@@ -56,16 +56,22 @@ class SelSync {
                                                  std::vector<size_t> bucketCounts);
   // Collective: every rank calls it once per step with its buckets (same counts, in order).
   Result<StepResult> step(double gradNormSquared, const std::vector<float*>& buckets);
+  // Carries on over `next` (a shrunk or grown team, or any other), keeping its smoothed
+  // gradient norms and counts; ewma_alpha, when left to its default (N/100), follows the new
+  // size. Local: a replacement makes its handle anew on `next` (no history: its first step
+  // there is local for it, and the others' flags decide). Not collective.
+  void moveTo(algorithms::Team& next);
   const Stats& stats() const { return stats_; }
   const Params& params() const { return params_; }
   size_t bucketCount() const { return counts_.size(); }
 
  private:
-  SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts);
+  SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts, bool alphaFromSize);
   Status averageBuckets(const std::vector<float*>& buckets);
 
-  algorithms::Team& comm_;
+  algorithms::Team* comm_;  // a pointer: moveTo rebinds it
   Params params_;
+  bool alphaFromSize_;  // ewma_alpha not given: N/100 of the team's size
   std::vector<size_t> counts_;
   size_t total_ = 0;
   GradientChange change_;

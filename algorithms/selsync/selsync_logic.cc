@@ -32,6 +32,8 @@ uint64_t splitmix64(uint64_t& x) {
 
 }  // namespace
 
+double defaultAlpha(int worldSize) { return std::clamp(worldSize / 100.0, 0.01, 1.0); }
+
 Result<Params> parseParams(const std::map<std::string, std::string>& kv, int worldSize) {
   Params p;
   for (const auto& [key, value] : kv) {
@@ -59,7 +61,7 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int wor
     }
   }
   // The seed's smoothing factor N/100 (0.16 for 16 workers), kept inside (0, 1].
-  if (p.ewmaAlpha == 0) p.ewmaAlpha = std::clamp(worldSize / 100.0, 0.01, 1.0);
+  if (p.ewmaAlpha == 0) p.ewmaAlpha = defaultAlpha(worldSize);
   return p;
 }
 

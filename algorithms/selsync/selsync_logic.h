@@ -34,6 +34,8 @@ struct Params {
 // Keys: delta, ewma_window, ewma_alpha, aggregate=params|grads. Errors name the key, the value
 // and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv, int worldSize);
+// ewma_alpha's default for N ranks: N/100, within [0.01, 1].
+double defaultAlpha(int worldSize);
 
 class GradientChange {
  public:
@@ -42,6 +44,8 @@ class GradientChange {
   // to compare with), +inf when the previous smoothed value was 0 and this one is not (0 when
   // both are 0). NaN/Inf input is an error naming the value.
   Result<double> add(double gradNormSquared);
+  // The smoothing for the steps to come (the history is kept): a team that changed size.
+  void setAlpha(double alpha) { alpha_ = alpha; }
 
  private:
   double smoothed() const;

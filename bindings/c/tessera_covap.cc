@@ -1,4 +1,6 @@
 // The COVAP C API (tessera_covap.h) over tsr::covap::Covap.
+#include <algorithm>
+
 #include "algorithms/covap/covap.h"
 #include "bindings/c/c_api_internal.h"
 
@@ -70,6 +72,39 @@ tsr_status_t tsr_covap_info(tsr_covap_t covap, int* interval, double* ccr) {
     if (interval) *interval = c.interval();
     if (ccr) *ccr = c.measuredCcr();
     return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_covap_steps(tsr_covap_t covap, uint64_t* steps) {
+  if (!steps) return invalid("tsr_covap_steps: steps is NULL");
+  return onCovap(covap, "tsr_covap_steps", [&](tsr::covap::Covap& c) {
+    *steps = c.step();
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_covap_residual(tsr_covap_t covap, size_t bucket, float* residual) {
+  return onCovap(covap, "tsr_covap_residual", [&](tsr::covap::Covap& c) {
+    if (bucket >= c.bucketCount())
+      return invalid("tsr_covap_residual: bucket " + std::to_string(bucket) + " of " + std::to_string(c.bucketCount()));
+    const std::vector<float>& r = c.residual(bucket);
+    if (!residual && !r.empty()) return invalid("tsr_covap_residual: residual is NULL");
+    std::copy(r.begin(), r.end(), residual);
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_covap_move(tsr_covap_t covap, tsr_comm_t newcomm) {
+  return guarded("tsr_covap_move", [&] {
+    if (!covap || !newcomm) return invalid("tsr_covap_move: covap or newcomm is NULL");
+    // Only the new communicator need be live: with no step open, the handle holds nothing of
+    // the old one's (the old one may be gone after a failure).
+    return withLiveComm(*newcomm->life, "tsr_covap_move (the new communicator)", [&](Communicator& next) {
+      tsr::Status st = covap->impl->moveTo(next);
+      if (!st.isOk()) return report(st);
+      covap->life = newcomm->life;
+      return TSR_OK;
+    });
   });
 }
 

@@ -75,6 +75,15 @@ tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps, uint
   });
 }
 
+tsr_status_t tsr_selsync_move(tsr_selsync_t selsync, tsr_comm_t newcomm) {
+  if (!selsync || !newcomm) return invalid("tsr_selsync_move: selsync or newcomm is NULL");
+  return withLiveComm(*newcomm->life, "tsr_selsync_move (the new communicator)", [&](Communicator& next) {
+    selsync->impl->moveTo(next);
+    selsync->life = newcomm->life;
+    return TSR_OK;
+  });
+}
+
 tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync) {
   delete selsync;
   return TSR_OK;

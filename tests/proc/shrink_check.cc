@@ -10,10 +10,9 @@
 // fault_worker shrink-cut LOST [COUNT]: nobody raises anything; the ranks in LOST are to be cut
 // off from outside (tests/cluster_shrink_check.sh takes their hosts' links down); the others
 // must shrink to the rest, and the cut-off ranks' shrink must fail (not a majority).
-// FAULT_TENSOR=marsit|spardl|...: the long allreduces are steps of a tensor of that algorithm
-// (algorithms/tensors); after the shrink the survivors also make it again on the new
-// communicator with its residual (as tsr_tensor_move does) and check that a step agrees on
-// every survivor.
+// FAULT_TENSOR=marsit|spardl|...|covap|selsync: the long allreduces are steps of a tensor of
+// that algorithm, or of a COVAP or SelSync handle; after the shrink the survivors move it to
+// the new communicator with its state and check it (tests/proc/fault_steps.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,42 +28,13 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/tensors/tensor_registry.h"
+#include "tests/proc/fault_steps.h"
 #include "tests/proc/shrink_check.h"
 #include "tests/proc/worker_report.h"
 
 using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-algorithms::TensorSpec tensorSpec(size_t count) {
-  const char* algorithm = std::getenv("FAULT_TENSOR");
-  return {"g", count, DataType::kF32, {{"algorithm", algorithm ? algorithm : "dense"}}};
-}
-
-// The tensor moved to the survivors' communicator keeps its residual, and its next step gives
-// every survivor the same result (a checksum all-gathered). "" or what failed.
-std::string checkMovedTensor(algorithms::Tensor& old, Communicator& next, size_t count) {
-  if (old.busy()) return "the failed step is still pending";
-  std::vector<float> held(count);
-  old.residual(held.data());
-  if (!std::all_of(held.begin(), held.end(), [](float v) { return std::isfinite(v); }))
-    return "the residual after the failed step is not finite";
-  auto moved = algorithms::makeTensor(next, tensorSpec(count), "fault_worker");
-  if (!moved.isOk()) return moved.status().toString();
-  if (Status s = moved.value()->setResidual(held.data()); !s.isOk()) return s.toString();
-  std::vector<float> x(count, static_cast<float>(next.rank() + 1));
-  if (Status s = wait(moved.value()->allreduceAsync(x.data())); !s.isOk()) return "its step: " + s.toString();
-  std::vector<double> mine{std::accumulate(x.begin(), x.end(), 0.0)}, all(next.size());
-  if (Status s = wait(next.allgather(mine.data(), all.data(), 1, DataType::kF64)); !s.isOk()) return s.toString();
-  if (std::adjacent_find(all.begin(), all.end(), std::not_equal_to<>()) != all.end())
-    return "the survivors' results of its step differ";
-  return "";
-}
-
-}  // namespace
 
 int runShrink(Communicator& comm, const std::string& victimList, size_t count, Fault fault) {
   const bool stop = fault == Fault::kStop;
@@ -82,27 +52,24 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, F
     std::printf("rank %d: up and allreducing\n", rank);
     std::fflush(stdout);
   }
-  std::vector<float> buf(count, 1.0f);
-  std::unique_ptr<algorithms::Tensor> tensor;
-  if (std::getenv("FAULT_TENSOR")) {
-    auto made = algorithms::makeTensor(comm, tensorSpec(count), "fault_worker");
-    if (!made.isOk()) return failed(rank, "to make the tensor", made.status());
-    tensor = made.take();
-  }
+  auto made = makeFaultSteps(comm, count);
+  if (!made.isOk()) return failed(rank, "to make what the steps run", made.status());
+  FaultSteps& steps = *made.value();
+  const std::function<void()> midway = [&] {
+    if (!diesMidAllreduce || fault == Fault::kCut || fault == Fault::kSlow) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::printf("rank %d: raising %s mid-allreduce\n", rank, stop ? "SIGSTOP" : "SIGKILL");
+    std::fflush(stdout);
+    raise(stop ? SIGSTOP : SIGKILL);
+  };
   Status st;
   Clock::time_point since;
   for (int i = 0; i < 200 && st.isOk(); ++i) {
     if (fault == Fault::kSlow && i == 3) break;  // no failure: every rank shrinks now
-    auto req = tensor ? tensor->allreduceAsync(buf.data())
-                      : comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kAvg);
-    if (diesMidAllreduce && i == 2 && fault != Fault::kCut && fault != Fault::kSlow) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      std::printf("rank %d: raising %s mid-allreduce\n", rank, stop ? "SIGSTOP" : "SIGKILL");
-      std::fflush(stdout);
-      raise(stop ? SIGSTOP : SIGKILL);
-    }
+    const std::function<void()> nothing = [] {};
+    auto waitForStep = steps.post(i, i == 2 ? midway : nothing);
     if (i == 2) since = Clock::now();
-    st = wait(std::move(req));
+    st = waitForStep();
   }
   if (st.isOk() && fault != Fault::kSlow)
     return failed(rank, "to see the failure", Status(Code::kInternal, "no failure seen"));
@@ -145,12 +112,10 @@ int runShrink(Communicator& comm, const std::string& victimList, size_t count, F
     return failed(rank, "allgather after the shrink", s);
   if (!std::equal(all.begin(), all.end(), survivors.begin()))
     return failed(rank, "allgather after the shrink", Status(Code::kInternal, "the old ranks out of order"));
-  if (tensor) {
-    std::string wrong = checkMovedTensor(*tensor, next, count);
-    if (!wrong.empty()) return failed(rank, "the moved tensor", Status(Code::kInternal, wrong));
-  }
+  if (std::string wrong = steps.moveAndCheck(next); !wrong.empty())
+    return failed(rank, "the moved state", Status(Code::kInternal, wrong));
   std::printf("rank %d: SHRUNK to rank %d of %d in %.0f ms (failure seen after %.0f ms); allreduce exact%s\n", rank,
-              next.rank(), next.size(), shrinkMs, detectMs, tensor ? "; tensor moved, its step agreed" : "");
+              next.rank(), next.size(), shrinkMs, detectMs, steps.movedLine().c_str());
   std::fflush(stdout);
   if (stop && next.rank() == 0)
     for (int v : victims) kill(static_cast<pid_t>(pids[v]), SIGCONT);

@@ -80,3 +80,46 @@ TEST(SelSync, DeltaZeroIsSynchronousAndBadCallsAreNamed) {
 
 }  // namespace
 }  // namespace tsr::selsync
+
+namespace tsr::selsync {
+namespace {
+
+// Moved to a smaller team (ranks 0-2 of 4, as after a failure), a handle keeps its smoothed
+// norms and counts, and its default ewma_alpha follows the size (N/100): the jump of rank 1's
+// norm on the first step after the move is measured against the history (a fresh handle's
+// first step measures nothing) and makes every rank synchronize.
+TEST(SelSyncMove, KeepsItsHistoryAndCountsAndAlphaFollowsTheSize) {
+  testing::runRanks(4, [&](runtime::Communicator& comm) {
+    const int me = comm.rank();
+    auto made = SelSync::create(comm, {{"delta", "0.5"}, {"ewma_window", "3"}}, {64});
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    SelSync& s = *made.value();
+    Params reference = s.params();
+    GradientChange expected(reference);
+    std::vector<float> model(64, static_cast<float>(me));
+    for (int step = 0; step < 4; ++step) {
+      auto r = s.step(10.0 + step, {model.data()});
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      EXPECT_DOUBLE_EQ(r.value().change, expected.add(10.0 + step).value());
+      EXPECT_FALSE(r.value().synchronized) << "step " << step;
+    }
+    auto part = comm.split(me < 3 ? 0 : 1, me);
+    ASSERT_TRUE(part.isOk()) << part.status().toString();
+    if (me == 3) return;
+    s.moveTo(*part.value());
+    EXPECT_DOUBLE_EQ(s.params().ewmaAlpha, 0.03);
+    EXPECT_EQ(s.stats().localSteps, 4u);
+    expected.setAlpha(0.03);
+    const double norm = me == 1 ? 1e6 : 14.0;
+    auto r = s.step(norm, {model.data()});
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_DOUBLE_EQ(r.value().change, expected.add(norm).value());
+    EXPECT_TRUE(r.value().synchronized) << "rank 1's jump, measured against the kept history, did not synchronize";
+    EXPECT_EQ(r.value().flaggedRanks, 1);
+    EXPECT_FLOAT_EQ(model[0], 1.0f);  // the average of 0, 1 and 2
+    EXPECT_EQ(s.stats().syncSteps, 1u);
+  });
+}
+
+}  // namespace
+}  // namespace tsr::selsync

@@ -124,6 +124,7 @@ _PROTOTYPES = {
     "tsr_selsync_step": [_P, ctypes.c_double, ctypes.POINTER(_P), ctypes.POINTER(_INT)],
     "tsr_selsync_stats": [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
                           ctypes.POINTER(ctypes.c_uint64)],
+    "tsr_selsync_move": [_P, _P],
     "tsr_selsync_destroy": [_P],
     "tsr_selsync_inject": [_P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double, _P, _SIZE, _P, _SIZE,
                            ctypes.POINTER(_SIZE)],
@@ -132,6 +133,9 @@ _PROTOTYPES = {
     "tsr_covap_bucket_ready": [_P, _SIZE, _P],
     "tsr_covap_finish_step": [_P],
     "tsr_covap_info": [_P, ctypes.POINTER(_INT), ctypes.POINTER(ctypes.c_double)],
+    "tsr_covap_move": [_P, _P],
+    "tsr_covap_steps": [_P, ctypes.POINTER(ctypes.c_uint64)],
+    "tsr_covap_residual": [_P, _SIZE, _P],
     "tsr_covap_destroy": [_P],
 }
 for _name, _args in _PROTOTYPES.items():

@@ -55,6 +55,13 @@ class SelSync(_Bucketed):
         check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
         return bool(synced.value)
 
+    def move_to(self, comm):
+        """Carries on over `comm` (a shrunk or grown communicator), keeping the smoothed
+        gradient norms and counts (tsr_selsync_move). Local: a replacement makes its SelSync
+        anew on `comm`. A step that raised left everything as before it: redo it after."""
+        check(_lib.tsr_selsync_move(self._live(), comm._live()))
+        self._comm = comm
+
     @property
     def stats(self):
         """(synchronized steps, local steps, payload bytes this rank did not send)."""
@@ -101,6 +108,30 @@ class Covap(_Bucketed):
             check(_lib.tsr_covap_finish_step(self._live()))
         finally:
             self._pending.clear()
+
+    def move_to(self, comm):
+        """Carries on over `comm` (a shrunk or grown communicator) with its residuals, step,
+        interval and CCR (tsr_covap_move). Collective over `comm`: a replacement calls it too,
+        on a Covap it just made on `comm` with the same buckets and parameters, and takes the
+        others' step and interval. A step that raised left the residuals as before it and is
+        not counted: redo it after the move."""
+        check(_lib.tsr_covap_move(self._live(), comm._live()))
+        self._comm = comm
+
+    @property
+    def step(self):
+        """Steps finished (on this handle, or taken over from the others by a replacement)."""
+        steps = ctypes.c_uint64()
+        check(_lib.tsr_covap_steps(self._live(), ctypes.byref(steps)))
+        return steps.value
+
+    def residual(self, bucket):
+        """Bucket `bucket`'s residual (a float32 copy): what skipped steps held back."""
+        if not 0 <= bucket < len(self._counts):
+            raise ValueError(f"covap bucket {bucket}: not one of 0..{len(self._counts) - 1}")
+        out = np.empty(self._counts[bucket], dtype=np.float32)
+        check(_lib.tsr_covap_residual(self._live(), bucket, out.ctypes.data))
+        return out
 
     @property
     def interval(self):

@@ -34,6 +34,20 @@ TSR_API tsr_status_t tsr_covap_finish_step(tsr_covap_t covap);
 /* The interval in use (1 while profiling) and the measured CCR (0 until measured). Both are
  * also logged at info level when profiling ends (TSR_LOG_LEVEL=info, logger "covap"). */
 TSR_API tsr_status_t tsr_covap_info(tsr_covap_t covap, int* interval, double* ccr);
+/* Steps finished on the handle (or taken over by tsr_covap_move), and bucket `bucket`'s
+ * residual: what skipped steps held back (bucket_counts[bucket] floats into residual). */
+TSR_API tsr_status_t tsr_covap_steps(tsr_covap_t covap, uint64_t* steps);
+TSR_API tsr_status_t tsr_covap_residual(tsr_covap_t covap, size_t bucket, float* residual);
+/* Moves the handle to newcomm (tsr_comm_shrink's or tsr_comm_grow's, or any other), keeping
+ * its residuals, step, interval and CCR. Collective over newcomm: every rank of it calls it, a
+ * replacement with a handle it just made on newcomm (same parameters and buckets), which takes
+ * the step, interval and CCR of the ranks that have stepped. A profile not yet ended starts
+ * again on newcomm. A step that failed (tsr_covap_finish_step's error) left the residuals as
+ * before it and is not counted: redo it after the move. A dead rank's residual (the gradients it
+ * held back) is lost with it, as its gradient of the failed step is. Errors: a step open; the
+ * ranks' handles made with other parameters or bucket counts; stepped ranks at different steps.
+ * newcomm must be live; the old communicator need not be. */
+TSR_API tsr_status_t tsr_covap_move(tsr_covap_t covap, tsr_comm_t newcomm);
 TSR_API tsr_status_t tsr_covap_destroy(tsr_covap_t covap);
 
 #ifdef __cplusplus

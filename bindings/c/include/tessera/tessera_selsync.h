@@ -38,6 +38,13 @@ TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_sq
  * local step (headers excluded). */
 TSR_API tsr_status_t tsr_selsync_stats(tsr_selsync_t selsync, uint64_t* sync_steps, uint64_t* local_steps,
                                        uint64_t* bytes_saved);
+/* Moves the handle to newcomm (tsr_comm_shrink's or tsr_comm_grow's, or any other), keeping its
+ * smoothed gradient norms and counts; ewma_alpha, when left to its default, becomes N/100 of
+ * newcomm's size. Local (not collective): a replacement makes its handle anew on newcomm, and
+ * its first step there is local for it (no history), the others' flags deciding. A step that
+ * failed left the handle and the buckets as before it: redo it after the move. A dead rank's
+ * local updates since the last synchronized step are lost with it. newcomm must be live. */
+TSR_API tsr_status_t tsr_selsync_move(tsr_selsync_t selsync, tsr_comm_t newcomm);
 TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
 
 /* Data injection for non-IID data (SelSync). Collective, same seed/step/alpha/share_count on
