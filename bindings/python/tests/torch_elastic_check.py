@@ -11,7 +11,9 @@ step, model and optimizer (elastic.broadcast_state) and all four re-wrap DDP and
 end the four have bit-identical parameters and the world is whole again.
 
 With --hook ALGORITHM, DDP averages through that Tessera hook; re-registered on each re-wrapped
-DDP with state_from, its tensors start with what the old ones held back (checked non-zero)."""
+DDP with state_from, its tensors start with what the old ones held back (checked non-zero).
+covap runs at interval 2; the replacement's hook takes a member's schedule() (sent with the
+state) and at the end every rank's hook is at the same step."""
 import os
 import signal
 import sys
@@ -29,15 +31,18 @@ from tessera.torch import elastic, hooks
 STEPS, KILL_AT, BATCH = 12, 4, 96
 GROW = "--grow" in sys.argv
 HOOK = sys.argv[sys.argv.index("--hook") + 1] if "--hook" in sys.argv else None
+HOOK_PARAMS = {"interval": 2} if HOOK == "covap" else {}
 c = Checks()
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 step, shrunk_at, grown_at, losses = 0, None, None, []
+hook_from = None  # a replacement's: a member's covap schedule
 if elastic.replacement():  # the killed rank, started again: join, take the state, go on
     group = elastic.join()
     state = elastic.broadcast_state(group)
     model.load_state_dict(state["model"])
+    hook_from = state["hook"]
     opt.load_state_dict(state["opt"])
     step = grown_at = shrunk_at = state["step"]
     rank, size = int(os.environ["TSR_RANK"]), int(os.environ["TSR_WORLD_SIZE"])
@@ -54,7 +59,8 @@ def rewrap(group):
     global hook
     wrapped = DDP(model, process_group=group)
     if HOOK:
-        old, hook = hook, hooks.register(wrapped, HOOK, state_from=hook)
+        old, hook = hook, hooks.register(wrapped, HOOK, state_from=hook if hook is not None else hook_from,
+                                         **HOOK_PARAMS)
         if old is not None:
             c.expect(hook.carried > 0, "the re-registered hook carried no residual over")
     return wrapped
@@ -85,7 +91,8 @@ while step < STEPS:
             grown = elastic.grow(group)
         if grown is not None:
             group, grown_at = grown, step
-            elastic.broadcast_state(group, {"step": step, "model": model.state_dict(), "opt": opt.state_dict()})
+            elastic.broadcast_state(group, {"step": step, "model": model.state_dict(), "opt": opt.state_dict(),
+                                            "hook": hook.schedule() if HOOK == "covap" else None})
             ddp = rewrap(group)
     x, y = shard(step)
     opt.zero_grad()
@@ -114,6 +121,12 @@ lo, hi = flat.clone(), flat.clone()
 dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
 dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
 c.expect(torch.equal(lo, hi), "the survivors' parameters differ")
+if HOOK == "covap":
+    steps = torch.tensor([hook.step] * 2, dtype=torch.int64)
+    steps[1] = -steps[1]
+    dist.all_reduce(steps, op=dist.ReduceOp.MAX, group=group)
+    c.expect(int(steps[0]) == -int(steps[1]) == STEPS, f"covap hooks at steps {-int(steps[1])}..{int(steps[0])}, "
+             f"want {STEPS}")
 first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
 if not elastic.replacement():
     c.expect(len(losses) == STEPS and last < first, f"losses {first:.4f} -> {last:.4f} (first and last 3 steps)")

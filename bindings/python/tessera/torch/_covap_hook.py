@@ -6,7 +6,8 @@ into shards (at most the interval I of them); shard t is averaged at step s when
 (t + s) mod I == 0, so every rank knows the choice with no message. A skipped shard's gradient
 goes to the residual and the hook returns zeros for it; when the shard is next sent, the
 schedule's coefficient min(ef_init + floor(s / ef_ascend_steps) * ef_ascend_range, 1) of its
-residual goes along (the rest stays). I is given (interval=N) or, with interval=auto, measured
+residual goes along (the rest stays; it leaves the residual once the shard has arrived, so a step
+that fails keeps it). I is given (interval=N) or, with interval=auto, measured
 over the first profile_steps steps, which average everything: I = ceil(CCR), the ratio of a
 step's communication (the union of its allreduces' busy spans) to its computation (the step's
 period, from its first bucket to the next step's, less the communication left after its last
@@ -93,7 +94,43 @@ class CovapState:
         self.shards = None   # bucket index -> [(offset, length, global shard id)]
         self.spans = []      # profiling: (posted, ended) of each allreduce
         self.profiled = 0    # profiling allreduces posted
+        self.layouts = {}    # bucket index -> ((parameter id, element count), ...) in buffer order
+        self.pieces = None   # parameter id -> residual, carried from an earlier state (carry_from)
+        self.failed_at = None  # the first step a collective of which failed (it is to be redone)
         self.lock = threading.Lock()
+
+    def schedule(self):
+        """What a replacement's hook needs of a member's to step in time with it: pass it to
+        hooks.register(..., state_from=) there (tessera.torch.elastic.broadcast_state carries it)."""
+        return {"step": self.step, "interval": self.interval, "ccr": self.ccr}
+
+    def carry_from(self, old):
+        """Goes on from `old`: the CovapState of the same model's earlier DDP (before a shrink or
+        grow re-wrapped it), whose residuals come over by parameter, or a member's schedule()
+        (a replacement: residuals start at zero). Collective over the new group: its ranks agree
+        on the step, the smallest (the step that failed is redone, whether or not a rank had
+        counted it). Returns the residuals' total carried over."""
+        if isinstance(old, dict):
+            self.step, self.interval, self.ccr = int(old["step"]), int(old["interval"]), float(old["ccr"])
+        elif isinstance(old, CovapState):
+            # A step that failed is redone: the count goes back to it.
+            failed = old.step if old.failed_at is None else min(old.step, old.failed_at)
+            self.step, self.interval, self.ccr = failed, old.interval, old.ccr
+        else:
+            raise ValueError(f"tessera hooks: covap state_from: a CovapState or its schedule(), "
+                             f"not a {type(old).__name__}")
+        step = torch.tensor([self.step], dtype=torch.int64)
+        self.comm.allreduce(step, op="min")
+        self.step = int(step.item())
+        if isinstance(old, dict):
+            return 0.0
+        self.pieces = {}
+        for index, layout in old.layouts.items():
+            at = 0
+            for pid, n in layout:
+                self.pieces[pid] = old.residual[index].narrow(0, at, n).clone()
+                at += n
+        return sum(float(p.abs().sum()) for p in self.pieces.values())
 
     def coefficient(self):
         return min(self.ef_init + (self.step // self.ef_ascend_steps) * self.ef_ascend_range, 1.0)
@@ -119,7 +156,14 @@ class CovapState:
         index = bucket.index()
         if self.counts.get(index) != buf.numel():
             self.counts[index] = buf.numel()
+            self.layouts[index] = tuple((id(p), p.numel()) for p in bucket.parameters())
             self.residual[index] = torch.zeros_like(buf)
+            if self.pieces:  # carried from an earlier state: each parameter's piece
+                at = 0
+                for pid, n in self.layouts[index]:
+                    if pid in self.pieces:
+                        self.residual[index].narrow(0, at, n).copy_(self.pieces.pop(pid))
+                    at += n
             self.shards = None
         if self.profiling():
             future = self._dense(buf, profile=True)
@@ -130,9 +174,17 @@ class CovapState:
                 future = self._local(index, buf, bucket.parameters())
             else:
                 future = self._filtered(index, buf)
+        future.add_done_callback(lambda done, step=self.step: self._note_failure(done, step))
         if bucket.is_last():
             self._end_step()
         return future
+
+    def _note_failure(self, future, step):
+        try:
+            future.wait()
+        except Exception:  # the step's collective failed (a rank died): carry_from redoes it
+            with self.lock:
+                self.failed_at = step if self.failed_at is None else min(self.failed_at, step)
 
     def _dense(self, data, profile=False):
         posted = time.perf_counter()
@@ -155,10 +207,12 @@ class CovapState:
             g = buf.narrow(0, offset, length)
             r = residual.narrow(0, offset, length)
             if self.interval <= 1 or (gid + self.step) % self.interval == 0:
-                back = r * coef
-                g.add_(back)
-                r.sub_(back)
-                requests.append(self.comm.allreduce(g, op="avg", async_op=True))
+                g.add_(r * coef)
+                request = self.comm.allreduce(g, op="avg", async_op=True)
+                # The residual gives up what went along once it has arrived: a step that fails
+                # (a rank died) leaves it whole for the step redone after the shrink.
+                request.then(lambda result, error, r=r: error is None and r.sub_(r * coef))
+                requests.append(request)
             else:
                 r.add_(g)
                 g.zero_()

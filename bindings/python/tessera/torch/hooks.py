@@ -134,7 +134,9 @@ def register(model, algorithm="dense", communicator=None, state_from=None, **par
     parameters raise ValueError (or a TesseraError) naming the key and the value, here, before
     any step. state_from: the state register returned for the same model's earlier DDP (before
     tessera.torch.elastic's shrink or grow re-wrapped it): the compressing algorithms' tensors
-    start with its residuals, by parameter, so nothing they held back is lost."""
+    and covap start with its residuals, by parameter, so nothing they held back is lost (covap
+    also goes on with its step and interval); a replacement's covap takes a member's
+    state.schedule() instead (its residuals start at zero)."""
     if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
         raise TypeError(f"tessera hooks: a DistributedDataParallel model, not {type(model).__name__}")
     comm = communicator if communicator is not None else communicator_for(model.process_group)
@@ -160,7 +162,9 @@ def register(model, algorithm="dense", communicator=None, state_from=None, **par
     else:
         raise ValueError(f"tessera hooks: algorithm={algorithm!r}: accepted values are dense, "
                          f"{', '.join(_TENSOR_ALGORITHMS)}, covap, auto (selsync wraps the optimizer: hooks.selsync)")
-    if state_from is not None:
+    if state_from is not None and algorithm == "covap":
+        state.carried = state.carry_from(state_from)
+    elif state_from is not None:
         if not isinstance(state_from, _State):
             raise ValueError(f"tessera hooks: state_from: only the compressing algorithms' residuals move, "
                              f"not a {type(state_from).__name__}'s")
@@ -185,7 +189,7 @@ class SelSyncOptimizer:
     by delta or more; if any did, all ranks average their parameters, else each keeps its local
     update. DDP's gradient averaging is switched off (a local hook)."""
 
-    def __init__(self, model, optimizer, communicator=None, **params):
+    def __init__(self, model, optimizer, communicator=None, state_from=None, **params):
         self.model = model
         self.optimizer = optimizer
         comm = communicator if communicator is not None else communicator_for(model.process_group)
@@ -194,10 +198,18 @@ class SelSyncOptimizer:
         for p in self.params:
             if p.dtype != torch.float32 or not p.is_contiguous():
                 raise ValueError("tessera selsync: float32 contiguous parameters only")
-        self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
-        model.register_comm_hook(None, _local_hook)
         self.synchronized = 0
         self.steps = 0
+        if state_from is not None:  # the same model's SelSync before a shrink or grow: its history goes on
+            if not isinstance(state_from, SelSyncOptimizer) or params:
+                raise ValueError("tessera selsync: state_from is the SelSyncOptimizer of the same model's earlier "
+                                 "DDP (and takes its parameters from it)")
+            self.selsync = state_from.selsync
+            self.selsync.move_to(comm)
+            self.synchronized, self.steps = state_from.synchronized, state_from.steps
+        else:
+            self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
+        model.register_comm_hook(None, _local_hook)
 
     def step(self, closure=None):
         loss = self.optimizer.step(closure)
@@ -222,7 +234,9 @@ class SelSyncOptimizer:
         return getattr(self.optimizer, name)
 
 
-def selsync(model, optimizer, communicator=None, **params):
+def selsync(model, optimizer, communicator=None, state_from=None, **params):
     """SelSync for a DDP model: returns the optimizer to use (see SelSyncOptimizer). Parameters:
-    delta (>= 0; 0 synchronizes every step), ewma_window, ewma_alpha."""
-    return SelSyncOptimizer(model, optimizer, communicator, **params)
+    delta (>= 0; 0 synchronizes every step), ewma_window, ewma_alpha. state_from: the
+    SelSyncOptimizer of the same model's earlier DDP (before tessera.torch.elastic's shrink or
+    grow re-wrapped it): its smoothed gradient norms and counts go on over the new group."""
+    return SelSyncOptimizer(model, optimizer, communicator, state_from, **params)
