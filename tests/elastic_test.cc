@@ -34,6 +34,17 @@ RunResult runElastic(int n, const std::vector<std::string>& workerArgs, const st
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The survivors (old ranks, in order) each report their new rank of as many, and `moved` (what
+// they carried over to the new communicator and checked there).
+void expectSurvivorsMoved(const RunResult& r, const std::vector<int>& survivors, const std::string& moved) {
+  const std::string of = " of " + std::to_string(survivors.size());
+  for (size_t next = 0; next < survivors.size(); ++next) {
+    const std::string line = outcomeOf(r, survivors[next]);
+    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(next) + of)) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, moved)) << line;
+  }
+}
+
 // One rank SIGKILLed during a dense ring allreduce (16 MiB, 4 ranks): the three others shrink
 // to a communicator of 3 whose next collectives are exact.
 TEST(Elastic, SurvivorsOfAKilledRankShrinkAndGoOn) {
@@ -55,22 +66,13 @@ TEST(Elastic, SurvivorsOfAKilledRankShrinkAndGoOn) {
 TEST(Elastic, SurvivorsOfAKilledRankInAMarsitAllreduceGoOn) {
   RunResult r = runElastic(4, {"shrink", "1", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=marsit"});
   ASSERT_FALSE(r.timedOut) << describe(r);
-  int next = 0;
-  for (int rank : {0, 2, 3}) {
-    const std::string line = outcomeOf(r, rank);
-    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(next++) + " of 3")) << line << "\n" << describe(r);
-    EXPECT_TRUE(has(line, "tensor moved, its step agreed")) << line;
-  }
+  expectSurvivorsMoved(r, {0, 2, 3}, "tensor moved, its step agreed");
 }
 
 TEST(Elastic, SurvivorsOfAKilledRankInASparDLAllreduceGoOn) {
   RunResult r = runElastic(5, {"shrink", "4", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=spardl"});
   ASSERT_FALSE(r.timedOut) << describe(r);
-  for (int rank = 0; rank < 4; ++rank) {
-    const std::string line = outcomeOf(r, rank);
-    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(rank) + " of 4")) << line << "\n" << describe(r);
-    EXPECT_TRUE(has(line, "tensor moved, its step agreed")) << line;
-  }
+  expectSurvivorsMoved(r, {0, 1, 2, 3}, "tensor moved, its step agreed");
 }
 
 // A rank SIGKILLed between handing over its two COVAP buckets, and one before its SelSync
@@ -80,22 +82,13 @@ TEST(Elastic, SurvivorsOfAKilledRankInASparDLAllreduceGoOn) {
 TEST(Elastic, SurvivorsOfAKilledRankInACovapStepMoveItsResidualsAndGoOn) {
   RunResult r = runElastic(4, {"shrink", "2", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=covap"});
   ASSERT_FALSE(r.timedOut) << describe(r);
-  int next = 0;
-  for (int rank : {0, 1, 3}) {
-    const std::string line = outcomeOf(r, rank);
-    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(next++) + " of 3")) << line << "\n" << describe(r);
-    EXPECT_TRUE(has(line, "covap moved, its step agreed")) << line;
-  }
+  expectSurvivorsMoved(r, {0, 1, 3}, "covap moved, its step agreed");
 }
 
 TEST(Elastic, SurvivorsOfAKilledRankInASelSyncStepMoveItAndGoOn) {
   RunResult r = runElastic(3, {"shrink", "0", "65536"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=selsync"});
   ASSERT_FALSE(r.timedOut) << describe(r);
-  for (int rank : {1, 2}) {
-    const std::string line = outcomeOf(r, rank);
-    EXPECT_TRUE(has(line, "SHRUNK to rank " + std::to_string(rank - 1) + " of 2")) << line << "\n" << describe(r);
-    EXPECT_TRUE(has(line, "selsync moved, its step agreed")) << line;
-  }
+  expectSurvivorsMoved(r, {1, 2}, "selsync moved, its step agreed");
 }
 
 // Two ranks at once, of 5 (the rest still a majority), over TCP between the processes.

@@ -85,7 +85,9 @@ class TensorSteps final : public FaultSteps {
 class CovapSteps final : public FaultSteps {
  public:
   CovapSteps(std::unique_ptr<covap::Covap> c, size_t count, int rank)
-      : covap_(std::move(c)), grads_{std::vector<float>(count / 2), std::vector<float>(count - count / 2)}, rank_(rank) {}
+      : covap_(std::move(c)),
+        grads_{std::vector<float>(count / 2), std::vector<float>(count - count / 2)},
+        rank_(rank) {}
   std::function<Status()> post(int i, const std::function<void()>& midway) override {
     before_ = {covap_->residual(0), covap_->residual(1)};
     stepBefore_ = covap_->step();
@@ -102,7 +104,8 @@ class CovapSteps final : public FaultSteps {
   std::string moveAndCheck(Communicator& next) override {
     if (covap_->step() != stepBefore_) return "the failed step was counted";
     for (size_t b = 0; b < 2; ++b)
-      if (covap_->residual(b) != before_[b]) return "the failed step changed bucket " + std::to_string(b) + "'s residual";
+      if (covap_->residual(b) != before_[b])
+        return "the failed step changed bucket " + std::to_string(b) + "'s residual";
     if (sum(before_[0]) + sum(before_[1]) == 0) return "nothing was held back before the failure";
     if (Status s = covap_->moveTo(next); !s.isOk()) return "the move: " + s.toString();
     if (covap_->step() != stepBefore_ || covap_->residual(0) != before_[0] || covap_->residual(1) != before_[1])
@@ -167,8 +170,8 @@ Result<std::unique_ptr<FaultSteps>> makeFaultSteps(Communicator& comm, size_t co
   if (!algorithm) return std::unique_ptr<FaultSteps>(new DenseSteps(comm, count));
   const std::string name = algorithm;
   if (name == "covap") {
-    TSR_ASSIGN_OR_RETURN(auto c, covap::Covap::create(comm, {{"interval", "2"}, {"ef_init", "0.5"}},
-                                                      {count / 2, count - count / 2}));
+    TSR_ASSIGN_OR_RETURN(
+        auto c, covap::Covap::create(comm, {{"interval", "2"}, {"ef_init", "0.5"}}, {count / 2, count - count / 2}));
     return std::unique_ptr<FaultSteps>(new CovapSteps(std::move(c), count, comm.rank()));
   }
   if (name == "selsync") {
