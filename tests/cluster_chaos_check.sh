@@ -102,8 +102,13 @@ case $scenario in
     pid=$(rank_pid "$victim"); [ -n "$pid" ] || fail "no process of rank $victim"
     kill -STOP "$pid"
     stopped=$(date +%s%N)
-    # Every other rank reports; then the stopped one may go on and see its peers gone.
+    # Every other rank reports; then the stopped one may go on and see its peers gone. When
+    # each rank's first error line appeared is noted (to the 0.1 s), for a run that fails.
+    seen=()
     for _ in $(seq 1 300); do
+      for ((r = 0; r < hosts; r++)); do
+        [ -z "${seen[r]:-}" ] && grep -qE "^\[$r\] .*TSR_ERR_" "$log" && seen[r]="rank $r: $(ms_since "$stopped") ms"
+      done
       [ "$(grep -cE "^\[[0-9]+\] .*TSR_ERR_TIMEOUT" "$log")" -ge $((hosts - 1)) ] && break
       sleep 0.1
     done
@@ -111,6 +116,7 @@ case $scenario in
     kill -CONT "$pid"
     wait "$child"; status=$?; child=
     cat "$log"
+    echo "first error line after the stop: ${seen[*]:-none}"
     echo "every other rank reported ${took} ms after the stop; the job exited $status"
     [ "$status" != 0 ] || { echo "FAIL: the job exited 0"; exit 1; }
     bad=0
