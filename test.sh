@@ -50,7 +50,7 @@ done
 tsr_ctest "Release tests" --test-dir build --output-on-failure --timeout 900 -j"$(nproc)" ${leave_out:+-LE "$leave_out"} -E "$full_cases"
 
 tsr_phase "Sanitizer build (build-asan/)"
-tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF
+tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1" -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF
 # UCX's malloc/mmap hooks fight the sanitizer's allocator: turn them off for this run. The
 # Python checks run after, on their own (the interpreter must load the ASan runtime first).
 # hwloc unloads its plugins before LSan reports, so the few allocations they keep could be

@@ -6,7 +6,7 @@
 #include "topology/tests/fixtures.h"
 
 namespace tsr::topology {
-namespace {
+namespace binding_test {  // named, not anonymous: the test binary is a unity build
 
 MachineTopology load(const std::string& name) {
   auto result = loadXml(testing::fixture(name));
@@ -106,5 +106,5 @@ TEST(Binding, ApplyOnThisMachine) {
   EXPECT_TRUE(applyBinding(plan).isOk());
 }
 
-}  // namespace
+}  // namespace binding_test
 }  // namespace tsr::topology

@@ -11,7 +11,7 @@
 #include "topology/torus_schedule.h"
 
 namespace tsr::topology {
-namespace {
+namespace locality_test {  // named, not anonymous: the test binary is a unity build
 
 MachineTopology load(const std::string& name) {
   auto result = loadXml(testing::fixture(name));
@@ -108,5 +108,5 @@ TEST(Locality, UnevenHostsHaveNoTorus) {
   EXPECT_NE(shape.status().message().find("big: 3, small: 2"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace locality_test
 }  // namespace tsr::topology

@@ -18,7 +18,7 @@
 #include "tests/support/thread_world.h"
 
 namespace tsr::compressed {
-namespace {
+namespace compressed_two_level_test {  // named, not anonymous: the test binary is a unity build
 
 float inputOf(int rank, size_t j, int step) {
   return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + 0.9f * step) *
@@ -198,5 +198,5 @@ INSTANTIATE_TEST_SUITE_P(Grids, TwoLevel,
                                            Case{2, 3, "none", "topk"}, Case{2, 3, "fp16", "fp16"}),
                          caseName);
 
-}  // namespace
+}  // namespace compressed_two_level_test
 }  // namespace tsr::compressed

@@ -16,7 +16,7 @@
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
-namespace {
+namespace dtype_matrix_test {  // named, not anonymous: the test binary is a unity build
 
 using namespace tsr::algorithms::testing;
 using reference::closeEnough;
@@ -354,5 +354,5 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DtypeMatrix, ::testing::Values(1, 2, 3, 7, 16),
 INSTANTIATE_TEST_SUITE_P(FullRanks, DtypeMatrix, ::testing::Values(4, 5, 6, 8, 11),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
 
-}  // namespace
+}  // namespace dtype_matrix_test
 }  // namespace tsr::algorithms

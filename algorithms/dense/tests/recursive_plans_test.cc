@@ -9,7 +9,7 @@
 #include "algorithms/dense/tests/plan_world.h"
 
 namespace tsr::algorithms {
-namespace {
+namespace recursive_plans_test {  // named, not anonymous: the test binary is a unity build
 
 using namespace tsr::algorithms::testing;
 
@@ -204,5 +204,5 @@ INSTANTIATE_TEST_SUITE_P(Grids, HierPlans,
                            return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
                          });
 
-}  // namespace
+}  // namespace recursive_plans_test
 }  // namespace tsr::algorithms

@@ -16,7 +16,7 @@
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
-namespace {
+namespace shm_staged_collective_test {  // named, not anonymous: the test binary is a unity build
 
 using reference::closeEnough;
 using reference::inputValue;
@@ -190,5 +190,5 @@ TEST(ShmStagedAllreduce, APeerThatTookAnotherRouteIsNamed) {
   EXPECT_NE(st[0].message().find("rank 1 ran it as messages"), std::string::npos) << st[0].message();
 }
 
-}  // namespace
+}  // namespace shm_staged_collective_test
 }  // namespace tsr::algorithms

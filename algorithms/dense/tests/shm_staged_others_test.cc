@@ -15,7 +15,7 @@
 #include "base/reference_values.h"
 
 namespace tsr::algorithms {
-namespace {
+namespace shm_staged_others_test {  // named, not anonymous: the test binary is a unity build
 
 using reference::closeEnough;
 using reference::inputValue;
@@ -284,5 +284,5 @@ TEST(ShmStagedLayout, BytesPublishedAndWhatItServes) {
   EXPECT_FALSE(ShmStagedLayout::serves(CollectiveKind::kBarrier, DataType::kF32, 4));
 }
 
-}  // namespace
+}  // namespace shm_staged_others_test
 }  // namespace tsr::algorithms

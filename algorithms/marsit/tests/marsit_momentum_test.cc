@@ -16,7 +16,7 @@
 #include "tests/support/thread_world.h"
 
 namespace tsr::marsit {
-namespace {
+namespace marsit_momentum_test {  // named, not anonymous: the test binary is a unity build
 
 constexpr size_t kBlock = 4096;  // the default scale_block
 
@@ -227,5 +227,5 @@ TEST(MarsitMomentum, BadValuesAreNamed) {
   });
 }
 
-}  // namespace
+}  // namespace marsit_momentum_test
 }  // namespace tsr::marsit

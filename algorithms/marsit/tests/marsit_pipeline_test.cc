@@ -16,7 +16,7 @@
 #include "tests/support/thread_world.h"
 
 namespace tsr::marsit {
-namespace {
+namespace marsit_pipeline_test {  // named, not anonymous: the test binary is a unity build
 
 float inputOf(int rank, size_t j, int step) {
   return std::sin(0.61f * static_cast<float>(j + 3) * static_cast<float>(rank + 1) + 0.7f * step) *
@@ -196,5 +196,5 @@ TEST(MarsitPipelined, NanInALatePackedChunkFailsEveryRankNamingTheFirstBadElemen
                     {{"TSR_CHUNK_BYTES", "1024"}});
 }
 
-}  // namespace
+}  // namespace marsit_pipeline_test
 }  // namespace tsr::marsit

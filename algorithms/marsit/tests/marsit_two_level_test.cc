@@ -18,7 +18,7 @@
 #include "tests/support/thread_world.h"
 
 namespace tsr::marsit {
-namespace {
+namespace marsit_two_level_test {  // named, not anonymous: the test binary is a unity build
 
 float inputOf(int rank, size_t j, int step) {
   return std::sin(0.37f * static_cast<float>(j + 1) * static_cast<float>(rank + 2) + step) * (1.0f + 0.1f * rank);
@@ -225,5 +225,5 @@ TEST(TwoLevelErrors, NanFailsEveryRank) {
   });
 }
 
-}  // namespace
+}  // namespace marsit_two_level_test
 }  // namespace tsr::marsit

@@ -13,7 +13,7 @@
 #include "runtime/bootstrap/tests/test_util.h"
 
 namespace tsr::runtime {
-namespace {
+namespace job_secret_test {  // named, not anonymous: the test binary is a unity build
 
 const std::string kSecret = "0123456789abcdef0123";
 
@@ -140,5 +140,5 @@ TEST(JobSecret, InsecureJobStartsAndSaysSoLoudly) {
   EXPECT_NE(log.text().find("the bootstrap is NOT authenticated"), std::string::npos) << log.text();
 }
 
-}  // namespace
+}  // namespace job_secret_test
 }  // namespace tsr::runtime

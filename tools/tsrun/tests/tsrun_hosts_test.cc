@@ -7,7 +7,7 @@
 #include "tools/tsrun/tests/e2e_support.h"
 
 namespace tsr::tools::tsrun {
-namespace {
+namespace tsrun_hosts_test {  // named, not anonymous: the test binary is a unity build
 
 using namespace testing;
 
@@ -57,5 +57,5 @@ TEST(TsrunHosts, HostfileTooLargeToBeOneIsRefused) {
   EXPECT_TRUE(contains(r.err, "hostfile '/dev/zero' is too large")) << r.err;
 }
 
-}  // namespace
+}  // namespace tsrun_hosts_test
 }  // namespace tsr::tools::tsrun
