@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/self_path.h"
 #include "tests/support/job_report.h"
 #include "tools/tsrun/tests/child_process.h"
 
@@ -21,12 +22,12 @@ using tools::tsrun::testing::RunResult;
 
 RunResult runElastic(int n, const std::vector<std::string>& workerArgs, const std::vector<std::string>& env,
                      const std::string& mode = "--elastic") {
-  std::vector<std::string> argv{TSRUN_PATH, mode, "-np", std::to_string(n)};
+  std::vector<std::string> argv{besideSelf("tsrun"), mode, "-np", std::to_string(n)};
   for (const auto& e : env) {
     argv.push_back("-x");
     argv.push_back(e);
   }
-  argv.push_back(FAULT_WORKER_PATH);
+  argv.push_back(besideSelf("fault_worker"));
   argv.insert(argv.end(), workerArgs.begin(), workerArgs.end());
   ChildProcess job(argv);
   return job.finish(120);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/self_path.h"
 #include "tests/support/job_report.h"
 #include "tools/tsrun/tests/child_process.h"
 
@@ -28,12 +29,12 @@ using tools::tsrun::testing::RunResult;
 // failed (fault_worker ignores SIGTERM) before tsrun kills them.
 RunResult runJob(int n, const std::vector<std::string>& workerArgs, const std::vector<std::string>& env,
                  double limitSeconds, int grace = 9) {
-  std::vector<std::string> argv{TSRUN_PATH, "-np", std::to_string(n), "--grace", std::to_string(grace)};
+  std::vector<std::string> argv{besideSelf("tsrun"), "-np", std::to_string(n), "--grace", std::to_string(grace)};
   for (const auto& e : env) {
     argv.push_back("-x");
     argv.push_back(e);
   }
-  argv.push_back(FAULT_WORKER_PATH);
+  argv.push_back(besideSelf("fault_worker"));
   argv.insert(argv.end(), workerArgs.begin(), workerArgs.end());
   ChildProcess job(argv);
   return job.finish(limitSeconds);
@@ -158,7 +159,7 @@ TEST(ProcessFaults, StoppedRankMakesSleepingRanksTimeOut) {
 // tsrun killed with SIGKILL cannot stop its ranks: each sees the end of the standard input
 // tsrun held for it, sends itself SIGTERM (ignored by fault_worker) and SIGKILL after --grace.
 TEST(ProcessFaults, RanksEndWhenTsrunIsKilled) {
-  ChildProcess job({TSRUN_PATH, "-np", "3", "--grace", "1", FAULT_WORKER_PATH, "hold"});
+  ChildProcess job({besideSelf("tsrun"), "-np", "3", "--grace", "1", besideSelf("fault_worker"), "hold"});
   for (int rank = 0; rank < 3; ++rank) {
     std::string up = "[" + std::to_string(rank) + "] rank " + std::to_string(rank) + ": up pid ";
     ASSERT_TRUE(job.waitForOutput(up, 60)) << up;

@@ -12,6 +12,7 @@
 #include "runtime/communicator.h"
 #include "tests/support/thread_world.h"
 #include "topology/discovery.h"
+#include "topology/tests/fixtures.h"
 
 namespace tsr {
 namespace {
@@ -39,7 +40,7 @@ TEST(TopologyInRuntime, DumpFileIsWrittenPerRankAndLoads) {
 }
 
 TEST(TopologyInRuntime, TopologyFileReplacesDiscovery) {
-  std::string fixture = std::string(TSR_TOPOLOGY_FIXTURES) + "/dual_socket_8gpu_4nic.xml";
+  std::string fixture = topology::testing::fixture("dual_socket_8gpu_4nic.xml");
   testing::runRanks(4,
                     [](Communicator& comm) {
                       // One host: the ring keeps every rank, the torus is the most square 2 x 2.

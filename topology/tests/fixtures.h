@@ -11,8 +11,11 @@
 
 #include <string>
 
+#include "base/self_path.h"
+
 namespace tsr::topology::testing {
 
-inline std::string fixture(const std::string& name) { return std::string(TSR_TOPOLOGY_FIXTURES) + "/" + name; }
+// Copied beside the test binaries by topology/tests/CMakeLists.txt.
+inline std::string fixture(const std::string& name) { return besideSelf("fixtures/topology/" + name); }
 
 }  // namespace tsr::topology::testing

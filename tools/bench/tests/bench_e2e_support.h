@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/self_path.h"
 #include "tools/tsrun/tests/child_process.h"
 
 namespace tsr::tools::bench::testing {
@@ -21,7 +22,7 @@ using tsr::tools::tsrun::testing::RunResult;
 
 // tsrun -np n tsr-bench args..., given 120 s.
 inline RunResult bench(int n, std::vector<std::string> args) {
-  std::vector<std::string> argv{TSRUN_PATH, "-np", std::to_string(n), TSR_BENCH_PATH};
+  std::vector<std::string> argv{besideSelf("tsrun"), "-np", std::to_string(n), besideSelf("tsr-bench")};
   argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess p(argv);
   return p.finish(120);

@@ -1,5 +1,5 @@
-// What the tests of the real tsrun binary (TSRUN_PATH) share: the command line, output checks
-// and a temporary directory for helper files.
+// What the tests of the real tsrun binary (found beside theirs) share: the command line,
+// output checks and a temporary directory for helper files.
 #pragma once
 
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/self_path.h"
 #include "tools/tsrun/tests/child_process.h"
 
 namespace tsr::tools::tsrun::testing {
@@ -19,7 +20,7 @@ namespace tsr::tools::tsrun::testing {
 using Words = std::vector<std::string>;
 
 inline Words tsrun(Words args) {
-  args.insert(args.begin(), TSRUN_PATH);
+  args.insert(args.begin(), besideSelf("tsrun"));
   return args;
 }
 

@@ -1,4 +1,4 @@
-// End-to-end tests of the real tsrun binary (TSRUN_PATH): identity variables, output
+// End-to-end tests of the real tsrun binary (beside theirs): identity variables, output
 // prefixing, failure handling, signals, -x, timeouts, hostfile errors and the rsh path with a
 // fake agent. Each test keeps well under a few seconds except the ones that measure stopping.
 #include <signal.h>
