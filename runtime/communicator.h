@@ -316,7 +316,9 @@ class Communicator final : public algorithms::Team {
 
   // One agreement and bootstrap of shrink(); *bootstrapFailed when the agreement held and the
   // bootstrap did not (a survivor died after it).
-  Result<std::unique_ptr<Communicator>> shrinkOnce(bool* bootstrapFailed);
+  // lateBy: how much later than this rank a live peer may start the agreement (it may still be
+  // failing the previous attempt's bootstrap); a silent peer is lost at the timeout after that.
+  Result<std::unique_ptr<Communicator>> shrinkOnce(bool* bootstrapFailed, std::chrono::milliseconds lateBy);
 
   Result<RequestPtr> postPointToPoint(bool isSend, void* buffer, size_t count, DataType dtype, int peer, uint32_t tag);
 

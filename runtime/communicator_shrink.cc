@@ -46,16 +46,23 @@ Result<std::unique_ptr<Communicator>> Communicator::shrink() {
     return Status(Code::kInvalidArgument, "shrink: the communicator's memory type is not host (set it back to host)");
   // A survivor that dies after the agreement keeps every survivor's bootstrap from closing:
   // they all fail it, and agree again (the next epoch, alike on each), now without it.
+  // A survivor can learn of that death only at its bootstrap's bound (it was connecting to the
+  // dead rank) while the others learnt of it at once: the next agreement waits that much longer
+  // for it before taking its silence for death.
   bool bootstrapFailed = false;
-  auto made = shrinkOnce(&bootstrapFailed);
+  auto made = shrinkOnce(&bootstrapFailed, std::chrono::milliseconds(0));
   for (int attempt = 1; attempt < kShrinkAttempts && bootstrapFailed; ++attempt) {
     log::get("runtime")->warn("rank {}: {}; agreeing again", rank_, made.status().message());
-    made = shrinkOnce(&bootstrapFailed);
+    auto childConfig = recoveryConfig(config_, timeoutMs_.load());
+    if (!childConfig.isOk()) return childConfig.status();
+    made =
+        shrinkOnce(&bootstrapFailed, std::chrono::milliseconds(childConfig.value().getInt("TSR_BOOTSTRAP_TIMEOUT_MS")));
   }
   return made;
 }
 
-Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFailed) {
+Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFailed,
+                                                               std::chrono::milliseconds lateBy) {
   *bootstrapFailed = false;
   const uint32_t epoch = shrinks_++;
   const auto started = Clock::now();
@@ -75,8 +82,10 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   };
   tell();
   auto told = Clock::now();
-  // Peers that answer nothing are lost at the timeout; the agreement itself gets as long again.
+  // Peers that answer nothing are lost at the timeout (after lateBy); the agreement itself gets
+  // a timeout more.
   const auto timeout = std::chrono::milliseconds(timeoutMs_.load());
+  const auto silentUntil = timeout + lateBy, giveUpAt = silentUntil + timeout;
   bool expired = false;
   std::vector<std::pair<int, std::string>> later;  // a later epoch's messages, kept for it
   while (!agreement.agreed()) {
@@ -98,7 +107,7 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
     }
     for (int peer : engine_->lostPeers()) grew |= agreement.lose(peer);
     const auto now = Clock::now();
-    if (!expired && now - started >= timeout) {
+    if (!expired && now - started >= silentUntil) {
       expired = true;
       grew |= agreement.expire();
     }
@@ -108,10 +117,10 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
       tell();
       told = now;
     }
-    if (now - started >= 2 * timeout && !agreement.agreed())
-      return Status(Code::kTimeout, "shrink: " + me + " waited " + std::to_string(2 * timeout.count()) +
-                                        " ms for ranks " + rankList(agreement.waitingFor()) +
-                                        " to agree that the lost are " + agreement.lostText() +
+    if (now - started >= giveUpAt && !agreement.agreed())
+      return Status(Code::kTimeout, "shrink: " + me + " waited " + std::to_string(giveUpAt.count()) + " ms for ranks " +
+                                        rankList(agreement.waitingFor()) + " to agree that the lost are " +
+                                        agreement.lostText() +
                                         " (a failure during the shrink that they saw otherwise; call it again)");
   }
   if (!later.empty()) {
