@@ -50,7 +50,10 @@ done
 tsr_ctest "Release tests" --test-dir build --output-on-failure --timeout 900 -j"$(nproc)" ${leave_out:+-LE "$leave_out"} -E "$full_cases"
 
 tsr_phase "Sanitizer build (build-asan/)"
-tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1" -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF
+# clang, not GCC: it compiles this tree about twice as fast at -O0 under ASan + UBSan, and its
+# UBSan checks a few things more (calls through a function pointer of the wrong type).
+tsr_build build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1" -DTSR_SANITIZE=ON -DTSR_WITH_CUDA=OFF \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 # UCX's malloc/mmap hooks fight the sanitizer's allocator: turn them off for this run. The
 # Python checks run after, on their own (the interpreter must load the ASan runtime first).
 # hwloc unloads its plugins before LSan reports, so the few allocations they keep could be
@@ -62,11 +65,11 @@ ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 LSAN_OPTIONS="suppressions=$TSR_ROOT/scripts/lsan.supp" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   tsr_ctest "Tests under ASan + UBSan" --test-dir build-asan --output-on-failure --timeout 900 -j"$(nproc)" -LE "${leave_out:+$leave_out|}netns|python" -E "$full_cases"
-# The interpreter is not instrumented: preloading the sanitizers' runtimes lets it load the
-# instrumented libtessera (ranks under tsrun inherit LD_PRELOAD). Leaks are not checked here:
-# CPython keeps its own allocations at exit on purpose.
-sanitizer_runtimes="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-LD_PRELOAD="$sanitizer_runtimes $hwloc_plugins" \
+# The interpreter is not instrumented: preloading the sanitizers' runtime (clang's has ASan and
+# UBSan in one) lets it load the instrumented libtessera (ranks under tsrun inherit LD_PRELOAD).
+# Leaks are not checked here: CPython keeps its own allocations at exit on purpose.
+sanitizer_runtime=$(clang++ -print-file-name="libclang_rt.asan-$(uname -m).so")
+LD_PRELOAD="$sanitizer_runtime $hwloc_plugins" \
 UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \

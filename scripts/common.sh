@@ -6,7 +6,7 @@ TSR_PACKAGES=(cmake ninja-build g++ pkg-config libucx-dev ucx-utils libhwloc-dev
               libboost-dev libspdlog-dev libfmt-dev libgtest-dev libssl-dev libcli11-dev
               iproute2 zlib1g-dev python3-numpy libsimgrid-dev clang-format
               python3-torch libtorch-dev pybind11-dev python3-dev python3-venv python3-matplotlib
-              dataset-fashion-mnist ccache dpkg-dev)
+              dataset-fashion-mnist ccache dpkg-dev clang)
 
 # PyTorch 2.x, from PyPI, beside Debian's 1.13: the torch backend is built and checked against
 # both. Pinned to the version of the GPU machines; kept outside the checkout so that every clone
