@@ -53,7 +53,8 @@ def store_secret(c):
     saved = {k: os.environ.pop(k) for k in ("TSR_JOB_SECRET", "TSR_JOB_SECRET_FILE") if k in os.environ}
     try:
         store = dist.HashStore()
-        drawn = _backend._peers_through(store, 0, 1, "a")
+        drawn, held = _backend._peers_through(store, 0, 1, "a")
+        held.close()
         c.expect(len(drawn.get("secret", "")) == 64 and store.num_keys() == 2,
                  f"no secret of the user's: rank 0 draws one and publishes it ({sorted(drawn)})")
         # Under tsrun what travels is a nonce: the secret derives from the job's, never sent.
@@ -62,12 +63,35 @@ def store_secret(c):
                  "under tsrun the group's secret must derive from the job secret, not be the published value")
         os.environ["TSR_JOB_SECRET"] = "the-user's-own-secret"
         store = dist.HashStore()
-        own = _backend._peers_through(store, 0, 1, "b")
+        own, held = _backend._peers_through(store, 0, 1, "b")
+        held.close()
         c.expect("secret" not in own and store.num_keys() == 1,
                  f"TSR_JOB_SECRET set: the store must hold no secret ({sorted(own)})")
     finally:
         os.environ.pop("TSR_JOB_SECRET", None)
         os.environ.update(saved)
+
+
+def port_reservation(c):
+    """A store-met group's bootstrap port is held from the moment it is published until the
+    communicator listens: nobody else can bind it meanwhile, the bootstrap's listener can, and
+    it lies below the ephemeral range that bind(0) and outgoing connections draw from."""
+    import socket
+    from tessera.torch import _backend
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    held = _backend._reserve_port(True)
+    port = held.getsockname()[1]
+    c.expect(20000 <= port < low, f"reserved port {port} must lie in 20000..{low - 1}")
+    with held, socket.socket() as other, socket.socket() as listener:
+        try:
+            other.bind(("127.0.0.1", port))
+            c.expect(False, f"a plain bind took the reserved port {port}")
+        except OSError:
+            pass
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))  # raises (and fails the check) if the reservation blocks it
+        listener.listen()
 
 
 def subgroups(c, rank, size):
@@ -202,6 +226,7 @@ def main():
     rank, size = dist.get_rank(), dist.get_world_size()
     c = Checks()
     store_secret(c)
+    port_reservation(c)
     for dtype in DTYPES:
         for op_code, op in OPS.items():
             if op == "avg" and dtype in (torch.int32, torch.int64):

@@ -186,9 +186,10 @@ def main():
     rank, size = comm.rank, comm.size
     port = torch.tensor([0], dtype=torch.int64)
     if rank == 0:
-        import socket
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
+        # Below the ephemeral range, so no bind(0) or outgoing connection of a test running
+        # beside this one takes it before gloo's store listens on it.
+        from tessera.torch import _backend
+        with _backend._reserve_port(True) as s:
             port[0] = s.getsockname()[1]
     comm.broadcast(port, root=0)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(int(port)))

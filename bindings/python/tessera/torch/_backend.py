@@ -246,10 +246,30 @@ def _reachable_address():
     return socket.gethostbyname(socket.gethostname())
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
+def _reserve_port(loopback_only):
+    """A socket holding a TCP port for this rank's bootstrap until the communicator listens
+    on it (as base/port_reservation.h does for the runtime's own groups): a port below the
+    kernel's ephemeral range, so no bind(0) or outgoing connection on the machine is handed
+    it; bound without SO_REUSEADDR (ours alone), then flagged SO_REUSEADDR so the bootstrap's
+    listener, which sets it too, can bind beside it. Close it once the group is created."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first = int(f.read().split()[0])
+        low = first if first > 21000 else low
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = secrets.SystemRandom()
+    for _ in range(20000):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1" if loopback_only else "", rng.randrange(20000, low)))
+        except OSError:
+            s.close()  # taken, by anyone (another reservation too): draw again
+            continue
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        return s
+    raise RuntimeError(f"tessera: no free TCP port in 20000..{low - 1} for the bootstrap after 20000 draws")
 
 
 # A key every rank of a Tessera-launched job can derive and no one else (tsrun hands the job
@@ -265,10 +285,12 @@ def _peers_through(store, rank, size, group):
     the job secret of a Tessera launch and a nonce rank 0 publishes; else (torchrun) drawn by
     rank 0 and published: torch's TCPStore is not authenticated, so such a secret is only as
     safe as its port. Local rank and size come from the published hosts (the launcher's
-    LOCAL_RANK is the world's, not a subgroup's)."""
+    LOCAL_RANK is the world's, not a subgroup's). Returns the settings and the socket that
+    holds this rank's port (_reserve_port): close it once the communicator is created."""
     prefix = f"tessera/{group}/"
     host = _reachable_address()
-    store.set(f"{prefix}peer/{rank}", f"{host}:{_free_port()}")
+    held = _reserve_port(host.startswith("127."))
+    store.set(f"{prefix}peer/{rank}", f"{host}:{held.getsockname()[1]}")
     own_secret = "TSR_JOB_SECRET" in os.environ or "TSR_JOB_SECRET_FILE" in os.environ
     if rank == 0 and not own_secret:
         store.set(f"{prefix}secret", secrets.token_hex(32))
@@ -280,7 +302,7 @@ def _peers_through(store, rank, size, group):
         published = store.get(f"{prefix}secret").decode()
         settings["secret"] = (hmac.new(_launch_key, published.encode(), hashlib.sha256).hexdigest()
                               if _launch_key else published)
-    return settings
+    return settings, held
 
 
 _launch_used = False  # whether a group of this process has bootstrapped from Tessera's launch
@@ -309,14 +331,19 @@ def _create(store, rank, size, timeout):
         return pg
     ours = _last_store is not None and _last_store.process_group is None
     launched = _tessera_launch() and not _launch_used and size == _launch_rank_size()[1]
+    held = None
     if ours or store is None or launched:
         settings = {}
         _launch_used = _launch_used or _tessera_launch()
     else:
-        settings = _peers_through(store, rank, size, "group")
+        settings, held = _peers_through(store, rank, size, "group")
     if "TSR_TIMEOUT_MS" not in os.environ and timeout is not None:
         settings["timeout_ms"] = int(timeout.total_seconds() * 1000)
-    pg = ProcessGroupTessera(rank, size, {k: str(v) for k, v in settings.items()})
+    try:
+        pg = ProcessGroupTessera(rank, size, {k: str(v) for k, v in settings.items()})
+    finally:
+        if held is not None:
+            held.close()
     _capi.forget_job_secret()
     if ours:
         _last_store.process_group = pg

@@ -62,8 +62,10 @@ def communicator_for(process_group=None):
         comm = tessera.Communicator()
     else:
         store = dist.distributed_c10d._get_default_store()
-        comm = tessera.Communicator(**_backend._peers_through(store, group.rank(), group.size(),
-                                                              f"hooks-{next(_backend._groups)}"))
+        settings, held = _backend._peers_through(store, group.rank(), group.size(),
+                                                 f"hooks-{next(_backend._groups)}")
+        with held:  # the port stays ours until the communicator listens on it
+            comm = tessera.Communicator(**settings)
     _gloo_side[id(group)] = comm
     return comm
 
