@@ -73,7 +73,9 @@ class Communicator final : public algorithms::Team {
   const std::string& hostOf(int rank) const { return hosts_.at(rank); }
   const Config& config() const { return config_; }
 
-  Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
+  Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op);
+  // The algorithms' allreduce (algorithms::Team): host buffers even while bufferMemory() is kCuda.
+  Result<RequestPtr> hostAllreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   Result<RequestPtr> allgather(const void* input, void* output, size_t countPerRank, DataType dtype);
   Result<RequestPtr> reduceScatter(const void* input, void* output, size_t countPerRank, DataType dtype, ReduceOp op);
   Result<RequestPtr> broadcast(const void* input, void* output, size_t count, DataType dtype, int root);
@@ -142,7 +144,7 @@ class Communicator final : public algorithms::Team {
   // waits for before reading its input, through an event recorded on it in the call, as
   // ncclAllReduce's stream argument; null (the default): the default stream's earlier work.
   void setCallerStream(void* stream) { callerStream_ = stream; }
-  void* callerStream() const { return callerStream_; }
+  void* callerStream() const override { return callerStream_; }
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
   bool transportMovesCuda() const override;
   // Run once by every thread before it drives UCX here (the progress thread, a waiting
@@ -245,6 +247,7 @@ class Communicator final : public algorithms::Team {
   std::optional<Result<RequestPtr>> viaShm(const algorithms::ShmCollectiveArgs& args);
   std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
   std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
+  bool stagesThisCall() const;                    // kCuda, and not inside hostAllreduce
   // CUDA buffers: are they? Then the caller's event (callerEvent).
   Result<algorithms::CallerEvent> prepareShmDevice(const algorithms::ShmCollectiveArgs& args);
   // The event of the caller's stream (setCallerStream) that a staged collective called now

@@ -49,9 +49,25 @@ Status Communicator::useDeviceCopier(std::unique_ptr<DeviceCopier> copier) {
   return Status::ok();
 }
 
+namespace {
+// Set on the calling thread while an algorithm's hostAllreduce posts: its buffers are host memory.
+thread_local bool tHostCall = false;
+}  // namespace
+
+bool Communicator::stagesThisCall() const { return bufferMemory_.load() == transport::MemoryType::kCuda && !tHostCall; }
+
+Result<RequestPtr> Communicator::hostAllreduce(const void* input, void* output, size_t count, DataType dtype,
+                                               ReduceOp op) {
+  const bool outer = tHostCall;
+  tHostCall = true;
+  auto posted = allreduce(input, output, count, dtype, op);
+  tHostCall = outer;
+  return posted;
+}
+
 Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::Plan> plan, const void* input,
                                              size_t inBytes, void* output, size_t outBytes) {
-  if (bufferMemory_.load() != transport::MemoryType::kCuda) return submit(std::move(plan), input, output);
+  if (!stagesThisCall()) return submit(std::move(plan), input, output);
   std::shared_ptr<DenseStaging> staging;
   {
     std::lock_guard<std::mutex> lock(mutex_);

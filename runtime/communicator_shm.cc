@@ -26,7 +26,7 @@ std::optional<Result<RequestPtr>> Communicator::viaShm(const algorithms::ShmColl
 std::string Communicator::shmSegmentName() const { return shm_ ? shm_->segmentName() : std::string(); }
 
 std::shared_ptr<DenseStaging> Communicator::deviceStaging() {
-  if (bufferMemory_.load() != transport::MemoryType::kCuda) return nullptr;
+  if (!stagesThisCall()) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   return staging_;
 }

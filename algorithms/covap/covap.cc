@@ -51,7 +51,7 @@ Status Covap::bucketReady(size_t bucket, float* grad) {
     float* g = grad + s.offset;
     const float* r = res.data() + s.offset;
     for (size_t j = 0; j < s.count; ++j) g[j] += static_cast<float>(coef) * r[j];
-    auto req = comm_->allreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg);
+    auto req = comm_->hostAllreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg);
     if (!req.isOk()) {
       if (stepError_.isOk()) stepError_ = req.status();
       return req.status();
@@ -76,7 +76,7 @@ Status Covap::finishStep() {
   const bool profileEnds = params_.interval == 0 && step_ + 1 == profileUntil_;
   double mine = profileComp_ > 0 ? profileComm_ / profileComp_ : 1e6, most = 0;
   if (first.isOk() && profileEnds) {
-    auto req = comm_->allreduce(&mine, &most, 1, DataType::kF64, ReduceOp::kMax);
+    auto req = comm_->hostAllreduce(&mine, &most, 1, DataType::kF64, ReduceOp::kMax);
     first = req.isOk() ? req.value()->wait() : req.status();
   }
   if (!first.isOk()) {
@@ -119,7 +119,7 @@ Status Covap::addToProfile(std::vector<std::pair<Clock::time_point, Clock::time_
   std::vector<double> mine, shortest(spans.size());
   for (auto [start, end] : spans) mine.push_back(std::chrono::duration<double>(end - start).count());
   if (!mine.empty()) {
-    auto req = comm_->allreduce(mine.data(), shortest.data(), mine.size(), DataType::kF64, ReduceOp::kMin);
+    auto req = comm_->hostAllreduce(mine.data(), shortest.data(), mine.size(), DataType::kF64, ReduceOp::kMin);
     TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
   }
   for (size_t i = 0; i < spans.size(); ++i)
@@ -180,7 +180,7 @@ Status Covap::moveTo(algorithms::Team& next) {
       stepped_ ? std::vector<int64_t>{step, -step, interval_, ccrBits, static_cast<int64_t>(profileUntil_), key, -key}
                : std::vector<int64_t>{kNone, kNone, kNone, kNone, kNone, key, -key};
   std::vector<int64_t> all(mine.size());
-  auto req = next.allreduce(mine.data(), all.data(), mine.size(), DataType::kI64, ReduceOp::kMax);
+  auto req = next.hostAllreduce(mine.data(), all.data(), mine.size(), DataType::kI64, ReduceOp::kMax);
   TSR_RETURN_IF_ERROR(req.isOk() ? req.value()->wait() : req.status());
   if (all[5] != -all[6])
     return Status(Code::kInvalidArgument,

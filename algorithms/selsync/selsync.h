@@ -7,16 +7,24 @@
 // decision. Synchronizing averages every bucket (parameters or gradients, as the trainer
 // chose) in one allreduce over a fused copy of the buckets.
 //
+// memory=cuda: the buckets are CUDA device memory. A local step touches them not at all; a
+// synchronized one copies them into one pinned host buffer (after the work queued on the
+// communicator's caller stream, tsr_comm_set_stream, else on the default stream), averages it
+// there with the same allreduce and copies the average back (algorithms/team/device_copier.h;
+// there is no GPU reduction for dense data). Only synchronized steps cross PCIe.
+//
 // The first step has no previous norm, so no change can be measured: its flag is false and,
 // unless delta = 0 (synchronize every step), it is local. A delta above every observed change
 // therefore never synchronizes; each step then costs exactly one flag exchange. Trainers start
 // every rank from the same parameters.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "algorithms/selsync/selsync_logic.h"
+#include "algorithms/team/device_staging.h"
 #include "algorithms/team/team.h"
 
 namespace tsr::selsync {
@@ -48,12 +56,17 @@ inline uint64_t savedBytesPerLocalStep(int worldSize, size_t floats) {
   return 2ull * (worldSize - 1) * floats * sizeof(float) / worldSize;
 }
 
+// Opens the pinned host buffer and copier for memory=cuda buckets (tensor name, floats):
+// algorithms::openDeviceStaging, or a fake copier's in tests.
+using StagingOpener = std::function<Result<std::shared_ptr<algorithms::DeviceStaging>>(const std::string&, size_t)>;
+
 class SelSync {
  public:
   // bucketCounts: f32 elements of each bucket of the model, fixed for the handle's life.
   static Result<std::unique_ptr<SelSync>> create(algorithms::Team& comm,
                                                  const std::map<std::string, std::string>& params,
-                                                 std::vector<size_t> bucketCounts);
+                                                 std::vector<size_t> bucketCounts,
+                                                 const StagingOpener& openStaging = algorithms::openDeviceStaging);
   // Collective: every rank calls it once per step with its buckets (same counts, in order).
   Result<StepResult> step(double gradNormSquared, const std::vector<float*>& buckets);
   // Carries on over `next` (a shrunk or grown team, or any other), keeping its smoothed
@@ -66,8 +79,11 @@ class SelSync {
   size_t bucketCount() const { return counts_.size(); }
 
  private:
-  SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts, bool alphaFromSize);
+  SelSync(algorithms::Team& comm, Params params, std::vector<size_t> counts, bool alphaFromSize,
+          std::shared_ptr<algorithms::DeviceStaging> staging);
+  Status checkBuckets(const std::vector<float*>& buckets) const;
   Status averageBuckets(const std::vector<float*>& buckets);
+  Status averageDeviceBuckets(const std::vector<float*>& buckets);
 
   algorithms::Team* comm_;  // a pointer: moveTo rebinds it
   Params params_;
@@ -75,7 +91,8 @@ class SelSync {
   std::vector<size_t> counts_;
   size_t total_ = 0;
   GradientChange change_;
-  std::vector<float> fused_;
+  std::vector<float> fused_;                            // host buckets: their fused copy
+  std::shared_ptr<algorithms::DeviceStaging> staging_;  // memory=cuda: pinned fused copy, copier
   Stats stats_;
 };
 

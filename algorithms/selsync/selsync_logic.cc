@@ -55,9 +55,12 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv, int wor
         p.aggregate = Aggregate::kGrads;
       else
         return bad(key, value, "params|grads");
+    } else if (key == "memory") {
+      if (value != "host" && value != "cuda") return bad(key, value, "host|cuda");
+      p.cudaBuckets = value == "cuda";
     } else {
       return Status(Code::kInvalidArgument, "selsync: unknown parameter " + key + "=" + value +
-                                                " (accepted: delta, ewma_window, ewma_alpha, aggregate)");
+                                                " (accepted: delta, ewma_window, ewma_alpha, aggregate, memory)");
     }
   }
   // The seed's smoothing factor N/100 (0.16 for 16 workers), kept inside (0, 1].

@@ -29,9 +29,10 @@ struct Params {
   int ewmaWindow = 25;
   double ewmaAlpha = 0;  // 0 = N/100 (set by parse from the world size)
   Aggregate aggregate = Aggregate::kParams;
+  bool cudaBuckets = false;  // memory=cuda: the buckets are CUDA device memory
 };
 
-// Keys: delta, ewma_window, ewma_alpha, aggregate=params|grads. Errors name the key, the value
+// Keys: delta, ewma_window, ewma_alpha, aggregate=params|grads, memory=host|cuda. Errors name the key, the value
 // and what is accepted.
 Result<Params> parseParams(const std::map<std::string, std::string>& kv, int worldSize);
 // ewma_alpha's default for N ranks: N/100, within [0.01, 1].

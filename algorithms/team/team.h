@@ -38,6 +38,9 @@ class Team {
   virtual const DenseOptions& denseOptions() const = 0;
   // Whether the transport takes CUDA buffers itself (else device tensors stage on the host).
   virtual bool transportMovesCuda() const = 0;
+  // The stream (a cudaStream_t) whose work produces the caller's device buffers, set by
+  // tsr_comm_set_stream; null: the default stream's order holds.
+  virtual void* callerStream() const { return nullptr; }
   // Has every thread that drives the transport run `bind` once first (a CUDA context made
   // current for device buffers: cudaThreadBinding); a team without such a transport ignores it.
   virtual void bindTransportThreads(std::function<void()> bind) { (void)bind; }
@@ -50,8 +53,10 @@ class Team {
   // merges.
   virtual Result<RequestPtr> submitPlan(std::shared_ptr<const Plan> plan, const void* input, void* output,
                                         uint64_t rngSeed = 0, uint32_t rngStep = 0) = 0;
-  // The team's dense allreduce; the team chooses the algorithm.
-  virtual Result<RequestPtr> allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) = 0;
+  // The team's dense allreduce of host buffers, whatever memory the team's own users declared
+  // for theirs (tsr_comm_set_memory_type); the team chooses the algorithm.
+  virtual Result<RequestPtr> hostAllreduce(const void* input, void* output, size_t count, DataType dtype,
+                                           ReduceOp op) = 0;
 };
 
 }  // namespace tsr::algorithms

@@ -28,7 +28,7 @@ class DenseTensor final : public Tensor {
   const std::string& algorithm() const override { return algorithm_; }
   ReduceOp result() const override { return result_; }
   Result<RequestPtr> allreduceAsync(void* data) override {
-    auto posted = team_.allreduce(data, data, count_, dtype_, result_);
+    auto posted = team_.hostAllreduce(data, data, count_, dtype_, result_);
     if (posted.isOk()) {
       pending_ = posted.value();
       ++posted_;

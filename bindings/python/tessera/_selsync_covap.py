@@ -21,8 +21,8 @@ def _counts(buckets):
     return (ctypes.c_size_t * len(counts))(*counts), counts
 
 
-def _float32(obj, what, count):
-    return as_buffer(obj, what, writable=True, dtype=_capi.FLOAT32, count=count)
+def _float32(obj, what, count, cuda=False):
+    return as_buffer(obj, what, writable=True, dtype=_capi.FLOAT32, count=count, cuda=cuda)
 
 
 class _Bucketed(Handle):
@@ -40,19 +40,33 @@ class _Bucketed(Handle):
 class SelSync(_Bucketed):
     """sync = SelSync(comm, [w.size, b.size], delta=0.3); every step, after the local update:
     synchronized = sync.step(grad_norm_squared, [w, b]) (collective; when True the buckets
-    now hold their average over all ranks, the same on every rank)."""
+    now hold their average over all ranks, the same on every rank). memory="cuda": the
+    buckets are CUDA memory (PyTorch CUDA tensors, __cuda_array_interface__ arrays), copied to
+    the host only on synchronized steps, after their producer's stream (PyTorch's current one)."""
     _destroy = _lib.tsr_selsync_destroy
 
     def __init__(self, comm, buckets, **params):
+        self._cuda = str(params.get("memory", "host")) == "cuda"
         self._create(_lib.tsr_selsync_create, comm, buckets, params, "selsync")
 
     def step(self, grad_norm_squared, buckets):
         if len(buckets) != len(self._counts):
             raise ValueError(f"selsync step: {len(buckets)} buckets, declared with {len(self._counts)}")
-        bufs = [_float32(b, f"selsync bucket {i}", c) for i, (b, c) in enumerate(zip(buckets, self._counts))]
+        bufs = [_float32(b, f"selsync bucket {i}", c, self._cuda)
+                for i, (b, c) in enumerate(zip(buckets, self._counts))]
+        if self._cuda and any(b.device is None for b in bufs):
+            i = next(i for i, b in enumerate(bufs) if b.device is None)
+            raise ValueError(f"selsync bucket {i}: host memory, declared with memory=cuda")
         pointers = (ctypes.c_void_p * len(bufs))(*[b.address for b in bufs])
         synced = ctypes.c_int()
-        check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
+        stream = next((b.stream for b in bufs if b.stream), None)
+        if stream:
+            check(_lib.tsr_comm_set_stream(self._comm._live(), stream))
+        try:
+            check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
+        finally:
+            if stream:
+                _lib.tsr_comm_set_stream(self._comm._live(), None)
         return bool(synced.value)
 
     def move_to(self, comm):

@@ -29,6 +29,27 @@ with tessera.SelSync(comm, [4], delta=0.5) as sync:
     raises(ValueError, "5 elements, declared with 4", lambda: sync.step(1.0, [np.zeros(5, np.float32)]),
            "a bucket of the wrong size")
 raises(tessera.InvalidArgumentError, "delta", lambda: tessera.SelSync(comm, [4], delta=-1), "delta=-1")
+raises(tessera.InvalidArgumentError, "memory=gpu is not accepted (host|cuda)",
+       lambda: tessera.SelSync(comm, [4], memory="gpu"), "memory=gpu")
+
+
+# CUDA buckets: a host SelSync refuses device arrays, a memory=cuda one needs a device (this
+# check runs where there is none) and refuses host arrays; all before anything is sent.
+class DeviceArray:
+    def __init__(self, count):
+        self.__cuda_array_interface__ = {"shape": (count,), "typestr": "<f4", "data": (1 << 40, False),
+                                         "version": 3, "strides": None}
+
+
+with tessera.SelSync(comm, [4], delta=0) as sync:
+    raises(ValueError, "selsync bucket 0: CUDA memory", lambda: sync.step(1.0, [DeviceArray(4)]),
+           "a CUDA array to a host SelSync")
+try:
+    with tessera.SelSync(comm, [4], delta=0, memory="cuda") as sync:  # a machine with a GPU
+        raises(ValueError, "selsync bucket 0: host memory, declared with memory=cuda",
+               lambda: sync.step(1.0, [np.zeros(4, np.float32)]), "a host array to a memory=cuda SelSync")
+except tessera.NotSupportedError as e:
+    expect(str(e).find("selsync memory=cuda") >= 0, f"memory=cuda without a device: {e}")
 
 # Data injection: alpha=1 draws every rank, so each receives all others' shares in rank order.
 got = tessera.inject(comm, 7, 0, 1.0, np.full(3, 10.0 * me, np.float32))

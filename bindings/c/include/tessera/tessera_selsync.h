@@ -11,8 +11,16 @@
  *   tsr_selsync_destroy(s);
  *
  * Parameters: delta (>= 0; 0 = synchronize every step), ewma_window, ewma_alpha (default
- * N/100), aggregate=params|grads (which buffers the trainer passes). Bad keys or values fail
- * with TSR_ERR_INVALID_ARGUMENT naming the key and the value.
+ * N/100), aggregate=params|grads (which buffers the trainer passes), memory=host|cuda (where
+ * the buckets live). Bad keys or values fail with TSR_ERR_INVALID_ARGUMENT naming the key and
+ * the value.
+ *
+ * memory=cuda: the buckets are CUDA device memory of the current device (create fails with
+ * TSR_ERR_NOT_SUPPORTED, saying why, without one). A local step does not touch them; a
+ * synchronized one copies them to pinned host memory after the work queued on the
+ * communicator's stream (tsr_comm_set_stream; without one, the default stream's), averages
+ * them there and copies the average back before it returns (there is no GPU reduction for
+ * dense data). The communicator's own memory type (tsr_comm_set_memory_type) does not matter.
  *
  * The first step has no previous norm to compare with: unless delta is 0 it is local, so start
  * every rank from the same parameters. A step whose reported norm jumps (e.g. norm * 1e6 + 1)
@@ -28,9 +36,10 @@ typedef struct tsr_selsync* tsr_selsync_t;
 
 TSR_API tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
                                         const size_t* bucket_counts, size_t nbuckets, tsr_selsync_t* selsync);
-/* Collective. buckets[i] holds bucket_counts[i] floats; when the ranks synchronize they are
- * replaced by their average over all ranks. *synchronized (may be NULL) is 1 or 0, the same on
- * every rank. */
+/* Collective. buckets[i] holds bucket_counts[i] floats (host or, memory=cuda, device memory); when the
+ * ranks synchronize they are replaced by their average over all ranks. A bucket that is not of
+ * the declared memory fails the call on that rank, naming it, before anything is sent. *synchronized (may be NULL) is 1
+ * or 0, the same on every rank. */
 TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared, float* const* buckets,
                                       int* synchronized);
 /* Steps synchronized and local so far, and payload bytes this rank did not send: an estimate,
