@@ -7,9 +7,12 @@ stream of the caller's own (torch.cuda.stream) that the call is made on, behind 
 read that did not wait for that stream would see stale data; all_to_all, send/recv (host-staged);
 split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
 CNN for a fixed number of steps on CUDA and on the CPU over the same group, with DDP's own
-allreduce and with Tessera's dense, marsit, topk and spardl hooks (their buckets as memory=cuda
-tensors): every rank's CUDA parameters bit-identical, and the CUDA loss within float tolerance
-of the CPU one.
+allreduce, with each of Tessera's hooks (dense; marsit, topk, spardl, onebit, compressed
+(dithering, 127 levels) and auto with their buckets as memory=cuda tensors; covap with
+interval 2, its residuals on the device, and with local=1) and with hooks.selsync (delta 0:
+every step averages the parameters through SelSync's memory=cuda staging): every rank's CUDA
+parameters bit-identical (covap local=1 and SelSync after their synchronize()), and the CUDA
+loss within float tolerance of the CPU one.
 
     tsrun -np N python3 torch_cuda_check.py [--hosts H] [--cpu]   (H: the ranks act as H hosts)
 Without a usable CUDA device it prints "no CUDA device" and exits 0 (device_check.sh fails that
@@ -137,9 +140,11 @@ def host_staged_and_split():
     dist.barrier(device_ids=None if ON_CPU else [device.index])
 
 
-def ddp(hook=None, steps=20):
+def ddp(hook=None, params=None, steps=20):
     """The same CNN and data on CUDA and on the CPU, each under DDP over this group: DDP's own
-    allreduce, or a Tessera hook (tessera.torch.hooks) on the buckets."""
+    allreduce, a Tessera hook (tessera.torch.hooks) on the buckets with `params`, or SelSync
+    wrapping the optimizer (hook "selsync")."""
+    params = dict(params or {})
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from tessera.torch import hooks
@@ -149,9 +154,10 @@ def ddp(hook=None, steps=20):
         model = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
                                     torch.nn.Linear(8 * 26 * 26, 10)).to(dev)
         model = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
-        if hook:
-            hooks.register(model, hook)
+        state = hooks.register(model, hook, **params) if hook and hook != "selsync" else None
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        if hook == "selsync":
+            opt = state = hooks.selsync(model, opt, **params)
         gen = torch.Generator().manual_seed(1 + me)
         loss = None
         for _ in range(steps):
@@ -160,6 +166,8 @@ def ddp(hook=None, steps=20):
             loss = torch.nn.functional.cross_entropy(model(images.to(dev)), labels.to(dev))
             loss.backward()
             opt.step()
+        if hasattr(state, "synchronize"):  # covap local=1, SelSync: the ranks' models differ between syncs
+            state.synchronize()
         return model, loss.item()
 
     gpu_model, gpu_loss = run(device)
@@ -168,7 +176,7 @@ def ddp(hook=None, steps=20):
     lo, hi = flat.clone(), flat.clone()
     dist.all_reduce(lo, op=dist.ReduceOp.MIN)
     dist.all_reduce(hi, op=dist.ReduceOp.MAX)
-    what = f"DDP ({hook or 'its own allreduce'})"
+    what = f"DDP ({hook or 'its own allreduce'}{''.join(f' {k}={v}' for k, v in params.items())})"
     expect(torch.equal(lo, hi), f"{what} on CUDA: the ranks' parameters differ")
     expect(abs(gpu_loss - cpu_loss) <= 1e-3 * max(1.0, abs(cpu_loss)), f"{what}: loss CUDA {gpu_loss} vs CPU {cpu_loss}")
     return gpu_loss
@@ -180,11 +188,14 @@ for part in (collectives, host_staged_and_split) if ON_CPU else (collectives, st
     except Exception as e:  # noqa: BLE001  (named, then the others still run)
         failures.append(f"{part.__name__}: {type(e).__name__}: {e}")
 loss = None
-for hook in (None, "dense", "marsit", "topk", "spardl"):
+HOOKS = [(None, {}), ("dense", {}), ("marsit", {}), ("topk", {}), ("spardl", {}), ("onebit", {}),
+         ("compressed", {"compressor": "dithering", "k": 127}), ("auto", {}), ("covap", {"interval": 2}),
+         ("covap", {"interval": 2, "local": 1}), ("selsync", {"delta": 0})]
+for hook, params in HOOKS:
     try:
-        loss = ddp(hook)
+        loss = ddp(hook, params)
     except Exception as e:  # noqa: BLE001
-        failures.append(f"ddp {hook}: {type(e).__name__}: {e}")
+        failures.append(f"ddp {hook} {params}: {type(e).__name__}: {e}")
 # A mismatch (rank 0 counts one more) raises on every rank.
 try:
     dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device))

@@ -40,19 +40,27 @@ def _cuda_device(result):
 _side_streams = {}  # CUDA device -> a stream the futures complete on
 
 
+def on_side_stream(device):
+    """A context for PyTorch work on `device` from a thread of Tessera's (a then() callback on
+    its progress thread): that device current, and its side stream, the one futures complete
+    on, so work queued here comes before the completion their waiters' streams wait for.
+    Nothing for the CPU (device None, or not a CUDA device)."""
+    if getattr(device, "type", None) != "cuda":
+        import contextlib
+        return contextlib.nullcontext()
+    import torch
+    stream = _side_streams.get(device)
+    if stream is None:
+        stream = _side_streams.setdefault(device, torch.cuda.Stream(device))
+    return torch.cuda.stream(stream)  # sets the stream's device too
+
+
 def _complete_on_device(future, result, device):
     """Completes a future with its result; a CUDA future on a side stream of the device, where
     torch records the events its waiters' streams wait on (the result is on the device already:
     the request ends once Tessera's copy back has finished), rather than on the default stream,
     which would order them after whatever has been queued there since."""
-    if device is None:
-        future.set_result(result)
-        return
-    import torch
-    stream = _side_streams.get(device)
-    if stream is None:
-        stream = _side_streams.setdefault(device, torch.cuda.Stream(device))
-    with torch.cuda.stream(stream):
+    with on_side_stream(device):
         future.set_result(result)
 
 

@@ -32,6 +32,8 @@ import time
 
 import torch
 
+from ..request import _complete_on_device, on_side_stream
+
 
 def _parse(interval="auto", profile_steps=5, ef_init=0.1, ef_ascend_steps=100, ef_ascend_range=0.1,
            max_interval=0, local=0, **unknown):
@@ -211,7 +213,8 @@ class CovapState:
                 request = self.comm.allreduce(g, op="avg", async_op=True)
                 # The residual gives up what went along once it has arrived: a step that fails
                 # (a rank died) leaves it whole for the step redone after the shrink.
-                request.then(lambda result, error, r=r: error is None and r.sub_(r * coef))
+                request.then(lambda result, error, r=r:
+                             error is None and _on_device(r.device, lambda: r.sub_(r * coef)))
                 requests.append(request)
             else:
                 r.add_(g)
@@ -233,7 +236,7 @@ class CovapState:
             # Written back on Tessera's progress thread before the future completes, so before
             # DDP hands the gradients to the optimizer; autograd is done with these parameters.
             request.then(lambda result, error, shard=shard, offset=offset:
-                         error is None and _write_back(shard, offset, parameters))
+                         error is None and _on_device(shard.device, lambda: _write_back(shard, offset, parameters)))
             requests.append(request)
         return _all_done(requests, buf)
 
@@ -311,9 +314,19 @@ def _write_back(shard, offset, parameters):
         at += n
 
 
+def _on_device(device, fn):
+    """fn() from Tessera's progress thread: for a CUDA bucket, on the side stream its future
+    completes on (request.on_side_stream), so DDP's stream sees it done."""
+    with on_side_stream(device):
+        fn()
+    return True
+
+
 def _all_done(requests, buf):
-    """A future completed with `buf` once every request has ended (at once when none)."""
-    future = torch.futures.Future()
+    """A future completed with `buf` once every request has ended (at once when none); for a
+    CUDA bucket a CUDA future of its device, as DDP expects of a hook's."""
+    device = buf.device if buf.is_cuda else None
+    future = torch.futures.Future(devices=[device]) if device is not None else torch.futures.Future()
     if not requests:
         future.set_result(buf)
         return future
@@ -331,7 +344,7 @@ def _all_done(requests, buf):
             if failed:
                 future.set_exception(failed[0])
             else:
-                future.set_result(buf)
+                _complete_on_device(future, buf, device)
 
     for request in requests:
         request.then(ended)

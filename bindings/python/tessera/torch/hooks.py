@@ -189,7 +189,9 @@ class SelSyncOptimizer:
     """An optimizer whose step() is the inner optimizer's step, then SelSync's (Selective
     synchronization): every rank all-gathers one flag saying whether its gradient norm changed
     by delta or more; if any did, all ranks average their parameters, else each keeps its local
-    update. DDP's gradient averaging is switched off (a local hook)."""
+    update. DDP's gradient averaging is switched off (a local hook). A model on a CUDA device
+    keeps its parameters there: only synchronized steps copy them to the host (SelSync's
+    memory=cuda)."""
 
     def __init__(self, model, optimizer, communicator=None, state_from=None, **params):
         self.model = model
@@ -200,6 +202,10 @@ class SelSyncOptimizer:
         for p in self.params:
             if p.dtype != torch.float32 or not p.is_contiguous():
                 raise ValueError("tessera selsync: float32 contiguous parameters only")
+        devices = {p.device for p in self.params}
+        if len(devices) > 1:
+            raise ValueError(f"tessera selsync: the parameters are on {len(devices)} devices "
+                             f"({', '.join(sorted(map(str, devices)))}): one device per model")
         self.synchronized = 0
         self.steps = 0
         if state_from is not None:  # the same model's SelSync before a shrink or grow: its history goes on
@@ -210,13 +216,17 @@ class SelSyncOptimizer:
             self.selsync.move_to(comm)
             self.synchronized, self.steps = state_from.synchronized, state_from.steps
         else:
+            if self.params and self.params[0].is_cuda:
+                params.setdefault("memory", "cuda")
             self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
         model.register_comm_hook(None, _local_hook)
 
     def step(self, closure=None):
         loss = self.optimizer.step(closure)
         with torch.no_grad():
-            norm = float(sum(float(p.grad.pow(2).sum()) for p in self.params if p.grad is not None))
+            # One read of the device's result (it waits for the optimizer's step on this stream).
+            squares = [p.grad.pow(2).sum() for p in self.params if p.grad is not None]
+            norm = float(torch.stack(squares).double().sum()) if squares else 0.0
             synced = self.selsync.step(norm, [p.data for p in self.params])
         self.steps += 1
         self.synchronized += int(synced)
