@@ -1,10 +1,15 @@
 #include "bindings/torch/work_tessera.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
+
+#include "bindings/torch/placement.h"
 
 namespace tessera_torch {
 
@@ -71,6 +76,12 @@ void WorkTessera::complete(tsr_status_t status, const std::string& message) {
         std::runtime_error("tessera: " + what_ + " failed (" + tsr_status_string(status) + "): " + message));
   }
   finish(error);  // the Work first: a Future callback may look at it
+  std::vector<tsr_stream_hold_t> holds;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holds.swap(holds_);
+  }
+  for (tsr_stream_hold_t h : holds) tsr_stream_release(h);  // the outputs are in place (or never will be)
   if (error)
     future_->setError(error);
   else
@@ -92,7 +103,26 @@ std::exception_ptr WorkTessera::exception() const {
   return exception_;
 }
 
+bool WorkTessera::holdCallersStream() {
+  static const bool blocking = [] {
+    const char* v = std::getenv("TSR_TORCH_BLOCKING_WAIT");
+    return v && std::strcmp(v, "1") == 0;  // checked (0|1) by the communicator's configuration
+  }();
+  if (blocking) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (completed_) return false;  // the result is in place: nothing to hold
+  tsr_stream_hold_t hold = nullptr;
+  if (tsr_stream_hold(currentStream(*device_), &hold) != TSR_OK) {
+    TORCH_WARN_ONCE("tessera: Work.wait() on CUDA tensors blocks the calling thread: ", tsr_last_error());
+    return false;
+  }
+  holds_.push_back(hold);
+  return true;
+}
+
 bool WorkTessera::wait(std::chrono::milliseconds timeout) {
+  // CUDA tensors: the caller's stream waits instead of the caller (unless asked otherwise).
+  if (device_ && timeout == kNoTimeout && holdCallersStream()) return true;
   // Drive Tessera on this thread (as MPI_Wait does); the collective's own timeout bounds it.
   if (request_) tsr_wait(request_);
   std::unique_lock<std::mutex> lock(mutex_);

@@ -4,15 +4,19 @@
 // completes this Work and its Future, with the tensors or with an error that names the rank,
 // the peer and the collective (a std::runtime_error, a RuntimeError in Python).
 //
-// wait() drives Tessera on the calling thread (tsr_wait) and then waits for that callback, so
-// it never returns before the outputs are in place, and rethrows a failure.
+// wait() on CPU tensors drives Tessera on the calling thread (tsr_wait) and then waits for
+// that callback, so it never returns before the outputs are in place, and rethrows a failure.
 //
 // On CUDA tensors (placement.h) the result is on the device when the callback runs (Tessera's
-// copies back have finished), so wait() returning is enough for any stream's later work: it
-// blocks the calling thread until then, as gloo's CUDA path does, and makes no stream wait.
-// The last step runs on a stream of PyTorch's pool (synchronized before completing), and the
-// Future is a CUDA Future of the tensors' device: then() callbacks and DDP see the result on
-// their own streams through the events PyTorch records at completion.
+// copies back have finished). wait() makes the caller's current stream wait for it and
+// returns at once, as ProcessGroupNCCL's does: a hold on that stream (tsr_stream_hold) that
+// the completion releases, after the last step, whatever the outcome; a failure is then the
+// Work's exception and its Future's error, and fails the group's next call. wait() blocks the
+// calling thread instead when asked (TSR_TORCH_BLOCKING_WAIT=1), with a timeout, or where the
+// hold is not offered (no stream memory operations; said once in the log). The last step runs
+// on a stream of PyTorch's pool (synchronized before completing), and the Future is a CUDA
+// Future of the tensors' device: then() callbacks and DDP see the result on their own streams
+// through the events PyTorch records at completion.
 #pragma once
 
 #include <functional>
@@ -55,6 +59,8 @@ class WorkTessera : public c10d::Work {
   void complete(tsr_status_t status, const std::string& message);
 
   void runFinish();
+  // CUDA tensors: holds the caller's current stream until complete() (true), or says why not.
+  bool holdCallersStream();
 
   std::vector<at::Tensor> outputs_;
   Finish finish_;
@@ -62,6 +68,7 @@ class WorkTessera : public c10d::Work {
   tsr_request_t request_ = nullptr;
   std::string what_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::vector<tsr_stream_hold_t> holds_;  // released by complete() (guarded by mutex_)
 };
 
 }  // namespace tessera_torch

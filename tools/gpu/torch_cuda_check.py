@@ -4,7 +4,8 @@ runs it under the kit's tsrun with the backend it built there against the machin
 Every collective on CUDA tensors of each dtype (and every op) against a float64 reference computed
 on the CPU; blocking, async (Work.wait) and through get_future().then(); the input made on a
 stream of the caller's own (torch.cuda.stream) that the call is made on, behind queued work, so a
-read that did not wait for that stream would see stale data; all_to_all, send/recv (host-staged);
+read that did not wait for that stream would see stale data; Work.wait() returning before the
+collective has ended, the caller's stream held until it has; all_to_all, send/recv (host-staged);
 split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
 CNN for a fixed number of steps on CUDA and on the CPU over the same group, with DDP's own
 allreduce, with each of Tessera's hooks (dense; marsit, topk, spardl, onebit, compressed
@@ -121,6 +122,30 @@ def streams_and_futures():
     expect(fut.wait()[-1].item() == 2.0 * sum(range(n)), "get_future().then() on CUDA")
 
 
+def wait_holds_the_stream():
+    """Work.wait() makes the caller's stream wait and returns before the collective has ended
+    (tsr_stream_hold): rank 1 joins only once rank 0 has seen its Work still running after
+    wait() (a file is the signal; after 20 s rank 1 joins anyway, so a wait that blocks fails
+    here instead of hanging); the result is then read on that stream."""
+    import pathlib
+    import time
+    signal = pathlib.Path(f"/tmp/tessera-gpu-check-{os.environ.get('TSR_JOB_ID', 'job')}-held")
+    x = torch.full((1 << 20,), float(me), device=device)
+    if me == 1:
+        deadline = time.monotonic() + 20
+        while not signal.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    work = dist.all_reduce(x, async_op=True)
+    work.wait()
+    if me == 0:
+        expect(not work.is_completed(), "Work.wait() on CUDA tensors returned only once the collective had ended")
+        signal.touch()
+    expect(x[-1].item() == float(sum(range(n))), f"after a stream-side wait: {x[-1].item()}")
+    dist.barrier()
+    if me == 0:
+        signal.unlink(missing_ok=True)
+
+
 def host_staged_and_split():
     x = torch.arange(2 * n, dtype=torch.float32, device=device) + 100 * me
     y = torch.zeros_like(x)
@@ -182,7 +207,8 @@ def ddp(hook=None, params=None, steps=20):
     return gpu_loss
 
 
-for part in (collectives, host_staged_and_split) if ON_CPU else (collectives, streams_and_futures, host_staged_and_split):
+for part in (collectives, host_staged_and_split) if ON_CPU else (collectives, streams_and_futures,
+                                                                  wait_holds_the_stream, host_staged_and_split):
     try:
         part()
     except Exception as e:  # noqa: BLE001  (named, then the others still run)

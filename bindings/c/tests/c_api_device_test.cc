@@ -5,8 +5,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "bindings/c/tests/c_ranks.h"
@@ -130,6 +132,67 @@ TEST(CApiDevice, DenseCollectivesWaitForTheCallersOwnStream) {
     tsr_comm_set_stream(comm, nullptr);
     cudaFreeHost(pinned);
     cudaFree(busy);
+    cudaFree(in);
+    cudaStreamDestroy(stream);
+  });
+}
+
+// Holds on a stream: without a device (this machine, CI) refused by name; NULLs named.
+TEST(CApiDevice, StreamHoldsNeedADeviceAndBadArgumentsAreNamed) {
+  tsr_stream_hold_t hold = nullptr;
+  EXPECT_EQ(tsr_stream_hold(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("tsr_stream_hold: hold is NULL"), std::string::npos) << lastError();
+  EXPECT_EQ(tsr_stream_release(nullptr), TSR_ERR_INVALID_ARGUMENT);
+  const tsr_status_t st = tsr_stream_hold(nullptr, &hold);
+  if (haveGpu()) {  // the legacy default stream: held, then released
+    ASSERT_EQ(st, TSR_OK) << lastError();
+    ASSERT_EQ(tsr_stream_release(hold), TSR_OK);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  } else {
+    EXPECT_EQ(st, TSR_ERR_NOT_SUPPORTED);
+    EXPECT_EQ(hold, nullptr);
+    EXPECT_NE(lastError().find("tsr_stream_hold: "), std::string::npos) << lastError();
+  }
+}
+
+// A stream held for an allreduce (released by its completion callback) runs its later work
+// only once the result is there, while the calling thread went on at once: rank 1 posts its
+// part only after rank 0 has seen its stream held.
+TEST(CApiDevice, AStreamHeldForACollectiveGoesOnOnceItHasEnded) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: stream holds compiled but not run";
+  const size_t count = 1 << 20;
+  std::atomic<bool> rankZeroHeld{false};
+  runCRanks(2, [&](tsr_comm_t comm, int r) {
+    ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_OK) << lastError();
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(tsr_comm_set_stream(comm, stream), TSR_OK) << lastError();
+    float *in = nullptr, *out = nullptr;
+    ASSERT_EQ(cudaMalloc(&in, count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost(&out, count * sizeof(float)), cudaSuccess);
+    std::vector<float> mine(count, 1.0f + r);
+    ASSERT_EQ(cudaMemcpyAsync(in, mine.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream), cudaSuccess);
+    if (r == 1)
+      while (!rankZeroHeld.load()) std::this_thread::yield();
+    tsr_request_t req = nullptr;
+    ASSERT_EQ(tsr_allreduce(comm, in, in, count, TSR_FLOAT32, TSR_SUM, &req), TSR_OK) << lastError();
+    tsr_stream_hold_t hold = nullptr;
+    ASSERT_EQ(tsr_stream_hold(stream, &hold), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_request_on_complete(
+                  req, [](void* h, tsr_status_t) { tsr_stream_release(static_cast<tsr_stream_hold_t>(h)); }, hold),
+              TSR_OK);
+    ASSERT_EQ(cudaMemcpyAsync(out, in, count * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    if (r == 0) {
+      EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady) << "the stream went past the hold before rank 1 posted";
+      rankZeroHeld = true;
+    }
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(out[0], 3.0f);
+    EXPECT_EQ(out[count - 1], 3.0f);
+    EXPECT_EQ(tsr_wait(req), TSR_OK) << lastError();
+    tsr_request_free(req);
+    tsr_comm_set_stream(comm, nullptr);
+    cudaFreeHost(out);
     cudaFree(in);
     cudaStreamDestroy(stream);
   });

@@ -244,6 +244,22 @@ TSR_API tsr_status_t tsr_wait(tsr_request_t request);
  * queues that need no thread of their own polling. Several may be registered. */
 TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status),
                                              void* user);
+
+/* Holds on a CUDA stream that the host releases: tsr_stream_hold queues on `stream` (a
+ * cudaStream_t) a wait that the stream's later work cannot pass, and returns at once;
+ * tsr_stream_release (once per hold, from any thread) lets the stream go on. What the host
+ * wrote before the release is there for the work after the hold. With a request, the stream
+ * waits for a collective without blocking the calling thread, as ProcessGroupNCCL's
+ * Work::wait does: hold the caller's stream, and release the hold in the request's
+ * completion callback (tsr_request_on_complete), whatever its status: a hold never released
+ * stalls the stream for good. Through the driver's stream memory operations
+ * (cuStreamWaitValue32 on a flag in mapped pinned memory; the driver is looked up at first
+ * use). TSR_ERR_NOT_SUPPORTED, saying why, without CUDA in this build, without a device or
+ * driver, or where the device does not take the wait; nothing is then queued. Status on a
+ * GPU: docs/gpu.md. */
+typedef struct tsr_stream_hold_handle* tsr_stream_hold_t;
+TSR_API tsr_status_t tsr_stream_hold(void* stream, tsr_stream_hold_t* hold);
+TSR_API tsr_status_t tsr_stream_release(tsr_stream_hold_t hold);
 /* Frees a request (a running collective still finishes). */
 TSR_API tsr_status_t tsr_request_free(tsr_request_t request);
 
