@@ -33,8 +33,8 @@ class CudaFlagMemory final : public FlagMemory {
     void* device = nullptr;
     cudaError_t e = cudaHostGetDevicePointer(&device, flag, 0);
     if (e != cudaSuccess) return Status(Code::kInternal, "cudaHostGetDevicePointer: " + cudaText(e));
-    CUresult r = wait_(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(device), value,
-                       CU_STREAM_WAIT_VALUE_GEQ);
+    CUresult r =
+        wait_(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(device), value, CU_STREAM_WAIT_VALUE_GEQ);
     if (r != CUDA_SUCCESS)
       return Status(Code::kNotSupported, "cuStreamWaitValue32 failed (CUresult " + std::to_string(static_cast<int>(r)) +
                                              "; the device or driver may not offer stream memory operations)");

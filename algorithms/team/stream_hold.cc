@@ -11,8 +11,7 @@ Result<StreamHolds::Hold> StreamHolds::hold(void* stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (free_.empty()) {
       auto chunk = memory_->allocFlags(kFlagsPerChunk);
-      if (!chunk.isOk())
-        return Status(chunk.status().code(), "stream hold: flags: " + chunk.status().message());
+      if (!chunk.isOk()) return Status(chunk.status().code(), "stream hold: flags: " + chunk.status().message());
       const size_t first = chunks_.size() * kFlagsPerChunk;
       chunks_.push_back(chunk.value());
       generation_.resize(first + kFlagsPerChunk, 0);
@@ -28,8 +27,8 @@ Result<StreamHolds::Hold> StreamHolds::hold(void* stream) {
     release(h);  // nothing waits on it: the flag may go back at once
     char handle[32];
     std::snprintf(handle, sizeof handle, "%p", stream);
-    return Status(st.code(), std::string("stream hold on stream ") + handle + " (" + memory_->describe() +
-                                 "): " + st.message());
+    return Status(st.code(),
+                  std::string("stream hold on stream ") + handle + " (" + memory_->describe() + "): " + st.message());
   }
   return h;
 }

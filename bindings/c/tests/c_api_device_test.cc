@@ -198,4 +198,33 @@ TEST(CApiDevice, AStreamHeldForACollectiveGoesOnOnceItHasEnded) {
   });
 }
 
+// SelSync memory=cuda on cudaMalloc'd buckets: a synchronized step leaves their exact average
+// on the device, a local one leaves them as they were.
+TEST(CApiDevice, SelSyncAveragesDeviceBucketsOnSynchronizedStepsOnly) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: SelSync memory=cuda compiled but not run";
+  runCRanks(2, [&](tsr_comm_t comm, int r) {
+    const size_t counts[] = {1000, 3};
+    tsr_param_t params[] = {{"delta", "0.5"}, {"ewma_window", "1"}, {"memory", "cuda"}};
+    tsr_selsync_t s = nullptr;
+    ASSERT_EQ(tsr_selsync_create(comm, params, 3, counts, 2, &s), TSR_OK) << lastError();
+    float* buckets[2] = {nullptr, nullptr};
+    for (int b = 0; b < 2; ++b) ASSERT_EQ(cudaMalloc(&buckets[b], counts[b] * sizeof(float)), cudaSuccess);
+    for (int step = 0; step < 3; ++step) {
+      for (int b = 0; b < 2; ++b) {
+        std::vector<float> v(counts[b], 10.0f * r + step);
+        ASSERT_EQ(cudaMemcpy(buckets[b], v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      }
+      int synced = -1;
+      // Rank 0's norm jumps at step 2: steps 0 and 1 stay local, step 2 synchronizes.
+      ASSERT_EQ(tsr_selsync_step(s, r == 0 && step == 2 ? 90.0 : 10.0, buckets, &synced), TSR_OK) << lastError();
+      ASSERT_EQ(synced, step == 2 ? 1 : 0) << "step " << step;
+      std::vector<float> back(counts[0]);
+      ASSERT_EQ(cudaMemcpy(back.data(), buckets[0], back.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(back[999], synced ? 5.0f + step : 10.0f * r + step) << "rank " << r << " step " << step;
+    }
+    tsr_selsync_destroy(s);
+    for (float* b : buckets) cudaFree(b);
+  });
+}
+
 }  // namespace
