@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <thread>
 
 namespace tsr::tools::soak {
@@ -43,17 +45,49 @@ bool anotherJobsSegment(const std::string& name) {
   return parent != 0 && parent != getppid();
 }
 
-// Entries of a directory, without . and ..; -1 when it cannot be read. In /dev/shm, without
-// the segments of other live Tessera jobs (tests run side by side on one machine).
+// The /dev/shm files that process `pid` ("self" or a number) maps.
+void addShmMaps(const std::string& pid, std::set<std::string>& names) {
+  std::ifstream maps("/proc/" + pid + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const size_t at = line.find("/dev/shm/");
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + 9);
+    names.insert(name.substr(0, name.find(" (deleted)")));
+  }
+}
+
+// The /dev/shm files mapped by this job: this process and its siblings (the ranks under the
+// same tsrun).
+std::set<std::string> shmMappedByThisJob() {
+  std::set<std::string> names;
+  addShmMaps("self", names);
+  const long parent = getppid(), self = getpid();
+  if (DIR* proc = opendir("/proc")) {
+    while (dirent* e = readdir(proc)) {
+      if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
+      const long pid = std::atol(e->d_name);
+      if (pid != self && parentOf(pid) == parent) addShmMaps(e->d_name, names);
+    }
+    closedir(proc);
+  }
+  return names;
+}
+
+// Entries of a directory, without . and ..; -1 when it cannot be read. In /dev/shm, only what
+// this job may have made (tests run side by side on one machine, and other programs' entries,
+// UCX's segments of another job among them, come and go): Tessera's segments but those of
+// other live jobs, and any other entry only while one of this job's processes maps it.
 int64_t countEntries(const char* path, std::vector<std::string>* names = nullptr) {
   DIR* dir = opendir(path);
   if (!dir) return -1;
   const bool shm = std::string(path) == "/dev/shm";
+  const std::set<std::string> mapped = shm ? shmMappedByThisJob() : std::set<std::string>();
   int64_t n = 0;
   while (dirent* e = readdir(dir)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     if (shm && anotherJobsSegment(name)) continue;
+    if (shm && name.rfind("tsr-", 0) != 0 && !mapped.count(name)) continue;
     ++n;
     if (names) names->push_back(name);
   }

@@ -14,7 +14,7 @@ struct Figures {
   int64_t rssAnonKiB = 0;   // its parts (reported only): RssAnon (heap, UCX's TCP buffers) and
   int64_t rssShmemKiB = 0;  // RssShmem (shared memory: segments, registered scratch)
   int64_t fds = 0;          // entries of /proc/self/fd
-  int64_t shmEntries = 0;   // entries of /dev/shm (the whole machine's)
+  int64_t shmEntries = 0;   // entries of /dev/shm that this job may have made (readFigures)
   int64_t shmMaps = 0;      // lines of /proc/self/maps naming /dev/shm/ or SYSV
   // Reported, not judged: the communicators' scratch pools (runtime/scratch_pool.h), idle
   // memory and blocks obtained so far, summed over the phase's communicators.
@@ -27,11 +27,12 @@ struct Sample {
   Figures figures;
 };
 
-// Reads this process's figures. /dev/shm is the machine's: the segments of other live Tessera
-// jobs (tsr-<pid>-..., whose creator is neither this rank nor a sibling under its tsrun) are
-// not counted, and another program's short-lived entry can be there for a moment, so when it
-// holds more than `shmNotAbove` entries it is read again (10 times over 1 s at most) and the
-// smallest count kept; what stays is reported.
+// Reads this process's figures. /dev/shm is the machine's: counted are Tessera's segments
+// (tsr-<pid>-...) but those of other live jobs (whose creator is neither this rank nor a
+// sibling under its tsrun), and other entries (UCX's ucx_shm_posix_*) only while this rank or a
+// sibling maps them; a segment of this job's left behind unmapped but named tsr- still counts.
+// An entry can be there for a moment, so when it holds more than `shmNotAbove` entries it is
+// read again (10 times over 1 s at most) and the smallest count kept; what stays is reported.
 Figures readFigures(int64_t shmNotAbove);
 
 // The entries of /dev/shm, sorted (for naming the ones a phase left behind).
