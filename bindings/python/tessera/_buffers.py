@@ -1,13 +1,14 @@
-"""What the collectives and tensors take: NumPy arrays and PyTorch CPU tensors, C-contiguous,
-aligned, of a Tessera element type; the Communicator's dense collectives also take CUDA memory
-(PyTorch CUDA tensors, and any object with __cuda_array_interface__, such as CuPy's arrays).
+"""What the collectives and tensors take: NumPy arrays, PyTorch CPU tensors and DLPack
+producers in host memory, C-contiguous, aligned, of a Tessera element type; the
+Communicator's dense collectives also take CUDA memory (PyTorch CUDA tensors, any object with
+__cuda_array_interface__, such as CuPy's arrays, or with DLPack, such as JAX's).
 Every array the package hands to C goes through as_buffer, which checks the dtype, the size in
 bytes, the layout, the memory and, where C writes, the writability, and names what is wrong: C
 trusts the pointer and the count it is given, so a float64 array passed where float32 was
 declared would be read half and written wrong, and a float16 one written past its end."""
 import numpy as np
 
-from . import _capi
+from . import _capi, _dlpack
 
 _NUMPY_DTYPES = {np.dtype(np.float32): _capi.FLOAT32, np.dtype(np.float64): _capi.FLOAT64,
                  np.dtype(np.float16): _capi.FLOAT16, np.dtype(np.int32): _capi.INT32,
@@ -25,9 +26,9 @@ _TYPESTRS = {"<f4": _capi.FLOAT32, "<f8": _capi.FLOAT64, "<f2": _capi.FLOAT16, "
 
 
 class Buffer:
-    __slots__ = ("obj", "array", "address", "count", "dtype", "device", "stream")
+    __slots__ = ("obj", "array", "address", "count", "dtype", "device", "stream", "owner")
 
-    def __init__(self, obj, array, dtype, address=None, count=None, device=None, stream=None):
+    def __init__(self, obj, array, dtype, address=None, count=None, device=None, stream=None, owner=None):
         self.obj = obj        # what the caller gave (returned as the result)
         self.array = array    # a NumPy view of the same memory (host memory only)
         self.address = array.ctypes.data if array is not None else address
@@ -37,6 +38,7 @@ class Buffer:
         # CUDA memory: the stream (a cudaStream_t as an int) whose earlier work produces it; None
         # when its producer says it needs no ordering, or does not say.
         self.stream = stream
+        self.owner = owner    # what keeps the memory alive besides obj (a DLPack capsule)
 
     @property
     def nbytes(self):
@@ -115,7 +117,9 @@ def _cuda_view(obj, what):
 def _is_cuda(obj):
     if _is_torch(obj):
         return obj.device.type == "cuda"
-    return hasattr(obj, "__cuda_array_interface__")
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    return not isinstance(obj, np.ndarray) and _dlpack.device_type(obj) == _dlpack.CUDA
 
 
 def _view(obj, what):
@@ -135,6 +139,13 @@ def _view(obj, what):
         return array, code
     if hasattr(obj, "__cuda_array_interface__"):
         raise ValueError(f"{what}: CUDA memory ({type(obj).__name__}): this call takes host memory")
+    kind = None if isinstance(obj, np.ndarray) else _dlpack.device_type(obj)
+    if kind in (_dlpack.CUDA, _dlpack.CUDA_HOST):
+        raise ValueError(f"{what}: CUDA memory ({type(obj).__name__}, DLPack): this call takes host memory")
+    if kind == _dlpack.CPU:
+        obj = _dlpack.host_array(obj, what)
+    elif kind is not None:
+        raise ValueError(f"{what}: a {type(obj).__name__} on DLPack device type {kind}: host (1) or CUDA (2) only")
     if not isinstance(obj, np.ndarray):
         raise TypeError(f"{what}: a {type(obj).__name__}, not a NumPy array or a PyTorch tensor")
     code = _NUMPY_DTYPES.get(obj.dtype)
@@ -151,7 +162,12 @@ def as_buffer(obj, what, writable, dtype=None, count=None, cuda=False):
     bytes C will touch), not C-contiguous, misaligned, read-only where C writes, or CUDA memory
     where the call takes host memory only (`cuda`: it takes both)."""
     if cuda and _is_cuda(obj):
-        address, size, code, device, readonly, stream = _cuda_view(obj, what)
+        owner = None
+        if _is_torch(obj) or hasattr(obj, "__cuda_array_interface__"):
+            address, size, code, device, readonly, stream = _cuda_view(obj, what)
+        else:
+            address, size, code, device, owner = _dlpack.cuda_view(obj, what)
+            readonly, stream = True, None  # as numpy.from_dlpack: a producer may be immutable (JAX)
         if dtype is not None and code != dtype:
             raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]}")
         if count is not None and size != count:
@@ -160,8 +176,9 @@ def as_buffer(obj, what, writable, dtype=None, count=None, cuda=False):
             raise ValueError(f"{what}: misaligned memory (address {address:#x} is not a multiple of "
                              f"{ITEM_BYTES[code]})")
         if writable and readonly:
-            raise ValueError(f"{what}: a read-only CUDA array receives the result")
-        return Buffer(obj, None, code, address=address, count=size, device=device, stream=stream)
+            hint = " (DLPack arrays are read-only: pass out=)" if owner is not None else ""
+            raise ValueError(f"{what}: a read-only CUDA array receives the result{hint}")
+        return Buffer(obj, None, code, address=address, count=size, device=device, stream=stream, owner=owner)
     array, code = _view(obj, what)
     if dtype is not None and code != dtype:
         raise ValueError(f"{what}: dtype {NAMES[code]}, declared {NAMES[dtype]} (the C side would read "
@@ -174,7 +191,8 @@ def as_buffer(obj, what, writable, dtype=None, count=None, cuda=False):
         raise ValueError(f"{what}: misaligned memory (address {array.ctypes.data:#x} is not a multiple of "
                          f"{ITEM_BYTES[code]}; use a copy)")
     if writable and not array.flags.writeable:
-        raise ValueError(f"{what}: a read-only array receives the result")
+        raise ValueError(f"{what}: a read-only array receives the result" +
+                         ("" if array is obj else " (DLPack arrays are read-only: pass out=)"))
     return Buffer(obj, array, code)
 
 
@@ -186,7 +204,7 @@ def empty_like(buf, times=1, divide=1):
     if buf.device is not None and not (_is_torch(buf.obj) or type(buf.obj).__module__.startswith("cupy")):
         raise ValueError(f"a {type(buf.obj).__name__} in CUDA memory: pass out= (only PyTorch and CuPy arrays "
                          "of the result's shape are made here)")
-    shape = tuple(buf.obj.shape)
+    shape = tuple(buf.array.shape if buf.array is not None else buf.obj.shape)
     if shape and shape[0] % divide == 0:
         shape = (shape[0] * times // divide,) + shape[1:]
     else:

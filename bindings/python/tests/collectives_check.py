@@ -143,6 +143,64 @@ if not gpu:
            "a CUDA array without a CUDA device")
     expect(comm.allreduce(np.ones(3, np.float32)).tolist() == [n] * 3, "host memory again after the refusal")
 
+# DLPack producers (JAX's arrays, TensorFlow's tensors), read-only as numpy.from_dlpack makes
+# them: host ones read through NumPy; CUDA ones from their DLTensor, checked as CUDA arrays
+# are, refused without a device.
+class HostProducer:
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class DeviceProducer:
+    """A DLManagedTensor made here, naming "CUDA memory" at a made-up address."""
+
+    def __init__(self, count, code=2, bits=32, strides=None, device=2):
+        import ctypes
+        from tessera import _dlpack
+        self.shape = (ctypes.c_int64 * 1)(count)
+        self.strides = (ctypes.c_int64 * 1)(*strides) if strides else None
+        self.managed = (ctypes.c_byte * (ctypes.sizeof(_dlpack.DLTensor) + 16))()
+        t = _dlpack.DLTensor.from_buffer(self.managed)
+        t.data, t.device.device_type, t.ndim = 1 << 40, device, 1
+        t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
+        t.shape = ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64))
+        if self.strides:
+            t.strides = ctypes.cast(self.strides, ctypes.POINTER(ctypes.c_int64))
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        self.capsule = new(ctypes.addressof(self.managed), b"dltensor", None)
+        self.device = device
+
+    def __dlpack__(self, stream=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (self.device, 0)
+
+
+host, out = HostProducer(np.full(5, float(me), np.float32)), np.zeros(5, np.float32)
+expect(comm.allreduce(host, out=out) is out and out.tolist() == [n * (n - 1) / 2] * 5 and host.array[0] == me,
+       "a host DLPack producer into out=")
+raises(ValueError, "(DLPack arrays are read-only: pass out=)", lambda: comm.allreduce(host), "in place into DLPack")
+raises(ValueError, "(DLPack arrays are read-only: pass out=)", lambda: comm.allreduce(DeviceProducer(4)),
+       "in place into a DLPack CUDA array")
+raises(ValueError, "DLPack dtype (code 1, bits 8, lanes 1) is not accepted",
+       lambda: comm.allreduce(DeviceProducer(4, code=1, bits=8)), "a uint8 DLPack CUDA array")
+raises(ValueError, "non-contiguous DLPack array (strides (2,) in elements)",
+       lambda: comm.allreduce(DeviceProducer(4, strides=[2])), "a strided DLPack CUDA array")
+raises(ValueError, "DLPack): this call takes host memory", lambda: comm.send(DeviceProducer(4), (me + 1) % n),
+       "a DLPack CUDA array to send")
+raises(ValueError, "DLPack device type 7", lambda: comm.allreduce(DeviceProducer(4, device=7)), "a Vulkan array")
+if not gpu:
+    raises(tessera.NotSupportedError, "need a CUDA device",
+           lambda: comm.allreduce(DeviceProducer(4), out=DeviceArray(4)), "a DLPack CUDA array without a CUDA device")
+
 # Non-blocking: several in flight, then waited; test() until done.
 arrays = [np.full(1 << 16, me + k, dtype=np.float32) for k in range(3)]
 requests = [comm.allreduce(a, async_op=True) for a in arrays]
