@@ -140,7 +140,8 @@ python_cuda_step() {
 }
 
 # torch_cuda_steps: the torch backend built here against this machine's PyTorch
-# (build_torch_ext.py), then tools/gpu/torch_cuda_check.py on 2 ranks and on 4 ranks as 2 hosts.
+# (build_torch_ext.py), then tools/gpu/torch_cuda_check.py on 2 ranks and on 4 ranks as 2 hosts,
+# DDP's per-step time (tools/gpu/torch_ddp_timing.py) and the backend check under memcheck.
 torch_cuda_steps() {
   if ! python3 -c "import torch, ninja" >/dev/null 2>&1 && ! { python3 -c "import torch" && command -v ninja; } >/dev/null 2>&1; then
     printf 'torch-cuda\tNOT-RUN\t-\t0\tpython3 lacks torch, or ninja is missing\n' >> "$STEPS"; return 0
@@ -156,6 +157,14 @@ torch_cuda_steps() {
     python3 "$ROOT/tools/gpu/torch_cuda_check.py"
   CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
+  # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
+  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout 110 "${env[@]}" \
+    python3 "$ROOT/tools/gpu/torch_ddp_timing.py"
+  # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out).
+  if [ -n "${SAN:-}" ]; then
+    CHECK=device_ran step memcheck-torch-cuda 180 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
+      "$BIN/tsrun" -np 2 --timeout 170 "${env[@]}" python3 "$ROOT/tools/gpu/torch_cuda_check.py" --quick
+  fi
 }
 
 ENV=$WORK/env.txt
