@@ -104,11 +104,11 @@ std::exception_ptr WorkTessera::exception() const {
 }
 
 bool WorkTessera::holdCallersStream() {
-  static const bool blocking = [] {
-    const char* v = std::getenv("TSR_TORCH_BLOCKING_WAIT");
+  static const bool asked = [] {
+    const char* v = std::getenv("TSR_TORCH_STREAM_WAIT");
     return v && std::strcmp(v, "1") == 0;  // checked (0|1) by the communicator's configuration
   }();
-  if (blocking) return false;
+  if (!asked) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (completed_) return false;  // the result is in place: nothing to hold
   tsr_stream_hold_t hold = nullptr;
@@ -121,7 +121,7 @@ bool WorkTessera::holdCallersStream() {
 }
 
 bool WorkTessera::wait(std::chrono::milliseconds timeout) {
-  // CUDA tensors: the caller's stream waits instead of the caller (unless asked otherwise).
+  // CUDA tensors, TSR_TORCH_STREAM_WAIT=1: the caller's stream waits instead of the caller.
   if (device_ && timeout == kNoTimeout && holdCallersStream()) return true;
   // Drive Tessera on this thread (as MPI_Wait does); the collective's own timeout bounds it.
   if (request_) tsr_wait(request_);

@@ -8,12 +8,14 @@
 // that callback, so it never returns before the outputs are in place, and rethrows a failure.
 //
 // On CUDA tensors (placement.h) the result is on the device when the callback runs (Tessera's
-// copies back have finished). wait() makes the caller's current stream wait for it and
-// returns at once, as ProcessGroupNCCL's does: a hold on that stream (tsr_stream_hold) that
-// the completion releases, after the last step, whatever the outcome; a failure is then the
-// Work's exception and its Future's error, and fails the group's next call. wait() blocks the
-// calling thread instead when asked (TSR_TORCH_BLOCKING_WAIT=1), with a timeout, or where the
-// hold is not offered (no stream memory operations; said once in the log). The last step runs
+// copies back have finished), so wait() returning is enough for any stream's later work: it
+// blocks the calling thread until then, as gloo's CUDA path does. With TSR_TORCH_STREAM_WAIT=1
+// it makes the caller's current stream wait instead and returns at once, as ProcessGroupNCCL's
+// does: a hold on that stream (tsr_stream_hold) that the completion releases, after the last
+// step, whatever the outcome (a failure is then the Work's exception and its Future's error,
+// and fails the group's next call); not with a timeout, nor where the hold is not offered (said
+// once). Not the default until it has run on a GPU: a held stream stalls whatever the progress
+// thread runs that synchronizes with it (docs/torch.md). The last step runs
 // on a stream of PyTorch's pool (synchronized before completing), and the Future is a CUDA
 // Future of the tensors' device: then() callbacks and DDP see the result on their own streams
 // through the events PyTorch records at completion.

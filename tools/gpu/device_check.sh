@@ -153,7 +153,8 @@ torch_cuda_steps() {
   [ -n "$ext" ] || return 0
   local env=(-x TSR_TIMEOUT_MS=30000 -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
              -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
-  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" \
+  # The 2-rank run with the stream-side Work.wait() (TSR_TORCH_STREAM_WAIT=1), the other without.
+  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" -x TSR_TORCH_STREAM_WAIT=1 \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py"
   CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2

@@ -4,8 +4,8 @@ runs it under the kit's tsrun with the backend it built there against the machin
 Every collective on CUDA tensors of each dtype (and every op) against a float64 reference computed
 on the CPU; blocking, async (Work.wait) and through get_future().then(); the input made on a
 stream of the caller's own (torch.cuda.stream) that the call is made on, behind queued work, so a
-read that did not wait for that stream would see stale data; Work.wait() returning before the
-collective has ended, the caller's stream held until it has; all_to_all, send/recv (host-staged);
+read that did not wait for that stream would see stale data; with TSR_TORCH_STREAM_WAIT=1,
+Work.wait() returning before the collective has ended, the caller's stream held until it has; all_to_all, send/recv (host-staged);
 split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
 CNN for a fixed number of steps on CUDA and on the CPU over the same group, with DDP's own
 allreduce, with each of Tessera's hooks (dense; marsit, topk, spardl, onebit, compressed
@@ -124,12 +124,15 @@ def streams_and_futures():
 
 
 def wait_holds_the_stream():
-    """Work.wait() makes the caller's stream wait and returns before the collective has ended
-    (tsr_stream_hold): rank 1 joins only once rank 0 has seen its Work still running after
-    wait() (a file is the signal; after 20 s rank 1 joins anyway, so a wait that blocks fails
-    here instead of hanging); the result is then read on that stream."""
+    """With TSR_TORCH_STREAM_WAIT=1, Work.wait() makes the caller's stream wait and returns
+    before the collective has ended (tsr_stream_hold): rank 1 joins only once rank 0 has seen
+    its Work still running after wait() (a file is the signal; after 20 s rank 1 joins anyway,
+    so a wait that blocks fails here instead of hanging); the result is then read on that
+    stream. Without the setting there is nothing to check."""
     import pathlib
     import time
+    if os.environ.get("TSR_TORCH_STREAM_WAIT") != "1":
+        return
     signal = pathlib.Path(f"/tmp/tessera-gpu-check-{os.environ.get('TSR_JOB_ID', 'job')}-held")
     x = torch.full((1 << 20,), float(me), device=device)
     if me == 1:
