@@ -45,6 +45,13 @@ class ProgressEngine;
 struct Submission;
 class ScratchPool;
 class DenseStaging;
+struct PinnedBuffers;
+// What a staged collective on the shared-memory path takes before its place in the segment:
+// the caller's stream's event and the pinned buffers (none for host buffers).
+struct StagedInput {
+  algorithms::CallerEvent after;
+  std::shared_ptr<PinnedBuffers> pinned;
+};
 
 using algorithms::DenseSelector;
 using algorithms::DeviceCopier;
@@ -248,14 +255,13 @@ class Communicator final : public algorithms::Team {
   std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
   std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
   bool stagesThisCall() const;                    // kCuda, and not inside hostAllreduce
-  // CUDA buffers: are they? Then the caller's event (callerEvent).
-  Result<algorithms::CallerEvent> prepareShmDevice(const algorithms::ShmCollectiveArgs& args);
+  // CUDA buffers: are they? Then the caller's event (callerEvent) and the pinned buffers.
+  Result<StagedInput> prepareShmDevice(const algorithms::ShmCollectiveArgs& args);
   // The event of the caller's stream (setCallerStream) that a staged collective called now
   // waits for; none without a stream. Errors name `what`.
   Result<algorithms::CallerEvent> callerEvent(DenseStaging& staging, const std::string& what);
   // Posts the call's task on host buffers: the caller's, or pinned copies of CUDA ones.
-  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call,
-                             algorithms::CallerEvent after);
+  Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call, StagedInput staged);
   // Plans with more scratch than this take it from scratchPool_ (registered, reused);
   // smaller ones get it with their executor's state.
   static constexpr size_t kPooledScratchFrom = 4096;

@@ -77,12 +77,14 @@ Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::P
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", input, inBytes));
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "output", output, outBytes));
   TSR_ASSIGN_OR_RETURN(algorithms::CallerEvent after, callerEvent(*staging, what));
+  // On this thread, never the progress thread's (dense_staging.h says why).
+  TSR_ASSIGN_OR_RETURN(auto pinned, staging->takeBuffers(what, input, inBytes, output, outBytes));
   std::shared_ptr<void> scratch;  // host scratch, as for a host run
   if (plan->scratchBytes > kPooledScratchFrom) {
     TSR_ASSIGN_OR_RETURN(scratch, scratchPool_->acquire(plan->scratchBytes));
   }
   Submission s;
-  s.make = staging->stage(plan, input, inBytes, output, outBytes, scratch.get(), std::move(after));
+  s.make = staging->stage(plan, input, inBytes, output, outBytes, scratch.get(), std::move(after), std::move(pinned));
   std::string algorithm = plan->algorithm + " (staged from CUDA memory)";
   // Announced as the plan it runs: its messages are those of a host run of that plan.
   algorithms::ShmCall call{static_cast<uint8_t>(plan->collective), static_cast<uint8_t>(plan->dtype),

@@ -18,9 +18,9 @@ std::optional<Result<RequestPtr>> Communicator::viaShm(const algorithms::ShmColl
   const ShmPath::Way way = shm_->wayFor(args);
   if (way == ShmPath::Way::kNone) return std::nullopt;
   // Before the call takes its place in the segment: a refused call takes none.
-  auto after = prepareShmDevice(args);
-  if (!after.isOk()) return Result<RequestPtr>(after.status());
-  return postShm(args, shm_->take(way, args), after.take());
+  auto staged = prepareShmDevice(args);
+  if (!staged.isOk()) return Result<RequestPtr>(staged.status());
+  return postShm(args, shm_->take(way, args), staged.take());
 }
 
 std::string Communicator::shmSegmentName() const { return shm_ ? shm_->segmentName() : std::string(); }
@@ -43,22 +43,26 @@ std::pair<size_t, size_t> Communicator::shmBufferBytes(const algorithms::ShmColl
   }
 }
 
-Result<algorithms::CallerEvent> Communicator::prepareShmDevice(const algorithms::ShmCollectiveArgs& args) {
+Result<StagedInput> Communicator::prepareShmDevice(const algorithms::ShmCollectiveArgs& args) {
   auto staging = deviceStaging();
-  if (!staging || args.barrier) return algorithms::CallerEvent();
+  if (!staging || args.barrier) return StagedInput{};
   const auto [in, out] = shmBufferBytes(args);
   std::string what = "rank " + std::to_string(rank_) + ": " + algorithms::collectiveName(args.collective);
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "input", args.input, in));
   TSR_RETURN_IF_ERROR(staging->checkDevice(what.c_str(), "output", args.output, out));
-  return callerEvent(*staging, what);
+  StagedInput staged;
+  TSR_ASSIGN_OR_RETURN(staged.after, callerEvent(*staging, what));
+  // On this thread, never the progress thread's (dense_staging.h says why).
+  TSR_ASSIGN_OR_RETURN(staged.pinned, staging->takeBuffers(what, args.input, in, args.output, out));
+  return staged;
 }
 
 Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call,
-                                         algorithms::CallerEvent after) {
+                                         StagedInput staged) {
   Submission s;
   std::string algorithm = std::move(call.algorithm);
-  auto staging = deviceStaging();
-  if (staging && !args.barrier) {
+  // Staged when the buffers were found to be device memory (prepareShmDevice took the pinned ones).
+  if (std::shared_ptr<DenseStaging> staging = staged.pinned ? staged.pinned->staging : nullptr) {
     const auto [in, out] = shmBufferBytes(args);
     s.make = staging->stageTask(
         algorithms::collectiveName(args.collective),
@@ -68,7 +72,7 @@ Result<RequestPtr> Communicator::postShm(const algorithms::ShmCollectiveArgs& ar
           host.output = hostOut;
           return make(host, ctx);
         },
-        args.input, in, args.output, out, std::move(after));
+        args.input, in, args.output, out, std::move(staged.after), std::move(staged.pinned));
     algorithm += " (staged from CUDA memory)";
   } else {
     s.make = [args, make = call.make](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {

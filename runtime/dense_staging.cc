@@ -11,8 +11,9 @@ class StagedHostTask final : public algorithms::Task {
  public:
   StagedHostTask(std::shared_ptr<DenseStaging> staging, std::string what, DenseStaging::HostTaskMaker make,
                  const void* input, size_t inBytes, void* output, size_t outBytes, algorithms::CallerEvent after,
-                 const algorithms::TaskContext& ctx)
+                 std::shared_ptr<PinnedBuffers> pinned, const algorithms::TaskContext& ctx)
       : staging_(std::move(staging)),
+        pinned_(std::move(pinned)),
         what_(std::move(what)),
         make_(std::move(make)),
         input_(input),
@@ -22,19 +23,9 @@ class StagedHostTask final : public algorithms::Task {
         after_(std::move(after)),
         ctx_(ctx) {}
 
-  ~StagedHostTask() override {
-    if (hostOut_ && hostOut_ != hostIn_) staging_->givePinned(hostOut_, outBytes_);
-    if (hostIn_) staging_->givePinned(hostIn_, inPlace() ? std::max(inBytes_, outBytes_) : inBytes_);
-  }
-
   Status start() override {
-    size_t inSize = inPlace() ? std::max(inBytes_, outBytes_) : inBytes_;
-    TSR_ASSIGN_OR_RETURN(hostIn_, named(staging_->takePinned(inSize)));
-    if (inPlace()) {
-      hostOut_ = hostIn_;
-    } else {
-      TSR_ASSIGN_OR_RETURN(hostOut_, named(staging_->takePinned(outBytes_)));
-    }
+    hostIn_ = pinned_->in;
+    hostOut_ = pinned_->out;
     if (inBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(hostIn_, input_, inBytes_, after_)));
     after_.reset();  // the copy's stream holds the wait now
     copying_ = inBytes_ > 0;
@@ -112,6 +103,7 @@ class StagedHostTask final : public algorithms::Task {
   }
 
   std::shared_ptr<DenseStaging> staging_;
+  std::shared_ptr<PinnedBuffers> pinned_;
   std::string what_;
   DenseStaging::HostTaskMaker make_;
   const void* input_;
@@ -129,8 +121,14 @@ class StagedHostTask final : public algorithms::Task {
 
 }  // namespace
 
+PinnedBuffers::~PinnedBuffers() {
+  if (out && out != in) staging->givePinned(out, outSize);
+  if (in) staging->givePinned(in, inSize);
+}
+
 DenseStaging::~DenseStaging() {
   for (auto& [p, bytes] : spare_) copier_->freePinned(p);
+  for (void* p : excess_) copier_->freePinned(p);
 }
 
 Status DenseStaging::checkDevice(const char* collective, const char* which, const void* p, size_t bytes) const {
@@ -141,6 +139,12 @@ Status DenseStaging::checkDevice(const char* collective, const char* which, cons
 }
 
 Result<void*> DenseStaging::takePinned(size_t bytes) {
+  std::vector<void*> excess;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    excess.swap(excess_);
+  }
+  for (void* p : excess) copier_->freePinned(p);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto best = spare_.end();
@@ -161,37 +165,58 @@ Result<void*> DenseStaging::takePinned(size_t bytes) {
 }
 
 void DenseStaging::givePinned(void* p, size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (kept_ + bytes <= kKeptPinnedBytes) {
-      spare_.emplace_back(p, std::max<size_t>(bytes, 1));
-      kept_ += std::max<size_t>(bytes, 1);
-      return;
-    }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (kept_ + bytes <= kKeptPinnedBytes) {
+    spare_.emplace_back(p, std::max<size_t>(bytes, 1));
+    kept_ += std::max<size_t>(bytes, 1);
+  } else {
+    excess_.push_back(p);  // not freed here: this may be the progress thread
   }
-  copier_->freePinned(p);
 }
 
 algorithms::TaskFactory DenseStaging::stage(std::shared_ptr<const algorithms::Plan> plan, const void* input,
                                             size_t inBytes, void* output, size_t outBytes, void* scratch,
-                                            algorithms::CallerEvent after) {
+                                            algorithms::CallerEvent after, std::shared_ptr<PinnedBuffers> pinned) {
   std::string what = algorithms::collectiveName(plan->collective);
   HostTaskMaker make = [plan = std::move(plan), scratch](const void* hostIn, void* hostOut,
                                                          const algorithms::TaskContext& ctx) {
     algorithms::RunBuffers host{hostIn, hostOut, scratch, transport::MemoryType::kHost};
     return std::unique_ptr<algorithms::Task>(new algorithms::PlanExecutor(plan, host, ctx.id, ctx.transport));
   };
-  return stageTask(std::move(what), std::move(make), input, inBytes, output, outBytes, std::move(after));
+  return stageTask(std::move(what), std::move(make), input, inBytes, output, outBytes, std::move(after),
+                   std::move(pinned));
+}
+
+Result<std::shared_ptr<PinnedBuffers>> DenseStaging::takeBuffers(const std::string& what, const void* input,
+                                                                 size_t inBytes, const void* output, size_t outBytes) {
+  auto pinned = std::make_shared<PinnedBuffers>();
+  pinned->staging = shared_from_this();
+  auto named = [&](const Status& st) {
+    return Status(st.code(), what + " on device buffers (" + describe() + "): " + st.message());
+  };
+  pinned->inSize = input == output ? std::max(inBytes, outBytes) : inBytes;
+  auto in = takePinned(pinned->inSize);
+  if (!in.isOk()) return named(in.status());
+  pinned->in = pinned->out = in.value();
+  if (input != output) {
+    pinned->outSize = outBytes;
+    auto out = takePinned(outBytes);
+    if (!out.isOk()) return named(out.status());
+    pinned->out = out.value();
+  }
+  return pinned;
 }
 
 algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker make, const void* input, size_t inBytes,
-                                                void* output, size_t outBytes, algorithms::CallerEvent after) {
+                                                void* output, size_t outBytes, algorithms::CallerEvent after,
+                                                std::shared_ptr<PinnedBuffers> pinned) {
   std::shared_ptr<DenseStaging> self = shared_from_this();
-  return [self, what = std::move(what), make = std::move(make), input, inBytes, output, outBytes,
-          after = std::move(after)](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-    return std::unique_ptr<algorithms::Task>(
-        new StagedHostTask(self, what, make, input, inBytes, output, outBytes, after, ctx));
-  };
+  return
+      [self, what = std::move(what), make = std::move(make), input, inBytes, output, outBytes, after = std::move(after),
+       pinned = std::move(pinned)](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
+        return std::unique_ptr<algorithms::Task>(
+            new StagedHostTask(self, what, make, input, inBytes, output, outBytes, after, pinned, ctx));
+      };
 }
 
 Result<algorithms::CallerEvent> DenseStaging::callerEvent(void* callerStream) {

@@ -5,9 +5,12 @@
 //   plan's executor on host buffers (same plans, same wire as host buffers; or, on one host,
 //   the shared-memory allreduce a host buffer takes), copy the host result to the device output.
 //
-// Pinned buffers are kept for reuse (allocating page-locked memory is slow) up to
-// kKeptPinnedBytes. The copier is shared by the communicator's collectives, all run by the
-// progress engine one turn at a time. Status on a GPU: docs/gpu.md. The
+// Pinned buffers are taken when the collective is posted, on the caller's thread, and kept for
+// reuse (allocating page-locked memory is slow) up to kKeptPinnedBytes; the rest is freed by a
+// later post. So the progress thread never allocates nor frees page-locked memory: those calls
+// are slow and may wait for every stream of the device, a stream the caller has held for a
+// collective (tsr_stream_hold) included. The copier is shared by the communicator's
+// collectives, all run by the progress engine one turn at a time. Status on a GPU: docs/gpu.md. The
 // orchestration is tested with a host-memcpy fake
 // (algorithms/team/tests/fake_copier.h).
 #pragma once
@@ -24,6 +27,18 @@
 namespace tsr::runtime {
 
 using algorithms::DeviceCopier;
+class DenseStaging;
+
+// The pinned buffers of one staged collective (the same one for an in-place run), given back
+// when the last of its task and the task's factory lets go.
+struct PinnedBuffers {
+  std::shared_ptr<DenseStaging> staging;
+  void* in = nullptr;
+  size_t inSize = 0;
+  void* out = nullptr;
+  size_t outSize = 0;
+  ~PinnedBuffers();
+};
 
 class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
  public:
@@ -41,19 +56,27 @@ class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
   // place when they are the same pointer; scratch (host memory, may be null) as for a host run.
   // The input is read once `after` (the caller's stream's event, recorded in the call) has
   // passed; without one, once the default stream's earlier work has.
+  // `pinned`: takeBuffers' for the same buffers.
   algorithms::TaskFactory stage(std::shared_ptr<const algorithms::Plan> plan, const void* input, size_t inBytes,
-                                void* output, size_t outBytes, void* scratch, algorithms::CallerEvent after);
+                                void* output, size_t outBytes, void* scratch, algorithms::CallerEvent after,
+                                std::shared_ptr<PinnedBuffers> pinned);
   // The same around any host task (made once the input is on the host; same pointer for an
   // in-place run); `what` names the collective in messages.
   using HostTaskMaker = std::function<std::unique_ptr<algorithms::Task>(const void* hostIn, void* hostOut,
                                                                         const algorithms::TaskContext& ctx)>;
   algorithms::TaskFactory stageTask(std::string what, HostTaskMaker make, const void* input, size_t inBytes,
-                                    void* output, size_t outBytes, algorithms::CallerEvent after);
+                                    void* output, size_t outBytes, algorithms::CallerEvent after,
+                                    std::shared_ptr<PinnedBuffers> pinned);
+  // The pinned buffers of one collective on input/output (one for an in-place run), taken on
+  // the caller's thread when it is posted; errors name `what`.
+  Result<std::shared_ptr<PinnedBuffers>> takeBuffers(const std::string& what, const void* input, size_t inBytes,
+                                                     const void* output, size_t outBytes);
   // The event a collective called now waits for before reading its input: recorded on
   // `callerStream` (null: none; the default stream's order holds).
   Result<algorithms::CallerEvent> callerEvent(void* callerStream);
 
-  // For the task (on the progress thread): pinned buffers, taken and given back.
+  // Pinned buffers: taken on the caller's thread (which also frees what was given back beyond
+  // kKeptPinnedBytes), given back from any thread.
   Result<void*> takePinned(size_t bytes);
   void givePinned(void* p, size_t bytes);
   DeviceCopier& copier() { return *copier_; }
@@ -62,6 +85,7 @@ class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
   std::unique_ptr<DeviceCopier> copier_;
   std::mutex mutex_;  // spare_ (a communicator may be destroyed from another thread)
   std::vector<std::pair<void*, size_t>> spare_;
+  std::vector<void*> excess_;  // given back beyond kKeptPinnedBytes: freed by the next take
   size_t kept_ = 0;
 };
 

@@ -9,6 +9,7 @@
 
 #include "algorithms/team/tests/fake_copier.h"
 #include "runtime/communicator.h"
+#include "runtime/dense_staging.h"
 #include "tests/support/thread_world.h"
 
 namespace tsr {
@@ -82,6 +83,36 @@ TEST(DenseDeviceStaging, HostAndDeviceRanksInterworkAndPinnedBuffersAreReused) {
       EXPECT_EQ(log->pinnedLive, 1) << "pinned buffers were not reused";
     }
   });
+}
+
+// Pinned buffers are taken and freed on the posting thread, never on the progress thread
+// (page-locked allocations and frees may wait for every stream, one the caller holds
+// included): collectives in flight together, beyond what is kept, on both paths.
+TEST(DenseDeviceStaging, PinnedMemoryIsTakenAndFreedOnThePostingThreadOnly) {
+  for (const char* algo : {"auto", "ring"}) {
+    testing::runRanks(2,
+                      [](Communicator& comm) {
+                        auto log = useFakeDevice(comm);
+                        log->caller = std::this_thread::get_id();
+                        // Three in flight hold more than is kept.
+                        const size_t count = runtime::DenseStaging::kKeptPinnedBytes / sizeof(float) / 3 + 1024;
+                        std::vector<std::vector<float>> x(3, std::vector<float>(count, 1.0f + comm.rank()));
+                        for (int round = 0; round < 2; ++round) {
+                          std::vector<runtime::RequestPtr> posted;
+                          for (auto& v : x) {
+                            auto r = comm.allreduce(v.data(), v.data(), count, DataType::kF32, ReduceOp::kSum);
+                            ASSERT_TRUE(r.isOk()) << r.status().toString();
+                            posted.push_back(r.take());
+                          }
+                          for (auto& r : posted) ASSERT_TRUE(r->wait().isOk());
+                        }
+                        EXPECT_EQ(x[2][count - 1], 6.0f) << "two rounds of a sum over 2 ranks of 1 and 2";
+                        EXPECT_EQ(log->pinnedElsewhere.load(), 0)
+                            << "pinned memory taken or freed off the posting thread";
+                        EXPECT_LE(log->pinnedLive, 3);
+                      },
+                      {{"TSR_ALGO", algo}});
+  }
 }
 
 // With the caller's stream set, every copy of an input waits for an event recorded on that

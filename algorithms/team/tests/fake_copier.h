@@ -7,9 +7,11 @@
 // copy had finished would read stale data and fail the tests.
 #pragma once
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "algorithms/team/device_copier.h"
@@ -18,14 +20,16 @@ namespace tsr::testing {
 
 struct FakeCopierLog {
   int pollsPerCopy = 2;
-  int toHost = 0, toDevice = 0;    // copies posted
-  int pinnedLive = 0;              // pinned buffers not yet freed
-  bool failPost = false;           // the next post fails
-  bool failCopy = false;           // the next copy fails when it runs
-  const void* rejected = nullptr;  // checkDevice refuses this pointer
-  void* badStream = nullptr;       // recordCallerEvent refuses this stream
-  std::vector<void*> waitedOn;     // per copy to the host: the caller's stream it waited on
-                                   // (null: the default stream)
+  int toHost = 0, toDevice = 0;         // copies posted
+  int pinnedLive = 0;                   // pinned buffers not yet freed
+  bool failPost = false;                // the next post fails
+  bool failCopy = false;                // the next copy fails when it runs
+  const void* rejected = nullptr;       // checkDevice refuses this pointer
+  void* badStream = nullptr;            // recordCallerEvent refuses this stream
+  std::thread::id caller;               // when set: pinned memory taken or freed on another thread
+  std::atomic<int> pinnedElsewhere{0};  // is counted here
+  std::vector<void*> waitedOn;          // per copy to the host: the caller's stream it waited on
+                                        // (null: the default stream)
 };
 
 class FakeCopier final : public algorithms::DeviceCopier {
@@ -34,10 +38,12 @@ class FakeCopier final : public algorithms::DeviceCopier {
   std::string describe() const override { return "fake copier (host memcpy)"; }
   Result<void*> allocPinned(size_t bytes) override {
     ++log_->pinnedLive;
+    notePinnedThread();
     return std::malloc(bytes ? bytes : 1);
   }
   void freePinned(void* p) override {
     --log_->pinnedLive;
+    notePinnedThread();
     std::free(p);
   }
   Status checkDevice(const void* p, size_t) const override {
@@ -80,6 +86,9 @@ class FakeCopier final : public algorithms::DeviceCopier {
     const void* src;
     size_t bytes;
   };
+  void notePinnedThread() {
+    if (log_->caller != std::thread::id() && std::this_thread::get_id() != log_->caller) ++log_->pinnedElsewhere;
+  }
   Status post(void* dst, const void* src, size_t bytes) {
     if (log_->failPost) {
       log_->failPost = false;
