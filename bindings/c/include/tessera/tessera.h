@@ -252,11 +252,14 @@ TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(v
  * waits for a collective without blocking the calling thread, as ProcessGroupNCCL's
  * Work::wait does: hold the caller's stream, and release the hold in the request's
  * completion callback (tsr_request_on_complete), whatever its status: a hold never released
- * stalls the stream for good. Through the driver's stream memory operations
- * (cuStreamWaitValue32 on a flag in mapped pinned memory; the driver is looked up at first
- * use). TSR_ERR_NOT_SUPPORTED, saying why, without CUDA in this build, without a device or
- * driver, or where the device does not take the wait; nothing is then queued. Status on a
- * GPU: docs/gpu.md. */
+ * stalls the stream for good. Post such a collective with that stream named
+ * (tsr_comm_set_stream): its input is then ordered by an event taken in the call; without one
+ * it waits for the default stream's work as of when Tessera starts it, which may come after a
+ * hold on the legacy default stream, and then neither ever goes on. Through the driver's
+ * stream memory operations (cuStreamWaitValue32 on a flag in mapped pinned memory; the driver
+ * is looked up at first use). TSR_ERR_NOT_SUPPORTED, saying why, without CUDA in this build,
+ * without a device or driver, or where the device does not take the wait; nothing is then
+ * queued. Status on a GPU: docs/gpu.md. */
 typedef struct tsr_stream_hold_handle* tsr_stream_hold_t;
 TSR_API tsr_status_t tsr_stream_hold(void* stream, tsr_stream_hold_t* hold);
 TSR_API tsr_status_t tsr_stream_release(tsr_stream_hold_t hold);
