@@ -147,9 +147,10 @@ class Communicator final : public algorithms::Team {
   // kCuda through this copier instead of the CUDA one (tests: a host-memcpy fake device).
   Status useDeviceCopier(std::unique_ptr<DeviceCopier> copier);
   transport::MemoryType bufferMemory() const { return bufferMemory_; }
-  // kCuda: the caller's CUDA stream (a cudaStream_t) whose work each later dense collective
-  // waits for before reading its input, through an event recorded on it in the call, as
-  // ncclAllReduce's stream argument; null (the default): the default stream's earlier work.
+  // The caller's CUDA stream (a cudaStream_t) whose work each later dense collective on kCuda
+  // buffers and each step of a memory=cuda tensor waits for before reading its input, through
+  // an event recorded on it in the call, as ncclAllReduce's stream argument; null (the
+  // default): the legacy default stream's work queued before the call.
   void setCallerStream(void* stream) { callerStream_ = stream; }
   void* callerStream() const override { return callerStream_; }
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
@@ -257,8 +258,8 @@ class Communicator final : public algorithms::Team {
   bool stagesThisCall() const;                    // kCuda, and not inside hostAllreduce
   // CUDA buffers: are they? Then the caller's event (callerEvent) and the pinned buffers.
   Result<StagedInput> prepareShmDevice(const algorithms::ShmCollectiveArgs& args);
-  // The event of the caller's stream (setCallerStream) that a staged collective called now
-  // waits for; none without a stream. Errors name `what`.
+  // The event of the caller's stream (setCallerStream; without one, the legacy default
+  // stream) that a staged collective called now waits for. Errors name `what`.
   Result<algorithms::CallerEvent> callerEvent(DenseStaging& staging, const std::string& what);
   // Posts the call's task on host buffers: the caller's, or pinned copies of CUDA ones.
   Result<RequestPtr> postShm(const algorithms::ShmCollectiveArgs& args, ShmPath::Call call, StagedInput staged);

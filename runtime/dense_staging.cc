@@ -220,7 +220,6 @@ algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker 
 }
 
 Result<algorithms::CallerEvent> DenseStaging::callerEvent(void* callerStream) {
-  if (!callerStream) return algorithms::CallerEvent();
   return copier_->recordCallerEvent(callerStream);
 }
 

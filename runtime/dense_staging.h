@@ -71,8 +71,8 @@ class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
   // the caller's thread when it is posted; errors name `what`.
   Result<std::shared_ptr<PinnedBuffers>> takeBuffers(const std::string& what, const void* input, size_t inBytes,
                                                      const void* output, size_t outBytes);
-  // The event a collective called now waits for before reading its input: recorded on
-  // `callerStream` (null: none; the default stream's order holds).
+  // The event a collective called now waits for before reading its input: recorded now on
+  // `callerStream` (null: the legacy default stream, whose order every blocking stream keeps).
   Result<algorithms::CallerEvent> callerEvent(void* callerStream);
 
   // Pinned buffers: taken on the caller's thread (which also frees what was given back beyond

@@ -20,6 +20,9 @@ T* toDevice(const std::vector<T>& v) {
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, v.size() * sizeof(T) + 1), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  // The kernels' stream is non-blocking: the copy's DMA must have ended before they read it
+  // (a tensor step waits for the caller's event instead).
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return static_cast<T*>(p);
 }
 

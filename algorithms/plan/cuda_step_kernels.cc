@@ -1,10 +1,15 @@
 // The CUDA StepKernels (step_kernels.h): the .cu kernels (algorithms/kernels/cuda) on
-// cudaMalloc'd memory, each call launched on the backend's stream and synchronized before it
-// returns. Compiled only when TSR_CUDA_ENABLED. Status on a GPU:
-// docs/gpu.md.
+// cudaMalloc'd memory, each call launched on the backend's non-blocking stream and
+// synchronized before it returns. Called on the progress thread, which must never wait for a
+// caller's stream (a held one waits for the progress thread): the stream is non-blocking, the
+// caller's order comes from the event its step polls before it starts (caller_gate.h), and
+// the scratch grown during a step is stream-ordered (cudaMallocAsync / cudaFreeAsync), where
+// cudaFree would wait for the whole device. Compiled only when TSR_CUDA_ENABLED. Status on a
+// GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -18,13 +23,13 @@ namespace {
 
 class CudaStepKernels final : public StepKernels {
  public:
-  CudaStepKernels(int device, std::string name, cudaStream_t stream)
-      : device_(device), name_(std::move(name)), stream_(stream) {}
+  CudaStepKernels(int device, std::string name, cudaStream_t stream, bool pools)
+      : device_(device), name_(std::move(name)), stream_(stream), pools_(pools) {}
   ~CudaStepKernels() override {
+    freeOnStream(firstBad_);
+    freeOnStream(blockSums_);
+    freeOnStream(scratch_);
     cudaStreamSynchronize(stream_);
-    if (firstBad_) cudaFree(firstBad_);
-    if (blockSums_) cudaFree(blockSums_);
-    if (scratch_) cudaFree(scratch_);
     cudaStreamDestroy(stream_);
   }
 
@@ -34,12 +39,40 @@ class CudaStepKernels final : public StepKernels {
     void* p = nullptr;
     cudaError_t e = cudaSetDevice(device_);
     if (e == cudaSuccess) e = cudaMalloc(&p, bytes ? bytes : 1);
-    if (e == cudaSuccess) e = cudaMemset(p, 0, bytes ? bytes : 1);
+    // On the kernels' stream: a cudaMemset would run on the legacy default stream, which the
+    // non-blocking stream's kernels do not wait for.
+    if (e == cudaSuccess) e = cudaMemsetAsync(p, 0, bytes ? bytes : 1, stream_);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
     if (e != cudaSuccess)
       return Status(Code::kInternal, "cudaMalloc(" + std::to_string(bytes) + " bytes): " + cudaText(e));
     return p;
   }
   void release(void* p) override { cudaFree(p); }
+
+  // On the caller's thread; its current device is put back as it was.
+  Result<CallerEvent> recordCallerEvent(void* stream) override {
+    int current = -1;
+    cudaGetDevice(&current);
+    cudaEvent_t event = nullptr;
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(event, stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy);
+    if (current >= 0 && current != device_) cudaSetDevice(current);
+    if (e != cudaSuccess) {
+      if (event) cudaEventDestroy(event);
+      return Status(Code::kInvalidArgument, describe() + ": cannot record an event on the caller's stream " +
+                                                streamText(stream) +
+                                                " (a CUDA stream of this device?): " + cudaText(e));
+    }
+    return CallerEvent(event, [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+  }
+  Result<bool> reached(const CallerEvent& event) override {
+    if (!event) return true;
+    cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event.get()));
+    if (e == cudaSuccess) return true;
+    if (e == cudaErrorNotReady) return false;
+    return Status(Code::kInternal, describe() + ": the caller's stream failed before the call: " + cudaText(e));
+  }
 
   Status checkMemory(const void* p, size_t) const override {
     cudaPointerAttributes a{};
@@ -243,11 +276,31 @@ class CudaStepKernels final : public StepKernels {
     return Status::ok();
   }
   Status launched(int e, const char* what) { return sync(static_cast<cudaError_t>(e), what); }
-  Status presetFirstBad(size_t count) {
-    if (!firstBad_) {
-      cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&firstBad_), sizeof(unsigned long long));
-      if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc: " + cudaText(e));
+  static std::string streamText(void* stream) {
+    if (!stream) return "(the legacy default stream)";
+    char handle[32];
+    std::snprintf(handle, sizeof handle, "%p", stream);
+    return handle;
+  }
+  // Scratch allocated and freed in the stream's order, so the progress thread never waits
+  // for the device; plain cudaMalloc / cudaFree where the device has no memory pools.
+  Status allocOnStream(void** p, size_t bytes) {
+    cudaError_t e = pools_ ? cudaMallocAsync(p, bytes, stream_) : cudaMalloc(p, bytes);
+    if (e != cudaSuccess) {
+      *p = nullptr;
+      return Status(Code::kInternal, describe() + ": device scratch of " + std::to_string(bytes) + " bytes (" +
+                                         (pools_ ? "cudaMallocAsync" : "cudaMalloc") + "): " + cudaText(e));
     }
+    return Status::ok();
+  }
+  template <typename T>
+  void freeOnStream(T*& p) {
+    if (p) pools_ ? cudaFreeAsync(p, stream_) : cudaFree(p);
+    p = nullptr;
+  }
+  Status presetFirstBad(size_t count) {
+    if (!firstBad_)
+      TSR_RETURN_IF_ERROR(allocOnStream(reinterpret_cast<void**>(&firstBad_), sizeof(unsigned long long)));
     host_ = count;
     return sync(cudaMemcpyAsync(firstBad_, &host_, sizeof host_, cudaMemcpyHostToDevice, stream_), "preset");
   }
@@ -258,22 +311,17 @@ class CudaStepKernels final : public StepKernels {
   // The select kernels' scratch, grown to the largest asked for.
   Status growScratch(size_t bytes) {
     if (bytes <= scratchCapacity_) return Status::ok();
-    if (scratch_) cudaFree(scratch_);
-    scratch_ = nullptr;
+    freeOnStream(scratch_);
     scratchCapacity_ = 0;
-    cudaError_t e = cudaMalloc(&scratch_, bytes);
-    if (e != cudaSuccess)
-      return Status(Code::kInternal, describe() + ": cudaMalloc(" + std::to_string(bytes) + "): " + cudaText(e));
+    TSR_RETURN_IF_ERROR(allocOnStream(&scratch_, bytes));
     scratchCapacity_ = bytes;
     return Status::ok();
   }
   Status growBlockSums(size_t blocks) {
     if (blocks <= blockCapacity_) return Status::ok();
-    if (blockSums_) cudaFree(blockSums_);
-    blockSums_ = nullptr;
+    freeOnStream(blockSums_);
     blockCapacity_ = 0;
-    cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&blockSums_), blocks * sizeof(double));
-    if (e != cudaSuccess) return Status(Code::kInternal, describe() + ": cudaMalloc: " + cudaText(e));
+    TSR_RETURN_IF_ERROR(allocOnStream(reinterpret_cast<void**>(&blockSums_), blocks * sizeof(double)));
     blockCapacity_ = blocks;
     return Status::ok();
   }
@@ -281,6 +329,7 @@ class CudaStepKernels final : public StepKernels {
   int device_;
   std::string name_;
   cudaStream_t stream_;
+  bool pools_;  // the device has stream-ordered memory pools (cudaMallocAsync)
   unsigned long long* firstBad_ = nullptr;
   unsigned long long host_ = 0;
   double* blockSums_ = nullptr;
@@ -292,11 +341,15 @@ class CudaStepKernels final : public StepKernels {
 }  // namespace
 
 Result<std::shared_ptr<StepKernels>> openCudaStepKernels() {
-  // A blocking stream: each kernel waits for the caller's work on the default stream (the
-  // gradient it reads may still be in flight there: cuda_device.h). Every call synchronizes
-  // before it returns, so the caller's later work waits only while a step kernel runs.
-  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream(cudaStreamDefault));
-  return std::shared_ptr<StepKernels>(new CudaStepKernels(d.device, std::move(d.name), d.stream));
+  // Non-blocking: the kernels wait for none of the caller's streams (the caller's order is the
+  // event its step polls first: caller_gate.h), and the caller's work never waits for them.
+  TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream(cudaStreamNonBlocking));
+  int pools = 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d.device) != cudaSuccess) {
+    cudaGetLastError();
+    pools = 0;
+  }
+  return std::shared_ptr<StepKernels>(new CudaStepKernels(d.device, std::move(d.name), d.stream, pools != 0));
 }
 
 std::function<void()> cudaThreadBinding() {

@@ -17,7 +17,11 @@
 // Every call is complete when it returns (the CUDA backend launches on its stream and
 // synchronizes it): simple, and the executor may post a send of what a merge wrote right
 // after it. Polling an event instead would let the progress thread move other messages while
-// a kernel runs; not done yet. Results match the CPU kernels bit for bit (shared per-element
+// a kernel runs; not done yet. That synchronization never waits on the caller's streams: the
+// CUDA backend's stream is non-blocking, and a step starts only once the progress thread has
+// polled the caller's event (recordCallerEvent at the call; caller_gate.h) as reached, so a
+// stream the caller holds for a collective (tsr_stream_hold) cannot stall the thread that
+// releases it. Results match the CPU kernels bit for bit (shared per-element
 // code, sums in kernels::sumAbs's and kernels::ditherSumSquares's block orders).
 #pragma once
 
@@ -30,6 +34,7 @@
 
 #include "algorithms/kernels/dithering.h"
 #include "algorithms/kernels/philox.h"
+#include "algorithms/plan/caller_event.h"
 #include "base/dtype.h"
 #include "base/status.h"
 
@@ -46,6 +51,19 @@ class StepKernels {
   virtual void release(void* p) = 0;
   // Ok when [p, p + bytes) is memory these kernels can read and write.
   virtual Status checkMemory(const void* p, size_t bytes) const = 0;
+  // An event recorded now, on the calling thread, on the caller's `stream` (a cudaStream_t;
+  // null: the legacy default stream): a step called now reads its input once the caller's
+  // work up to it has finished. The host kernels need none (null).
+  virtual Result<CallerEvent> recordCallerEvent(void* stream) {
+    (void)stream;
+    return CallerEvent();
+  }
+  // True once the caller's work up to `event` has finished (a null event: at once). Polled,
+  // never waited for.
+  virtual Result<bool> reached(const CallerEvent& event) {
+    (void)event;
+    return true;
+  }
   // Both in the backend's memory (may overlap: memmove).
   virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
   // From the backend's memory into host memory (small reads: a bad element's value).

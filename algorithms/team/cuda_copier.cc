@@ -52,12 +52,12 @@ class CudaCopier final : public DeviceCopier {
     cudaEvent_t event = nullptr;
     cudaError_t e = cudaSetDevice(device_);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(event, static_cast<cudaStream_t>(stream));
+    if (e == cudaSuccess) e = cudaEventRecord(event, stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy);
     if (current >= 0 && current != device_) cudaSetDevice(current);
     if (e != cudaSuccess) {
       if (event) cudaEventDestroy(event);
-      char handle[32];
-      std::snprintf(handle, sizeof handle, "%p", stream);
+      char handle[40] = "(the legacy default stream)";
+      if (stream) std::snprintf(handle, sizeof handle, "%p", stream);
       return Status(Code::kInvalidArgument, describe() + ": cannot record an event on the caller's stream " + handle +
                                                 " (a CUDA stream of this device?): " + cudaText(e));
     }

@@ -13,12 +13,10 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/plan/caller_event.h"
 #include "base/status.h"
 
 namespace tsr::algorithms {
-
-// An opaque event of the caller's stream (a cudaEvent_t for the CUDA copier).
-using CallerEvent = std::shared_ptr<void>;
 
 class DeviceCopier {
  public:
@@ -30,9 +28,10 @@ class DeviceCopier {
   virtual void freePinned(void* p) = 0;
   // Ok when [p, p + bytes) is device memory this copier can read and write.
   virtual Status checkDevice(const void* p, size_t bytes) const = 0;
-  // An event recorded now, on the calling thread, on the caller's `stream` (a cudaStream_t):
-  // the point in the caller's work after which a collective called now may read its input
-  // (as ncclAllReduce's stream argument). Released when the last copy waiting on it is posted.
+  // An event recorded now, on the calling thread, on the caller's `stream` (a cudaStream_t;
+  // null: the legacy default stream): the point in the caller's work after which a collective
+  // called now may read its input (as ncclAllReduce's stream argument). Released when the last
+  // copy waiting on it is posted.
   virtual Result<CallerEvent> recordCallerEvent(void* stream) = 0;
   // Post a copy after the ones already posted; returns at once. The copy to the host first
   // waits for `after` (recordCallerEvent's), or, when null, for the work queued so far on the

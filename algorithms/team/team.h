@@ -39,7 +39,7 @@ class Team {
   // Whether the transport takes CUDA buffers itself (else device tensors stage on the host).
   virtual bool transportMovesCuda() const = 0;
   // The stream (a cudaStream_t) whose work produces the caller's device buffers, set by
-  // tsr_comm_set_stream; null: the default stream's order holds.
+  // tsr_comm_set_stream; null: the legacy default stream's.
   virtual void* callerStream() const { return nullptr; }
   // Has every thread that drives the transport run `bind` once first (a CUDA context made
   // current for device buffers: cudaThreadBinding); a team without such a transport ignores it.

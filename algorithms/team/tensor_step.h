@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/plan/caller_gate.h"
 #include "algorithms/team/device_path.h"
 #include "algorithms/team/device_staging.h"
 #include "algorithms/team/result_scale.h"
@@ -39,13 +40,29 @@ Result<RequestPtr> submitTensorStep(Team& team, const std::shared_ptr<State>& st
   if constexpr (requires { s.device; }) {
     if (s.device) TSR_RETURN_IF_ERROR(checkDirect(s, g));
   }
+  // A device step reads g only after the caller's work queued before this call (on the
+  // communicator's stream, tsr_comm_set_stream, or the default stream): an event recorded
+  // here, on the caller's thread, as ncclAllReduce's stream argument orders it.
+  std::shared_ptr<StepKernels> direct;
+  if constexpr (requires { s.device; }) {
+    if (s.device) direct = s.device->kernels;
+  }
+  CallerEvent after;
+  if (direct || s.staging) {
+    auto event = direct ? direct->recordCallerEvent(team.callerStream())
+                        : s.staging->copier().recordCallerEvent(team.callerStream());
+    if (!event.isOk())
+      return Status(event.status().code(), std::string(what) + " " + s.name + ": " + event.status().message());
+    after = event.take();
+  }
   s.g = s.staging ? s.staging->host() : g;
   TaskFactory make = [state, makeTask](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     return makeTask(state, ctx);
   };
   // Scaled on the host buffer, before a staged step copies it back to the device.
   if constexpr (requires { s.resultScale; }) make = scaleResult(std::move(make), s.g, s.count, s.resultScale);
-  if (s.staging) make = s.staging->wrap(g, std::move(make));
+  if (s.staging) make = s.staging->wrap(g, std::move(make), std::move(after));
+  if (direct) make = afterCallerEvent(std::move(make), direct, std::move(after), std::string(what) + " " + s.name);
   TSR_ASSIGN_OR_RETURN(RequestPtr request, team.submitTask(std::move(make), seqSpan, state));
   request->setAlgorithm(s.algorithm);
   s.pending = request;

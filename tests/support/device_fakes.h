@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "algorithms/plan/executor.h"
 #include "algorithms/plan/step_kernels.h"
@@ -43,6 +44,19 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
     if (!isDevice(p, bytes))
       return Status(Code::kInvalidArgument, "the buffer is host memory, not memory of the fake device");
     return Status::ok();
+  }
+  // The caller's event: the stream it was recorded on; reached while callerWorkDone is set.
+  Result<algorithms::CallerEvent> recordCallerEvent(void* stream) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      eventStreams_.push_back(stream);
+    }
+    return algorithms::CallerEvent(new void*(stream), [](void* p) { delete static_cast<void**>(p); });
+  }
+  Result<bool> reached(const algorithms::CallerEvent& event) override {
+    ++gatePolls;
+    if (!event) ++nullEvents;
+    return callerWorkDone.load();
   }
   Status copy(void* dst, const void* src, size_t bytes) override {
     count(copies, {dst, src}, bytes);
@@ -203,6 +217,12 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
   std::atomic<int> efKeeps{0}, nesterovs{0};
   std::atomic<int> packs{0}, unpacks{0}, sums{0};  // onebit and dithering: encode, decode, scale
   std::atomic<int> violations{0};                  // kernel calls given memory the fake device did not allocate
+  std::atomic<bool> callerWorkDone{true};          // reached() reports the caller's event as passed
+  std::atomic<int> gatePolls{0}, nullEvents{0};    // reached() calls; those given no event
+  std::vector<void*> recordedStreams() const {     // per recordCallerEvent: its stream
+    std::lock_guard<std::mutex> lock(mutex_);
+    return eventStreams_;
+  }
 
  private:
   bool isDevice(const void* p, size_t bytes) const {
@@ -220,6 +240,7 @@ class FakeDeviceKernels final : public algorithms::HostStepKernels {
   }
   mutable std::mutex mutex_;
   std::map<const char*, size_t> blocks_;
+  std::vector<void*> eventStreams_;
 };
 
 struct TransferCounts {

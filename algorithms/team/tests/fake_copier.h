@@ -52,7 +52,8 @@ class FakeCopier final : public algorithms::DeviceCopier {
   }
   // The "event" is the stream it was recorded on, which each copy to the host logs.
   Result<algorithms::CallerEvent> recordCallerEvent(void* stream) override {
-    if (stream == log_->badStream) return Status(Code::kInvalidArgument, "cannot record on that stream (fake)");
+    if (stream && stream == log_->badStream)
+      return Status(Code::kInvalidArgument, "cannot record on that stream (fake)");
     return algorithms::CallerEvent(new void*(stream), [](void* p) { delete static_cast<void**>(p); });
   }
   Status postToHost(void* host, const void* device, size_t bytes, const algorithms::CallerEvent& after) override {

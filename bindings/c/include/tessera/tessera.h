@@ -179,21 +179,23 @@ TSR_API tsr_status_t tsr_comm_estimate(tsr_comm_t comm, const char* collective, 
  * memory, runs on the host and copies the result back to the device (there is no GPU
  * reduction for dense collectives). The copy waits for the work queued before the call on the
  * default stream (and every blocking stream): a cudaMemcpy or a kernel there needs no
- * synchronization first; work on a non-blocking stream of the caller's own does. Without a
+ * synchronization first; for work on a non-blocking stream of the caller's own, name it
+ * (tsr_comm_set_stream). Without a
  * usable CUDA device it returns TSR_ERR_NOT_SUPPORTED with the reason and leaves the setting
  * unchanged. Device gradients can also go through tensors declared with memory=cuda
  * (tessera_tensor.h): Marsit and compressed tensors directly on the device when UCX moves CUDA
  * memory. Status on a GPU: docs/gpu.md. */
 TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memory);
 /* The caller's CUDA stream (a cudaStream_t; NULL, the default: none) for this communicator's
- * later dense collectives on TSR_MEM_CUDA buffers, as ncclAllReduce's stream argument: each
- * such call records an event on `stream`, on the calling thread, and reads its input only
- * after the work queued there before the call, whatever the stream's flags (a non-blocking
- * stream of the caller's own included). The result is in place when the request has ended
- * (tsr_wait / tsr_test / the callback), for any stream's later work. Without a stream, the
- * default stream's order holds (tsr_comm_set_memory_type). A handle that is not a stream of
- * the communicator's device makes that call fail with TSR_ERR_INVALID_ARGUMENT, naming it.
- * Not used for host buffers. */
+ * later dense collectives on TSR_MEM_CUDA buffers and steps of memory=cuda tensors
+ * (tessera_tensor.h), as ncclAllReduce's stream argument: each such call records an event on
+ * `stream`, on the calling thread, and reads its input only after the work queued there
+ * before the call, whatever the stream's flags (a non-blocking stream of the caller's own
+ * included). The result is in place when the request has ended (tsr_wait / tsr_test / the
+ * callback), for any stream's later work. Without a stream, the event is recorded on the
+ * legacy default stream, whose order every blocking stream keeps (tsr_comm_set_memory_type).
+ * A handle that is not a stream of the communicator's device makes that call fail with
+ * TSR_ERR_INVALID_ARGUMENT, naming it. Not used for host buffers. */
 TSR_API tsr_status_t tsr_comm_set_stream(tsr_comm_t comm, void* stream);
 
 /* recv may equal send (in place). */
@@ -253,9 +255,10 @@ TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(v
  * Work::wait does: hold the caller's stream, and release the hold in the request's
  * completion callback (tsr_request_on_complete), whatever its status: a hold never released
  * stalls the stream for good. Post such a collective with that stream named
- * (tsr_comm_set_stream): its input is then ordered by an event taken in the call; without one
- * it waits for the default stream's work as of when Tessera starts it, which may come after a
- * hold on the legacy default stream, and then neither ever goes on. Through the driver's
+ * (tsr_comm_set_stream), or on the legacy default stream without one: its input is ordered by
+ * an event taken in the call, before the hold. Tessera's progress thread, which gives the
+ * release, never waits for a caller's stream (it polls events; its own streams are
+ * non-blocking). Through the driver's
  * stream memory operations (cuStreamWaitValue32 on a flag in mapped pinned memory; the driver
  * is looked up at first use). TSR_ERR_NOT_SUPPORTED, saying why, without CUDA in this build,
  * without a device or driver, or where the device does not take the wait; nothing is then

@@ -51,10 +51,12 @@
  *                     momentum). tsr_tensor_algorithm lists
  *                     every name.
  *   memory=host|cuda  (any algorithm but dense; default host) where the data pointers given to
- *                     tsr_tensor_allreduce live. cuda: device pointers; the step waits for
- *                     the work queued before the call on the default stream (and every
- *                     blocking stream); a non-blocking stream of the caller's own must be
- *                     synchronized first. Marsit ring/torus, when UCX
+ *                     tsr_tensor_allreduce live. cuda: device pointers; the step reads them
+ *                     after the work queued before the call on the communicator's stream
+ *                     (tsr_comm_set_stream: an event recorded in the call, as for dense
+ *                     collectives), without one on the default stream (and every blocking
+ *                     stream); the progress thread polls that event, never waits on it.
+ *                     Marsit ring/torus, when UCX
  *                     reports CUDA memory support: the step runs on the device (CUDA kernels,
  *                     compensation on the device, device buffers to UCX; tsr_tensor_residual
  *                     reads it back). Otherwise each step copies the gradient to pinned host
