@@ -63,7 +63,15 @@ class CompressedTensor(Handle):
         buf = as_buffer(data, f"tensor {self.name} data", writable=True, dtype=self._code, count=self.count,
                         cuda=self._cuda)
         handle = ctypes.c_void_p()
-        check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
+        if buf.device is None:
+            check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
+        else:  # read once the stream that produced it (PyTorch's current one) reaches the call
+            comm = self._comm._live()
+            check(_lib.tsr_comm_set_stream(comm, buf.stream))
+            try:
+                check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
+            finally:
+                _lib.tsr_comm_set_stream(comm, None)
         request = Request(handle, buf.obj, (buf,))
         return request if async_op else request.wait()
 
