@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include <ATen/core/ivalue.h>
@@ -12,6 +14,37 @@
 #include "bindings/torch/placement.h"
 
 namespace tessera_torch {
+namespace {
+
+// The streams a stream-side wait holds now, process-wide (holdCallersStream). A collective's
+// last step queues copies on a stream of PyTorch's pool and synchronizes it on Tessera's
+// progress thread, the thread that gives the releases: that stream must not be one held
+// before the copies, which would then never end. A stream goes in before its hold is queued;
+// the last step picks its stream and queues its copies under the lock, so no hold comes
+// between; nobody holds the lock while waiting on the device.
+struct HeldStreams {
+  std::mutex mutex;
+  std::multiset<void*> streams;
+};
+HeldStreams& held() {
+  static HeldStreams h;
+  return h;
+}
+
+// A stream of PyTorch's pool (32 per priority, handed out in turn) that no wait holds; the
+// caller has held().mutex.
+c10::Stream poolStreamNotHeld(c10::Device device) {
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+#if TESSERA_TORCH_CUDA
+  for (int tries = 0; tries < 64; ++tries) {
+    c10::Stream s = impl.getStreamFromGlobalPool(device, /*isHighPriority=*/tries >= 32);
+    if (!held().streams.count(s.native_handle())) return s;
+  }
+#endif
+  return impl.getStreamFromGlobalPool(device, false);
+}
+
+}  // namespace
 
 WorkTessera::WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish,
                          std::optional<c10::Device> device)
@@ -51,10 +84,16 @@ void WorkTessera::onComplete(void* self, tsr_status_t status) {
 }
 
 void WorkTessera::runFinish() {
-  if (finish_) finish_();
-  // CUDA tensors: the last step's copies, on the pool stream complete() made current, are done
-  // before the Work completes, so nothing of ours still runs when the caller frees a tensor.
-  if (finish_ && device_) c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(*device_).synchronize();
+  if (!finish_) return;
+  if (!device_) return finish_();
+  // CUDA tensors: the last step's copies, on a pool stream no wait holds, are done before the
+  // Work completes, so nothing of ours still runs when the caller frees a tensor.
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+  std::unique_lock<std::mutex> lock(held().mutex);
+  c10::StreamGuard onPool(poolStreamNotHeld(*device_));
+  finish_();
+  lock.unlock();
+  impl.getStream(*device_).synchronize();
 }
 
 void WorkTessera::complete(tsr_status_t status, const std::string& message) {
@@ -62,8 +101,10 @@ void WorkTessera::complete(tsr_status_t status, const std::string& message) {
   // Future completes, which records its events there (not on the default stream, which would
   // order the caller's later work after everything queued there since).
   std::optional<c10::StreamGuard> onPool;
-  if (device_)
-    onPool.emplace(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(*device_, false));
+  if (device_) {
+    std::lock_guard<std::mutex> lock(held().mutex);
+    onPool.emplace(poolStreamNotHeld(*device_));
+  }
   std::exception_ptr error;
   if (status == TSR_OK) {
     try {
@@ -76,12 +117,17 @@ void WorkTessera::complete(tsr_status_t status, const std::string& message) {
         std::runtime_error("tessera: " + what_ + " failed (" + tsr_status_string(status) + "): " + message));
   }
   finish(error);  // the Work first: a Future callback may look at it
-  std::vector<tsr_stream_hold_t> holds;
+  std::vector<std::pair<tsr_stream_hold_t, void*>> holds;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     holds.swap(holds_);
+    holdsReleased_ = true;
   }
-  for (tsr_stream_hold_t h : holds) tsr_stream_release(h);  // the outputs are in place (or never will be)
+  for (auto [hold, stream] : holds) {
+    tsr_stream_release(hold);  // the outputs are in place (or never will be)
+    std::lock_guard<std::mutex> lock(held().mutex);
+    held().streams.erase(held().streams.find(stream));
+  }
   if (error)
     future_->setError(error);
   else
@@ -109,14 +155,37 @@ bool WorkTessera::holdCallersStream() {
     return v && std::strcmp(v, "1") == 0;  // checked (0|1) by the communicator's configuration
   }();
   if (!asked) return false;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (completed_) return false;  // the result is in place: nothing to hold
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return false;  // the result is in place: nothing to hold
+  }
+  // Queued without mutex_: a hold may allocate its flags, which may wait for the device, and
+  // complete() needs mutex_ to release the holds that device may be waiting on.
+  void* stream = currentStream(*device_);
+  {
+    std::lock_guard<std::mutex> heldLock(held().mutex);
+    held().streams.insert(stream);  // before the hold is queued: poolStreamNotHeld
+  }
   tsr_stream_hold_t hold = nullptr;
-  if (tsr_stream_hold(currentStream(*device_), &hold) != TSR_OK) {
+  if (tsr_stream_hold(stream, &hold) != TSR_OK) {
+    {
+      std::lock_guard<std::mutex> heldLock(held().mutex);
+      held().streams.erase(held().streams.find(stream));
+    }
     TORCH_WARN_ONCE("tessera: Work.wait() on CUDA tensors blocks the calling thread: ", tsr_last_error());
     return false;
   }
-  holds_.push_back(hold);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!holdsReleased_) {
+      holds_.emplace_back(hold, stream);
+      return true;
+    }
+  }
+  // complete() has released the holds meanwhile: the result is in place, let this one go.
+  tsr_stream_release(hold);
+  std::lock_guard<std::mutex> heldLock(held().mutex);
+  held().streams.erase(held().streams.find(stream));
   return true;
 }
 

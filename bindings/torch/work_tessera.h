@@ -14,9 +14,10 @@
 // does: a hold on that stream (tsr_stream_hold) that the completion releases, after the last
 // step, whatever the outcome (a failure is then the Work's exception and its Future's error,
 // and fails the group's next call); not with a timeout, nor where the hold is not offered (said
-// once). Not the default until it has run on a GPU: a held stream stalls whatever the progress
-// thread runs that synchronizes with it (docs/torch.md). The last step runs
-// on a stream of PyTorch's pool (synchronized before completing), and the Future is a CUDA
+// once). Not the default until it has run on a GPU. A held stream would stall whatever the
+// progress thread ran that synchronized with it, for good (docs/torch.md): the last step runs
+// on a stream of PyTorch's pool that no such wait holds (synchronized before completing),
+// and the Future is a CUDA
 // Future of the tensors' device: then() callbacks and DDP see the result on their own streams
 // through the events PyTorch records at completion.
 #pragma once
@@ -70,7 +71,9 @@ class WorkTessera : public c10d::Work {
   tsr_request_t request_ = nullptr;
   std::string what_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  std::vector<tsr_stream_hold_t> holds_;  // released by complete() (guarded by mutex_)
+  std::vector<std::pair<tsr_stream_hold_t, void*>> holds_;  // and their streams; released by complete()
+                                                            // (guarded by mutex_)
+  bool holdsReleased_ = false;  // complete() has taken holds_: later ones go at once (mutex_)
 };
 
 }  // namespace tessera_torch
