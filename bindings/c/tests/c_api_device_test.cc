@@ -228,3 +228,80 @@ TEST(CApiDevice, SelSyncAveragesDeviceBucketsOnSynchronizedStepsOnly) {
 }
 
 }  // namespace
+
+// Device tensor steps keep the caller's order as dense calls do, and the progress thread never
+// waits on a caller's stream. (a) The gradient made on a non-blocking stream of the caller's
+// own, behind a queue of work, named with tsr_comm_set_stream: the step reads it only once
+// that stream got there (equal to the host tensor's step, bit for bit). (b) The legacy default
+// stream held for a dense allreduce (released by its completion) and a tensor step called
+// after the hold: the step waits for the release, which the progress thread gives once rank 1
+// has posted; were the step's kernels to wait on that stream there, neither would end.
+TEST(CApiDevice, TensorStepsKeepTheCallersOrderWithoutStallingTheProgressThread) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device: the caller's order of tensor steps compiled but not run";
+  const size_t count = 1 << 20;
+  std::atomic<bool> rankZeroPosted{false};
+  runCRanks(2, [&](tsr_comm_t comm, int r) {
+    tsr_param_t hostParams[] = {{"algorithm", "marsit"}};
+    tsr_param_t devParams[] = {{"algorithm", "marsit"}, {"memory", "cuda"}};
+    tsr_tensor_t h = nullptr, d = nullptr;
+    ASSERT_EQ(tsr_tensor_create(comm, "h", count, TSR_FLOAT32, hostParams, 1, &h), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_tensor_create(comm, "d", count, TSR_FLOAT32, devParams, 2, &d), TSR_OK) << lastError();
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    float *gd = nullptr, *busy = nullptr, *pinned = nullptr, *dense = nullptr;
+    ASSERT_EQ(cudaMalloc(&gd, count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&busy, 64 * count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dense, count * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost(&pinned, count * sizeof(float)), cudaSuccess);
+    std::vector<float> g(count), back(count);
+    // (a)
+    ASSERT_EQ(tsr_comm_set_stream(comm, stream), TSR_OK) << lastError();
+    for (int step = 0; step < 3; ++step) {
+      for (size_t j = 0; j < count; ++j) g[j] = pinned[j] = std::sin(0.01f * j * (r + 1) + step);
+      cudaMemsetAsync(gd, 0, count * sizeof(float), stream);
+      for (int k = 0; k < 8; ++k) cudaMemsetAsync(busy, k, 64 * count * sizeof(float), stream);
+      cudaMemcpyAsync(gd, pinned, count * sizeof(float), cudaMemcpyHostToDevice, stream);
+      ASSERT_EQ(tsr_tensor_allreduce(h, g.data(), nullptr), TSR_OK) << lastError();
+      ASSERT_EQ(tsr_tensor_allreduce(d, gd, nullptr), TSR_OK) << lastError();
+      cudaMemcpy(back.data(), gd, count * sizeof(float), cudaMemcpyDeviceToHost);
+      ASSERT_EQ(std::memcmp(g.data(), back.data(), count * sizeof(float)), 0)
+          << "rank " << r << " step " << step << ": read before the caller's stream got there";
+      cudaStreamSynchronize(stream);  // the next step rewrites `pinned`
+    }
+    ASSERT_EQ(tsr_comm_set_stream(comm, nullptr), TSR_OK);
+    // (b)
+    ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_OK) << lastError();
+    std::vector<float> ones(count, 1.0f + r);
+    cudaMemcpy(dense, ones.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    for (size_t j = 0; j < count; ++j) g[j] = std::cos(0.01f * j * (r + 1));
+    cudaMemcpy(gd, g.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    if (r == 1)
+      while (!rankZeroPosted.load()) std::this_thread::yield();
+    tsr_request_t sum = nullptr, step = nullptr;
+    ASSERT_EQ(tsr_allreduce(comm, dense, dense, count, TSR_FLOAT32, TSR_SUM, &sum), TSR_OK) << lastError();
+    tsr_stream_hold_t hold = nullptr;
+    ASSERT_EQ(tsr_stream_hold(nullptr, &hold), TSR_OK) << lastError();
+    ASSERT_EQ(tsr_request_on_complete(
+                  sum, [](void* p, tsr_status_t) { tsr_stream_release(static_cast<tsr_stream_hold_t>(p)); }, hold),
+              TSR_OK);
+    ASSERT_EQ(tsr_tensor_allreduce(d, gd, &step), TSR_OK) << lastError();
+    if (r == 0) rankZeroPosted = true;
+    ASSERT_EQ(tsr_tensor_allreduce(h, g.data(), nullptr), TSR_OK) << lastError();
+    EXPECT_EQ(tsr_wait(sum), TSR_OK) << lastError();
+    EXPECT_EQ(tsr_wait(step), TSR_OK) << lastError();
+    cudaMemcpy(back.data(), gd, count * sizeof(float), cudaMemcpyDeviceToHost);
+    EXPECT_EQ(std::memcmp(g.data(), back.data(), count * sizeof(float)), 0) << "rank " << r;
+    cudaMemcpy(back.data(), dense, count * sizeof(float), cudaMemcpyDeviceToHost);
+    EXPECT_EQ(back[count - 1], 3.0f);
+    tsr_request_free(sum);
+    tsr_request_free(step);
+    tsr_comm_set_memory_type(comm, TSR_MEM_HOST);
+    cudaFreeHost(pinned);
+    cudaFree(dense);
+    cudaFree(busy);
+    cudaFree(gd);
+    cudaStreamDestroy(stream);
+    tsr_tensor_destroy(h);
+    tsr_tensor_destroy(d);
+  });
+}
