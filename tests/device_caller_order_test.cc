@@ -25,7 +25,9 @@ using testing::World;
 constexpr size_t kCount = 3001;
 void* const kStream = reinterpret_cast<void*>(0x5eed);  // the fakes never dereference it
 
-float inputOf(int rank, size_t j) { return std::sin(0.37f * static_cast<float>(j + 1) * (rank + 2.0f)) * (1.0f + rank); }
+float inputOf(int rank, size_t j) {
+  return std::sin(0.37f * static_cast<float>(j + 1) * (rank + 2.0f)) * (1.0f + rank);
+}
 
 std::unique_ptr<MarsitTensor> directTensor(runtime::Communicator& comm, const std::string& name, Opened& opened) {
   auto made = MarsitTensor::create(comm, name, kCount, {});
@@ -126,7 +128,9 @@ TEST(DeviceCallerOrder, AStepWhoseCallersWorkNeverEndsTimesOut) {
         k.release(d);
       },
       // Rank 1 waits longer, so the gated rank's own timeout is the one that ends the step.
-      [](int rank) { return testing::Settings{{"TSR_TIMEOUT_MS", rank == 0 ? "1500" : "20000"}}; },
+      [](int rank) {
+        return testing::Settings{{"TSR_TIMEOUT_MS", rank == 0 ? "1500" : "20000"}};
+      },
       world.wrapper(true));
 }
 

@@ -9,7 +9,10 @@ class CallerGateTask final : public Task {
  public:
   CallerGateTask(TaskFactory inner, std::shared_ptr<StepKernels> kernels, CallerEvent event, std::string what,
                  const TaskContext& ctx)
-      : make_(std::move(inner)), kernels_(std::move(kernels)), event_(std::move(event)), what_(std::move(what)),
+      : make_(std::move(inner)),
+        kernels_(std::move(kernels)),
+        event_(std::move(event)),
+        what_(std::move(what)),
         ctx_(ctx) {}
 
   Status start() override { return progress(); }
