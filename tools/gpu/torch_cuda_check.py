@@ -145,6 +145,15 @@ def wait_holds_the_stream():
         expect(not work.is_completed(), "Work.wait() on CUDA tensors returned only once the collective had ended")
         signal.touch()
     expect(x[-1].item() == float(sum(range(n))), f"after a stream-side wait: {x[-1].item()}")
+    # A gather into a list ends with copies on a stream of PyTorch's pool, synchronized by the
+    # thread that gives the releases; torch.cuda.Stream() hands out the same pool's streams, so
+    # each of them is once the held caller's stream here: none may be the one synchronized.
+    for k in range(34):  # the pool has 32 streams per priority
+        with torch.cuda.stream(torch.cuda.Stream(device)):
+            outs = [torch.empty(4, device=device) for _ in range(n)]
+            dist.all_gather(outs, torch.full((4,), float(me + k), device=device), async_op=True).wait()
+            got = [o[0].item() for o in outs]
+        expect(got == [float(r + k) for r in range(n)], f"all_gather to a list on pool stream {k}: {got}")
     dist.barrier()
     if me == 0:
         signal.unlink(missing_ok=True)
