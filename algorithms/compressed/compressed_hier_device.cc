@@ -36,4 +36,18 @@ void twoLevelDeviceResidual(const CompressedState& s, float* out) {
   for (size_t k = 0; k < e.size(); ++k) out[h.shardOffset + k] += x * e[k];
 }
 
+Status writeTwoLevelDeviceResidual(CompressedState& s, const float* values) {
+  CompressedHier& h = *s.hier;
+  const CompressedDevice& dev = *s.device;
+  Status st = dev.kernels->writeFromHost(dev.hier->intraResidual.as<float>(), values, s.count * sizeof(float));
+  if (st.isOk() && dev.codec) {
+    std::vector<float> zeros(h.shardReal, 0.0f);
+    auto cleared = dev.codec->writeError(zeros.data());
+    if (!cleared.isOk()) st = cleared.status();
+  }
+  if (!st.isOk()) return Status(st.code(), whoOf(s) + ": setting the device residual: " + st.message());
+  h.intraResidualOnce = h.intraType != DataType::kF16;
+  return Status::ok();
+}
+
 }  // namespace tsr::compressed

@@ -24,5 +24,8 @@ struct CompressedHierDevice {
 // twoLevelResidual (compressed_hier.h) of a direct tensor: q and the shard's EF error read
 // back from the device.
 void twoLevelDeviceResidual(const CompressedState& s, float* out);
+// setResidual of a direct two-level tensor, as the host's: the values (count floats, host
+// memory) become the cast residual q on the device, the shard's EF error starts at 0.
+Status writeTwoLevelDeviceResidual(CompressedState& s, const float* values);
 
 }  // namespace tsr::compressed

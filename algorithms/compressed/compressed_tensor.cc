@@ -183,6 +183,7 @@ void CompressedTensor::residual(float* out) const {
 Status CompressedTensor::setResidual(const float* values) {
   CompressedState& s = *state_;
   TSR_RETURN_IF_ERROR(algorithms::checkResidualReplace(s, "compressed tensor"));
+  if (s.hier && s.device) return writeTwoLevelDeviceResidual(s, values);
   if (s.hier) {
     CompressedHier& h = *s.hier;
     std::copy_n(values, s.count, h.intraResidual.begin());
@@ -191,7 +192,13 @@ Status CompressedTensor::setResidual(const float* values) {
     return Status::ok();
   }
   std::span<const float> given(values, s.count);
-  if (s.compressor->setFeedbackError(given)) return Status::ok();
+  bool kept = false;
+  if (s.device) {
+    TSR_ASSIGN_OR_RETURN(kept, s.device->codec->writeError(values));
+  } else {
+    kept = s.compressor->setFeedbackError(given);
+  }
+  if (kept) return Status::ok();
   if (std::all_of(given.begin(), given.end(), [](float v) { return v == 0.0f; })) return Status::ok();
   return Status(Code::kInvalidArgument,
                 "compressed tensor " + s.name +

@@ -180,6 +180,12 @@ Status DeviceCodec::readError(float* host) const {
   return named(kernels_->readToHost(host, error_.as<float>(), count_ * sizeof(float)));
 }
 
+Result<bool> DeviceCodec::writeError(const float* host) {
+  if (!ef_) return false;
+  TSR_RETURN_IF_ERROR(named(kernels_->writeFromHost(error_.as<float>(), host, count_ * sizeof(float))));
+  return true;
+}
+
 Status DeviceCodec::readMomentum(float* host) const {
   if (!nesterov_) {
     std::fill(host, host + count_, 0.0f);

@@ -42,6 +42,9 @@ class DeviceCodec {
   Status decompress(const std::byte* payload, size_t bytes, float* out);
   // Error feedback's residual into host memory (count floats); zeros without ef.
   Status readError(float* host) const;
+  // Replaces error feedback's residual with count floats from host memory; false without ef
+  // (nothing is kept there).
+  Result<bool> writeError(const float* host);
   // The momentum into host memory (count floats); zeros without momentum.
   Status readMomentum(float* host) const;
 

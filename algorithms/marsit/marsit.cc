@@ -99,6 +99,7 @@ void MarsitTensor::residual(float* out) const {
 Status MarsitTensor::setResidual(const float* values) {
   MarsitState& s = *state_;
   TSR_RETURN_IF_ERROR(algorithms::checkResidualReplace(s, "marsit tensor"));
+  if (s.device) return writeDeviceResidual(s, values);
   if (!s.twoLevel) {
     std::copy_n(values, s.count, s.comp.begin());
     return Status::ok();

@@ -47,4 +47,19 @@ Status checkDirect(const MarsitState& s, const float* g) {
                                ", direct path on " + s.device->kernels->describe() + "): " + st.message());
 }
 
+Status writeDeviceResidual(MarsitState& s, const float* values) {
+  algorithms::StepKernels& k = *s.device->kernels;
+  auto named = [&](Status st) {
+    return st.isOk() ? st
+                     : Status(st.code(), "marsit tensor " + s.name + ": setting the device residual: " + st.message());
+  };
+  const size_t bytes = s.count * sizeof(float);
+  if (!s.twoLevel) return named(k.writeFromHost(s.device->comp.as<float>(), values, bytes));
+  // Two-level: all of it becomes the cast residual, the row block's compensation starts at 0.
+  TSR_RETURN_IF_ERROR(named(k.writeFromHost(s.device->intraResidual.as<float>(), values, bytes)));
+  TSR_RETURN_IF_ERROR(named(k.zero(s.device->comp.as<float>(), s.comp.size() * sizeof(float))));
+  s.intraResidualOnce = s.intraType != DataType::kF16;
+  return Status::ok();
+}
+
 }  // namespace tsr::marsit

@@ -32,4 +32,7 @@ struct MarsitDeviceArrays {
 // Ok when g holds the tensor's count floats in the direct path's device memory; else the
 // error names the tensor, the rank and the kernels (algorithms/team/tensor_step.h calls it).
 Status checkDirect(const MarsitState& s, const float* g);
+// MarsitTensor::setResidual on the direct path: the values (count floats, host memory, the
+// units of residual()) written where the device step keeps them, as the host step's are.
+Status writeDeviceResidual(MarsitState& s, const float* values);
 }  // namespace tsr::marsit

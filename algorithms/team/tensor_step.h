@@ -100,18 +100,12 @@ Status setTensorResultScale(State& s, const char* what, ResultScale scale) {
   return Status::ok();
 }
 
-// Whether the tensor's kept-back state may be replaced now (setResidual): no step pending, and
-// the state in host memory.
+// Whether the tensor's kept-back state may be replaced now (setResidual): no step pending. On
+// the direct device path the tensor writes it to the device itself.
 template <typename State>
 Status checkResidualReplace(const State& s, const char* what) {
   if (stepPending(s))
     return Status(Code::kInvalidArgument, std::string(what) + " " + s.name + ": a step is pending; wait for it first");
-  if constexpr (requires { s.device; }) {
-    if (s.device)
-      return Status(Code::kNotSupported, std::string(what) + " " + s.name +
-                                             ": its residual lives in device memory "
-                                             "(the direct device path) and cannot be replaced from the host");
-  }
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -96,6 +97,29 @@ inline void expectPayloadsOnDevice(const TransferCounts& c, int rank, int step) 
   EXPECT_GT(c.cudaSends, 0) << "rank " << rank << " step " << step;
   EXPECT_GT(c.cudaRecvs, 0) << "rank " << rank << " step " << step;
   EXPECT_LE(c.largestHost, 16u) << "rank " << rank << " step " << step;
+}
+
+// The caller re-lays-out its buffer after a step (as DDP does to a bucket) and moves the
+// residual along (setResidual, here reversed plus a mark of the rank): all three tensors take
+// it, read it back as set, and the next steps (expectSameResultsAndResiduals) keep them equal.
+// A tensor that keeps no residual (ef=none) refuses a non-zero one alike on all three.
+template <class Tensor>
+void relayoutResidualOnAllThree(DirectHostStaged<Tensor>& t, int rank) {
+  const size_t count = t.h.size();
+  std::vector<float> moved(count), back(count);
+  t.host->residual(moved.data());
+  std::reverse(moved.begin(), moved.end());
+  for (size_t j = 0; j < count; j += 7) moved[j] += 0.25f * static_cast<float>(rank + 1);
+  const Status onHost = t.host->setResidual(moved.data());
+  for (Tensor* x : {t.direct.get(), t.staged.get()}) {
+    Status st = x->setResidual(moved.data());
+    EXPECT_EQ(st.code(), onHost.code()) << "rank " << rank << ": " << st.toString() << " vs " << onHost.toString();
+  }
+  if (!onHost.isOk()) return;
+  for (Tensor* x : {t.host.get(), t.direct.get(), t.staged.get()}) {
+    x->residual(back.data());
+    EXPECT_TRUE(sameBits(moved.data(), back.data(), count)) << "rank " << rank << ": the residual set is not read back";
+  }
 }
 
 // One step of all three on the same input. The staged step must post no device buffer; the

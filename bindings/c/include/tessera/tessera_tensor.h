@@ -102,8 +102,8 @@ TSR_API tsr_status_t tsr_tensor_residual(tsr_tensor_t tensor, float* residual);
  * (PyTorch DDP re-orders a bucket's parameters after the first step), or carried over to a
  * re-created tensor. Local; not while a step is pending. Two-level tensors put it all into the
  * cast residual and restart the row block's compensation (the next step adds the same sum).
- * dense and ef=none keep nothing: only zeros. Not on the direct device path
- * (TSR_ERR_NOT_SUPPORTED). */
+ * dense and ef=none keep nothing: only zeros. Always from host memory; on the direct device
+ * path it is written to the device, where the step keeps it. */
 TSR_API tsr_status_t tsr_tensor_set_residual(tsr_tensor_t tensor, const float* residual);
 /* The tensor algorithms by index from 0 (the four families, dense first, then the presets):
  * the name algorithm= takes, the family it runs (dense, marsit, compressed or spardl; a
