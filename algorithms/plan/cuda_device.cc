@@ -1,5 +1,7 @@
 #include "algorithms/plan/cuda_device.h"
 
+#include <cstdio>
+
 namespace tsr::algorithms {
 
 std::string cudaText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
@@ -23,6 +25,32 @@ cudaError_t waitForDefaultStream(cudaStream_t stream, cudaEvent_t marker) {
   cudaError_t e = cudaEventRecord(marker, cudaStreamLegacy);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, marker, 0);
   return e;
+}
+
+Result<CallerEvent> recordCallerEventOn(int device, void* stream, const std::string& who) {
+  int current = -1;
+  cudaGetDevice(&current);
+  cudaEvent_t event = nullptr;
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(event, stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy);
+  if (current >= 0 && current != device) cudaSetDevice(current);
+  if (e != cudaSuccess) {
+    if (event) cudaEventDestroy(event);
+    char handle[40] = "(the legacy default stream)";
+    if (stream) std::snprintf(handle, sizeof handle, "%p", stream);
+    return Status(Code::kInvalidArgument, who + ": cannot record an event on the caller's stream " + handle +
+                                              " (a CUDA stream of this device?): " + cudaText(e));
+  }
+  return CallerEvent(event, [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+}
+
+Result<bool> callerEventReached(const CallerEvent& event, const std::string& who) {
+  if (!event) return true;
+  cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event.get()));
+  if (e == cudaSuccess) return true;
+  if (e == cudaErrorNotReady) return false;
+  return Status(Code::kInternal, who + ": the caller's stream failed before the call: " + cudaText(e));
 }
 
 }  // namespace tsr::algorithms

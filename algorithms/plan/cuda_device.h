@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "algorithms/plan/caller_event.h"
 #include "base/status.h"
 
 namespace tsr::algorithms {
@@ -34,5 +35,12 @@ Result<CudaDeviceStream> openCudaDeviceStream(unsigned flags);
 // Later work on the default stream does not wait for `stream`. `marker` is recorded anew each
 // time. A non-blocking stream of the caller's own is not seen: synchronize it before the call.
 cudaError_t waitForDefaultStream(cudaStream_t stream, cudaEvent_t marker);
+
+// The caller's event (caller_event.h): recorded now on `stream` (a cudaStream_t; null: the
+// legacy default stream) of `device`, on the calling thread, whose current device is put back
+// as it was. An error names `who` and the stream.
+Result<CallerEvent> recordCallerEventOn(int device, void* stream, const std::string& who);
+// True once the caller's work up to `event` has finished (null: at once); never blocks.
+Result<bool> callerEventReached(const CallerEvent& event, const std::string& who);
 
 }  // namespace tsr::algorithms

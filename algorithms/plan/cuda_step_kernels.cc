@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -49,30 +48,10 @@ class CudaStepKernels final : public StepKernels {
   }
   void release(void* p) override { cudaFree(p); }
 
-  // On the caller's thread; its current device is put back as it was.
   Result<CallerEvent> recordCallerEvent(void* stream) override {
-    int current = -1;
-    cudaGetDevice(&current);
-    cudaEvent_t event = nullptr;
-    cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(event, stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy);
-    if (current >= 0 && current != device_) cudaSetDevice(current);
-    if (e != cudaSuccess) {
-      if (event) cudaEventDestroy(event);
-      return Status(Code::kInvalidArgument, describe() + ": cannot record an event on the caller's stream " +
-                                                streamText(stream) +
-                                                " (a CUDA stream of this device?): " + cudaText(e));
-    }
-    return CallerEvent(event, [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+    return recordCallerEventOn(device_, stream, describe());
   }
-  Result<bool> reached(const CallerEvent& event) override {
-    if (!event) return true;
-    cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event.get()));
-    if (e == cudaSuccess) return true;
-    if (e == cudaErrorNotReady) return false;
-    return Status(Code::kInternal, describe() + ": the caller's stream failed before the call: " + cudaText(e));
-  }
+  Result<bool> reached(const CallerEvent& event) override { return callerEventReached(event, describe()); }
 
   Status checkMemory(const void* p, size_t) const override {
     cudaPointerAttributes a{};
@@ -276,12 +255,6 @@ class CudaStepKernels final : public StepKernels {
     return Status::ok();
   }
   Status launched(int e, const char* what) { return sync(static_cast<cudaError_t>(e), what); }
-  static std::string streamText(void* stream) {
-    if (!stream) return "(the legacy default stream)";
-    char handle[32];
-    std::snprintf(handle, sizeof handle, "%p", stream);
-    return handle;
-  }
   // Scratch allocated and freed in the stream's order, so the progress thread never waits
   // for the device; plain cudaMalloc / cudaFree where the device has no memory pools.
   Status allocOnStream(void** p, size_t bytes) {

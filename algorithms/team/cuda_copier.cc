@@ -2,8 +2,6 @@
 // only when TSR_CUDA_ENABLED. Status on a GPU: docs/gpu.md.
 #include <cuda_runtime.h>
 
-#include <cstdio>
-
 #include "algorithms/plan/cuda_device.h"
 #include "algorithms/team/device_copier.h"
 
@@ -45,23 +43,8 @@ class CudaCopier final : public DeviceCopier {
     return Status::ok();
   }
 
-  // Recorded on the caller's thread: its current device is put back as it was.
   Result<CallerEvent> recordCallerEvent(void* stream) override {
-    int current = -1;
-    cudaGetDevice(&current);
-    cudaEvent_t event = nullptr;
-    cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(event, stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy);
-    if (current >= 0 && current != device_) cudaSetDevice(current);
-    if (e != cudaSuccess) {
-      if (event) cudaEventDestroy(event);
-      char handle[40] = "(the legacy default stream)";
-      if (stream) std::snprintf(handle, sizeof handle, "%p", stream);
-      return Status(Code::kInvalidArgument, describe() + ": cannot record an event on the caller's stream " + handle +
-                                                " (a CUDA stream of this device?): " + cudaText(e));
-    }
-    return CallerEvent(event, [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+    return recordCallerEventOn(device_, stream, describe());
   }
 
   // Reads the caller's buffer: first wait for the caller's event, or for what the caller
