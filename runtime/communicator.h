@@ -146,13 +146,22 @@ class Communicator final : public algorithms::Team {
   Status setBufferMemory(transport::MemoryType memory);
   // kCuda through this copier instead of the CUDA one (tests: a host-memcpy fake device).
   Status useDeviceCopier(std::unique_ptr<DeviceCopier> copier);
-  transport::MemoryType bufferMemory() const { return bufferMemory_; }
+  // What the calling thread's calls take: its own setting (setThreadBuffers), else the
+  // communicator's.
+  transport::MemoryType bufferMemory() const;
   // The caller's CUDA stream (a cudaStream_t) whose work each later dense collective on kCuda
   // buffers and each step of a memory=cuda tensor waits for before reading its input, through
   // an event recorded on it in the call, as ncclAllReduce's stream argument; null (the
   // default): the legacy default stream's work queued before the call.
   void setCallerStream(void* stream) { callerStream_ = stream; }
-  void* callerStream() const override { return callerStream_; }
+  void* callerStream() const override;  // the calling thread's (setThreadBuffers), else the above
+  // For the calling thread only, until clearThreadBuffers: the memory type and stream of its
+  // later calls here, in place of setBufferMemory's and setCallerStream's. For libraries that
+  // post on a communicator other threads use too (a DDP hook, a metrics thread): a setting
+  // changed around each call for all threads would reach another thread's call in between.
+  // kCuda needs what setBufferMemory's does (NotSupported otherwise, nothing set).
+  Status setThreadBuffers(transport::MemoryType memory, void* stream);
+  void clearThreadBuffers();
   // Whether UCX reports CUDA memory support (ucp_context_query: UCS_MEMORY_TYPE_CUDA).
   bool transportMovesCuda() const override;
   // Run once by every thread before it drives UCX here (the progress thread, a waiting
@@ -256,6 +265,10 @@ class Communicator final : public algorithms::Team {
   std::pair<size_t, size_t> shmBufferBytes(const algorithms::ShmCollectiveArgs& args) const;  // input, output
   std::shared_ptr<DenseStaging> deviceStaging();  // null while buffers are host memory
   bool stagesThisCall() const;                    // kCuda, and not inside hostAllreduce
+  Status openStaging();                           // staging_ on the current CUDA device, once
+  // staging_ through `copier` (`replace`: even when there is one).
+  void installStaging(std::unique_ptr<DeviceCopier> copier, bool replace);
+  Status memoryTypeRefused(transport::MemoryType memory) const;  // neither host nor CUDA
   // CUDA buffers: are they? Then the caller's event (callerEvent) and the pinned buffers.
   Result<StagedInput> prepareShmDevice(const algorithms::ShmCollectiveArgs& args);
   // The event of the caller's stream (setCallerStream; without one, the legacy default
@@ -294,6 +307,8 @@ class Communicator final : public algorithms::Team {
       transport::MemoryType::kHost};       // which algorithm serves each dense collective
   std::shared_ptr<DenseStaging> staging_;  // bufferMemory_ kCuda: the copier (guarded by mutex_)
   std::atomic<void*> callerStream_{nullptr};
+  const uint64_t threadKey_ = newThreadKey();  // names this communicator in threads' settings
+  static uint64_t newThreadKey();
   // The shared-memory path: its segment mapped while the engine runs (declared before it,
   // freed after).
   std::unique_ptr<ShmPath> shm_;

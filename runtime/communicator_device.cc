@@ -9,21 +9,75 @@
 
 namespace tsr::runtime {
 
+namespace {
+// Set on the calling thread while an algorithm's hostAllreduce posts: its buffers are host memory.
+thread_local bool tHostCall = false;
+
+// The calling thread's own settings, per communicator (setThreadBuffers); a few at most.
+struct ThreadBuffers {
+  uint64_t comm;
+  transport::MemoryType memory;
+  void* stream;
+};
+thread_local std::vector<ThreadBuffers> tThreadBuffers;
+
+const ThreadBuffers* threadBuffersOf(uint64_t comm) {
+  for (const ThreadBuffers& b : tThreadBuffers)
+    if (b.comm == comm) return &b;
+  return nullptr;
+}
+}  // namespace
+
+uint64_t Communicator::newThreadKey() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+transport::MemoryType Communicator::bufferMemory() const {
+  const ThreadBuffers* mine = threadBuffersOf(threadKey_);
+  return mine ? mine->memory : bufferMemory_.load();
+}
+
+void* Communicator::callerStream() const {
+  const ThreadBuffers* mine = threadBuffersOf(threadKey_);
+  return mine ? mine->stream : callerStream_.load();
+}
+
+Status Communicator::setThreadBuffers(transport::MemoryType memory, void* stream) {
+  if (memory == transport::MemoryType::kCuda)
+    TSR_RETURN_IF_ERROR(openStaging());
+  else if (memory != transport::MemoryType::kHost)
+    return memoryTypeRefused(memory);
+  clearThreadBuffers();
+  tThreadBuffers.push_back({threadKey_, memory, stream});
+  return Status::ok();
+}
+
+void Communicator::clearThreadBuffers() {
+  std::erase_if(tThreadBuffers, [&](const ThreadBuffers& b) { return b.comm == threadKey_; });
+}
+
+Status Communicator::memoryTypeRefused(transport::MemoryType memory) const {
+  return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": memory type " +
+                                            std::to_string(static_cast<int>(memory)) +
+                                            " is neither host (0) nor CUDA (1)");
+}
+
 Status Communicator::setBufferMemory(transport::MemoryType memory) {
   if (memory == transport::MemoryType::kHost) {
     bufferMemory_ = memory;
     return Status::ok();
   }
-  if (memory != transport::MemoryType::kCuda)
-    return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": memory type " +
-                                              std::to_string(static_cast<int>(memory)) +
-                                              " is neither host (0) nor CUDA (1)");
+  if (memory != transport::MemoryType::kCuda) return memoryTypeRefused(memory);
+  TSR_RETURN_IF_ERROR(openStaging());
+  bufferMemory_ = memory;
+  return Status::ok();
+}
+
+Status Communicator::openStaging() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (staging_) {
-      bufferMemory_ = memory;
-      return Status::ok();
-    }
+    if (staging_) return Status::ok();
   }
   auto copier = algorithms::openCudaCopier();
   if (!copier.isOk())
@@ -33,28 +87,27 @@ Status Communicator::setBufferMemory(transport::MemoryType memory) {
                       "pinned host memory; there is no GPU reduction for them): " +
                       copier.status().message() +
                       "; pass host buffers, or declare a tensor with memory=cuda (tsr_tensor_create)");
-  return useDeviceCopier(copier.take());
+  installStaging(copier.take(), false);
+  return Status::ok();
 }
 
 Status Communicator::useDeviceCopier(std::unique_ptr<DeviceCopier> copier) {
   if (!copier) return Status(Code::kInvalidArgument, "rank " + std::to_string(rank_) + ": useDeviceCopier: no copier");
-  auto staging = std::make_shared<DenseStaging>(std::move(copier));
-  log::get("runtime")->info("rank {}: dense collectives take CUDA buffers, staged through pinned host memory ({})",
-                            rank_, staging->describe());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    staging_ = std::move(staging);
-  }
+  installStaging(std::move(copier), true);
   bufferMemory_ = transport::MemoryType::kCuda;
   return Status::ok();
 }
 
-namespace {
-// Set on the calling thread while an algorithm's hostAllreduce posts: its buffers are host memory.
-thread_local bool tHostCall = false;
-}  // namespace
+void Communicator::installStaging(std::unique_ptr<DeviceCopier> copier, bool replace) {
+  auto staging = std::make_shared<DenseStaging>(std::move(copier));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (staging_ && !replace) return;  // another thread opened one meanwhile
+  log::get("runtime")->info("rank {}: dense collectives take CUDA buffers, staged through pinned host memory ({})",
+                            rank_, staging->describe());
+  staging_ = std::move(staging);
+}
 
-bool Communicator::stagesThisCall() const { return bufferMemory_.load() == transport::MemoryType::kCuda && !tHostCall; }
+bool Communicator::stagesThisCall() const { return bufferMemory() == transport::MemoryType::kCuda && !tHostCall; }
 
 Result<RequestPtr> Communicator::hostAllreduce(const void* input, void* output, size_t count, DataType dtype,
                                                ReduceOp op) {
@@ -95,7 +148,7 @@ Result<RequestPtr> Communicator::submitDense(std::shared_ptr<const algorithms::P
 }
 
 Result<algorithms::CallerEvent> Communicator::callerEvent(DenseStaging& staging, const std::string& what) {
-  auto event = staging.callerEvent(callerStream_.load());
+  auto event = staging.callerEvent(callerStream());
   if (!event.isOk()) return Status(event.status().code(), what + ": " + event.status().message());
   return event;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <thread>
 
 #include "algorithms/team/tests/fake_copier.h"
 #include "runtime/communicator.h"
@@ -150,6 +151,40 @@ TEST(DenseDeviceStaging, InputCopiesWaitForTheCallersStream) {
         },
         {{"TSR_ALGO", algo}});
   }
+}
+
+// A thread's own setting (setThreadBuffers) reaches that thread's calls only: with the
+// communicator on host memory, a second thread posts between the first thread's setting and
+// its call, on host buffers, and is not staged; the first thread's call is, after its own
+// stream; cleared, the communicator's setting holds for it again. The calls take turns (one
+// order on every rank), the settings overlap.
+TEST(DenseDeviceStaging, ThreadBuffersReachOnlyTheirThreadsCalls) {
+  testing::runRanks(2, [](Communicator& comm) {
+    auto log = useFakeDevice(comm);
+    ASSERT_TRUE(comm.setBufferMemory(transport::MemoryType::kHost).isOk());  // the fake copier stays
+    void* stream = reinterpret_cast<void*>(uintptr_t{0xcafe0} + comm.rank());
+    ASSERT_TRUE(comm.setThreadBuffers(transport::MemoryType::kCuda, stream).isOk());
+    EXPECT_EQ(comm.bufferMemory(), transport::MemoryType::kCuda);
+    EXPECT_EQ(comm.callerStream(), stream);
+    std::vector<float> other(2000, 1.0f), mine(3000, 2.0f);
+    std::thread second([&] {
+      EXPECT_EQ(comm.bufferMemory(), transport::MemoryType::kHost);
+      EXPECT_EQ(comm.callerStream(), nullptr);
+      EXPECT_TRUE(
+          waitFor(comm.allreduce(other.data(), other.data(), other.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+    });
+    second.join();
+    EXPECT_EQ(log->toHost, 0) << "the other thread's host call was staged";
+    ASSERT_TRUE(waitFor(comm.allreduce(mine.data(), mine.data(), mine.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+    EXPECT_EQ(log->waitedOn, std::vector<void*>{stream});
+    comm.clearThreadBuffers();
+    EXPECT_EQ(comm.bufferMemory(), transport::MemoryType::kHost);
+    ASSERT_TRUE(waitFor(comm.allreduce(mine.data(), mine.data(), mine.size(), DataType::kF32, ReduceOp::kSum)).isOk());
+    EXPECT_EQ(log->toHost, 1) << "a host call after clearing was staged";
+    EXPECT_EQ(other[1999], 2.0f);
+    EXPECT_EQ(mine[2999], 8.0f);
+    EXPECT_EQ(comm.setThreadBuffers(static_cast<transport::MemoryType>(9), nullptr).code(), Code::kInvalidArgument);
+  });
 }
 
 // A barrier has no buffers: it runs whatever the dense collectives' memory type (with TSR_MEM_CUDA

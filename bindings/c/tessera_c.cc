@@ -241,6 +241,28 @@ tsr_status_t tsr_comm_set_stream(tsr_comm_t comm, void* stream) {
   });
 }
 
+tsr_status_t tsr_comm_set_thread_buffers(tsr_comm_t comm, tsr_memory_t memory, void* stream) {
+  return guarded("tsr_comm_set_thread_buffers", [&] {
+    return onComm(comm, "tsr_comm_set_thread_buffers", [&](Communicator& c) {
+      int value = static_cast<int>(memory);
+      if (value != TSR_MEM_HOST && value != TSR_MEM_CUDA)
+        return invalid("tsr_comm_set_thread_buffers: memory type " + std::to_string(value) +
+                       " is neither TSR_MEM_HOST (0) nor TSR_MEM_CUDA (1)");
+      tsr::Status st = c.setThreadBuffers(static_cast<tsr::transport::MemoryType>(value), stream);
+      return st.isOk() ? TSR_OK : report(tsr::Status(st.code(), "tsr_comm_set_thread_buffers: " + st.message()));
+    });
+  });
+}
+
+tsr_status_t tsr_comm_clear_thread_buffers(tsr_comm_t comm) {
+  return guarded("tsr_comm_clear_thread_buffers", [&] {
+    return onComm(comm, "tsr_comm_clear_thread_buffers", [&](Communicator& c) {
+      c.clearThreadBuffers();
+      return TSR_OK;
+    });
+  });
+}
+
 tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, tsr_op_t op,
                            tsr_request_t* request) {
   return guarded("tsr_allreduce", [&] {

@@ -1,7 +1,7 @@
 // Where a call's tensors live, and how Tessera reaches them. CPU tensors: as they are. CUDA
 // tensors (this backend built against PyTorch 2.2 or later): the dense collectives through
 // Tessera's own staging (TSR_MEM_CUDA: copied to pinned host memory on Tessera's stream once
-// the caller's current stream has reached the call, tsr_comm_set_stream; reduced on the host;
+// the caller's current stream has reached the call, tsr_comm_set_thread_buffers; reduced on the host;
 // copied back); the calls Tessera takes in host memory only (all-to-all, send, recv) through
 // pinned host copies made here, the calling thread waiting for its stream first.
 #pragma once
@@ -38,7 +38,7 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, 
 at::Tensor hostCopy(const at::Tensor& t);
 at::Tensor hostBufferLike(const at::Tensor& t);
 
-// The calling thread's current stream on `device`, as a cudaStream_t (for tsr_comm_set_stream).
+// The calling thread's current stream on `device`, as a cudaStream_t (for tsr_comm_set_thread_buffers).
 void* currentStream(c10::Device device);
 
 }  // namespace tessera_torch

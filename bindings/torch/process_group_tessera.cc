@@ -131,16 +131,15 @@ tsr_status_t ProcessGroupTessera::postOnDevice(c10::Device device, const std::st
               device.str(), " where this rank's earlier calls used ", cudaDevice_ ? cudaDevice_->str() : "",
               ": one CUDA device per rank");
   c10::DeviceGuard onDevice(device);  // Tessera's copier opens on the current device
-  tsr_status_t st = tsr_comm_set_memory_type(comm_, TSR_MEM_CUDA);
+  // Device memory and the caller's stream for this thread's post only: a hook's Python call on
+  // another thread keeps its own setting meanwhile.
+  tsr_status_t st = tsr_comm_set_thread_buffers(comm_, TSR_MEM_CUDA, currentStream(device));
   TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " on ", device.str(), " (",
               tsr_status_string(st), "): ", tsr_last_error());
   cudaDevice_ = device;
-  tsr_comm_set_stream(comm_, currentStream(device));
   st = post(request);
   const std::string why = st == TSR_OK ? std::string() : tsr_last_error();
-  // Host again for the calls on CPU tensors (the communicator's setting is one for all).
-  tsr_comm_set_stream(comm_, nullptr);
-  tsr_comm_set_memory_type(comm_, TSR_MEM_HOST);
+  tsr_comm_clear_thread_buffers(comm_);
   TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st), "): ", why);
   return st;
 }

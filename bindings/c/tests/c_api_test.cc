@@ -213,6 +213,32 @@ TEST(CApi, MemoryTypeHostWorksCudaIsRefusedWithTheReason) {
   });
   EXPECT_EQ(tsr_comm_set_memory_type(nullptr, TSR_MEM_HOST), TSR_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tsr_comm_set_stream(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tsr_comm_set_thread_buffers(nullptr, TSR_MEM_HOST, nullptr), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tsr_comm_clear_thread_buffers(nullptr), TSR_ERR_INVALID_ARGUMENT);
+}
+
+// The calling thread's own memory type: checked as the communicator's (a bad value named,
+// CUDA refused without a device, nothing set then); host for this thread while the
+// communicator says host too goes on as before; cleared, the communicator's holds again.
+TEST(CApi, ThreadBuffersAreCheckedAndClearedPerThread) {
+  runCRanks(2, [](tsr_comm_t comm, int r) {
+    EXPECT_EQ(tsr_comm_set_thread_buffers(comm, static_cast<tsr_memory_t>(5), nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("tsr_comm_set_thread_buffers: memory type 5"), std::string::npos) << lastError();
+    const tsr_status_t cuda = tsr_comm_set_thread_buffers(comm, TSR_MEM_CUDA, nullptr);
+    if (cuda == TSR_OK) {  // a machine with a GPU
+      ASSERT_EQ(tsr_comm_clear_thread_buffers(comm), TSR_OK);
+    } else {
+      EXPECT_EQ(cuda, TSR_ERR_NOT_SUPPORTED) << lastError();
+      EXPECT_NE(lastError().find("tsr_comm_set_thread_buffers: rank " + std::to_string(r)), std::string::npos)
+          << lastError();
+    }
+    ASSERT_EQ(tsr_comm_set_thread_buffers(comm, TSR_MEM_HOST, nullptr), TSR_OK) << lastError();
+    std::vector<float> x(100, 1.0f + r);
+    ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
+    EXPECT_EQ(x[99], 3.0f);
+    ASSERT_EQ(tsr_comm_clear_thread_buffers(comm), TSR_OK);
+    ASSERT_EQ(tsr_comm_clear_thread_buffers(comm), TSR_OK);  // nothing set: nothing to do
+  });
 }
 
 // memory=host|cuda on tensors: host works as before; cuda without a device (here) or without

@@ -104,6 +104,8 @@ _PROTOTYPES = {
     "tsr_comm_finalize": [_P],
     "tsr_comm_set_memory_type": [_P, _INT],
     "tsr_comm_set_stream": [_P, _P],
+    "tsr_comm_set_thread_buffers": [_P, _INT, _P],
+    "tsr_comm_clear_thread_buffers": [_P],
     "tsr_get_version": [ctypes.POINTER(_INT)],
     "tsr_comm_set_timeout": [_P, _INT],
     "tsr_comm_timeout": [_P, ctypes.POINTER(_INT)],

@@ -60,13 +60,13 @@ class SelSync(_Bucketed):
         pointers = (ctypes.c_void_p * len(bufs))(*[b.address for b in bufs])
         synced = ctypes.c_int()
         stream = next((b.stream for b in bufs if b.stream), None)
-        if stream:
-            check(_lib.tsr_comm_set_stream(self._comm._live(), stream))
+        if stream:  # for this thread's call only: other threads may use the communicator meanwhile
+            check(_lib.tsr_comm_set_thread_buffers(self._comm._live(), _capi.MEM_HOST, stream))
         try:
             check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
         finally:
             if stream:
-                _lib.tsr_comm_set_stream(self._comm._live(), None)
+                _lib.tsr_comm_clear_thread_buffers(self._comm._live())
         return bool(synced.value)
 
     def move_to(self, comm):

@@ -111,21 +111,19 @@ class Communicator(Handle):
         return Request(handle, result, keep)
 
     def _run_on_device(self, post, result, keep, async_op):
-        """A dense collective on CUDA buffers: the communicator takes device memory for this one
-        post (tsr_comm_set_memory_type, read when the call is posted), then host memory again,
-        as a communicator shared with the torch backend expects. The input is read once the
-        stream that produced it has reached the call (tsr_comm_set_stream: PyTorch's current
-        stream, or the array's own __cuda_array_interface__ stream). Without a CUDA device the
-        C library refuses it (NotSupportedError), before anything is sent."""
+        """A dense collective on CUDA buffers: device memory for this thread's one post
+        (tsr_comm_set_thread_buffers, read when the call is posted; other threads, the torch
+        backend's included, keep their own setting meanwhile). The input is read once the
+        stream that produced it has reached the call (PyTorch's current stream, or the array's
+        own __cuda_array_interface__ stream). Without a CUDA device the C library refuses it
+        (NotSupportedError), before anything is sent."""
         stream = next((b.stream for b in keep if b.device is not None and b.stream), None)
-        check(_lib.tsr_comm_set_memory_type(self._live(), _capi.MEM_CUDA))
+        check(_lib.tsr_comm_set_thread_buffers(self._live(), _capi.MEM_CUDA, stream))
         try:
-            check(_lib.tsr_comm_set_stream(self._live(), stream))
             handle = ctypes.c_void_p()
             check(post(ctypes.byref(handle) if async_op else None))
         finally:
-            _lib.tsr_comm_set_stream(self._live(), None)
-            _lib.tsr_comm_set_memory_type(self._live(), _capi.MEM_HOST)
+            _lib.tsr_comm_clear_thread_buffers(self._live())
         return Request(handle, result, keep) if async_op else result
 
     def allreduce(self, data, out=None, op="sum", async_op=False):

@@ -66,12 +66,12 @@ class CompressedTensor(Handle):
         if buf.device is None:
             check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
         else:  # read once the stream that produced it (PyTorch's current one) reaches the call
-            comm = self._comm._live()
-            check(_lib.tsr_comm_set_stream(comm, buf.stream))
+            comm = self._comm._live()  # the stream for this thread's call only
+            check(_lib.tsr_comm_set_thread_buffers(comm, _capi.MEM_HOST, buf.stream))
             try:
                 check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
             finally:
-                _lib.tsr_comm_set_stream(comm, None)
+                _lib.tsr_comm_clear_thread_buffers(comm)
         request = Request(handle, buf.obj, (buf,))
         return request if async_op else request.wait()
 

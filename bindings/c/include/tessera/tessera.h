@@ -197,6 +197,16 @@ TSR_API tsr_status_t tsr_comm_set_memory_type(tsr_comm_t comm, tsr_memory_t memo
  * A handle that is not a stream of the communicator's device makes that call fail with
  * TSR_ERR_INVALID_ARGUMENT, naming it. Not used for host buffers. */
 TSR_API tsr_status_t tsr_comm_set_stream(tsr_comm_t comm, void* stream);
+/* For the calling thread only, until tsr_comm_clear_thread_buffers(comm) on that thread: the
+ * memory type and the stream of its later calls on comm, in place of the communicator's own
+ * (tsr_comm_set_memory_type, tsr_comm_set_stream; same meanings and checks: TSR_MEM_CUDA
+ * without a usable CUDA device fails with TSR_ERR_NOT_SUPPORTED, nothing set). For libraries
+ * that post on a communicator other threads use too (the PyTorch backend and a DDP hook, a
+ * metrics thread): a communicator-wide setting changed around one thread's call would reach
+ * another thread's call in between. The calls themselves still go in the same order on every
+ * rank. */
+TSR_API tsr_status_t tsr_comm_set_thread_buffers(tsr_comm_t comm, tsr_memory_t memory, void* stream);
+TSR_API tsr_status_t tsr_comm_clear_thread_buffers(tsr_comm_t comm);
 
 /* recv may equal send (in place). */
 TSR_API tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
