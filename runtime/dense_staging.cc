@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms/plan/caller_gate.h"
+
 namespace tsr::runtime {
 
 namespace {
@@ -10,7 +12,7 @@ namespace {
 class StagedHostTask final : public algorithms::Task {
  public:
   StagedHostTask(std::shared_ptr<DenseStaging> staging, std::string what, DenseStaging::HostTaskMaker make,
-                 const void* input, size_t inBytes, void* output, size_t outBytes, algorithms::CallerEvent after,
+                 const void* input, size_t inBytes, void* output, size_t outBytes,
                  std::shared_ptr<PinnedBuffers> pinned, const algorithms::TaskContext& ctx)
       : staging_(std::move(staging)),
         pinned_(std::move(pinned)),
@@ -20,14 +22,13 @@ class StagedHostTask final : public algorithms::Task {
         inBytes_(inBytes),
         output_(output),
         outBytes_(outBytes),
-        after_(std::move(after)),
         ctx_(ctx) {}
 
   Status start() override {
     hostIn_ = pinned_->in;
     hostOut_ = pinned_->out;
-    if (inBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(hostIn_, input_, inBytes_, after_)));
-    after_.reset();  // the copy's stream holds the wait now
+    // Started once the caller's event has been reached (stageTask): the copy waits for nothing.
+    if (inBytes_) TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(hostIn_, input_, inBytes_, nullptr)));
     copying_ = inBytes_ > 0;
     phase_ = Phase::kToHost;
     return progress();
@@ -110,7 +111,6 @@ class StagedHostTask final : public algorithms::Task {
   size_t inBytes_;
   void* output_;
   size_t outBytes_;
-  algorithms::CallerEvent after_;
   algorithms::TaskContext ctx_;
   void* hostIn_ = nullptr;
   void* hostOut_ = nullptr;
@@ -211,12 +211,16 @@ algorithms::TaskFactory DenseStaging::stageTask(std::string what, HostTaskMaker 
                                                 void* output, size_t outBytes, algorithms::CallerEvent after,
                                                 std::shared_ptr<PinnedBuffers> pinned) {
   std::shared_ptr<DenseStaging> self = shared_from_this();
-  return
-      [self, what = std::move(what), make = std::move(make), input, inBytes, output, outBytes, after = std::move(after),
+  algorithms::TaskFactory staged =
+      [self, what, make = std::move(make), input, inBytes, output, outBytes,
        pinned = std::move(pinned)](const algorithms::TaskContext& ctx) -> Result<std::unique_ptr<algorithms::Task>> {
-        return std::unique_ptr<algorithms::Task>(
-            new StagedHostTask(self, what, make, input, inBytes, output, outBytes, after, pinned, ctx));
-      };
+    return std::unique_ptr<algorithms::Task>(
+        new StagedHostTask(self, what, make, input, inBytes, output, outBytes, pinned, ctx));
+  };
+  // Polled on the progress thread, never waited for on the copier's stream (caller_gate.h).
+  return algorithms::afterCallerEvent(
+      std::move(staged), [self](const algorithms::CallerEvent& e) { return self->copier_->reached(e); },
+      std::move(after), std::move(what));
 }
 
 Result<algorithms::CallerEvent> DenseStaging::callerEvent(void* callerStream) {

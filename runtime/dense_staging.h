@@ -10,9 +10,10 @@
 // later post. So the progress thread never allocates nor frees page-locked memory: those calls
 // are slow and may wait for every stream of the device, a stream the caller has held for a
 // collective (tsr_stream_hold) included. The copier is shared by the communicator's
-// collectives, all run by the progress engine one turn at a time. Status on a GPU: docs/gpu.md. The
-// orchestration is tested with a host-memcpy fake
-// (algorithms/team/tests/fake_copier.h).
+// collectives, all run by the progress engine one turn at a time, so a collective starts only
+// once the caller's event has been polled as reached (a copy waiting for it on the copier's
+// stream would hold back the others' copies). Status on a GPU: docs/gpu.md. The orchestration
+// is tested with a host-memcpy fake (algorithms/team/tests/fake_copier.h).
 #pragma once
 
 #include <functional>
@@ -54,8 +55,8 @@ class DenseStaging : public std::enable_shared_from_this<DenseStaging> {
   Status checkDevice(const char* collective, const char* which, const void* p, size_t bytes) const;
   // The task that runs `plan` on device buffers: input (inBytes) and output (outBytes), in
   // place when they are the same pointer; scratch (host memory, may be null) as for a host run.
-  // The input is read once `after` (the caller's stream's event, recorded in the call) has
-  // passed; without one, once the default stream's earlier work has.
+  // The task starts, its input copied, once the progress thread has polled `after` (the
+  // caller's stream's event, recorded in the call) as reached; null: at once.
   // `pinned`: takeBuffers' for the same buffers.
   algorithms::TaskFactory stage(std::shared_ptr<const algorithms::Plan> plan, const void* input, size_t inBytes,
                                 void* output, size_t outBytes, void* scratch, algorithms::CallerEvent after,

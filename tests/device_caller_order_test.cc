@@ -5,14 +5,17 @@
 // and meanwhile the progress thread keeps moving other collectives (a stream held for one of
 // them, tsr_stream_hold, is released by that thread, so it must never wait on a caller's
 // stream); a step whose caller's work never ends fails within the timeout saying so; a staged
-// step's copy to the host waits for the same event.
+// step and a staged dense collective are gated by the same event, polled, so one behind a held
+// stream holds back no other collective's copies.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
 
 #include "algorithms/marsit/marsit.h"
+#include "algorithms/team/tests/fake_copier.h"
 #include "tests/support/direct_path_checks.h"
 
 namespace tsr {
@@ -52,6 +55,7 @@ bool eventually(Pred pred) {
 
 TEST(DeviceCallerOrder, DirectStepStartsAfterTheCallersEventWhileOtherCollectivesGoOn) {
   World world(2);
+  std::atomic<bool> rankOneLooked{false};  // rank 1 saw its step pending: rank 0 may let its own go
   testing::runRanksWrapped(
       2,
       [&](runtime::Communicator& comm) {
@@ -81,7 +85,12 @@ TEST(DeviceCallerOrder, DirectStepStartsAfterTheCallersEventWhileOtherCollective
         ASSERT_TRUE(dense.isOk() && dense.value()->wait().isOk());
         EXPECT_EQ(sum[0], 3);
         EXPECT_FALSE(step.value()->done()) << "rank " << comm.rank() << ": the step ended with rank 0 gated";
-        if (gated) k.callerWorkDone = true;
+        if (gated) {
+          ASSERT_TRUE(eventually([&] { return rankOneLooked.load(); }));
+          k.callerWorkDone = true;
+        } else {
+          rankOneLooked = true;
+        }
         Status st = step.value()->wait();
         ASSERT_TRUE(st.isOk()) << st.toString();
         EXPECT_EQ(k.recordedStreams(), std::vector<void*>{kStream});
@@ -163,6 +172,38 @@ TEST(DeviceCallerOrder, StagedStepCopiesAfterTheCallersEvent) {
         comm.setCallerStream(nullptr);
       },
       [](int) { return testing::Settings{}; }, world.wrapper(false));
+}
+
+// A collective called behind a held stream (a stream-side wait holds the caller's stream until
+// an earlier collective has ended, so the later one's event is not reached) must not hold back
+// the earlier one: the communicator's collectives share one copier, whose copies run in order,
+// so the later copy to the host is posted once its event has been polled as reached, never
+// queued there to wait for it (the earlier copy back would queue behind it, for good).
+TEST(DeviceCallerOrder, ACollectiveBehindAHeldStreamHoldsBackNoEarlierOne) {
+  testing::runRanks(
+      2,
+      [](runtime::Communicator& comm) {
+        auto log = std::make_shared<testing::FakeCopierLog>();
+        ASSERT_TRUE(comm.useDeviceCopier(std::make_unique<testing::FakeCopier>(log)).isOk());
+        const int r = comm.rank();
+        std::vector<float> a(kCount, 1.0f + r), b(kCount, 10.0f * (r + 1));
+        auto first = comm.allreduce(a.data(), a.data(), kCount, DataType::kF32, ReduceOp::kSum);
+        ASSERT_TRUE(first.isOk()) << first.status().toString();
+        log->reachedBelow = log->eventsRecorded.load();  // the caller's stream held from here on
+        auto second = comm.allreduce(b.data(), b.data(), kCount, DataType::kF32, ReduceOp::kSum);
+        ASSERT_TRUE(second.isOk()) << second.status().toString();
+        Status st = first.value()->wait();
+        ASSERT_TRUE(st.isOk()) << "rank " << r << ": " << st.toString();
+        EXPECT_EQ(a[kCount - 1], 3.0f);
+        EXPECT_FALSE(second.value()->done()) << "rank " << r << ": read before the caller's stream got there";
+        EXPECT_EQ(b[0], 10.0f * (r + 1));
+        log->reachedBelow = 1 << 30;  // the hold released
+        st = second.value()->wait();
+        ASSERT_TRUE(st.isOk()) << "rank " << r << ": " << st.toString();
+        EXPECT_EQ(b[kCount - 1], 30.0f);
+        EXPECT_EQ(log->waitingCopies, 0) << "a copy was queued on the copier's stream to wait for the caller";
+      },
+      {{"TSR_TIMEOUT_MS", "5000"}});
 }
 
 }  // namespace

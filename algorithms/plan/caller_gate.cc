@@ -7,10 +7,10 @@ namespace {
 
 class CallerGateTask final : public Task {
  public:
-  CallerGateTask(TaskFactory inner, std::shared_ptr<StepKernels> kernels, CallerEvent event, std::string what,
+  CallerGateTask(TaskFactory inner, CallerEventPoll reached, CallerEvent event, std::string what,
                  const TaskContext& ctx)
       : make_(std::move(inner)),
-        kernels_(std::move(kernels)),
+        reached_(std::move(reached)),
         event_(std::move(event)),
         what_(std::move(what)),
         ctx_(ctx) {}
@@ -19,7 +19,7 @@ class CallerGateTask final : public Task {
 
   Status progress() override {
     if (inner_) return inner_->progress();
-    auto reached = kernels_->reached(event_);
+    auto reached = reached_(event_);
     if (!reached.isOk()) return Status(reached.status().code(), what_ + ": " + reached.status().message());
     if (!reached.value()) return Status(Code::kInProgress, "");
     event_.reset();  // the event is released once reached
@@ -40,7 +40,7 @@ class CallerGateTask final : public Task {
 
  private:
   TaskFactory make_;
-  std::shared_ptr<StepKernels> kernels_;
+  CallerEventPoll reached_;
   CallerEvent event_;
   std::string what_;
   TaskContext ctx_;
@@ -49,11 +49,10 @@ class CallerGateTask final : public Task {
 
 }  // namespace
 
-TaskFactory afterCallerEvent(TaskFactory inner, std::shared_ptr<StepKernels> kernels, CallerEvent event,
-                             std::string what) {
-  return [inner = std::move(inner), kernels = std::move(kernels), event = std::move(event),
+TaskFactory afterCallerEvent(TaskFactory inner, CallerEventPoll reached, CallerEvent event, std::string what) {
+  return [inner = std::move(inner), reached = std::move(reached), event = std::move(event),
           what = std::move(what)](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
-    return std::unique_ptr<Task>(new CallerGateTask(inner, kernels, event, what, ctx));
+    return std::unique_ptr<Task>(new CallerGateTask(inner, reached, event, what, ctx));
   };
 }
 

@@ -21,12 +21,6 @@ Result<CudaDeviceStream> openCudaDeviceStream(unsigned flags) {
   return out;
 }
 
-cudaError_t waitForDefaultStream(cudaStream_t stream, cudaEvent_t marker) {
-  cudaError_t e = cudaEventRecord(marker, cudaStreamLegacy);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(stream, marker, 0);
-  return e;
-}
-
 Result<CallerEvent> recordCallerEventOn(int device, void* stream, const std::string& who) {
   int current = -1;
   cudaGetDevice(&current);

@@ -23,22 +23,17 @@ struct CudaDeviceStream {
 };
 
 // kNotSupported, saying why, without a usable device or when no stream can be made. `flags`:
-// cudaStreamNonBlocking for a stream that waits only where told to (waitForDefaultStream);
+// cudaStreamNonBlocking for a stream that waits only where told to (a caller's event);
 // cudaStreamDefault for one the CUDA runtime orders after the legacy default stream's earlier
 // work at every operation.
 Result<CudaDeviceStream> openCudaDeviceStream(unsigned flags);
 
-// Makes `stream` wait for the work queued so far on the legacy default stream, which the CUDA
-// runtime orders after the earlier work of every blocking stream too: the caller's kernels and
-// copies on PyTorch's default stream, a cudaMemcpy or cudaMemset without a stream, and the DMA
-// of a cudaMemcpy from pageable memory, which may still be running when cudaMemcpy returns.
-// Later work on the default stream does not wait for `stream`. `marker` is recorded anew each
-// time. A non-blocking stream of the caller's own is not seen: synchronize it before the call.
-cudaError_t waitForDefaultStream(cudaStream_t stream, cudaEvent_t marker);
-
 // The caller's event (caller_event.h): recorded now on `stream` (a cudaStream_t; null: the
 // legacy default stream) of `device`, on the calling thread, whose current device is put back
-// as it was. An error names `who` and the stream.
+// as it was. An error names `who` and the stream. On the legacy default stream it marks the
+// earlier work of every blocking stream too: the caller's kernels and copies on PyTorch's
+// default stream, a cudaMemcpy or cudaMemset without a stream, and the DMA of a cudaMemcpy
+// from pageable memory, which may still be running when cudaMemcpy returns.
 Result<CallerEvent> recordCallerEventOn(int device, void* stream, const std::string& who);
 // True once the caller's work up to `event` has finished (null: at once); never blocks.
 Result<bool> callerEventReached(const CallerEvent& event, const std::string& who);

@@ -127,17 +127,15 @@ Status copiesDone(algorithms::DeviceCopier& copier, Status posting) {
 Status SelSync::averageDeviceBuckets(const std::vector<float*>& buckets) {
   algorithms::DeviceCopier& copier = staging_->copier();
   auto named = [&](Status st) { return st.isOk() ? st : Status(st.code(), "selsync memory=cuda: " + st.message()); };
-  algorithms::CallerEvent after;  // null: the default stream's work queued so far
-  if (void* stream = comm_->callerStream()) {
-    auto event = copier.recordCallerEvent(stream);
-    if (!event.isOk()) return named(event.status());
-    after = event.take();
-  }
+  // The caller's stream (without one, the default stream) up to this call; this thread waits
+  // for the copies, so they may wait for it on the device.
+  auto after = copier.recordCallerEvent(comm_->callerStream());
+  if (!after.isOk()) return named(after.status());
   float* fused = staging_->host();
   Status posting = Status::ok();
   size_t at = 0;
   for (size_t i = 0; i < buckets.size() && posting.isOk(); at += counts_[i], ++i)
-    if (counts_[i]) posting = copier.postToHost(fused + at, buckets[i], counts_[i] * sizeof(float), after);
+    if (counts_[i]) posting = copier.postToHost(fused + at, buckets[i], counts_[i] * sizeof(float), after.value());
   TSR_RETURN_IF_ERROR(named(copiesDone(copier, posting)));
   auto req = comm_->hostAllreduce(fused, fused, total_, DataType::kF32, ReduceOp::kAvg);
   // A failed average copies nothing back: the buckets keep this rank's values.

@@ -10,11 +10,10 @@ namespace {
 
 class CudaCopier final : public DeviceCopier {
  public:
-  CudaCopier(int device, std::string deviceName, cudaStream_t stream, cudaEvent_t event, cudaEvent_t marker)
-      : device_(device), name_(std::move(deviceName)), stream_(stream), event_(event), marker_(marker) {}
+  CudaCopier(int device, std::string deviceName, cudaStream_t stream, cudaEvent_t event)
+      : device_(device), name_(std::move(deviceName)), stream_(stream), event_(event) {}
   ~CudaCopier() override {
     cudaStreamSynchronize(stream_);  // no copy may outlive the buffers it targets
-    cudaEventDestroy(marker_);
     cudaEventDestroy(event_);
     cudaStreamDestroy(stream_);
   }
@@ -47,14 +46,14 @@ class CudaCopier final : public DeviceCopier {
     return recordCallerEventOn(device_, stream, describe());
   }
 
-  // Reads the caller's buffer: first wait for the caller's event, or for what the caller
-  // queued on the default stream (its gradient may still be in flight there; cuda_device.h).
+  Result<bool> reached(const CallerEvent& event) override { return callerEventReached(event, describe()); }
+
   // The caller's later work on its stream does not wait for this copy.
   Status postToHost(void* host, const void* device, size_t bytes, const CallerEvent& after) override {
-    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host", true, after.get());
+    return post(host, device, bytes, cudaMemcpyDeviceToHost, "device to host", after.get());
   }
   Status postToDevice(void* device, const void* host, size_t bytes) override {
-    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device", false, nullptr);
+    return post(device, host, bytes, cudaMemcpyHostToDevice, "host to device", nullptr);
   }
 
   Result<bool> finished() override {
@@ -65,13 +64,10 @@ class CudaCopier final : public DeviceCopier {
   }
 
  private:
-  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what, bool afterCaller,
-              void* callerEvent) {
+  Status post(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what, void* callerEvent) {
     // The progress thread posts the copies: make the tensor's device current there.
     cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess && afterCaller)
-      e = callerEvent ? cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(callerEvent), 0)
-                      : waitForDefaultStream(stream_, marker_);
+    if (e == cudaSuccess && callerEvent) e = cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(callerEvent), 0);
     if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
     if (e == cudaSuccess) e = cudaEventRecord(event_, stream_);
     if (e != cudaSuccess)
@@ -84,24 +80,21 @@ class CudaCopier final : public DeviceCopier {
   std::string name_;
   cudaStream_t stream_;
   cudaEvent_t event_;
-  cudaEvent_t marker_;  // waitForDefaultStream's
 };
 
 }  // namespace
 
 Result<std::unique_ptr<DeviceCopier>> openCudaCopier() {
   // Non-blocking: the copies run beside the caller's work, ordered after it only where they
-  // read its buffers (postToHost).
+  // read its buffers (reached, or postToHost's `after`).
   TSR_ASSIGN_OR_RETURN(CudaDeviceStream d, openCudaDeviceStream(cudaStreamNonBlocking));
-  cudaEvent_t event = nullptr, marker = nullptr;
+  cudaEvent_t event = nullptr;
   cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&marker, cudaEventDisableTiming);
   if (e != cudaSuccess) {
-    if (event) cudaEventDestroy(event);
     cudaStreamDestroy(d.stream);
     return Status(Code::kNotSupported, "cudaEventCreateWithFlags: " + cudaText(e));
   }
-  return std::unique_ptr<DeviceCopier>(new CudaCopier(d.device, std::move(d.name), d.stream, event, marker));
+  return std::unique_ptr<DeviceCopier>(new CudaCopier(d.device, std::move(d.name), d.stream, event));
 }
 
 }  // namespace tsr::algorithms

@@ -8,18 +8,11 @@ namespace {
 // copy to host -> host step -> copy back, polled by the progress thread.
 class StagedTask final : public Task {
  public:
-  StagedTask(std::shared_ptr<DeviceStaging> staging, float* device, TaskFactory hostStep, CallerEvent after,
-             const TaskContext& ctx)
-      : staging_(std::move(staging)),
-        device_(device),
-        hostStep_(std::move(hostStep)),
-        after_(std::move(after)),
-        ctx_(ctx) {}
+  StagedTask(std::shared_ptr<DeviceStaging> staging, float* device, TaskFactory hostStep, const TaskContext& ctx)
+      : staging_(std::move(staging)), device_(device), hostStep_(std::move(hostStep)), ctx_(ctx) {}
 
   Status start() override {
-    Status posted = staging_->copier().postToHost(staging_->host(), device_, bytes(), after_);
-    after_.reset();  // the copy waits for it on the device
-    TSR_RETURN_IF_ERROR(named(posted));
+    TSR_RETURN_IF_ERROR(named(staging_->copier().postToHost(staging_->host(), device_, bytes(), nullptr)));
     copying_ = true;
     phase_ = Phase::kToHost;
     return progress();
@@ -100,7 +93,6 @@ class StagedTask final : public Task {
   std::shared_ptr<DeviceStaging> staging_;
   float* device_;
   TaskFactory hostStep_;
-  CallerEvent after_;
   TaskContext ctx_;
   std::unique_ptr<Task> inner_;
   Phase phase_ = Phase::kIdle;
@@ -131,11 +123,10 @@ Status DeviceStaging::checkDevice(const float* device) const {
   return Status(st.code(), "device tensor " + tensor_ + " (memory=cuda): " + st.message());
 }
 
-TaskFactory DeviceStaging::wrap(float* device, TaskFactory hostStep, CallerEvent after) {
+TaskFactory DeviceStaging::wrap(float* device, TaskFactory hostStep) {
   std::shared_ptr<DeviceStaging> self = shared_from_this();
-  return [self, device, hostStep = std::move(hostStep),
-          after = std::move(after)](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
-    return std::unique_ptr<Task>(new StagedTask(self, device, hostStep, after, ctx));
+  return [self, device, hostStep = std::move(hostStep)](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
+    return std::unique_ptr<Task>(new StagedTask(self, device, hostStep, ctx));
   };
 }
 

@@ -56,11 +56,10 @@ class DeviceStaging : public std::enable_shared_from_this<DeviceStaging> {
   DeviceCopier& copier() { return *copier_; }
   // Ok when `device` holds the tensor's count floats in device memory; else names the tensor.
   Status checkDevice(const float* device) const;
-  // The step as one task: copy `device` to host() once the caller's work up to `after` has
-  // ended (copier().recordCallerEvent's, taken at the call; null: the default stream's work
-  // queued when the copy is posted), run the task `hostStep` builds (it works on host()),
-  // copy host() back to `device`.
-  TaskFactory wrap(float* device, TaskFactory hostStep, CallerEvent after);
+  // The step as one task: copy `device` to host(), run the task `hostStep` builds (it works on
+  // host()), copy host() back to `device`. The copy waits for nothing: start the task once the
+  // caller's work before the step has ended (afterCallerEvent with copier().reached).
+  TaskFactory wrap(float* device, TaskFactory hostStep);
 
  private:
   DeviceStaging(std::unique_ptr<DeviceCopier> copier, std::string tensor, size_t count)

@@ -61,8 +61,17 @@ Result<RequestPtr> submitTensorStep(Team& team, const std::shared_ptr<State>& st
   };
   // Scaled on the host buffer, before a staged step copies it back to the device.
   if constexpr (requires { s.resultScale; }) make = scaleResult(std::move(make), s.g, s.count, s.resultScale);
-  if (s.staging) make = s.staging->wrap(g, std::move(make), std::move(after));
-  if (direct) make = afterCallerEvent(std::move(make), direct, std::move(after), std::string(what) + " " + s.name);
+  if (s.staging) make = s.staging->wrap(g, std::move(make));
+  // Started once the progress thread has polled the event as reached (caller_gate.h).
+  if (direct) {
+    make = afterCallerEvent(
+        std::move(make), [direct](const CallerEvent& e) { return direct->reached(e); }, std::move(after),
+        std::string(what) + " " + s.name);
+  } else if (s.staging) {
+    make = afterCallerEvent(
+        std::move(make), [staging = s.staging](const CallerEvent& e) { return staging->copier().reached(e); },
+        std::move(after), std::string(what) + " " + s.name);
+  }
   TSR_ASSIGN_OR_RETURN(RequestPtr request, team.submitTask(std::move(make), seqSpan, state));
   request->setAlgorithm(s.algorithm);
   s.pending = request;

@@ -67,7 +67,7 @@ struct Fixture {
       return std::unique_ptr<algorithms::Task>(new DoublingStep(staging->host(), staging->count(), &probe));
     };
     algorithms::TaskContext ctx{t, {}, 1, 1};
-    return staging->wrap(device.data(), hostStep, nullptr)(ctx).take();
+    return staging->wrap(device.data(), hostStep)(ctx).take();
   }
 };
 
