@@ -65,7 +65,7 @@ TEST(CApiDevice, CudaTensorsMatchHostTensors) {
 
 // The caller's input may still be in flight on the default stream when the call is made: a
 // cudaMemcpy from pageable memory returns once the data is staged, before its DMA has
-// finished. Dense staging must wait for it (cuda_device.h, waitForDefaultStream); before it did,
+// finished. Dense staging must wait for it (the event recorded on the default stream in the call); before it did,
 // a few results in every hundred came from the buffer's earlier contents.
 TEST(CApiDevice, DenseCollectivesWaitForTheCallersDefaultStreamWork) {
   if (!haveGpu()) GTEST_SKIP() << "no CUDA device: device staging compiled but not run";
@@ -232,14 +232,18 @@ TEST(CApiDevice, SelSyncAveragesDeviceBucketsOnSynchronizedStepsOnly) {
 // Device tensor steps keep the caller's order as dense calls do, and the progress thread never
 // waits on a caller's stream. (a) The gradient made on a non-blocking stream of the caller's
 // own, behind a queue of work, named with tsr_comm_set_stream: the step reads it only once
-// that stream got there (equal to the host tensor's step, bit for bit). (b) The legacy default
-// stream held for a dense allreduce (released by its completion) and a tensor step called
-// after the hold: the step waits for the release, which the progress thread gives once rank 1
-// has posted; were the step's kernels to wait on that stream there, neither would end.
+// that stream got there (equal to the host tensor's step, bit for bit). (b) Rank 0 holds the
+// legacy default stream for a dense allreduce (released by its completion) and calls a tensor
+// step after the hold: the step waits for the release, which rank 0's progress thread gives
+// once rank 1 has posted; were a step's kernels to wait on the default stream on a progress
+// thread (a blocking stream, a synchronize), neither would end. The ranks are threads of one
+// process and share that default stream, so rank 1 stays off it while the hold may be queued:
+// its calls name its own stream, and what would allocate pinned memory (the dense call's
+// staging buffers) was taken before, by a warm-up allreduce.
 TEST(CApiDevice, TensorStepsKeepTheCallersOrderWithoutStallingTheProgressThread) {
   if (!haveGpu()) GTEST_SKIP() << "no CUDA device: the caller's order of tensor steps compiled but not run";
   const size_t count = 1 << 20;
-  std::atomic<bool> rankZeroPosted{false};
+  std::atomic<bool> rankZeroPosted{false}, rankOneReady{false};
   runCRanks(2, [&](tsr_comm_t comm, int r) {
     tsr_param_t hostParams[] = {{"algorithm", "marsit"}};
     tsr_param_t devParams[] = {{"algorithm", "marsit"}, {"memory", "cuda"}};
@@ -268,27 +272,39 @@ TEST(CApiDevice, TensorStepsKeepTheCallersOrderWithoutStallingTheProgressThread)
           << "rank " << r << " step " << step << ": read before the caller's stream got there";
       cudaStreamSynchronize(stream);  // the next step rewrites `pinned`
     }
-    ASSERT_EQ(tsr_comm_set_stream(comm, nullptr), TSR_OK);
-    // (b)
+    // (b) Rank 1 keeps its own stream named; rank 0 names none (the default stream).
+    if (r == 0) {
+      ASSERT_EQ(tsr_comm_set_stream(comm, nullptr), TSR_OK);
+    }
     ASSERT_EQ(tsr_comm_set_memory_type(comm, TSR_MEM_CUDA), TSR_OK) << lastError();
+    // Warm-up: the staging buffers of this size taken (an allocation may wait for the device)
+    // and kept for the allreduce below.
+    ASSERT_EQ(tsr_allreduce(comm, dense, dense, count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
     std::vector<float> ones(count, 1.0f + r);
     cudaMemcpy(dense, ones.data(), count * sizeof(float), cudaMemcpyHostToDevice);
     for (size_t j = 0; j < count; ++j) g[j] = std::cos(0.01f * j * (r + 1));
     cudaMemcpy(gd, g.data(), count * sizeof(float), cudaMemcpyHostToDevice);
-    if (r == 1)
+    if (r == 0) {
+      while (!rankOneReady.load()) std::this_thread::yield();
+    } else {
+      rankOneReady = true;  // off the default stream from here until its step has ended
       while (!rankZeroPosted.load()) std::this_thread::yield();
+    }
     tsr_request_t sum = nullptr, step = nullptr;
     ASSERT_EQ(tsr_allreduce(comm, dense, dense, count, TSR_FLOAT32, TSR_SUM, &sum), TSR_OK) << lastError();
-    tsr_stream_hold_t hold = nullptr;
-    ASSERT_EQ(tsr_stream_hold(nullptr, &hold), TSR_OK) << lastError();
-    ASSERT_EQ(tsr_request_on_complete(
-                  sum, [](void* p, tsr_status_t) { tsr_stream_release(static_cast<tsr_stream_hold_t>(p)); }, hold),
-              TSR_OK);
+    if (r == 0) {
+      tsr_stream_hold_t hold = nullptr;
+      ASSERT_EQ(tsr_stream_hold(nullptr, &hold), TSR_OK) << lastError();
+      ASSERT_EQ(tsr_request_on_complete(
+                    sum, [](void* p, tsr_status_t) { tsr_stream_release(static_cast<tsr_stream_hold_t>(p)); }, hold),
+                TSR_OK);
+    }
     ASSERT_EQ(tsr_tensor_allreduce(d, gd, &step), TSR_OK) << lastError();
     if (r == 0) rankZeroPosted = true;
     ASSERT_EQ(tsr_tensor_allreduce(h, g.data(), nullptr), TSR_OK) << lastError();
     EXPECT_EQ(tsr_wait(sum), TSR_OK) << lastError();
     EXPECT_EQ(tsr_wait(step), TSR_OK) << lastError();
+    // Rank 0's step began after the release, and rank 1's ended after rank 0's: no hold is left.
     cudaMemcpy(back.data(), gd, count * sizeof(float), cudaMemcpyDeviceToHost);
     EXPECT_EQ(std::memcmp(g.data(), back.data(), count * sizeof(float)), 0) << "rank " << r;
     cudaMemcpy(back.data(), dense, count * sizeof(float), cudaMemcpyDeviceToHost);
@@ -296,6 +312,7 @@ TEST(CApiDevice, TensorStepsKeepTheCallersOrderWithoutStallingTheProgressThread)
     tsr_request_free(sum);
     tsr_request_free(step);
     tsr_comm_set_memory_type(comm, TSR_MEM_HOST);
+    tsr_comm_set_stream(comm, nullptr);
     cudaFreeHost(pinned);
     cudaFree(dense);
     cudaFree(busy);
