@@ -235,9 +235,12 @@ for hook, params in [] if QUICK else HOOKS:
         loss = ddp(hook, params)
     except Exception as e:  # noqa: BLE001
         failures.append(f"ddp {hook} {params}: {type(e).__name__}: {e}")
-# A mismatch (rank 0 counts one more) raises on every rank.
+# A mismatch (rank 0 counts one more) raises on every rank: at wait(), or, where wait() only
+# holds the caller's stream (TSR_TORCH_STREAM_WAIT=1), from the Work's future.
 try:
-    dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device))
+    work = dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device), async_op=True)
+    work.wait()
+    work.get_future().wait()
     failures.append("a mismatched all_reduce on CUDA succeeded")
 except RuntimeError as e:
     expect("MISMATCH" in str(e), f"mismatch message: {e}")
