@@ -34,7 +34,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::send(std::vector<at::Tensor>
       c10d::OpType::SEND, c10d::kUnsetTimeout, place, {t},
       "send of " + describe(t) + " to rank " + std::to_string(dstRank) + " (tag " + std::to_string(tag) + ")",
       [&](tsr_request_t* r) { return tsr_send(comm_, host.data_ptr(), host.numel(), dtype, dstRank, tag, r); },
-      [host]() {}, /*collective=*/false);  // keeps the buffer alive until it is sent
+      Kept{{host}}, /*collective=*/false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {

@@ -33,7 +33,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce(std::vector<at::Tenso
       [&](tsr_request_t* r) {
         return tsr_allreduce(comm_, target.data_ptr(), target.data_ptr(), target.numel(), dtype, op, r);
       },
-      [target]() {});  // keeps the copy alive until the collective is done
+      Kept{{target}});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::gather(std::vector<std::vector<at::Tensor>>& outputs,

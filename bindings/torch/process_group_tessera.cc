@@ -101,9 +101,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
                                                            const Placement& place, std::vector<at::Tensor> outputs,
                                                            std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
-                                                           std::function<void()> finish, bool collective) {
+                                                           std::function<void()> finish, bool collective, Kept kept) {
   if (collective) ++sequence_;
-  auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish), place.cuda);
+  auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish), place.cuda,
+                                               std::move(kept.tensors));
   tsr_request_t request = nullptr;
   tsr_status_t st;
   {
@@ -208,7 +209,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& 
       [&](tsr_request_t* r) {
         return tsr_allgather(comm_, input.data_ptr(), output.data_ptr(), input.numel(), dtype, r);
       },
-      [input]() {});  // keeps the input alive until the collective is done
+      Kept{{input}});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -251,7 +252,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Ten
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, input.data_ptr(), output.data_ptr(), output.numel(), dtype, op, r);
       },
-      [input]() {});  // keeps the input alive until the collective is done
+      Kept{{input}});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -274,7 +275,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
       [&](tsr_request_t* r) {
         return tsr_reduce_scatter(comm_, flat.data_ptr(), output.data_ptr(), output.numel(), dtype, op, r);
       },
-      [flat]() {});  // keeps the flat input alive until the collective is done
+      Kept{{flat}});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::barrier(const c10d::BarrierOptions& opts) {

@@ -144,10 +144,22 @@ class ProcessGroupTessera : public Baseclass {
   // collective false: they do not count in the group's sequence number.
   // `place`: where the tensors are (placement.h); CUDA tensors that Tessera stages are posted
   // with TSR_MEM_CUDA and the caller's current stream.
+  // `finish`: the call's last step, on the completing thread (CUDA tensors: on a stream of
+  // PyTorch's pool, synchronized there); `kept`: what the collective uses besides the outputs
+  // (an input, a staging copy), held as long as the Work, with no last step.
+  struct Kept {
+    std::vector<at::Tensor> tensors;
+  };
   c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::chrono::milliseconds timeout, const Placement& place,
                                         std::vector<at::Tensor> outputs, std::string what,
                                         const std::function<tsr_status_t(tsr_request_t*)>& post,
-                                        std::function<void()> finish = {}, bool collective = true);
+                                        std::function<void()> finish = {}, bool collective = true, Kept kept = {});
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::chrono::milliseconds timeout, const Placement& place,
+                                        std::vector<at::Tensor> outputs, std::string what,
+                                        const std::function<tsr_status_t(tsr_request_t*)>& post, Kept kept,
+                                        bool collective = true) {
+    return launch(type, timeout, place, std::move(outputs), std::move(what), post, {}, collective, std::move(kept));
+  }
 
   // launch's post of a call on CUDA tensors that Tessera stages (under postMutex_): TSR_MEM_CUDA
   // and the caller's current stream for this post only.

@@ -47,10 +47,11 @@ c10::Stream poolStreamNotHeld(c10::Device device) {
 }  // namespace
 
 WorkTessera::WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish,
-                         std::optional<c10::Device> device)
+                         std::optional<c10::Device> device, std::vector<at::Tensor> kept)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
       finish_(std::move(finish)),
+      kept_(std::move(kept)),
       device_(device),
       future_(c10::make_intrusive<c10::ivalue::Future>(
           c10::ListType::create(c10::TensorType::get()),

@@ -39,9 +39,11 @@ class WorkTessera : public c10d::Work {
   // fails with that message).
   using Finish = std::function<void()>;
 
-  // `device`: the CUDA device of the call's tensors (none: CPU tensors).
+  // `device`: the CUDA device of the call's tensors (none: CPU tensors). `kept`: tensors the
+  // collective reads or writes besides the outputs (an input, a staging copy), held as long as
+  // the Work; unlike a Finish they need no stream on CUDA.
   WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish = {},
-              std::optional<c10::Device> device = std::nullopt);
+              std::optional<c10::Device> device = std::nullopt, std::vector<at::Tensor> kept = {});
   ~WorkTessera() override;
 
   // Takes the posted request over and arranges for its completion; call once, right after
@@ -67,6 +69,7 @@ class WorkTessera : public c10d::Work {
 
   std::vector<at::Tensor> outputs_;
   Finish finish_;
+  std::vector<at::Tensor> kept_;
   std::optional<c10::Device> device_;
   tsr_request_t request_ = nullptr;
   std::string what_;

@@ -1,6 +1,6 @@
 """The "tessera" torch.distributed backend under tsrun (N ranks): every collective, op and dtype
 against a float64 reference, in place and out of place, blocking and async (Work.wait and
-get_future), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, splitting on PyTorch 2.x, and the errors: a mismatch on
+get_future; an async call's input kept as long as its Work), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, splitting on PyTorch 2.x, and the errors: a mismatch on
 every rank naming both ranks, a bad dtype or device named before anything is sent."""
 import datetime
 import sys
@@ -215,6 +215,30 @@ def all_to_all(c, rank, size):
         output_split_sizes=[1] * size, input_split_sizes=[2] * size), "splits that do not fit the tensor")
 
 
+def kept_inputs(c, rank, size):
+    """An async collective's input stays alive while its Work does (Tessera may still read it),
+    whatever the caller drops, and goes with the Work."""
+    import gc
+    import weakref
+    gather = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
+    scatter = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
+    for name, call, count in (("all_gather_into_tensor", lambda out, x: gather(out, x, async_op=True), 1000),
+                              ("reduce_scatter_tensor", lambda out, x: scatter(out, x, async_op=True), 1000 * size)):
+        x = torch.full((count,), float(rank + 1))
+        out = torch.zeros(1000 * size if name == "all_gather_into_tensor" else 1000)
+        ref = weakref.ref(x)
+        work = call(out, x)
+        del x
+        gc.collect()
+        c.expect(ref() is not None, f"{name}: the input was let go while its Work lives")
+        work.wait()
+        del work
+        gc.collect()
+        c.expect(ref() is None, f"{name}: the input outlived its Work")
+        want = float(size) if name == "all_gather_into_tensor" else float(sum(range(1, size + 1)))
+        c.expect(out[-1].item() == want, f"{name} with the input dropped: {out[-1].item()}")
+
+
 def _reduce_options(size):
     opts = dist.ReduceOptions()
     opts.rootRank = size
@@ -265,6 +289,7 @@ def main():
         work.wait()
         c.expect(torch.equal(got2, got), f"reduce_scatter_tensor {dtype}: {got2}")
     dist.barrier()
+    kept_inputs(c, rank, size)
     rooted(c, rank, size)
     all_to_all(c, rank, size)
     if size == 4:
