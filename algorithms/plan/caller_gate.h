@@ -5,8 +5,8 @@
 // synchronize) could stall for good: a stream the caller holds for an earlier collective
 // (tsr_stream_hold) is released by the very thread that would wait. So could a wait queued on
 // the device: a copier's stream that waited for the caller's event would hold back every later
-// copy on it, the earlier collective's copy back included. While closed the task sends nothing and waits for no peer,
-// so the collective's timeout still ends it, saying what it waits for.
+// copy on it, the earlier collective's copy back included. While closed the task sends nothing
+// and waits for no peer, so the collective's timeout still ends it, saying what it waits for.
 #pragma once
 
 #include <functional>

@@ -65,8 +65,8 @@ TEST(CApiDevice, CudaTensorsMatchHostTensors) {
 
 // The caller's input may still be in flight on the default stream when the call is made: a
 // cudaMemcpy from pageable memory returns once the data is staged, before its DMA has
-// finished. Dense staging must wait for it (the event recorded on the default stream in the call); before it did,
-// a few results in every hundred came from the buffer's earlier contents.
+// finished. Dense staging must wait for it (the event recorded on the default stream in the
+// call); before it did, a few results in every hundred came from the buffer's earlier contents.
 TEST(CApiDevice, DenseCollectivesWaitForTheCallersDefaultStreamWork) {
   if (!haveGpu()) GTEST_SKIP() << "no CUDA device: device staging compiled but not run";
   const size_t count = 1 << 20;  // 4 MiB: a pageable copy still in flight at return
