@@ -170,6 +170,9 @@ TEST(CApiDevice, AStreamHeldForACollectiveGoesOnOnceItHasEnded) {
     float *in = nullptr, *out = nullptr;
     ASSERT_EQ(cudaMalloc(&in, count * sizeof(float)), cudaSuccess);
     ASSERT_EQ(cudaMallocHost(&out, count * sizeof(float)), cudaSuccess);
+    // Warm-up: the staging buffers taken before any hold (an allocation may wait for the
+    // device) and kept for rank 1's allreduce, posted while rank 0's stream is held.
+    ASSERT_EQ(tsr_allreduce(comm, in, in, count, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
     std::vector<float> mine(count, 1.0f + r);
     ASSERT_EQ(cudaMemcpyAsync(in, mine.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream), cudaSuccess);
     if (r == 1)
