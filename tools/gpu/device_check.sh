@@ -116,7 +116,9 @@ step() {
   elif [ $rc != 0 ] && [[ $name == memcheck-* ]] && grep -q 'Device not supported' "$LOGS/$name.log"; then
     # Some sandboxes (gVisor) keep compute-sanitizer off the device: nothing was checked.
     result=NOT-RUN note="compute-sanitizer refused the device: $(grep -m1 'Device not supported' "$LOGS/$name.log" | cut -c1-120)"
-  elif [ $rc != 0 ]; then result=FAIL; note=$(grep -m1 -E 'FAIL|Failure|ERROR|error' "$LOGS/$name.log" | cut -c1-200)
+  elif [ $rc != 0 ]; then
+    # A Python check's named failure ("rank R: FAILED: what") first, else the first sign of one.
+    result=FAIL; note=$({ grep -m1 'FAILED: ' "$LOGS/$name.log" || grep -m1 -E 'FAIL|Failure|ERROR|error' "$LOGS/$name.log"; } | cut -c1-200)
   elif [ -n "${CHECK:-}" ]; then note=$($CHECK "$LOGS/$name.log"); [ -n "$note" ] && result=FAIL
   fi
   [ $result = PASS ] && [ -z "$note" ] && note=$(grep -m1 -E 'tests? ran|passed, [0-9]+ failed|PASSED' "$LOGS/$name.log" | cut -c1-200)
@@ -145,6 +147,7 @@ python_cuda_step() {
     printf 'python-cuda-2ranks\tNOT-RUN\t-\t0\tpython3 lacks numpy or torch\n' >> "$STEPS"; return 0
   fi
   CHECK=${2:-} step python-cuda-2ranks "$1" "$BIN/tsrun" -np 2 --timeout $(($1 - 10)) -x TSR_TIMEOUT_MS=30000 \
+    -x TESSERA_CHECK_DUMP_S=$(($1 - 25)) \
     -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" \
     python3 "$ROOT/tools/gpu/python_cuda_check.py"
 }
@@ -164,17 +167,19 @@ torch_cuda_steps() {
   local env=(-x TSR_TIMEOUT_MS=30000 -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
              -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
   # The 2-rank run with the stream-side Work.wait() (TSR_TORCH_STREAM_WAIT=1), the other without.
-  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" -x TSR_TORCH_STREAM_WAIT=1 \
+  # TESSERA_CHECK_DUMP_S (15 s below tsrun's --timeout): a hang prints every rank's Python stacks.
+  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" -x TESSERA_CHECK_DUMP_S=125 \
+    -x TSR_TORCH_STREAM_WAIT=1 \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py"
-  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" \
+  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" -x TESSERA_CHECK_DUMP_S=155 \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
-  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout 110 "${env[@]}" \
+  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout 110 "${env[@]}" -x TESSERA_CHECK_DUMP_S=95 \
     python3 "$ROOT/tools/gpu/torch_ddp_timing.py"
   # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out).
   if [ -n "${SAN:-}" ]; then
     CHECK=device_ran step memcheck-torch-cuda 180 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
-      "$BIN/tsrun" -np 2 --timeout 170 "${env[@]}" python3 "$ROOT/tools/gpu/torch_cuda_check.py" --quick
+      "$BIN/tsrun" -np 2 --timeout 170 "${env[@]}" -x TESSERA_CHECK_DUMP_S=155 python3 "$ROOT/tools/gpu/torch_cuda_check.py" --quick
   fi
 }
 

@@ -2,12 +2,18 @@
 runs it under tsrun from the kit): allreduce (every op), allgather, broadcast and reduce_scatter
 on PyTorch CUDA tensors of each dtype, blocking and async, against a float64 reference of every
 rank's input computed on the CPU; the results stay on the device. Without a usable CUDA device it
-prints "no CUDA device" and exits 0 (device_check.sh fails that on a GPU machine)."""
+prints "no CUDA device" and exits 0 (device_check.sh fails that on a GPU machine). With
+TESSERA_CHECK_DUMP_S=S every Python thread's stack goes to stderr after S seconds (a hang says where)."""
+import faulthandler
+import os
 import sys
 
-import torch  # first: its CUDA runtime is the one the process uses
+if float(os.environ.get("TESSERA_CHECK_DUMP_S", "0")) > 0:  # a hang: every Python thread's stack on stderr
+    faulthandler.dump_traceback_later(float(os.environ["TESSERA_CHECK_DUMP_S"]), exit=False)
 
-import tessera
+import torch  # noqa: E402  first: its CUDA runtime is the one the process uses
+
+import tessera  # noqa: E402
 
 if not torch.cuda.is_available():
     print("no CUDA device: nothing to check", flush=True)

@@ -13,6 +13,9 @@ import sys
 
 GTEST = re.compile(r"^\[\s+(OK|FAILED|SKIPPED)\s+\] (\S+\.\S+)(?: \(\d+ ms\))?$")
 CHECK = re.compile(r"^(?:\[\d+\] )?(PASS|FAIL|SKIP) (.*)$")
+# The Python checks: a part's outcome and time as it ends, and each named failure.
+PART = re.compile(r"^(?:\[\d+\] )?rank (\d+): (.+): (ok|FAILED) in ([\d.]+) s$")
+NAMED_FAILURE = re.compile(r"^(?:\[\d+\] )?rank (\d+): FAILED: (.*)$")
 
 
 def read_log(path):
@@ -50,6 +53,19 @@ def describe(lines):
     staged = sum(1 for l in lines if re.search(r"memory=cuda on .*staged through pinned", l))
     if direct or staged:
         d["tensor_paths"] = {"direct": direct, "staged": staged}
+    for line in lines:
+        m = PART.match(line)
+        if m and m.group(1) == "0":
+            d.setdefault("parts_rank0", []).append({"part": m.group(2), "ok": m.group(3) == "ok",
+                                                    "seconds": float(m.group(4))})
+        m = NAMED_FAILURE.match(line)
+        if m:
+            d.setdefault("failures", []).append(f"rank {m.group(1)}: {m.group(2)[:300]}")
+        if line.lstrip("[0123456789] ").startswith('{"ddp_timing"'):
+            try:
+                d.setdefault("ddp_timing", []).append(json.loads(line[line.index("{"):]))
+            except ValueError:
+                pass
     for line in lines:
         m = re.search(r"ERROR SUMMARY: (\d+) error", line)
         if m:
@@ -103,6 +119,14 @@ def main():
         if "tensor_paths" in s:
             p = s["tensor_paths"]
             t.append(f"{'':34} memory=cuda tensors: {p['direct']} direct, {p['staged']} staged (creations, all ranks)")
+        for line in s.get("failures", [])[:10]:
+            t.append(f"{'':36}FAILED {line[:160]}")
+        parts = s.get("parts_rank0", [])
+        if parts:
+            t.append(f"{'':34} rank 0: " + ", ".join(f"{p['part']} {'ok' if p['ok'] else 'FAILED'} {p['seconds']:.0f}s"
+                                                     for p in parts)[:400])
+        for r in s.get("ddp_timing", []):
+            t.append(f"{'':34} DDP {r['ddp_timing']:32} {r['ms_per_step']:9.2f} ms/step {r['ratio_to_gloo']:6.2f}x gloo")
         if "sanitizer_errors" in s:
             t.append(f"{'':34} compute-sanitizer: {s['sanitizer_errors']} errors")
     kb = summary.get("kernel_bench")

@@ -16,14 +16,22 @@ parameters bit-identical (covap local=1 and SelSync after their synchronize()), 
 loss within float tolerance of the CPU one.
 
     tsrun -np N python3 torch_cuda_check.py [--hosts H] [--cpu] [--quick]   (H: the ranks act as H hosts)
---quick leaves DDP out (the run under compute-sanitizer).
+--quick leaves DDP out (the run under compute-sanitizer). Each part and each DDP configuration
+prints its outcome and time as it ends ("rank R: NAME: ok in S s"), and with TESSERA_CHECK_DUMP_S=S
+every Python thread's stack goes to stderr after S seconds (set below tsrun's --timeout, a
+hang then says where each rank was).
 Without a usable CUDA device it prints "no CUDA device" and exits 0 (device_check.sh fails that
 on a GPU machine). --cpu runs the same checks on CPU tensors (the streams part left out), which
 checks this script's own expectations on a machine without a GPU."""
+import faulthandler
 import os
 import sys
+import time
 
-import torch  # first: its CUDA runtime is the one the process uses
+if float(os.environ.get("TESSERA_CHECK_DUMP_S", "0")) > 0:  # from the start: a hang in init shows too
+    faulthandler.dump_traceback_later(float(os.environ["TESSERA_CHECK_DUMP_S"]), exit=False)
+
+import torch  # noqa: E402  first: its CUDA runtime is the one the process uses: its CUDA runtime is the one the process uses
 
 if "--hosts" in sys.argv:  # before the communicator exists: host mates share memory, others not
     hosts = int(sys.argv[sys.argv.index("--hosts") + 1])
@@ -56,6 +64,18 @@ failures = []
 def expect(ok, what):
     if not ok:
         failures.append(what)
+
+
+def timed(name, fn, *args):
+    """fn(*args), an exception named as a failure; its outcome and time printed as it ends."""
+    started, before, result = time.monotonic(), len(failures), None
+    try:
+        result = fn(*args)
+    except Exception as e:  # noqa: BLE001  (named, then the others still run)
+        failures.append(f"{name}: {type(e).__name__}: {e}")
+    outcome = "ok" if len(failures) == before else "FAILED"
+    print(f"rank {me}: {name}: {outcome} in {time.monotonic() - started:.1f} s", flush=True)
+    return result
 
 
 def values(rank, count, op="sum"):
@@ -222,28 +242,29 @@ def ddp(hook=None, params=None, steps=20):
 
 for part in (collectives, host_staged_and_split) if ON_CPU else (collectives, streams_and_futures,
                                                                   wait_holds_the_stream, host_staged_and_split):
-    try:
-        part()
-    except Exception as e:  # noqa: BLE001  (named, then the others still run)
-        failures.append(f"{part.__name__}: {type(e).__name__}: {e}")
+    timed(part.__name__, part)
 loss = None
 HOOKS = [(None, {}), ("dense", {}), ("marsit", {}), ("topk", {}), ("spardl", {}), ("onebit", {}),
          ("compressed", {"compressor": "dithering", "k": 127}), ("auto", {}), ("covap", {"interval": 2}),
          ("covap", {"interval": 2, "local": 1}), ("selsync", {"delta": 0})]
 for hook, params in [] if QUICK else HOOKS:
+    ended = timed(f"ddp {hook} {params}", ddp, hook, params)
+    loss = loss if ended is None else ended
+
+
+def mismatch():
+    """A mismatch (rank 0 counts one more) raises on every rank: at wait(), or, where wait()
+    only holds the caller's stream (TSR_TORCH_STREAM_WAIT=1), from the Work's future."""
     try:
-        loss = ddp(hook, params)
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"ddp {hook} {params}: {type(e).__name__}: {e}")
-# A mismatch (rank 0 counts one more) raises on every rank: at wait(), or, where wait() only
-# holds the caller's stream (TSR_TORCH_STREAM_WAIT=1), from the Work's future.
-try:
-    work = dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device), async_op=True)
-    work.wait()
-    work.get_future().wait()
-    failures.append("a mismatched all_reduce on CUDA succeeded")
-except RuntimeError as e:
-    expect("MISMATCH" in str(e), f"mismatch message: {e}")
+        work = dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device), async_op=True)
+        work.wait()
+        work.get_future().wait()
+        failures.append("a mismatched all_reduce on CUDA succeeded")
+    except RuntimeError as e:
+        expect("MISMATCH" in str(e), f"mismatch message: {e}")
+
+
+timed("mismatch", mismatch)
 for f in failures:
     print(f"rank {me}: FAILED: {f}", flush=True)
 if me == 0 and not failures:

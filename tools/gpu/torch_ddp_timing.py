@@ -12,17 +12,23 @@ configuration ("ddp_timing": name, ms per step, ratio to gloo).
 
     tsrun -np N python3 torch_ddp_timing.py [--steps S] [--warmup W] [--cpu]
 --cpu runs the same on CPU tensors (gloo's CPU path), which checks the script on a machine
-without a GPU; its times say nothing about a GPU's."""
+without a GPU; its times say nothing about a GPU's. Each configuration prints its outcome and
+time as it ends; with TESSERA_CHECK_DUMP_S=S every Python thread's stack goes to stderr after S
+seconds (a hang says where)."""
+import faulthandler
 import json
 import os
 import sys
 import time
 
-import torch  # first: its CUDA runtime is the one the process uses
-import torch.distributed as dist
+if float(os.environ.get("TESSERA_CHECK_DUMP_S", "0")) > 0:
+    faulthandler.dump_traceback_later(float(os.environ["TESSERA_CHECK_DUMP_S"]), exit=False)
 
-import tessera.torch  # noqa: F401  (registers the backend)
-from tessera.torch import hooks
+import torch  # noqa: E402  first: its CUDA runtime is the one the process uses
+import torch.distributed as dist  # noqa: E402
+
+import tessera.torch  # noqa: E402,F401  (registers the backend)
+from tessera.torch import hooks  # noqa: E402
 
 
 def arg(name, default):
@@ -95,6 +101,7 @@ def run(backend, hook, params):
 failures, rows = [], []
 for backend, hook, params in CONFIGS:
     name = backend if hook is None else f"{hook}{''.join(f' {k}={v}' for k, v in params.items())}"
+    began, before = time.monotonic(), len(failures)
     try:
         seconds, ddp = run(backend, hook, params)
         flat = torch.cat([p.detach().reshape(-1) for p in ddp.parameters()])
@@ -108,6 +115,8 @@ for backend, hook, params in CONFIGS:
         rows.append((name, float(slowest) * 1e3))
     except Exception as e:  # noqa: BLE001  (named, then the others still run)
         failures.append(f"{name}: {type(e).__name__}: {e}")
+    outcome = "ok" if len(failures) == before else "FAILED"
+    print(f"rank {me}: {name}: {outcome} in {time.monotonic() - began:.1f} s", flush=True)
 for f in failures:
     print(f"rank {me}: FAILED: {f}", flush=True)
 if me == 0 and rows:
