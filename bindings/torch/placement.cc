@@ -1,5 +1,8 @@
 #include "bindings/torch/placement.h"
 
+#include <algorithm>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
@@ -24,6 +27,13 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, 
     TORCH_CHECK(TESSERA_TORCH_CUDA, "tessera: ", what, ": a tensor on ", first->str(),
                 ": CUDA tensors need the backend built against PyTorch 2.2 or later (this one: ", TORCH_VERSION,
                 "); move the tensor to the CPU or rebuild against a newer torch");
+    // A device this process cannot use (no driver, an index past the count) is named here,
+    // before anything touches CUDA, rather than by the CUDA runtime's first failing call.
+    const int usable = c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)
+                           ? c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).deviceCount()
+                           : 0;
+    TORCH_CHECK(std::max<int>(first->index(), 0) < usable, "tessera: ", what, ": a tensor on ", first->str(), ", but this process has ",
+                usable, " usable CUDA device", usable == 1 ? "" : "s", " (torch.cuda.device_count())");
     place.cuda = first;
     place.hostStaged = hostStaged;
   }

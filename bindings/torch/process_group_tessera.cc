@@ -102,7 +102,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
                                                            std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
                                                            std::function<void()> finish, bool collective, Kept kept) {
-  if (collective) ++sequence_;
   auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish), place.cuda,
                                                std::move(kept.tensors));
   tsr_request_t request = nullptr;
@@ -121,6 +120,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
   }
   TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st),
               "): ", tsr_last_error());
+  if (collective) ++sequence_;  // a call refused before its post is not one of the group's
   work->watch(request, std::move(what));
   return work;
 }

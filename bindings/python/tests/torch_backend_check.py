@@ -1,7 +1,8 @@
 """The "tessera" torch.distributed backend under tsrun (N ranks): every collective, op and dtype
 against a float64 reference, in place and out of place, blocking and async (Work.wait and
 get_future; an async call's input kept as long as its Work), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, splitting on PyTorch 2.x, and the errors: a mismatch on
-every rank naming both ranks, a bad dtype or device named before anything is sent."""
+every rank naming both ranks, a bad dtype or device named before anything is sent (a CUDA tensor where none can be taken
+included)."""
 import datetime
 import sys
 
@@ -239,6 +240,50 @@ def kept_inputs(c, rank, size):
         c.expect(out[-1].item() == want, f"{name} with the input dropped: {out[-1].item()}")
 
 
+class _NoStorageCuda(torch.Tensor):
+    """A tensor that says it is on cuda:0 and has no memory (torch's wrapper subclass, as its
+    fake tensors are): enough for the backend's placement checks, which must refuse it before
+    anything touches CUDA or is sent."""
+
+    @staticmethod
+    def __new__(cls, count):
+        return torch.Tensor._make_wrapper_subclass(cls, (count,), dtype=torch.float32, device=torch.device("cuda", 0))
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise RuntimeError(f"no memory behind this tensor ({func})")
+
+
+def devices(c, rank, size):
+    """Where the tensors are, checked on the backend itself (PyTorch 2.x hands it out; torch's
+    own dispatch, which 1.13's group calls go through, stops a meta or storage-less tensor
+    first): another device type, CPU and CUDA mixed in one call, and a CUDA tensor where this
+    build or process cannot take one, each named, on every rank alike, and the group goes on."""
+    from tessera.torch import _backend
+    world = dist.distributed_c10d._get_default_group()
+    if not hasattr(world, "_get_backend"):
+        return
+    backend = _backend.tessera_backend_of(world)
+    sequence = backend._get_sequence_number_for_group()
+    c.raises(RuntimeError, "a tensor on meta: the tessera backend takes CPU and CUDA tensors",
+             lambda: backend.allreduce([torch.zeros(3, device="meta")]), "a meta tensor")
+    fake = _NoStorageCuda(3)
+    c.raises(RuntimeError, "tensor 1 is on cpu and an earlier one on cuda:0: one call's tensors are on one device",
+             lambda: backend.allgather([[fake] + [torch.zeros(3)] * (size - 1)], [torch.zeros(3)]), "CPU and CUDA mixed")
+    if not _backend._ext.cuda_tensors:
+        needle = f"CUDA tensors need the backend built against PyTorch 2.2 or later (this one: {torch.__version__}"
+    elif not torch.cuda.is_available():
+        needle = "a tensor on cuda:0, but this process has 0 usable CUDA devices"
+    else:
+        return
+    c.raises(RuntimeError, needle, lambda: backend.allreduce([fake]), "a CUDA tensor here")
+    c.expect(backend._get_sequence_number_for_group() == sequence, "refused calls counted in the group's sequence")
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t)
+    c.expect(t.item() == sum(range(size)), f"an all_reduce after the refused calls: {t.item()}")
+    c.expect(backend._get_sequence_number_for_group() == sequence + 1, "the all_reduce not counted in the sequence")
+
+
 def _reduce_options(size):
     opts = dist.ReduceOptions()
     opts.rootRank = size
@@ -292,6 +337,7 @@ def main():
     kept_inputs(c, rank, size)
     rooted(c, rank, size)
     all_to_all(c, rank, size)
+    devices(c, rank, size)
     if size == 4:
         subgroups(c, rank, size)
         if hasattr(dist, "split_group"):
