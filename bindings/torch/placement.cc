@@ -32,8 +32,9 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, 
     const int usable = c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)
                            ? c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).deviceCount()
                            : 0;
-    TORCH_CHECK(std::max<int>(first->index(), 0) < usable, "tessera: ", what, ": a tensor on ", first->str(), ", but this process has ",
-                usable, " usable CUDA device", usable == 1 ? "" : "s", " (torch.cuda.device_count())");
+    TORCH_CHECK(std::max<int>(first->index(), 0) < usable, "tessera: ", what, ": a tensor on ", first->str(),
+                ", but this process has ", usable, " usable CUDA device", usable == 1 ? "" : "s",
+                " (torch.cuda.device_count())");
     place.cuda = first;
     place.hostStaged = hostStaged;
   }
