@@ -56,7 +56,9 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, Params params) {
           // In host memory only the argument headers and the 2-double NaN flag.
           EXPECT_LE(c.largestHost, 16u) << "rank " << comm.rank() << " step " << step;
           testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
-          if (step == 1) ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          if (step == 1) {
+            ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          }
           t.host->momentum(mh.data());
           t.direct->momentum(md.data());
           EXPECT_TRUE(sameBits(mh.data(), md.data(), count)) << "momentum, rank " << comm.rank() << " step " << step;

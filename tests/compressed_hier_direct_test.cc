@@ -53,7 +53,9 @@ void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, Params para
           ASSERT_NO_FATAL_FAILURE(testing::stepAllThree(t, wire, comm.rank(), step, inputOf, c));
           testing::expectPayloadsOnDevice(c, comm.rank(), step);  // in host memory the flags only
           testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
-          if (step == 1) ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          if (step == 1) {
+            ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          }
           for (float r : rh) residualSeen |= r != 0.0f;
         }
         const bool ef = !params.count("ef") || params.at("ef") == "vanilla";

@@ -49,7 +49,9 @@ void expectDirectEqualsHostAndStaged(int n, size_t count, const testing::Params&
           testing::expectPayloadsOnDevice(c, comm.rank(), step);
           fullSteps += t.direct->lastTimes().fullPrecision ? 1 : 0;
           testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
-          if (step == 1) ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          if (step == 1) {
+            ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          }
         }
         testing::FakeDeviceKernels& k = *t.opened.kernels;
         EXPECT_EQ(k.prepares, kSteps - fullSteps);

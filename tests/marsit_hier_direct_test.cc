@@ -59,7 +59,9 @@ void expectDirectEqualsHostAndStaged(int n, int hosts, size_t count, testing::Pa
           EXPECT_EQ(t.host->compensation(), t.direct->compensation()) << "rank " << comm.rank();
           testing::expectSameResultsAndResiduals(t, comm.rank(), step, rh);
           for (float r : t.host->intraResidual()) residualSeen |= r != 0.0f;
-          if (step == 1) ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          if (step == 1) {
+            ASSERT_NO_FATAL_FAILURE(testing::relayoutResidualOnAllThree(t, comm.rank()));
+          }
         }
         EXPECT_EQ(residualSeen, f16) << "the f16 cast residual was never exercised (or intra=none kept one)";
         testing::FakeDeviceKernels& k = *t.opened.kernels;

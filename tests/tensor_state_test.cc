@@ -158,7 +158,9 @@ TEST(TensorStateRefusals, NothingToKeepOrAStepPending) {
     ASSERT_TRUE(pending.isOk());
     Status busy = s.value()->setResidual(ones.data());
     // A step may already have ended on this rank; then the set is simply allowed.
-    if (!pending.value()->done()) EXPECT_EQ(busy.code(), Code::kInvalidArgument) << busy.toString();
+    if (!pending.value()->done()) {
+      EXPECT_EQ(busy.code(), Code::kInvalidArgument) << busy.toString();
+    }
     EXPECT_TRUE(pending.value()->wait().isOk());
   });
 }

@@ -102,7 +102,7 @@ static double parse_double(const char* s, double lo, const char* name) {
 int main(int argc, char** argv) {
   int buckets = 8, floats = 65536, steps = 5, warmup = 1;
   double compute_ms = -1, max_ratio = -1;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc; i += 2) { /* option, value */
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
@@ -120,7 +120,6 @@ int main(int argc, char** argv) {
                       "--steps, --warmup, --max-ratio)\n", a);
       return 2;
     }
-    ++i;
   }
   bench_t b = {0};
   CHECK(tsr_comm_init(&b.comm));

@@ -40,7 +40,9 @@ TEST(ScratchPool, SizeClassesWasteAtMostAQuarter) {
     const size_t c = ScratchPool::sizeClass(bytes);
     EXPECT_GE(c, bytes);
     EXPECT_EQ(c % 64, 0u);
-    if (bytes > 4096) EXPECT_LE(c, bytes + bytes / 4 + 64) << bytes;
+    if (bytes > 4096) {
+      EXPECT_LE(c, bytes + bytes / 4 + 64) << bytes;
+    }
     EXPECT_EQ(ScratchPool::sizeClass(c), c) << "a class is its own class";
   }
 }

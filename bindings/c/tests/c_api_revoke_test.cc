@@ -24,7 +24,9 @@ TEST(CApiRevoke, PendingAndLaterCallsFailWithRevokedOnEveryRank) {
       // Pending when the notice comes: rank 0 never joins this allreduce, nor sends to rank 2.
       tsr_request_t reduce = nullptr, receive = nullptr;
       ASSERT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, TSR_SUM, &reduce), TSR_OK) << lastError();
-      if (r == 2) ASSERT_EQ(tsr_recv(comm, x, 4, TSR_FLOAT32, 0, 0, &receive), TSR_OK) << lastError();
+      if (r == 2) {
+        ASSERT_EQ(tsr_recv(comm, x, 4, TSR_FLOAT32, 0, 0, &receive), TSR_OK) << lastError();
+      }
       EXPECT_EQ(tsr_wait(reduce), TSR_ERR_REVOKED) << lastError();
       EXPECT_NE(lastError().find("rank 0 revoked the communicator"), std::string::npos) << lastError();
       tsr_request_free(reduce);
