@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "runtime/control_message.h"
+#include "runtime/progress_driving.h"
 #include "transport/tag.h"
 
 namespace tsr::runtime {
@@ -17,12 +18,6 @@ namespace tsr::runtime {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-constexpr std::chrono::milliseconds kParkLimit{1};
-// While a caller keeps driving, the parked thread checks back ever less often, up to this.
-constexpr std::chrono::milliseconds kLongParkLimit{32};
-// Longest sleep on the transport's events while a collective is pending (TSR_WAIT=sleep):
-// bounds what a missed wake-up costs, and how late timeouts and watches are looked at.
-constexpr int kWaitSliceMs = 1;
 constexpr auto kNoticeGrace = std::chrono::milliseconds(50);
 // Longest a rank leaving after an error waits for its peers' goodbyes (run()).
 constexpr auto kLinger = std::chrono::milliseconds(1000);
@@ -30,10 +25,6 @@ constexpr auto kLinger = std::chrono::milliseconds(1000);
 // anyway (failWhenQuiet): a peer that aborted leaves a rendezvous send of ours waiting for a
 // receive it will never post; the buffer is not read then, and the wait must end.
 constexpr auto kQuietLimit = std::chrono::milliseconds(2000);
-// Set while this thread drives (runs turns): driving again from inside a turn (a task's code
-// waiting) would re-lock driveMutex_.
-thread_local bool tDriving = false;
-
 // The monotonic clock as of the last timer tick (a few ms behind): for deadlines and watches,
 // read on every turn, where steady_clock's full read cost 5% of a small allreduce. The same
 // clock as steady_clock (CLOCK_MONOTONIC), so the two compare.
@@ -42,11 +33,6 @@ Clock::time_point coarseNow() {
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
-struct DrivingScope {
-  bool was = tDriving;
-  DrivingScope() { tDriving = true; }
-  ~DrivingScope() { tDriving = was; }
-};
 }  // namespace
 
 ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions options)
@@ -289,99 +275,6 @@ bool ProgressEngine::hasWork() const {
 }
 
 bool ProgressEngine::hasIncoming() const { return incomingCount_ > 0; }
-
-void ProgressEngine::driveUntilDone(const Request& request) {
-  if (tDriving) return;  // a wait from inside a turn (a task's code) cannot drive; it just waits
-  DrivingScope scope;
-  log::ThreadRankScope label(rank_);  // a caller may drive another rank's engine
-  callers_.fetch_add(1);
-  auto lastBusy = Clock::now();
-  while (!request.done() && !stop_) {
-    std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
-    if (!drive.owns_lock()) {  // the progress thread ends its turn, or another caller drives
-      sched_yield();
-      continue;
-    }
-    bool busy = turn(true);
-    if (busy) {
-      if (options_.sleepWhileWaiting) lastBusy = Clock::now();
-    } else if (options_.sleepWhileWaiting && !request.done() &&
-               Clock::now() - lastBusy >= std::chrono::microseconds(options_.spinUs)) {
-      sleepOnEvents(drive, kWaitSliceMs, true);
-      continue;
-    }
-    drive.unlock();
-    if (!busy && !request.done()) sched_yield();  // the peers' ranks may share these cores
-  }
-  // Hand back: the progress thread resumes at once only when something is left to drive.
-  bool more = false;
-  {
-    std::lock_guard<std::mutex> drive(driveMutex_);
-    more = hasWork();
-  }
-  // After a long wait the progress thread is in a long park: wake it, so that a collective
-  // posted next does not wait for its check-back (seq_cst: park() sets longParked_ before it
-  // reads callers_, so one of the two sees the other).
-  if (callers_.fetch_sub(1) == 1 && (more || longParked_)) {
-    transport_.wake();
-    std::lock_guard<std::mutex> lock(parkMutex_);
-    resume_ = true;
-    parkCv_.notify_all();
-  }
-}
-
-void ProgressEngine::waitUntilIdle() {
-  while (!stop_) {
-    {
-      std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
-      // Under the drive lock the lists hold still; controlSends_ and an abort request are
-      // the engine's own business, not the caller's work.
-      bool owed = std::any_of(draining_.begin(), draining_.end(), [](const Active& a) { return a.owed.has_value(); });
-      if (drive.owns_lock() && active_.empty() && !hasIncoming() && !owed) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-void ProgressEngine::park() {
-  std::unique_lock<std::mutex> lock(parkMutex_);
-  // Bounded, and submit() does not wake it (that wake-up would cost every blocking call a
-  // futex and a context switch): a non-blocking collective posted while no caller drives
-  // starts within kParkLimit, or at once when the caller waits or tests it.
-  // Where waiting ranks sleep (TSR_WAIT), while a caller still drives, this thread checks back
-  // after twice as long each time, up to kLongParkLimit, and a leaving caller wakes it: there
-  // the 1 ms check-backs were most of the context switches (1000 a second per rank during a
-  // long wait). Spinning callers cost more than these; they keep the 1 ms checks.
-  parked_ = true;
-  auto limit = kParkLimit;
-  while (!parkCv_.wait_for(lock, limit, [&] { return stop_ || resume_; })) {
-    if (!options_.sleepWhileWaiting) break;
-    longParked_ = true;
-    if (callers_ == 0) break;
-    limit = std::min(limit * 2, kLongParkLimit);
-  }
-  parked_ = false;
-  longParked_ = false;
-  resume_ = false;
-}
-
-void ProgressEngine::sleepOnEvents(std::unique_lock<std::mutex>& drive, int timeoutMs, bool caller) {
-  sleeping_ = true;  // before looking at incoming_: a submitter then sees it and wakes us
-  bool armed = transport_.armEvents() && !hasIncoming();
-  drive.unlock();
-  // The progress thread gives way to a caller that came meanwhile; a caller sleeps anyway.
-  if (armed && (caller || callers_ == 0)) transport_.sleepUntilEvent(timeoutMs);
-  sleeping_ = false;
-}
-
-void ProgressEngine::driveOnce() {
-  if (tDriving) return;
-  std::unique_lock<std::mutex> drive(driveMutex_, std::try_to_lock);
-  if (!drive.owns_lock() || stop_) return;
-  DrivingScope scope;
-  log::ThreadRankScope label(rank_);
-  turn();
-}
 
 void ProgressEngine::run() {
   log::setThreadRank(rank_);
