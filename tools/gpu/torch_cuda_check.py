@@ -31,7 +31,7 @@ import time
 if float(os.environ.get("TESSERA_CHECK_DUMP_S", "0")) > 0:  # from the start: a hang in init shows too
     faulthandler.dump_traceback_later(float(os.environ["TESSERA_CHECK_DUMP_S"]), exit=False)
 
-import torch  # noqa: E402  first: its CUDA runtime is the one the process uses: its CUDA runtime is the one the process uses
+import torch  # noqa: E402  first: its CUDA runtime is the one the process uses
 
 if "--hosts" in sys.argv:  # before the communicator exists: host mates share memory, others not
     hosts = int(sys.argv[sys.argv.index("--hosts") + 1])

@@ -1,8 +1,9 @@
 """The "tessera" torch.distributed backend under tsrun (N ranks): every collective, op and dtype
 against a float64 reference, in place and out of place, blocking and async (Work.wait and
-get_future; an async call's input kept as long as its Work), new_group([1, 3]) and new_group([0, 2]) on 4 ranks, splitting on PyTorch 2.x, and the errors: a mismatch on
-every rank naming both ranks, a bad dtype or device named before anything is sent (a CUDA tensor where none can be taken
-included)."""
+get_future; an async call's input kept as long as its Work), new_group([1, 3]) and
+new_group([0, 2]) on 4 ranks, splitting on PyTorch 2.x, and the errors: a mismatch on every rank
+naming both ranks, a bad dtype or device named before anything is sent (a CUDA tensor where
+none can be taken included)."""
 import datetime
 import sys
 
