@@ -107,7 +107,9 @@ step() {
   [ "$limit" -gt "$left" ] && limit=$left
   echo "== $name (limit ${limit}s)"
   t0=$(date +%s.%N)
-  timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
+  # The Python checks dump their stacks 25 s before the step's end (a hang says where), 15 s
+  # before tsrun's own --timeout where the budget has not cut the limit.
+  TESSERA_CHECK_DUMP_S=$((limit - 25)) timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
   rc=$?
   local secs
   secs=$(awk "BEGIN {print $(date +%s.%N) - $t0}")
@@ -147,7 +149,6 @@ python_cuda_step() {
     printf 'python-cuda-2ranks\tNOT-RUN\t-\t0\tpython3 lacks numpy or torch\n' >> "$STEPS"; return 0
   fi
   CHECK=${2:-} step python-cuda-2ranks "$1" "$BIN/tsrun" -np 2 --timeout $(($1 - 10)) -x TSR_TIMEOUT_MS=30000 \
-    -x TESSERA_CHECK_DUMP_S=$(($1 - 25)) \
     -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" \
     python3 "$ROOT/tools/gpu/python_cuda_check.py"
 }
@@ -167,19 +168,18 @@ torch_cuda_steps() {
   local env=(-x TSR_TIMEOUT_MS=30000 -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
              -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
   # The 2-rank run with the stream-side Work.wait() (TSR_TORCH_STREAM_WAIT=1), the other without.
-  # TESSERA_CHECK_DUMP_S (15 s below tsrun's --timeout): a hang prints every rank's Python stacks.
-  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" -x TESSERA_CHECK_DUMP_S=125 \
+  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" \
     -x TSR_TORCH_STREAM_WAIT=1 \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py"
-  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" -x TESSERA_CHECK_DUMP_S=155 \
+  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" \
     python3 "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
-  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout 110 "${env[@]}" -x TESSERA_CHECK_DUMP_S=95 \
+  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout 110 "${env[@]}" \
     python3 "$ROOT/tools/gpu/torch_ddp_timing.py"
   # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out).
   if [ -n "${SAN:-}" ]; then
     CHECK=device_ran step memcheck-torch-cuda 180 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
-      "$BIN/tsrun" -np 2 --timeout 170 "${env[@]}" -x TESSERA_CHECK_DUMP_S=155 python3 "$ROOT/tools/gpu/torch_cuda_check.py" --quick
+      "$BIN/tsrun" -np 2 --timeout 170 "${env[@]}" python3 "$ROOT/tools/gpu/torch_cuda_check.py" --quick
   fi
 }
 
