@@ -49,12 +49,24 @@ tsr_status_t onComm(tsr_comm_t comm, const char* fn, F&& body) {
   return withLiveComm(*comm->life, fn, std::forward<F>(body));
 }
 
+// Set while a tsr_request_on_complete callback runs on this thread: the thread that drives
+// Tessera (its progress thread, or a caller's driving it), which a wait there would hold up
+// for good, heartbeats and timeouts included.
+thread_local bool tInCompletionCallback = false;
+// Set while tsr_request_on_complete registers: a callback run then, at once, runs on the
+// caller's own thread, where a wait is fine.
+thread_local bool tRegistering = false;
+
 // tsr_test (block false) or tsr_wait. Once the communicator is destroyed every request has
 // ended (the shutdown fails the pending ones), so its status is read without driving.
 tsr_status_t settle(tsr_request_t request, bool block) {
   auto body = [&](Communicator* comm) -> tsr_status_t {
     const tsr::runtime::Request& r = *request->impl;
     if (!comm && !r.done()) return destroyed(block ? "tsr_wait" : "tsr_test");
+    if (block && tInCompletionCallback && !r.done())
+      return invalid(
+          "tsr_wait: called in a tsr_request_on_complete callback on a request still running; the callback runs "
+          "on the thread that drives Tessera, so that request could never finish (wait on a thread of your own)");
     return report(block ? r.wait() : r.test());
   };
   return request->life ? request->life->with(body) : body(nullptr);
@@ -334,9 +346,16 @@ tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* use
   if (!request || !fn) return invalid("tsr_request_on_complete: request or fn is NULL");
   return guarded("tsr_request_on_complete", [&] {
     // Holds neither the handle nor the communicator: the caller may free the request first.
+    struct Registering {
+      Registering() { tRegistering = true; }
+      ~Registering() { tRegistering = false; }
+    } registering;
     request->impl->onComplete([fn, user](const tsr::Status& st) {
       if (!st.isOk()) lastError = st.toString();  // what tsr_last_error() gives inside fn
+      bool was = tInCompletionCallback;
+      tInCompletionCallback = was || !tRegistering;
       fn(user, static_cast<tsr_status_t>(st.code()));
+      tInCompletionCallback = was;
     });
     return TSR_OK;
   });

@@ -11,15 +11,16 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
+#include "bindings/torch/completion_threads.h"
 #include "bindings/torch/placement.h"
 
 namespace tessera_torch {
 namespace {
 
 // The streams a stream-side wait holds now, process-wide (holdCallersStream). A collective's
-// last step queues copies on a stream of PyTorch's pool and synchronizes it on Tessera's
-// progress thread, the thread that gives the releases: that stream must not be one held
-// before the copies, which would then never end. A stream goes in before its hold is queued;
+// last step queues copies on a stream of PyTorch's pool and synchronizes it on the completing
+// thread, where the releases are given too: that stream must not be one held before the
+// copies, which would then never end. A stream goes in before its hold is queued;
 // the last step picks its stream and queues its copies under the lock, so no hold comes
 // between; nobody holds the lock while waiting on the device.
 struct HeldStreams {
@@ -71,17 +72,25 @@ void WorkTessera::watch(tsr_request_t request, std::string what) {
   if (st != TSR_OK) {
     std::string why = tsr_last_error();
     c10::raw::intrusive_ptr::decref(this);
-    complete(st, "cannot watch the request: " + why);
+    completeOnce(st, "cannot watch the request: " + why);
   }
 }
 
-void WorkTessera::failNow(const std::string& message) { complete(TSR_ERR_INVALID_ARGUMENT, message); }
+void WorkTessera::failNow(const std::string& message) { completeOnce(TSR_ERR_INVALID_ARGUMENT, message); }
 
 void WorkTessera::onComplete(void* self, tsr_status_t status) {
   auto* work = static_cast<WorkTessera*>(self);
   // Tessera sets this thread's last error to the request's message before calling back.
-  work->complete(status, status == TSR_OK ? std::string() : std::string(tsr_last_error()));
-  c10::raw::intrusive_ptr::decref(work);
+  std::string message = status == TSR_OK ? std::string() : std::string(tsr_last_error());
+  // Not here, on the progress thread: completing runs the Future's callbacks (completion_threads.h).
+  postCompletion([work, status, message] {
+    work->completeOnce(status, message);
+    c10::raw::intrusive_ptr::decref(work);
+  });
+}
+
+void WorkTessera::completeOnce(tsr_status_t status, const std::string& message) {
+  if (!claimed_.exchange(true)) complete(status, message);
 }
 
 void WorkTessera::runFinish() {
@@ -193,8 +202,13 @@ bool WorkTessera::holdCallersStream() {
 bool WorkTessera::wait(std::chrono::milliseconds timeout) {
   // CUDA tensors, TSR_TORCH_STREAM_WAIT=1: the caller's stream waits instead of the caller.
   if (device_ && timeout == kNoTimeout && holdCallersStream()) return true;
-  // Drive Tessera on this thread (as MPI_Wait does); the collective's own timeout bounds it.
-  if (request_) tsr_wait(request_);
+  // Without a timeout: drive Tessera on this thread (as MPI_Wait does); the collective's own
+  // timeout bounds it. Then complete here unless a completion thread already does: no
+  // hand-over to wait for. With one, the progress thread drives and this thread waits no longer.
+  if (request_ && timeout == kNoTimeout) {
+    tsr_status_t status = tsr_wait(request_);
+    completeOnce(status, status == TSR_OK ? std::string() : std::string(tsr_last_error()));
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });

@@ -1,11 +1,15 @@
 // WorkTessera: the c10d::Work of one Tessera collective (a tsr_request_t). It completes from
-// Tessera's progress, not from a polling thread: the request's completion callback runs the
-// collective's last step (copying a gathered buffer into the caller's list, say), then
-// completes this Work and its Future, with the tensors or with an error that names the rank,
-// the peer and the collective (a std::runtime_error, a RuntimeError in Python).
+// Tessera's progress, not from a polling thread: the request's completion callback hands the
+// completion to a completion thread (completion_threads.h), which runs the collective's last
+// step (copying a gathered buffer into the caller's list, say), then completes this Work and
+// its Future, with the tensors or with an error that names the rank, the peer and the
+// collective (a std::runtime_error, a RuntimeError in Python). The Future's then() callbacks
+// run there, never on the progress thread, so one may wait on another collective.
 //
-// wait() on CPU tensors drives Tessera on the calling thread (tsr_wait) and then waits for
-// that callback, so it never returns before the outputs are in place, and rethrows a failure.
+// wait() on CPU tensors drives Tessera on the calling thread (tsr_wait) and completes there
+// unless a completion thread has begun, so it never returns before the outputs are in place,
+// and rethrows a failure. wait(timeout) leaves the driving to the progress thread and raises
+// once the timeout has passed (the collective goes on).
 //
 // On CUDA tensors (placement.h) the result is on the device when the callback runs (Tessera's
 // copies back have finished), so wait() returning is enough for any stream's later work: it
@@ -15,13 +19,14 @@
 // step, whatever the outcome (a failure is then the Work's exception and its Future's error,
 // and fails the group's next call); not with a timeout, nor where the hold is not offered (said
 // once). Not the default until it has run on a GPU. A held stream would stall whatever the
-// progress thread ran that synchronized with it, for good (docs/torch.md): the last step runs
+// completion ran that synchronized with it, for good (docs/torch.md): the last step runs
 // on a stream of PyTorch's pool that no such wait holds (synchronized before completing),
 // and the Future is a CUDA
 // Future of the tensors' device: then() callbacks and DDP see the result on their own streams
 // through the events PyTorch records at completion.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -61,6 +66,8 @@ class WorkTessera : public c10d::Work {
 
  private:
   static void onComplete(void* self, tsr_status_t status);
+  // complete(), by whichever comes first: a completion thread, or wait() once tsr_wait returned.
+  void completeOnce(tsr_status_t status, const std::string& message);
   void complete(tsr_status_t status, const std::string& message);
 
   void runFinish();
@@ -76,7 +83,8 @@ class WorkTessera : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::vector<std::pair<tsr_stream_hold_t, void*>> holds_;  // and their streams; released by complete()
                                                             // (guarded by mutex_)
-  bool holdsReleased_ = false;  // complete() has taken holds_: later ones go at once (mutex_)
+  bool holdsReleased_ = false;        // complete() has taken holds_: later ones go at once (mutex_)
+  std::atomic<bool> claimed_{false};  // complete() has been started
 };
 
 }  // namespace tessera_torch

@@ -1,7 +1,8 @@
 // The C API's handles over time: what is left after tsr_comm_destroy (every handle made from
 // the communicator reports TSR_ERR_ABORTED instead of touching freed memory; a finished
 // request keeps its status), completion callbacks (tsr_request_on_complete: run by Tessera's
-// progress thread, with no caller polling; failures reported), one live tensor per name, and
+// progress thread, with no caller polling; failures reported; no waiting in one), one live
+// tensor per name, and
 // a tensor's residual and result kind (tsr_tensor_set_residual, op=).
 #include <gtest/gtest.h>
 
@@ -157,6 +158,55 @@ TEST(CApi, RequestOnCompleteRunsWithNobodyPolling) {
               EXPECT_EQ(tsr_wait(req), TSR_ERR_MISMATCH);
               EXPECT_EQ(tsr_request_free(req), TSR_OK);
               EXPECT_EQ(tsr_request_on_complete(nullptr, record, &seen), TSR_ERR_INVALID_ARGUMENT);
+            },
+            {{"timeout_ms", "20000"}});
+}
+
+// A callback runs on the thread that drives Tessera: tsr_wait there on a request still
+// running is refused at once, saying why, instead of waiting for good; tsr_test is fine, and
+// so is a wait in a callback run at once on the registering thread.
+TEST(CApi, WaitInACompletionCallbackIsRefused) {
+  std::latch callbacksRan(2);
+  runCRanks(2,
+            [&](tsr_comm_t comm, int r) {
+              const int peer = 1 - r;
+              int incoming = 0, outgoing = r + 10;
+              struct Seen {
+                tsr_request_t pending = nullptr;
+                std::atomic<int> waited{-1};
+                int tested = -1;
+                std::string message;
+              } seen;
+              // Pending until the peer sends, which it does only after both callbacks ran.
+              ASSERT_EQ(tsr_recv(comm, &incoming, 1, TSR_INT32, peer, 7, &seen.pending), TSR_OK);
+              std::vector<float> x(64, 1.0f);
+              tsr_request_t req = nullptr;
+              ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK);
+              auto waitInside = [](void* user, tsr_status_t) {
+                auto* s = static_cast<Seen*>(user);
+                s->tested = tsr_test(s->pending);
+                tsr_status_t st = tsr_wait(s->pending);
+                s->message = tsr_last_error();
+                s->waited = st;  // last: the caller reads the rest after it
+              };
+              ASSERT_EQ(tsr_request_on_complete(req, waitInside, &seen), TSR_OK);
+              for (int i = 0; i < 20000 && seen.waited.load() < 0; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              EXPECT_EQ(seen.waited.load(), TSR_ERR_INVALID_ARGUMENT);
+              EXPECT_EQ(seen.tested, TSR_IN_PROGRESS);
+              EXPECT_TRUE(mentions(seen.message, "tsr_request_on_complete callback")) << seen.message;
+              callbacksRan.arrive_and_wait();
+
+              tsr_request_t sent = nullptr;
+              ASSERT_EQ(tsr_send(comm, &outgoing, 1, TSR_INT32, peer, 7, &sent), TSR_OK);
+              // Ended now: a callback registered runs at once, here, where a wait is fine.
+              seen.waited = -1;
+              ASSERT_EQ(tsr_wait(req), TSR_OK);
+              ASSERT_EQ(tsr_request_on_complete(req, waitInside, &seen), TSR_OK);
+              EXPECT_EQ(seen.waited.load(), TSR_OK) << seen.message;
+              EXPECT_EQ(incoming, peer + 10);
+              EXPECT_EQ(tsr_wait(sent), TSR_OK);
+              for (tsr_request_t q : {req, sent, seen.pending}) EXPECT_EQ(tsr_request_free(q), TSR_OK);
             },
             {{"timeout_ms", "20000"}});
 }

@@ -1,13 +1,13 @@
 """A collective in flight, and the ways to learn that it ended: wait() and test() from the
 caller, or then(fn) / get_future(), which Tessera's progress thread completes through
-tsr_request_on_complete, so overlapping work (a DDP communication hook) needs no Python
-thread of its own polling."""
+tsr_request_on_complete (a future by way of a completion thread), so overlapping work (a DDP
+communication hook) needs no Python thread of its own polling."""
 import itertools
 import sys
 import threading
 import traceback
 
-from . import _capi
+from . import _capi, _completion
 from .errors import check, error_of
 
 _lib = _capi.lib
@@ -64,6 +64,16 @@ def _complete_on_device(future, result, device):
         future.set_result(result)
 
 
+def complete_future(future, result, error, device=None):
+    """Completes a torch future with the result, or with the error (not None), on a completion
+    thread (_completion.py): never on Tessera's progress thread, where its then() callbacks
+    would run."""
+    if error is not None:
+        _completion.post(lambda: future.set_exception(error))
+    else:
+        _completion.post(lambda: _complete_on_device(future, result, device))
+
+
 class Request:
     """A collective in flight. Its buffers stay referenced until it has finished; a Request
     dropped unfinished waits for its collective first (the C side would write into freed
@@ -93,7 +103,10 @@ class Request:
     def wait(self):
         """Blocks until finished; returns the result (raising the collective's error)."""
         if self._handle is not None:
-            self._finish(_lib.tsr_wait(self._handle))
+            status = _lib.tsr_wait(self._handle)
+            if status != _capi.OK and _lib.tsr_test(self._handle) == _capi.IN_PROGRESS:
+                raise error_of(status)  # the wait was refused (in a then() callback): still running
+            self._finish(status)
         return self._result
 
     @property
@@ -104,7 +117,8 @@ class Request:
         """Calls fn(result, error) once the collective has ended: error is None on success, else
         the TesseraError it failed with. It runs on Tessera's progress thread (at once, on this
         thread, if the collective has already ended), so it must be quick and must not wait on
-        Tessera; an exception it raises is printed, not propagated. Returns self."""
+        Tessera (a wait() there on a collective still running raises, saying so; get_future()'s
+        callbacks may wait); an exception it raises is printed, not propagated. Returns self."""
         with self._lock:
             ended = self._error is not _PENDING
             if not ended:
@@ -122,9 +136,10 @@ class Request:
         return self
 
     def get_future(self):
-        """A torch.futures.Future that Tessera's progress thread completes with the result, or
-        with the collective's TesseraError (fut.wait() raises it): what a DDP communication
-        hook returns. The same future on every call; needs PyTorch."""
+        """A torch.futures.Future completed with the result, or with the collective's
+        TesseraError (fut.wait() raises it): what a DDP communication hook returns. Completed
+        on a completion thread, not the progress thread, so its then() callbacks may wait on
+        other collectives. The same future on every call; needs PyTorch."""
         try:
             import torch.futures
         except ImportError as e:
@@ -135,8 +150,7 @@ class Request:
             if create:
                 future = self._future = torch.futures.Future(devices=[device]) if device else torch.futures.Future()
         if create:
-            self.then(lambda result, error: future.set_exception(error) if error is not None
-                      else _complete_on_device(future, result, device))
+            self.then(lambda result, error: complete_future(future, result, error, device))
         return future
 
     def _ended(self, error):

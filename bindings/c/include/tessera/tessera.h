@@ -251,7 +251,8 @@ TSR_API tsr_status_t tsr_wait(tsr_request_t request);
 /* Calls fn(user, status) once when the collective ends, with its final status (inside fn,
  * tsr_last_error() gives the message of a failure); at once, on this thread, if it has ended.
  * It runs on Tessera's progress thread (or a thread driving it in tsr_wait/tsr_test): it must
- * return quickly and must not call tsr_wait or a blocking collective. The request handle
+ * return quickly and must not call tsr_wait or a blocking collective (tsr_wait there on a
+ * request still running returns TSR_ERR_INVALID_ARGUMENT saying so). The request handle
  * stays owned by the caller, who may free it before fn runs. For futures and completion
  * queues that need no thread of their own polling. Several may be registered. */
 TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status),

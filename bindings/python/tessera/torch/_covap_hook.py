@@ -32,7 +32,7 @@ import time
 
 import torch
 
-from ..request import _complete_on_device, on_side_stream
+from ..request import complete_future, on_side_stream
 
 
 def _parse(interval="auto", profile_steps=5, ef_init=0.1, ef_ascend_steps=100, ef_ascend_range=0.1,
@@ -341,10 +341,7 @@ def _all_done(requests, buf):
             left[0] -= 1
             last = left[0] == 0
         if last:
-            if failed:
-                future.set_exception(failed[0])
-            else:
-                _complete_on_device(future, buf, device)
+            complete_future(future, buf, failed[0] if failed else None, device)
 
     for request in requests:
         request.then(ended)

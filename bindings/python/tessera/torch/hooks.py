@@ -27,7 +27,8 @@ buckets after the first iteration; the residual then follows each parameter into
 bucket and place. The momentum hand-off's estimate (marsit's momentum, onebit's
 optimizer_momentum) starts afresh in a re-laid-out bucket: that one step returns the estimate
 itself, as the first step does, so the optimizer's buffer keeps one extra mu times the last. Communication starts as each bucket is ready, overlapping the rest of the
-backward pass: the hook returns a future that Tessera's progress thread completes.
+backward pass: the hook returns a future that completes when Tessera's progress thread says the
+collective has ended.
 
 After tessera.torch.elastic's shrink or grow, register the hook on the re-wrapped DDP with
 state_from=the old state: the new tensors start with the old ones' residuals, by parameter.
