@@ -1,5 +1,8 @@
 #include "runtime/communicator.h"
 
+#include <cstdint>
+#include <optional>
+
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/progress_engine.h"
 #include "runtime/scratch_pool.h"
@@ -9,6 +12,25 @@ namespace tsr::runtime {
 
 namespace {
 enum PlanKind { kAllreducePlan, kAllgatherPlan, kReduceScatterPlan, kBroadcastPlan, kBarrierPlan };
+
+// An output that shares bytes with the input, other than exactly in place (the input at byte
+// `inPlaceAt` of the output, or `inputAt` of the output inside the input), would be written
+// while it is read: refused rather than a wrong result.
+Status checkOverlap(const char* what, int rank, const void* input, size_t inBytes, const void* output, size_t outBytes,
+                    std::optional<size_t> inPlaceAt, std::optional<size_t> outputAt = std::nullopt) {
+  if (!input || !output || !inBytes || !outBytes) return Status::ok();
+  auto in = reinterpret_cast<uintptr_t>(input), out = reinterpret_cast<uintptr_t>(output);
+  if ((inPlaceAt && in == out + *inPlaceAt) || (outputAt && out == in + *outputAt)) return Status::ok();
+  if (in < out + outBytes && out < in + inBytes)
+    return Status(Code::kInvalidArgument, std::string(what) + " on rank " + std::to_string(rank) +
+                                              ": the output overlaps the input without being in place (" +
+                                              std::to_string(inBytes) + " input bytes, " + std::to_string(outBytes) +
+                                              " output bytes, " +
+                                              (out > in ? "output " + std::to_string(out - in) + " bytes after input"
+                                                        : "input " + std::to_string(in - out) + " bytes after output") +
+                                              ")");
+  return Status::ok();
+}
 }  // namespace
 
 transport::Transport& Communicator::active() const {
@@ -143,29 +165,33 @@ Result<RequestPtr> Communicator::post(Submission s, uint32_t seqSpan, std::share
 
 Result<RequestPtr> Communicator::allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("allreduce", input, output, count, dtype, &op, -1));
+  const size_t bytes = count * dataTypeSize(dtype);
+  TSR_RETURN_IF_ERROR(checkOverlap("allreduce", rank_, input, bytes, output, bytes, 0));
   if (auto shm = viaShm({input, output, count, dtype, op, false})) return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllreducePlan, count, int(dtype), int(op), -1}));
-  size_t bytes = count * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes);
 }
 
 Result<RequestPtr> Communicator::allgather(const void* input, void* output, size_t countPerRank, DataType dtype) {
   TSR_RETURN_IF_ERROR(checkArgs("allgather", input, output, countPerRank, dtype, nullptr, -1));
+  const size_t bytes = countPerRank * dataTypeSize(dtype);
+  TSR_RETURN_IF_ERROR(checkOverlap("allgather", rank_, input, bytes, output, bytes * size_, bytes * rank_));
   if (auto shm =
           viaShm({input, output, countPerRank, dtype, ReduceOp::kSum, false, algorithms::CollectiveKind::kAllgather}))
     return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kAllgatherPlan, countPerRank, int(dtype), 0, -1}));
-  size_t bytes = countPerRank * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes * size_);
 }
 
 Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output, size_t countPerRank, DataType dtype,
                                                ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
+  const size_t bytes = countPerRank * dataTypeSize(dtype);
+  TSR_RETURN_IF_ERROR(
+      checkOverlap("reduce_scatter", rank_, input, bytes * size_, output, bytes, std::nullopt, bytes * rank_));
   if (auto shm = viaShm({input, output, countPerRank, dtype, op, false, algorithms::CollectiveKind::kReduceScatter}))
     return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));
-  size_t bytes = countPerRank * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes * size_, output, bytes);
 }
 
@@ -175,11 +201,12 @@ Result<RequestPtr> Communicator::broadcast(const void* input, void* output, size
                                               std::to_string(root) + " is not a rank of this " + std::to_string(size_) +
                                               "-rank communicator");
   TSR_RETURN_IF_ERROR(checkArgs("broadcast", input, output, count, dtype, nullptr, root));
+  const size_t bytes = count * dataTypeSize(dtype);
+  if (root == rank_) TSR_RETURN_IF_ERROR(checkOverlap("broadcast", rank_, input, bytes, output, bytes, 0));
   if (auto shm =
           viaShm({input, output, count, dtype, ReduceOp::kSum, false, algorithms::CollectiveKind::kBroadcast, root}))
     return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kBroadcastPlan, count, int(dtype), 0, root}));
-  size_t bytes = count * dataTypeSize(dtype);
   return submitDense(std::move(plan), input, bytes, output, bytes);
 }
 

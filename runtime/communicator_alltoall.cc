@@ -6,12 +6,52 @@
 // one receive and one send per peer (pairwise: peer rank+k, from rank-k) moves the data; the
 // block to itself is a copy. Its header count is 0 on every rank: the shared-memory board and
 // the headers still tell an alltoallv from any other collective.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "runtime/communicator.h"
 
 namespace tsr::runtime {
+
+namespace {
+
+// The blocks received must not share elements (which one would win?), nor the input and output
+// share bytes (a block would be overwritten before it is sent): refused, naming the ranks.
+Status checkBlocks(const std::string& where, int size, const void* input, const size_t* sendCounts,
+                   const size_t* sendDispls, const void* output, const size_t* recvCounts, const size_t* recvDispls,
+                   DataType dtype) {
+  struct Block {
+    size_t begin, end;
+    int rank;
+  };
+  std::vector<Block> received;
+  size_t sendLo = SIZE_MAX, sendHi = 0;
+  for (int p = 0; p < size; ++p) {
+    if (recvCounts[p]) received.push_back({recvDispls[p], recvDispls[p] + recvCounts[p], p});
+    if (sendCounts[p])
+      sendLo = std::min(sendLo, sendDispls[p]), sendHi = std::max(sendHi, sendDispls[p] + sendCounts[p]);
+  }
+  std::sort(received.begin(), received.end(), [](const Block& a, const Block& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < received.size(); ++i)
+    if (received[i].begin < received[i - 1].end)
+      return Status(Code::kInvalidArgument,
+                    where + "the output blocks from ranks " + std::to_string(received[i - 1].rank) + " and " +
+                        std::to_string(received[i].rank) + " overlap (displacements " +
+                        std::to_string(received[i - 1].begin) + " and " + std::to_string(received[i].begin) + ")");
+  if (received.empty() || sendHi == 0 || !input || !output) return Status::ok();
+  const size_t es = dataTypeSize(dtype);
+  auto in = reinterpret_cast<uintptr_t>(input), out = reinterpret_cast<uintptr_t>(output);
+  uintptr_t inLo = in + sendLo * es, inHi = in + sendHi * es;
+  uintptr_t outLo = out + received.front().begin * es, outHi = out;
+  for (const Block& b : received) outHi = std::max<uintptr_t>(outHi, out + b.end * es);
+  if (inLo < outHi && outLo < inHi)
+    return Status(Code::kInvalidArgument, where + "the output overlaps the input (alltoallv is not in place)");
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<RequestPtr> Communicator::alltoallv(const void* input, const size_t* sendCounts, const size_t* sendDispls,
                                            void* output, const size_t* recvCounts, const size_t* recvDispls,
@@ -32,7 +72,10 @@ Result<RequestPtr> Communicator::alltoallv(const void* input, const size_t* send
     if (recvCounts[p] && !output)
       return Status(Code::kInvalidArgument, where + "output is NULL with " + std::to_string(recvCounts[p]) +
                                                 " elements from rank " + std::to_string(p));
+    if (sendDispls[p] > (size_t{1} << 40) || recvDispls[p] > (size_t{1} << 40))
+      return Status(Code::kInvalidArgument, where + "displacement for rank " + std::to_string(p) + " is too large");
   }
+  TSR_RETURN_IF_ERROR(checkBlocks(where, size_, input, sendCounts, sendDispls, output, recvCounts, recvDispls, dtype));
 
   // Agree: row r of the matrix is rank r's dtype, then its send counts, then its receive counts.
   const size_t row = 1 + 2 * static_cast<size_t>(size_);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/dtype.h"
 #include "bindings/c/comm_life.h"
 #include "runtime/communicator.h"
 #include "tessera/tessera.h"
@@ -35,6 +36,17 @@ inline tsr_status_t report(const tsr::Status& st) {
 inline tsr_status_t invalid(const std::string& message) {
   lastError = std::string("TSR_ERR_INVALID_ARGUMENT: ") + message;
   return TSR_ERR_INVALID_ARGUMENT;
+}
+
+// A tsr_dtype_t or tsr_op_t from C may hold any int: checked as that, before it narrows to the
+// runtime's one-byte enums (where 256 would read as TSR_FLOAT32). TSR_OK, or the error.
+inline tsr_status_t checkDtype(const std::string& who, tsr_dtype_t dtype) {
+  if (tsr::isValidDataType(static_cast<int>(dtype))) return TSR_OK;
+  return invalid(who + ": dtype " + std::to_string(static_cast<int>(dtype)) + " is not a tsr_dtype_t");
+}
+inline tsr_status_t checkOp(const std::string& who, tsr_op_t op) {
+  if (tsr::isValidReduceOp(static_cast<int>(op))) return TSR_OK;
+  return invalid(who + ": op " + std::to_string(static_cast<int>(op)) + " is not a tsr_op_t");
 }
 
 template <typename F>

@@ -144,6 +144,7 @@ tsr_status_t tsr_send(tsr_comm_t comm, const void* send, size_t count, tsr_dtype
                       tsr_request_t* request) {
   return guarded("tsr_send", [&] {
     if (tag < 0) return invalid("tsr_send: tag " + std::to_string(tag) + " is negative");
+    if (tsr_status_t st = checkDtype("tsr_send", dtype); st != TSR_OK) return st;
     return onComm(comm, "tsr_send", [&](Communicator& c) {
       return finish(c.send(send, count, static_cast<tsr::DataType>(dtype), peer, static_cast<uint32_t>(tag)), request,
                     comm->life);
@@ -155,6 +156,7 @@ tsr_status_t tsr_recv(tsr_comm_t comm, void* recv, size_t count, tsr_dtype_t dty
                       tsr_request_t* request) {
   return guarded("tsr_recv", [&] {
     if (tag < 0) return invalid("tsr_recv: tag " + std::to_string(tag) + " is negative");
+    if (tsr_status_t st = checkDtype("tsr_recv", dtype); st != TSR_OK) return st;
     return onComm(comm, "tsr_recv", [&](Communicator& c) {
       return finish(c.recv(recv, count, static_cast<tsr::DataType>(dtype), peer, static_cast<uint32_t>(tag)), request,
                     comm->life);
@@ -278,6 +280,8 @@ tsr_status_t tsr_comm_clear_thread_buffers(tsr_comm_t comm) {
 tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, tsr_op_t op,
                            tsr_request_t* request) {
   return guarded("tsr_allreduce", [&] {
+    if (tsr_status_t st = checkDtype("tsr_allreduce", dtype); st != TSR_OK) return st;
+    if (tsr_status_t st = checkOp("tsr_allreduce", op); st != TSR_OK) return st;
     return onComm(comm, "tsr_allreduce", [&](Communicator& c) {
       return finish(c.allreduce(send, recv, count, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),
                     request, comm->life);
@@ -288,6 +292,7 @@ tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t
 tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype,
                            tsr_request_t* request) {
   return guarded("tsr_allgather", [&] {
+    if (tsr_status_t st = checkDtype("tsr_allgather", dtype); st != TSR_OK) return st;
     return onComm(comm, "tsr_allgather", [&](Communicator& c) {
       return finish(c.allgather(send, recv, count, static_cast<tsr::DataType>(dtype)), request, comm->life);
     });
@@ -298,6 +303,7 @@ tsr_status_t tsr_alltoallv(tsr_comm_t comm, const void* send, const size_t* send
                            void* recv, const size_t* recv_counts, const size_t* recv_displs, tsr_dtype_t dtype,
                            tsr_request_t* request) {
   return guarded("tsr_alltoallv", [&] {
+    if (tsr_status_t st = checkDtype("tsr_alltoallv", dtype); st != TSR_OK) return st;
     return onComm(comm, "tsr_alltoallv", [&](Communicator& c) {
       return finish(c.alltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs,
                                 static_cast<tsr::DataType>(dtype)),
@@ -309,6 +315,7 @@ tsr_status_t tsr_alltoallv(tsr_comm_t comm, const void* send, const size_t* send
 tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t count, tsr_dtype_t dtype, int root,
                            tsr_request_t* request) {
   return guarded("tsr_broadcast", [&] {
+    if (tsr_status_t st = checkDtype("tsr_broadcast", dtype); st != TSR_OK) return st;
     return onComm(comm, "tsr_broadcast", [&](Communicator& c) {
       return finish(c.broadcast(send, recv, count, static_cast<tsr::DataType>(dtype), root), request, comm->life);
     });
@@ -318,6 +325,8 @@ tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t
 tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, size_t recvCount, tsr_dtype_t dtype,
                                 tsr_op_t op, tsr_request_t* request) {
   return guarded("tsr_reduce_scatter", [&] {
+    if (tsr_status_t st = checkDtype("tsr_reduce_scatter", dtype); st != TSR_OK) return st;
+    if (tsr_status_t st = checkOp("tsr_reduce_scatter", op); st != TSR_OK) return st;
     return onComm(comm, "tsr_reduce_scatter", [&](Communicator& c) {
       return finish(
           c.reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),

@@ -49,8 +49,7 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
     if (!name || !*name) return invalid("tsr_tensor_create: the tensor needs a name");
     std::string who = std::string("tsr_tensor_create: tensor ") + name;
     if (nparams && !params) return invalid(who + ": params is NULL with nparams " + std::to_string(nparams));
-    if (dtype < TSR_FLOAT32 || dtype > TSR_INT64)
-      return invalid(who + ": dtype " + std::to_string(static_cast<int>(dtype)) + " is not a tsr_dtype_t");
+    if (tsr_status_t st = checkDtype(who, dtype); st != TSR_OK) return st;
     tsr::algorithms::TensorSpec spec{name, count, static_cast<tsr::DataType>(dtype), {}};
     for (size_t i = 0; i < nparams; ++i) {
       if (!params[i].key || !params[i].value)

@@ -1,6 +1,5 @@
 #include "bindings/torch/completion_threads.h"
 
-#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <exception>
@@ -15,7 +14,9 @@ struct Pool {
   std::condition_variable ready;
   std::deque<std::function<void()>> tasks;
   size_t threads = 0;
-  size_t idle = 0;  // threads waiting for a task (a woken one counts until it has taken one)
+  size_t idle = 0;     // threads waiting for a task (a woken one counts until it has taken one)
+  size_t running = 0;  // tasks begun and not ended
+  std::condition_variable drained;
 
   void serve() {
     std::unique_lock<std::mutex> lock(mutex);
@@ -25,6 +26,7 @@ struct Pool {
       --idle;
       std::function<void()> task = std::move(tasks.front());
       tasks.pop_front();
+      ++running;
       lock.unlock();
       try {
         task();
@@ -33,7 +35,9 @@ struct Pool {
       } catch (...) {
         std::fprintf(stderr, "tessera: a completion failed\n");
       }
+      task = nullptr;  // what it holds goes before it counts as ended
       lock.lock();
+      if (--running == 0 && tasks.empty()) drained.notify_all();
     }
   }
 };
@@ -61,6 +65,27 @@ void postCompletion(std::function<void()> task) {
     std::thread([&p] { p.serve(); }).detach();
   else
     p.ready.notify_one();
+}
+
+bool drainCompletions(std::chrono::milliseconds limit) {
+  Pool& p = pool();
+  std::unique_lock<std::mutex> lock(p.mutex);
+  return p.drained.wait_for(lock, limit, [&] { return p.running == 0 && p.tasks.empty(); });
+}
+
+void OwedCompletions::add() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++owed_;
+}
+
+void OwedCompletions::done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--owed_ == 0) none_.notify_all();
+}
+
+void OwedCompletions::waitForNone() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  none_.wait(lock, [&] { return owed_ == 0; });
 }
 
 }  // namespace tessera_torch

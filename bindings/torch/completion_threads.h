@@ -7,7 +7,10 @@
 // its own.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 
 namespace tessera_torch {
 
@@ -16,5 +19,25 @@ inline constexpr int kMaxCompletionThreads = 64;
 // Runs `task` on a completion thread, soon; never blocks on other tasks. An exception it
 // throws is printed, not propagated.
 void postCompletion(std::function<void()> task);
+
+// Waits (up to `limit`) until no completion is queued or running; false if some still are.
+// At the interpreter's exit, while it can still run what a completion lets go of (a tensor
+// whose Python object it then frees takes the GIL, which a finalized interpreter never gives).
+bool drainCompletions(std::chrono::milliseconds limit);
+
+// The completions a process group still owes (each Work counts from its post until its
+// complete() has ended): its shutdown, once the communicator has ended every collective,
+// waits for them, so each Work it waited for is completed when it returns.
+class OwedCompletions {
+ public:
+  void add();
+  void done();
+  void waitForNone();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable none_;
+  size_t owed_ = 0;
+};
 
 }  // namespace tessera_torch

@@ -2,6 +2,7 @@
 // registered as the "tessera" backend by the Python package (tessera/torch/__init__.py).
 #include <torch/csrc/utils/pybind.h>
 
+#include "bindings/torch/completion_threads.h"
 #include "bindings/torch/process_group_tessera.h"
 
 namespace py = pybind11;
@@ -14,6 +15,14 @@ PYBIND11_MODULE(_tessera_torch, m) {
   m.attr("cuda_tensors") = static_cast<bool>(TESSERA_TORCH_CUDA);
   // The base class is torch's own (a Backend from 2.0 on, a ProcessGroup before), so
   // torch.distributed takes this as any backend of its own.
+  // Called at the interpreter's exit (tessera.torch): completion_threads.h says why.
+  m.def(
+      "_drain_completions",
+      [](double seconds) {
+        return tessera_torch::drainCompletions(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+      },
+      py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
+      "Waits until no completion is queued or running (at most `seconds`); False if some still are.");
   py::module_::import("torch.distributed");
   py::class_<tessera_torch::ProcessGroupTessera, tessera_torch::Baseclass,
              c10::intrusive_ptr<tessera_torch::ProcessGroupTessera>>(m, "ProcessGroupTessera")

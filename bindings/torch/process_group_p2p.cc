@@ -3,6 +3,7 @@
 // tsr_send / tsr_recv; plus the group's lifetime calls of PyTorch 2.x (shutdown, setTimeout).
 #include "bindings/torch/process_group_tessera.h"
 
+#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include "bindings/torch/work_tessera.h"
@@ -61,6 +62,11 @@ void ProcessGroupTessera::shutdown() {
   // that call's to report.
   if (st != TSR_OK && st != TSR_ERR_ABORTED)
     TORCH_WARN("tessera: shutdown on rank ", getRank(), ": ", tsr_status_string(st), ": ", tsr_last_error());
+  // Every collective has ended; their Works complete on completion threads, whose Future
+  // callbacks may need the GIL: let it go meanwhile, if this thread holds it.
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  owed_->waitForNone();
+  if (saved) PyEval_RestoreThread(saved);
 }
 
 void ProcessGroupTessera::setTimeout(std::chrono::milliseconds timeout) {

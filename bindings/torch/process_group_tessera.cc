@@ -121,7 +121,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
   TORCH_CHECK(st == TSR_OK, "tessera: ", what, " on rank ", getRank(), " (", tsr_status_string(st),
               "): ", tsr_last_error());
   if (collective) ++sequence_;  // a call refused before its post is not one of the group's
-  work->watch(request, std::move(what));
+  work->watch(request, std::move(what), owed_);
   return work;
 }
 

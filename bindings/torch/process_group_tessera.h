@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+#include "bindings/torch/completion_threads.h"
 #include "bindings/torch/placement.h"
 #include "tessera/tessera.h"
 
@@ -168,6 +170,8 @@ class ProcessGroupTessera : public Baseclass {
 
   tsr_comm_t comm_ = nullptr;
   std::atomic<uint64_t> sequence_{0};
+  // Its Works' completions not ended yet: shutdown waits for them.
+  std::shared_ptr<OwedCompletions> owed_ = std::make_shared<OwedCompletions>();
   std::mutex postMutex_;                   // a call's timeout and its post go together
   int64_t defaultTimeoutMs_ = 0;           // the group's (guarded by postMutex_)
   int64_t postedTimeoutMs_ = 0;            // the communicator's now (guarded by postMutex_)

@@ -11,7 +11,6 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
-#include "bindings/torch/completion_threads.h"
 #include "bindings/torch/placement.h"
 
 namespace tessera_torch {
@@ -62,9 +61,11 @@ WorkTessera::~WorkTessera() {
   if (request_) tsr_request_free(request_);
 }
 
-void WorkTessera::watch(tsr_request_t request, std::string what) {
+void WorkTessera::watch(tsr_request_t request, std::string what, std::shared_ptr<OwedCompletions> owed) {
   request_ = request;
   what_ = std::move(what);
+  owed_ = std::move(owed);
+  if (owed_) owed_->add();
   // The callback holds a reference until it has run: a Work dropped by its caller (DDP keeps
   // only the Future) still completes it.
   c10::raw::intrusive_ptr::incref(this);
@@ -82,6 +83,10 @@ void WorkTessera::onComplete(void* self, tsr_status_t status) {
   auto* work = static_cast<WorkTessera*>(self);
   // Tessera sets this thread's last error to the request's message before calling back.
   std::string message = status == TSR_OK ? std::string() : std::string(tsr_last_error());
+  if (work->claimed_) {  // a wait() completed it already
+    c10::raw::intrusive_ptr::decref(work);
+    return;
+  }
   // Not here, on the progress thread: completing runs the Future's callbacks (completion_threads.h).
   postCompletion([work, status, message] {
     work->completeOnce(status, message);
@@ -90,7 +95,9 @@ void WorkTessera::onComplete(void* self, tsr_status_t status) {
 }
 
 void WorkTessera::completeOnce(tsr_status_t status, const std::string& message) {
-  if (!claimed_.exchange(true)) complete(status, message);
+  if (claimed_.exchange(true)) return;
+  complete(status, message);
+  if (owed_) owed_->done();
 }
 
 void WorkTessera::runFinish() {

@@ -28,12 +28,14 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "bindings/torch/completion_threads.h"
 #include "tessera/tessera.h"
 
 namespace tessera_torch {
@@ -52,8 +54,9 @@ class WorkTessera : public c10d::Work {
   ~WorkTessera() override;
 
   // Takes the posted request over and arranges for its completion; call once, right after
-  // posting. `what` names the collective in errors ("allreduce of 1000 float32").
-  void watch(tsr_request_t request, std::string what);
+  // posting. `what` names the collective in errors ("allreduce of 1000 float32"); `owed`
+  // counts it until its complete() has ended.
+  void watch(tsr_request_t request, std::string what, std::shared_ptr<OwedCompletions> owed);
   // The collective could not be posted: fails the Work at once.
   void failNow(const std::string& message);
 
@@ -85,6 +88,7 @@ class WorkTessera : public c10d::Work {
                                                             // (guarded by mutex_)
   bool holdsReleased_ = false;        // complete() has taken holds_: later ones go at once (mutex_)
   std::atomic<bool> claimed_{false};  // complete() has been started
+  std::shared_ptr<OwedCompletions> owed_;
 };
 
 }  // namespace tessera_torch

@@ -3,6 +3,7 @@
 // every rank before any data moves.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -94,6 +95,23 @@ TEST(CApiAlltoall, BadArgumentsAreNamed) {
     EXPECT_EQ(tsr_alltoallv(comm, nullptr, counts, displs, buf, counts, displs, TSR_FLOAT32, nullptr),
               TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("input is NULL with 1 elements for rank 0"), std::string::npos) << lastError();
+    float in[2] = {1, 2}, out[4] = {0};
+    size_t far[2] = {0, SIZE_MAX / 2}, same[2] = {0, 0};
+    EXPECT_EQ(tsr_alltoallv(comm, in, counts, far, out, counts, displs, TSR_FLOAT32, nullptr),
+              TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("displacement for rank 1 is too large"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_alltoallv(comm, in, counts, displs, out, counts, same, TSR_FLOAT32, nullptr),
+              TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("output blocks from ranks 0 and 1 overlap"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_alltoallv(comm, in, counts, displs, in, counts, displs, TSR_FLOAT32, nullptr),
+              TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("overlaps the input"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_alltoallv(comm, in, counts, displs, out, counts, displs, static_cast<tsr_dtype_t>(260), nullptr),
+              TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("dtype 260"), std::string::npos) << lastError();
+    // Refused locally: the communicator goes on.
+    ASSERT_EQ(tsr_alltoallv(comm, in, counts, displs, out, counts, displs, TSR_FLOAT32, nullptr), TSR_OK)
+        << lastError();
   });
 }
 

@@ -2,8 +2,7 @@
 // the communicator reports TSR_ERR_ABORTED instead of touching freed memory; a finished
 // request keeps its status), completion callbacks (tsr_request_on_complete: run by Tessera's
 // progress thread, with no caller polling; failures reported; no waiting in one), one live
-// tensor per name, and
-// a tensor's residual and result kind (tsr_tensor_set_residual, op=).
+// tensor per name, and a tensor's residual and result kind (tsr_tensor_set_residual, op=).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -70,8 +70,27 @@ TEST(CApi, BadArgumentsAreNamed) {
     EXPECT_NE(lastError().find("root 7"), std::string::npos) << lastError();
     EXPECT_NE(lastError().find("rank " + std::to_string(r)), std::string::npos) << lastError();
     EXPECT_EQ(tsr_comm_rank(comm, nullptr), TSR_ERR_INVALID_ARGUMENT);
-    // Bad arguments fail locally and leave the communicator usable.
+    // Any int reaches a tsr_dtype_t or tsr_op_t: 256 is not TSR_FLOAT32 with the high bits cut off.
+    EXPECT_EQ(tsr_allreduce(comm, x, x, 4, static_cast<tsr_dtype_t>(256), TSR_SUM, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("dtype 256"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, static_cast<tsr_op_t>(0x101), nullptr),
+              TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("op 257"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_send(comm, x, 4, static_cast<tsr_dtype_t>(-1), 1 - r, 0, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("tsr_send: dtype -1"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_broadcast(comm, x, x, 4, static_cast<tsr_dtype_t>(0x104), 0, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    // An output that overlaps the input without being in place.
+    float y[8] = {0};
+    EXPECT_EQ(tsr_allreduce(comm, y, y + 3, 4, TSR_FLOAT32, TSR_SUM, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("overlaps the input"), std::string::npos) << lastError();
+    EXPECT_EQ(tsr_allgather(comm, y + 1, y, 4, TSR_FLOAT32, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("overlaps the input"), std::string::npos) << lastError();
+    // Bad arguments fail locally and leave the communicator usable; in place is fine.
     ASSERT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
+    y[4 * r] = static_cast<float>(r + 1);
+    ASSERT_EQ(tsr_allgather(comm, y + 4 * r, y, 4, TSR_FLOAT32, nullptr), TSR_OK) << lastError();
+    EXPECT_EQ(y[0], 1.0f);
+    EXPECT_EQ(y[4], 2.0f);
   });
   EXPECT_EQ(tsr_comm_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tsr_wait(nullptr), TSR_ERR_INVALID_ARGUMENT);

@@ -4,6 +4,7 @@ callbacks on the thread that completes it, and a callback may wait on another co
 wait would never end, and the heartbeats and timeouts the thread keeps would stop. A pool that
 grows while every thread is busy (up to MAX_THREADS), so a callback that waits leaves the next
 completion a thread of its own."""
+import atexit
 import collections
 import sys
 import threading
@@ -16,6 +17,8 @@ _ready = threading.Condition(_lock)
 _tasks = collections.deque()
 _threads = 0
 _idle = 0  # threads waiting for a task (a woken one counts until it has taken one)
+_running = 0  # tasks begun and not ended
+_drained = threading.Condition(_lock)
 
 
 def post(task):
@@ -32,8 +35,19 @@ def post(task):
         threading.Thread(target=_serve, name="tessera-completion", daemon=True).start()
 
 
+def drain(seconds=30.0):
+    """Waits (up to `seconds`) until no completion is queued or running; False if some still
+    are. At exit (registered below, so after the communicators close, which may fail pending
+    requests), while the interpreter can still run them."""
+    with _lock:
+        return _drained.wait_for(lambda: not _tasks and not _running, seconds)
+
+
+atexit.register(drain)
+
+
 def _serve():
-    global _idle
+    global _idle, _running
     while True:
         with _lock:
             _idle += 1
@@ -41,8 +55,14 @@ def _serve():
                 _ready.wait()
             _idle -= 1
             task = _tasks.popleft()
+            _running += 1
         try:
             task()
         except BaseException:  # noqa: BLE001 - a completion's failure must not end the thread
             print("tessera: a completion failed:", file=sys.stderr)
             traceback.print_exc()
+        task = None
+        with _lock:
+            _running -= 1
+            if not _running and not _tasks:
+                _drained.notify_all()

@@ -26,6 +26,15 @@ def _op_code(op):
     return code
 
 
+def _c_int(what, value, low=-2**31):
+    """value as a C int; outside low..2**31-1 a ValueError naming it (ctypes would wrap it,
+    2**32 + 1 reaching the C library as 1)."""
+    n = int(value)
+    if not low <= n < 2**31:
+        raise ValueError(f"{what} {value!r}: out of range ({low}..{2**31 - 1})")
+    return n
+
+
 class Communicator(Handle):
     """All ranks of the job. Under tsrun (or Open MPI, Slurm, torchrun) it finds its peers from
     the environment; keyword settings override TSR_* variables (timeout_ms=5000, algo="ring")
@@ -52,11 +61,11 @@ class Communicator(Handle):
         same color get a Communicator of their own, ranked by key (ties: by rank here); color
         None gives None. Nothing outside the job is asked (tsr_comm_split)."""
         handle = ctypes.c_void_p()
-        code = -1 if color is None else int(color)
+        code = -1 if color is None else _c_int("split: color", color)
         if code < 0:
             if color is not None:
                 raise ValueError(f"split: color {color} (a color is >= 0, or None for no new communicator)")
-        check(_lib.tsr_comm_split(self._live(), code, int(key), ctypes.byref(handle)))
+        check(_lib.tsr_comm_split(self._live(), code, _c_int("split: key", key), ctypes.byref(handle)))
         if not handle.value:
             return None
         part = Communicator.__new__(Communicator)
@@ -86,6 +95,8 @@ class Communicator(Handle):
         """The cost model's seconds for the fastest dense "allreduce" of nbytes, or "allgather"
         of nbytes from each rank, on this job's links (measured at creation)."""
         seconds = ctypes.c_double()
+        if int(nbytes) < 0:
+            raise ValueError(f"estimate: nbytes {nbytes!r} is negative")
         check(_lib.tsr_comm_estimate(self._live(), collective.encode(), int(nbytes), ctypes.byref(seconds)))
         return seconds.value
 
@@ -186,14 +197,16 @@ class Communicator(Handle):
         """data to rank `peer` alone (only the two ranks call send and recv). The peer's recv of
         the same tag takes this rank's messages in the order they were sent."""
         buf = as_buffer(data, "send data", writable=False)
-        return self._run(lambda r: _lib.tsr_send(self._live(), buf.address, buf.count, buf.dtype, int(peer),
-                                                 int(tag), r), None, (buf,), async_op)
+        peer, tag = _c_int("send: peer", peer), _c_int("send: tag", tag)
+        return self._run(lambda r: _lib.tsr_send(self._live(), buf.address, buf.count, buf.dtype, peer, tag, r),
+                         None, (buf,), async_op)
 
     def recv(self, out, peer, tag=0, async_op=False):
         """Rank `peer`'s next message of `tag` into out, whose size and dtype must be what it sent."""
         buf = as_buffer(out, "recv out", writable=True)
-        return self._run(lambda r: _lib.tsr_recv(self._live(), buf.address, buf.count, buf.dtype, int(peer),
-                                                 int(tag), r), buf.obj, (buf,), async_op)
+        peer, tag = _c_int("recv: peer", peer), _c_int("recv: tag", tag)
+        return self._run(lambda r: _lib.tsr_recv(self._live(), buf.address, buf.count, buf.dtype, peer, tag, r),
+                         buf.obj, (buf,), async_op)
 
     @property
     def timeout_ms(self):
@@ -202,7 +215,7 @@ class Communicator(Handle):
 
     @timeout_ms.setter
     def timeout_ms(self, value):
-        check(_lib.tsr_comm_set_timeout(self._live(), int(value)))
+        check(_lib.tsr_comm_set_timeout(self._live(), _c_int("timeout_ms", value)))
 
     def revoke(self):
         """As MPI_Comm_revoke: every pending and later call on this communicator, here and on

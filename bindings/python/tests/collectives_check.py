@@ -85,6 +85,12 @@ else:
     expect(half.allgather(np.array([me], dtype=np.int64)).tolist() == members, "split: members in key order")
     half.close()
 raises(ValueError, "color -3", lambda: comm.split(-3), "a negative color")
+# Ints past a C int are refused, not wrapped (2**32 + 1 would reach the library as 1).
+raises(ValueError, "split: color 4294967297", lambda: comm.split(2**32 + 1), "a color past a C int")
+raises(ValueError, "send: peer 4294967297", lambda: comm.send(np.zeros(1, np.float32), 2**32 + 1), "a peer past a C int")
+raises(ValueError, "recv: tag 4294967299", lambda: comm.recv(np.zeros(1, np.float32), 0, tag=2**32 + 3), "a big tag")
+raises(ValueError, "timeout_ms 4294967301", lambda: setattr(comm, "timeout_ms", 2**32 + 5), "a big timeout")
+raises(ValueError, "nbytes -1", lambda: comm.estimate("allreduce", -1), "a negative size")
 # revoke: the last rank revokes a communicator of every rank; each rank's next call raises.
 every = comm.split(0)
 if me == n - 1:

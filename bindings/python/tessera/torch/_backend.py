@@ -8,6 +8,7 @@ a job secret in that store. Under a Tessera launch, env:// (whatever MASTER_ADDR
 init_method="tessera://" give torch a TesseraStore: it serves the one thing torch asks of a
 store here, the barrier that ends init_process_group, as an allreduce over the new process
 group itself, and makes a real store at MASTER_ADDR only when another backend needs one."""
+import atexit
 import datetime
 import glob
 import hashlib
@@ -74,6 +75,8 @@ def _load_extension():
 
 
 _ext = _load_extension()
+# The completions still running at exit end while the interpreter can run what they let go of.
+atexit.register(_ext._drain_completions, 30.0)
 ProcessGroupTessera = _ext.ProcessGroupTessera
 if hasattr(ProcessGroupTessera, "_timeout_ms"):  # PyTorch 2.x
     from torch._C._distributed_c10d import Backend as _Backend
