@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include "bindings/torch/process_group_tessera.h"
+#include "bindings/torch/widening.h"
 #include "bindings/torch/work_tessera.h"
 
 namespace tessera_torch {
@@ -22,9 +23,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce(std::vector<at::Tenso
                                                            const c10d::ReduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: reduce takes one tensor per call, not ", tensors.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "reduce");
-  at::Tensor& t = tensors[0];
+  Widening widening;
+  at::Tensor t = widening.widen(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "reduce");
-  tsr_op_t op = tesseraOp(opts.reduceOp);
+  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "reduce"));
   // The root reduces in place; the others into a copy, so that their tensor stays as it was.
   at::Tensor target = getRank() == root ? t : t.clone();
   return launch(
@@ -41,13 +43,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::gather(std::vector<std::vect
                                                            const c10d::GatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1, "tessera: gather takes one input tensor per call, not ", inputs.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "gather");
-  at::Tensor& input = inputs[0];
+  Widening widening;
+  at::Tensor input = widening.widen(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(input, "gather input");
   std::vector<at::Tensor> list;
   if (getRank() == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), "tessera: gather: rank ", root,
                 " (the root) needs ", getSize(), " output tensors, not ", outputs.empty() ? 0 : outputs[0].size());
-    list = outputs[0];
+    list = widening.widen(outputs[0], true);
     for (size_t i = 0; i < list.size(); ++i) {
       tesseraDtype(list[i], "gather output");
       TORCH_CHECK(list[i].scalar_type() == input.scalar_type() && list[i].numel() == input.numel(),
@@ -79,27 +82,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::scatter(std::vector<at::Tens
                                                             const c10d::ScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1, "tessera: scatter takes one output tensor per call, not ", outputs.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "scatter");
-  at::Tensor& output = outputs[0];
+  Widening widening;
+  at::Tensor output = widening.widen(outputs[0], true);
+  std::vector<at::Tensor> blocks = inputs.empty() ? std::vector<at::Tensor>{} : widening.widen(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(output, "scatter output");
   const int64_t n = output.numel();
   std::vector<at::Tensor> all = {output};
-  if (!inputs.empty()) all.insert(all.end(), inputs[0].begin(), inputs[0].end());
+  all.insert(all.end(), blocks.begin(), blocks.end());
   const Placement place = placementOf(all, "scatter");
   // The root's blocks end to end, broadcast; each rank keeps its own block.
   at::Tensor flat;
   if (getRank() == root) {
-    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), "tessera: scatter: rank ", root,
-                " (the root) needs ", getSize(), " input tensors, not ", inputs.empty() ? 0 : inputs[0].size());
-    for (size_t i = 0; i < inputs[0].size(); ++i) {
-      tesseraDtype(inputs[0][i], "scatter input");
-      TORCH_CHECK(inputs[0][i].scalar_type() == output.scalar_type() && inputs[0][i].numel() == n,
-                  "tessera: scatter: input ", i, " is ", describe(inputs[0][i]), " where ", describe(output),
-                  " was expected");
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(blocks.size()) == getSize(), "tessera: scatter: rank ", root,
+                " (the root) needs ", getSize(), " input tensors, not ", blocks.size());
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      tesseraDtype(blocks[i], "scatter input");
+      TORCH_CHECK(blocks[i].scalar_type() == output.scalar_type() && blocks[i].numel() == n, "tessera: scatter: input ",
+                  i, " is ", describe(blocks[i]), " where ", describe(output), " was expected");
     }
-    flat = at::cat(c10::fmap(inputs[0], [](const at::Tensor& t) { return t.reshape({-1}); }));
+    flat = at::cat(c10::fmap(blocks, [](const at::Tensor& t) { return t.reshape({-1}); }));
   } else {
-    TORCH_CHECK(inputs.empty() || inputs[0].empty(), "tessera: scatter: rank ", getRank(), " is not the root (rank ",
-                root, ") and takes no input tensors");
+    TORCH_CHECK(blocks.empty(), "tessera: scatter: rank ", getRank(), " is not the root (rank ", root,
+                ") and takes no input tensors");
     flat = at::empty({n * getSize()}, output.options());
   }
   const int64_t at = getRank() * n;

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "bindings/torch/widening.h"
 #include "bindings/torch/work_tessera.h"
 
 namespace tessera_torch {
@@ -44,7 +45,7 @@ tsr_dtype_t tesseraDtype(const at::Tensor& t, const char* what) {
       break;
   }
   TORCH_CHECK(false, "tessera: ", what, ": dtype ", c10::toString(t.scalar_type()),
-              " is not taken (float32, float64, float16, bfloat16, int32, int64)");
+              " is not taken (float32, float64, float16, bfloat16, int32, int64; uint8, int8 and bool as int32)");
 }
 
 tsr_op_t tesseraOp(const c10d::ReduceOp& op) {
@@ -102,6 +103,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
                                                            std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
                                                            std::function<void()> finish, bool collective, Kept kept) {
+  // 1-byte tensors widened for this call (widening.h): narrowed back as its last step, the
+  // caller's tensors its outputs, the wide copies kept.
+  if (const Widening* widening = Widening::current(); widening && widening->active()) {
+    finish = [inner = std::move(finish), narrowing = widening->narrowing()] {
+      if (inner) inner();
+      narrowing();
+    };
+    for (auto& t : outputs) t = widening->original(t);
+    kept.tensors.insert(kept.tensors.end(), widening->wide().begin(), widening->wide().end());
+  }
   auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish), place.cuda,
                                                std::move(kept.tensors));
   tsr_request_t request = nullptr;
@@ -148,9 +159,10 @@ tsr_status_t ProcessGroupTessera::postOnDevice(c10::Device device, const std::st
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: allreduce takes one tensor per call, not ", tensors.size());
-  at::Tensor& t = tensors[0];
+  Widening widening;
+  at::Tensor t = widening.widen(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "allreduce");
-  tsr_op_t op = tesseraOp(opts.reduceOp);
+  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "allreduce"));
   return launch(
       c10d::OpType::ALLREDUCE, opts.timeout, placementOf({t}, "allreduce"), {t}, "allreduce of " + describe(t),
       [&](tsr_request_t* r) { return tsr_allreduce(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, op, r); });
@@ -187,7 +199,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce_coalesced(std::vec
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Tensor>& tensors,
                                                               const c10d::BroadcastOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: broadcast takes one tensor per call, not ", tensors.size());
-  at::Tensor& t = tensors[0];
+  Widening widening;
+  at::Tensor t = widening.widen(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "broadcast");
   int root = static_cast<int>(opts.rootRank);
   return launch(c10d::OpType::BROADCAST, opts.timeout, placementOf({t}, "broadcast"), {t},
@@ -196,8 +209,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& givenOutput, at::Tensor& givenInput,
                                                                     const c10d::AllgatherOptions& opts) {
+  Widening widening;
+  at::Tensor output = widening.widen(givenOutput, true), input = widening.widen(givenInput, false);
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather_into_tensor input");
   tesseraDtype(output, "all_gather_into_tensor output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * getSize(),
@@ -216,9 +231,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "tessera: all_gather takes one input tensor per call");
-  at::Tensor& input = inputs[0];
+  Widening widening;
+  at::Tensor input = widening.widen(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather input");
-  std::vector<at::Tensor> list = outputs[0];
+  std::vector<at::Tensor> list = widening.widen(outputs[0], true);
   TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tessera: all_gather: ", list.size(), " output tensors for ",
               getSize(), " ranks");
   checkSame(list, input, "all_gather output");
@@ -238,14 +254,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
       });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Tensor& givenOutput,
+                                                                         at::Tensor& givenInput,
                                                                          const c10d::ReduceScatterOptions& opts) {
+  Widening widening;
+  at::Tensor output = widening.widen(givenOutput, true), input = widening.widen(givenInput, false);
   tsr_dtype_t dtype = tesseraDtype(output, "reduce_scatter_tensor output");
   tesseraDtype(input, "reduce_scatter_tensor input");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(),
               "tessera: reduce_scatter_tensor: the input is ", describe(input), " where ", getSize(), " x ",
               describe(output), " was expected");
-  tsr_op_t op = tesseraOp(opts.reduceOp);
+  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "reduce_scatter_tensor"));
   return launch(
       c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, placementOf({input, output}, "reduce_scatter_tensor"), {output},
       "reduce_scatter_tensor of " + describe(input),
@@ -259,17 +278,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
                                                                    std::vector<std::vector<at::Tensor>>& inputs,
                                                                    const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1, "tessera: reduce_scatter takes one output tensor per call");
-  at::Tensor& output = outputs[0];
+  Widening widening;
+  at::Tensor output = widening.widen(outputs[0], true);
+  std::vector<at::Tensor> blocks = widening.widen(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(output, "reduce_scatter output");
-  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "tessera: reduce_scatter: ", inputs[0].size(),
+  TORCH_CHECK(static_cast<int>(blocks.size()) == getSize(), "tessera: reduce_scatter: ", blocks.size(),
               " input tensors for ", getSize(), " ranks");
-  checkSame(inputs[0], output, "reduce_scatter input");
-  tsr_op_t op = tesseraOp(opts.reduceOp);
-  std::vector<at::Tensor> all = inputs[0];
+  checkSame(blocks, output, "reduce_scatter input");
+  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "reduce_scatter"));
+  std::vector<at::Tensor> all = blocks;
   all.push_back(output);
   const Placement place = placementOf(all, "reduce_scatter");
   // The blocks laid end to end, as Tessera takes them.
-  at::Tensor flat = at::cat(c10::fmap(inputs[0], [](const at::Tensor& t) { return t.reshape({-1}); }));
+  at::Tensor flat = at::cat(c10::fmap(blocks, [](const at::Tensor& t) { return t.reshape({-1}); }));
   return launch(
       c10d::OpType::REDUCE_SCATTER, opts.timeout, place, {output}, "reduce_scatter of " + describe(flat),
       [&](tsr_request_t* r) {
