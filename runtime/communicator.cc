@@ -14,8 +14,8 @@ namespace {
 enum PlanKind { kAllreducePlan, kAllgatherPlan, kReduceScatterPlan, kBroadcastPlan, kBarrierPlan };
 
 // An output that shares bytes with the input, other than exactly in place (the input at byte
-// `inPlaceAt` of the output, or `inputAt` of the output inside the input), would be written
-// while it is read: refused rather than a wrong result.
+// `inPlaceAt` of the output, or the output at byte `outputAt` of the input), would be written
+// while it is read: refused rather than a wrong result (reduce_scatter takes both in-place forms).
 Status checkOverlap(const char* what, int rank, const void* input, size_t inBytes, const void* output, size_t outBytes,
                     std::optional<size_t> inPlaceAt, std::optional<size_t> outputAt = std::nullopt) {
   if (!input || !output || !inBytes || !outBytes) return Status::ok();
@@ -187,8 +187,7 @@ Result<RequestPtr> Communicator::reduceScatter(const void* input, void* output, 
                                                ReduceOp op) {
   TSR_RETURN_IF_ERROR(checkArgs("reduce_scatter", input, output, countPerRank, dtype, &op, -1));
   const size_t bytes = countPerRank * dataTypeSize(dtype);
-  TSR_RETURN_IF_ERROR(
-      checkOverlap("reduce_scatter", rank_, input, bytes * size_, output, bytes, std::nullopt, bytes * rank_));
+  TSR_RETURN_IF_ERROR(checkOverlap("reduce_scatter", rank_, input, bytes * size_, output, bytes, 0, bytes * rank_));
   if (auto shm = viaShm({input, output, countPerRank, dtype, op, false, algorithms::CollectiveKind::kReduceScatter}))
     return std::move(*shm);
   TSR_ASSIGN_OR_RETURN(auto plan, cachedPlan({kReduceScatterPlan, countPerRank, int(dtype), int(op), -1}));

@@ -6,7 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include "bindings/torch/process_group_tessera.h"
-#include "bindings/torch/widening.h"
+#include "bindings/torch/tensor_copies.h"
 #include "bindings/torch/work_tessera.h"
 
 namespace tessera_torch {
@@ -48,8 +48,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& gi
                                                                   std::vector<int64_t>& outputSplitSizes,
                                                                   std::vector<int64_t>& inputSplitSizes,
                                                                   const c10d::AllToAllOptions& opts) {
-  Widening widening;
-  at::Tensor output = widening.widen(givenOutput, true), input = widening.widen(givenInput, false);
+  TensorCopies copies;
+  at::Tensor output = copies.conform(givenOutput, true), input = copies.conform(givenInput, false);
   tsr_dtype_t dtype = tesseraDtype(input, "all_to_all_single input");
   tesseraDtype(output, "all_to_all_single output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tessera: all_to_all_single: the input is ", describe(input),
@@ -74,8 +74,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& gi
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall(std::vector<at::Tensor>& givenOutputs,
                                                              std::vector<at::Tensor>& givenInputs,
                                                              const c10d::AllToAllOptions& opts) {
-  Widening widening;
-  std::vector<at::Tensor> outputs = widening.widen(givenOutputs, true), inputs = widening.widen(givenInputs, false);
+  TensorCopies copies;
+  std::vector<at::Tensor> outputs = copies.conform(givenOutputs, true), inputs = copies.conform(givenInputs, false);
   const int size = getSize();
   TORCH_CHECK(static_cast<int>(inputs.size()) == size && static_cast<int>(outputs.size()) == size,
               "tessera: all_to_all: ", inputs.size(), " input and ", outputs.size(), " output tensors for ", size,

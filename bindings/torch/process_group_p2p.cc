@@ -6,7 +6,7 @@
 #include <Python.h>
 #include <c10/util/Exception.h>
 
-#include "bindings/torch/widening.h"
+#include "bindings/torch/tensor_copies.h"
 #include "bindings/torch/work_tessera.h"
 
 namespace tessera_torch {
@@ -26,8 +26,8 @@ void checkPeer(int peer, int rank, int size, int tag, const char* what) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   TORCH_CHECK(tensors.size() == 1, "tessera: send takes one tensor per call, not ", tensors.size());
-  Widening widening;
-  at::Tensor t = widening.widen(tensors[0], false);
+  TensorCopies copies;
+  at::Tensor t = copies.conform(tensors[0], false);
   tsr_dtype_t dtype = tesseraDtype(t, "send");
   checkPeer(dstRank, getRank(), getSize(), tag, "send");
   // Tessera's point-to-point takes host memory: a CUDA tensor goes through a pinned host copy.
@@ -42,8 +42,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::send(std::vector<at::Tensor>
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   TORCH_CHECK(tensors.size() == 1, "tessera: recv takes one tensor per call, not ", tensors.size());
-  Widening widening;
-  at::Tensor t = widening.widen(tensors[0], true);
+  TensorCopies copies;
+  at::Tensor t = copies.conform(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "recv");
   checkPeer(srcRank, getRank(), getSize(), tag, "recv");
   const Placement place = placementOf({t}, "recv", /*hostStaged=*/true);

@@ -6,7 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include "bindings/torch/process_group_tessera.h"
-#include "bindings/torch/widening.h"
+#include "bindings/torch/tensor_copies.h"
 #include "bindings/torch/work_tessera.h"
 
 namespace tessera_torch {
@@ -23,10 +23,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce(std::vector<at::Tenso
                                                            const c10d::ReduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: reduce takes one tensor per call, not ", tensors.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "reduce");
-  Widening widening;
-  at::Tensor t = widening.widen(tensors[0], true);
+  TensorCopies copies;
+  at::Tensor t = copies.conform(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "reduce");
-  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "reduce"));
+  tsr_op_t op = tesseraOp(copies.reduceOp(opts.reduceOp, "reduce"));
   // The root reduces in place; the others into a copy, so that their tensor stays as it was.
   at::Tensor target = getRank() == root ? t : t.clone();
   return launch(
@@ -43,14 +43,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::gather(std::vector<std::vect
                                                            const c10d::GatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1, "tessera: gather takes one input tensor per call, not ", inputs.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "gather");
-  Widening widening;
-  at::Tensor input = widening.widen(inputs[0], false);
+  TensorCopies copies;
+  at::Tensor input = copies.conform(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(input, "gather input");
   std::vector<at::Tensor> list;
   if (getRank() == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), "tessera: gather: rank ", root,
                 " (the root) needs ", getSize(), " output tensors, not ", outputs.empty() ? 0 : outputs[0].size());
-    list = widening.widen(outputs[0], true);
+    list = copies.conform(outputs[0], true);
     for (size_t i = 0; i < list.size(); ++i) {
       tesseraDtype(list[i], "gather output");
       TORCH_CHECK(list[i].scalar_type() == input.scalar_type() && list[i].numel() == input.numel(),
@@ -82,9 +82,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::scatter(std::vector<at::Tens
                                                             const c10d::ScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1, "tessera: scatter takes one output tensor per call, not ", outputs.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "scatter");
-  Widening widening;
-  at::Tensor output = widening.widen(outputs[0], true);
-  std::vector<at::Tensor> blocks = inputs.empty() ? std::vector<at::Tensor>{} : widening.widen(inputs[0], false);
+  TensorCopies copies;
+  at::Tensor output = copies.conform(outputs[0], true);
+  std::vector<at::Tensor> blocks = inputs.empty() ? std::vector<at::Tensor>{} : copies.conform(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(output, "scatter output");
   const int64_t n = output.numel();
   std::vector<at::Tensor> all = {output};

@@ -2,7 +2,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "bindings/torch/widening.h"
+#include "bindings/torch/tensor_copies.h"
 #include "bindings/torch/work_tessera.h"
 
 namespace tessera_torch {
@@ -63,7 +63,9 @@ tsr_op_t tesseraOp(const c10d::ReduceOp& op) {
     default:
       break;
   }
-  TORCH_CHECK(false, "tessera: reduce op ", static_cast<int>(op.op_),
+  const char* names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  const int code = static_cast<int>(op.op_);
+  TORCH_CHECK(false, "tessera: reduce op ", code >= 0 && code < 9 ? names[code] : std::to_string(code).c_str(),
               " is not taken (SUM, AVG, MIN, MAX, PRODUCT; bitwise ops and PREMUL_SUM are not)");
 }
 
@@ -103,15 +105,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::launch(c10d::OpType type, st
                                                            std::string what,
                                                            const std::function<tsr_status_t(tsr_request_t*)>& post,
                                                            std::function<void()> finish, bool collective, Kept kept) {
-  // 1-byte tensors widened for this call (widening.h): narrowed back as its last step, the
-  // caller's tensors its outputs, the wide copies kept.
-  if (const Widening* widening = Widening::current(); widening && widening->active()) {
-    finish = [inner = std::move(finish), narrowing = widening->narrowing()] {
+  // Copies of the call's tensors (tensor_copies.h): the outputs' go back as its last step, the
+  // caller's tensors are its outputs, the copies are kept.
+  if (const TensorCopies* copies = TensorCopies::current(); copies && copies->active()) {
+    finish = [inner = std::move(finish), back = copies->copyingBack()] {
       if (inner) inner();
-      narrowing();
+      back();
     };
-    for (auto& t : outputs) t = widening->original(t);
-    kept.tensors.insert(kept.tensors.end(), widening->wide().begin(), widening->wide().end());
+    for (auto& t : outputs) t = copies->original(t);
+    kept.tensors.insert(kept.tensors.end(), copies->copies().begin(), copies->copies().end());
   }
   auto work = c10::make_intrusive<WorkTessera>(getRank(), type, std::move(outputs), std::move(finish), place.cuda,
                                                std::move(kept.tensors));
@@ -159,10 +161,10 @@ tsr_status_t ProcessGroupTessera::postOnDevice(c10::Device device, const std::st
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: allreduce takes one tensor per call, not ", tensors.size());
-  Widening widening;
-  at::Tensor t = widening.widen(tensors[0], true);
+  TensorCopies copies;
+  at::Tensor t = copies.conform(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "allreduce");
-  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "allreduce"));
+  tsr_op_t op = tesseraOp(copies.reduceOp(opts.reduceOp, "allreduce"));
   return launch(
       c10d::OpType::ALLREDUCE, opts.timeout, placementOf({t}, "allreduce"), {t}, "allreduce of " + describe(t),
       [&](tsr_request_t* r) { return tsr_allreduce(comm_, t.data_ptr(), t.data_ptr(), t.numel(), dtype, op, r); });
@@ -199,8 +201,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce_coalesced(std::vec
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Tensor>& tensors,
                                                               const c10d::BroadcastOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: broadcast takes one tensor per call, not ", tensors.size());
-  Widening widening;
-  at::Tensor t = widening.widen(tensors[0], true);
+  TensorCopies copies;
+  at::Tensor t = copies.conform(tensors[0], true);
   tsr_dtype_t dtype = tesseraDtype(t, "broadcast");
   int root = static_cast<int>(opts.rootRank);
   return launch(c10d::OpType::BROADCAST, opts.timeout, placementOf({t}, "broadcast"), {t},
@@ -211,8 +213,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& givenOutput, at::Tensor& givenInput,
                                                                     const c10d::AllgatherOptions& opts) {
-  Widening widening;
-  at::Tensor output = widening.widen(givenOutput, true), input = widening.widen(givenInput, false);
+  TensorCopies copies;
+  at::Tensor output = copies.conform(givenOutput, true), input = copies.conform(givenInput, false);
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather_into_tensor input");
   tesseraDtype(output, "all_gather_into_tensor output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * getSize(),
@@ -231,10 +233,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "tessera: all_gather takes one input tensor per call");
-  Widening widening;
-  at::Tensor input = widening.widen(inputs[0], false);
+  TensorCopies copies;
+  at::Tensor input = copies.conform(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather input");
-  std::vector<at::Tensor> list = widening.widen(outputs[0], true);
+  std::vector<at::Tensor> list = copies.conform(outputs[0], true);
   TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tessera: all_gather: ", list.size(), " output tensors for ",
               getSize(), " ranks");
   checkSame(list, input, "all_gather output");
@@ -257,14 +259,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Tensor& givenOutput,
                                                                          at::Tensor& givenInput,
                                                                          const c10d::ReduceScatterOptions& opts) {
-  Widening widening;
-  at::Tensor output = widening.widen(givenOutput, true), input = widening.widen(givenInput, false);
+  TensorCopies copies;
+  at::Tensor output = copies.conform(givenOutput, true), input = copies.conform(givenInput, false);
   tsr_dtype_t dtype = tesseraDtype(output, "reduce_scatter_tensor output");
   tesseraDtype(input, "reduce_scatter_tensor input");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(),
               "tessera: reduce_scatter_tensor: the input is ", describe(input), " where ", getSize(), " x ",
               describe(output), " was expected");
-  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "reduce_scatter_tensor"));
+  tsr_op_t op = tesseraOp(copies.reduceOp(opts.reduceOp, "reduce_scatter_tensor"));
   return launch(
       c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, placementOf({input, output}, "reduce_scatter_tensor"), {output},
       "reduce_scatter_tensor of " + describe(input),
@@ -278,14 +280,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
                                                                    std::vector<std::vector<at::Tensor>>& inputs,
                                                                    const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1, "tessera: reduce_scatter takes one output tensor per call");
-  Widening widening;
-  at::Tensor output = widening.widen(outputs[0], true);
-  std::vector<at::Tensor> blocks = widening.widen(inputs[0], false);
+  TensorCopies copies;
+  at::Tensor output = copies.conform(outputs[0], true);
+  std::vector<at::Tensor> blocks = copies.conform(inputs[0], false);
   tsr_dtype_t dtype = tesseraDtype(output, "reduce_scatter output");
   TORCH_CHECK(static_cast<int>(blocks.size()) == getSize(), "tessera: reduce_scatter: ", blocks.size(),
               " input tensors for ", getSize(), " ranks");
   checkSame(blocks, output, "reduce_scatter input");
-  tsr_op_t op = tesseraOp(widening.reduceOp(opts.reduceOp, "reduce_scatter"));
+  tsr_op_t op = tesseraOp(copies.reduceOp(opts.reduceOp, "reduce_scatter"));
   std::vector<at::Tensor> all = blocks;
   all.push_back(output);
   const Placement place = placementOf(all, "reduce_scatter");

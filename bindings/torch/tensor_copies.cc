@@ -1,0 +1,64 @@
+#include "bindings/torch/tensor_copies.h"
+
+#include <c10/util/Exception.h>
+
+namespace tessera_torch {
+namespace {
+thread_local TensorCopies* tCurrent = nullptr;
+
+bool oneByte(const at::Tensor& t) {
+  auto s = t.scalar_type();
+  return s == at::kByte || s == at::kChar || s == at::kBool;
+}
+}  // namespace
+
+TensorCopies::TensorCopies() : outer_(tCurrent) { tCurrent = this; }
+TensorCopies::~TensorCopies() { tCurrent = outer_; }
+TensorCopies* TensorCopies::current() { return tCurrent; }
+
+at::Tensor TensorCopies::conform(const at::Tensor& t, bool output) {
+  if (!t.defined()) return t;
+  const bool widen = oneByte(t);
+  if (!widen && t.is_contiguous()) return t;
+  sawBool_ = sawBool_ || t.scalar_type() == at::kBool;
+  at::Tensor copy =
+      widen ? t.to(at::kInt, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous) : t.contiguous();
+  copies_.push_back(copy);
+  if (output) outputs_.emplace_back(t, copy);
+  return copy;
+}
+
+std::vector<at::Tensor> TensorCopies::conform(const std::vector<at::Tensor>& list, bool output) {
+  std::vector<at::Tensor> out;
+  out.reserve(list.size());
+  for (const auto& t : list) out.push_back(conform(t, output));
+  return out;
+}
+
+c10d::ReduceOp TensorCopies::reduceOp(const c10d::ReduceOp& op, const char* what) const {
+  if (!sawBool_) return op;
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return c10d::ReduceOp(c10d::ReduceOp::MAX);
+    case c10d::ReduceOp::PRODUCT:
+      return c10d::ReduceOp(c10d::ReduceOp::MIN);
+    case c10d::ReduceOp::AVG:
+      TORCH_CHECK(false, "tessera: ", what, ": AVG of a bool tensor (SUM, PRODUCT, MIN and MAX are logical on bools)");
+    default:
+      return op;
+  }
+}
+
+std::function<void()> TensorCopies::copyingBack() const {
+  return [outputs = outputs_] {
+    for (const auto& [given, copy] : outputs) given.copy_(copy);
+  };
+}
+
+at::Tensor TensorCopies::original(const at::Tensor& t) const {
+  for (const auto& [given, copy] : outputs_)
+    if (copy.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return given;
+  return t;
+}
+
+}  // namespace tessera_torch
