@@ -55,9 +55,9 @@ Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
   }
   int slots = totalSlots(hosts);
   if (options.np > slots) {
-    return Status(Code::kInvalidArgument, "-np " + std::to_string(options.np) + " is larger than the " +
-                                              std::to_string(slots) + " slots in " + source + " (" +
-                                              std::to_string(hosts.size()) + " hosts)");
+    return Status(Code::kInvalidArgument,
+                  "-np " + std::to_string(options.np) + " is larger than the " + std::to_string(slots) + " slots in " +
+                      source + " (" + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host)" : " hosts)"));
   }
   if (options.basePort < 1 || options.basePort > 65535) {
     return Status(Code::kInvalidArgument, "TSR_BASE_PORT " + std::to_string(options.basePort) + " is not in 1..65535");

@@ -165,22 +165,22 @@ TEST(CApi, RequestOnCompleteRunsWithNobodyPolling) {
 // running is refused at once, saying why, instead of waiting for good; tsr_test is fine, and
 // so is a wait in a callback run at once on the registering thread.
 TEST(CApi, WaitInACompletionCallbackIsRefused) {
-  std::latch callbacksRan(2);
+  std::latch registered(2), callbacksRan(2);
   runCRanks(2,
             [&](tsr_comm_t comm, int r) {
               const int peer = 1 - r;
-              int incoming = 0, outgoing = r + 10;
+              int incoming = 0, outgoing = r + 10, trigger = 0, one = 1;
               struct Seen {
                 tsr_request_t pending = nullptr;
                 std::atomic<int> waited{-1};
                 int tested = -1;
                 std::string message;
               } seen;
-              // Pending until the peer sends, which it does only after both callbacks ran.
-              ASSERT_EQ(tsr_recv(comm, &incoming, 1, TSR_INT32, peer, 7, &seen.pending), TSR_OK);
-              std::vector<float> x(64, 1.0f);
+              // Each pending until the peer sends it: tag 8 once both ranks have registered
+              // (so the callback cannot run at once, on this thread), tag 7 once both ran.
               tsr_request_t req = nullptr;
-              ASSERT_EQ(tsr_allreduce(comm, x.data(), x.data(), x.size(), TSR_FLOAT32, TSR_SUM, &req), TSR_OK);
+              ASSERT_EQ(tsr_recv(comm, &incoming, 1, TSR_INT32, peer, 7, &seen.pending), TSR_OK);
+              ASSERT_EQ(tsr_recv(comm, &trigger, 1, TSR_INT32, peer, 8, &req), TSR_OK);
               auto waitInside = [](void* user, tsr_status_t) {
                 auto* s = static_cast<Seen*>(user);
                 s->tested = tsr_test(s->pending);
@@ -189,14 +189,18 @@ TEST(CApi, WaitInACompletionCallbackIsRefused) {
                 s->waited = st;  // last: the caller reads the rest after it
               };
               ASSERT_EQ(tsr_request_on_complete(req, waitInside, &seen), TSR_OK);
+              registered.arrive_and_wait();
+              tsr_request_t sent = nullptr;
+              ASSERT_EQ(tsr_send(comm, &one, 1, TSR_INT32, peer, 8, &sent), TSR_OK);
               for (int i = 0; i < 20000 && seen.waited.load() < 0; ++i)
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
               EXPECT_EQ(seen.waited.load(), TSR_ERR_INVALID_ARGUMENT);
               EXPECT_EQ(seen.tested, TSR_IN_PROGRESS);
               EXPECT_TRUE(mentions(seen.message, "tsr_request_on_complete callback")) << seen.message;
+              EXPECT_EQ(tsr_wait(sent), TSR_OK);
+              EXPECT_EQ(tsr_request_free(sent), TSR_OK);
               callbacksRan.arrive_and_wait();
 
-              tsr_request_t sent = nullptr;
               ASSERT_EQ(tsr_send(comm, &outgoing, 1, TSR_INT32, peer, 7, &sent), TSR_OK);
               // Ended now: a callback registered runs at once, here, where a wait is fine.
               seen.waited = -1;
@@ -204,6 +208,7 @@ TEST(CApi, WaitInACompletionCallbackIsRefused) {
               ASSERT_EQ(tsr_request_on_complete(req, waitInside, &seen), TSR_OK);
               EXPECT_EQ(seen.waited.load(), TSR_OK) << seen.message;
               EXPECT_EQ(incoming, peer + 10);
+              EXPECT_EQ(trigger, 1);
               EXPECT_EQ(tsr_wait(sent), TSR_OK);
               for (tsr_request_t q : {req, sent, seen.pending}) EXPECT_EQ(tsr_request_free(q), TSR_OK);
             },
