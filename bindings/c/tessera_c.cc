@@ -356,15 +356,18 @@ tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* use
   return guarded("tsr_request_on_complete", [&] {
     // Holds neither the handle nor the communicator: the caller may free the request first.
     struct Registering {
+      bool was = tRegistering;
       Registering() { tRegistering = true; }
-      ~Registering() { tRegistering = false; }
+      ~Registering() { tRegistering = was; }
     } registering;
     request->impl->onComplete([fn, user](const tsr::Status& st) {
       if (!st.isOk()) lastError = st.toString();  // what tsr_last_error() gives inside fn
-      bool was = tInCompletionCallback;
-      tInCompletionCallback = was || !tRegistering;
+      struct InCallback {
+        bool was = tInCompletionCallback;
+        InCallback() { tInCompletionCallback = was || !tRegistering; }
+        ~InCallback() { tInCompletionCallback = was; }
+      } inCallback;
       fn(user, static_cast<tsr_status_t>(st.code()));
-      tInCompletionCallback = was;
     });
     return TSR_OK;
   });

@@ -4,6 +4,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace tessera_torch {
@@ -61,10 +62,28 @@ void postCompletion(std::function<void()> task) {
     start = p.idle < p.tasks.size() && p.threads < static_cast<size_t>(kMaxCompletionThreads);
     if (start) ++p.threads;
   }
-  if (start)
-    std::thread([&p] { p.serve(); }).detach();
-  else
+  if (!start) {
     p.ready.notify_one();
+    return;
+  }
+  try {
+    std::thread([&p] { p.serve(); }).detach();
+  } catch (const std::system_error& e) {  // no new thread (a thread limit): the others, or here
+    std::function<void()> mine;
+    {
+      std::lock_guard<std::mutex> lock(p.mutex);
+      --p.threads;
+      if (p.threads == 0 && !p.tasks.empty()) {
+        mine = std::move(p.tasks.back());
+        p.tasks.pop_back();
+      }
+    }
+    try {
+      if (mine) mine();  // here, rather than never
+    } catch (const std::exception& failure) {
+      std::fprintf(stderr, "tessera: a completion failed: %s\n", failure.what());
+    }
+  }
 }
 
 bool drainCompletions(std::chrono::milliseconds limit) {

@@ -28,7 +28,8 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, 
                 ": CUDA tensors need the backend built against PyTorch 2.2 or later (this one: ", TORCH_VERSION,
                 "); move the tensor to the CPU or rebuild against a newer torch");
     // A device this process cannot use (no driver, an index past the count) is named here,
-    // before anything touches CUDA, rather than by the CUDA runtime's first failing call.
+    // before Tessera touches CUDA, rather than by the CUDA runtime's first failing call (the
+    // copy of a 1-byte or non-contiguous tensor, tensor_copies.h, is made before, by torch).
     const int usable = c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)
                            ? c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).deviceCount()
                            : 0;

@@ -49,7 +49,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& gi
                                                                   std::vector<int64_t>& inputSplitSizes,
                                                                   const c10d::AllToAllOptions& opts) {
   TensorCopies copies;
-  at::Tensor output = copies.conform(givenOutput, true), input = copies.conform(givenInput, false);
+  at::Tensor output = copies.conform(givenOutput, TensorCopies::kOutput),
+             input = copies.conform(givenInput, TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(input, "all_to_all_single input");
   tesseraDtype(output, "all_to_all_single output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tessera: all_to_all_single: the input is ", describe(input),
@@ -75,7 +76,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall(std::vector<at::Ten
                                                              std::vector<at::Tensor>& givenInputs,
                                                              const c10d::AllToAllOptions& opts) {
   TensorCopies copies;
-  std::vector<at::Tensor> outputs = copies.conform(givenOutputs, true), inputs = copies.conform(givenInputs, false);
+  std::vector<at::Tensor> outputs = copies.conform(givenOutputs, TensorCopies::kOutput),
+                          inputs = copies.conform(givenInputs, TensorCopies::kInput);
   const int size = getSize();
   TORCH_CHECK(static_cast<int>(inputs.size()) == size && static_cast<int>(outputs.size()) == size,
               "tessera: all_to_all: ", inputs.size(), " input and ", outputs.size(), " output tensors for ", size,

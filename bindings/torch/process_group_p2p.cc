@@ -27,7 +27,7 @@ void checkPeer(int peer, int rank, int size, int tag, const char* what) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   TORCH_CHECK(tensors.size() == 1, "tessera: send takes one tensor per call, not ", tensors.size());
   TensorCopies copies;
-  at::Tensor t = copies.conform(tensors[0], false);
+  at::Tensor t = copies.conform(tensors[0], TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(t, "send");
   checkPeer(dstRank, getRank(), getSize(), tag, "send");
   // Tessera's point-to-point takes host memory: a CUDA tensor goes through a pinned host copy.
@@ -43,7 +43,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::send(std::vector<at::Tensor>
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   TORCH_CHECK(tensors.size() == 1, "tessera: recv takes one tensor per call, not ", tensors.size());
   TensorCopies copies;
-  at::Tensor t = copies.conform(tensors[0], true);
+  at::Tensor t = copies.conform(tensors[0], TensorCopies::kOutput);
   tsr_dtype_t dtype = tesseraDtype(t, "recv");
   checkPeer(srcRank, getRank(), getSize(), tag, "recv");
   const Placement place = placementOf({t}, "recv", /*hostStaged=*/true);

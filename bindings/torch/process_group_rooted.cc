@@ -24,7 +24,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce(std::vector<at::Tenso
   TORCH_CHECK(tensors.size() == 1, "tessera: reduce takes one tensor per call, not ", tensors.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "reduce");
   TensorCopies copies;
-  at::Tensor t = copies.conform(tensors[0], true);
+  at::Tensor t = copies.conform(tensors[0], TensorCopies::kInPlace);
   tsr_dtype_t dtype = tesseraDtype(t, "reduce");
   tsr_op_t op = tesseraOp(copies.reduceOp(opts.reduceOp, "reduce"));
   // The root reduces in place; the others into a copy, so that their tensor stays as it was.
@@ -44,13 +44,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::gather(std::vector<std::vect
   TORCH_CHECK(inputs.size() == 1, "tessera: gather takes one input tensor per call, not ", inputs.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "gather");
   TensorCopies copies;
-  at::Tensor input = copies.conform(inputs[0], false);
+  at::Tensor input = copies.conform(inputs[0], TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(input, "gather input");
   std::vector<at::Tensor> list;
   if (getRank() == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(), "tessera: gather: rank ", root,
                 " (the root) needs ", getSize(), " output tensors, not ", outputs.empty() ? 0 : outputs[0].size());
-    list = copies.conform(outputs[0], true);
+    list = copies.conform(outputs[0], TensorCopies::kOutput);
     for (size_t i = 0; i < list.size(); ++i) {
       tesseraDtype(list[i], "gather output");
       TORCH_CHECK(list[i].scalar_type() == input.scalar_type() && list[i].numel() == input.numel(),
@@ -83,8 +83,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::scatter(std::vector<at::Tens
   TORCH_CHECK(outputs.size() == 1, "tessera: scatter takes one output tensor per call, not ", outputs.size());
   const int root = checkedRoot(opts.rootRank, getSize(), "scatter");
   TensorCopies copies;
-  at::Tensor output = copies.conform(outputs[0], true);
-  std::vector<at::Tensor> blocks = inputs.empty() ? std::vector<at::Tensor>{} : copies.conform(inputs[0], false);
+  at::Tensor output = copies.conform(outputs[0], TensorCopies::kOutput);
+  std::vector<at::Tensor> blocks =
+      inputs.empty() ? std::vector<at::Tensor>{} : copies.conform(inputs[0], TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(output, "scatter output");
   const int64_t n = output.numel();
   std::vector<at::Tensor> all = {output};

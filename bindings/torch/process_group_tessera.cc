@@ -162,7 +162,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allreduce(std::vector<at::Te
                                                               const c10d::AllreduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: allreduce takes one tensor per call, not ", tensors.size());
   TensorCopies copies;
-  at::Tensor t = copies.conform(tensors[0], true);
+  at::Tensor t = copies.conform(tensors[0], TensorCopies::kInPlace);
   tsr_dtype_t dtype = tesseraDtype(t, "allreduce");
   tsr_op_t op = tesseraOp(copies.reduceOp(opts.reduceOp, "allreduce"));
   return launch(
@@ -202,7 +202,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
                                                               const c10d::BroadcastOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "tessera: broadcast takes one tensor per call, not ", tensors.size());
   TensorCopies copies;
-  at::Tensor t = copies.conform(tensors[0], true);
+  at::Tensor t = copies.conform(tensors[0], TensorCopies::kInPlace);
   tsr_dtype_t dtype = tesseraDtype(t, "broadcast");
   int root = static_cast<int>(opts.rootRank);
   return launch(c10d::OpType::BROADCAST, opts.timeout, placementOf({t}, "broadcast"), {t},
@@ -214,7 +214,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::broadcast(std::vector<at::Te
 c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_allgather_base(at::Tensor& givenOutput, at::Tensor& givenInput,
                                                                     const c10d::AllgatherOptions& opts) {
   TensorCopies copies;
-  at::Tensor output = copies.conform(givenOutput, true), input = copies.conform(givenInput, false);
+  at::Tensor output = copies.conform(givenOutput, TensorCopies::kOutput),
+             input = copies.conform(givenInput, TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather_into_tensor input");
   tesseraDtype(output, "all_gather_into_tensor output");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * getSize(),
@@ -234,9 +235,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::allgather(std::vector<std::v
                                                               const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "tessera: all_gather takes one input tensor per call");
   TensorCopies copies;
-  at::Tensor input = copies.conform(inputs[0], false);
+  at::Tensor input = copies.conform(inputs[0], TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(input, "all_gather input");
-  std::vector<at::Tensor> list = copies.conform(outputs[0], true);
+  std::vector<at::Tensor> list = copies.conform(outputs[0], TensorCopies::kOutput);
   TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tessera: all_gather: ", list.size(), " output tensors for ",
               getSize(), " ranks");
   checkSame(list, input, "all_gather output");
@@ -260,7 +261,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::_reduce_scatter_base(at::Ten
                                                                          at::Tensor& givenInput,
                                                                          const c10d::ReduceScatterOptions& opts) {
   TensorCopies copies;
-  at::Tensor output = copies.conform(givenOutput, true), input = copies.conform(givenInput, false);
+  at::Tensor output = copies.conform(givenOutput, TensorCopies::kOutput),
+             input = copies.conform(givenInput, TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(output, "reduce_scatter_tensor output");
   tesseraDtype(input, "reduce_scatter_tensor input");
   TORCH_CHECK(output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(),
@@ -281,8 +283,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::reduce_scatter(std::vector<a
                                                                    const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1, "tessera: reduce_scatter takes one output tensor per call");
   TensorCopies copies;
-  at::Tensor output = copies.conform(outputs[0], true);
-  std::vector<at::Tensor> blocks = copies.conform(inputs[0], false);
+  at::Tensor output = copies.conform(outputs[0], TensorCopies::kOutput);
+  std::vector<at::Tensor> blocks = copies.conform(inputs[0], TensorCopies::kInput);
   tsr_dtype_t dtype = tesseraDtype(output, "reduce_scatter output");
   TORCH_CHECK(static_cast<int>(blocks.size()) == getSize(), "tessera: reduce_scatter: ", blocks.size(),
               " input tensors for ", getSize(), " ranks");

@@ -6,32 +6,36 @@ namespace tessera_torch {
 namespace {
 thread_local TensorCopies* tCurrent = nullptr;
 
-bool oneByte(const at::Tensor& t) {
-  auto s = t.scalar_type();
-  return s == at::kByte || s == at::kChar || s == at::kBool;
-}
+bool oneByte(at::ScalarType s) { return s == at::kByte || s == at::kChar || s == at::kBool; }
 }  // namespace
 
 TensorCopies::TensorCopies() : outer_(tCurrent) { tCurrent = this; }
 TensorCopies::~TensorCopies() { tCurrent = outer_; }
 TensorCopies* TensorCopies::current() { return tCurrent; }
 
-at::Tensor TensorCopies::conform(const at::Tensor& t, bool output) {
+at::Tensor TensorCopies::conform(const at::Tensor& t, Use use) {
   if (!t.defined()) return t;
-  const bool widen = oneByte(t);
+  const bool widen = oneByte(t.scalar_type());
+  if (firstType_ && *firstType_ != t.scalar_type() && (widen || oneByte(*firstType_)))
+    TORCH_CHECK(false, "tessera: tensors of ", c10::toString(*firstType_), " and ", c10::toString(t.scalar_type()),
+                " in one call: one dtype for all");
+  if (!firstType_) firstType_ = t.scalar_type();
   if (!widen && t.is_contiguous()) return t;
   sawBool_ = sawBool_ || t.scalar_type() == at::kBool;
-  at::Tensor copy =
-      widen ? t.to(at::kInt, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous) : t.contiguous();
+  const at::ScalarType type = widen ? at::kInt : t.scalar_type();
+  // An output's copy starts empty: a value copy queued on the caller's stream could land after
+  // what the collective writes there from another stream.
+  at::Tensor copy = use == kOutput ? at::empty(t.sizes(), t.options().dtype(type))
+                                   : t.to(type, /*non_blocking=*/false, /*copy=*/true, at::MemoryFormat::Contiguous);
   copies_.push_back(copy);
-  if (output) outputs_.emplace_back(t, copy);
+  if (use != kInput) outputs_.emplace_back(t, copy);
   return copy;
 }
 
-std::vector<at::Tensor> TensorCopies::conform(const std::vector<at::Tensor>& list, bool output) {
+std::vector<at::Tensor> TensorCopies::conform(const std::vector<at::Tensor>& list, Use use) {
   std::vector<at::Tensor> out;
   out.reserve(list.size());
-  for (const auto& t : list) out.push_back(conform(t, output));
+  for (const auto& t : list) out.push_back(conform(t, use));
   return out;
 }
 

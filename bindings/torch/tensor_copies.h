@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -29,9 +30,12 @@ class TensorCopies {
   TensorCopies(const TensorCopies&) = delete;
   TensorCopies& operator=(const TensorCopies&) = delete;
 
-  // t itself, or the copy Tessera takes, which, when `output`, goes back into t at the end.
-  at::Tensor conform(const at::Tensor& t, bool output);
-  std::vector<at::Tensor> conform(const std::vector<at::Tensor>& list, bool output);
+  // What the call does with a tensor: reads it, writes it (its copy starts empty), or both.
+  enum Use { kInput, kOutput, kInPlace };
+  // t itself, or the copy Tessera takes, which goes back into t at the end unless an input.
+  // Refuses a call that mixes a 1-byte dtype with another (the copies would hide it).
+  at::Tensor conform(const at::Tensor& t, Use use);
+  std::vector<at::Tensor> conform(const std::vector<at::Tensor>& list, Use use);
   // The op a bool call reduces with (SUM: MAX, PRODUCT: MIN; AVG refused), else `op` itself.
   c10d::ReduceOp reduceOp(const c10d::ReduceOp& op, const char* what) const;
 
@@ -47,6 +51,7 @@ class TensorCopies {
   std::vector<at::Tensor> copies_;
   std::vector<std::pair<at::Tensor, at::Tensor>> outputs_;  // (the caller's, its copy)
   bool sawBool_ = false;
+  std::optional<at::ScalarType> firstType_;
   TensorCopies* outer_;
 };
 

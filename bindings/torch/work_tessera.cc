@@ -83,11 +83,9 @@ void WorkTessera::onComplete(void* self, tsr_status_t status) {
   auto* work = static_cast<WorkTessera*>(self);
   // Tessera sets this thread's last error to the request's message before calling back.
   std::string message = status == TSR_OK ? std::string() : std::string(tsr_last_error());
-  if (work->claimed_) {  // a wait() completed it already
-    c10::raw::intrusive_ptr::decref(work);
-    return;
-  }
-  // Not here, on the progress thread: completing runs the Future's callbacks (completion_threads.h).
+  // Not here, on the progress thread: completing runs the Future's callbacks (completion_threads.h),
+  // and even once a wait() has completed it, the last reference may go here, and with it
+  // tensors whose Python objects need the GIL.
   postCompletion([work, status, message] {
     work->completeOnce(status, message);
     c10::raw::intrusive_ptr::decref(work);
@@ -214,7 +212,11 @@ bool WorkTessera::wait(std::chrono::milliseconds timeout) {
   // hand-over to wait for. With one, the progress thread drives and this thread waits no longer.
   if (request_ && timeout == kNoTimeout) {
     tsr_status_t status = tsr_wait(request_);
-    completeOnce(status, status == TSR_OK ? std::string() : std::string(tsr_last_error()));
+    std::string message = status == TSR_OK ? std::string() : std::string(tsr_last_error());
+    // Refused, not ended (a wait in a completion callback of Tessera's): the collective goes on.
+    if (status != TSR_OK && tsr_test(request_) == TSR_IN_PROGRESS)
+      throw std::runtime_error("tessera: " + what_ + ": " + message);
+    completeOnce(status, message);
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {

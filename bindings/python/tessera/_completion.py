@@ -32,7 +32,14 @@ def post(task):
         else:
             _ready.notify()
     if start:
-        threading.Thread(target=_serve, name="tessera-completion", daemon=True).start()
+        try:
+            threading.Thread(target=_serve, name="tessera-completion", daemon=True).start()
+        except RuntimeError:  # no new thread (interpreter shutdown on 3.12+, a thread limit)
+            with _lock:
+                _threads -= 1
+                mine = _tasks.pop() if _tasks and _tasks[-1] is task else None
+            if mine is not None:
+                mine()  # here, rather than never
 
 
 def drain(seconds=30.0):

@@ -25,6 +25,9 @@ def _completed(token, status):
     request = _waiting.pop(token, None)
     if request is not None:
         request._ended(None if status == _capi.OK else error_of(status))
+        if request._orphaned:  # dropped while running (__del__): its handle goes now
+            handle, request._handle = request._handle, None
+            _lib.tsr_request_free(handle)
 
 
 _COMPLETED = _capi.ON_COMPLETE(_completed)
@@ -89,6 +92,7 @@ class Request:
         self._callbacks = []     # then()'s functions, until it ends
         self._registered = False
         self._future = None
+        self._orphaned = False
 
     def test(self):
         """True when finished (raising the collective's error, if any); False while running."""
@@ -104,8 +108,11 @@ class Request:
         """Blocks until finished; returns the result (raising the collective's error)."""
         if self._handle is not None:
             status = _lib.tsr_wait(self._handle)
-            if status != _capi.OK and _lib.tsr_test(self._handle) == _capi.IN_PROGRESS:
-                raise error_of(status)  # the wait was refused (in a then() callback): still running
+            if status != _capi.OK:
+                refusal = error_of(status)
+                status = _lib.tsr_test(self._handle)
+                if status == _capi.IN_PROGRESS:
+                    raise refusal  # the wait was refused (in a then() callback): still running
             self._finish(status)
         return self._result
 
@@ -176,11 +183,17 @@ class Request:
     def __del__(self):
         if getattr(self, "_handle", None) is not None:
             try:
-                _lib.tsr_wait(self._handle)
+                # (A registered request is held by _waiting until it has ended.)
+                if _lib.tsr_wait(self._handle) != _capi.OK and _lib.tsr_test(self._handle) == _capi.IN_PROGRESS:
+                    # Dropped in a then() callback, where the wait is refused: the collective
+                    # still writes into the buffers, kept (with this request) until it ends.
+                    self._orphaned = True
+                    self.then(lambda result, error: None)
+                    return
                 _lib.tsr_request_free(self._handle)
+                self._handle = None
             except Exception:  # interpreter shutdown: the library may be gone already
                 pass
-            self._handle = None
 
 
 def _call(fn, result, error):

@@ -56,6 +56,10 @@ def small_types(c, rank, size):
     odd = torch.arange(7, dtype=torch.uint8) * (rank + 1)
     dist.broadcast(odd, src=size - 1)
     c.expect(torch.equal(odd, torch.arange(7, dtype=torch.uint8) * size), f"broadcast uint8: {odd.tolist()}")
+    gather_into = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
+    c.raises(RuntimeError, "one dtype for all",
+             lambda: gather_into(torch.zeros(2 * size, dtype=torch.uint8), torch.zeros(2, dtype=torch.int32)),
+             "uint8 and int32 in one call")
     out = [torch.zeros(3, dtype=torch.bool) for _ in range(size)]
     dist.all_gather(out, torch.tensor([True, rank % 2 == 0, False]))
     c.expect(all(o.tolist() == [True, r % 2 == 0, False] for r, o in enumerate(out)), f"all_gather bool: {out}")
