@@ -1,5 +1,6 @@
 #include "base/logging.h"
 
+#include <cstdio>
 #include <mutex>
 #include <vector>
 
@@ -61,10 +62,13 @@ void applyTo(Registry& r, spdlog::logger& logger) {
 
 spdlog::sink_ptr makeSink(const Options& o) {
   if (!o.file.empty()) {
+    const std::string path = expandFilePattern(o.file, o.rank, o.host);
     try {
-      return std::make_shared<spdlog::sinks::basic_file_sink_mt>(expandFilePattern(o.file, o.rank, o.host));
-    } catch (const spdlog::spdlog_ex&) {
-      // Fall through to stderr; the caller's config validation reports the bad path.
+      return std::make_shared<spdlog::sinks::basic_file_sink_mt>(path);
+    } catch (const spdlog::spdlog_ex& e) {
+      // The log still goes somewhere, and says where it could not go (as NCCL_DEBUG_FILE).
+      std::fprintf(stderr, "tessera rank %d: TSR_LOG_FILE=%s: cannot write %s (%s); logging to standard error\n",
+                   o.rank, o.file.c_str(), path.c_str(), e.what());
     }
   }
   return std::make_shared<spdlog::sinks::stderr_color_sink_mt>();

@@ -24,6 +24,7 @@
 #include "algorithms/plan/schedule_task.h"
 #include "algorithms/plan/step_kernels.h"
 #include "algorithms/team/device_staging.h"
+#include "algorithms/team/first_step_agreement.h"
 #include "algorithms/team/result_scale.h"
 #include "algorithms/team/team.h"
 
@@ -47,6 +48,8 @@ struct CompressedState {
   double flagIn[2] = {0, 0}, flagOut[2] = {0, 0};
   uint64_t step = 0;
   algorithms::RequestPtr pending;
+  std::string settings;                                    // settingsText() beside the algorithm: the seed
+  std::shared_ptr<algorithms::TensorAgreement> agreement;  // checked before the first step (null: not)
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   std::shared_ptr<CompressedDevice> device;                              // the direct device path (flat or two-level)

@@ -106,6 +106,9 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(algorithms::T
     s->gatherPlan = gather.take();
     s->gatherScratch = scratchFor(*s->gatherPlan);
   }
+  // The compressor's name carries its resolved keys (k as a count, levels, scaling, mu), not the
+  // seed of its random draws.
+  s->settings = "seed=" + (kv.count("seed") ? kv.at("seed") : std::string("0"));
   s->flagPlan = flag.take();
   s->flagScratch = scratchFor(*s->flagPlan);
   return std::unique_ptr<CompressedTensor>(new CompressedTensor(comm, std::move(s)));
@@ -165,6 +168,14 @@ bool CompressedTensor::busy() const { return algorithms::stepPending(*state_); }
 uint64_t CompressedTensor::step() const { return state_->step; }
 const std::string& CompressedTensor::algorithm() const { return state_->algorithm; }
 size_t CompressedTensor::slotBytes() const { return state_->slotWords * 8; }
+
+std::string CompressedTensor::settingsText() const {
+  return "algorithm=" + state_->algorithm + "; " + state_->settings;
+}
+
+void CompressedTensor::setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement) {
+  state_->agreement = std::move(agreement);
+}
 
 void CompressedTensor::residual(float* out) const {
   if (state_->hier && state_->device) return twoLevelDeviceResidual(*state_, out);

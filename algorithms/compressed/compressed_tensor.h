@@ -35,6 +35,7 @@ namespace tsr::algorithms {
 class DeviceStaging;
 struct DeviceOpeners;
 class StepKernels;
+struct TensorAgreement;
 }  // namespace tsr::algorithms
 
 namespace tsr::compressed {
@@ -86,6 +87,10 @@ class CompressedTensor {
   void momentum(float* out) const;
   // Bytes of one rank's payload slot on the wire (the all-gather block).
   size_t slotBytes() const;
+  // What every rank's tensor must share, as "key=value; ..." (first_step_agreement.h).
+  std::string settingsText() const;
+  // Compares the tensor's settings across the ranks before its first step (null: no check).
+  void setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement);
 
  private:
   CompressedTensor(algorithms::Team& comm, std::shared_ptr<CompressedState> state);

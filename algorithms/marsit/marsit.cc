@@ -1,6 +1,7 @@
 #include "algorithms/marsit/marsit.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_device.h"
@@ -122,5 +123,20 @@ const StepTimes& MarsitTensor::lastTimes() const { return state_->times; }
 const std::string& MarsitTensor::name() const { return state_->name; }
 size_t MarsitTensor::count() const { return state_->count; }
 const std::string& MarsitTensor::algorithm() const { return state_->algorithm; }
+
+std::string MarsitTensor::settingsText() const {
+  const Params& p = state_->params;
+  char momentum[32];
+  std::snprintf(momentum, sizeof momentum, "%.9g", static_cast<double>(p.momentum));
+  return "algorithm=" + state_->algorithm + "; seed=" + std::to_string(p.seed) +
+         "; full_precision_every=" + std::to_string(p.fullPrecisionEvery) +
+         "; intra=" + (p.topology == Topology::kTwoLevel ? dataTypeName(p.intraType) : "none") +
+         "; pack=" + (p.chunkedPack ? "chunked" : "whole") + "; momentum=" + momentum +
+         "; scale_block=" + std::to_string(p.scaleBlock);
+}
+
+void MarsitTensor::setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement) {
+  state_->agreement = std::move(agreement);
+}
 
 }  // namespace tsr::marsit

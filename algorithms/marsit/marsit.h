@@ -36,6 +36,7 @@ namespace tsr::algorithms {
 class DeviceStaging;
 struct DeviceOpeners;
 class StepKernels;
+struct TensorAgreement;
 }  // namespace tsr::algorithms
 
 namespace tsr::marsit {
@@ -143,6 +144,10 @@ class MarsitTensor {
   size_t count() const;
   // "marsit-ring", "marsit-torus" or "marsit-2level".
   const std::string& algorithm() const;
+  // What every rank's tensor must share, as "key=value; ..." (first_step_agreement.h).
+  std::string settingsText() const;
+  // Compares the tensor's settings across the ranks before its first step (null: no check).
+  void setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement);
 
  private:
   MarsitTensor(algorithms::Team& comm, std::shared_ptr<MarsitState> state);

@@ -21,7 +21,8 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
     char* end = nullptr;
     if (key == "seed") {
       unsigned long long v = std::strtoull(value.c_str(), &end, 0);
-      if (value.empty() || *end) return bad("an unsigned integer");
+      // strtoull takes "-1" as 2^64 - 1.
+      if (value.empty() || *end || value.find('-') != std::string::npos) return bad("an unsigned integer");
       p.seed = v;
     } else if (key == "full_precision_every") {
       long v = std::strtol(value.c_str(), &end, 10);

@@ -26,6 +26,7 @@
 #include "algorithms/plan/schedule_task.h"
 #include "algorithms/plan/step_kernels.h"
 #include "algorithms/team/device_staging.h"
+#include "algorithms/team/first_step_agreement.h"
 #include "algorithms/team/result_scale.h"
 
 namespace tsr::marsit {
@@ -53,6 +54,7 @@ struct MarsitState {
   uint64_t step = 0;
   StepTimes times;
   algorithms::RequestPtr pending;                                        // the running step, if any
+  std::shared_ptr<algorithms::TensorAgreement> agreement;                // checked before the first step (null: not)
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   // The direct device path instead (memory=cuda, the transport moves CUDA memory): comp, work,

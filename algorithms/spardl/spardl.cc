@@ -1,5 +1,7 @@
 #include "algorithms/spardl/spardl.h"
 
+#include <cstdio>
+
 #include "algorithms/spardl/spardl_step.h"
 #include "algorithms/team/tensor_step.h"
 
@@ -48,6 +50,17 @@ Status SparDLTensor::setResidual(const float* values) {
 Status SparDLTensor::setResultScale(algorithms::ResultScale scale) {
   return algorithms::setTensorResultScale(*state_, "spardl tensor", scale);
 }
+
+std::string SparDLTensor::settingsText() const {
+  char density[32];
+  std::snprintf(density, sizeof density, "%.17g", state_->params.density);
+  return "algorithm=" + state_->algorithm + "; density=" + density;
+}
+
+void SparDLTensor::setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement) {
+  state_->agreement = std::move(agreement);
+}
+
 size_t SparDLTensor::preselection() const { return state_->kPrime; }
 uint64_t SparDLTensor::lastCrossCount() const { return state_->lastCrossCount; }
 

@@ -16,7 +16,8 @@
 
 namespace tsr::algorithms {
 class DeviceStaging;
-}
+struct TensorAgreement;
+}  // namespace tsr::algorithms
 
 namespace tsr::spardl {
 
@@ -72,6 +73,10 @@ class SparDLTensor {
   Status setResidual(const float* values);
   // op= the caller declared, when it is the average (algorithms/team/result_scale.h).
   Status setResultScale(algorithms::ResultScale scale);
+  // What every rank's tensor must share, as "key=value; ..." (first_step_agreement.h).
+  std::string settingsText() const;
+  // Compares the tensor's settings across the ranks before its first step (null: no check).
+  void setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement);
 
  private:
   SparDLTensor(algorithms::Team& comm, std::shared_ptr<SparDLState> state);

@@ -21,6 +21,7 @@
 #include "algorithms/spardl/spardl.h"
 #include "algorithms/spardl/sparse_wire.h"
 #include "algorithms/team/device_staging.h"
+#include "algorithms/team/first_step_agreement.h"
 #include "algorithms/team/result_scale.h"
 #include "topology/schedule.h"
 
@@ -65,6 +66,7 @@ struct SparDLState {
   uint64_t step = 0;
   StepStats stats;
   algorithms::RequestPtr pending;
+  std::shared_ptr<algorithms::TensorAgreement> agreement;                // checked before the first step (null: not)
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   float* g = nullptr;

@@ -16,6 +16,7 @@
 #include "algorithms/plan/caller_gate.h"
 #include "algorithms/team/device_path.h"
 #include "algorithms/team/device_staging.h"
+#include "algorithms/team/first_step_agreement.h"
 #include "algorithms/team/result_scale.h"
 #include "algorithms/team/team.h"
 #include "base/logging.h"
@@ -59,6 +60,14 @@ Result<RequestPtr> submitTensorStep(Team& team, const std::shared_ptr<State>& st
   TaskFactory make = [state, makeTask](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     return makeTask(state, ctx);
   };
+  // Until a first step has found the ranks' settings equal (first_step_agreement.h), the step
+  // compares them first, on a sequence number of its own.
+  if constexpr (requires { s.agreement; }) {
+    if (s.agreement && !s.agreement->agreed) {
+      make = afterAgreement(std::move(make), s.agreement, std::string(what) + " " + s.name);
+      seqSpan += kAgreementSeqSpan;
+    }
+  }
   // Scaled on the host buffer, before a staged step copies it back to the device.
   if constexpr (requires { s.resultScale; }) make = scaleResult(std::move(make), s.g, s.count, s.resultScale);
   if (s.staging) make = s.staging->wrap(g, std::move(make));

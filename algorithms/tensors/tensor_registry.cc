@@ -10,6 +10,7 @@
 #include "algorithms/plan/step_kernels.h"
 #include "algorithms/spardl/spardl.h"
 #include "algorithms/team/device_path.h"
+#include "algorithms/team/first_step_agreement.h"
 #include "algorithms/team/result_scale.h"
 #include "base/logging.h"
 
@@ -144,6 +145,13 @@ Result<std::unique_ptr<Tensor>> makeFamily(Team& team, const TensorSpec& spec,
     Status st = family->setResultScale(native == ReduceOp::kSum ? ResultScale::kOverRanks : ResultScale::kTimesRanks);
     if (!st.isOk()) return Status(st.code(), who + ": op=" + op + ": " + st.message());
   }
+  // What the ranks' tensors must share, compared at the first step. The name is a label of
+  // this process (a replacement rank's hooks may number theirs apart), and memory= may differ.
+  std::string settings = "count=" + std::to_string(spec.count) + "; op=" + (result == ReduceOp::kSum ? "sum" : "avg") +
+                         "; " + family->settingsText();
+  auto agreement = makeTensorAgreement(team, std::move(settings));
+  if (!agreement.isOk()) return Status(agreement.status().code(), who + ": " + agreement.status().message());
+  family->setAgreement(agreement.take());
   return std::unique_ptr<Tensor>(new FamilyTensor<Family>(std::move(family), result));
 }
 

@@ -127,5 +127,22 @@ TEST_F(LoggingTest, EachThreadsLinesCarryItsOwnRank) {
   EXPECT_EQ(count, 3) << text;
 }
 
+TEST_F(LoggingTest, AnUnwritableFileIsNamedAndTheLogGoesToStandardError) {
+  // Under a plain file: no directory can be made there (spdlog makes missing ones), root or not.
+  std::ofstream(dir_ / "plain").put('x');
+  const std::string pattern = (dir_ / "plain" / "rank-%r.log").string();
+  ::testing::internal::CaptureStderr();
+  log::configure({"info", pattern, 3, "h"});
+  log::get("test")->warn("still logged");
+  log::get("test")->flush();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("tessera rank 3: TSR_LOG_FILE=" + pattern + ": cannot write " + (dir_ / "plain").string() +
+                     "/rank-3.log"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("logging to standard error"), std::string::npos) << err;
+  EXPECT_NE(err.find("still logged"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace tsr

@@ -218,7 +218,8 @@ TEST(MarsitMomentum, BadValuesAreNamed) {
     for (const Case& c : {Case{{{"momentum", "1"}}, "momentum=1"}, Case{{{"momentum", "-0.1"}}, "[0, 1)"},
                           Case{{{"momentum", "x"}}, "momentum=x"}, Case{{{"scale_block", "1000"}}, "multiple of 1024"},
                           Case{{{"scale_block", "-1024"}}, "scale_block=-1024"},
-                          Case{{{"intra", "none"}, {"momentum", "0.9"}}, "momentum=0 and scale_block=0"}}) {
+                          Case{{{"intra", "none"}, {"momentum", "0.9"}}, "momentum=0 and scale_block=0"},
+                          Case{{{"seed", "-1"}}, "seed=-1 is not accepted (an unsigned integer)"}}) {
       auto t = MarsitTensor::create(comm, "x", 10, c.params);
       ASSERT_EQ(t.status().code(), Code::kInvalidArgument) << c.named;
       EXPECT_NE(t.status().message().find(c.named), std::string::npos) << t.status().message();

@@ -14,7 +14,11 @@
  *
  * The result is the same on every rank: the step's estimate of the average over ranks (spardl:
  * of the sum) unless op= says otherwise; tsr_tensor_result_kind tells which. A communicator
- * holds one live tensor per name (a second is TSR_ERR_INVALID_ARGUMENT naming it).
+ * holds one live tensor per name (a second is TSR_ERR_INVALID_ARGUMENT naming it). Every rank
+ * creates the tensor alike (count, algorithm, its parameters as resolved, op=; names and
+ * memory= may differ) and steps its tensors in the same order: a Marsit, compressed or spardl
+ * tensor's first step compares the ranks' settings and, where they differ, fails on every rank
+ * with TSR_ERR_MISMATCH naming each key, its values and the ranks.
  * Parameters:
  *   op=avg|sum        (any algorithm) the result's kind; the algorithm's other kind is scaled
  *                     by the ranks inside the step (spardl op=avg: the sum / N; the others
