@@ -4,7 +4,7 @@ namespace tsr {
 
 namespace {
 constexpr const char* kTypeNames[kNumDataTypes] = {"f32", "f64", "f16", "bf16", "i32", "i64"};
-constexpr const char* kOpNames[kNumReduceOps] = {"sum", "avg", "min", "max", "prod"};
+constexpr const char* kOpNames[kNumReduceOps] = {"sum", "avg", "min", "max", "prod", "band", "bor", "bxor"};
 }  // namespace
 
 const char* dataTypeName(DataType t) {

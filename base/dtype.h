@@ -12,9 +12,11 @@ namespace tsr {
 enum class DataType : uint8_t { kF32 = 0, kF64 = 1, kF16 = 2, kBF16 = 3, kI32 = 4, kI64 = 5 };
 inline constexpr int kNumDataTypes = 6;
 
-// Values match tsr_op_t in the C API.
-enum class ReduceOp : uint8_t { kSum = 0, kAvg = 1, kMin = 2, kMax = 3, kProd = 4 };
-inline constexpr int kNumReduceOps = 5;
+// Values match tsr_op_t in the C API. The bitwise ones (and, or, xor; as MPI_BAND, gloo's
+// BAND) take the integer dtypes only.
+enum class ReduceOp : uint8_t { kSum = 0, kAvg = 1, kMin = 2, kMax = 3, kProd = 4, kBand = 5, kBor = 6, kBxor = 7 };
+inline constexpr int kNumReduceOps = 8;
+inline constexpr int kNumArithmeticOps = 5;  // sum .. prod: every dtype takes them
 
 constexpr size_t dataTypeSize(DataType t) {
   switch (t) {
@@ -36,6 +38,10 @@ constexpr size_t dataTypeSize(DataType t) {
 
 constexpr bool isFloatType(DataType t) {
   return t == DataType::kF32 || t == DataType::kF64 || t == DataType::kF16 || t == DataType::kBF16;
+}
+
+constexpr bool isBitwiseOp(ReduceOp op) {
+  return op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
 }
 
 const char* dataTypeName(DataType t);   // "f32", ...

@@ -18,6 +18,17 @@ namespace tsr::reference {
 inline constexpr DataType kAllTypes[] = {DataType::kF32,  DataType::kF64, DataType::kF16,
                                          DataType::kBF16, DataType::kI32, DataType::kI64};
 inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProd};
+// The bitwise reductions, which the integer dtypes take besides kAllOps.
+inline constexpr ReduceOp kBitwiseOps[] = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+
+// The reductions dtype t takes: kAllOps, and for an integer the bitwise ones too.
+inline std::vector<ReduceOp> opsFor(DataType t) {
+  std::vector<ReduceOp> ops;
+  for (ReduceOp op : kAllOps) ops.push_back(op);
+  if (!isFloatType(t))
+    for (ReduceOp op : kBitwiseOps) ops.push_back(op);
+  return ops;
+}
 
 inline void storeValue(void* base, size_t i, DataType t, double v) {
   switch (t) {
@@ -61,9 +72,14 @@ inline double loadValue(const void* base, size_t i, DataType t) {
 }
 
 // Inputs chosen so that every reduction is exact or nearly so in every dtype: small
-// integers, and only 1s and 2s for prod (2^16 fits all types).
+// integers, and only 1s and 2s for prod (2^16 fits all types); for the bitwise ops (integer
+// dtypes) int32 patterns of every bit, negative ones included.
 inline double inputValue(int rank, size_t j, ReduceOp op) {
   if (op == ReduceOp::kProd) return 1.0 + static_cast<double>((j + rank) % 2);
+  if (isBitwiseOp(op)) {
+    const uint32_t bits = (static_cast<uint32_t>(rank) + 1) * 0x2545F491u ^ static_cast<uint32_t>(j) * 0x9E3779B9u;
+    return static_cast<double>(static_cast<int32_t>(bits));
+  }
   return static_cast<double>((rank + 1) + static_cast<int>(j % 7)) - 3.0;
 }
 
@@ -79,6 +95,12 @@ inline double combine(ReduceOp op, double acc, double v) {
       return std::max(acc, v);
     case ReduceOp::kProd:
       return acc * v;
+    case ReduceOp::kBand:
+      return static_cast<double>(static_cast<int64_t>(acc) & static_cast<int64_t>(v));
+    case ReduceOp::kBor:
+      return static_cast<double>(static_cast<int64_t>(acc) | static_cast<int64_t>(v));
+    case ReduceOp::kBxor:
+      return static_cast<double>(static_cast<int64_t>(acc) ^ static_cast<int64_t>(v));
   }
   return acc;
 }

@@ -66,6 +66,9 @@ Status Communicator::checkArgs(const char* what, const void* input, const void* 
     return Status(Code::kInvalidArgument, where() + "invalid dtype " + std::to_string(static_cast<int>(dtype)));
   if (op && !isValidReduceOp(static_cast<int>(*op)))
     return Status(Code::kInvalidArgument, where() + "invalid op " + std::to_string(static_cast<int>(*op)));
+  if (op && isBitwiseOp(*op) && isFloatType(dtype))
+    return Status(Code::kInvalidArgument, where() + "op " + reduceOpName(*op) +
+                                              " is bitwise: it takes int32 and int64, not " + dataTypeName(dtype));
   if (count > 0 && input == nullptr && (root < 0 || root == rank_))
     return Status(Code::kInvalidArgument, where() + "input buffer is NULL with count " + std::to_string(count));
   if (count > 0 && output == nullptr)

@@ -157,6 +157,10 @@ void reduceF16(uint16_t* dst, const void* src, size_t count, ReduceOp op) {
       return reduceF16Lanes<ReduceOp::kMin>(dst, s, count);
     case ReduceOp::kMax:
       return reduceF16Lanes<ReduceOp::kMax>(dst, s, count);
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      return;  // integers only: refused before any plan runs
   }
 }
 

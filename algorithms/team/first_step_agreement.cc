@@ -28,8 +28,7 @@ std::string recordText(const uint64_t* record) {
 
 class AgreementTask final : public Task {
  public:
-  AgreementTask(TaskFactory inner, std::shared_ptr<TensorAgreement> agreement, std::string what,
-                const TaskContext& ctx)
+  AgreementTask(TaskFactory inner, std::shared_ptr<TensorAgreement> agreement, std::string what, const TaskContext& ctx)
       : make_(std::move(inner)), agreement_(std::move(agreement)), what_(std::move(what)), ctx_(ctx) {}
 
   Status start() override {
@@ -47,9 +46,7 @@ class AgreementTask final : public Task {
     else if (check_)
       check_->abort(reason);
   }
-  bool quiescent() const override {
-    return (!check_ || check_->quiescent()) && (!inner_ || inner_->quiescent());
-  }
+  bool quiescent() const override { return (!check_ || check_->quiescent()) && (!inner_ || inner_->quiescent()); }
   int waitingOn() const override {
     if (inner_) return inner_->waitingOn();
     return check_ ? check_->waitingOn() : -1;
@@ -72,8 +69,8 @@ class AgreementTask final : public Task {
       for (size_t r = 0; r < size; ++r) texts.push_back(recordText(a.all.data() + r * kRecordWords));
       std::string why = describeDisagreement(texts);
       if (why.empty())
-        why = "the ranks' settings differ past their first " + std::to_string(kTextBytes) + " characters (" +
-              texts[0] + ")";
+        why = "the ranks' settings differ past their first " + std::to_string(kTextBytes) + " characters (" + texts[0] +
+              ")";
       return Status(Code::kMismatch, what_ + ": " + why +
                                          "; every rank must create a tensor alike (count, algorithm, its "
                                          "parameters and op=) and step its tensors in the same order");
@@ -114,8 +111,8 @@ std::vector<std::pair<std::string, std::string>> entries(const std::string& text
 Result<std::shared_ptr<TensorAgreement>> makeTensorAgreement(Team& team, std::string text) {
   if (team.size() < 2) return std::shared_ptr<TensorAgreement>();
   auto a = std::make_shared<TensorAgreement>();
-  TSR_ASSIGN_OR_RETURN(auto plan, bruckAllgatherPlan(team.rank(), team.size(), kRecordWords, DataType::kI64,
-                                                     team.denseOptions()));
+  TSR_ASSIGN_OR_RETURN(auto plan,
+                       bruckAllgatherPlan(team.rank(), team.size(), kRecordWords, DataType::kI64, team.denseOptions()));
   a->plan = std::move(plan);
   a->mine.assign(kRecordWords, 0);
   a->all.assign(kRecordWords * static_cast<size_t>(team.size()), 0);

@@ -60,13 +60,19 @@ tsr_op_t tesseraOp(const c10d::ReduceOp& op) {
       return TSR_MAX;
     case c10d::ReduceOp::PRODUCT:
       return TSR_PROD;
+    case c10d::ReduceOp::BAND:  // integer and bool tensors (gloo's too); float ones are refused
+      return TSR_BAND;
+    case c10d::ReduceOp::BOR:
+      return TSR_BOR;
+    case c10d::ReduceOp::BXOR:
+      return TSR_BXOR;
     default:
       break;
   }
   const char* names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
   const int code = static_cast<int>(op.op_);
   TORCH_CHECK(false, "tessera: reduce op ", code >= 0 && code < 9 ? names[code] : std::to_string(code).c_str(),
-              " is not taken (SUM, AVG, MIN, MAX, PRODUCT; bitwise ops and PREMUL_SUM are not)");
+              " is not taken (SUM, AVG, MIN, MAX, PRODUCT, BAND, BOR, BXOR; PREMUL_SUM is not)");
 }
 
 ProcessGroupTessera::ProcessGroupTessera(int rank, int size, const std::map<std::string, std::string>& settings)

@@ -5,11 +5,10 @@
 // intel/torch-ccl does), chosen from torch's own version header at compile time.
 //
 // It serves, on contiguous CPU or CUDA tensors (placement.h) of float32, float64, float16, bfloat16, int32 and int64:
-// allreduce (SUM, AVG, MIN, MAX, PRODUCT), broadcast, allgather (into a list or one tensor),
-// reduce_scatter (from a list or one tensor), their coalesced forms (FSDP2's, on 2.x), barrier
-// and a monitored barrier, and reduce, gather and scatter to and from a root. Every call is
-// non-blocking underneath: its Work completes from Tessera's progress (work_tessera.h).
-// all_to_all (even or uneven), and send/recv between two ranks (isend, irecv,
+// allreduce (SUM, AVG, MIN, MAX, PRODUCT; BAND, BOR, BXOR on integers), broadcast, allgather (into a list or one
+// tensor), reduce_scatter (from a list or one tensor), their coalesced forms (FSDP2's, on 2.x), barrier and a monitored
+// barrier, and reduce, gather and scatter to and from a root. Every call is non-blocking underneath: its Work completes
+// from Tessera's progress (work_tessera.h). all_to_all (even or uneven), and send/recv between two ranks (isend, irecv,
 // batch_isend_irecv: process_group_p2p.cc). A receive from any source is refused with torch's
 // own "does not support" error, and a tensor Tessera cannot take (on another device type, not
 // contiguous, another dtype) with one naming it. Each call fails, on every rank, when not done within its

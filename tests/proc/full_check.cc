@@ -18,7 +18,6 @@ using testing::loadValue;
 using testing::storeValue;
 
 constexpr auto& kTypes = reference::kAllTypes;
-constexpr auto& kOps = reference::kAllOps;
 
 struct Tally {
   int rank;
@@ -122,7 +121,7 @@ int runFull(Communicator& comm) {
   int n = comm.size();
   std::vector<size_t> counts{0, 1, static_cast<size_t>(n + 1), 4099};
   for (DataType t : kTypes) {
-    for (ReduceOp op : kOps)
+    for (ReduceOp op : reference::opsFor(t))
       for (size_t count : counts) {
         allreduce(comm, tally, t, op, count, false);
         allreduce(comm, tally, t, op, count, true);

@@ -153,7 +153,8 @@ Op OpGenerator::next() {
     if (setups_[i].servesCollective(op.collective)) candidates.push_back(static_cast<int>(i));
   op.setup = candidates.empty() ? 0 : candidates[below(candidates.size())];
   op.dtype = static_cast<DataType>(below(kNumDataTypes));
-  op.op = static_cast<ReduceOp>(below(kNumReduceOps));
+  // The bitwise ops take integers only.
+  op.op = static_cast<ReduceOp>(below(isFloatType(op.dtype) ? kNumArithmeticOps : kNumReduceOps));
   op.root = static_cast<int>(below(static_cast<uint64_t>(size_)));
   op.inPlace = below(2) == 1;
   op.salt = static_cast<uint32_t>(random());

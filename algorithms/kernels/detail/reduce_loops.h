@@ -65,6 +65,19 @@ void reduceTyped(T* __restrict dst, const void* __restrict src, size_t n, Reduce
     case ReduceOp::kMax:
       binaryLoop(dst, src, n, [](T a, T b) { return Arith<T>::max(a, b); });
       return;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      // Integers only; the callers refuse the others (Communicator::checkArgs).
+      if constexpr (std::is_integral_v<T>) {
+        if (op == ReduceOp::kBand)
+          binaryLoop(dst, src, n, [](T a, T b) { return static_cast<T>(a & b); });
+        else if (op == ReduceOp::kBor)
+          binaryLoop(dst, src, n, [](T a, T b) { return static_cast<T>(a | b); });
+        else
+          binaryLoop(dst, src, n, [](T a, T b) { return static_cast<T>(a ^ b); });
+      }
+      return;
   }
 }
 
@@ -84,6 +97,10 @@ void reduceHalf(uint16_t* __restrict dst, const void* __restrict src, size_t n, 
     case ReduceOp::kMax:
       binaryLoop(dst, src, n, [](uint16_t a, uint16_t b) { return FromF(Arith<float>::max(ToF(a), ToF(b))); });
       return;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      return;  // integers only: refused before any plan runs
   }
 }
 

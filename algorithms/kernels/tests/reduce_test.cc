@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -28,6 +30,11 @@ T refOp(T a, T b, ReduceOp op) {
       return b < a ? b : a;
     case ReduceOp::kMax:
       return a < b ? b : a;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if constexpr (std::is_integral_v<T>) return op == ReduceOp::kBand ? a & b : op == ReduceOp::kBor ? a | b : a ^ b;
+      break;
   }
   return a;
 }
@@ -38,14 +45,17 @@ constexpr size_t kCounts[] = {0, 1, 7, 33, 1000, 4099};
 
 template <typename T>
 void checkTyped(DataType dtype) {
-  std::mt19937 gen(7);
+  std::mt19937_64 gen(7);
   std::uniform_real_distribution<double> dist(-4.0, 4.0);
+  std::vector<ReduceOp> ops(std::begin(kOps), std::end(kOps));
+  if constexpr (std::is_integral_v<T>) ops.insert(ops.end(), {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor});
   for (size_t n : kCounts) {
-    for (ReduceOp op : kOps) {
+    for (ReduceOp op : ops) {
       std::vector<T> a(n), b(n);
       for (size_t i = 0; i < n; ++i) {
-        a[i] = static_cast<T>(dist(gen));
-        b[i] = static_cast<T>(dist(gen));
+        // Every bit for the bitwise ops (signs included), small values for the others.
+        a[i] = isBitwiseOp(op) ? static_cast<T>(gen()) : static_cast<T>(dist(gen));
+        b[i] = isBitwiseOp(op) ? static_cast<T>(gen()) : static_cast<T>(dist(gen));
       }
       std::vector<T> want(n);
       for (size_t i = 0; i < n; ++i) want[i] = refOp(a[i], b[i], op);

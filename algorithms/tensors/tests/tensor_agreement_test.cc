@@ -26,8 +26,9 @@ TEST(TensorAgreement, TheMessageNamesEachDifferingKeyWithItsValuesAndRanks) {
             "the ranks created it differently: count is 8 on ranks 0,2, 9 on rank 1; seed is 1 on ranks 0,1, 2 on "
             "rank 2");
   // A key only some ranks have.
-  EXPECT_EQ(describeDisagreement({"a=1", "a=1; b=2"}), "the ranks created it differently: b is (none) on rank 0, 2 on "
-                                                         "rank 1");
+  EXPECT_EQ(describeDisagreement({"a=1", "a=1; b=2"}),
+            "the ranks created it differently: b is (none) on rank 0, 2 on "
+            "rank 1");
   // Values that hold "=" or spaces stay whole.
   EXPECT_EQ(describeDisagreement({"algorithm=spardl-rsag T=2", "algorithm=spardl"}),
             "the ranks created it differently: algorithm is spardl-rsag T=2 on rank 0, spardl on rank 1");
@@ -69,28 +70,43 @@ TEST(TensorAgreement, SettingsNoMessageSizeShowsFailTheFirstStepOnEveryRank) {
                                 },
                                 same(1000)),
                             "seed is 1 on ranks 0,1, 7 on rank 2");
-  expectMismatchOnEveryRank(
-      firstStep(
-          2, [](int r) { return Params{{"algorithm", "marsit"}, {"momentum", r ? "0.5" : "0.9"}}; }, same(4096)),
-      "momentum is 0.899999976 on rank 0, 0.5 on rank 1");
+  expectMismatchOnEveryRank(firstStep(
+                                2,
+                                [](int r) {
+                                  return Params{{"algorithm", "marsit"}, {"momentum", r ? "0.5" : "0.9"}};
+                                },
+                                same(4096)),
+                            "momentum is 0.899999976 on rank 0, 0.5 on rank 1");
   // Counts inside one 64-bit sign word.
-  expectMismatchOnEveryRank(
-      firstStep(
-          3, [](int) { return Params{{"algorithm", "marsit"}}; }, [](int r) { return size_t{1000} + r; }),
-      "count is 1000 on rank 0, 1001 on rank 1, 1002 on rank 2");
+  expectMismatchOnEveryRank(firstStep(
+                                3,
+                                [](int) {
+                                  return Params{{"algorithm", "marsit"}};
+                                },
+                                [](int r) { return size_t{1000} + r; }),
+                            "count is 1000 on rank 0, 1001 on rank 1, 1002 on rank 2");
   // top-k's k, SparDL's density, op=.
-  expectMismatchOnEveryRank(
-      firstStep(
-          2, [](int r) { return Params{{"algorithm", "topk"}, {"k", r ? "0.02" : "0.01"}}; }, same(4096)),
-      "algorithm is compressed:ef(topk(k=41)) on rank 0, compressed:ef(topk(k=82)) on rank 1");
-  expectMismatchOnEveryRank(
-      firstStep(
-          2, [](int r) { return Params{{"algorithm", "spardl"}, {"density", r ? "0.05" : "0.01"}}; }, same(4096)),
-      "density is 0.01 on rank 0, 0.050000000000000003 on rank 1");
-  expectMismatchOnEveryRank(
-      firstStep(
-          2, [](int r) { return Params{{"algorithm", "marsit"}, {"op", r ? "sum" : "avg"}}; }, same(2048)),
-      "op is avg on rank 0, sum on rank 1");
+  expectMismatchOnEveryRank(firstStep(
+                                2,
+                                [](int r) {
+                                  return Params{{"algorithm", "topk"}, {"k", r ? "0.02" : "0.01"}};
+                                },
+                                same(4096)),
+                            "algorithm is compressed:ef(topk(k=41)) on rank 0, compressed:ef(topk(k=82)) on rank 1");
+  expectMismatchOnEveryRank(firstStep(
+                                2,
+                                [](int r) {
+                                  return Params{{"algorithm", "spardl"}, {"density", r ? "0.05" : "0.01"}};
+                                },
+                                same(4096)),
+                            "density is 0.01 on rank 0, 0.050000000000000003 on rank 1");
+  expectMismatchOnEveryRank(firstStep(
+                                2,
+                                [](int r) {
+                                  return Params{{"algorithm", "marsit"}, {"op", r ? "sum" : "avg"}};
+                                },
+                                same(2048)),
+                            "op is avg on rank 0, sum on rank 1");
 }
 
 TEST(TensorAgreement, TensorsCreatedAlikeStepWhetherADefaultIsSpelledOutOrNot) {

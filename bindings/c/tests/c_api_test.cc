@@ -76,6 +76,15 @@ TEST(CApi, BadArgumentsAreNamed) {
     EXPECT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, static_cast<tsr_op_t>(0x101), nullptr),
               TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("op 257"), std::string::npos) << lastError();
+    // The bitwise ops take integers: on floats they are refused, naming both.
+    EXPECT_EQ(tsr_allreduce(comm, x, x, 4, TSR_FLOAT32, TSR_BXOR, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("op bxor is bitwise: it takes int32 and int64, not f32"), std::string::npos)
+        << lastError();
+    uint16_t halves[8] = {0};
+    EXPECT_EQ(tsr_reduce_scatter(comm, halves, halves, 4, TSR_BFLOAT16, TSR_BAND, nullptr), TSR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(lastError().find("reduce_scatter on rank " + std::to_string(r) + ": op band is bitwise"),
+              std::string::npos)
+        << lastError();
     EXPECT_EQ(tsr_send(comm, x, 4, static_cast<tsr_dtype_t>(-1), 1 - r, 0, nullptr), TSR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(lastError().find("tsr_send: dtype -1"), std::string::npos) << lastError();
     EXPECT_EQ(tsr_broadcast(comm, x, x, 4, static_cast<tsr_dtype_t>(0x104), 0, nullptr), TSR_ERR_INVALID_ARGUMENT);
@@ -91,6 +100,16 @@ TEST(CApi, BadArgumentsAreNamed) {
     ASSERT_EQ(tsr_allgather(comm, y + 4 * r, y, 4, TSR_FLOAT32, nullptr), TSR_OK) << lastError();
     EXPECT_EQ(y[0], 1.0f);
     EXPECT_EQ(y[4], 2.0f);
+    // ... and on integers they reduce bit by bit (MPI_BOR; negative values keep their sign bit).
+    int64_t bits[3] = {int64_t{1} << (40 + r), r ? -2 : 6, 0x0f0f};
+    ASSERT_EQ(tsr_allreduce(comm, bits, bits, 3, TSR_INT64, TSR_BOR, nullptr), TSR_OK) << lastError();
+    EXPECT_EQ(bits[0], (int64_t{1} << 40) | (int64_t{1} << 41));
+    EXPECT_EQ(bits[1], -2);
+    EXPECT_EQ(bits[2], 0x0f0f);
+    int32_t flips[2] = {r ? 0x00ff : 0x0ff0, -1};
+    ASSERT_EQ(tsr_allreduce(comm, flips, flips, 2, TSR_INT32, TSR_BXOR, nullptr), TSR_OK) << lastError();
+    EXPECT_EQ(flips[0], 0x0f0f);
+    EXPECT_EQ(flips[1], 0);
   });
   EXPECT_EQ(tsr_comm_rank(nullptr, nullptr), TSR_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tsr_wait(nullptr), TSR_ERR_INVALID_ARGUMENT);

@@ -10,7 +10,7 @@ IN_PROGRESS = 1
 
 # tsr_dtype_t, tsr_op_t
 FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT32, INT64 = range(6)
-OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4}
+OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4, "band": 5, "bor": 6, "bxor": 7}
 # tsr_memory_t
 MEM_HOST, MEM_CUDA = 0, 1
 

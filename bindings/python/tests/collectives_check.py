@@ -49,6 +49,17 @@ for dtype in (np.float32, np.float64, np.float16, np.int32, np.int64):
             expect(np.allclose(out.astype(np.float64), want, rtol=tol, atol=tol),
                    f"allreduce {np.dtype(dtype).name} {op} count {count} out of place")
 
+# The bitwise reductions: integers bit by bit (signs too); floats refused, naming both.
+for dtype in (np.int32, np.int64):
+    for op, fold in (("band", np.bitwise_and), ("bor", np.bitwise_or), ("bxor", np.bitwise_xor)):
+        pattern = [((r + 1) * 0x2545F491 ^ np.arange(9, dtype=np.int64) * 0x9E3779B9) % (1 << 32) - (1 << 31)
+                   for r in range(n)]
+        got = comm.allreduce(pattern[me].astype(dtype), op=op)
+        want = fold.reduce(np.stack(pattern).astype(dtype), axis=0)
+        expect(np.array_equal(got, want), f"allreduce {np.dtype(dtype).name} {op}: {got} != {want}")
+raises(tessera.InvalidArgumentError, "op bor is bitwise: it takes int32 and int64, not f32",
+       lambda: comm.allreduce(np.zeros(3, dtype=np.float32), op="bor"), "bitwise op on floats")
+
 # allgather, broadcast, reduce_scatter, barrier.
 mine = np.full(5, me, dtype=np.int32) + np.arange(5, dtype=np.int32)
 gathered = comm.allgather(mine)

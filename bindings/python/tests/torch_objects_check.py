@@ -1,7 +1,10 @@
 """1-byte tensors on the "tessera" torch.distributed backend under tsrun (2 or more ranks), which
 the backend carries widened to int32: torch's object collectives (they move uint8 tensors),
 uint8, int8 and bool reductions against a reference (bool ones logical), a broadcast and an
-all_gather of an odd number of bytes, DDP with a bool buffer (broadcast at its start)."""
+all_gather of an odd number of bytes, DDP with a bool buffer (broadcast at its start); and the
+bitwise reductions (BAND, BOR, BXOR) on every integer dtype and bool, refused on floats."""
+import functools
+import operator
 import sys
 
 import torch
@@ -65,6 +68,29 @@ def small_types(c, rank, size):
     c.expect(all(o.tolist() == [True, r % 2 == 0, False] for r, o in enumerate(out)), f"all_gather bool: {out}")
 
 
+def bitwise(c, rank, size):
+    ops = {dist.ReduceOp.BAND: ("BAND", operator.and_), dist.ReduceOp.BOR: ("BOR", operator.or_),
+           dist.ReduceOp.BXOR: ("BXOR", operator.xor)}
+
+    def pattern(r, dtype):  # every bit, negative values where the dtype has them
+        bits = [(r + 1) * 0x2545F491 ^ j * 0x9E3779B9 for j in range(5)]
+        if dtype == torch.bool:
+            return [b % 3 == 0 for b in bits]
+        width = {torch.uint8: 8, torch.int8: 8, torch.int32: 32, torch.int64: 32}[dtype]
+        signed = dtype != torch.uint8
+        vals = [b % (1 << width) for b in bits]
+        return [v - (1 << width) if signed and v >= 1 << (width - 1) else v for v in vals]
+
+    for dtype in (torch.int32, torch.int64, torch.uint8, torch.int8, torch.bool):
+        for code, (name, fold) in ops.items():
+            t = torch.tensor(pattern(rank, dtype), dtype=dtype)
+            dist.all_reduce(t, op=code)
+            want = [functools.reduce(fold, col) for col in zip(*(pattern(r, dtype) for r in range(size)))]
+            c.expect(t.tolist() == want, f"all_reduce {name} {dtype}: {t.tolist()}, want {want}")
+    c.raises(RuntimeError, "op band is bitwise: it takes int32 and int64, not f32",
+             lambda: dist.all_reduce(torch.zeros(3), op=dist.ReduceOp.BAND), "BAND of a float tensor")
+
+
 class WithMask(torch.nn.Module):
     def __init__(self, rank):
         super().__init__()
@@ -93,6 +119,7 @@ def main():
     c = Checks()
     objects(c, rank, size)
     small_types(c, rank, size)
+    bitwise(c, rank, size)
     ddp_bool_buffer(c, rank, size)
     c.finish(rank, size, "torch 1-byte tensors")
 

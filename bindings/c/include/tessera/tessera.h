@@ -61,6 +61,9 @@ typedef enum {
   TSR_MIN = 2,
   TSR_MAX = 3,
   TSR_PROD = 4,
+  TSR_BAND = 5, /* bitwise and, or, xor: TSR_INT32 and TSR_INT64 only */
+  TSR_BOR = 6,
+  TSR_BXOR = 7,
   TSR_OP_RANGE_MIN_ = -0x7fffffff - 1, /* not values: see tsr_status_t */
   TSR_OP_RANGE_MAX_ = 0x7fffffff
 } tsr_op_t;
