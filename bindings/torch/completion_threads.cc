@@ -18,6 +18,7 @@ struct Pool {
   size_t idle = 0;     // threads waiting for a task (a woken one counts until it has taken one)
   size_t running = 0;  // tasks begun and not ended
   std::condition_variable drained;
+  bool warned = false;  // has said once that every thread is busy
 
   void serve() {
     std::unique_lock<std::mutex> lock(mutex);
@@ -53,7 +54,7 @@ Pool& pool() {
 
 void postCompletion(std::function<void()> task) {
   Pool& p = pool();
-  bool start = false;
+  bool start = false, full = false;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
     p.tasks.push_back(std::move(task));
@@ -61,7 +62,14 @@ void postCompletion(std::function<void()> task) {
     // rather than a place behind a callback that may wait.
     start = p.idle < p.tasks.size() && p.threads < static_cast<size_t>(kMaxCompletionThreads);
     if (start) ++p.threads;
+    full = !start && p.idle < p.tasks.size() && !p.warned;
+    p.warned = p.warned || full;
   }
+  if (full)  // said once: a completion whose callback waits for a later one's would now wait for good
+    std::fprintf(stderr,
+                 "tessera: all %d completion threads are busy (then() callbacks that wait on other collectives?); "
+                 "further completions wait for one of them to finish\n",
+                 kMaxCompletionThreads);
   if (!start) {
     p.ready.notify_one();
     return;

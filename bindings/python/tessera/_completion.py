@@ -19,18 +19,26 @@ _threads = 0
 _idle = 0  # threads waiting for a task (a woken one counts until it has taken one)
 _running = 0  # tasks begun and not ended
 _drained = threading.Condition(_lock)
+_warned = False  # the pool has said once that every thread is busy
 
 
 def post(task):
     """Runs task() on a completion thread, soon; an exception it raises is printed."""
-    global _threads
+    global _threads, _warned
     with _lock:
         _tasks.append(task)
         start = _idle < len(_tasks) and _threads < MAX_THREADS
+        full = not start and _idle < len(_tasks) and not _warned
+        _warned = _warned or full
         if start:
             _threads += 1
         else:
             _ready.notify()
+    if full:
+        # Said once: completions queue from now on, and one whose callback waits for a later
+        # collective's completion would wait for good.
+        print(f"tessera: all {MAX_THREADS} completion threads are busy (then() callbacks that wait on "
+              "other collectives?); further completions wait for one of them to finish", file=sys.stderr)
     if start:
         try:
             threading.Thread(target=_serve, name="tessera-completion", daemon=True).start()

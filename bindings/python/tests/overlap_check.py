@@ -2,8 +2,10 @@
 Request.then(fn) and Request.get_future() are completed by Tessera's progress thread through
 tsr_request_on_complete (a torch future by way of a completion thread): the callback runs
 while the main thread only sleeps, no polling thread is started, a request dropped after
-then() still completes with its buffers kept, and
-a failed collective reaches the callback and the future as its exception."""
+then() still completes with its buffers kept, the completion pool full of waiting callbacks
+queues the next completions (saying so once), and a failed collective reaches the callback and the future as its exception."""
+import contextlib
+import io
 import threading
 import time
 
@@ -11,6 +13,7 @@ import numpy as np
 
 import tessera
 from checks import Checks
+from tessera import _completion
 
 checks = Checks()
 expect, raises = checks.expect, checks.raises
@@ -79,6 +82,16 @@ if torch is not None:
 # which is no poller: it only runs what the progress thread hands it.
 polling = [t.name for t in threading.enumerate() if t.name != "tessera-completion"]
 expect(len(polling) == threads_before, f"no Python thread but completion threads was started: {polling}")
+
+# The completion pool with all its threads held by callbacks that wait: the next completions
+# queue, the pool says so once on standard error, and every one runs once they are released.
+release, ran, said = threading.Event(), [], io.StringIO()
+with contextlib.redirect_stderr(said):
+    for i in range(_completion.MAX_THREADS + 2):
+        _completion.post(lambda i=i: (release.wait(30), ran.append(i)))
+release.set()
+expect(sleep_until(lambda: len(ran) == _completion.MAX_THREADS + 2), f"queued completions ran: {len(ran)}")
+expect(said.getvalue().count("completion threads are busy") == 1, f"the pool's warning: {said.getvalue()!r}")
 
 # Last (it breaks the communicator): mismatched counts fail on every rank, in the callback and
 # the future, as the collective's exception.
