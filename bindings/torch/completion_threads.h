@@ -32,7 +32,21 @@ class OwedCompletions {
  public:
   void add();
   void done();
+  // Waits until none is owed but those this thread is completing (a Future callback that
+  // destroys its own group runs inside its Work's completion, which would wait for itself).
   void waitForNone();
+
+  // Marks this thread as completing one of the group's Works, for waitForNone.
+  class Completing {
+   public:
+    explicit Completing(const OwedCompletions* owed);
+    ~Completing();
+    Completing(const Completing&) = delete;
+    Completing& operator=(const Completing&) = delete;
+
+   private:
+    const OwedCompletions* owed_;
+  };
 
  private:
   std::mutex mutex_;

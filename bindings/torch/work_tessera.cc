@@ -94,7 +94,10 @@ void WorkTessera::onComplete(void* self, tsr_status_t status) {
 
 void WorkTessera::completeOnce(tsr_status_t status, const std::string& message) {
   if (claimed_.exchange(true)) return;
-  complete(status, message);
+  {
+    OwedCompletions::Completing scope(owed_.get());
+    complete(status, message);
+  }
   if (owed_) owed_->done();
 }
 

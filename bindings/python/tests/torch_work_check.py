@@ -4,7 +4,8 @@ DDP's PowerSGD hook does; once hung the job on the progress thread) returns, nes
 trains with PowerSGD, the ranks alike; Work.wait(timeout) raises once the timeout has passed
 while a peer has not posted yet, and the collective still ends right; the Python layer's
 get_future() callbacks may wait too, and a wait in a Request.then() callback, which runs on the
-thread that drives Tessera, raises, saying why."""
+thread that drives Tessera, raises, saying why; a callback that destroys its own group returns
+(the group's shutdown does not wait for the completion it runs in)."""
 import datetime
 import sys
 import threading
@@ -110,6 +111,23 @@ def python_layer(c, rank, size, comm):
         comm.send(mine, peer=0, tag=3)
 
 
+def destroyed_in_a_callback(c, rank, size):
+    """A then() callback that destroys the group its collective ran on: the group's shutdown
+    waits for every completion it owes but the one running it (PyTorch 2.x shuts it down)."""
+    group = dist.new_group(list(range(size)))
+    t = torch.ones(4)
+    ended = []
+
+    def destroy(fut):
+        dist.destroy_process_group(group)
+        ended.append(fut.value()[0].tolist())
+        return fut.value()
+
+    done = dist.all_reduce(t, group=group, async_op=True).get_future().then(destroy)
+    done.wait()
+    c.expect(ended == [[float(size)] * 4], f"the destroying callback ended: {ended}")
+
+
 def main():
     import faulthandler
     faulthandler.dump_traceback_later(90, exit=True)  # a hang names where each rank was
@@ -121,6 +139,7 @@ def main():
     powersgd(c, rank, size)
     wait_with_timeout(c, rank, comm)
     python_layer(c, rank, size, comm)
+    destroyed_in_a_callback(c, rank, size)
     dist.barrier()
     c.finish(rank, size, "torch works and futures")
 
