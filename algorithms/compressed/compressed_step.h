@@ -48,8 +48,8 @@ struct CompressedState {
   double flagIn[2] = {0, 0}, flagOut[2] = {0, 0};
   uint64_t step = 0;
   algorithms::RequestPtr pending;
-  std::string settings;                                    // settingsText() beside the algorithm: the seed
-  std::shared_ptr<algorithms::TensorAgreement> agreement;  // checked before the first step (null: not)
+  std::string settings;                                      // settingsText() beside the algorithm: the seed
+  std::shared_ptr<algorithms::SettingsAgreement> agreement;  // checked before the first step (null: not)
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   std::shared_ptr<CompressedDevice> device;                              // the direct device path (flat or two-level)

@@ -173,7 +173,7 @@ std::string CompressedTensor::settingsText() const {
   return "algorithm=" + state_->algorithm + "; " + state_->settings;
 }
 
-void CompressedTensor::setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement) {
+void CompressedTensor::setAgreement(std::shared_ptr<algorithms::SettingsAgreement> agreement) {
   state_->agreement = std::move(agreement);
 }
 

@@ -1,6 +1,7 @@
 #include "algorithms/covap/covap.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -9,11 +10,35 @@
 
 namespace tsr::covap {
 
+namespace {
+
+constexpr const char* kAlike = "every rank must make its COVAP handle alike (parameters and bucket counts)";
+
+// What the ranks' handles must share, "key=value; ..." (first_step_agreement.h); the buckets
+// last, so that a long list cuts off only them.
+std::string settingsText(const Params& p, const std::vector<size_t>& counts) {
+  char ef[96];
+  std::snprintf(ef, sizeof ef, "ef_init=%.15g; ef_ascend_steps=%d; ef_ascend_range=%.15g", p.efInit, p.efAscendSteps,
+                p.efAscendRange);
+  size_t total = 0;
+  std::string list;
+  for (size_t c : counts) total += c, list += (list.empty() ? "" : ",") + std::to_string(c);
+  return "interval=" + (p.interval ? std::to_string(p.interval) : std::string("auto")) +
+         "; max_interval=" + std::to_string(p.maxInterval) + "; profile_steps=" + std::to_string(p.profileSteps) +
+         "; " + ef + "; buckets=" + std::to_string(counts.size()) + " of " + std::to_string(total) +
+         " elements: " + list;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Covap>> Covap::create(algorithms::Team& comm, const std::map<std::string, std::string>& params,
                                              std::vector<size_t> bucketCounts) {
   TSR_ASSIGN_OR_RETURN(Params p, parseParams(params));
   if (bucketCounts.empty()) return Status(Code::kInvalidArgument, "covap: the model has no buckets");
-  return std::unique_ptr<Covap>(new Covap(comm, p, std::move(bucketCounts)));
+  TSR_ASSIGN_OR_RETURN(auto agreement, algorithms::makeSettingsAgreement(comm, settingsText(p, bucketCounts), kAlike));
+  std::unique_ptr<Covap> made(new Covap(comm, p, std::move(bucketCounts)));
+  made->agreement_ = std::move(agreement);
+  return made;
 }
 
 Covap::Covap(algorithms::Team& comm, Params p, std::vector<size_t> counts)
@@ -37,6 +62,15 @@ Status Covap::bucketReady(size_t bucket, float* grad) {
   if (grads_[bucket])
     return Status(Code::kInvalidArgument, "covap: bucket " + std::to_string(bucket) + " handed over twice in step " +
                                               std::to_string(step_) + " (once a step; finish the step first)");
+  // The first bucket of the handle's first step: the ranks' handles compared, before any shard
+  // they may select differently is posted.
+  if (agreement_ && !agreement_->agreed) {
+    Status st = algorithms::agreeNow(*comm_, *agreement_, "covap");
+    if (!st.isOk()) {
+      if (stepError_.isOk()) stepError_ = st;
+      return st;
+    }
+  }
   lastReady_ = Clock::now();
   static float emptyBucket;  // marks an empty bucket (no data) as handed over
   grads_[bucket] = grad ? grad : &emptyBucket;
@@ -192,6 +226,9 @@ Status Covap::moveTo(algorithms::Team& next) {
                                               " to " + std::to_string(all[0]) +
                                               "; move at the same step on every rank");
   comm_ = &next;
+  // The shape keys agreed: so do the handles' settings on `next`.
+  TSR_ASSIGN_OR_RETURN(agreement_, algorithms::makeSettingsAgreement(next, settingsText(params_, counts_), kAlike));
+  if (agreement_) agreement_->agreed = true;
   if (all[0] == kNone) return Status::ok();  // nobody stepped: all start afresh alike
   step_ = static_cast<uint64_t>(all[0]);
   interval_ = static_cast<int>(all[2]);

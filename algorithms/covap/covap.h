@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/covap/covap_logic.h"
+#include "algorithms/team/first_step_agreement.h"
 #include "algorithms/team/team.h"
 
 namespace tsr::covap {
@@ -69,6 +70,9 @@ class Covap {
   bool profiling() const { return params_.interval == 0 && step_ < profileUntil_; }
 
   algorithms::Team* comm_;  // a pointer: moveTo rebinds it
+  // The ranks' parameters and bucket counts, compared at the first bucketReady (a different
+  // interval would select different shards: results wrong, silently); null on one rank.
+  std::shared_ptr<algorithms::SettingsAgreement> agreement_;
   Params params_;
   std::vector<size_t> counts_;
   std::vector<Shard> shards_;                 // for the current interval

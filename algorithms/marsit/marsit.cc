@@ -127,7 +127,7 @@ const std::string& MarsitTensor::algorithm() const { return state_->algorithm; }
 std::string MarsitTensor::settingsText() const {
   const Params& p = state_->params;
   char momentum[32];
-  std::snprintf(momentum, sizeof momentum, "%.9g", static_cast<double>(p.momentum));
+  std::snprintf(momentum, sizeof momentum, "%.7g", static_cast<double>(p.momentum));
   return "algorithm=" + state_->algorithm + "; seed=" + std::to_string(p.seed) +
          "; full_precision_every=" + std::to_string(p.fullPrecisionEvery) +
          "; intra=" + (p.topology == Topology::kTwoLevel ? dataTypeName(p.intraType) : "none") +
@@ -135,7 +135,7 @@ std::string MarsitTensor::settingsText() const {
          "; scale_block=" + std::to_string(p.scaleBlock);
 }
 
-void MarsitTensor::setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement) {
+void MarsitTensor::setAgreement(std::shared_ptr<algorithms::SettingsAgreement> agreement) {
   state_->agreement = std::move(agreement);
 }
 

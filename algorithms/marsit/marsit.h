@@ -36,7 +36,7 @@ namespace tsr::algorithms {
 class DeviceStaging;
 struct DeviceOpeners;
 class StepKernels;
-struct TensorAgreement;
+struct SettingsAgreement;
 }  // namespace tsr::algorithms
 
 namespace tsr::marsit {
@@ -147,7 +147,7 @@ class MarsitTensor {
   // What every rank's tensor must share, as "key=value; ..." (first_step_agreement.h).
   std::string settingsText() const;
   // Compares the tensor's settings across the ranks before its first step (null: no check).
-  void setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement);
+  void setAgreement(std::shared_ptr<algorithms::SettingsAgreement> agreement);
 
  private:
   MarsitTensor(algorithms::Team& comm, std::shared_ptr<MarsitState> state);

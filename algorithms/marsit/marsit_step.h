@@ -54,7 +54,7 @@ struct MarsitState {
   uint64_t step = 0;
   StepTimes times;
   algorithms::RequestPtr pending;                                        // the running step, if any
-  std::shared_ptr<algorithms::TensorAgreement> agreement;                // checked before the first step (null: not)
+  std::shared_ptr<algorithms::SettingsAgreement> agreement;              // checked before the first step (null: not)
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   // The direct device path instead (memory=cuda, the transport moves CUDA memory): comp, work,

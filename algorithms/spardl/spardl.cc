@@ -53,11 +53,11 @@ Status SparDLTensor::setResultScale(algorithms::ResultScale scale) {
 
 std::string SparDLTensor::settingsText() const {
   char density[32];
-  std::snprintf(density, sizeof density, "%.17g", state_->params.density);
+  std::snprintf(density, sizeof density, "%.15g", state_->params.density);
   return "algorithm=" + state_->algorithm + "; density=" + density;
 }
 
-void SparDLTensor::setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement) {
+void SparDLTensor::setAgreement(std::shared_ptr<algorithms::SettingsAgreement> agreement) {
   state_->agreement = std::move(agreement);
 }
 

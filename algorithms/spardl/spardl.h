@@ -16,7 +16,7 @@
 
 namespace tsr::algorithms {
 class DeviceStaging;
-struct TensorAgreement;
+struct SettingsAgreement;
 }  // namespace tsr::algorithms
 
 namespace tsr::spardl {
@@ -76,7 +76,7 @@ class SparDLTensor {
   // What every rank's tensor must share, as "key=value; ..." (first_step_agreement.h).
   std::string settingsText() const;
   // Compares the tensor's settings across the ranks before its first step (null: no check).
-  void setAgreement(std::shared_ptr<algorithms::TensorAgreement> agreement);
+  void setAgreement(std::shared_ptr<algorithms::SettingsAgreement> agreement);
 
  private:
   SparDLTensor(algorithms::Team& comm, std::shared_ptr<SparDLState> state);

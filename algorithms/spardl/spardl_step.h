@@ -66,7 +66,7 @@ struct SparDLState {
   uint64_t step = 0;
   StepStats stats;
   algorithms::RequestPtr pending;
-  std::shared_ptr<algorithms::TensorAgreement> agreement;                // checked before the first step (null: not)
+  std::shared_ptr<algorithms::SettingsAgreement> agreement;              // checked before the first step (null: not)
   algorithms::ResultScale resultScale = algorithms::ResultScale::kNone;  // op= (algorithms/team/result_scale.h)
   std::shared_ptr<algorithms::DeviceStaging> staging;                    // device tensors only (memory=cuda)
   float* g = nullptr;

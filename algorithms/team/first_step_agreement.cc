@@ -26,13 +26,34 @@ std::string recordText(const uint64_t* record) {
   return std::string(bytes, strnlen(bytes, kTextBytes));
 }
 
+// Every rank's record as gathered in a.all: equal, or the mismatch naming what differs. Sets
+// a.agreed when equal.
+Status verdict(SettingsAgreement& a, const std::string& what) {
+  const size_t size = a.all.size() / kRecordWords;
+  bool equal = true;
+  for (size_t r = 0; r < size && equal; ++r)
+    equal = std::memcmp(a.all.data() + r * kRecordWords, a.all.data(), kRecordWords * 8) == 0;
+  if (equal) {
+    a.agreed = true;
+    return Status::ok();
+  }
+  std::vector<std::string> texts;
+  for (size_t r = 0; r < size; ++r) texts.push_back(recordText(a.all.data() + r * kRecordWords));
+  std::string why = describeDisagreement(texts);
+  if (why.empty())
+    why =
+        "the ranks' settings differ past their first " + std::to_string(kTextBytes) + " characters (" + texts[0] + ")";
+  return Status(Code::kMismatch, what + ": " + why + "; " + a.rule);
+}
+
 class AgreementTask final : public Task {
  public:
-  AgreementTask(TaskFactory inner, std::shared_ptr<TensorAgreement> agreement, std::string what, const TaskContext& ctx)
+  AgreementTask(TaskFactory inner, std::shared_ptr<SettingsAgreement> agreement, std::string what,
+                const TaskContext& ctx)
       : make_(std::move(inner)), agreement_(std::move(agreement)), what_(std::move(what)), ctx_(ctx) {}
 
   Status start() override {
-    TensorAgreement& a = *agreement_;
+    SettingsAgreement& a = *agreement_;
     RunBuffers buffers;
     buffers.input = a.mine.data();
     buffers.output = a.all.data();
@@ -53,29 +74,13 @@ class AgreementTask final : public Task {
   }
   std::string describe() const override {
     if (inner_) return inner_->describe();
-    return what_ + " (first step: comparing the ranks' settings of the tensor)";
+    return what_ + " (first step: comparing the ranks' settings)";
   }
 
  private:
   Status advance(Status st) {
     if (!st.isOk()) return st;
-    TensorAgreement& a = *agreement_;
-    const size_t size = a.all.size() / kRecordWords;
-    bool equal = true;
-    for (size_t r = 0; r < size && equal; ++r)
-      equal = std::memcmp(a.all.data() + r * kRecordWords, a.all.data(), kRecordWords * 8) == 0;
-    if (!equal) {
-      std::vector<std::string> texts;
-      for (size_t r = 0; r < size; ++r) texts.push_back(recordText(a.all.data() + r * kRecordWords));
-      std::string why = describeDisagreement(texts);
-      if (why.empty())
-        why = "the ranks' settings differ past their first " + std::to_string(kTextBytes) + " characters (" + texts[0] +
-              ")";
-      return Status(Code::kMismatch, what_ + ": " + why +
-                                         "; every rank must create a tensor alike (count, algorithm, its "
-                                         "parameters and op=) and step its tensors in the same order");
-    }
-    a.agreed = true;
+    TSR_RETURN_IF_ERROR(verdict(*agreement_, what_));
     TaskContext next = ctx_;
     next.id.seq += kAgreementSeqSpan;
     next.seqSpan -= kAgreementSeqSpan;
@@ -84,7 +89,7 @@ class AgreementTask final : public Task {
   }
 
   TaskFactory make_;
-  std::shared_ptr<TensorAgreement> agreement_;
+  std::shared_ptr<SettingsAgreement> agreement_;
   std::string what_;
   TaskContext ctx_;
   std::unique_ptr<PlanExecutor> check_;
@@ -108,9 +113,10 @@ std::vector<std::pair<std::string, std::string>> entries(const std::string& text
 
 }  // namespace
 
-Result<std::shared_ptr<TensorAgreement>> makeTensorAgreement(Team& team, std::string text) {
-  if (team.size() < 2) return std::shared_ptr<TensorAgreement>();
-  auto a = std::make_shared<TensorAgreement>();
+Result<std::shared_ptr<SettingsAgreement>> makeSettingsAgreement(Team& team, std::string text, std::string rule) {
+  if (team.size() < 2) return std::shared_ptr<SettingsAgreement>();
+  auto a = std::make_shared<SettingsAgreement>();
+  a->rule = std::move(rule);
   TSR_ASSIGN_OR_RETURN(auto plan,
                        bruckAllgatherPlan(team.rank(), team.size(), kRecordWords, DataType::kI64, team.denseOptions()));
   a->plan = std::move(plan);
@@ -123,11 +129,18 @@ Result<std::shared_ptr<TensorAgreement>> makeTensorAgreement(Team& team, std::st
   return a;
 }
 
-TaskFactory afterAgreement(TaskFactory inner, std::shared_ptr<TensorAgreement> agreement, std::string what) {
+TaskFactory afterAgreement(TaskFactory inner, std::shared_ptr<SettingsAgreement> agreement, std::string what) {
   return [inner = std::move(inner), agreement = std::move(agreement),
           what = std::move(what)](const TaskContext& ctx) -> Result<std::unique_ptr<Task>> {
     return std::unique_ptr<Task>(new AgreementTask(inner, agreement, what, ctx));
   };
+}
+
+Status agreeNow(Team& team, SettingsAgreement& a, const std::string& what) {
+  if (a.agreed) return Status::ok();
+  auto posted = team.submitPlan(a.plan, a.mine.data(), a.all.data());
+  TSR_RETURN_IF_ERROR(posted.isOk() ? posted.value()->wait() : posted.status());
+  return verdict(a, what);
 }
 
 std::string describeDisagreement(const std::vector<std::string>& records) {

@@ -149,7 +149,10 @@ Result<std::unique_ptr<Tensor>> makeFamily(Team& team, const TensorSpec& spec,
   // this process (a replacement rank's hooks may number theirs apart), and memory= may differ.
   std::string settings = "count=" + std::to_string(spec.count) + "; op=" + (result == ReduceOp::kSum ? "sum" : "avg") +
                          "; " + family->settingsText();
-  auto agreement = makeTensorAgreement(team, std::move(settings));
+  auto agreement =
+      makeSettingsAgreement(team, std::move(settings),
+                            "every rank must create a tensor alike (count, algorithm, its parameters and op=) and step "
+                            "its tensors in the same order");
   if (!agreement.isOk()) return Status(agreement.status().code(), who + ": " + agreement.status().message());
   family->setAgreement(agreement.take());
   return std::unique_ptr<Tensor>(new FamilyTensor<Family>(std::move(family), result));

@@ -91,5 +91,26 @@ TEST(CovapRanks, ProfiledIntervalIsAgreedOnEveryRank) {
   for (int r = 1; r < 4; ++r) EXPECT_EQ(intervals[r], intervals[0]);
 }
 
+// Handles made differently (here the interval, which selects the shards) fail the first
+// bucket of the first step on every rank, naming the key and the ranks, before any shard is
+// posted; finishStep reports it too and the residuals are untouched.
+TEST(CovapRanks, HandlesMadeDifferentlyFailTheirFirstBucketOnEveryRank) {
+  testing::runRanks(3, [&](runtime::Communicator& comm) {
+    const std::string interval = comm.rank() == 2 ? "3" : "2";
+    auto c = Covap::create(comm, {{"interval", interval}}, {100, 3000});
+    ASSERT_TRUE(c.isOk());
+    Covap& cv = *c.value();
+    std::vector<float> a(100, 1), b(3000, 1);
+    cv.beginStep();
+    Status st = cv.bucketReady(1, b.data());
+    EXPECT_EQ(st.code(), Code::kMismatch) << st.toString();
+    EXPECT_NE(st.message().find("interval is 2 on ranks 0,1, 3 on rank 2"), std::string::npos) << st.message();
+    EXPECT_EQ(cv.finishStep().code(), Code::kMismatch);
+    EXPECT_EQ(cv.bytesPosted(), 0u);
+    EXPECT_EQ(cv.residual(1), std::vector<float>(3000, 0.0f));
+    EXPECT_EQ(cv.step(), 0u);
+  });
+}
+
 }  // namespace
 }  // namespace tsr::covap

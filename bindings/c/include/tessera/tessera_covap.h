@@ -15,7 +15,10 @@
  *   tsr_covap_destroy(c);
  *
  * Parameters: interval=auto|<int>, max_interval (caps auto; default none), profile_steps (default 3), ef_init,
- * ef_ascend_steps, ef_ascend_range. Bad keys or values: TSR_ERR_INVALID_ARGUMENT naming the key and value. */
+ * ef_ascend_steps, ef_ascend_range. Bad keys or values: TSR_ERR_INVALID_ARGUMENT naming the key and value.
+ * Every rank makes its handle alike (parameters, bucket counts): the first tsr_covap_bucket_ready
+ * compares them over the ranks (one small all-gather) and, where they differ, fails on every
+ * rank with TSR_ERR_MISMATCH naming the key, its values and the ranks. */
 #ifndef TESSERA_TESSERA_COVAP_H
 #define TESSERA_TESSERA_COVAP_H
 
