@@ -127,9 +127,11 @@ TEST_P(TensorState, SetResidualReadsBackAndGoesInOnce) {
 
 INSTANTIATE_TEST_SUITE_P(
     Algorithms, TensorState,
-    // Marsit with momentum=0: the conservation above is the paper's form's (with the default
-    // momentum hand-off the output is M' - mu M and mu M rides in the carry instead).
+    // Marsit with momentum=0, the paper's form; and with the default momentum hand-off, whose
+    // output M' - mu M holds the same balance (mu M, equal on every rank, rides in the carry
+    // c + mu M that the set residual must renew).
     ::testing::Values(Case{"marsit_ring", "marsit", {{"seed", "3"}, {"momentum", "0"}}, 3, 0, false, 1e-5},
+                      Case{"marsit_ring_momentum", "marsit", {{"seed", "3"}}, 3, 0, false, 1e-5},
                       Case{"marsit_2level_none", "marsit", {{"intra", "none"}}, 4, 2, false, 1e-5},
                       Case{"marsit_2level_fp16", "marsit", {{"intra", "fp16"}}, 4, 2, false, 1e-3},
                       Case{"compressed_topk", "compressed", {{"compressor", "topk"}, {"k", "20"}}, 3, 0, false, 1e-5},

@@ -103,6 +103,10 @@ Status MarsitTensor::setResidual(const float* values) {
   if (s.device) return writeDeviceResidual(s, values);
   if (!s.twoLevel) {
     std::copy_n(values, s.count, s.comp.begin());
+    // With momentum the next step adds the carry c + mu M (kernels::momentumHandOff), not c:
+    // made again from the new c, or it would send the old one (and a moved tensor's, none).
+    if (s.params.momentum > 0)
+      for (size_t j = 0; j < s.count; ++j) s.shift[j] = s.comp[j] + s.params.momentum * s.prev[j];
     return Status::ok();
   }
   std::copy_n(values, s.count, s.intraResidual.begin());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace tsr::marsit {
 
@@ -54,7 +55,15 @@ Status writeDeviceResidual(MarsitState& s, const float* values) {
                      : Status(st.code(), "marsit tensor " + s.name + ": setting the device residual: " + st.message());
   };
   const size_t bytes = s.count * sizeof(float);
-  if (!s.twoLevel) return named(k.writeFromHost(s.device->comp.as<float>(), values, bytes));
+  if (!s.twoLevel) {
+    TSR_RETURN_IF_ERROR(named(k.writeFromHost(s.device->comp.as<float>(), values, bytes)));
+    if (s.params.momentum <= 0) return Status::ok();
+    // The carry c + mu M the next step adds, made again from the new c (as on the host).
+    std::vector<float> carry(s.count);
+    TSR_RETURN_IF_ERROR(named(k.readToHost(carry.data(), s.device->prev.as<float>(), bytes)));
+    for (size_t j = 0; j < s.count; ++j) carry[j] = values[j] + s.params.momentum * carry[j];
+    return named(k.writeFromHost(s.device->shift.as<float>(), carry.data(), bytes));
+  }
   // Two-level: all of it becomes the cast residual, the row block's compensation starts at 0.
   TSR_RETURN_IF_ERROR(named(k.writeFromHost(s.device->intraResidual.as<float>(), values, bytes)));
   TSR_RETURN_IF_ERROR(named(k.zero(s.device->comp.as<float>(), s.comp.size() * sizeof(float))));
