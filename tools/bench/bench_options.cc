@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -73,7 +75,11 @@ std::string densityText(double density) {
 
 namespace {
 
-// "64M", "1K", "4096", "1G" -> bytes.
+// The largest message a row may have: the runtime's count limit (2^40 elements) in bytes of
+// the smallest element, well past any buffer a machine holds.
+constexpr double kMaxBytes = double(size_t{1} << 40);
+
+// "64M", "1K", "4096", "1G" (or 64m, 1k: nccl-tests' lower case) -> bytes.
 Result<size_t> parseBytes(const std::string& text, const char* option) {
   if (text.empty()) return Status(Code::kInvalidArgument, std::string(option) + ": empty size");
   size_t end = 0;
@@ -85,14 +91,18 @@ Result<size_t> parseBytes(const std::string& text, const char* option) {
   }
   if (end == 0) return Status(Code::kInvalidArgument, std::string(option) + " " + text + ": not a size");
   std::string unit = text.substr(end);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double mult = unit.empty() || unit == "B"   ? 1
                 : unit == "K" || unit == "KB" ? 1024.0
                 : unit == "M" || unit == "MB" ? 1048576.0
                 : unit == "G" || unit == "GB" ? 1073741824.0
+                : unit == "T" || unit == "TB" ? 1099511627776.0
                                               : -1;
-  if (mult < 0 || v < 0)
+  if (mult < 0 || !(v >= 0) || std::isinf(v))  // NaN fails v >= 0
     return Status(Code::kInvalidArgument,
-                  std::string(option) + " " + text + ": not a size (use bytes or K, M, G suffixes)");
+                  std::string(option) + " " + text + ": not a size (use bytes or K, M, G, T suffixes)");
+  if (v * mult > kMaxBytes)
+    return Status(Code::kInvalidArgument, std::string(option) + " " + text + ": too large (at most 1T)");
   return static_cast<size_t>(v * mult);
 }
 
@@ -113,7 +123,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64");
   // nccl-tests' spelling: --op names the collective, -o (long form --redop) the reduction;
   // --collective stays as an alias of --op.
-  app.add_option("-o,--redop", op, "reduction: sum|avg|min|max|prod");
+  app.add_option("-o,--redop", op, "reduction: sum|avg|min|max|prod, and band|bor|bxor (-d i32|i64)");
   app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")->check(CLI::Range(0, 1));
   app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
@@ -145,7 +155,12 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   found = false;
   for (int k = 0; k < kNumReduceOps; ++k)
     if (op == reduceOpName(static_cast<ReduceOp>(k))) o.op = static_cast<ReduceOp>(k), found = true;
-  if (!found) return Status(Code::kInvalidArgument, "-o " + op + ": accepted values are sum|avg|min|max|prod");
+  if (!found)
+    return Status(Code::kInvalidArgument, "-o " + op + ": accepted values are sum|avg|min|max|prod|band|bor|bxor");
+  if (isBitwiseOp(o.op) && isFloatType(o.dtype))
+    return Status(Code::kInvalidArgument, "-o " + op + " is bitwise: it takes -d i32 or i64, not -d " + dtype);
+  if (!std::isfinite(o.factor))
+    return Status(Code::kInvalidArgument, "-f " + std::to_string(o.factor) + ": not a number");
   static const std::map<std::string, Collective> kColl = {{"allreduce", Collective::kAllreduce},
                                                           {"allgather", Collective::kAllgather},
                                                           {"reduce_scatter", Collective::kReduceScatter},
@@ -202,7 +217,10 @@ std::vector<size_t> sweepSizes(const BenchOptions& o, size_t elementBytes) {
     if (o.maxBytes != o.minBytes) sizes.push_back(whole(o.maxBytes));
     return sizes;
   }
-  for (double b = static_cast<double>(o.minBytes); b <= static_cast<double>(o.maxBytes) * 1.0000001; b *= o.factor) {
+  // From an empty message on, the next row is one byte (0 times the factor stays 0); at most
+  // 200 rows whatever the sizes round to.
+  for (double b = static_cast<double>(o.minBytes); b <= static_cast<double>(o.maxBytes) * 1.0000001;
+       b = b > 0 ? b * o.factor : 1) {
     size_t s = whole(static_cast<size_t>(b));
     if (sizes.empty() || s != sizes.back()) sizes.push_back(s);
     if (sizes.size() > 200) break;

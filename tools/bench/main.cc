@@ -7,6 +7,7 @@
 // --min-busbw; 2 for usage errors.
 #include <cstdio>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -86,9 +87,15 @@ int main(int argc, char** argv) {
                 (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
   bool failed = false;
   for (size_t bytes : sweepSizes(o, unit)) {
-    auto row = isMarsit(o)       ? runMarsitSize(comm, o, bytes, hooks)
-               : isCompressed(o) ? runCompressedSize(comm, o, bytes, hooks)
-                                 : runSize(comm, o, bytes, hooks);
+    Result<BenchRow> row = Status(Code::kInternal, "");
+    try {
+      row = isMarsit(o)       ? runMarsitSize(comm, o, bytes, hooks)
+            : isCompressed(o) ? runCompressedSize(comm, o, bytes, hooks)
+                              : runSize(comm, o, bytes, hooks);
+    } catch (const std::bad_alloc&) {  // the buffers of a size past this machine's memory
+      row = Status(Code::kInvalidArgument, "cannot allocate the buffers of a " + std::to_string(bytes) +
+                                               "-byte row (lower -e)");
+    }
     if (!row.isOk()) {
       std::fprintf(stderr, "tsr-bench: rank %d: %s\n", comm.rank(), row.status().toString().c_str());
       return 1;

@@ -49,6 +49,41 @@ TEST(BenchOptions, BadValuesAreNamed) {
   EXPECT_NE(badRedop.status().message().find("-o xor"), std::string::npos) << badRedop.status().message();
 }
 
+// Sizes that are no number, infinite, past 1 TiB, or round to nothing: a named refusal or a
+// finite sweep, never a hang or a crash; nccl-tests' lower-case suffixes are taken.
+TEST(BenchOptions, SizesAreBoundedAndTheSweepEnds) {
+  for (const char* bad : {"nan", "inf", "-1", "2T", "99999999999999999999", "1e30"}) {
+    auto o = parse({"-b", "8", "-e", bad});
+    ASSERT_FALSE(o.isOk()) << bad;
+    EXPECT_NE(o.status().message().find(std::string("-e ") + bad), std::string::npos) << o.status().message();
+  }
+  auto lower = parse({"-b", "8k", "-e", "1m"});
+  ASSERT_TRUE(lower.isOk()) << lower.status().toString();
+  EXPECT_EQ(lower.value().minBytes, 8192u);
+  EXPECT_EQ(lower.value().maxBytes, 1u << 20);
+  for (const char* tiny : {"0", "1e-3"}) {
+    auto o = parse({"-b", tiny, "-e", "64"});
+    ASSERT_TRUE(o.isOk()) << tiny << ": " << o.status().toString();
+    auto sizes = sweepSizes(o.value(), 4);  // 0, then 1 byte (rounds to 0 elements), 2, 4, ...
+    ASSERT_FALSE(sizes.empty());
+    EXPECT_EQ(sizes.front(), 0u);
+    EXPECT_EQ(sizes.back(), 64u);
+    EXPECT_LE(sizes.size(), 8u);
+  }
+  EXPECT_FALSE(parse({"-f", "nan"}).isOk());
+}
+
+TEST(BenchOptions, BitwiseReductionsTakeIntegers) {
+  auto ok = parse({"-d", "i64", "-o", "bxor"});
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok.value().op, ReduceOp::kBxor);
+  auto floats = parse({"-o", "band"});
+  ASSERT_FALSE(floats.isOk());
+  EXPECT_NE(floats.status().message().find("-o band is bitwise: it takes -d i32 or i64, not -d f32"),
+            std::string::npos)
+      << floats.status().message();
+}
+
 // --op names the collective, --collective is its alias, -o / --redop the reduction.
 TEST(BenchOptions, OpIsTheCollectiveAndRedopTheReduction) {
   auto o = parse({"--op", "allgather", "-o", "min"});
