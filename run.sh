@@ -11,12 +11,17 @@ cd "$TSR_ROOT"
 tsr_install_missing
 tsr_build build -DCMAKE_BUILD_TYPE=Release >/dev/null
 status=0
-build/bin/tsrun -np 4 --hostfile tools/hostfiles/local4 "$@" build/bin/tsr-check || status=$?
+# 4 ranks unless the arguments say how many (tsrun takes -np once).
+np=(-np 4)
+for a in "$@"; do
+  case $a in -np | -n | --np | -np=* | --np=* | -np[0-9]*) np=() ;; esac
+done
+build/bin/tsrun "${np[@]}" --hostfile tools/hostfiles/local4 "$@" build/bin/tsr-check || status=$?
 
 json=$TSR_ROOT/build/mlp-trainer.jsonl
 rm -f "$json"
 if digits=$(tsr_fetch_digits); then
-  build/bin/tsrun -np 4 --hostfile tools/hostfiles/local4 "$@" build/bin/example-train-mlp \
+  build/bin/tsrun "${np[@]}" --hostfile tools/hostfiles/local4 "$@" build/bin/example-train-mlp \
     --data "$digits" --epochs 30 --json "$json" || status=$?
 else
   status=1
