@@ -326,11 +326,16 @@ class Communicator final : public algorithms::Team {
 
   // Growing (communicator_grow.cc): the job's join key (raw bytes) and first launch (this
   // rank's first bootstrap address, where replacements knock; no secret), handed down to the
-  // communicators made from this one; the door, opened by the first grow, shared with them.
+  // communicators made from this one; the door, opened by the first grow of any of them and
+  // shared by all (one port: a door opened by one that the others did not see would hold it).
   std::string joinKey_;
   std::string rootJobId_;
   LaunchInfo rootLaunch_;
-  std::shared_ptr<JoinListener> joinListener_;
+  struct JoinDoor {
+    std::mutex mutex;
+    std::shared_ptr<JoinListener> listener;
+  };
+  std::shared_ptr<JoinDoor> joinDoor_ = std::make_shared<JoinDoor>();
   uint32_t grows_ = 0;
   Recovery recovery_;
   Status openJoinDoor();

@@ -107,11 +107,12 @@ Result<Digest> digestFromHex(const std::string& hex) {
 }  // namespace
 
 Status Communicator::openJoinDoor() {
-  if (joinListener_) return Status::ok();
+  std::lock_guard<std::mutex> lock(joinDoor_->mutex);
+  if (joinDoor_->listener) return Status::ok();
   JoinCredentials credentials{joinKey_, rootJobId_};
   TSR_ASSIGN_OR_RETURN(auto listener, JoinListener::open(rootLaunch_, credentials));
-  joinListener_ = std::move(listener);
-  log::get("runtime")->info("rank {}: replacements may join at {}", rank_, joinListener_->address());
+  joinDoor_->listener = std::move(listener);
+  log::get("runtime")->info("rank {}: replacements may join at {}", rank_, joinDoor_->listener->address());
   return Status::ok();
 }
 
@@ -119,20 +120,25 @@ void Communicator::handDownElastic(Communicator& child) const {
   child.joinKey_ = joinKey_;
   child.rootJobId_ = rootJobId_;
   child.rootLaunch_ = rootLaunch_;
-  child.joinListener_ = joinListener_;
+  child.joinDoor_ = joinDoor_;
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::grow() {
   if (bufferMemory() != transport::MemoryType::kHost)
     return Status(Code::kInvalidArgument, "grow: the communicator's memory type is not host (set it back to host)");
   const std::string me = "grow: rank " + std::to_string(rank_);
+  // A revoked or broken communicator (the one a shrink replaced) grows nothing: said before
+  // the door opens or a waiting replacement is taken, which its successor is to let in.
+  if (Status h = health(); !h.isOk()) return Status(h.code(), me + ": " + h.message());
   // Collective whatever happens here: a door that cannot open (its port taken) is said, this
   // member brings nobody, and the next grow tries again.
   std::vector<PendingJoiner> joiners;
-  if (Status door = openJoinDoor(); !door.isOk())
+  if (Status door = openJoinDoor(); !door.isOk()) {
     log::get("runtime")->warn("{}: no door for replacements: {}", me, door.message());
-  else
-    joiners = joinListener_->take();
+  } else {
+    std::lock_guard<std::mutex> lock(joinDoor_->mutex);
+    joiners = joinDoor_->listener->take();
+  }
   const uint32_t number = grows_++;
   const int64_t mine = static_cast<int64_t>(joiners.size());
   std::vector<int64_t> counts(size_);

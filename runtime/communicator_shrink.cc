@@ -129,6 +129,12 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   }
   TSR_RETURN_IF_ERROR(agreement.majority());
   const std::vector<int> survivors = agreement.survivors();
+  {
+    std::vector<int> lost;
+    for (int r = 0; r < size_; ++r)
+      if (std::find(survivors.begin(), survivors.end(), r) == survivors.end()) lost.push_back(r);
+    engine_->markLost(lost);  // destroying this communicator then waits for no goodbye of theirs
+  }
   const std::vector<uint16_t> ports = agreement.ports();
   const double agreedMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   log::get("runtime")->info("{}: shrink {}: lost {}; {} survivors agreed in {:.0f} ms", me, epoch, agreement.lostText(),

@@ -328,9 +328,17 @@ void ProgressEngine::run() {
   const bool linger = notified_ != Notified::kNone;
   // A peer whose goodbye came before this rank's lingers too, waiting for this one's.
   if (linger) sendControl(kGoodbye, true);
+  // Not the peers known gone (the neighbour watch's dead, a shrink's lost): none says goodbye,
+  // and their endpoints may still look fine.
   auto peersStillThere = [this] {
+    std::vector<bool> gone;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      gone = lost_;
+    }
     for (int p = 0; p < transport_.size(); ++p)
-      if (p != transport_.rank() && transport_.peerStatus(p).isOk()) return true;
+      if (p != transport_.rank() && !(p < static_cast<int>(gone.size()) && gone[p]) && transport_.peerStatus(p).isOk())
+        return true;
     return false;
   };
   auto until = Clock::now() + (linger ? kLinger : std::chrono::milliseconds(500));

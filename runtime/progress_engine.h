@@ -113,6 +113,9 @@ class ProgressEngine final : public algorithms::RequestDriver {
   void watchLostPeers() { watchingLost_ = true; }
   // The peers known gone: failed endpoints, goodbyes, the neighbour watch's dead and silent.
   std::vector<int> lostPeers() const;
+  // Notes peers as gone (a shrink's agreed lost set): a leaving rank does not wait for their
+  // goodbyes.
+  void markLost(const std::vector<int>& peers);
 
  private:
   struct Active {

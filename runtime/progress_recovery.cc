@@ -37,6 +37,12 @@ void ProgressEngine::noteLostPeers() {
   for (int peer : gone) lost_[peer] = true;
 }
 
+void ProgressEngine::markLost(const std::vector<int>& peers) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int peer : peers)
+    if (peer >= 0 && peer < static_cast<int>(lost_.size())) lost_[peer] = true;
+}
+
 std::vector<int> ProgressEngine::lostPeers() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int> gone;

@@ -1,7 +1,7 @@
 // fault_worker grow VICTIM [COUNT] (under tsrun --respawn 1): the victim SIGKILLs itself in the
-// middle of a long allreduce; the others shrink, then call Communicator::grow every 20 ms until
-// the replacement tsrun started (the same rank again, TSR_JOIN=1: joinFromEnvironment) is let
-// in. Every rank of the grown communicator checks it: the size, its rank (members first, in
+// middle of a long allreduce; the others shrink (a grow of the old communicator is refused),
+// then call Communicator::grow every 20 ms until the replacement tsrun started (the same rank
+// again, TSR_JOIN=1: joinFromEnvironment) is let in. Every rank of the grown communicator checks it: the size, its rank (members first, in
 // order, the replacement last), an exact allreduce, an allgather of the first-launch ranks in
 // order, and one more grow that finds nobody waiting (the replacement's own door included).
 // Prints "rank R: GREW to rank r of n ..." or "rank R: JOINED as rank r of n ..." or
@@ -87,6 +87,10 @@ int runGrow(Communicator& comm, int victim, size_t count) {
   if (st.isOk()) return failed(rank, "to see the failure", Status(Code::kInternal, "no failure seen"));
   auto shrunk = comm.shrink();
   if (!shrunk.isOk()) return failed(rank, "to shrink", shrunk.status());
+  // The communicator the shrink replaced grows nothing, and refuses before it opens the door
+  // that the survivors' communicator is to open (else that one's port would be taken).
+  if (comm.grow().isOk())
+    return failed(rank, "to refuse a grow of the shrunk communicator", Status(Code::kInternal, "it grew"));
   const auto shrunkAt = Clock::now();
   std::unique_ptr<Communicator> grown;
   int calls = 0;
