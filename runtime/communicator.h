@@ -361,4 +361,8 @@ class Communicator final : public algorithms::Team {
   std::map<PlanKey, std::shared_ptr<const algorithms::Plan>> plans_;
 };
 
+// Refuses to start a communicator the ordinary way (`call`, named in the message) in a process
+// started to replace a failed rank (TSR_JOIN=1), which must join the running job instead.
+Status refuseInitOfAReplacement(const Config& config, const std::string& call);
+
 }  // namespace tsr::runtime

@@ -49,9 +49,21 @@ struct Communicator::Creation {
   std::vector<bool> fastLocal;  // peers reached over UCX's shared memory (no peer-failure mode)
 };
 
+Status refuseInitOfAReplacement(const Config& config, const std::string& call) {
+  if (config.get("TSR_JOIN") != "1") return Status::ok();
+  // Its bootstrap would wait for peers that started long ago, then time out saying nothing of why.
+  return Status(Code::kInvalidArgument,
+                call +
+                    ": TSR_JOIN=1: this process was started to replace a failed rank (tsrun --respawn) of a job "
+                    "that is running; it joins with tsr_comm_join (Python: Communicator.join(); torch: "
+                    "tessera.torch.elastic), not " +
+                    call);
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::createFromEnvironment() {
   EnvMap env = processEnvironment();
   TSR_ASSIGN_OR_RETURN(Config config, Config::fromEnvironment(env));
+  TSR_RETURN_IF_ERROR(refuseInitOfAReplacement(config, "Communicator::createFromEnvironment"));
   TSR_ASSIGN_OR_RETURN(LaunchInfo launch, launchInfoFromEnv(env));
   return create(launch, config);
 }

@@ -21,6 +21,8 @@ tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparam
   tsr::runtime::EnvMap env = tsr::runtime::processEnvironment();
   auto config = tsr::runtime::Config::fromEnvironment(env);
   if (!config.isOk()) return report(config.status());
+  if (tsr::Status st = tsr::runtime::refuseInitOfAReplacement(config.value(), "tsr_comm_init"); !st.isOk())
+    return report(st);
   tsr::runtime::InitParams pairs;
   for (size_t i = 0; i < nparams; ++i) {
     if (!params[i].key || !params[i].value)

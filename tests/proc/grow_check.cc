@@ -1,11 +1,10 @@
 // fault_worker grow VICTIM [COUNT] (under tsrun --respawn 1): the victim SIGKILLs itself in the
 // middle of a long allreduce; the others shrink (a grow of the old communicator is refused),
 // then call Communicator::grow every 20 ms until the replacement tsrun started (the same rank
-// again, TSR_JOIN=1: joinFromEnvironment) is let in. Every rank of the grown communicator checks it: the size, its rank (members first, in
-// order, the replacement last), an exact allreduce, an allgather of the first-launch ranks in
-// order, and one more grow that finds nobody waiting (the replacement's own door included).
-// Prints "rank R: GREW to rank r of n ..." or "rank R: JOINED as rank r of n ..." or
-// "rank R: FAILED ...".
+// again, TSR_JOIN=1: joinFromEnvironment) is let in. Every rank of the grown communicator checks it: the size, its rank
+// (members first, in order, the replacement last), an exact allreduce, an allgather of the first-launch ranks in order,
+// and one more grow that finds nobody waiting (the replacement's own door included). Prints "rank R: GREW to rank r of
+// n ..." or "rank R: JOINED as rank r of n ..." or "rank R: FAILED ...".
 #include <signal.h>
 #include <unistd.h>
 

@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
             : isCompressed(o) ? runCompressedSize(comm, o, bytes, hooks)
                               : runSize(comm, o, bytes, hooks);
     } catch (const std::bad_alloc&) {  // the buffers of a size past this machine's memory
-      row = Status(Code::kInvalidArgument, "cannot allocate the buffers of a " + std::to_string(bytes) +
-                                               "-byte row (lower -e)");
+      row = Status(Code::kInvalidArgument,
+                   "cannot allocate the buffers of a " + std::to_string(bytes) + "-byte row (lower -e)");
     }
     if (!row.isOk()) {
       std::fprintf(stderr, "tsr-bench: rank %d: %s\n", comm.rank(), row.status().toString().c_str());

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <latch>
 #include <string>
@@ -126,6 +127,20 @@ TEST(CApi, UnknownOrBadConfigKeysAreNamed) {
   EXPECT_EQ(tsr_comm_init_config(&comm, bad, 3), TSR_ERR_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("soon"), std::string::npos) << lastError();
   EXPECT_EQ(comm, nullptr);
+}
+
+// A process tsrun --respawn started to replace a failed rank (TSR_JOIN=1) is told at once to
+// join; its bootstrap would otherwise wait for peers that started long ago, then time out.
+TEST(CApi, AReplacementProcessIsToldToJoinNotToInit) {
+  ASSERT_EQ(setenv("TSR_JOIN", "1", 1), 0);
+  tsr_comm_t comm = nullptr;
+  tsr_param_t one[] = {{"rank", "0"}, {"size", "1"}};
+  EXPECT_EQ(tsr_comm_init_config(&comm, one, 2), TSR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("TSR_JOIN=1: this process was started to replace a failed rank"), std::string::npos)
+      << lastError();
+  EXPECT_NE(lastError().find("tsr_comm_join"), std::string::npos) << lastError();
+  EXPECT_EQ(comm, nullptr);
+  unsetenv("TSR_JOIN");
 }
 
 // A mismatch fails the collective on every rank, naming both ranks and the field, and leaves

@@ -79,8 +79,7 @@ TEST(BenchOptions, BitwiseReductionsTakeIntegers) {
   EXPECT_EQ(ok.value().op, ReduceOp::kBxor);
   auto floats = parse({"-o", "band"});
   ASSERT_FALSE(floats.isOk());
-  EXPECT_NE(floats.status().message().find("-o band is bitwise: it takes -d i32 or i64, not -d f32"),
-            std::string::npos)
+  EXPECT_NE(floats.status().message().find("-o band is bitwise: it takes -d i32 or i64, not -d f32"), std::string::npos)
       << floats.status().message();
 }
 
