@@ -52,7 +52,19 @@ Status timed(const std::function<Result<runtime::RequestPtr>()>& post, int iters
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // No options: the settings come from TSR_* variables (tsr-info -s lists them).
+  if (argc > 1) {
+    const std::string arg = argv[1];
+    const bool help = arg == "-h" || arg == "--help";
+    std::fprintf(help ? stdout : stderr,
+                 "%susage: tsrun -np N [tsrun options] tsr-check\n"
+                 "Runs every collective on every dtype and op on the job's ranks, checks every element against "
+                 "a float64 reference and prints one row per case on rank 0; exit status 1 on a wrong value or "
+                 "a failed collective. It takes no options: settings come from TSR_* variables (tsr-info -s).\n",
+                 help ? "" : ("tsr-check: unknown argument '" + arg + "'\n").c_str());
+    return help ? 0 : 2;
+  }
   auto created = Communicator::createFromEnvironment();
   if (!created.isOk()) {
     std::fprintf(stderr, "tsr-check: %s\n", created.status().toString().c_str());

@@ -29,7 +29,8 @@ int fail(const Status& status) {
 int run(int argc, char** argv) {
   CLI::App app{
       "tsr-topo: machine topology (sockets, NUMA, GPUs, NICs), GPU/NIC affinity, "
-      "rank binding, and the ring/torus a job would use"};
+      "rank binding, and the ring/torus a job would use",
+      "tsr-topo"};
   std::string xml, hostfile, dumpPath, bind = "numa";
   int np = 0, localRanks = 0;
   bool json = false, dot = false;
@@ -52,8 +53,11 @@ int run(int argc, char** argv) {
   for (int i = argc - 1; i >= 1; --i) args.push_back(std::string(argv[i]) == "-np" ? "--np" : argv[i]);
   try {
     app.parse(args);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // a usage error: exit 2, as tsrun and tsr-bench
+    std::fprintf(stderr, "tsr-topo: %s\nRun 'tsr-topo --help' for usage.\n", e.what());
+    return 2;
   }
   if (json && dot) return fail(Status(Code::kInvalidArgument, "--json and --dot exclude each other"));
   auto mode = parseBindMode(bind);

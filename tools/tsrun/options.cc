@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+
 #include "tools/tsrun/exit_status.h"
 
 namespace tsr::tools::tsrun {
@@ -57,7 +59,7 @@ std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::str
       attached = true;
     }
     const CLI::Option* opt = app.get_option_no_throw(name);
-    if (opt == nullptr) break;                                // unknown option: CLI11 / the caller reports it
+    if (opt == nullptr) continue;  // unknown: reported later, by name (a -np after it still rewritten)
     if (!attached && opt->get_items_expected_min() > 0) ++i;  // skip the option's value
   }
   return args;
@@ -130,6 +132,9 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
     result.output = "tsrun: " + message + "\nRun 'tsrun --help' for usage.\n";
     return result;
   };
+  // NaN passes CLI11's ranges (every comparison with it is false).
+  if (std::isnan(o.timeoutSeconds)) return fail("--timeout nan: not a number of seconds");
+  if (std::isnan(o.graceSeconds)) return fail("--grace nan: not a number of seconds");
   if (o.program.empty()) return fail("no program to run");
   const std::string& first = o.program.front();
   if (!dashDash && first.size() > 1 && first[0] == '-') {

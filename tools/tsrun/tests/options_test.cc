@@ -70,6 +70,10 @@ TEST(Options, UsageErrors) {
       {{"-np", "2", "--rsh-quote", "maybe", "prog"}, "maybe"},
       {{"-np", "2", "--timeout", "-1", "prog"}, "timeout"},
       {{"-np", "2", "--grace", "20", "prog"}, "grace"},
+      // An unknown option before -np is named (-np was once left as -n p after it).
+      {{"--bogus", "-np", "2", "prog"}, "unknown option '--bogus'"},
+      {{"-np", "2", "--timeout", "nan", "prog"}, "--timeout nan: not a number"},
+      {{"-np", "2", "--grace", "nan", "prog"}, "--grace nan: not a number"},
   };
   for (const Case& c : cases) {
     CommandLine cl = parse(c.args);
