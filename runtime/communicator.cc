@@ -222,8 +222,9 @@ void Communicator::abort(const std::string& why) {
   engine_->abort(Status(Code::kAborted, "rank " + std::to_string(rank_) + " aborted: " + why));
 }
 
-void Communicator::revoke() {
-  engine_->abort(Status(Code::kRevoked, "rank " + std::to_string(rank_) + " revoked the communicator"));
+void Communicator::revoke(const std::string& why) {
+  engine_->abort(Status(
+      Code::kRevoked, "rank " + std::to_string(rank_) + " revoked the communicator" + (why.empty() ? "" : " " + why)));
 }
 
 Status Communicator::health() const { return engine_->health(); }

@@ -210,8 +210,9 @@ class Communicator final : public algorithms::Team {
   // Fails every pending and later collective on this rank and tells the peers.
   void abort(const std::string& why);
   // The same with kRevoked, on every live rank (MPI_Comm_revoke): pending and later calls fail
-  // with kRevoked naming this rank, here and on every peer that hears of it.
-  void revoke();
+  // with kRevoked naming this rank (and `why`, said after it), here and on every peer that
+  // hears of it.
+  void revoke(const std::string& why = "");
   // Ok, or the error that made this communicator unusable.
   Status health() const;
   // The dense algorithm selection and its link model (cost_model.h), for tools and tests.

@@ -69,7 +69,7 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   const std::string me = "rank " + std::to_string(rank_);
   // Every live rank's calls end now: one blocked in a collective with a live peer that is
   // already here would otherwise wait for it until the timeout.
-  revoke();
+  revoke("(to shrink it: use the shrunk communicator)");
   engine_->watchLostPeers();
   const std::string myHost = rank_ < static_cast<int>(launchPeers_.size()) ? launchPeers_[rank_].host : "127.0.0.1";
   TSR_ASSIGN_OR_RETURN(PortReservation reservation, PortReservation::reserve(1, isLoopback(myHost)));

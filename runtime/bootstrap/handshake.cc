@@ -1,6 +1,7 @@
 #include "runtime/bootstrap/handshake.h"
 
 #include "base/logging.h"
+#include "runtime/bootstrap/join_wire.h"
 
 namespace tsr::runtime::detail {
 
@@ -45,7 +46,11 @@ void Handshake::fail(const std::string& why) {
 
 void Handshake::readError(const boost::system::error_code& ec, const char* waitingFor) {
   if (ec == asio::error::eof || ec == asio::error::connection_reset) {
-    if (role_ == Role::kConnector && std::string(waitingFor) == "answer")
+    if (role_ == Role::kConnector && std::string(waitingFor) == "answer" && params_.peerRank == kJoinMemberRank)
+      fail("the member at " + remote_ +
+           " closed the connection instead of answering: it refused our claim to join (a member still in its "
+           "first bootstrap, whose door for replacements opens at its first grow; or another job's secret)");
+    else if (role_ == Role::kConnector && std::string(waitingFor) == "answer")
       fail("rank " + std::to_string(params_.peerRank) + " at " + remote_ +
            " closed the connection instead of answering: it refused our claim (wrong job "
            "secret or job id?)");

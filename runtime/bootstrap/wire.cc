@@ -130,7 +130,9 @@ Claim decodeClaimTail(const ClaimHead& head, std::string_view tail) {
 Status verifyClaim(const std::string& secret, const Nonce& acceptorNonce, const Claim& claim) {
   TSR_ASSIGN_OR_RETURN(Mac expected, claimMac(secret, acceptorNonce, claim.jobId, claim.rank, claim.nonce));
   if (!digestsEqual(expected, claim.mac))  // nothing it claims is repeated: none of it is known true
-    return Status(Code::kBootstrap, "the claim's HMAC does not verify (wrong job secret)");
+    return Status(Code::kBootstrap,
+                  "the claim's HMAC does not verify (wrong job secret, or a replacement knocking at a bootstrap's "
+                  "port before any grow)");
   return Status::ok();
 }
 
