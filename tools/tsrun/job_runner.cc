@@ -157,11 +157,33 @@ void JobRunner::respawn(const Rank& failed) {
   --respawnsLeft_;
   ranks_.emplace_back(failed.launch);
   Rank& fresh = ranks_.back();
+  fresh.replacement = true;
   const RankSlot& slot = fresh.launch.slot;
   replaced_.push_back(std::to_string(slot.rank) + " (host " + slot.host + ")");
   report("--respawn: starting rank " + std::to_string(slot.rank) + " again to join the others (" +
          std::to_string(respawnsLeft_) + " respawns left)");
   start(fresh, *fresh.launch.respawn);
+}
+
+void JobRunner::stopOrphans(Clock::time_point now) {
+  const bool members =
+      std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running && !r.replacement; });
+  const bool orphans =
+      std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running && r.replacement; });
+  if (members || !orphans) {
+    orphanDeadline_.reset();
+    return;
+  }
+  if (!orphanDeadline_) {
+    orphanDeadline_ = now + toDuration(settings_.graceSeconds);
+    return;
+  }
+  if (now < *orphanDeadline_) return;
+  report(
+      "--respawn: every other rank has ended; stopping the replacements still running (nobody is left to let "
+      "them in)");
+  orphansStopped_ = true;
+  stopAll(SIGTERM);
 }
 
 void JobRunner::loop() {
@@ -170,6 +192,7 @@ void JobRunner::loop() {
   while (true) {
     Clock::time_point now = Clock::now();
     if (pendingBlame_ && outcome_ == Outcome::kNone && (now >= *blameDeadline_ || !anyRunning())) blame(*pendingBlame_);
+    if (settings_.respawns > 0 && outcome_ == Outcome::kNone && !stopping_) stopOrphans(now);
     if (jobDeadline_ && now >= *jobDeadline_ && outcome_ == Outcome::kNone) {
       report("the job ran longer than --timeout " + formatSeconds(settings_.timeoutSeconds) + " s; stopping it");
       setOutcome(Outcome::kTimedOut, kExitTimeout);
@@ -199,6 +222,7 @@ void JobRunner::loop() {
     };
     if (outcome_ == Outcome::kNone) consider(jobDeadline_);
     if (outcome_ == Outcome::kNone) consider(blameDeadline_);
+    if (!stopping_) consider(orphanDeadline_);
     if (!killed_) consider(killDeadline_);
     consider(giveUpDeadline_);
     consider(drainDeadline_);
@@ -282,6 +306,11 @@ void JobRunner::reapChildren() {
 void JobRunner::loseRanks(const std::vector<Failure>& failed) {
   for (const Failure& f : failed) {
     const RankSlot& slot = f.rank->launch.slot;
+    if (orphansStopped_ && f.rank->replacement) {
+      report("the replacement of rank " + std::to_string(slot.rank) + " (host " + slot.host +
+             ") stopped: the others had ended");
+      continue;
+    }
     report(describeExit(slot.rank, slot.host, f.status, !slot.local) + "; --elastic: the other ranks go on");
     if (respawnsLeft_ > 0 && f.rank->launch.respawn && !stopping_) {
       respawn(*f.rank);

@@ -74,10 +74,11 @@ class JobRunner {
   struct Rank {
     RankLaunch launch;
     pid_t pid = -1;
-    bool running = false;   // started and not exited
-    bool reaped = false;    // waited for: its pid may belong to another process now
-    int fds[2] = {-1, -1};  // stdout, stderr read ends
-    int inputFd = -1;       // its standard input's write end, held open while tsrun lives
+    bool running = false;      // started and not exited
+    bool replacement = false;  // started by --respawn
+    bool reaped = false;       // waited for: its pid may belong to another process now
+    int fds[2] = {-1, -1};     // stdout, stderr read ends
+    int inputFd = -1;          // its standard input's write end, held open while tsrun lives
     LinePrefixer prefixers[2];
     explicit Rank(RankLaunch l)
         : launch(std::move(l)), prefixers{LinePrefixer(launch.slot.rank), LinePrefixer(launch.slot.rank)} {}
@@ -93,6 +94,10 @@ class JobRunner {
   bool start(Rank& rank, const SpawnRequest& request);
   // --respawn: the failed rank's slot gets a new process, started to join.
   void respawn(const Rank& failed);
+  // --respawn: stops the replacements still running --grace seconds after every other rank
+  // ended (one that joined finishes its last step meanwhile; one that did not has nobody left
+  // to let it in, and would wait for its bootstrap's timeout).
+  void stopOrphans(Clock::time_point now);
   void loop();
   // Names the failed rank, sets the job's outcome and stops the others.
   void blame(const Failure& failure);
@@ -135,6 +140,10 @@ class JobRunner {
   int lostExitCode_ = 0;
   int respawnsLeft_ = 0;
   std::vector<std::string> replaced_;
+  // Every rank but replacements has ended since then; once stopped, the replacements' ends
+  // count as no loss (the job's work was done without them).
+  std::optional<Clock::time_point> orphanDeadline_;
+  bool orphansStopped_ = false;
 };
 
 }  // namespace tsr::tools::tsrun

@@ -41,7 +41,9 @@ constexpr const char* kDescription =
     "others go on: the job ends when every rank has ended, with the first failed rank's status\n"
     "and the list of the ranks lost. With --respawn N a failed rank is also started again on\n"
     "its host with its own variables and TSR_JOIN=1, to join the survivors (up to N times in\n"
-    "all); a job whose lost ranks were all replaced and whose ranks then end well exits 0.\n";
+    "all); a job whose lost ranks were all replaced and whose ranks then end well exits 0.\n"
+    "Replacements still running --grace seconds after every other rank has ended are stopped\n"
+    "(nobody is left to let them in) and count as no loss.\n";
 
 // Rewrites mpirun's "-np" among tsrun's own options; stops at the program.
 std::vector<std::string> normalizeArgs(const CLI::App& app, std::vector<std::string> args) {

@@ -154,6 +154,23 @@ TEST(TsrunEndToEnd, RespawnStartsAFailedRankAgainToJoin) {
   EXPECT_FALSE(contains(r.err, "ranks lost")) << r.err;
 }
 
+// A replacement still waiting to join when every other rank has ended (the job's work done
+// without it) is stopped --grace seconds later, and the job ends well: it would otherwise wait
+// for its bootstrap's timeout with nobody left to let it in.
+TEST(TsrunEndToEnd, AReplacementLeftAloneIsStoppedAndTheJobEndsWell) {
+  RunResult r = testing::run(tsrun({"--respawn", "1", "--grace", "1", "-np", "3", "/bin/sh", "-c",
+                                    "if [ \"${TSR_JOIN:-0}\" = 1 ]; then echo waiting; sleep 30; exit 3; fi; "
+                                    "if [ $TSR_RANK = 2 ]; then exit 1; fi; echo done $TSR_RANK"}),
+                             {}, 20);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[2] waiting") && contains(r.out, "[0] done 0") && contains(r.out, "[1] done 1"))
+      << describe(r);
+  EXPECT_TRUE(contains(r.err, "--respawn: every other rank has ended; stopping the replacements still running"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "the replacement of rank 2 (host localhost) stopped: the others had ended")) << r.err;
+  EXPECT_FALSE(contains(r.err, "ranks lost")) << r.err;
+}
+
 TEST(TsrunEndToEnd, SigintToTsrunIsForwarded) {
   TempDir dir;
   ChildProcess child(tsrun({"-np", "2", "/bin/sh", "-c", "trap 'echo got-int; exit 9' INT; echo up; sleep 30 & wait"}));
