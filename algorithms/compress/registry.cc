@@ -221,6 +221,17 @@ Result<Params> withEnvironmentDefaults(const Params& params, const std::map<std:
   return out;
 }
 
+Status nameEnvironmentSource(const Status& st, const Params& given, const Params& completed) {
+  if (st.isOk()) return st;
+  for (const auto& [key, value] : completed) {
+    if (given.count(key) || st.message().find("'" + key + "'") == std::string::npos) continue;
+    std::string name = "TSR_COMPRESS_" + key;
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return Status(st.code(), st.message() + " (from " + name + "=" + value + ")");
+  }
+  return st;
+}
+
 Result<Params> withEnvironmentDefaults(const Params& params) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

@@ -43,6 +43,10 @@ Result<std::unique_ptr<Compressor>> createCompressor(const Params& params, size_
 Result<Params> withEnvironmentDefaults(const Params& params, const std::map<std::string, std::string>& env);
 Result<Params> withEnvironmentDefaults(const Params& params);
 
+// `st` (an error of createCompressor over `completed`) with the environment variable named
+// when the value it names came from one: "... (from TSR_COMPRESS_SEED=-1)".
+Status nameEnvironmentSource(const Status& st, const Params& given, const Params& completed);
+
 // The keys createCompressor accepts (callers that mix compressor keys with other settings can
 // split a parameter map with this list).
 const std::vector<std::string>& compressorKeys();

@@ -70,7 +70,10 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(algorithms::T
                                                  "schedule or optimizer_momentum=0"));
   auto withEnv = compress::withEnvironmentDefaults(kv);
   if (!withEnv.isOk()) return named(withEnv.status());
+  const compress::Params given = kv;  // without the environment's: its values are named in errors
   kv = withEnv.take();
+  const compress::Params completed = kv;  // before this tensor's own defaults (ef=)
+  auto fromEnv = [&](const Status& st) { return named(compress::nameEnvironmentSource(st, given, completed)); };
   if (auto m = kv.find("momentum"); handoff > 0 && m != kv.end() && m->second == "nesterov")
     return named(Status(Code::kInvalidArgument, "optimizer_momentum=" + params.at("optimizer_momentum") +
                                                     " with momentum=nesterov: both apply momentum; keep one "
@@ -87,10 +90,10 @@ Result<std::unique_ptr<CompressedTensor>> CompressedTensor::create(algorithms::T
   if (!flag.isOk()) return named(flag.status());
   if (intra) {
     Status st = setUpTwoLevel(*s, comm, *intra, kv);
-    if (!st.isOk()) return named(st);
+    if (!st.isOk()) return fromEnv(st);
   } else {
     auto made = compress::createCompressor(kv, count);
-    if (!made.isOk()) return named(made.status());
+    if (!made.isOk()) return fromEnv(made.status());
     s->compressor = made.take();
     s->algorithm = "compressed:" + s->compressor->name();
     if (handoff > 0) s->algorithm += " handoff(mu=" + formatMu(handoff) + ")";

@@ -25,7 +25,8 @@ std::string renderAlgorithms() {
     std::string serves = a.allreduce && a.allgather ? "allreduce, allgather" : a.allreduce ? "allreduce" : "allgather";
     s += "  " + padded(a.name, 14) + padded(serves, 22) + a.description + "\n";
   }
-  s += "Tensor algorithms (tsr_tensor_create algorithm=NAME, tsr-bench --algo NAME, tessera.torch.hooks):\n";
+  s += "Tensor algorithms (tsr_tensor_create algorithm=NAME, tessera.torch.hooks; tsr-bench --algo NAME but dense, "
+       "which is TSR_ALGO's, and compressed, which needs its keys):\n";
   for (const algorithms::TensorAlgorithmInfo& a : algorithms::tensorAlgorithms()) {
     s += "  " + padded(a.name, 20) + a.description + "\n";
     if (*a.base)  // a preset: what it runs; its keys are its family's

@@ -97,6 +97,17 @@ TEST(Registry, EnvironmentDefaults) {
   auto bad = withEnvironmentDefaults({}, {{"TSR_COMPRESS_KAY", "5"}});
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("TSR_COMPRESS_KAY=5"), std::string::npos) << bad.status().message();
+  // A bad value from the environment is named with its variable; one given directly is not.
+  const Params given = {{"compressor", "randomk"}, {"k", "4"}};
+  auto seeded = withEnvironmentDefaults(given, {{"TSR_COMPRESS_SEED", "-1"}});
+  ASSERT_TRUE(seeded.isOk());
+  Status st = nameEnvironmentSource(createCompressor(seeded.value(), 100).status(), given, seeded.value());
+  EXPECT_NE(st.message().find("'seed' has bad value '-1'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("(from TSR_COMPRESS_SEED=-1)"), std::string::npos) << st.message();
+  Params direct = given;
+  direct["seed"] = "-1";
+  Status own = nameEnvironmentSource(createCompressor(direct, 100).status(), direct, direct);
+  EXPECT_EQ(own.message().find("TSR_COMPRESS_"), std::string::npos) << own.message();
 }
 
 }  // namespace
