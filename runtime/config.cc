@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 
+#include "algorithms/dense/cost_model.h"
 #include "algorithms/dense/dense_algorithms.h"
 
 extern char** environ;
@@ -56,6 +57,23 @@ Status validate(const ConfigEntry& e, const std::string& value) {
     std::string accepted = std::string("|") + e.accepted + "|";
     if (accepted.find("|" + value + "|") == std::string::npos)
       return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value + ": accepted values are " + e.accepted);
+  }
+  // Strings with a grammar of their own: checked here, where tsr-info -s sees them, with the
+  // parser the communicator uses later.
+  const std::string name = e.name;
+  if ((name == "TSR_LINK_BW" || name == "TSR_LINK_LAT") && !value.empty()) {
+    algorithms::LinkModel scratch;
+    auto parsed = name == "TSR_LINK_BW" ? algorithms::applyLinkBandwidth(value, scratch)
+                                        : algorithms::applyLinkLatency(value, scratch);
+    if (!parsed.isOk()) {
+      const std::string& why = parsed.status().message();  // it names the variable, or is told to
+      return Status(Code::kInvalidArgument, why.rfind(name, 0) == 0 ? why : name + "=" + value + ": " + why);
+    }
+  } else if (name == "TSR_BASE_PORT") {
+    char* end = nullptr;
+    const long port = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || port < 1 || port > 65535)
+      return Status(Code::kInvalidArgument, name + "=" + value + ": expected " + e.accepted);
   }
   return Status::ok();
 }

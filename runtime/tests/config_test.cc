@@ -50,6 +50,17 @@ TEST(Config, BadValuesNameTheVariableAndTheValue) {
   Status unknown = config.set("TSR_TIMEOUTMS", "5");
   EXPECT_NE(unknown.message().find("did you mean TSR_TIMEOUT_MS?"), std::string::npos) << unknown.message();
   EXPECT_EQ(config.get("TSR_BIND"), "numa");  // a failed set leaves the value alone
+  // Strings with a grammar: refused here (so tsr-info -s sees it), not first by the communicator.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"TSR_LINK_BW", "fast"}, {"TSR_LINK_LAT", "abc"}, {"TSR_BASE_PORT", "0"}, {"TSR_BASE_PORT", "70000"}}) {
+    Status st = config.set(name, value);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << name << "=" << value;
+    EXPECT_NE(st.message().find(name), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(value), std::string::npos) << st.message();
+  }
+  EXPECT_TRUE(config.set("TSR_LINK_BW", "host=4GB,net=10gbit").isOk());
+  EXPECT_TRUE(config.set("TSR_LINK_LAT", "50us").isOk());
+  EXPECT_TRUE(config.set("TSR_BASE_PORT", "29500").isOk());
 }
 
 // Creation parameters: launch keys go to the launcher's variables, settings to the config and
