@@ -51,11 +51,31 @@ bool validHostName(std::string_view name) {
   });
 }
 
-// Parses "host" or "host:N" into entry; where names the line for errors.
+// IPv6's loopback, the one IPv6 address a host may be given as (this machine: its ranks use
+// 127.0.0.1; a remote IPv6 peer would not fit TSR_PEERS' host:port).
+bool ipv6Loopback(std::string_view name) { return name == "::1" || name == "0:0:0:0:0:0:0:1"; }
+
+// Parses "host", "host:N", "::1" or "[::1]:N" into entry; where names the line for errors.
 Status parseHostToken(std::string_view token, const std::string& where, HostEntry& entry) {
   size_t colon = token.find(':');
   std::string_view name = token.substr(0, colon);
-  if (!validHostName(name)) {
+  if (!token.empty() && token.front() == '[') {
+    const size_t close = token.find(']');
+    name = token.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
+    colon = close == std::string_view::npos || close + 1 >= token.size() || token[close + 1] != ':'
+                ? std::string_view::npos
+                : close + 1;
+    if (close == std::string_view::npos || (close + 1 < token.size() && colon == std::string_view::npos) ||
+        !ipv6Loopback(name))
+      return Status(Code::kInvalidArgument, where + ": bad host '" + std::string(token) +
+                                                "' (of IPv6 addresses, the loopback only: ::1, [::1] or [::1]:2)");
+  } else if (ipv6Loopback(token)) {
+    name = token;
+    colon = std::string_view::npos;
+  } else if (std::count(token.begin(), token.end(), ':') >= 2) {
+    return Status(Code::kInvalidArgument, where + ": bad host '" + std::string(token) +
+                                              "' (of IPv6 addresses, the loopback only: ::1, [::1] or [::1]:2)");
+  } else if (!validHostName(name)) {
     return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) +
                                               "' (letters, digits, '.', '-' and '_', starting with a "
                                               "letter or digit)");
@@ -111,7 +131,9 @@ Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_
     HostEntry entry;
     entry.line = lineNo;
     TSR_RETURN_IF_ERROR(parseHostToken(words[0], where, entry));
-    bool countInName = words[0].find(':') != std::string_view::npos;
+    bool countInName =
+        words[0].find(':') != std::string_view::npos && !ipv6Loopback(words[0]) && words[0].substr(0, 1) != "[";
+    if (words[0].substr(0, 1) == "[") countInName = words[0].find("]:") != std::string_view::npos;
     bool sawSlots = false;
     for (size_t i = 1; i < words.size(); ++i) {
       std::string_view word = words[i];

@@ -42,6 +42,16 @@ TEST(Hostfile, NoTrailingNewlineAndIpAddresses) {
   EXPECT_EQ(hosts[1], (HostEntry{"10.0.0.7", 3, 2}));
 }
 
+// IPv6's loopback (the one IPv6 address taken: this machine), bare or in brackets with a count.
+TEST(Hostfile, Ipv6LoopbackOnly) {
+  auto hosts = parseOk("::1 slots=2\n[::1]:3\n");
+  ASSERT_EQ(hosts.size(), 1u);
+  EXPECT_EQ(hosts[0], (HostEntry{"::1", 5, 1}));
+  EXPECT_NE(parseError("fe80::1 slots=2\n").find("the loopback only"), std::string::npos);
+  EXPECT_NE(parseError("[::1 slots=2\n").find("bad host '[::1'"), std::string::npos);
+  EXPECT_NE(parseError("[::1]:2 slots=2\n").find("slot count given twice"), std::string::npos);
+}
+
 TEST(Hostfile, RepeatedHostAddsSlotsAtFirstPosition) {
   auto hosts = parseOk("a slots=2\nb\na:3\n");
   ASSERT_EQ(hosts.size(), 2u);
