@@ -1,7 +1,9 @@
 #include "topology/hostfile.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 
 namespace tsr::topology {
 namespace {
@@ -17,10 +19,13 @@ Status lineError(std::string_view file, int line, const std::string& what) {
 }
 
 // Positive slot count, or -1.
+// At most tsrun's 2^20 slots a host (and so a job's total fits an int).
+constexpr int kMaxSlots = 1 << 20;
+
 int parseSlots(std::string_view text) {
   int value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value <= 0) return -1;
+  if (ec != std::errc() || end != text.data() + text.size() || value <= 0 || value > kMaxSlots) return -1;
   return value;
 }
 
@@ -57,7 +62,7 @@ Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_
       if (slots < 0)
         return lineError(fileName, lineNo,
                          "bad slot count '" + std::string(count) + "' for host '" + std::string(host) +
-                             "' (want a positive integer)");
+                             "' (want an integer in 1..1048576)");
     }
     if (!validHostName(host)) return lineError(fileName, lineNo, "bad host name '" + std::string(host) + "'");
     while (!rest.empty()) {
@@ -73,12 +78,12 @@ Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_
       if (slots < 0)
         return lineError(fileName, lineNo,
                          "bad slots value '" + std::string(value) + "' for host '" + std::string(host) +
-                             "' (want a positive integer)");
+                             "' (want an integer in 1..1048576)");
     }
     bool merged = false;
     for (HostSlots& existing : hosts) {
       if (existing.host == host) {
-        existing.slots += slots;
+        existing.slots = std::min(kMaxSlots, existing.slots + slots);
         merged = true;
       }
     }
@@ -89,10 +94,13 @@ Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_
 }
 
 Result<std::vector<int>> mapRanksBySlot(const std::vector<HostSlots>& hosts, int np) {
-  int total = 0;
+  int64_t total = 0;
   for (const HostSlots& h : hosts) total += h.slots;
   if (np < 0) return Status(Code::kInvalidArgument, "-np " + std::to_string(np) + " is negative");
-  if (np == 0) np = total;
+  if (np == 0 && total > kMaxSlots)
+    return Status(Code::kInvalidArgument, "the hostfile's " + std::to_string(total) + " slots are more ranks than " +
+                                              std::to_string(kMaxSlots) + " (give -np)");
+  if (np == 0) np = static_cast<int>(total);
   if (np > total)
     return Status(Code::kInvalidArgument,
                   "-np " + std::to_string(np) + " exceeds the " + std::to_string(total) + " slots of the hostfile");
