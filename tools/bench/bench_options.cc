@@ -134,7 +134,10 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
   app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
-  app.add_option("--rate", o.rateGbit, "link rate in Gbit/s: adds the floor 2(N-1)/N*S*8/rate");
+  app.add_option("--rate", o.rateGbit,
+                 "link rate in Gbit/s: the floor 2(N-1)/N*S*8/rate and the time's ratio to it, in -F peer rows "
+                 "and the compressed algorithms' split lines (0: none)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--density", o.density, "spardl density / topk k ratio, in (0, 1] (default 0.01)");
   app.add_option("--teams", o.teams, "spardl teams (divides N; default 1)");
   app.add_option("--sag", o.sag, "spardl across teams: auto|r|b")->check(CLI::IsMember({"auto", "r", "b"}));
