@@ -9,9 +9,10 @@
 
 namespace tsr::tools::tsrun {
 
-constexpr int kExitTimeout = 124;      // --timeout expired (like timeout(1))
-constexpr int kExitCannotStart = 127;  // a rank's program could not be started
-constexpr int kExitUsage = 2;          // bad command line, hostfile or environment
+constexpr int kExitTimeout = 124;        // --timeout expired (like timeout(1))
+constexpr int kExitCannotStart = 127;    // a rank's program could not be started (not found)
+constexpr int kExitNotExecutable = 126;  // found, but not executable (the shell's convention)
+constexpr int kExitUsage = 2;            // bad command line, hostfile or environment
 
 // "SIGKILL" for 9; "signal 77" when the number has no name.
 std::string signalName(int signal);

@@ -141,7 +141,8 @@ bool JobRunner::start(Rank& rank, const SpawnRequest& request) {
   if (!spawned.isOk()) {
     report("cannot start rank " + std::to_string(rank.launch.slot.rank) + " (host " + rank.launch.slot.host +
            "): " + spawned.status().message());
-    setOutcome(Outcome::kCannotStart, kExitCannotStart);
+    setOutcome(Outcome::kCannotStart,
+               spawned.status().code() == Code::kNotSupported ? kExitNotExecutable : kExitCannotStart);
     stopAll(SIGTERM);
     return false;
   }

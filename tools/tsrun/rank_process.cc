@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstring>
 
@@ -74,7 +75,9 @@ Result<SpawnedProcess> spawnRank(const SpawnRequest& request) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    return Status(Code::kInvalidArgument, request.argv[0] + ": " + std::strerror(rc));
+    // Found but not runnable (a directory, no execute permission) is told apart, as a shell's 126.
+    const Code code = rc == EACCES || rc == ENOEXEC ? Code::kNotSupported : Code::kInvalidArgument;
+    return Status(code, request.argv[0] + ": " + std::strerror(rc));
   }
 
   SpawnedProcess process;
