@@ -240,6 +240,11 @@ TEST(TsrunEndToEnd, ProgramThatCannotStart) {
   EXPECT_EQ(r.exitCode(), 127) << describe(r);
   EXPECT_TRUE(contains(r.err, "cannot start rank 0 (host localhost)")) << r.err;
   EXPECT_TRUE(contains(r.err, "/nonexistent/tsrun-test-prog")) << r.err;
+  // Found but not executable (a directory): 126, as a shell says it.
+  TempDir dir;
+  RunResult notExec = testing::run(tsrun({"-np", "1", dir.path()}));
+  EXPECT_EQ(notExec.exitCode(), 126) << describe(notExec);
+  EXPECT_TRUE(contains(notExec.err, "Permission denied")) << notExec.err;
 }
 
 TEST(TsrunEndToEnd, HostfileErrorsNameFileAndLine) {
