@@ -46,19 +46,29 @@ DeviceAssignment assignDevices(const MachineTopology& topo, int localRank, int l
   } else if (numNics > 0) {
     out.nic = localRank % numNics;
   }
+  // Near the NIC while its node has a core for every local rank; past that the ranks would
+  // share its cores with the other nodes idle (mpirun's --map-by numa spreads them), so they go
+  // round-robin over the nodes, each keeping its NIC.
+  std::string crowded;
   if (out.nic >= 0 && topo.nics[out.nic].numaNode >= 0) {
     const Device& nic = topo.nics[out.nic];
-    out.numaNode = nic.numaNode;
-    out.reason = "NIC " + nic.name + " (" + nic.busId + ") on NUMA " + std::to_string(nic.numaNode);
-    return out;
+    const int node = nic.numaNode;
+    const int cores =
+        node < static_cast<int>(topo.numaNodes.size()) ? static_cast<int>(topo.numaNodes[node].cores.size()) : 0;
+    if (numGpus > 0 || topo.numaNodes.size() < 2 || localSize <= cores) {
+      out.numaNode = node;
+      out.reason = "NIC " + nic.name + " (" + nic.busId + ") on NUMA " + std::to_string(node);
+      return out;
+    }
+    crowded = "; the NIC's NUMA " + std::to_string(node) + " has " + std::to_string(cores) + " cores for " +
+              std::to_string(localSize) + " local ranks";
   }
   if (!topo.numaNodes.empty()) {
     out.numaNode = localRank % static_cast<int>(topo.numaNodes.size());
-    out.reason = "round-robin over " + std::to_string(topo.numaNodes.size()) + " NUMA node(s)";
+    out.reason = "round-robin over " + std::to_string(topo.numaNodes.size()) + " NUMA node(s)" + crowded;
   } else {
     out.reason = "no NUMA information";
   }
-  (void)localSize;
   return out;
 }
 

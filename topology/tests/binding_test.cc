@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "topology/discovery.h"
 #include "topology/tests/fixtures.h"
 
@@ -64,6 +66,21 @@ TEST(Binding, NicDecidesWithoutGpus) {
   EXPECT_EQ(plan.pus, range(4, 7));
   EXPECT_EQ(chooseBinding(topo, 0, 2, BindMode::kCore).pus, range(4, 5));
   EXPECT_EQ(chooseBinding(topo, 1, 2, BindMode::kCore).pus, range(6, 7));
+  // More local ranks than the NIC's node has cores (4): round-robin over the nodes, each rank
+  // keeping the NIC, rather than 8 ranks on 4 cores beside an idle node; core slices then do
+  // not overlap.
+  for (int r = 0; r < 8; ++r) {
+    BindingPlan crowded = chooseBinding(topo, r, 8, BindMode::kNuma);
+    EXPECT_EQ(crowded.devices.numaNode, r % 2) << r;
+    EXPECT_EQ(crowded.devices.nic, 0) << r;
+    EXPECT_NE(crowded.devices.reason.find("the NIC's NUMA 1 has 4 cores for 8 local ranks"), std::string::npos)
+        << crowded.devices.reason;
+  }
+  std::vector<int> used;
+  for (int r = 0; r < 5; ++r)
+    for (int pu : chooseBinding(topo, r, 5, BindMode::kCore).pus) used.push_back(pu);
+  std::sort(used.begin(), used.end());
+  EXPECT_EQ(std::adjacent_find(used.begin(), used.end()), used.end()) << "a PU given to two of 5 ranks";
 }
 
 TEST(Binding, RoundRobinWithoutDevices) {
