@@ -34,7 +34,10 @@ Status verdict(SettingsAgreement& a, const std::string& what) {
   for (size_t r = 0; r < size && equal; ++r)
     equal = std::memcmp(a.all.data() + r * kRecordWords, a.all.data(), kRecordWords * 8) == 0;
   if (equal) {
+    // Kept no longer: a job of thousands of ranks with hundreds of tensors would hold megabytes.
     a.agreed = true;
+    std::vector<uint64_t>().swap(a.all);
+    a.plan.reset();
     return Status::ok();
   }
   std::vector<std::string> texts;
@@ -54,6 +57,7 @@ class AgreementTask final : public Task {
 
   Status start() override {
     SettingsAgreement& a = *agreement_;
+    a.all.assign(kRecordWords * static_cast<size_t>(a.ranks), 0);
     RunBuffers buffers;
     buffers.input = a.mine.data();
     buffers.output = a.all.data();
@@ -120,8 +124,8 @@ Result<std::shared_ptr<SettingsAgreement>> makeSettingsAgreement(Team& team, std
   TSR_ASSIGN_OR_RETURN(auto plan,
                        bruckAllgatherPlan(team.rank(), team.size(), kRecordWords, DataType::kI64, team.denseOptions()));
   a->plan = std::move(plan);
+  a->ranks = team.size();
   a->mine.assign(kRecordWords, 0);
-  a->all.assign(kRecordWords * static_cast<size_t>(team.size()), 0);
   a->mine[0] = fnv1a(text);
   a->mine[1] = text.size();
   std::memcpy(a->mine.data() + 2, text.data(), std::min(text.size(), kTextBytes));
@@ -138,6 +142,7 @@ TaskFactory afterAgreement(TaskFactory inner, std::shared_ptr<SettingsAgreement>
 
 Status agreeNow(Team& team, SettingsAgreement& a, const std::string& what) {
   if (a.agreed) return Status::ok();
+  a.all.assign(kRecordWords * static_cast<size_t>(a.ranks), 0);
   auto posted = team.submitPlan(a.plan, a.mine.data(), a.all.data());
   TSR_RETURN_IF_ERROR(posted.isOk() ? posted.value()->wait() : posted.status());
   return verdict(a, what);

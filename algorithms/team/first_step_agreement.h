@@ -29,8 +29,9 @@ struct SettingsAgreement {
   std::string text;                 // "key=value; key=value; ...", the same order on every rank
   std::string rule;                 // what the mismatch's message asks for ("every rank must ...")
   std::atomic<bool> agreed{false};  // set once a first step found every rank's record equal
-  std::shared_ptr<const Plan> plan;
-  std::vector<uint64_t> mine, all;  // this rank's record; every rank's (one step at a time)
+  std::shared_ptr<const Plan> plan;  // released, with `all`, once agreed
+  int ranks = 0;
+  std::vector<uint64_t> mine, all;  // this rank's record; every rank's, while comparing
 };
 
 // Sequence numbers an agreement takes in front of the step it guards.
