@@ -26,9 +26,9 @@ namespace tsr::algorithms {
 
 // One tensor's record and the all-gather that compares it, made with the tensor.
 struct SettingsAgreement {
-  std::string text;                 // "key=value; key=value; ...", the same order on every rank
-  std::string rule;                 // what the mismatch's message asks for ("every rank must ...")
-  std::atomic<bool> agreed{false};  // set once a first step found every rank's record equal
+  std::string text;                  // "key=value; key=value; ...", the same order on every rank
+  std::string rule;                  // what the mismatch's message asks for ("every rank must ...")
+  std::atomic<bool> agreed{false};   // set once a first step found every rank's record equal
   std::shared_ptr<const Plan> plan;  // released, with `all`, once agreed
   int ranks = 0;
   std::vector<uint64_t> mine, all;  // this rank's record; every rank's, while comparing

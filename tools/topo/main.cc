@@ -60,6 +60,10 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (json && dot) return fail(Status(Code::kInvalidArgument, "--json and --dot exclude each other"));
+  // An empty path given is a mistake (an unset shell variable), not "none given".
+  for (const char* name : {"--topology-xml", "--hostfile", "--dump-xml"})
+    if (app.count(name) > 0 && app[name]->as<std::string>().empty())
+      return fail(Status(Code::kInvalidArgument, std::string(name) + " is empty"));
   auto mode = parseBindMode(bind);
   if (!mode.isOk()) return fail(mode.status());
 

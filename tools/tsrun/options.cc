@@ -135,6 +135,10 @@ CommandLine parseCommandLine(const std::vector<std::string>& rawArgs) {
     result.output = "tsrun: " + message + "\nRun 'tsrun --help' for usage.\n";
     return result;
   };
+  // An empty path or host list given is a mistake (an unset shell variable), not "none given".
+  for (const char* name : {"--hostfile", "-H"})
+    if (app.count(name) > 0 && (name[1] == 'H' ? o.hostList.empty() : o.hostfile.empty()))
+      return fail(std::string(name) + " is empty");
   // NaN passes CLI11's ranges (every comparison with it is false).
   if (std::isnan(o.timeoutSeconds)) return fail("--timeout nan: not a number of seconds");
   if (std::isnan(o.graceSeconds)) return fail("--grace nan: not a number of seconds");

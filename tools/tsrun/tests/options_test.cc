@@ -74,6 +74,7 @@ TEST(Options, UsageErrors) {
       {{"--bogus", "-np", "2", "prog"}, "unknown option '--bogus'"},
       {{"-np", "2", "--timeout", "nan", "prog"}, "--timeout nan: not a number"},
       {{"-np", "2", "--grace", "nan", "prog"}, "--grace nan: not a number"},
+      {{"--hostfile", "", "prog"}, "--hostfile is empty"},
   };
   for (const Case& c : cases) {
     CommandLine cl = parse(c.args);
