@@ -1,5 +1,6 @@
 // tsrun's hostfile and -H list (hostfile.h): text the user wrote. Every accepted host must be
-// safe as a word of the rsh agent's command line, with a slot count in range.
+// safe as a word of the rsh agent's command line (a name, or IPv6's loopback), with a slot
+// count in range.
 #include <cctype>
 #include <cstdint>
 #include <string_view>
@@ -14,6 +15,7 @@ void check(const std::vector<HostEntry>& hosts) {
   if (hosts.empty()) __builtin_trap();
   for (const HostEntry& h : hosts) {
     if (h.name.empty() || h.name[0] == '-' || h.slots < 1 || h.slots > (1 << 20)) __builtin_trap();
+    if (h.name == "::1" || h.name == "0:0:0:0:0:0:0:1") continue;  // IPv6's loopback, the one address form taken
     for (char c : h.name)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') __builtin_trap();
   }
