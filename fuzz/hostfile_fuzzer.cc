@@ -1,13 +1,13 @@
-// tsrun's hostfile and -H list (hostfile.h): text the user wrote. Every accepted host must be
+// The hostfile and -H list (topology/hostfile.h): text the user wrote. Every accepted host must be
 // safe as a word of the rsh agent's command line (a name, or IPv6's loopback), with a slot
 // count in range.
 #include <cctype>
 #include <cstdint>
 #include <string_view>
 
-#include "tools/tsrun/hostfile.h"
+#include "topology/hostfile.h"
 
-using namespace tsr::tools::tsrun;
+using namespace tsr::topology;
 
 namespace {
 

@@ -4,98 +4,199 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <limits>
+#include <unordered_map>
 
 namespace tsr::topology {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-Status lineError(std::string_view file, int line, const std::string& what) {
-  return Status(Code::kInvalidArgument, std::string(file) + ":" + std::to_string(line) + ": " + what);
-}
-
-// Positive slot count, or -1.
-// At most tsrun's 2^20 slots a host (and so a job's total fits an int).
 constexpr int kMaxSlots = 1 << 20;
 
+std::string_view trim(std::string_view s) {
+  const char* ws = " \t\r\n\f\v";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string_view> splitWords(std::string_view s) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t start = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+    if (i > start) words.push_back(s.substr(start, i - start));
+  }
+  return words;
+}
+
+// A positive slot count, or 0 when the text is not one.
 int parseSlots(std::string_view text) {
   int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value <= 0 || value > kMaxSlots) return -1;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value <= 0 || value > kMaxSlots) {
+    return 0;
+  }
   return value;
 }
 
-bool validHostName(std::string_view host) {
-  for (char c : host)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) return false;
-  return !host.empty();
+// Letters, digits, '.', '-', '_', starting with a letter or digit: the host becomes a word of
+// the rsh agent's command line, and a word starting with '-' (-Fconfig, -Jjumphost) would
+// be read by ssh as an option.
+bool validHostName(std::string_view name) {
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+  });
 }
+
+// IPv6's loopback, the one IPv6 address a host may be given as (this machine: its ranks use
+// 127.0.0.1; a remote IPv6 peer would not fit TSR_PEERS' host:port).
+bool ipv6Loopback(std::string_view name) { return name == "::1" || name == "0:0:0:0:0:0:0:1"; }
+
+// Parses "host", "host:N", "::1" or "[::1]:N" into entry; where names the line for errors.
+Status parseHostToken(std::string_view token, const std::string& where, HostEntry& entry) {
+  size_t colon = token.find(':');
+  std::string_view name = token.substr(0, colon);
+  if (!token.empty() && token.front() == '[') {
+    const size_t close = token.find(']');
+    name = token.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
+    colon = close == std::string_view::npos || close + 1 >= token.size() || token[close + 1] != ':'
+                ? std::string_view::npos
+                : close + 1;
+    if (close == std::string_view::npos || (close + 1 < token.size() && colon == std::string_view::npos) ||
+        !ipv6Loopback(name))
+      return Status(Code::kInvalidArgument, where + ": bad host '" + std::string(token) +
+                                                "' (of IPv6 addresses, the loopback only: ::1, [::1] or [::1]:2)");
+  } else if (ipv6Loopback(token)) {
+    name = token;
+    colon = std::string_view::npos;
+  } else if (std::count(token.begin(), token.end(), ':') >= 2) {
+    return Status(Code::kInvalidArgument, where + ": bad host '" + std::string(token) +
+                                              "' (of IPv6 addresses, the loopback only: ::1, [::1] or [::1]:2)");
+  } else if (!validHostName(name)) {
+    return Status(Code::kInvalidArgument, where + ": bad host name '" + std::string(name) +
+                                              "' (letters, digits, '.', '-' and '_', starting with a "
+                                              "letter or digit)");
+  }
+  entry.name = std::string(name);
+  entry.slots = 1;
+  if (colon != std::string_view::npos) {
+    std::string_view count = token.substr(colon + 1);
+    entry.slots = parseSlots(count);
+    if (entry.slots == 0) {
+      return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(count) + "' in '" +
+                                                std::string(token) + "' (expected an integer >= 1)");
+    }
+  }
+  return Status::ok();
+}
+
+// The entries so far, and where each name is among them: merging stays linear in the hosts.
+struct HostTable {
+  std::vector<HostEntry> hosts;
+  std::unordered_map<std::string, size_t> index;
+
+  // Adds entry, merging with an earlier entry of the same name.
+  void add(HostEntry entry) {
+    auto [at, added] = index.try_emplace(entry.name, hosts.size());
+    if (!added) {
+      HostEntry& h = hosts[at->second];
+      h.slots = std::min(kMaxSlots, h.slots + entry.slots);
+      return;
+    }
+    hosts.push_back(std::move(entry));
+  }
+};
 
 }  // namespace
 
-Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_view fileName) {
-  std::vector<HostSlots> hosts;
+Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_view fileName) {
+  HostTable table;
   int lineNo = 0;
-  while (!text.empty()) {
-    std::size_t eol = text.find('\n');
-    std::string_view line = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view raw = text.substr(pos, end - pos);
+    pos = end + 1;
     ++lineNo;
-    if (std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    std::string_view line = raw.substr(0, raw.find('#'));
     line = trim(line);
     if (line.empty()) continue;
 
-    std::string_view host = line, rest;
-    if (std::size_t space = line.find_first_of(" \t"); space != std::string_view::npos) {
-      host = line.substr(0, space);
-      rest = trim(line.substr(space + 1));
-    }
-    int slots = 1;
-    if (std::size_t colon = host.find(':'); colon != std::string_view::npos) {
-      std::string_view count = host.substr(colon + 1);
-      host = host.substr(0, colon);
-      slots = parseSlots(count);
-      if (slots < 0)
-        return lineError(fileName, lineNo,
-                         "bad slot count '" + std::string(count) + "' for host '" + std::string(host) +
-                             "' (want an integer in 1..1048576)");
-    }
-    if (!validHostName(host)) return lineError(fileName, lineNo, "bad host name '" + std::string(host) + "'");
-    while (!rest.empty()) {
-      std::size_t space = rest.find_first_of(" \t");
-      std::string_view item = rest.substr(0, space);
-      rest = space == std::string_view::npos ? std::string_view() : trim(rest.substr(space + 1));
-      std::size_t eq = item.find('=');
-      std::string_view key = item.substr(0, eq);
-      if (eq == std::string_view::npos || key != "slots")
-        return lineError(fileName, lineNo, "unknown field '" + std::string(item) + "' (expected slots=N)");
-      std::string_view value = item.substr(eq + 1);
-      slots = parseSlots(value);
-      if (slots < 0)
-        return lineError(fileName, lineNo,
-                         "bad slots value '" + std::string(value) + "' for host '" + std::string(host) +
-                             "' (want an integer in 1..1048576)");
-    }
-    bool merged = false;
-    for (HostSlots& existing : hosts) {
-      if (existing.host == host) {
-        existing.slots = std::min(kMaxSlots, existing.slots + slots);
-        merged = true;
+    std::string where = std::string(fileName) + ":" + std::to_string(lineNo);
+    std::vector<std::string_view> words = splitWords(line);
+    HostEntry entry;
+    entry.line = lineNo;
+    TSR_RETURN_IF_ERROR(parseHostToken(words[0], where, entry));
+    bool countInName =
+        words[0].find(':') != std::string_view::npos && !ipv6Loopback(words[0]) && words[0].substr(0, 1) != "[";
+    if (words[0].substr(0, 1) == "[") countInName = words[0].find("]:") != std::string_view::npos;
+    bool sawSlots = false;
+    for (size_t i = 1; i < words.size(); ++i) {
+      std::string_view word = words[i];
+      size_t eq = word.find('=');
+      std::string_view key = word.substr(0, eq);
+      if (eq == std::string_view::npos || key != "slots") {
+        return Status(Code::kInvalidArgument, where + ": unknown keyword '" + std::string(word) + "' in '" +
+                                                  std::string(line) +
+                                                  "' (expected 'host slots=N', 'host:N' or 'host')");
       }
+      if (sawSlots || countInName) {
+        return Status(Code::kInvalidArgument, where + ": slot count given twice in '" + std::string(line) + "'");
+      }
+      std::string_view value = word.substr(eq + 1);
+      entry.slots = parseSlots(value);
+      if (entry.slots == 0) {
+        return Status(Code::kInvalidArgument, where + ": bad slot count '" + std::string(value) + "' in '" +
+                                                  std::string(line) + "' (expected an integer >= 1)");
+      }
+      sawSlots = true;
     }
-    if (!merged) hosts.push_back(HostSlots{std::string(host), slots});
+    table.add(std::move(entry));
   }
-  if (hosts.empty()) return Status(Code::kInvalidArgument, "hostfile " + std::string(fileName) + " lists no hosts");
-  return hosts;
+  if (table.hosts.empty()) {
+    std::string why =
+        lineNo == 0 ? "the file is empty" : "all " + std::to_string(lineNo) + " lines are blank or comments";
+    return Status(Code::kInvalidArgument, std::string(fileName) + ": hostfile lists no hosts (" + why + ")");
+  }
+  return std::move(table.hosts);
 }
 
-Result<std::vector<int>> mapRanksBySlot(const std::vector<HostSlots>& hosts, int np) {
+Result<std::vector<HostEntry>> parseHostList(std::string_view list) {
+  HostTable table;
+  int item = 0;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t end = list.find(',', pos);
+    if (end == std::string_view::npos) end = list.size();
+    std::string_view token = trim(list.substr(pos, end - pos));
+    pos = end + 1;
+    ++item;
+    std::string where = "-H '" + std::string(list) + "' item " + std::to_string(item);
+    if (token.empty()) {
+      return Status(Code::kInvalidArgument, where + ": empty host");
+    }
+    HostEntry entry;
+    entry.line = item;
+    TSR_RETURN_IF_ERROR(parseHostToken(token, where, entry));
+    table.add(std::move(entry));
+  }
+  return std::move(table.hosts);
+}
+
+int totalSlots(const std::vector<HostEntry>& hosts) {
+  long long total = 0;
+  for (const HostEntry& h : hosts) total += h.slots;
+  return static_cast<int>(std::min<long long>(total, std::numeric_limits<int>::max()));
+}
+
+Result<std::vector<int>> mapRanksBySlot(const std::vector<HostEntry>& hosts, int np) {
   int64_t total = 0;
-  for (const HostSlots& h : hosts) total += h.slots;
+  for (const HostEntry& h : hosts) total += h.slots;
   if (np < 0) return Status(Code::kInvalidArgument, "-np " + std::to_string(np) + " is negative");
   if (np == 0 && total > kMaxSlots)
     return Status(Code::kInvalidArgument, "the hostfile's " + std::to_string(total) + " slots are more ranks than " +

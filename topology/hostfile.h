@@ -1,10 +1,12 @@
-// Hostfile parsing (pure): the job's hosts and how many ranks each takes.
+// Hostfile and -H host list parsing (tsrun's and tsr-topo's): pure functions from text to host
+// entries, no I/O.
 //
-// One host per line, in any of these forms:
-//   node01 slots=8     node01:8     node01        (bare host = 1 slot)
-// '#' starts a comment (whole line or trailing); blank lines are ignored. A host listed twice
-// gets the sum of its slots and keeps its first position. Errors name the file and line.
-// (tools/tsrun has its own copy for now; the two will be merged.)
+// Vocabulary: a *host entry* is a host name with a number of *slots* (ranks it may run).
+// Accepted hostfile lines (one host per line, like Open MPI's hostfile):
+//   host slots=N     host:N     host (1 slot)     # comment     (blank line)
+// A trailing "# comment" after an entry is allowed. A host named twice is one host whose slots
+// add up (first position kept), as mpirun does, so ranks on one machine stay adjacent.
+// Every error names the file, the line number and the offending text.
 #pragma once
 
 #include <string>
@@ -15,16 +17,25 @@
 
 namespace tsr::topology {
 
-struct HostSlots {
-  std::string host;
+struct HostEntry {
+  std::string name;
   int slots = 1;
-  bool operator==(const HostSlots&) const = default;
+  int line = 0;  // 1-based line (hostfile) or item (host list) where the host first appears
+
+  bool operator==(const HostEntry&) const = default;
 };
 
-Result<std::vector<HostSlots>> parseHostfile(std::string_view text, std::string_view fileName);
+// Parses the contents of a hostfile. fileName only labels error messages.
+Result<std::vector<HostEntry>> parseHostfile(std::string_view text, std::string_view fileName);
+
+// Parses a -H list "host1:4,host2,host3:2" (bare host = 1 slot).
+Result<std::vector<HostEntry>> parseHostList(std::string_view list);
+
+// Sum of the slots of all entries.
+int totalSlots(const std::vector<HostEntry>& hosts);
 
 // Ranks 0..np-1 dealt by slot (fill the first host, then the next): the host index of each
 // rank. np = 0 means "all slots". Error when np exceeds the slots.
-Result<std::vector<int>> mapRanksBySlot(const std::vector<HostSlots>& hosts, int np);
+Result<std::vector<int>> mapRanksBySlot(const std::vector<HostEntry>& hosts, int np);
 
 }  // namespace tsr::topology

@@ -8,8 +8,8 @@
 //   matrix            {labels: ["GPU0",..,"NIC0",..], rows: [["X","PIX",..],..]} (nvidia-smi labels)
 //   binding           {mode: none|numa|core, local_ranks,
 //                      ranks[]: {local_rank, gpu, nic, numa (-1 none), pus: "0-15", reason}}
-//   job (with --hostfile only)
-//                     {hostfile, np, hosts[]: {name, ranks[]}, ring[]: ranks in ring order,
+//   job (with --hostfile or -H)
+//                     {hostfile or host_list, np, hosts[]: {name, ranks[]}, ring[]: ranks in ring order,
 //                      host_crossings, torus: {x, y, note, grid[][]} or {available: false, note}}
 #include <sstream>
 
@@ -121,8 +121,9 @@ std::string renderJson(const Report& report) {
   out << "]}";
   if (report.job) {
     const JobView& job = *report.job;
-    out << ",\n  \"job\": {\"hostfile\": " << quote(job.hostfile) << ", \"np\": " << job.hosts.worldSize
-        << ",\n    \"hosts\": "
+    out << ",\n  \"job\": {"
+        << (job.hostList.empty() ? "\"hostfile\": " + quote(job.hostfile) : "\"host_list\": " + quote(job.hostList))
+        << ", \"np\": " << job.hosts.worldSize << ",\n    \"hosts\": "
         << array(
                job.hosts.hosts,
                [](const HostInfo& h) { return "{\"name\": " + quote(h.name) + ", \"ranks\": " + ints(h.ranks) + "}"; })

@@ -3,6 +3,7 @@
 //   tsr-topo                                  this machine: summary, affinity matrix, bindings
 //   tsr-topo --topology-xml box.xml           a machine described by hwloc XML
 //   tsr-topo --hostfile hosts -np 16          + ring order and torus layout of that job
+//   tsr-topo -H node1:4,node2:4               the same from a host list (tsrun's forms)
 //   tsr-topo --json | --dot                   the same as JSON (fields: json_report.cc) or Graphviz
 //   tsr-topo --dump-xml out.xml               write the topology as hwloc XML
 #include <CLI/CLI.hpp>
@@ -31,13 +32,16 @@ int run(int argc, char** argv) {
       "tsr-topo: machine topology (sockets, NUMA, GPUs, NICs), GPU/NIC affinity, "
       "rank binding, and the ring/torus a job would use",
       "tsr-topo"};
-  std::string xml, hostfile, dumpPath, bind = "numa";
+  std::string xml, hostfile, hostList, dumpPath, bind = "numa";
   int np = 0, localRanks = 0;
   bool json = false, dot = false;
   app.add_option("--topology-xml", xml, "Read the machine from this hwloc XML file (TSR_TOPO_FILE)");
-  app.add_option("--hostfile", hostfile,
-                 "Show the ring and torus of a job on these hosts (lines: 'host slots=N', "
-                 "'host:N' or 'host'); each host is taken to look like the inspected machine");
+  auto* hostfileOption = app.add_option("--hostfile,--machinefile", hostfile,
+                                        "Show the ring and torus of a job on these hosts (lines: 'host slots=N', "
+                                        "'host:N' or 'host', as tsrun reads them); each host is taken to look like the "
+                                        "inspected machine");
+  app.add_option("-H,--host", hostList, "The same from a host list: host1:4,host2:4 (bare host = 1 slot)")
+      ->excludes(hostfileOption);
   app.add_option("-n,--np", np,  // also -np, see below
                  "Number of ranks of the job (default: every slot)")
       ->check(CLI::Range(0, 1 << 20));
@@ -61,7 +65,7 @@ int run(int argc, char** argv) {
   }
   if (json && dot) return fail(Status(Code::kInvalidArgument, "--json and --dot exclude each other"));
   // An empty path given is a mistake (an unset shell variable), not "none given".
-  for (const char* name : {"--topology-xml", "--hostfile", "--dump-xml"})
+  for (const char* name : {"--topology-xml", "--hostfile", "-H", "--dump-xml"})
     if (app.count(name) > 0 && app[name]->as<std::string>().empty())
       return fail(Status(Code::kInvalidArgument, std::string(name) + " is empty"));
   auto mode = parseBindMode(bind);
@@ -80,16 +84,18 @@ int run(int argc, char** argv) {
         !m.gpus.empty() ? static_cast<int>(m.gpus.size()) : std::max<int>(1, static_cast<int>(m.numaNodes.size()));
   tools::topo::Report report =
       tools::topo::makeReport(xml.empty() ? "local machine" : xml, machine.take(), mode.value(), localRanks);
-  if (!hostfile.empty()) {
-    auto text = readBoundedFile(hostfile, kMaxHostfileBytes, "hostfile");
-    if (!text.isOk()) return fail(text.status());
-    auto slots = parseHostfile(text.value(), hostfile);
-    if (!slots.isOk()) return fail(slots.status());
-    auto job = tools::topo::makeJob(report, hostfile, slots.value(), np);
+  if (!hostfile.empty() || !hostList.empty()) {
+    auto hosts = [&]() -> Result<std::vector<HostEntry>> {
+      if (hostfile.empty()) return parseHostList(hostList);
+      TSR_ASSIGN_OR_RETURN(std::string text, readBoundedFile(hostfile, kMaxHostfileBytes, "hostfile"));
+      return parseHostfile(text, hostfile);
+    }();
+    if (!hosts.isOk()) return fail(hosts.status());
+    auto job = tools::topo::makeJob(report, hostfile, hostList, hosts.value(), np);
     if (!job.isOk()) return fail(job.status());
     report.job = job.take();
   } else if (np != 0) {
-    return fail(Status(Code::kInvalidArgument, "-np needs --hostfile"));
+    return fail(Status(Code::kInvalidArgument, "-np needs --hostfile or -H"));
   }
   std::cout << (json  ? tools::topo::renderJson(report)
                 : dot ? tools::topo::renderDot(report)

@@ -15,11 +15,12 @@ Report makeReport(std::string source, MachineTopology machine, BindMode mode, in
   return report;
 }
 
-Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::vector<HostSlots>& slots,
-                        int np) {
+Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::string& hostList,
+                        const std::vector<HostEntry>& slots, int np) {
   TSR_ASSIGN_OR_RETURN(std::vector<int> hostOfRank, mapRanksBySlot(slots, np));
   JobView job;
   job.hostfile = hostfile;
+  job.hostList = hostList;
   job.slots = slots;
   std::vector<int> localSize(slots.size(), 0);
   for (int h : hostOfRank) ++localSize[h];
@@ -27,7 +28,7 @@ Result<JobView> makeJob(const Report& report, const std::string& hostfile, const
   std::vector<RankPlacement> placements;
   for (int r = 0; r < static_cast<int>(hostOfRank.size()); ++r) {
     int h = hostOfRank[r];
-    placements.push_back(placementOn(report.machine, r, nextLocal[h]++, localSize[h], slots[h].host));
+    placements.push_back(placementOn(report.machine, r, nextLocal[h]++, localSize[h], slots[h].name));
   }
   TSR_ASSIGN_OR_RETURN(job.hosts, buildHostMap(placements));
   job.ring = ringOrder(job.hosts);

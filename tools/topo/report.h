@@ -17,8 +17,9 @@ namespace tsr::tools::topo {
 
 // A job from a hostfile: every host is assumed to look like the inspected machine.
 struct JobView {
-  std::string hostfile;
-  std::vector<topology::HostSlots> slots;
+  std::string hostfile;  // the hostfile's path, or
+  std::string hostList;  // the -H list
+  std::vector<topology::HostEntry> slots;
   topology::HostMap hosts;
   std::vector<int> ring;  // ring order of ranks
   int hostCrossings = 0;
@@ -35,9 +36,10 @@ struct Report {
 };
 
 Report makeReport(std::string source, topology::MachineTopology machine, topology::BindMode mode, int localRanks);
-// Lays out `np` ranks (0 = every slot) of `hostfile` on machines like report.machine.
-Result<JobView> makeJob(const Report& report, const std::string& hostfile,
-                        const std::vector<topology::HostSlots>& slots, int np);
+// Lays out `np` ranks (0 = every slot) of the hosts on machines like report.machine; the hosts
+// came from `hostfile` or, when that is empty, from `hostList`.
+Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::string& hostList,
+                        const std::vector<topology::HostEntry>& slots, int np);
 
 std::string renderText(const Report& report);
 std::string renderJson(const Report& report);

@@ -83,7 +83,8 @@ void renderBindings(std::ostringstream& out, const Report& report) {
 void renderJob(std::ostringstream& out, const JobView& job) {
   const HostMap& hosts = job.hosts;
   out << "\nJob: " << hosts.worldSize << " ranks on " << hosts.hosts.size() << " host"
-      << (hosts.hosts.size() == 1 ? "" : "s") << " (hostfile " << job.hostfile
+      << (hosts.hosts.size() == 1 ? "" : "s") << " ("
+      << (job.hostList.empty() ? "hostfile " + job.hostfile : "-H " + job.hostList)
       << "; each host assumed to look like this machine)\n";
   for (const HostInfo& host : hosts.hosts) {
     out << "  host " << host.name << ": ranks";

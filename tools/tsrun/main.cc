@@ -18,6 +18,10 @@ extern char** environ;
 namespace tsr::tools::tsrun {
 namespace {
 
+using topology::parseHostfile;
+using topology::parseHostList;
+using topology::totalSlots;
+
 constexpr int kSecretBytes = 32;
 constexpr int kJobIdBytes = 8;
 

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "tools/tsrun/hostfile.h"
+#include "topology/hostfile.h"
 
 namespace tsr::tools::tsrun {
+
+using topology::HostEntry;
 
 constexpr int kDefaultBasePort = 29400;
 

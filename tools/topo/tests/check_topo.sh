@@ -55,6 +55,12 @@ case $case in
     expect '^Torus: 8 x 2 \(2 hosts x 8 local ranks\)'
     expect 'row 1 \[node02\]: 8 9 10 11 12 13 14 15$'
     expect 'local rank 1: core -> NUMA 0, PUs 4-7'
+    # A host list reads as tsrun reads it: the same job.
+    run --topology-xml "$dual" -H node01:8,node02:8
+    expect '^Job: 16 ranks on 2 hosts \(-H node01:8,node02:8;'
+    expect 'row 1 \[node02\]: 8 9 10 11 12 13 14 15$'
+    run --topology-xml "$dual" -H node01:8,node02:8 --json
+    expect '"job": \{"host_list": "node01:8,node02:8", "np": 16'
     ;;
   single)
     run --topology-xml "$single" --hostfile "$hostfile" -np 7
@@ -125,7 +131,15 @@ case $case in
     expect "hostfile '/dev/zero' is too large"
     printf 'node01 slots=two\n' >"$work/badhosts"
     run_fails --topology-xml "$dual" --hostfile "$work/badhosts"
-    expect "badhosts:1: bad slots value 'two'"
+    expect "badhosts:1: bad slot count 'two'"
+    # Hosts tsrun refuses are refused here too (a name ssh would read as an option).
+    printf 'node01\n-Fevil slots=2\n' >"$work/optionhost"
+    run_fails --topology-xml "$dual" --hostfile "$work/optionhost"
+    expect "optionhost:2: bad host name '-Fevil'"
+    run_fails --topology-xml "$dual" -H node01:2,,node02
+    expect "item 2: empty host"
+    run_fails --topology-xml "$dual" -np 4
+    expect "-np needs --hostfile or -H"
     run_fails --topology-xml "$dual" --hostfile "$hostfile" -np 17
     expect "-np 17 exceeds the 16 slots"
     run_fails --bind socket
