@@ -93,28 +93,72 @@ class Request:
         self._registered = False
         self._future = None
         self._orphaned = False
+        self._users = 0            # threads in a C call on the handle (wait/test)
+        self._outcome = _PENDING   # None or the error, once a wait/test has seen the end
+        self._noticed = False      # _finish has run once
 
     def test(self):
-        """True when finished (raising the collective's error, if any); False while running."""
-        if self._handle is None:
-            return True
-        status = _lib.tsr_test(self._handle)
+        """True when finished (raising the collective's error, if any); False while running.
+        Safe from several threads at once, as wait() is."""
+        handle = self._use()
+        if handle is None:
+            return self._ended_already()
+        status = _capi.IN_PROGRESS
+        try:
+            status = _lib.tsr_test(handle)
+        finally:
+            self._release(status)
         if status == _capi.IN_PROGRESS:
             return False
         self._finish(status)
         return True
 
     def wait(self):
-        """Blocks until finished; returns the result (raising the collective's error)."""
-        if self._handle is not None:
-            status = _lib.tsr_wait(self._handle)
+        """Blocks until finished; returns the result (raising the collective's error). Several
+        threads may wait on one request: each gets the result, or the same error."""
+        handle = self._use()
+        if handle is None:
+            self._ended_already()
+            return self._result
+        status = _capi.IN_PROGRESS
+        try:
+            status = _lib.tsr_wait(handle)
             if status != _capi.OK:
                 refusal = error_of(status)
-                status = _lib.tsr_test(self._handle)
+                status = _lib.tsr_test(handle)
                 if status == _capi.IN_PROGRESS:
                     raise refusal  # the wait was refused (in a then() callback): still running
-            self._finish(status)
+        finally:
+            self._release(status)
+        self._finish(status)
         return self._result
+
+    def _use(self):
+        """The C handle, counted as in use (_release frees it once the last user is done and
+        the collective has ended), or None once it has been freed."""
+        with self._lock:
+            if self._handle is None:
+                return None
+            self._users += 1
+            return self._handle
+
+    def _release(self, status):
+        with self._lock:
+            self._users -= 1
+            if status != _capi.IN_PROGRESS and self._outcome is _PENDING:
+                self._outcome = None if status == _capi.OK else error_of(status)
+            if self._users or self._outcome is _PENDING or self._handle is None:
+                return
+            handle, self._handle = self._handle, None
+        _lib.tsr_request_free(handle)
+
+    def _ended_already(self):
+        """A request whose handle is gone: True, raising the error it ended with, if any."""
+        with self._lock:
+            outcome = self._outcome
+        if outcome is not _PENDING and outcome is not None:
+            raise outcome
+        return True
 
     @property
     def result(self):
@@ -134,12 +178,19 @@ class Request:
         if ended:
             _call(fn, self._result, self._error)
         elif register:
-            token = next(_tokens)
-            _waiting[token] = self
-            status = _lib.tsr_request_on_complete(self._handle, _COMPLETED, token)
-            if status != _capi.OK:
-                _waiting.pop(token, None)
-                check(status)
+            handle = self._use()
+            if handle is None:  # another thread's wait saw it end meanwhile
+                self._ended(self._outcome)
+                return self
+            try:
+                token = next(_tokens)
+                _waiting[token] = self
+                status = _lib.tsr_request_on_complete(handle, _COMPLETED, token)
+                if status != _capi.OK:
+                    _waiting.pop(token, None)
+                    check(status)
+            finally:
+                self._release(_capi.IN_PROGRESS)
         return self
 
     def get_future(self):
@@ -171,10 +222,12 @@ class Request:
             _call(fn, self._result, error)
 
     def _finish(self, status):
-        handle, self._handle = self._handle, None
-        _lib.tsr_request_free(handle)
+        """The collective ended with status, seen by this thread (the handle is freed by
+        _release, once no other thread is in a call on it)."""
         error = None if status == _capi.OK else error_of(status)
-        if not self._registered:  # a registered one hears it from the C callback
+        with self._lock:
+            first, self._noticed = not self._noticed, True
+        if first and not self._registered:  # a registered one hears it from the C callback
             self._keep = None
             self._ended(error)
         if error is not None:

@@ -2,8 +2,12 @@
 every call on the communicator or on anything made from it (tensors of every algorithm,
 SelSync, COVAP, requests) raises AbortedError saying so, instead of crashing the rank (a
 tensor step after close used to die with SIGSEGV); a request that had finished keeps its
-result, one pending at close fails, and one dropped after close goes quietly."""
+result, one pending at close fails (each wait raising it), and one dropped after close goes
+quietly. Before that: threads waiting on one request together each get its result (two used to
+crash the rank: one freed the handle another was waiting on), and a request keeps its
+communicator alive."""
 import gc
+import threading
 
 import numpy as np
 
@@ -14,6 +18,31 @@ checks = Checks()
 expect, raises = checks.expect, checks.raises
 comm = tessera.Communicator()
 n, me = comm.size, comm.rank
+
+
+def request_of_a_dropped_communicator():
+    other = tessera.Communicator()
+    return other.allreduce(np.ones(1 << 16, np.float32), async_op=True)
+
+
+orphan = request_of_a_dropped_communicator()
+gc.collect()
+expect(np.all(orphan.wait() == n), "a request whose communicator was dropped still ends with its result")
+del orphan
+gc.collect()
+
+# Three threads wait on each request and one polls it: each sees the sum (the rank crashed).
+for _ in range(30):
+    request = comm.allreduce(np.ones(1024, np.float32), out=np.empty(1024, np.float32), async_op=True)
+    seen = []
+    waiters = [threading.Thread(target=lambda: seen.append(float(request.wait()[0]))) for _ in range(3)]
+    for thread in waiters:
+        thread.start()
+    while not request.test():
+        pass
+    for thread in waiters:
+        thread.join()
+    expect(seen == [float(n)] * 3, f"three threads waiting on one request: {seen}")
 
 count = 64
 grad = np.ones(count, np.float32)
@@ -56,6 +85,8 @@ raises(tessera.AbortedError, "closed", lambda: tessera.inject(comm, 1, 0, 1.0, g
 expect(finished.wait()[0] == n, "a request that had finished keeps its result")
 if me == 0:
     raises(tessera.TesseraError, "", pending.wait, "a request pending at close fails")
+    raises(tessera.TesseraError, "", pending.wait, "its second wait raises the same")
+    raises(tessera.TesseraError, "", pending.test, "and so does test")
     errors = []
     pending.then(lambda result, error: errors.append(error))  # ended: runs at once
     expect(errors and isinstance(errors[0], tessera.TesseraError), f"then after close: {errors}")
