@@ -74,6 +74,29 @@ Status Covap::bucketReady(size_t bucket, float* grad) {
   lastReady_ = Clock::now();
   static float emptyBucket;  // marks an empty bucket (no data) as handed over
   grads_[bucket] = grad ? grad : &emptyBucket;
+  // Shards go out in the buckets' declared order, whatever order they came in: every rank then
+  // posts the same allreduces in the same order (posted as they came, two ranks handing the
+  // buckets over in different orders would average one's bucket 0 with the other's bucket 1,
+  // silently). In the declared order, each goes out at once.
+  if (bucket > nextToPost_ && !toldOfOrder_) {
+    toldOfOrder_ = true;
+    log::get("covap")->info(
+        "rank {}: bucket {} came before bucket {}: shards go out in the declared order, so it waits "
+        "(declare the buckets in the order backprop produces them, and each goes out at once)",
+        comm_->rank(), bucket, nextToPost_);
+  }
+  while (nextToPost_ < counts_.size() && grads_[nextToPost_]) {
+    Status st = postBucket(nextToPost_++);
+    if (!st.isOk()) {
+      if (stepError_.isOk()) stepError_ = st;
+      return st;
+    }
+  }
+  return Status::ok();
+}
+
+Status Covap::postBucket(size_t bucket) {
+  float* grad = grads_[bucket];
   double coef = efCoefficient(step_, params_);
   const std::vector<float>& res = residual_[bucket];
   for (size_t t = 0; t < shards_.size(); ++t) {
@@ -85,12 +108,8 @@ Status Covap::bucketReady(size_t bucket, float* grad) {
     float* g = grad + s.offset;
     const float* r = res.data() + s.offset;
     for (size_t j = 0; j < s.count; ++j) g[j] += static_cast<float>(coef) * r[j];
-    auto req = comm_->hostAllreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg);
-    if (!req.isOk()) {
-      if (stepError_.isOk()) stepError_ = req.status();
-      return req.status();
-    }
-    posted_.push_back({req.take(), Clock::now()});
+    TSR_ASSIGN_OR_RETURN(auto req, comm_->hostAllreduce(g, g, s.count, DataType::kF32, ReduceOp::kAvg));
+    posted_.push_back({std::move(req), Clock::now()});
     bytesPosted_ += s.count * sizeof(float);
   }
   return Status::ok();
@@ -98,6 +117,16 @@ Status Covap::bucketReady(size_t bucket, float* grad) {
 
 Status Covap::finishStep() {
   Status first = std::exchange(stepError_, Status::ok());
+  // A bucket not handed over: its shards (and those after it) were never posted here, while
+  // the other ranks posted theirs; the step fails on this rank, and on theirs by the timeout.
+  if (first.isOk() && nextToPost_ < counts_.size()) {
+    std::string missing;
+    for (size_t b = 0; b < counts_.size(); ++b)
+      if (!grads_[b]) missing += (missing.empty() ? "" : ",") + std::to_string(b);
+    first = Status(Code::kInvalidArgument, "covap: step " + std::to_string(step_) + " finished without bucket " +
+                                               missing + " (each bucket is handed over once a step)");
+  }
+  nextToPost_ = 0;
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans;
   for (const Posted& p : posted_) {
     Status st = p.request->wait();

@@ -30,9 +30,11 @@ class Covap {
                                                std::vector<size_t> bucketCounts);
   // Starts a step's clock (call before the backward pass).
   void beginStep();
-  // Bucket `bucket`'s f32 gradient is ready: its selected shards start communicating now.
-  // The buffer must stay valid until finishStep. Buckets may come in any order, once a step.
-  // After an error here, finishStep still closes the step (and reports the error).
+  // Bucket `bucket`'s f32 gradient is ready: its selected shards start communicating now, or,
+  // when an earlier bucket (in the declared order) is still missing, once it has come: the
+  // ranks post in the same order whatever order they hand the buckets over in. The buffer
+  // must stay valid until finishStep. Every bucket once a step (finishStep fails naming one
+  // that was not). After an error here, finishStep still closes the step (and reports it).
   Status bucketReady(size_t bucket, float* grad);
   // Waits for the step's communication. Selected shards then hold the average over ranks,
   // skipped ones zero (their gradient waits in the residual). The residual changes only here,
@@ -66,6 +68,8 @@ class Covap {
   // A finished step's residual updates: selected shards give up what went along, skipped
   // shards take the gradient (zeroed in the buffer).
   void keepSkipped();
+  // Posts the selected shards of a handed-over bucket (residual added).
+  Status postBucket(size_t bucket);
   Status addToProfile(std::vector<std::pair<Clock::time_point, Clock::time_point>> spans);
   bool profiling() const { return params_.interval == 0 && step_ < profileUntil_; }
 
@@ -84,6 +88,8 @@ class Covap {
   bool stepped_ = false;       // a step finished on this handle (else moveTo adopts the others')
   uint64_t bytesPosted_ = 0;
   std::vector<float*> grads_;  // this step's gradient of each bucket (nullptr: not handed over)
+  size_t nextToPost_ = 0;      // buckets before it (declared order) are posted this step
+  bool toldOfOrder_ = false;   // logged once that a bucket came out of the declared order
   Status stepError_;           // a post of this step that failed: finishStep reports it
   struct Posted {
     algorithms::RequestPtr request;

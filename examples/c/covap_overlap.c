@@ -60,7 +60,8 @@ typedef struct {
 static double step(bench_t* b, phase_t phase) {
   double t0 = now();
   if (phase != kCompute) CHECK(tsr_covap_begin_step(b->covap));
-  for (size_t k = b->buckets; k-- > 0;) {  /* backprop: last bucket first */
+  /* Buckets are declared in the order backprop produces them: bucket 0 (the last layer's) first. */
+  for (size_t k = 0; k < b->buckets; ++k) {
     if (phase != kComm) sleep_for(b->compute_per_bucket);
     if (phase != kCompute) CHECK(tsr_covap_bucket_ready(b->covap, k, b->grads[k]));
   }

@@ -112,5 +112,52 @@ TEST(CovapRanks, HandlesMadeDifferentlyFailTheirFirstBucketOnEveryRank) {
   });
 }
 
+// Ranks that hand the buckets over in different orders (rank 1 the reverse) still average
+// bucket with bucket: shards go out in the declared order. Posted as they came, rank 0's
+// bucket 0 was averaged with rank 1's bucket 1 (same sizes), each rank "ok" with the other's.
+TEST(CovapRanks, BucketsHandedOverInAnotherOrderPairRight) {
+  const std::vector<size_t> counts{64, 64, 64};
+  testing::runRanks(2, [&](runtime::Communicator& comm) {
+    const int me = comm.rank();
+    auto c = Covap::create(comm, {{"interval", "1"}}, counts);
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    Covap& cv = *c.value();
+    std::vector<std::vector<float>> g;
+    for (size_t b = 0; b < counts.size(); ++b) g.emplace_back(counts[b], static_cast<float>(100 * (b + 1) + me));
+    cv.beginStep();
+    for (size_t i = 0; i < counts.size(); ++i) {
+      size_t b = me == 0 ? i : counts.size() - 1 - i;
+      ASSERT_TRUE(cv.bucketReady(b, g[b].data()).isOk());
+    }
+    ASSERT_TRUE(cv.finishStep().isOk());
+    for (size_t b = 0; b < counts.size(); ++b)
+      EXPECT_EQ(g[b], std::vector<float>(counts[b], 100.0f * (b + 1) + 0.5f)) << "bucket " << b << " rank " << me;
+  });
+}
+
+// A step without one of its buckets fails naming it (it ended "ok", that bucket never averaged
+// and the next collective mismatched); the residual stays, the step is not counted.
+TEST(CovapRanks, AStepWithoutABucketFailsNamingIt) {
+  testing::runRanks(1, [&](runtime::Communicator& comm) {
+    auto c = Covap::create(comm, {{"interval", "1"}}, {8, 8, 8});
+    ASSERT_TRUE(c.isOk());
+    Covap& cv = *c.value();
+    std::vector<float> a(8, 1.0f), b(8, 2.0f);
+    cv.beginStep();
+    ASSERT_TRUE(cv.bucketReady(0, a.data()).isOk());
+    ASSERT_TRUE(cv.bucketReady(2, b.data()).isOk());
+    Status st = cv.finishStep();
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
+    EXPECT_NE(st.message().find("step 0 finished without bucket 1"), std::string::npos) << st.message();
+    EXPECT_EQ(cv.step(), 0u);
+    // The next step starts afresh and may hand every bucket over.
+    std::vector<float> d(8, 3.0f);
+    cv.beginStep();
+    for (size_t k = 0; k < 3; ++k) ASSERT_TRUE(cv.bucketReady(k, (k == 1 ? d : k == 0 ? a : b).data()).isOk());
+    EXPECT_TRUE(cv.finishStep().isOk());
+    EXPECT_EQ(cv.step(), 1u);
+  });
+}
+
 }  // namespace
 }  // namespace tsr::covap

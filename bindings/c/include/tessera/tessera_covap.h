@@ -31,7 +31,11 @@ typedef struct tsr_covap* tsr_covap_t;
 TSR_API tsr_status_t tsr_covap_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
                                       const size_t* bucket_counts, size_t nbuckets, tsr_covap_t* covap);
 TSR_API tsr_status_t tsr_covap_begin_step(tsr_covap_t covap);
-/* grad holds bucket_counts[bucket] floats and must stay valid until tsr_covap_finish_step. */
+/* grad holds bucket_counts[bucket] floats and must stay valid until tsr_covap_finish_step.
+ * Every bucket once a step (tsr_covap_finish_step fails naming one that was not handed over).
+ * A bucket's shards go out once every bucket before it (in the order of bucket_counts) has
+ * come: ranks that hand them over in different orders still pair the right buckets, and in the
+ * declared order each goes out at once. */
 TSR_API tsr_status_t tsr_covap_bucket_ready(tsr_covap_t covap, size_t bucket, float* grad);
 TSR_API tsr_status_t tsr_covap_finish_step(tsr_covap_t covap);
 /* The interval in use (1 while profiling) and the measured CCR (0 until measured). Both are
