@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "algorithms/selsync/selsync_logic.h"
+#include "algorithms/team/first_step_agreement.h"
 
 namespace tsr::selsync {
 
@@ -15,6 +17,18 @@ using algorithms::Slot;
 Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step, double alpha, const float* share,
                              size_t shareCount, float* received, size_t capacity) {
   const int me = comm.rank(), n = comm.size();
+  // Ranks that differ in seed, step or alpha draw different senders and would pass each other
+  // by without an error (a sender's messages unreceived, a receiver's share never sent): the
+  // call's settings are compared first, as a tensor's first step compares its own.
+  char alphaText[32];
+  std::snprintf(alphaText, sizeof(alphaText), "%.17g", alpha);
+  TSR_ASSIGN_OR_RETURN(auto agreement, algorithms::makeSettingsAgreement(
+                                           comm,
+                                           "seed=" + std::to_string(seed) + "; step=" + std::to_string(step) +
+                                               "; alpha=" + alphaText + "; share count=" + std::to_string(shareCount),
+                                           "every rank must inject with the same seed, step, alpha and share size"));
+  if (agreement) TSR_RETURN_IF_ERROR(algorithms::agreeNow(comm, *agreement, "data injection"));
+  // After the comparison: a bad alpha on one rank is then a mismatch every rank hears of.
   if (!(alpha >= 0.0 && alpha <= 1.0))
     return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
                                               ": alpha=" + std::to_string(alpha) + " is outside [0, 1]");
@@ -30,8 +44,9 @@ Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t ste
     return Status(Code::kInvalidArgument,
                   "data injection on rank " + std::to_string(me) + " at step " + std::to_string(step) +
                       ": received holds " + std::to_string(received ? capacity : 0) + " floats, " +
-                      std::to_string(out.receivedCount) + " are coming (" + std::to_string(out.senders.size()) +
-                      " senders x " + std::to_string(shareCount) + ")");
+                      std::to_string(out.receivedCount) + " are coming (" +
+                      std::to_string(out.receivedCount / std::max<size_t>(shareCount, 1)) + " senders other than " +
+                      "this rank x " + std::to_string(shareCount) + ")");
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "selsync-injection";
   plan->collective = algorithms::CollectiveKind::kAllgather;

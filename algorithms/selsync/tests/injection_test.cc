@@ -69,5 +69,24 @@ TEST(DataInjectionErrors, SmallBufferAndBadAlphaAreNamed) {
   });
 }
 
+// Ranks that differ in seed or alpha would draw different senders: messages nobody receives,
+// shares never sent, each rank "ok" with something else. The call's settings are compared
+// first, and every rank fails naming what differs.
+TEST(DataInjectionErrors, RanksThatDifferFailOnEveryRank) {
+  for (const char* differs : {"seed", "alpha", "step"}) {
+    testing::runRanks(3, [&](runtime::Communicator& comm) {
+      const bool odd = comm.rank() == 2;
+      const std::string key = differs;
+      std::vector<float> mine(4, 1.0f), got(12);
+      auto r = injectData(comm, key == "seed" && odd ? 7 : 1, key == "step" && odd ? 3 : 0,
+                          key == "alpha" && odd ? 1.0 : 0.34, mine.data(), 4, got.data(), got.size());
+      ASSERT_FALSE(r.isOk()) << differs << " on rank " << comm.rank();
+      EXPECT_EQ(r.status().code(), Code::kMismatch) << r.status().toString();
+      EXPECT_NE(r.status().message().find(key + " is "), std::string::npos) << r.status().message();
+      EXPECT_NE(r.status().message().find("on rank 2"), std::string::npos) << r.status().message();
+    });
+  }
+}
+
 }  // namespace
 }  // namespace tsr::selsync
