@@ -1,6 +1,7 @@
 // Marsit's parameters and per-tensor state, apart from the communicator (marsit_step.h), so
 // that tests and fuzz targets build exactly the state a tensor would.
 #include <algorithm>
+#include <cerrno>
 
 #include "algorithms/kernels/sign_ops.h"
 #include "algorithms/marsit/marsit_plan.h"
@@ -20,9 +21,11 @@ Result<Params> parseParams(const std::map<std::string, std::string>& kv) {
     };
     char* end = nullptr;
     if (key == "seed") {
+      errno = 0;
       unsigned long long v = std::strtoull(value.c_str(), &end, 0);
-      // strtoull takes "-1" as 2^64 - 1.
-      if (value.empty() || *end || value.find('-') != std::string::npos) return bad("an unsigned integer");
+      // strtoull takes "-1" as 2^64 - 1, and saturates past it (2^64 and 2^64+1 would agree).
+      if (value.empty() || *end || value.find('-') != std::string::npos || errno == ERANGE)
+        return bad("an unsigned 64-bit integer");
       p.seed = v;
     } else if (key == "full_precision_every") {
       long v = std::strtol(value.c_str(), &end, 10);

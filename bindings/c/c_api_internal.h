@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,37 @@ inline tsr_status_t checkOp(const std::string& who, tsr_op_t op) {
   return invalid(who + ": op " + std::to_string(static_cast<int>(op)) + " is not a tsr_op_t");
 }
 
+// The largest element count a call takes (2^40, as the dense collectives): past it a size in
+// bytes may not fit, and a count that large is a negative number or garbage cast to size_t.
+inline constexpr size_t kMaxCount = size_t{1} << 40;
+inline tsr_status_t checkCount(const std::string& who, const std::string& what, size_t count) {
+  if (count <= kMaxCount) return TSR_OK;
+  return invalid(who + ": " + what + " " + std::to_string(count) + " is too large (at most 2^40; a negative " +
+                 "number cast to size_t?)");
+}
+// Bucket element counts of SelSync and COVAP: each 1..2^40.
+inline tsr_status_t checkBucketCounts(const std::string& who, const size_t* counts, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (counts[i] == 0) return invalid(who + ": bucket " + std::to_string(i) + " has 0 elements");
+    if (tsr_status_t st = checkCount(who, "bucket " + std::to_string(i) + " count", counts[i]); st != TSR_OK) return st;
+  }
+  return TSR_OK;
+}
+// tsr_param_t[] as key -> value; a NULL key or value, or a key given twice (which would have
+// the last one win unseen), is refused naming the param.
+inline tsr_status_t readParams(const std::string& who, const tsr_param_t* params, size_t nparams,
+                               std::map<std::string, std::string>& out) {
+  if (nparams && !params) return invalid(who + ": params is NULL with nparams " + std::to_string(nparams));
+  for (size_t i = 0; i < nparams; ++i) {
+    if (!params[i].key || !params[i].value)
+      return invalid(who + ": param " + std::to_string(i) + " has a NULL key or value");
+    auto [at, added] = out.emplace(params[i].key, params[i].value);
+    if (!added)
+      return invalid(who + ": param " + std::to_string(i) + ": key '" + at->first + "' is given twice ('" + at->second +
+                     "', then '" + params[i].value + "')");
+  }
+  return TSR_OK;
+}
 template <typename F>
 inline tsr_status_t guarded(const char* what, F&& body) {
   try {

@@ -23,12 +23,10 @@ tsr_status_t initWith(tsr_comm_t* comm, const tsr_param_t* params, size_t nparam
   if (!config.isOk()) return report(config.status());
   if (tsr::Status st = tsr::runtime::refuseInitOfAReplacement(config.value(), "tsr_comm_init"); !st.isOk())
     return report(st);
+  std::map<std::string, std::string> given;
+  if (tsr_status_t st = readParams("tsr_comm_init_config", params, nparams, given); st != TSR_OK) return st;
   tsr::runtime::InitParams pairs;
-  for (size_t i = 0; i < nparams; ++i) {
-    if (!params[i].key || !params[i].value)
-      return invalid("tsr_comm_init_config: param " + std::to_string(i) + " has a NULL key or value");
-    pairs.emplace_back(params[i].key, params[i].value);
-  }
+  for (size_t i = 0; i < nparams; ++i) pairs.emplace_back(params[i].key, params[i].value);  // in the caller's order
   tsr::Status applied = tsr::runtime::applyInitParams(pairs, config.value(), env);
   if (!applied.isOk()) return report(applied);
   auto launch = tsr::runtime::launchInfoFromEnv(env);

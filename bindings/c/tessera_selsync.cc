@@ -19,14 +19,9 @@ tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size
     if (!comm || !selsync) return invalid("tsr_selsync_create: comm or selsync is NULL");
     *selsync = nullptr;
     if (nbuckets == 0 || !bucket_counts) return invalid("tsr_selsync_create: no buckets");
-    if (nparams && !params)
-      return invalid("tsr_selsync_create: params is NULL with nparams " + std::to_string(nparams));
+    if (tsr_status_t st = checkBucketCounts("tsr_selsync_create", bucket_counts, nbuckets); st != TSR_OK) return st;
     std::map<std::string, std::string> kv;
-    for (size_t i = 0; i < nparams; ++i) {
-      if (!params[i].key || !params[i].value)
-        return invalid("tsr_selsync_create: param " + std::to_string(i) + " has a NULL key or value");
-      kv[params[i].key] = params[i].value;
-    }
+    if (tsr_status_t st = readParams("tsr_selsync_create", params, nparams, kv); st != TSR_OK) return st;
     return withLiveComm(*comm->life, "tsr_selsync_create", [&](Communicator& c) {
       auto made = tsr::selsync::SelSync::create(c, kv, std::vector<size_t>(bucket_counts, bucket_counts + nbuckets));
       if (!made.isOk()) return report(made.status());

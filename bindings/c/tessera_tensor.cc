@@ -2,6 +2,7 @@
 // name (algorithms/tensors/tensor_registry.h: dense, Marsit, compressed or SparDL). A handle
 // outlives its communicator safely: after tsr_comm_destroy every call but tsr_tensor_destroy
 // reports TSR_ERR_ABORTED.
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,14 +49,10 @@ tsr_status_t tsr_tensor_create(tsr_comm_t comm, const char* name, size_t count, 
     *tensor = nullptr;
     if (!name || !*name) return invalid("tsr_tensor_create: the tensor needs a name");
     std::string who = std::string("tsr_tensor_create: tensor ") + name;
-    if (nparams && !params) return invalid(who + ": params is NULL with nparams " + std::to_string(nparams));
     if (tsr_status_t st = checkDtype(who, dtype); st != TSR_OK) return st;
+    if (tsr_status_t st = checkCount(who, "count", count); st != TSR_OK) return st;
     tsr::algorithms::TensorSpec spec{name, count, static_cast<tsr::DataType>(dtype), {}};
-    for (size_t i = 0; i < nparams; ++i) {
-      if (!params[i].key || !params[i].value)
-        return invalid(who + ": param " + std::to_string(i) + " has a NULL key or value");
-      spec.params[params[i].key] = params[i].value;
-    }
+    if (tsr_status_t st = readParams(who, params, nparams, spec.params); st != TSR_OK) return st;
     return withLiveComm(*comm->life, who, [&](Communicator& c) {
       auto t = std::make_unique<tsr_tensor>();
       t->life = comm->life;
@@ -131,6 +128,11 @@ tsr_status_t tsr_tensor_set_residual(tsr_tensor_t tensor, const float* residual)
       const std::string who = "tsr_tensor_set_residual: tensor " + tensor->name;
       if (!residual && tensor->count) return invalid(who + ": residual is NULL");
       if (tensor->impl->busy()) return invalid(who + " has a step pending; wait for it first");
+      // A step adds the residual to its gradient: a NaN here would refuse every later step.
+      for (size_t i = 0; i < tensor->count; ++i)
+        if (!std::isfinite(residual[i]))
+          return invalid(who + ": residual[" + std::to_string(i) + "] is " + std::to_string(residual[i]) +
+                         " (a residual must be finite: each step adds it to the gradient)");
       tsr::Status st = tensor->impl->setResidual(residual);
       return st.isOk() ? TSR_OK : report(tsr::Status(st.code(), "tsr_tensor_set_residual: " + st.message()));
     });

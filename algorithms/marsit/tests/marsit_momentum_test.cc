@@ -219,12 +219,14 @@ TEST(MarsitMomentum, BadValuesAreNamed) {
                           Case{{{"momentum", "x"}}, "momentum=x"}, Case{{{"scale_block", "1000"}}, "multiple of 1024"},
                           Case{{{"scale_block", "-1024"}}, "scale_block=-1024"},
                           Case{{{"intra", "none"}, {"momentum", "0.9"}}, "momentum=0 and scale_block=0"},
-                          Case{{{"seed", "-1"}}, "seed=-1 is not accepted (an unsigned integer)"}}) {
+                          Case{{{"seed", "-1"}}, "seed=-1 is not accepted (an unsigned 64-bit integer)"},
+                          Case{{{"seed", "18446744073709551616"}}, "seed=18446744073709551616"}}) {
       auto t = MarsitTensor::create(comm, "x", 10, c.params);
       ASSERT_EQ(t.status().code(), Code::kInvalidArgument) << c.named;
       EXPECT_NE(t.status().message().find(c.named), std::string::npos) << t.status().message();
     }
     EXPECT_TRUE(MarsitTensor::create(comm, "x", 10, {{"momentum", "0"}, {"scale_block", "0"}}).isOk());
+    EXPECT_TRUE(MarsitTensor::create(comm, "x", 10, {{"seed", "18446744073709551615"}}).isOk());
   });
 }
 

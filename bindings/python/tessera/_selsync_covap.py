@@ -5,7 +5,7 @@ import ctypes
 
 import numpy as np
 
-from . import _capi
+from . import _args, _capi
 from ._buffers import as_buffer
 from ._handle import Handle
 from .errors import check
@@ -13,11 +13,25 @@ from .errors import check
 _lib = _capi.lib
 
 
+def _count_of(i, bucket):
+    """Bucket i's element count: an int, or the number of elements of an array (anything with
+    a shape: NumPy, PyTorch, CuPy; or a list)."""
+    if isinstance(bucket, (int, np.integer)) and not isinstance(bucket, bool):
+        return _args.count(f"buckets[{i}]", bucket)
+    shape = getattr(bucket, "shape", None)
+    if shape is None and isinstance(bucket, (list, tuple)):
+        shape = np.shape(bucket)
+    if shape is None or callable(shape):
+        raise TypeError(f"buckets[{i}] {bucket!r}: neither an element count nor an array (give the array, or "
+                        f"its element count: t.numel() for a PyTorch tensor)")
+    return _args.count(f"buckets[{i}] (an array of shape {tuple(shape)})", int(np.prod(shape, dtype=np.int64)))
+
+
 def _counts(buckets):
     """size_t[] of the bucket element counts (ints, or arrays whose sizes are taken)."""
-    counts = [int(b) if isinstance(b, (int, np.integer)) else int(np.size(b)) for b in buckets]
-    if not counts or min(counts) < 1:
-        raise ValueError(f"buckets: {counts}: at least one, each of at least one element")
+    counts = [_count_of(i, b) for i, b in enumerate(buckets)]
+    if not counts:
+        raise ValueError("buckets: none given (at least one, each of at least one element)")
     return (ctypes.c_size_t * len(counts))(*counts), counts
 
 
@@ -88,6 +102,8 @@ def inject(comm, seed, step, alpha, share):
     """SelSync's data injection (collective, the same seed/step/alpha/share size on every rank):
     the ceil(alpha*N) ranks drawn from (seed, step) send `share` (float32) to all others.
     Returns what this rank received from the drawn ranks (own excluded), in rank order."""
+    seed = _args.integer("inject seed", seed, 0, 2**64 - 1)
+    step = _args.integer("inject step", step, 0, 2**64 - 1)
     buf = as_buffer(share, "inject share", writable=False, dtype=_capi.FLOAT32)
     received = np.empty(max(1, comm.size * buf.count), dtype=np.float32)
     count = ctypes.c_size_t()
@@ -111,8 +127,7 @@ class Covap(_Bucketed):
         check(_lib.tsr_covap_begin_step(self._live()))
 
     def bucket_ready(self, bucket, grad):
-        if not 0 <= bucket < len(self._counts):
-            raise ValueError(f"covap bucket {bucket}: not one of 0..{len(self._counts) - 1}")
+        bucket = _args.integer("covap bucket", bucket, 0, len(self._counts) - 1)
         buf = _float32(grad, f"covap bucket {bucket}", self._counts[bucket])
         check(_lib.tsr_covap_bucket_ready(self._live(), bucket, buf.address))
         self._pending[bucket] = buf
@@ -141,8 +156,7 @@ class Covap(_Bucketed):
 
     def residual(self, bucket):
         """Bucket `bucket`'s residual (a float32 copy): what skipped steps held back."""
-        if not 0 <= bucket < len(self._counts):
-            raise ValueError(f"covap bucket {bucket}: not one of 0..{len(self._counts) - 1}")
+        bucket = _args.integer("covap bucket", bucket, 0, len(self._counts) - 1)
         out = np.empty(self._counts[bucket], dtype=np.float32)
         check(_lib.tsr_covap_residual(self._live(), bucket, out.ctypes.data))
         return out

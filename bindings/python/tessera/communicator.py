@@ -6,6 +6,7 @@ import ctypes
 import weakref
 
 from . import _capi
+from ._args import c_int, integer
 from ._buffers import as_buffer, disjoint, empty_like, same_type
 from ._handle import Handle
 from .errors import check
@@ -24,15 +25,6 @@ def _op_code(op):
     if code is None:
         raise ValueError(f"op {op!r}: accepted values are {'|'.join(_capi.OPS)}")
     return code
-
-
-def _c_int(what, value, low=-2**31):
-    """value as a C int; outside low..2**31-1 a ValueError naming it (ctypes would wrap it,
-    2**32 + 1 reaching the C library as 1)."""
-    n = int(value)
-    if not low <= n < 2**31:
-        raise ValueError(f"{what} {value!r}: out of range ({low}..{2**31 - 1})")
-    return n
 
 
 class Communicator(Handle):
@@ -61,11 +53,11 @@ class Communicator(Handle):
         same color get a Communicator of their own, ranked by key (ties: by rank here); color
         None gives None. Nothing outside the job is asked (tsr_comm_split)."""
         handle = ctypes.c_void_p()
-        code = -1 if color is None else _c_int("split: color", color)
+        code = -1 if color is None else c_int("split: color", color)
         if code < 0:
             if color is not None:
                 raise ValueError(f"split: color {color} (a color is >= 0, or None for no new communicator)")
-        check(_lib.tsr_comm_split(self._live(), code, _c_int("split: key", key), ctypes.byref(handle)))
+        check(_lib.tsr_comm_split(self._live(), code, c_int("split: key", key), ctypes.byref(handle)))
         if not handle.value:
             return None
         part = Communicator.__new__(Communicator)
@@ -95,9 +87,8 @@ class Communicator(Handle):
         """The cost model's seconds for the fastest dense "allreduce" of nbytes, or "allgather"
         of nbytes from each rank, on this job's links (measured at creation)."""
         seconds = ctypes.c_double()
-        if int(nbytes) < 0:
-            raise ValueError(f"estimate: nbytes {nbytes!r} is negative")
-        check(_lib.tsr_comm_estimate(self._live(), collective.encode(), int(nbytes), ctypes.byref(seconds)))
+        nbytes = integer("estimate: nbytes", nbytes, 0, 2**63 - 1)
+        check(_lib.tsr_comm_estimate(self._live(), collective.encode(), nbytes, ctypes.byref(seconds)))
         return seconds.value
 
     def _query(self, fn, ctype=ctypes.c_int):
@@ -119,7 +110,7 @@ class Communicator(Handle):
             return result
         handle = ctypes.c_void_p()
         check(post(ctypes.byref(handle)))
-        return Request(handle, result, keep)
+        return Request(handle, result, (self, *keep))  # the communicator lives while it runs
 
     def _run_on_device(self, post, result, keep, async_op):
         """A dense collective on CUDA buffers: device memory for this thread's one post
@@ -135,7 +126,7 @@ class Communicator(Handle):
             check(post(ctypes.byref(handle) if async_op else None))
         finally:
             _lib.tsr_comm_clear_thread_buffers(self._live())
-        return Request(handle, result, keep) if async_op else result
+        return Request(handle, result, (self, *keep)) if async_op else result
 
     def allreduce(self, data, out=None, op="sum", async_op=False):
         """Reduces data over the ranks (sum|avg|min|max|prod) into out, or in place."""
@@ -167,8 +158,7 @@ class Communicator(Handle):
     def broadcast(self, data, root=0, async_op=False):
         """Root's data into data on every rank (in place)."""
         buf = as_buffer(data, "broadcast data", writable=True, cuda=True)
-        if not isinstance(root, int) or not 0 <= root < self.size:
-            raise ValueError(f"broadcast root {root!r}: not a rank of 0..{self.size - 1}")
+        root = integer("broadcast root", root, 0, self.size - 1)
         return self._run(lambda r: _lib.tsr_broadcast(self._live(), buf.address, buf.address, buf.count,
                                                       buf.dtype, root, r), buf.obj, (buf,), async_op)
 
@@ -185,7 +175,9 @@ class Communicator(Handle):
         same_type(send, recv, "reduce_scatter out")
         if recv.count != block:
             raise ValueError(f"reduce_scatter out: {recv.count} elements for blocks of {block}")
-        disjoint(send, recv, "reduce_scatter out")
+        # In place: out is data's block `rank`, or its start (as C takes it).
+        disjoint(send, recv, "reduce_scatter out",
+                 in_place=recv.address in (send.address, send.address + self.rank * recv.nbytes))
         code = _op_code(op)
         return self._run(lambda r: _lib.tsr_reduce_scatter(self._live(), send.address, recv.address, block,
                                                            send.dtype, code, r), recv.obj, (send, recv), async_op)
@@ -197,14 +189,14 @@ class Communicator(Handle):
         """data to rank `peer` alone (only the two ranks call send and recv). The peer's recv of
         the same tag takes this rank's messages in the order they were sent."""
         buf = as_buffer(data, "send data", writable=False)
-        peer, tag = _c_int("send: peer", peer), _c_int("send: tag", tag)
+        peer, tag = c_int("send: peer", peer), c_int("send: tag", tag)
         return self._run(lambda r: _lib.tsr_send(self._live(), buf.address, buf.count, buf.dtype, peer, tag, r),
                          None, (buf,), async_op)
 
     def recv(self, out, peer, tag=0, async_op=False):
         """Rank `peer`'s next message of `tag` into out, whose size and dtype must be what it sent."""
         buf = as_buffer(out, "recv out", writable=True)
-        peer, tag = _c_int("recv: peer", peer), _c_int("recv: tag", tag)
+        peer, tag = c_int("recv: peer", peer), c_int("recv: tag", tag)
         return self._run(lambda r: _lib.tsr_recv(self._live(), buf.address, buf.count, buf.dtype, peer, tag, r),
                          buf.obj, (buf,), async_op)
 
@@ -215,7 +207,7 @@ class Communicator(Handle):
 
     @timeout_ms.setter
     def timeout_ms(self, value):
-        check(_lib.tsr_comm_set_timeout(self._live(), _c_int("timeout_ms", value)))
+        check(_lib.tsr_comm_set_timeout(self._live(), c_int("timeout_ms", value)))
 
     def revoke(self):
         """As MPI_Comm_revoke: every pending and later call on this communicator, here and on

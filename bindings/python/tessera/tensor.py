@@ -5,7 +5,7 @@ from collections import Counter
 
 import numpy as np
 
-from . import _capi
+from . import _args, _capi
 from ._buffers import NAMES, as_buffer, dtype_code
 from ._handle import Handle
 from .errors import check
@@ -41,12 +41,14 @@ class CompressedTensor(Handle):
     _destroy = _lib.tsr_tensor_destroy
 
     def __init__(self, comm, name, count, dtype="float32", op=None, **params):
+        encoded = _args.name("tensor name", name)
+        count = _args.count(f"tensor {name}: count", count, low=0)
         code = dtype_code(dtype, f"tensor {name}")
         if op is not None:
             params["op"] = op
         array, n = _capi.params(params)
         handle = ctypes.c_void_p()
-        check(_lib.tsr_tensor_create(comm._live(), name.encode(), count, code, array, n, ctypes.byref(handle)))
+        check(_lib.tsr_tensor_create(comm._live(), encoded, count, code, array, n, ctypes.byref(handle)))
         self._comm = comm
         self._adopt(handle, f"tensor {name}")
         self.name = name

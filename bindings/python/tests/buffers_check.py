@@ -60,7 +60,7 @@ refused(lambda: comm.reduce_scatter(np.zeros((8 * n, 2), np.float32)[:, 0]), "no
         "reduce_scatter strided data")
 refused(lambda: comm.reduce_scatter(f32, out=read_only(np.zeros(8, np.float32))), "read-only",
         "reduce_scatter read-only out")
-refused(lambda: comm.reduce_scatter(f32, out=f32[:8]), "overlaps", "reduce_scatter out inside data", f32)
+refused(lambda: comm.reduce_scatter(f32, out=f32[1:9]), "overlaps", "reduce_scatter out inside data", f32)
 misaligned = np.frombuffer(bytearray(4 * 9), dtype=np.uint8)[1:33].view(np.float32)
 refused(lambda: comm.allreduce(np.copy(misaligned), out=misaligned), "misaligned", "allreduce misaligned out")
 raises(TypeError, "list", lambda: comm.allreduce([1.0]), "a list")
@@ -111,6 +111,39 @@ with tessera.Covap(comm, [count], interval=1) as covap:
     covap.finish_step()
 refused(lambda: tessera.inject(comm, 1, 0, 1.0, np.zeros(3, np.float64)), "float64", "inject share dtype")
 refused(lambda: tessera.inject(comm, 1, 0, 1.0, strided), "non-contiguous", "inject strided share")
+
+# Scalars: ctypes would wrap a count (2**64 + 5 reaching C as 5) or cut a float (2.7 as 2).
+raises(ValueError, "count 18446744073709551621: out of range (0..1099511627776)",
+       lambda: tessera.CompressedTensor(comm, "wrap", 2**64 + 5), "a tensor count past 2^40")
+raises(ValueError, "count -1: out of range", lambda: tessera.CompressedTensor(comm, "neg", -1), "a negative count")
+raises(TypeError, "count 8.0: not an integer (float)", lambda: tessera.CompressedTensor(comm, "f", 8.0),
+       "a float count")
+raises(TypeError, "tensor name 7: not a str", lambda: tessera.CompressedTensor(comm, 7, 8), "a name not a str")
+raises(ValueError, "contains a NUL", lambda: tessera.CompressedTensor(comm, "a\0b", 8), "a name with NUL")
+raises(ValueError, "nbytes 18446744073709551621: out of range", lambda: comm.estimate("allreduce", 2**64 + 5),
+       "an estimate past 2^63")
+raises(TypeError, "buckets[0] 100.0: neither an element count nor an array", lambda: tessera.SelSync(comm, [100.0]),
+       "a float bucket count")
+raises(ValueError, "buckets[1] 0: out of range", lambda: tessera.Covap(comm, [4, 0]), "an empty bucket")
+raises(TypeError, "broadcast root True: an integer, not a bool", lambda: comm.broadcast(f32.copy(), root=True),
+       "a bool root")
+raises(ValueError, f"broadcast root {n}: out of range", lambda: comm.broadcast(f32.copy(), root=n), "root = size")
+with tessera.Covap(comm, [4, 4], interval=1) as covap:
+    raises(TypeError, "covap bucket 0.5: not an integer", lambda: covap.bucket_ready(0.5, np.ones(4, np.float32)),
+           "a float bucket index")
+# NumPy integers are integers; an array's shape gives its count (a PyTorch tensor's too).
+root = np.int64(n - 1)
+value = np.full(4, float(me), np.float32)
+comm.broadcast(value, root=root)
+expect(np.all(value == n - 1), f"broadcast from a NumPy integer root: {value}")
+with tessera.SelSync(comm, [np.zeros((3, 5), np.float32), np.int32(7)] + ([torch.zeros(2, 4)] if torch else []),
+                     delta=0) as sync:
+    expect(sync._counts == [15, 7] + ([8] if torch else []), f"bucket counts from arrays: {sync._counts}")
+# reduce_scatter in place: out is data's block `rank` (as the C API takes it).
+data = np.full(4 * n, 1.0, np.float32)
+block = data[4 * me:4 * me + 4]
+comm.reduce_scatter(data, out=block)
+expect(np.all(block == n), f"reduce_scatter into its own block: {block}")
 
 comm.close()
 checks.finish(me, n, "python buffers")
