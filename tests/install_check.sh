@@ -68,4 +68,13 @@ if "$python" -c 'import numpy' 2>/dev/null; then
   out=$(cd "$prefix" && "$prefix/bin/tsrun" -np 2 -x PYTHONPATH="$libdir/tessera/python" \
         "$python" "$src/examples/python/train_linear.py" 100 2>&1) || fail "installed Python trainer: $out"
 fi
+
+# No RUNPATH with an empty entry, built or installed: the loader reads one as the working
+# directory, searched before the system's folders (CMake left one on everything it installs).
+for f in "$build"/bin/* "$build"/lib/*.so* "$build"/lib/torch/*/*.so "$prefix"/bin/* "$libdir"/*.so* \
+         $(find "$libdir/tessera" -name '*.so'); do
+  [ -f "$f" ] && head -c 4 "$f" | grep -q ELF || continue
+  path=$(readelf -d "$f" | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]/\1/p')
+  case ":$path:" in *::*) [ -n "$path" ] && fail "$f has the RUNPATH '$path': an empty entry (the working directory)" ;; esac
+done
 echo "PASSED: installed into $prefix and used from there"

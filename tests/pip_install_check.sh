@@ -52,4 +52,10 @@ pip_version=$("$venv/bin/python" -m pip show tessera | sed -n 's/^Version: //p')
 out=$(env -u TESSERA_LIBRARY -u PYTHONPATH PATH="$venv/bin:$PATH" tsrun -np 2 -x PYTHONPATH="$src/bindings/python/tests" \
       "$venv/bin/python" "$src/bindings/python/tests/torch_backend_check.py" 2>&1) || fail "the torch backend check: $out"
 grep -q "torch backend: [0-9]* checks passed on 2 ranks" <<<"$out" || fail "no pass line: $out"
+# No RUNPATH with an empty entry (the working directory) in what the wheel installed.
+for f in $(find "$venv/lib" -path '*/tessera/*' -name '*.so*') "$venv"/bin/tsr*; do
+  head -c 4 "$f" | grep -q ELF || continue
+  path=$(readelf -d "$f" | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]/\1/p')
+  case ":$path:" in *::*) [ -n "$path" ] && fail "$f has the RUNPATH '$path': an empty entry (the working directory)" ;; esac
+done
 echo "PASSED: pip install ($isolation) into a venv with PyTorch $torch_version, tessera $version used from there"

@@ -101,8 +101,7 @@ TEST(CApi, HandleCountsAndParamsAreChecked) {
     EXPECT_TRUE(says(lastError(), "tensor w: count 18446744073709551615 is too large")) << lastError();
     tsr_param_t twice[] = {{"algorithm", "marsit"}, {"algorithm", "spardl"}};
     EXPECT_EQ(tsr_tensor_create(comm, "w", 4, TSR_FLOAT32, twice, 2, &t), TSR_ERR_INVALID_ARGUMENT);
-    EXPECT_TRUE(says(lastError(), "param 1: key 'algorithm' is given twice ('marsit', then 'spardl')"))
-        << lastError();
+    EXPECT_TRUE(says(lastError(), "param 1: key 'algorithm' is given twice ('marsit', then 'spardl')")) << lastError();
     EXPECT_EQ(t, nullptr);
 
     tsr_selsync_t sync = nullptr;

@@ -22,6 +22,8 @@
 #ifndef TESSERA_TESSERA_COVAP_H
 #define TESSERA_TESSERA_COVAP_H
 
+#include "tessera/tessera.h" /* TSR_API and the core types: this header may come first */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -76,6 +76,8 @@
 #ifndef TESSERA_TESSERA_TENSOR_H
 #define TESSERA_TESSERA_TENSOR_H
 
+#include "tessera/tessera.h" /* TSR_API and the core types: this header may come first */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
