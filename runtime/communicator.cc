@@ -106,6 +106,21 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
       break;
   }
   if (!plan.isOk()) return plan.status();
+  // An empty call still meets its peers. With no elements a plan sends nothing, so a rank that
+  // called with 0 while the others called with 4 went on "ok", leaving them to the timeout: it
+  // runs the barrier's messages instead, carrying the call in their headers, which the peers
+  // compare as they would the collective's. A barrier's cost, for a call that moves nothing.
+  if (count == 0 && size_ > 1 && kind != kBarrierPlan) {
+    TSR_ASSIGN_OR_RETURN(std::shared_ptr<algorithms::Plan> empty, algorithms::disseminationBarrierPlan(rank_, size_));
+    const algorithms::Plan& call = *plan.value();
+    empty->algorithm = "empty call";
+    empty->collective = call.collective;
+    empty->dtype = call.dtype;
+    empty->op = call.op;
+    empty->root = call.root;
+    empty->count = 0;
+    plan = std::move(empty);
+  }
   std::shared_ptr<const algorithms::Plan> shared = plan.take();
   std::lock_guard<std::mutex> lock(mutex_);
   if (plans_.size() > 256) plans_.clear();  // bounded: trainers reuse a few shapes

@@ -32,6 +32,9 @@ Result<RequestPtr> Communicator::postPointToPoint(bool isSend, void* buffer, siz
   if (tag > transport::kMaxPointToPointTag)
     return Status(Code::kInvalidArgument, where + "tag " + std::to_string(tag) + " is over the largest, " +
                                               std::to_string(transport::kMaxPointToPointTag));
+  if (count > 0 && !buffer)  // before checkArgs, which would call a receive's buffer the input
+    return Status(Code::kInvalidArgument,
+                  where + (isSend ? "the data" : "the output buffer") + " is NULL with count " + std::to_string(count));
   TSR_RETURN_IF_ERROR(checkArgs(call, buffer, buffer, count, dtype, nullptr, -1));
   if (bufferMemory() != transport::MemoryType::kHost)
     return Status(Code::kNotSupported, where + "device buffers are not taken yet (memory type host only)");

@@ -197,6 +197,36 @@ TEST_P(FullMismatchMatrix, EveryRankIsToldForEveryCollectiveFieldAndCase) {
 INSTANTIATE_TEST_SUITE_P(Routes, FullMismatchMatrix, ::testing::Values(Route::kMessages, Route::kBoard, Route::kStages),
                          routeParamName);
 
+// An empty call meets its peers: a rank that calls with 0 elements where the others call with
+// 8 is a count mismatch on every rank, at once (it returned "ok" with nothing done, and its
+// peers waited out the timeout over messages); every rank calling with 0 is fine.
+class EmptyCalls : public ::testing::TestWithParam<Route> {};
+TEST_P(EmptyCalls, OneEmptyRankIsAMismatchEverywhereAndAllEmptyIsFine) {
+  const Route route = GetParam();
+  for (Kind kind : {Kind::kAllreduce, Kind::kAllgather, Kind::kReduceScatter, Kind::kBroadcast}) {
+    std::vector<std::string> mixed(3), allEmpty(3);
+    testing::runRanksEach(
+        3,
+        [&](Communicator& comm) {
+          const int r = comm.rank();
+          allEmpty[r] = post(comm, {kind, 0}).toString();
+          mixed[r] = post(comm, {kind, r == 2 ? size_t{0} : size_t{8}}).toString();
+        },
+        [&](int rank) {
+          testing::Settings s{{"TSR_TIMEOUT_MS", "20000"}, {"TSR_LOG_LEVEL", "off"}};
+          if (route == Route::kMessages) s["TSR_TEST_HOST_ID"] = "h" + std::to_string(rank);
+          return s;
+        });
+    for (int r = 0; r < 3; ++r) {
+      SCOPED_TRACE(std::string(kindName(kind)) + " via " + routeName(route) + ", rank " + std::to_string(r));
+      EXPECT_EQ(allEmpty[r], "TSR_OK");
+      EXPECT_NE(mixed[r].find("TSR_ERR_MISMATCH: count differs"), std::string::npos) << mixed[r];
+      EXPECT_NE(mixed[r].find("(count=0"), std::string::npos) << mixed[r];
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Routes, EmptyCalls, ::testing::Values(Route::kMessages, Route::kBoard), routeParamName);
+
 // A task that finishes at once, or (gated) only once `open` is set: a rank that is slow to
 // finish a collective its peers have finished.
 class GatedTask final : public algorithms::Task {

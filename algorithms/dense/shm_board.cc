@@ -23,10 +23,7 @@ const char* shmRouteDescription(ShmRoute route) {
 }
 
 std::string describeShmCall(const ShmCall& c) {
-  return std::string(collectiveName(static_cast<CollectiveKind>(c.collective))) + "(count=" + std::to_string(c.count) +
-         ", dtype=" + dataTypeName(static_cast<DataType>(c.dtype)) +
-         ", op=" + reduceOpName(static_cast<ReduceOp>(c.op)) +
-         (c.root >= 0 ? ", root=" + std::to_string(c.root) : std::string()) + ")";
+  return describeCall(c.collective, c.count, static_cast<DataType>(c.dtype), static_cast<ReduceOp>(c.op), c.root);
 }
 
 const char* firstShmDifference(const ShmCall& a, const ShmCall& b) {

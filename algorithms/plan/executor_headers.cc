@@ -18,12 +18,7 @@ uint8_t hashName(const std::string& s) {
 }
 
 std::string describeHeader(const WireHeader& h) {
-  std::string s = collectiveName(static_cast<CollectiveKind>(h.collective));
-  s += "(count=" + std::to_string(h.count);
-  s += ", dtype=" + std::string(dataTypeName(static_cast<DataType>(h.dtype)));
-  s += ", op=" + std::string(reduceOpName(static_cast<ReduceOp>(h.op)));
-  if (h.root >= 0) s += ", root=" + std::to_string(h.root);
-  return s + ")";
+  return describeCall(h.collective, h.count, static_cast<DataType>(h.dtype), static_cast<ReduceOp>(h.op), h.root);
 }
 
 }  // namespace

@@ -24,6 +24,19 @@ const char* collectiveName(CollectiveKind kind) {
   return "unknown-collective";
 }
 
+std::string describeCall(uint8_t collective, size_t count, DataType dtype, ReduceOp op, int root) {
+  // 0: what a rank posts that is no dense collective (a compressed tensor's step, a task).
+  if (collective == 0) return "a tensor step or another task (no dense collective)";
+  const auto kind = static_cast<CollectiveKind>(collective);
+  if (kind == CollectiveKind::kBarrier) return "barrier()";
+  std::string s =
+      std::string(collectiveName(kind)) + "(count=" + std::to_string(count) + ", dtype=" + dataTypeName(dtype);
+  if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReduceScatter)
+    s += ", op=" + std::string(reduceOpName(op));
+  if (root >= 0) s += ", root=" + std::to_string(root);
+  return s + ")";
+}
+
 uint32_t Plan::add(PlanOp op) {
   ops.push_back(std::move(op));
   return static_cast<uint32_t>(ops.size() - 1);

@@ -67,6 +67,9 @@ enum class CollectiveKind : uint8_t {
   kAlltoall = 6,
 };
 const char* collectiveName(CollectiveKind kind);
+// A call as a mismatch's message names it: "allreduce(count=4, dtype=f32, op=sum)",
+// "broadcast(count=4, dtype=f32, root=1)", "barrier()"; collective 0 is a posted task.
+std::string describeCall(uint8_t collective, size_t count, DataType dtype, ReduceOp op, int root);
 
 struct Plan {
   std::string algorithm;  // "ring", "binomial", ...

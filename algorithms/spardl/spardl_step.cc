@@ -39,6 +39,7 @@ Status SparDLStepTask::start() {
     nonFinite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
   badFlag_ = nonFinite;
+  ownBad_ = nonFinite != 0;
   for (BlockState& b : s.blocks) b.dirty = true, b.copies = 1, b.selected.clear();
   s.stats.local = nowUs() - startUs_;
 
@@ -344,10 +345,14 @@ Status SparDLStepTask::finish() {
   SparDLState& s = *state_;
   for (size_t b = 0; b < s.blocks.size(); ++b)
     if (s.blocks[b].dirty) select(static_cast<int>(b), s.blocks[b].k);
-  if (badFlag_)
-    return fail(Status(Code::kNumericError, "spardl tensor " + s.name +
-                                                ": a rank had NaN or Inf in gradient + "
-                                                "residual; the tensor and the residuals are unchanged"));
+  if (badFlag_) {
+    // The flag travels as one bit: this rank knows only whether the NaN was its own.
+    const std::string who = ownBad_ ? "rank " + std::to_string(ctx_.id.rank) + " (this rank) had"
+                                    : "another rank than this one (rank " + std::to_string(ctx_.id.rank) + ") had";
+    return fail(Status(Code::kNumericError, "spardl tensor " + s.name + ": " + who +
+                                                " NaN or Inf in gradient + residual; the tensor and the residuals "
+                                                "are unchanged"));
+  }
   double t = nowUs();
   std::copy_n(s.work.data(), s.count, s.g);  // copy_n: g may be NULL when count is 0
   s.residual.swap(s.residualNext);

@@ -114,6 +114,7 @@ class SparDLStepTask final : public algorithms::Task {
   std::vector<std::vector<Message>> sends_, recvs_;  // per step
   size_t current_ = 0;
   uint32_t badFlag_ = 0;
+  bool ownBad_ = false;  // the NaN or Inf was in this rank's gradient + residual
   Status status_{Code::kInProgress, ""};
   double startUs_ = 0;
 };

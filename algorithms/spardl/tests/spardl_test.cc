@@ -157,6 +157,10 @@ TEST(SparDL, SmallEmptyAndNonFinite) {
     Status st = t.value()->allreduce(h.data());
     EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
     EXPECT_NE(st.message().find("nan"), std::string::npos);
+    // The flag is one bit: rank 3 names itself, the others say it was not them.
+    const std::string who = comm.rank() == 3 ? "rank 3 (this rank) had NaN or Inf"
+                                             : "another rank than this one (rank " + std::to_string(comm.rank()) + ")";
+    EXPECT_NE(st.message().find(who), std::string::npos) << st.message();
     EXPECT_EQ(h[0], 1.0f);
     for (float r : t.value()->residual()) ASSERT_EQ(r, 0.0f);
     EXPECT_EQ(t.value()->step(), 0u);

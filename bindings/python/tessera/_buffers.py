@@ -6,6 +6,8 @@ Every array the package hands to C goes through as_buffer, which checks the dtyp
 bytes, the layout, the memory and, where C writes, the writability, and names what is wrong: C
 trusts the pointer and the count it is given, so a float64 array passed where float32 was
 declared would be read half and written wrong, and a float16 one written past its end."""
+import sys
+
 import numpy as np
 
 from . import _capi, _dlpack
@@ -50,7 +52,11 @@ class Buffer:
 
 
 def _is_torch(obj):
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "numpy")
+    """A torch.Tensor, its subclasses included (nn.Parameter, a user's own: a test by module
+    name sent those down the DLPack path, where in-place calls were refused as read-only).
+    torch is asked only when the program has imported it."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, getattr(torch, "Tensor", ()))
 
 
 def _torch_codes():
@@ -66,6 +72,11 @@ def dtype_code(dtype, what):
         code = _torch_codes().get(dtype)
     elif isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
         code = _capi.BFLOAT16
+    elif isinstance(dtype, str) and dtype in ("float", "double", "half"):
+        # NumPy reads "float" as float64, torch (whose names these are) as float32: refused as
+        # ambiguous rather than read one way silently.
+        raise ValueError(f"{what}: dtype {dtype!r} is ambiguous (float32 in torch, float64 in NumPy): "
+                         f"say float32, float64 or float16")
     elif dtype is None:  # np.dtype(None) would be float64
         code = None
     else:

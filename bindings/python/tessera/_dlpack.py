@@ -47,9 +47,11 @@ def host_array(obj, what):
     """A NumPy view of a host DLPack producer's memory."""
     import numpy as np
     try:
-        return np.from_dlpack(obj)
+        view = np.from_dlpack(obj)
     except (TypeError, RuntimeError, BufferError, AttributeError) as e:
         raise ValueError(f"{what}: a {type(obj).__name__} NumPy cannot view through DLPack: {e}") from e
+    view.flags.writeable = False  # read-only whatever NumPy's version made it (2.1 on: writable)
+    return view
 
 
 def cuda_view(obj, what):

@@ -139,6 +139,17 @@ expect(np.all(value == n - 1), f"broadcast from a NumPy integer root: {value}")
 with tessera.SelSync(comm, [np.zeros((3, 5), np.float32), np.int32(7)] + ([torch.zeros(2, 4)] if torch else []),
                      delta=0) as sync:
     expect(sync._counts == [15, 7] + ([8] if torch else []), f"bucket counts from arrays: {sync._counts}")
+# A torch.Tensor subclass is a tensor (one was read through DLPack: in place refused as
+# read-only, bfloat16 refused); "float" names float32 in torch, float64 in NumPy: refused.
+if torch:
+    class Mine(torch.Tensor):
+        pass
+    for torch_dtype in (torch.float32, torch.bfloat16):
+        sub = torch.full((4,), float(me), dtype=torch_dtype).as_subclass(Mine)
+        comm.allreduce(sub)
+        expect(sub.float().tolist() == [n * (n - 1) / 2] * 4, f"a {torch_dtype} tensor subclass in place: {sub}")
+raises(ValueError, "dtype 'float' is ambiguous", lambda: tessera.CompressedTensor(comm, "f", 8, dtype="float"),
+       "dtype 'float'")
 # reduce_scatter in place: out is data's block `rank` (as the C API takes it).
 data = np.full(4 * n, 1.0, np.float32)
 block = data[4 * me:4 * me + 4]
