@@ -16,7 +16,6 @@
 namespace tsr::tools::tsrun {
 namespace {
 
-constexpr size_t kReadChunk = 64 * 1024;
 // How long a rank that exited with an error waits to be blamed, in case a rank killed by a
 // signal (the likelier root cause) is reaped after it.
 constexpr auto kBlameGrace = std::chrono::milliseconds(300);
@@ -36,25 +35,6 @@ sigset_t handledSignals() {
 int waitStatusOf(const siginfo_t& info) {
   if (info.si_code == CLD_EXITED) return (info.si_status & 0xff) << 8;
   return (info.si_status & 0x7f) | (info.si_code == CLD_DUMPED ? 0x80 : 0);
-}
-
-// Writes everything, waiting when fd is non-blocking and full. False when the reader is gone.
-bool writeAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n > 0) {
-      data += n;
-      size -= static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      poll(&p, 1, 100);
-    } else {
-      return false;
-    }
-  }
-  return true;
 }
 
 std::string formatSeconds(double seconds) {
@@ -345,34 +325,6 @@ void JobRunner::onInterrupt(int signal) {
   stopAll(signal);
 }
 
-void JobRunner::readStream(Rank& rank, int stream, int maxReads) {
-  char buf[kReadChunk];
-  for (int i = 0; i < maxReads && rank.fds[stream] >= 0; ++i) {
-    ssize_t n = read(rank.fds[stream], buf, sizeof(buf));
-    if (n > 0) {
-      emit(stream, rank.prefixers[stream].feed(std::string_view(buf, static_cast<size_t>(n))));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
-    emit(stream, rank.prefixers[stream].finish());  // end of file or read error
-    closeStream(rank, stream);
-  }
-}
-
-void JobRunner::closeStream(Rank& rank, int stream) {
-  if (rank.fds[stream] >= 0) {
-    close(rank.fds[stream]);
-    rank.fds[stream] = -1;
-  }
-}
-
-void JobRunner::emit(int stream, const std::string& text) {
-  if (text.empty() || outputBroken_[stream]) return;
-  int fd = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
-  if (!writeAll(fd, text.data(), text.size())) outputBroken_[stream] = true;
-}
-
 void JobRunner::setOutcome(Outcome outcome, int exitCode) {
   if (outcome_ != Outcome::kNone) return;
   outcome_ = outcome;
@@ -406,15 +358,6 @@ void JobRunner::reapExited() {
 
 bool JobRunner::anyRunning() const {
   return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; });
-}
-
-bool JobRunner::anyStreamOpen() const {
-  return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.fds[0] >= 0 || r.fds[1] >= 0; });
-}
-
-void JobRunner::report(const std::string& message) {
-  std::string line = "tsrun: " + message + "\n";
-  writeAll(STDERR_FILENO, line.data(), line.size());
 }
 
 }  // namespace tsr::tools::tsrun
