@@ -54,6 +54,7 @@ Status validate(const ConfigEntry& e, const std::string& value) {
       return Status(Code::kInvalidArgument,
                     std::string(e.name) + "=" + value + ": expected an integer in " + e.accepted);
   } else if (e.kind == ValueKind::kEnum) {
+    if (value.empty() && !*e.defaultValue) return Status::ok();  // unset: a default of none
     std::string accepted = std::string("|") + e.accepted + "|";
     if (accepted.find("|" + value + "|") == std::string::npos)
       return Status(Code::kInvalidArgument, std::string(e.name) + "=" + value + ": accepted values are " + e.accepted);
@@ -163,20 +164,22 @@ const std::vector<ConfigEntry>& configTable() {
        "set by tsrun: standard input is its pipe; when it ends (tsrun gone, even by SIGKILL) the "
        "rank sends itself SIGTERM, then SIGKILL after this many seconds"},
       {"TSR_BASE_PORT", ValueKind::kString, "29400", "a port in 1..65535", "first bootstrap port when derived"},
-      // Defaults of a compressed collective's parameters (algorithms/compress/registry.h);
-      // the compressor checks them when it is built, so they are not checked here.
-      {"TSR_COMPRESS_COMPRESSOR", ValueKind::kString, "", "onebit|topk|randomk|dithering|fp16|bf16|none",
+      // Defaults of a compressed collective's parameters (algorithms/compress/registry.h). The
+      // words are checked here, at every communicator's start (a preset or an explicit key that
+      // overrides a misspelt one would otherwise leave it unseen); the numbers, whose ranges
+      // depend on the tensor, when the compressor is built.
+      {"TSR_COMPRESS_COMPRESSOR", ValueKind::kEnum, "", "onebit|topk|randomk|dithering|fp16|bf16|none",
        "compressor of a compressed collective that names none"},
       {"TSR_COMPRESS_K", ValueKind::kString, "", "a count, a ratio in (0, 1), or dithering levels",
        "topk/randomk: elements kept; dithering: number of levels"},
-      {"TSR_COMPRESS_SCALING", ValueKind::kString, "false", "true|false", "onebit: scale by the mean |g|"},
+      {"TSR_COMPRESS_SCALING", ValueKind::kEnum, "false", "true|false|1|0", "onebit: scale by the mean |g|"},
       {"TSR_COMPRESS_SCALE_BLOCK", ValueKind::kString, "0", "0 or a multiple of 64",
        "onebit: elements per scale (0: one for the tensor)"},
-      {"TSR_COMPRESS_DITHERING_PARTITION", ValueKind::kString, "linear", "linear|natural",
+      {"TSR_COMPRESS_DITHERING_PARTITION", ValueKind::kEnum, "linear", "linear|natural",
        "dithering: spacing of the levels"},
-      {"TSR_COMPRESS_DITHERING_NORMALIZE", ValueKind::kString, "max", "max|l2", "dithering: norm the levels scale to"},
-      {"TSR_COMPRESS_EF", ValueKind::kString, "none", "vanilla|none", "error feedback around the compressor"},
-      {"TSR_COMPRESS_MOMENTUM", ValueKind::kString, "none", "nesterov|none", "momentum around the compressor"},
+      {"TSR_COMPRESS_DITHERING_NORMALIZE", ValueKind::kEnum, "max", "max|l2", "dithering: norm the levels scale to"},
+      {"TSR_COMPRESS_EF", ValueKind::kEnum, "none", "vanilla|none", "error feedback around the compressor"},
+      {"TSR_COMPRESS_MOMENTUM", ValueKind::kEnum, "none", "nesterov|none", "momentum around the compressor"},
       {"TSR_COMPRESS_MOMENTUM_MU", ValueKind::kString, "0.9", "a number in [0, 1)",
        "momentum=nesterov: the momentum factor"},
       {"TSR_COMPRESS_SEED", ValueKind::kString, "0", "an unsigned 64-bit integer",

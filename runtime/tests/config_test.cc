@@ -58,6 +58,17 @@ TEST(Config, BadValuesNameTheVariableAndTheValue) {
     EXPECT_NE(st.message().find(name), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(value), std::string::npos) << st.message();
   }
+  // The compressors' words, at every start: a preset (algorithm=onebit) or an explicit key
+  // would override a misspelt one, which then went unseen.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"TSR_COMPRESS_COMPRESSOR", "zip"}, {"TSR_COMPRESS_EF", "yes"}, {"TSR_COMPRESS_SCALING", "on"}}) {
+    auto st = Config::fromEnvironment({{name, value}});
+    ASSERT_FALSE(st.isOk()) << name << "=" << value;
+    EXPECT_NE(st.status().message().find(name + "=" + value + ": accepted values are"), std::string::npos)
+        << st.status().message();
+  }
+  EXPECT_TRUE(config.set("TSR_COMPRESS_COMPRESSOR", "topk").isOk());
+  EXPECT_TRUE(config.set("TSR_COMPRESS_COMPRESSOR", "").isOk());  // set empty: none named
   EXPECT_TRUE(config.set("TSR_LINK_BW", "host=4GB,net=10gbit").isOk());
   EXPECT_TRUE(config.set("TSR_LINK_LAT", "50us").isOk());
   EXPECT_TRUE(config.set("TSR_BASE_PORT", "29500").isOk());
