@@ -42,10 +42,7 @@ size_t nonZeros(const float* x, size_t n) {
 bool isSpardl(const BenchOptions& o) { return tensorFamilyOf(o) == "spardl"; }
 
 // Whether the tensor keeps the top k of each step (its result has at most N*k non-zeros).
-bool keepsTopK(const BenchOptions& o) {
-  const algorithms::TensorAlgorithmInfo* a = algorithms::findTensorAlgorithm(o.algo);
-  return a && std::string(a->fixed).find("compressor=topk") != std::string::npos;
-}
+bool keepsTopK(const BenchOptions& o) { return hasSparseFloor(o) && !isSpardl(o); }
 
 // The tensor --algo names, from the registry, with the options' keys.
 Result<std::unique_ptr<algorithms::Tensor>> makeTensor(runtime::Communicator& comm, const BenchOptions& o,
@@ -179,7 +176,7 @@ Result<BenchRow> runCompressedSize(runtime::Communicator& comm, const BenchOptio
   row.hasSparse = true;  // only now: a failed row has no split to show
   SparseSplit& sp = row.sparse;
   sp.timed = isSpardl(o);
-  sp.floorApplies = isSpardl(o) || keepsTopK(o);
+  sp.floorApplies = hasSparseFloor(o);
   double* out[4] = {&sp.select, &sp.merge, &sp.wire, &sp.total};
   for (int f = 0; f < 4; ++f) *out[f] = median(slowest.fields[f]);
   sp.nonZeros = static_cast<uint64_t>(median(slowest.fields[4]));

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -36,6 +37,12 @@ bool isMarsit(const BenchOptions& o) { return tensorFamilyOf(o) == "marsit"; }
 bool isCompressed(const BenchOptions& o) {
   const std::string family = tensorFamilyOf(o);
   return family == "compressed" || family == "spardl";
+}
+
+bool hasSparseFloor(const BenchOptions& o) {
+  if (tensorFamilyOf(o) == "spardl") return true;
+  const algorithms::TensorAlgorithmInfo* a = algorithms::findTensorAlgorithm(o.algo);
+  return a && std::string(a->fixed).find("compressor=topk") != std::string::npos;
 }
 
 namespace {
@@ -214,7 +221,9 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
 
 std::vector<size_t> sweepSizes(const BenchOptions& o, size_t elementBytes) {
   std::vector<size_t> sizes;
-  auto whole = [&](size_t b) { return b / elementBytes * elementBytes; };
+  // Whole elements; a size under one element is one (-b 3 of f32 measured a 0-byte call), and
+  // only 0 asked for is an empty row.
+  auto whole = [&](size_t b) { return b == 0 ? 0 : std::max(elementBytes, b / elementBytes * elementBytes); };
   if (o.factor <= 1.0) {
     sizes.push_back(whole(o.minBytes));
     if (o.maxBytes != o.minBytes) sizes.push_back(whole(o.maxBytes));

@@ -55,6 +55,9 @@ std::string tensorFamilyOf(const BenchOptions& o);
 bool isMarsit(const BenchOptions& o);
 // A compressed or SparDL tensor (the compressed runner, bench_compressed.h).
 bool isCompressed(const BenchOptions& o);
+// SparDL or a top-k tensor: a sparse result, measured against SparDL's floor (onebit and the
+// casts send a dense payload: they have no such floor).
+bool hasSparseFloor(const BenchOptions& o);
 
 // The density as the shortest text that reads back as the same double ("0.01").
 std::string densityText(double density);

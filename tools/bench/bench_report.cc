@@ -81,12 +81,17 @@ std::string header(const BenchOptions& o, int n, const std::string& note, const 
                             ": size is the logical f32 size (count*4, for algbw/busbw); split: "
                             "median of the slowest rank per field; floor: 2(N-1)/N*ceil(count/64)*8 B at --rate\n"
                       : std::string()) +
-         (isCompressed(o)
+         (isCompressed(o) && hasSparseFloor(o)
               ? "# " + o.algo + " density " + densityText(o.density) +
                     (tensorFamilyOf(o) == "spardl" ? format(" teams %d sag %s", o.teams, o.sag.c_str()) : "") +
                     ": size is the logical f32 size (count*4); split: median of the slowest rank "
                     "per field; nnz: result non-zeros; floor: SparDL's 2(N-1)*k_b*8 B at --rate, "
                     "k_b = ceil(density*ceil(count/N))\n"
+              : std::string()) +
+         (isCompressed(o) && !hasSparseFloor(o)
+              ? "# " + o.algo +
+                    ": size is the logical f32 size (count*4); nnz: result non-zeros; a dense payload "
+                    "(no sparse floor, --density unused)\n"
               : std::string()) +
          format("#%11s %12s %5s %6s %-13s %10s %9s %9s %12s %7s\n", "size(B)", "count", "type", "redop", "algo",
                 "time(us)", "algbw", "busbw", "wire(B)", "#wrong") +
@@ -178,6 +183,9 @@ std::string splitLine(const BenchRow& r, const BenchOptions& o, int n) {
     std::string head = s.timed ? format("#   split(us) select %.1f merge %.1f local %.1f wire %.1f total %.1f",
                                         s.select, s.merge, s.local, s.wire, s.total)
                                : std::string("#   sparse");
+    if (!s.floorApplies)
+      return format("#   compressed nnz %llu sent(B) %llu\n", static_cast<unsigned long long>(s.nonZeros),
+                    static_cast<unsigned long long>(r.wireBytes));
     return head + format(" nnz %llu sent(B) %llu floor(us) %.1f x_floor %s\n",
                          static_cast<unsigned long long>(s.nonZeros), static_cast<unsigned long long>(r.wireBytes), fl,
                          ratio(r.timeUs, fl).c_str());

@@ -191,6 +191,12 @@ TEST(BenchOptions, SweepIsGeometricAndWholeElements) {
   EXPECT_EQ(s.back(), 1024u);
   auto blocks = sweepSizes(o, 12);  // e.g. 3 ranks of f32 for reduce-scatter
   for (size_t b : blocks) EXPECT_EQ(b % 12, 0u);
+  // Under one element is one element (it was a 0-byte row); 0 asked for stays 0.
+  o.minBytes = o.maxBytes = 3;
+  EXPECT_EQ(sweepSizes(o, 4), std::vector<size_t>{4});
+  o.minBytes = 0;
+  o.maxBytes = 8;
+  EXPECT_EQ(sweepSizes(o, 4), (std::vector<size_t>{0, 4, 8}));
 }
 
 }  // namespace

@@ -214,6 +214,15 @@ TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
   r.sparse.timed = false;  // topk: no split, the same floor
   EXPECT_EQ(splitLine(r, o, 6).rfind("#   sparse nnz 41946 sent(B) 560000 floor(us) 44742.4 x_floor 2.00", 0), 0u);
   EXPECT_EQ(jsonLine(r, o, 6).find("select"), std::string::npos);
+  // onebit: a dense payload, no sparse floor; its header says so instead of SparDL's density.
+  r.sparse.floorApplies = false;
+  EXPECT_EQ(splitLine(r, o, 6), "#   compressed nnz 41946 sent(B) 560000\n");
+  o.algo = "onebit";
+  const std::string header = tsr::tools::bench::header(o, 6, "");
+  EXPECT_NE(header.find("# onebit: size is the logical f32 size (count*4); nnz: result non-zeros; a dense payload"),
+            std::string::npos)
+      << header;
+  EXPECT_EQ(header.find("SparDL's"), std::string::npos) << header;
 }
 
 // The settings line names UCX's variables and Tessera's settings, sorted; never the launcher's
