@@ -178,7 +178,7 @@ const std::vector<ConfigEntry>& configTable() {
       {"TSR_COMPRESS_DITHERING_PARTITION", ValueKind::kEnum, "linear", "linear|natural",
        "dithering: spacing of the levels"},
       {"TSR_COMPRESS_DITHERING_NORMALIZE", ValueKind::kEnum, "max", "max|l2", "dithering: norm the levels scale to"},
-      {"TSR_COMPRESS_EF", ValueKind::kEnum, "none", "vanilla|none", "error feedback around the compressor"},
+      {"TSR_COMPRESS_EF", ValueKind::kEnum, "vanilla", "vanilla|none", "error feedback around the compressor"},
       {"TSR_COMPRESS_MOMENTUM", ValueKind::kEnum, "none", "nesterov|none", "momentum around the compressor"},
       {"TSR_COMPRESS_MOMENTUM_MU", ValueKind::kString, "0.9", "a number in [0, 1)",
        "momentum=nesterov: the momentum factor"},

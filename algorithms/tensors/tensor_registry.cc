@@ -258,8 +258,8 @@ Result<std::unique_ptr<Tensor>> makeTensor(Team& team, TensorSpec spec, const st
       if (k != "algorithm") return invalid(k + "=" + v + " is not a parameter of algorithm=dense");
     if (cuda)
       return notSupported(
-          "memory=cuda is not offered with algorithm=dense (dense collectives take host buffers); use marsit, "
-          "compressed or spardl, or memory=host");
+          "memory=cuda is not offered with algorithm=dense (a dense average of CUDA memory is the communicator's "
+          "allreduce on TSR_MEM_CUDA buffers); use marsit, compressed or spardl, or memory=host");
     if (!isFloating(spec.dtype))
       return invalid(
           "algorithm=dense averages, so it needs a floating dtype (float32, float64, float16 or bfloat16), not " +

@@ -27,6 +27,12 @@ int fail(const Status& status) {
   return 1;
 }
 
+// A command line that asks for something impossible: exit 2, as CLI11's own usage errors.
+int usageError(const std::string& message) {
+  std::cerr << "tsr-topo: " << message << "\nRun 'tsr-topo --help' for usage.\n";
+  return 2;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "tsr-topo: machine topology (sockets, NUMA, GPUs, NICs), GPU/NIC affinity, "
@@ -63,13 +69,12 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "tsr-topo: %s\nRun 'tsr-topo --help' for usage.\n", e.what());
     return 2;
   }
-  if (json && dot) return fail(Status(Code::kInvalidArgument, "--json and --dot exclude each other"));
+  if (json && dot) return usageError("--json and --dot exclude each other");
   // An empty path given is a mistake (an unset shell variable), not "none given".
   for (const char* name : {"--topology-xml", "--hostfile", "-H", "--dump-xml"})
-    if (app.count(name) > 0 && app[name]->as<std::string>().empty())
-      return fail(Status(Code::kInvalidArgument, std::string(name) + " is empty"));
+    if (app.count(name) > 0 && app[name]->as<std::string>().empty()) return usageError(std::string(name) + " is empty");
   auto mode = parseBindMode(bind);
-  if (!mode.isOk()) return fail(mode.status());
+  if (!mode.isOk()) return usageError(mode.status().message());
 
   auto machine = xml.empty() ? discoverLocal() : loadXml(xml);
   if (!machine.isOk()) return fail(machine.status());
@@ -95,7 +100,7 @@ int run(int argc, char** argv) {
     if (!job.isOk()) return fail(job.status());
     report.job = job.take();
   } else if (np != 0) {
-    return fail(Status(Code::kInvalidArgument, "-np needs --hostfile or -H"));
+    return usageError("-np needs --hostfile or -H");
   }
   std::cout << (json  ? tools::topo::renderJson(report)
                 : dot ? tools::topo::renderDot(report)

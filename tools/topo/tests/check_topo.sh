@@ -28,6 +28,15 @@ run_fails() {
     echo "FAIL [$case]: tsr-topo $* succeeded but should fail"; failures=$((failures + 1))
   fi
 }
+# run_exits CODE ARGS...: tsr-topo must exit with CODE (1: an error in what it read, 2: usage).
+run_exits() {
+  local want=$1 got=0
+  shift
+  "$bin" "$@" >"$out" 2>&1 || got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL [$case]: tsr-topo $* exited with $got, not $want"; failures=$((failures + 1))
+  fi
+}
 
 dual=$fixtures/dual_socket_8gpu_4nic.xml
 single=$fixtures/single_socket_2gpu_1nic.xml
@@ -138,11 +147,14 @@ case $case in
     expect "optionhost:2: bad host name '-Fevil'"
     run_fails --topology-xml "$dual" -H node01:2,,node02
     expect "item 2: empty host"
-    run_fails --topology-xml "$dual" -np 4
+    run_exits 2 --topology-xml "$dual" -np 4
     expect "-np needs --hostfile or -H"
+    run_exits 2 --json --dot
+    expect "--json and --dot exclude each other"
+    run_exits 1 --topology-xml "$dual" --hostfile "$work/badhosts"
     run_fails --topology-xml "$dual" --hostfile "$hostfile" -np 17
     expect "-np 17 exceeds the 16 slots"
-    run_fails --bind socket
+    run_exits 2 --bind socket
     expect "bind mode 'socket' is not one of none\|numa\|core"
     ;;
   *)
