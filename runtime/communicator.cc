@@ -113,7 +113,7 @@ Result<std::shared_ptr<const algorithms::Plan>> Communicator::cachedPlan(const P
   if (count == 0 && size_ > 1 && kind != kBarrierPlan) {
     TSR_ASSIGN_OR_RETURN(std::shared_ptr<algorithms::Plan> empty, algorithms::disseminationBarrierPlan(rank_, size_));
     const algorithms::Plan& call = *plan.value();
-    empty->algorithm = "empty call";
+    empty->algorithm = call.algorithm;  // the name chosen for the call (TSR_ALGO), compared as a full call's
     empty->collective = call.collective;
     empty->dtype = call.dtype;
     empty->op = call.op;
