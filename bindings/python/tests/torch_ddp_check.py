@@ -6,7 +6,8 @@
     after the first step (small buckets, so parameters move between them);
   * COVAP with local steps: the due shards' parameters averaged, the others each rank's own,
     one model after synchronize();
-  * a hook on a gloo process group (Tessera then runs a communicator of its own);
+  * a hook on a gloo process group (Tessera then runs a communicator of its own), and on gloo
+    subgroups (a communicator of the subgroup's ranks);
   * bad hook parameters raise, naming the key and the value, at registration."""
 import os
 import sys
@@ -179,6 +180,26 @@ def sparse_defaults(c):
             c.expect(got.get(key) == value, f"{algorithm} {given}: {key}={got.get(key)}, want {value}")
 
 
+def gloo_subgroup_hooks(c, rank, size):
+    """A hook on a gloo subgroup gets a communicator of that group's ranks (it was the whole
+    launch's, waiting for ranks outside the group), and disjoint subgroups meet in the store
+    under keys of their own (two pairs read each other's addresses)."""
+    if size < 4:
+        return
+    pairs = [dist.new_group([p, p + 1]) for p in range(0, size - 1, 2)]  # every rank makes each
+    if rank // 2 >= len(pairs):
+        return
+    lin = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        lin.weight.zero_()
+    ddp = ddp_of(lin, pairs[rank // 2])
+    tessera.torch.hooks.register(ddp, "dense")
+    ddp(torch.full((1, 1), float(rank + 1))).sum().backward()
+    want = rank // 2 * 2 + 1.5  # the pair's average of rank + 1
+    c.expect(lin.weight.grad.item() == want, f"a hook on the gloo pair of rank {rank}: {lin.weight.grad.item()}, "
+                                             f"not the pair's average {want}")
+
+
 def main():
     import faulthandler
     faulthandler.dump_traceback_later(90, exit=True)
@@ -208,6 +229,7 @@ def main():
     losses = train(ddp, torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9), x, y)
     c.expect(losses[-1] < losses[0], f"marsit on gloo: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
     c.expect(identical_everywhere(net), "marsit on gloo: the ranks' parameters differ")
+    gloo_subgroup_hooks(c, rank, size)
     dist.destroy_process_group()
 
     # Tessera's own rendezvous: under tsrun no MASTER_ADDR and no store server are needed.
@@ -266,6 +288,9 @@ def main():
             c.expect(False, f"hook {name} {params} was accepted")
         except (ValueError, tessera.TesseraError) as e:
             c.expect(all(w in str(e) for w in words), f"hook {name} {params}: {e}")
+    # A float64 model: the compressing hooks take float32 buckets (said at the first backward).
+    c.raises(ValueError, "takes float32 gradients, and this model has torch.float64 parameters",
+             lambda: tessera.torch.hooks.register(ddp_of(model().double()), "marsit"), "marsit on a float64 model")
     dist.destroy_process_group()
     c.finish(rank, size, "torch DDP")
 

@@ -6,7 +6,8 @@
    value): Tessera's launch finds the peers, no store is made or reached; on 2.x, rank 0's
    abort() fails every rank's next collective;
 3. init_process_group("gloo") with Tessera imported: its rendezvous hands gloo a real store at
-   tsrun's MASTER_ADDR:MASTER_PORT, made on first use."""
+   tsrun's MASTER_ADDR:MASTER_PORT, made on first use;
+4. init_process_group("tessera") once more, and new_group: a store there again."""
 import datetime
 import os
 import sys
@@ -67,6 +68,15 @@ def main():
     # 3. gloo with Tessera imported: the store is made at tsrun's address when gloo asks.
     dist.init_process_group("gloo", timeout=TIMEOUT)
     summed(rank, size, "gloo with tessera.torch imported", c)
+    dist.destroy_process_group()
+
+    # 4. tessera again, and a group that needs the store: the last init's store let its port go
+    # (rank 0 could not host a second one there: EADDRINUSE).
+    dist.init_process_group("tessera", timeout=TIMEOUT)
+    group = dist.new_group(list(range(size)))
+    t = torch.ones(1)
+    dist.all_reduce(t, group=group)
+    c.expect(t.item() == size, f"a new_group after a second init: {t.item()}")
     dist.destroy_process_group()
     c.finish(rank, size, "torch launch")
 

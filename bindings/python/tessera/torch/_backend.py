@@ -10,6 +10,7 @@ store here, the barrier that ends init_process_group, as an allreduce over the n
 group itself, and makes a real store at MASTER_ADDR only when another backend needs one."""
 import atexit
 import datetime
+import gc
 import glob
 import hashlib
 import hmac
@@ -195,6 +196,12 @@ class TesseraStore(dist.Store):
     def check(self, keys):
         return self._store().check(keys)
 
+    def release(self):
+        """Lets go of the real store (rank 0: its server, and so MASTER_PORT): a later
+        init_process_group makes a store of its own there."""
+        self._real = None
+        self.process_group = None
+
     def clone(self):
         """torch 2.x's split_group hands each new group a clone; this store keeps no per-user
         state, so one serves them all."""
@@ -217,6 +224,10 @@ def _launch_rank_size():
 def _tessera_rendezvous(url, timeout=datetime.timedelta(minutes=30), **kwargs):
     global _last_store
     rank, size = _launch_rank_size()
+    if _last_store is not None:  # an init after destroy_process_group: the old store's port is free again
+        _last_store.release()
+        _last_store = None
+        gc.collect()  # the TCPStore's server closes with its last reference
     _last_store = TesseraStore(rank, size, timeout)
     yield (_last_store, rank, size)
     raise RuntimeError("tessera:// rendezvous: cannot be reused")
@@ -340,8 +351,14 @@ def _create(store, rank, size, timeout):
         _launch_used = _launch_used or _tessera_launch()
     else:
         settings, held = _peers_through(store, rank, size, "group")
-    if "TSR_TIMEOUT_MS" not in os.environ and timeout is not None:
-        settings["timeout_ms"] = int(timeout.total_seconds() * 1000)
+    if timeout is not None:
+        # torch's timeout bounds the calls and, as gloo's store waits do, the start: a rank
+        # may come that much later than its peers (TSR_BOOTSTRAP_TIMEOUT_MS's 60 s was fixed).
+        ms = min(max(int(timeout.total_seconds() * 1000), 1), 86400000)
+        if "TSR_TIMEOUT_MS" not in os.environ:
+            settings["timeout_ms"] = ms
+        if "TSR_BOOTSTRAP_TIMEOUT_MS" not in os.environ:
+            settings["bootstrap_timeout_ms"] = ms
     try:
         pg = ProcessGroupTessera(rank, size, {k: str(v) for k, v in settings.items()})
     finally:

@@ -36,6 +36,7 @@ state_from=the old state: the new tensors start with the old ones' residuals, by
 SelSync decides per step whether to synchronize at all, so it wraps the optimizer instead:
     optimizer = tessera.torch.hooks.selsync(model, optimizer, delta=0.3)
 """
+import itertools
 import torch
 import torch.distributed as dist
 
@@ -59,19 +60,32 @@ def communicator_for(process_group=None):
     cached = _gloo_side.get(id(group))
     if cached is not None:
         return cached
-    if _backend._tessera_launch():
-        comm = tessera.Communicator()
+    if _backend._tessera_launch() and group.size() == _backend._launch_rank_size()[1]:
+        comm = tessera.Communicator()  # the whole launch: its own addresses
     else:
+        # A subgroup (or no Tessera launch): its members meet in the default store, under a key
+        # of the group's own (its name, the same on every member: new_group is collective),
+        # so two disjoint subgroups do not read each other's addresses.
+        name = _group_name(group)
+        made = _store_keys.setdefault(name, itertools.count())
         store = dist.distributed_c10d._get_default_store()
-        settings, held = _backend._peers_through(store, group.rank(), group.size(),
-                                                 f"hooks-{next(_backend._groups)}")
+        settings, held = _backend._peers_through(store, group.rank(), group.size(), f"hooks-{name}-{next(made)}")
         with held:  # the port stays ours until the communicator listens on it
             comm = tessera.Communicator(**settings)
     _gloo_side[id(group)] = comm
     return comm
 
 
+def _group_name(group):
+    """The group's name in c10d (the same on every member)."""
+    c10d = dist.distributed_c10d
+    if hasattr(c10d, "_get_process_group_name"):  # torch 2.x
+        return c10d._get_process_group_name(group)
+    return c10d._pg_names.get(group, "group")  # 1.13
+
+
 _gloo_side = {}
+_store_keys = {}  # group name -> how many communicators this process made for groups of that name
 
 
 def _tensor_params(algorithm, params):
@@ -142,6 +156,13 @@ def register(model, algorithm="dense", communicator=None, state_from=None, **par
     state.schedule() instead (its residuals start at zero)."""
     if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
         raise TypeError(f"tessera hooks: a DistributedDataParallel model, not {type(model).__name__}")
+    if algorithm in _TENSOR_ALGORITHMS or algorithm == "auto":
+        # The compressing tensors take float32 buckets (DDP's buckets have the parameters'
+        # dtype): said here, not at the first backward.
+        other = sorted({str(p.dtype) for p in model.parameters() if p.requires_grad and p.dtype != torch.float32})
+        if other:
+            raise ValueError(f"tessera hooks: algorithm={algorithm!r} takes float32 gradients, and this model has "
+                             f"{', '.join(other)} parameters (dense and covap take any floating type)")
     comm = communicator if communicator is not None else communicator_for(model.process_group)
     if algorithm == "dense":
         if params:
