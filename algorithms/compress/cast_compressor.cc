@@ -1,5 +1,7 @@
 #include "algorithms/compress/cast_compressor.h"
 
+#include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "algorithms/kernels/cast.h"
@@ -22,9 +24,26 @@ size_t CastCompressor::maxCompressedBytes() const {
   return count() * (kind_ == Kind::kNone ? sizeof(float) : sizeof(uint16_t));
 }
 
+Status CastCompressor::beyondFormat(const std::string& name, Kind kind, float value, size_t index) {
+  return Status(Code::kNumericError, name + ": value " + std::to_string(value) + " at index " + std::to_string(index) +
+                                         " is beyond " + (kind == Kind::kF16 ? "f16 (|x| < 65520)" : "bf16") +
+                                         "; the cast would make it Inf");
+}
+
+size_t CastCompressor::firstUnencodable(std::span<const float> input) {
+  if (kind_ == Kind::kNone) return Compressor::firstUnencodable(input);
+  // Round to nearest even: from these magnitudes on the cast gives Inf (NaN fails both tests).
+  const float limit = kind_ == Kind::kF16 ? 65520.0f : std::bit_cast<float>(0x7F7F8000u);
+  for (size_t i = 0; i < input.size(); ++i)
+    if (!(std::fabs(input[i]) < limit)) return i;
+  return input.size();
+}
+
 Result<size_t> CastCompressor::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));
+  if (size_t bad = firstUnencodable(input); bad < input.size())  // finite, but Inf once cast
+    return beyondFormat(name(), kind_, input[bad], bad);
   switch (kind_) {
     case Kind::kNone:  // an empty tensor's spans may be null, which memcpy may not be given
       if (count()) std::memcpy(output.data(), input.data(), count() * sizeof(float));

@@ -17,6 +17,11 @@ class CastCompressor final : public Compressor {
   std::string name() const override;
   size_t maxCompressedBytes() const override;
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  // A NaN or Inf, or (fp16, bf16) a finite value that rounds to Inf in the cast: |x| >= 65520
+  // for f16, >= the float with bits 0x7F7F8000 (about 3.3962e38) for bf16.
+  size_t firstUnencodable(std::span<const float> input) override;
+  // The refusal of a finite value the cast makes Inf (shared with the device codec's words).
+  static Status beyondFormat(const std::string& name, Kind kind, float value, size_t index);
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override;
   Kind kind() const { return kind_; }
 

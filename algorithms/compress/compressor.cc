@@ -16,6 +16,10 @@ Status checkFinite(std::span<const float> input, const std::string& who) {
                                          std::to_string(bad) + " of " + std::to_string(input.size()));
 }
 
+size_t Compressor::firstUnencodable(std::span<const float> input) {
+  return kernels::firstNonFinite(input.data(), input.size());
+}
+
 Status Compressor::checkCompressArgs(std::span<const float> input, std::span<std::byte> output) const {
   if (input.size() != count_)
     return Status(Code::kInvalidArgument, name() + ": compress got " + std::to_string(input.size()) +

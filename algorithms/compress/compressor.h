@@ -42,6 +42,12 @@ class Compressor {
   virtual Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) = 0;
   virtual Status decompress(std::span<const std::byte> compressed, std::span<float> output) = 0;
 
+  // The first element of `input` (count() floats) that compress() would refuse, or count()
+  // when it takes them all; changes no state. A step asks every rank before any compresses,
+  // so that a value one rank cannot encode (g + e past f16's range after error feedback) fails
+  // the step on every rank rather than on that rank alone. Default: the first NaN or Inf.
+  virtual size_t firstUnencodable(std::span<const float> input);
+
   virtual void setStep(uint32_t step) { step_ = step; }
   // What error feedback keeps back for the next step (count() floats), or empty when there is
   // no error-feedback decorator in the chain.

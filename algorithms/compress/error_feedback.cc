@@ -24,6 +24,13 @@ bool ErrorFeedback::setFeedbackError(std::span<const float> error) {
   return true;
 }
 
+size_t ErrorFeedback::firstUnencodable(std::span<const float> input) {
+  if (size_t bad = Compressor::firstUnencodable(input); bad < input.size()) return bad;
+  const size_t n = std::min(count(), input.size());
+  for (size_t i = 0; i < n; ++i) corrected_[i] = kernels::efCorrected(input[i], error_[i]);
+  return inner_->firstUnencodable(std::span<const float>(corrected_.data(), n));
+}
+
 Result<size_t> ErrorFeedback::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));

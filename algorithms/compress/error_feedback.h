@@ -22,6 +22,8 @@ class ErrorFeedback final : public Compressor {
   std::string name() const override;
   size_t maxCompressedBytes() const override { return inner_->maxCompressedBytes(); }
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  // What the inner compressor would refuse of g + e (computed in the scratch tensor; e stays).
+  size_t firstUnencodable(std::span<const float> input) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override {
     return inner_->decompress(compressed, output);
   }

@@ -1,5 +1,7 @@
 #include "algorithms/compress/momentum.h"
 
+#include <algorithm>
+
 #include "algorithms/kernels/feedback_ops.h"
 
 namespace tsr::compress {
@@ -18,6 +20,13 @@ std::string NesterovMomentum::name() const {
 void NesterovMomentum::setStep(uint32_t step) {
   Compressor::setStep(step);
   inner_->setStep(step);
+}
+
+size_t NesterovMomentum::firstUnencodable(std::span<const float> input) {
+  if (size_t bad = Compressor::firstUnencodable(input); bad < input.size()) return bad;
+  const size_t n = std::min(count(), input.size());
+  for (size_t i = 0; i < n; ++i) shifted_[i] = kernels::nesterovShifted(input[i], momentum_[i], mu_);
+  return inner_->firstUnencodable(std::span<const float>(shifted_.data(), n));
 }
 
 Result<size_t> NesterovMomentum::compress(std::span<const float> input, std::span<std::byte> output) {

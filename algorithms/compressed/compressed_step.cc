@@ -44,6 +44,20 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginFlag() {
   auto bad = at_.kernels->scanNonFinite(s.g, s.count);
   if (!bad.isOk()) return named(bad.status());
   s.badIndex = bad.value();
+  s.unencodable = false;
+  input_ = s.g;
+  if (s.badIndex == s.count && s.handoff > 0) {  // g + mu M, in sum (free until the average)
+    algorithms::StepKernels& k = *at_.kernels;
+    TSR_RETURN_IF_ERROR(named(k.scale(at_.estimate, s.count, s.handoff, at_.sum)));
+    TSR_RETURN_IF_ERROR(named(k.reduce(at_.sum, s.g, s.count, DataType::kF32, ReduceOp::kSum)));
+    input_ = at_.sum;
+  }
+  // What the compressor would refuse of a finite g (g + e overflowing, a value past f16): in
+  // the flag, so every rank fails the step, not this one alone while the others wait for it.
+  if (s.badIndex == s.count && !s.device) {
+    s.badIndex = s.compressor->firstUnencodable({input_, s.count});
+    s.unencodable = s.badIndex < s.count;
+  }
   s.flagIn[0] = s.badIndex < s.count ? 1.0 : 0.0;
   return runPlan(0, s.flagPlan, algorithms::RunBuffers{s.flagIn, s.flagOut, s.flagScratch.data()});
 }
@@ -67,21 +81,21 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginGather() {
     bool mine = s.badIndex < s.count;
     float value = 0.0f;
     if (mine) at_.kernels->readToHost(&value, s.g + s.badIndex, sizeof value).ignore();  // for the message only
+    const std::string where =
+        !mine ? std::string()
+              : " (rank " + std::to_string(s.rank) + ": element " + std::to_string(s.badIndex) + " is " +
+                    std::to_string(value) +
+                    (s.unencodable ? ", which " + s.compressor->name() +
+                                         " cannot take once its error feedback or momentum is added (Inf, or "
+                                         "beyond its format)"
+                                   : std::string()) +
+                    ")";
     return Status(Code::kNumericError, "compressed tensor " + s.name + ": " +
-                                           summedCount(s.flagOut[0], s.size, "rank(s)") + " had NaN or Inf" +
-                                           (mine ? " (rank " + std::to_string(s.rank) + ": element " +
-                                                       std::to_string(s.badIndex) + " is " + std::to_string(value) + ")"
-                                                 : std::string()) +
+                                           summedCount(s.flagOut[0], s.size, "rank(s)") +
+                                           " had NaN or Inf or a value the compressor cannot take" + where +
                                            "; the tensor and its residual are unchanged");
   }
-  const float* input = s.g;
-  if (s.handoff > 0) {  // g + mu M, in sum (free until the average)
-    algorithms::StepKernels& k = *at_.kernels;
-    TSR_RETURN_IF_ERROR(named(k.scale(at_.estimate, s.count, s.handoff, at_.sum)));
-    TSR_RETURN_IF_ERROR(named(k.reduce(at_.sum, s.g, s.count, DataType::kF32, ReduceOp::kSum)));
-    input = at_.sum;
-  }
-  auto written = compress(input, reinterpret_cast<std::byte*>(at_.mine + 1));
+  auto written = compress(input_, reinterpret_cast<std::byte*>(at_.mine + 1));
   if (!written.isOk()) return named(written.status());
   const uint64_t length = written.value();
   TSR_RETURN_IF_ERROR(named(at_.kernels->writeFromHost(at_.mine, &length, sizeof length)));

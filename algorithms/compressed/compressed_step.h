@@ -57,6 +57,7 @@ struct CompressedState {
   std::vector<float> estimate;  // the hand-off's M (count floats; on the direct path: the device's)
   float* g = nullptr;
   size_t badIndex = 0;
+  bool unencodable = false;  // badIndex is finite in g, but the compressor cannot take it (EF, f16)
 };
 
 class CompressedStepTask final : public algorithms::ScheduleTask {
@@ -85,6 +86,7 @@ class CompressedStepTask final : public algorithms::ScheduleTask {
   std::shared_ptr<CompressedState> state_;
   algorithms::HostStepKernels hostKernels_;
   Place at_;
+  const float* input_ = nullptr;  // what this step compresses: g, or g + mu M (the hand-off)
 };
 
 // The errors of a gathered slot, worded the same on every path (from: the sender's rank).

@@ -63,6 +63,8 @@ Result<std::unique_ptr<DeviceCodec>> DeviceCodec::create(std::shared_ptr<algorit
     d->inner_ = cast->kind() == CastCompressor::Kind::kF16    ? Inner::kF16
                 : cast->kind() == CastCompressor::Kind::kBf16 ? Inner::kBf16
                                                               : Inner::kNone;
+    if (d->inner_ != Inner::kNone)
+      TSR_RETURN_IF_ERROR(DeviceBlock::make(d->kernels_, d->castBack_, bytes, d->who_, "cast check"));
   } else if (const auto* topk = dynamic_cast<const compress::TopkCompressor*>(&inner)) {
     d->inner_ = Inner::kTopk;
     d->k_ = topk->k();
@@ -139,11 +141,24 @@ Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, ui
       st = k.copy(payload, x, count_ * sizeof(float));
       break;
     case Inner::kF16:
-      st = k.castTo(DataType::kF16, x, count_, reinterpret_cast<uint16_t*>(payload));
+    case Inner::kBf16: {
+      // A finite x the cast makes Inf is refused, as the host's CastCompressor refuses it:
+      // the payload cast back, then scanned.
+      const DataType to = inner_ == Inner::kF16 ? DataType::kF16 : DataType::kBF16;
+      st = k.castTo(to, x, count_, reinterpret_cast<uint16_t*>(payload));
+      if (st.isOk()) st = k.castFrom(to, reinterpret_cast<const uint16_t*>(payload), count_, castBack_.as<float>());
+      if (!st.isOk()) break;
+      auto bad = k.scanNonFinite(castBack_.as<float>(), count_);
+      if (!bad.isOk()) return named(bad.status());
+      if (bad.value() < count_) {
+        float v = 0.0f;
+        k.readToHost(&v, x + bad.value(), sizeof v).ignore();  // for the message only
+        return named(CastCompressor::beyondFormat(
+            innerName_, inner_ == Inner::kF16 ? CastCompressor::Kind::kF16 : CastCompressor::Kind::kBf16, v,
+            bad.value()));
+      }
       break;
-    case Inner::kBf16:
-      st = k.castTo(DataType::kBF16, x, count_, reinterpret_cast<uint16_t*>(payload));
-      break;
+    }
     default:
       break;
   }

@@ -82,6 +82,7 @@ class DeviceCodec {
   std::string efName_;                          // "ef(topk(k=10))", for messages
   algorithms::DeviceBlock error_, corrected_;   // ef: e and c = g + e
   algorithms::DeviceBlock momentum_, shifted_;  // nesterov: m and p
+  algorithms::DeviceBlock castBack_;            // fp16, bf16: the payload cast back, to find an Inf
 };
 
 }  // namespace tsr::compressed

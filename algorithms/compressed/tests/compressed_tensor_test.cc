@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "algorithms/compress/registry.h"
 #include "algorithms/compressed/compressed_tensor.h"
@@ -151,6 +152,43 @@ TEST(CompressedErrors, NanAndParametersAreNamed) {
     auto algo = CompressedTensor::create(comm, "x", 10, {{"algorithm", "spardl"}});
     EXPECT_NE(algo.status().message().find("algorithm=spardl"), std::string::npos);
   });
+}
+
+// A finite gradient that one rank's compressor cannot take (g + e overflowing after error
+// feedback; a value past f16's range) fails the step on every rank, named on that rank, with
+// every tensor as before; the next step goes on. It failed there alone, and the others waited
+// out the timeout in the gather (the communicator then aborted).
+TEST(CompressedErrors, AValueOneRankCannotEncodeFailsTheStepOnEveryRank) {
+  struct Case {
+    std::map<std::string, std::string> params;
+    int odd;         // the rank with the value
+    float residual;  // set at element 5 on that rank first (0: none)
+    float value;     // its gradient at element 5
+  };
+  for (const Case& c : {Case{{{"compressor", "topk"}, {"k", "8"}}, 2, 3e38f, 3e38f},
+                        Case{{{"compressor", "fp16"}, {"ef", "none"}}, 1, 0.0f, 66000.0f},
+                        Case{{{"compressor", "none"}}, 0, -3e38f, -3e38f}}) {
+    testing::runRanks(3, [&](runtime::Communicator& comm) {
+      auto t = CompressedTensor::create(comm, "big", 64, c.params);
+      ASSERT_TRUE(t.isOk()) << t.status().toString();
+      std::vector<float> residual(64, 0.0f), before(64), after(64), g(64, 0.5f);
+      if (comm.rank() == c.odd && c.residual != 0.0f) {
+        residual[5] = c.residual;
+        ASSERT_TRUE(t.value()->setResidual(residual.data()).isOk());
+      }
+      t.value()->residual(before.data());
+      if (comm.rank() == c.odd) g[5] = c.value;
+      Status st = t.value()->allreduce(g.data());
+      EXPECT_EQ(st.code(), Code::kNumericError) << c.params.at("compressor") << ": " << st.toString();
+      if (comm.rank() == c.odd) {
+        EXPECT_NE(st.message().find("element 5"), std::string::npos) << st.message();
+      }
+      t.value()->residual(after.data());
+      EXPECT_EQ(before, after);
+      std::vector<float> fine(64, 0.5f);
+      EXPECT_TRUE(t.value()->allreduce(fine.data()).isOk()) << "the next step";
+    });
+  }
 }
 
 // The momentum hand-off: an optimizer with momentum mu that adds each result to its buffer
