@@ -61,6 +61,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::alltoall_base(at::Tensor& gi
   // Tessera's all-to-all takes host memory: CUDA tensors go through pinned host copies.
   const Placement place = placementOf({input, output}, "all_to_all_single", /*hostStaged=*/true);
   at::Tensor hostIn = hostCopy(input), hostOut = hostBufferLike(output);
+  // In place (all_to_all_single(t, t), as gloo takes it): the blocks are sent from a copy, since
+  // received ones land in the output while others are still to go.
+  if (hostIn.is_alias_of(hostOut)) hostIn = hostIn.clone();
   return launch(
       c10d::OpType::ALLTOALL_BASE, opts.timeout, place, {output}, "all_to_all_single of " + describe(input),
       [&](tsr_request_t* r) {

@@ -184,7 +184,7 @@ def rooted(c, rank, size):
 
 
 def all_to_all(c, rank, size):
-    """all_to_all_single even and uneven (rank s sends (s + 2d) % 3 + 1 rows of 2 to rank d), and
+    """all_to_all_single even (also in place) and uneven (rank s sends (s + 2d) % 3 + 1 rows of 2 to rank d), and
     all_to_all of a list of tensors of different sizes, against what each rank sent; a rank
     whose split disagrees with its peer's raises on every rank."""
     even_in = torch.arange(size * 3, dtype=torch.float64) + 100 * rank
@@ -192,6 +192,9 @@ def all_to_all(c, rank, size):
     dist.all_to_all_single(even_out, even_in)
     want = torch.cat([torch.arange(3 * rank, 3 * rank + 3, dtype=torch.float64) + 100 * s for s in range(size)])
     c.expect(torch.equal(even_out, want), f"all_to_all_single even: {even_out.tolist()}")
+    in_place = torch.arange(size * 3, dtype=torch.float64) + 100 * rank  # (t, t), as gloo takes it
+    dist.all_to_all_single(in_place, in_place)
+    c.expect(torch.equal(in_place, want), f"all_to_all_single in place: {in_place.tolist()}")
     rows = lambda s, d: (s + 2 * d) % 3 + 1  # noqa: E731
     send = [rows(rank, d) for d in range(size)]
     recv = [rows(s, rank) for s in range(size)]
