@@ -41,9 +41,10 @@ size_t CastCompressor::firstUnencodable(std::span<const float> input) {
 
 Result<size_t> CastCompressor::compress(std::span<const float> input, std::span<std::byte> output) {
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
-  TSR_RETURN_IF_ERROR(checkFinite(input, name()));
-  if (size_t bad = firstUnencodable(input); bad < input.size())  // finite, but Inf once cast
-    return beyondFormat(name(), kind_, input[bad], bad);
+  // One pass finds both: a NaN or Inf (worded as every compressor words it), or a finite value
+  // the cast makes Inf.
+  if (size_t bad = firstUnencodable(input); bad < input.size())
+    return std::isfinite(input[bad]) ? beyondFormat(name(), kind_, input[bad], bad) : checkFinite(input, name());
   switch (kind_) {
     case Kind::kNone:  // an empty tensor's spans may be null, which memcpy may not be given
       if (count()) std::memcpy(output.data(), input.data(), count() * sizeof(float));
