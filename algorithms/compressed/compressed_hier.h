@@ -45,8 +45,9 @@ struct CompressedHier {
   std::vector<float> block, result;                // shardCount (decoded average); padded (gathered)
   std::shared_ptr<const algorithms::Plan> rowPlan, columnPlan, rowGatherPlan;
   std::vector<uint64_t> rowScratch, columnScratch, rowGatherScratch;
-  size_t badIndex = 0;    // first bad element of g + q (count: none)
-  bool overflow = false;  // badIndex is finite in g + q but not in f16
+  size_t badIndex = 0;        // first bad element of g + q (count: none)
+  bool overflow = false;      // badIndex is finite in g + q but not in f16
+  bool shardRefused = false;  // the shard's average is finite, but the column's compressor cannot take it
 };
 
 // "none" -> kF32, "fp16" -> kF16; other values: InvalidArgument naming intra=<value>.

@@ -128,6 +128,19 @@ Result<std::unique_ptr<algorithms::Task>> CompressedHierStepTask::beginFlag() {
   auto bad = st.isOk() ? k.scanNonFinite(at_.shard, real) : Result<size_t>(st);
   if (!bad.isOk()) return named(bad.status());
   s.badIndex = bad.value();  // within the shard
+  // What the column's compressor would refuse of a finite average (past f16, the average + e
+  // overflowing): in the flag too, so every rank fails the step, not the shard's owner alone.
+  h_.shardRefused = false;
+  if (s.badIndex == real && real > 0) {
+    if (s.device && s.device->codec) {
+      auto refused = s.device->codec->firstUnencodable(at_.shard, reinterpret_cast<std::byte*>(at_.mine + 1));
+      if (!refused.isOk()) return refused.status();
+      s.badIndex = refused.value();
+    } else if (!s.device && s.compressor) {
+      s.badIndex = s.compressor->firstUnencodable({at_.shard, real});
+    }
+    h_.shardRefused = s.badIndex < real;
+  }
   s.flagIn[0] = h_.badIndex < s.count ? 1.0 : 0.0;
   s.flagIn[1] = s.badIndex < h_.shardReal ? 1.0 : 0.0;
   return runPlan(kFlag, s.flagPlan, algorithms::RunBuffers{s.flagIn, s.flagOut, s.flagScratch.data()});
@@ -214,9 +227,19 @@ Status CompressedHierStepTask::nonFiniteFailure() {
               std::to_string(value) + (h_.overflow ? ", beyond f16 (intra=fp16)" : "") + ")";
     }
   } else {
-    what += summedCount(s.flagOut[1], s.size, "host average block(s)") + " overflowed f16 (intra=fp16)";
-    if (s.badIndex < h_.shardReal)
-      what += " (rank " + std::to_string(s.rank) + ": element " + std::to_string(h_.shardOffset + s.badIndex) + ")";
+    what += summedCount(s.flagOut[1], s.size, "host average block(s)") +
+            " overflowed f16 (intra=fp16) or held a value the compressor cannot take";
+    if (s.badIndex < h_.shardReal) {
+      float value = 0.0f;  // for the message only
+      at_.kernels->readToHost(&value, at_.shard + s.badIndex, sizeof value).ignore();
+      what += " (rank " + std::to_string(s.rank) + ": element " + std::to_string(h_.shardOffset + s.badIndex) +
+              " of the host average is " + std::to_string(value) +
+              (h_.shardRefused ? ", which " + s.compressor->name() +
+                                     " cannot take once its error feedback or momentum is added (Inf, or beyond "
+                                     "its format)"
+                               : std::string()) +
+              ")";
+    }
   }
   return Status(Code::kNumericError, what + "; the tensor and its residual are unchanged");
 }

@@ -3,7 +3,8 @@
 //   seq:   x = g + q, cast to the intra type (q' = what the cast drops), the host's ranks
 //          average it (f32 or f16) over the row ring;
 //   seq+1: this rank's shard of the host average, then the flag allreduce [ranks with NaN/Inf
-//          (or f16 overflow) in g + q, shards whose host average is not finite]: any > 0
+//          (or f16 overflow) in g + q, shards whose host average is not finite or that the
+//          column's compressor would refuse]: any > 0
 //          fails the step on every rank, nothing changed;
 //   seq+2: compress the shard into this rank's slot (EF and the compressor's step change only
 //          now), all-gather the slots over the column;

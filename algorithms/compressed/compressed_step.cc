@@ -54,8 +54,14 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginFlag() {
   }
   // What the compressor would refuse of a finite g (g + e overflowing, a value past f16): in
   // the flag, so every rank fails the step, not this one alone while the others wait for it.
-  if (s.badIndex == s.count && !s.device) {
-    s.badIndex = s.compressor->firstUnencodable({input_, s.count});
+  if (s.badIndex == s.count) {
+    if (s.device) {
+      auto refused = s.device->codec->firstUnencodable(input_, reinterpret_cast<std::byte*>(at_.mine + 1));
+      if (!refused.isOk()) return refused.status();
+      s.badIndex = refused.value();
+    } else {
+      s.badIndex = s.compressor->firstUnencodable({input_, s.count});
+    }
     s.unencodable = s.badIndex < s.count;
   }
   s.flagIn[0] = s.badIndex < s.count ? 1.0 : 0.0;

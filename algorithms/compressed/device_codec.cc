@@ -142,14 +142,9 @@ Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, ui
       break;
     case Inner::kF16:
     case Inner::kBf16: {
-      // A finite x the cast makes Inf is refused, as the host's CastCompressor refuses it:
-      // the payload cast back, then scanned.
-      const DataType to = inner_ == Inner::kF16 ? DataType::kF16 : DataType::kBF16;
-      st = k.castTo(to, x, count_, reinterpret_cast<uint16_t*>(payload));
-      if (st.isOk()) st = k.castFrom(to, reinterpret_cast<const uint16_t*>(payload), count_, castBack_.as<float>());
-      if (!st.isOk()) break;
-      auto bad = k.scanNonFinite(castBack_.as<float>(), count_);
-      if (!bad.isOk()) return named(bad.status());
+      // A finite x the cast makes Inf is refused, as the host's CastCompressor refuses it.
+      auto bad = castAndScan(x, payload);
+      if (!bad.isOk()) return bad.status();
       if (bad.value() < count_) {
         float v = 0.0f;
         k.readToHost(&v, x + bad.value(), sizeof v).ignore();  // for the message only
@@ -164,6 +159,39 @@ Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, ui
   }
   if (!st.isOk()) return named(st);
   return innerBytes_;
+}
+
+Result<size_t> DeviceCodec::castAndScan(const float* x, std::byte* payload) {
+  algorithms::StepKernels& k = *kernels_;
+  const DataType to = inner_ == Inner::kF16 ? DataType::kF16 : DataType::kBF16;
+  Status st = k.castTo(to, x, count_, reinterpret_cast<uint16_t*>(payload));
+  if (st.isOk()) st = k.castFrom(to, reinterpret_cast<const uint16_t*>(payload), count_, castBack_.as<float>());
+  if (!st.isOk()) return named(st);
+  auto bad = k.scanNonFinite(castBack_.as<float>(), count_);
+  if (!bad.isOk()) return named(bad.status());
+  return bad.value();
+}
+
+// compress's stages up to the inner compressor's input, into the same scratch (compress
+// computes them again: they are pure functions of g and the state, which this leaves alone).
+Result<size_t> DeviceCodec::firstUnencodable(const float* g, std::byte* payload) {
+  algorithms::StepKernels& k = *kernels_;
+  const float* x = g;
+  if (nesterov_) {
+    TSR_RETURN_IF_ERROR(named(k.nesterovShift(g, momentum_.as<float>(), count_, mu_, shifted_.as<float>())));
+    x = shifted_.as<float>();
+    auto bad = k.scanNonFinite(x, count_);
+    if (!bad.isOk()) return named(bad.status());
+    if (bad.value() < count_) return bad.value();
+  }
+  if (ef_) {
+    auto bad = k.addScan(x, error_.as<float>(), count_, corrected_.as<float>());
+    if (!bad.isOk()) return named(bad.status());
+    if (bad.value() < count_) return bad.value();
+    x = corrected_.as<float>();
+  }
+  if (inner_ == Inner::kF16 || inner_ == Inner::kBf16) return castAndScan(x, payload);
+  return count_;
 }
 
 Status DeviceCodec::decompress(const std::byte* payload, size_t bytes, float* out) {

@@ -38,6 +38,11 @@ class DeviceCodec {
   // g (count floats, device) into payload (device, 8-byte aligned, maxCompressedBytes of the
   // host chain) at `step`; returns the bytes written. g must be finite (the step checks).
   Result<size_t> compress(const float* g, std::byte* payload, uint32_t step);
+  // What compress would refuse of a finite g (count floats, device), asked before the step's
+  // flag exchange so every rank fails the step, not this one alone: the index of the first
+  // element whose shifted value or g + e is not finite, or that the f16/bf16 cast makes Inf;
+  // count when there is none. Writes only scratch and payload (which compress rewrites).
+  Result<size_t> firstUnencodable(const float* g, std::byte* payload);
   // A payload of `bytes` (device) into out (count floats, device).
   Status decompress(const std::byte* payload, size_t bytes, float* out);
   // Error feedback's residual into host memory (count floats); zeros without ef.
@@ -54,6 +59,8 @@ class DeviceCodec {
       : kernels_(std::move(k)), count_(count), who_(std::move(who)) {}
   Status named(const Status& st) const;
   Result<size_t> compressInner(const float* x, std::byte* payload, uint32_t step);
+  // fp16, bf16: x cast into payload, then back: the first element the cast made Inf (count: none).
+  Result<size_t> castAndScan(const float* x, std::byte* payload);
   Status finiteOrNamed(Result<size_t> bad, const float* x, const std::string& stage) const;
   Result<size_t> compressSparse(const float* x, std::byte* payload, uint32_t step);
   Status decompressSparse(const std::byte* payload, size_t bytes, float* out);

@@ -138,6 +138,7 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
       if ((w + 1) % 16 == 0) {
         double part = 0.0;
         for (int k = 0; k < 8; ++k) part += l[k];
+        if (sumOverflowed(part)) part = sumAbsBlockWide(work + (w / 16) * 1024, 1024);
         total += part;
         if (blockSums) blockSums[w / 16] = part;
         lanes = zero;
@@ -156,6 +157,7 @@ size_t signPrepare(const float* g, const float* c, size_t count, float* work, ui
     double part = 0.0;
     for (int k = 0; k < 8; ++k) part += l[k];
     for (; j < count; ++j) part += work[j] < 0 ? -work[j] : work[j];
+    if (sumOverflowed(part)) part = sumAbsBlockWide(work + blockStart, count - blockStart);
     total += part;
     if (blockSums) blockSums[fullWords / 16] = part;
   }

@@ -73,7 +73,11 @@ TSR_HD int16_t ditherCode(float x, float scale, float levels, uint32_t maxCode, 
   return static_cast<int16_t>(x < 0.0f ? -static_cast<int32_t>(code) : static_cast<int32_t>(code));
 }
 
-// The value a code stands for; d = maxCode (1 when maxCode is 0).
-TSR_HD float ditherValue(int16_t code, float scale, float d) { return static_cast<float>(code) * scale / d; }
+// The value a code stands for; d = maxCode (1 when maxCode is 0). In double: code * scale is
+// exact there, where in float it overflowed for a scale past FLT_MAX / code (the value itself
+// is at most the scale).
+TSR_HD float ditherValue(int16_t code, float scale, float d) {
+  return static_cast<float>(static_cast<double>(code) * static_cast<double>(scale) / static_cast<double>(d));
+}
 
 }  // namespace tsr::kernels

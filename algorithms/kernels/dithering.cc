@@ -1,6 +1,7 @@
 #include "algorithms/kernels/dithering.h"
 
 #include <cmath>
+#include <limits>
 
 #include "algorithms/kernels/dither_ops.h"
 
@@ -27,7 +28,10 @@ double ditherSumSquares(const float* x, size_t count) {
   return total;
 }
 
-float ditherL2Scale(double sumSquares) { return static_cast<float>(std::sqrt(sumSquares)); }
+float ditherL2Scale(double sumSquares) {
+  const double norm = std::sqrt(sumSquares);
+  return norm > std::numeric_limits<float>::max() ? std::numeric_limits<float>::max() : static_cast<float>(norm);
+}
 
 void ditherQuantize(const float* x, size_t count, float scale, uint32_t s, DitherPartition partition,
                     const RngStream& rng, int16_t* codes) {

@@ -31,7 +31,9 @@ float ditherScale(const float* x, size_t count, DitherNormalize normalize);
 // sum x^2 in double, in 1024-element blocks (dither_ops.h sumSquaresBlock) added in block
 // order: the order a GPU reproduces (cuda/codec_kernels.cu), so its L2 norm is the same float.
 double ditherSumSquares(const float* x, size_t count);
-// The L2 scale from a sum of squares: float(sqrt(sum)) (sqrt is correctly rounded everywhere).
+// The L2 scale from a sum of squares: float(sqrt(sum)) (sqrt is correctly rounded everywhere),
+// capped at the largest float: a norm past it would be an Inf scale (every code 0, every value
+// NaN), while any scale >= max |x| keeps the codes unbiased.
 float ditherL2Scale(double sumSquares);
 
 void ditherQuantize(const float* x, size_t count, float scale, uint32_t s, DitherPartition partition,

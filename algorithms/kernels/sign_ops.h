@@ -92,8 +92,22 @@ TSR_HD uint64_t mergeSignWord(uint64_t v, uint64_t s, uint64_t q64, const RngStr
 // double in order, so a GPU (one thread per block) gives the CPU's sum bit for bit.
 inline constexpr uint64_t kSumAbsBlock = 1024;
 
+// sum |x[j]| over one block in double, element by element: where the float lanes overflowed.
+TSR_HD double sumAbsBlockWide(const float* x, uint64_t n) {
+  double part = 0.0;
+  for (uint64_t j = 0; j < n; ++j) part += x[j] < 0 ? -static_cast<double>(x[j]) : static_cast<double>(x[j]);
+  return part;
+}
+
+// A float lane's sum that overflowed (finite values averaging past ~2.7e36 over a lane's 128
+// elements) gives an Inf block sum; the block is then summed again in double, where no finite
+// input overflows, so the scale (a mean, at most the largest |x|) stays finite. NaN or Inf in x
+// gives a non-finite sum either way.
+TSR_HD bool sumOverflowed(double part) { return !(part <= 1.7976931348623157e308); }
+
 // sum |x[j]| over one block (n <= kSumAbsBlock): eight float lanes (lane l takes the elements
-// j = l mod 8 in order), the lanes then the tail added in double.
+// j = l mod 8 in order), the lanes then the tail added in double; sumAbsBlockWide where a lane
+// overflowed.
 TSR_HD double sumAbsBlock(const float* x, uint64_t n) {
   float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint64_t j = 0;
@@ -102,7 +116,7 @@ TSR_HD double sumAbsBlock(const float* x, uint64_t n) {
   double part = 0.0;
   for (int l = 0; l < 8; ++l) part += lanes[l];
   for (; j < n; ++j) part += x[j] < 0 ? -x[j] : x[j];
-  return part;
+  return sumOverflowed(part) ? sumAbsBlockWide(x, n) : part;
 }
 
 // Decompressed value of bit `bit` of `w`: eta * (2 bit - 1).

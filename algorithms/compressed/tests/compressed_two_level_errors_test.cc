@@ -1,8 +1,9 @@
 // Two-level CompressedTensor: what it refuses and how it fails. Ranks as threads over UCX on
 // fake hosts (TSR_TEST_HOST_ID). Bad parameters and unusable host layouts fail at creation
-// naming the key and value; NaN/Inf, an f16 cast that overflows and an f16 host sum that
-// overflows fail the step on every rank with the tensor, its residual and its step unchanged;
-// tensors too small to give every rank a shard still reduce.
+// naming the key and value; NaN/Inf, an f16 cast that overflows, an f16 host sum that
+// overflows and a host average the column's compressor cannot take fail the step on every rank
+// with the tensor, its residual and its step unchanged; tensors too small to give every rank a
+// shard still reduce.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -136,6 +137,18 @@ TEST(TwoLevelErrors, F16HostSumOverflowFailsEveryRank) {
         if (rank % 2 == 0) g[7] = 40000.0f;
       },
       "overflowed f16", [](int) { return std::string(); });
+}
+
+// Ranks 0 and 2 share a host: their f32 average of 1e5 at element 5 has room, but the column's
+// fp16 compressor cannot take it. Only the shard's owner compresses it: it failed there alone
+// while the others waited out the timeout; the flag now carries it to every rank.
+TEST(TwoLevelErrors, AHostAverageTheCompressorCannotTakeFailsEveryRank) {
+  expectFailureLeavesStateAlone(
+      {{"intra", "none"}, {"compressor", "fp16"}},
+      [](int rank, std::vector<float>& g) {
+        if (rank % 2 == 0) g[5] = 1e5f;
+      },
+      "held a value the compressor cannot take", [](int) { return std::string(); });
 }
 
 // ... and with intra=none the same values reduce (the f32 average has room).

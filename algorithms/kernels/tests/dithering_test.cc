@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,12 +20,12 @@ TEST(Dithering, MaxCodes) {
   EXPECT_EQ(ditherMaxCode(0, DitherPartition::kLinear), 0u);
 }
 
-void checkUnbiasedAndBounded(DitherPartition partition, DitherNormalize normalize, uint32_t s) {
+void checkUnbiasedAndBounded(DitherPartition partition, DitherNormalize normalize, uint32_t s, float magnitude = 1) {
   std::mt19937 gen(4);
   std::normal_distribution<float> dist;
   const size_t n = 64;
   std::vector<float> x(n);
-  for (float& v : x) v = dist(gen);
+  for (float& v : x) v = dist(gen) * magnitude;
   const float scale = ditherScale(x.data(), n, normalize);
   const uint32_t d = ditherMaxCode(s, partition);
   const int trials = 4000;
@@ -53,6 +54,16 @@ void checkUnbiasedAndBounded(DitherPartition partition, DitherNormalize normaliz
 TEST(Dithering, LinearMaxIsUnbiased) { checkUnbiasedAndBounded(DitherPartition::kLinear, DitherNormalize::kMax, 4); }
 TEST(Dithering, LinearL2IsUnbiased) { checkUnbiasedAndBounded(DitherPartition::kLinear, DitherNormalize::kL2, 8); }
 TEST(Dithering, NaturalMaxIsUnbiased) { checkUnbiasedAndBounded(DitherPartition::kNatural, DitherNormalize::kMax, 4); }
+
+// Values near the float range: an L2 norm past it is capped at the largest float (not Inf,
+// which made every value NaN), and code * scale no longer overflows in the dequantization.
+TEST(Dithering, HugeFiniteValuesStayUnbiasedAndFinite) {
+  checkUnbiasedAndBounded(DitherPartition::kLinear, DitherNormalize::kL2, 8, 5e37f);
+  checkUnbiasedAndBounded(DitherPartition::kLinear, DitherNormalize::kMax, 4, 5e37f);
+  checkUnbiasedAndBounded(DitherPartition::kNatural, DitherNormalize::kMax, 4, 5e37f);
+  EXPECT_EQ(ditherL2Scale(1e80), std::numeric_limits<float>::max());
+  EXPECT_EQ(ditherL2Scale(4.0), 2.0f);
+}
 
 TEST(Dithering, ExtremesAndZeroScale) {
   std::vector<float> x = {2.0f, -2.0f, 0.0f, 1.0f};

@@ -190,5 +190,32 @@ TEST(SignKernels, SumAbsMatchesDouble) {
   EXPECT_EQ(sumAbs(x.data(), 0), 0.0);
 }
 
+// Finite values averaging past ~2.7e36 overflow a float lane of 128 elements: the block is then
+// summed in double, so the sum (and Marsit's or onebit's scale, a mean) stays finite, and the
+// fused pass and the per-range block sums agree with it on every instruction set.
+TEST(SignKernels, SumAbsOfHugeFiniteValuesStaysFinite) {
+  for (size_t n : {size_t{8}, size_t{1024}, size_t{1025}, size_t{64 * 16 * 3 + 70}}) {
+    std::vector<float> x = randomFloats(n, 23), zero(n, 0.0f);
+    for (float& v : x) v = (v < 0 ? -3e38f : 3e38f) + v * 1e36f;
+    double want = 0;
+    for (float v : x) want += std::fabs(static_cast<double>(v));
+    forEachIsa([&](Isa) {
+      double sum = sumAbs(x.data(), n);
+      EXPECT_TRUE(std::isfinite(sum)) << n;
+      EXPECT_NEAR(sum, want, 1e-9 * want) << n;
+      std::vector<float> work(n);
+      std::vector<uint64_t> words(wordsForElements(n));
+      double fused = -1;
+      EXPECT_EQ(signPrepare(x.data(), zero.data(), n, work.data(), words.data(), RngStream{1, 0, 0}, 0, &fused), n);
+      EXPECT_EQ(fused, sum) << n;
+      std::vector<double> blocks((n + 1023) / 1024);
+      signPrepareRange(x.data(), zero.data(), 0, n, work.data(), words.data(), RngStream{1, 0, 0}, blocks.data());
+      double byBlock = 0;
+      for (double b : blocks) byBlock += b;
+      EXPECT_EQ(byBlock, sum) << n;
+    });
+  }
+}
+
 }  // namespace
 }  // namespace tsr::kernels

@@ -265,6 +265,23 @@ TEST(Marsit, StalledRankFailsTheOthersNamingIt) {
                     {{"TSR_TIMEOUT_MS", "1000"}});
 }
 
+// Finite gradients whose float lanes of |g| would overflow still give a finite scale: the
+// output is +-eta with eta the mean |g| (3e38 here), not Inf, and the residual is finite.
+TEST(Marsit, HugeFiniteGradientsKeepAFiniteScale) {
+  testing::runRanks(2, [](runtime::Communicator& comm) {
+    auto t = MarsitTensor::create(comm, "huge", 2048, {});
+    ASSERT_TRUE(t.isOk());
+    std::vector<float> g(2048);
+    for (size_t j = 0; j < g.size(); ++j) g[j] = j % 2 ? 3e38f : -3e38f;
+    ASSERT_TRUE(t.value()->allreduce(g.data()).isOk());
+    for (size_t j = 0; j < g.size(); ++j) {
+      ASSERT_TRUE(std::isfinite(g[j])) << j;
+      ASSERT_NEAR(std::fabs(g[j]), 3e38f, 1e32f) << j;
+      ASSERT_TRUE(std::isfinite(t.value()->compensation()[j])) << j;
+    }
+  });
+}
+
 TEST(Marsit, NanFailsEveryRankAndBadParametersAreNamed) {
   testing::runRanks(3, [](runtime::Communicator& comm) {
     auto t = MarsitTensor::create(comm, "layer3", 100, {});
