@@ -81,7 +81,6 @@ TEST(CompressedDirect, BadInputIsNamed) {
   expectBadInputNamed({{"compressor", "topk"}, {"k", "20"}, {"momentum", "nesterov"}});  // ef=vanilla by default
 }
 
-
 // A finite value that one rank's compressor cannot take (past f16; g + e overflowing after error
 // feedback; a two-level host average past f16 in the column's compressor) fails the step on
 // every rank with the host tensor's message, found on the device before the flag exchange; the

@@ -14,28 +14,11 @@ using algorithms::OpKind;
 using algorithms::Plan;
 using algorithms::Slot;
 
-Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step, double alpha, const float* share,
-                             size_t shareCount, float* received, size_t capacity) {
-  const int me = comm.rank(), n = comm.size();
-  // Ranks that differ in seed, step or alpha draw different senders and would pass each other
-  // by without an error (a sender's messages unreceived, a receiver's share never sent): the
-  // call's settings are compared first, as a tensor's first step compares its own.
-  char alphaText[32];
-  std::snprintf(alphaText, sizeof(alphaText), "%.17g", alpha);
-  TSR_ASSIGN_OR_RETURN(auto agreement, algorithms::makeSettingsAgreement(
-                                           comm,
-                                           "seed=" + std::to_string(seed) + "; step=" + std::to_string(step) +
-                                               "; alpha=" + alphaText + "; share count=" + std::to_string(shareCount),
-                                           "every rank must inject with the same seed, step, alpha and share size"));
-  if (agreement) TSR_RETURN_IF_ERROR(algorithms::agreeNow(comm, *agreement, "data injection"));
-  // After the comparison: a bad alpha on one rank is then a mismatch every rank hears of.
-  if (!(alpha >= 0.0 && alpha <= 1.0))
-    return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
-                                              ": alpha=" + std::to_string(alpha) + " is outside [0, 1]");
-  Injection out;
-  out.senders = injectionRanks(seed, step, n, alpha);
-  bool sending = std::binary_search(out.senders.begin(), out.senders.end(), me);
-  out.receivedCount = (out.senders.size() - (sending ? 1 : 0)) * shareCount;
+namespace {
+
+// This rank's buffers against what the draw asks of it: a share to send, room for the others'.
+Status checkBuffers(int me, uint64_t step, const Injection& out, bool sending, const float* share, size_t shareCount,
+                    const float* received, size_t capacity) {
   if (shareCount > 0 && sending && !share)
     return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
                                               ": this rank sends at step " + std::to_string(step) +
@@ -47,6 +30,47 @@ Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t ste
                       std::to_string(out.receivedCount) + " are coming (" +
                       std::to_string(out.receivedCount / std::max<size_t>(shareCount, 1)) + " senders other than " +
                       "this rank x " + std::to_string(shareCount) + ")");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t step, double alpha, const float* share,
+                             size_t shareCount, float* received, size_t capacity) {
+  const int me = comm.rank(), n = comm.size();
+  const bool alphaOk = alpha >= 0.0 && alpha <= 1.0;
+  Injection out;
+  bool sending = false;
+  Status buffers = Status::ok();
+  if (alphaOk) {
+    out.senders = injectionRanks(seed, step, n, alpha);
+    sending = std::binary_search(out.senders.begin(), out.senders.end(), me);
+    out.receivedCount = (out.senders.size() - (sending ? 1 : 0)) * shareCount;
+    buffers = checkBuffers(me, step, out, sending, share, shareCount, received, capacity);
+  }
+  // Ranks that differ in seed, step or alpha draw different senders and would pass each other
+  // by without an error (a sender's messages unreceived, a receiver's share never sent): the
+  // call's settings are compared first, as a tensor's first step compares its own. So is
+  // whether this rank's buffers fit the draw: a rank that cannot take part fails every rank's
+  // call, not its own alone while the others wait out the timeout.
+  char alphaText[32];
+  std::snprintf(alphaText, sizeof(alphaText), "%.17g", alpha);
+  TSR_ASSIGN_OR_RETURN(auto agreement, algorithms::makeSettingsAgreement(
+                                           comm,
+                                           "seed=" + std::to_string(seed) + "; step=" + std::to_string(step) +
+                                               "; alpha=" + alphaText + "; share count=" + std::to_string(shareCount) +
+                                               "; buffers=" + (buffers.isOk() ? "fit" : "refused (see that rank)"),
+                                           "every rank must inject with the same seed, step, alpha and share size, "
+                                           "into buffers that fit"));
+  if (agreement) {
+    Status agreed = algorithms::agreeNow(comm, *agreement, "data injection");
+    if (!agreed.isOk()) return buffers.isOk() ? agreed : buffers;
+  }
+  // After the comparison: a bad alpha on one rank is then a mismatch every rank hears of.
+  if (!alphaOk)
+    return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
+                                              ": alpha=" + std::to_string(alpha) + " is outside [0, 1]");
+  TSR_RETURN_IF_ERROR(buffers);
   auto plan = std::make_shared<Plan>();
   plan->algorithm = "selsync-injection";
   plan->collective = algorithms::CollectiveKind::kAllgather;

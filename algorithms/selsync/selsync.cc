@@ -44,10 +44,6 @@ void SelSync::moveTo(algorithms::Team& next) {
 }
 
 Result<StepResult> SelSync::step(double gradNormSquared, const std::vector<float*>& buckets) {
-  if (buckets.size() != counts_.size())
-    return Status(Code::kInvalidArgument, "selsync: step got " + std::to_string(buckets.size()) +
-                                              " buckets, the handle has " + std::to_string(counts_.size()));
-  TSR_RETURN_IF_ERROR(checkBuckets(buckets));
   StepResult r;
   // A step that fails leaves the handle as before it (the buckets too: they are written only
   // once the average arrived), so the trainer can redo it, on the survivors' team after a shrink.
@@ -56,14 +52,33 @@ Result<StepResult> SelSync::step(double gradNormSquared, const std::vector<float
     change_ = before;
     return st;
   };
-  TSR_ASSIGN_OR_RETURN(r.change, change_.add(gradNormSquared));
-  r.flagged = params_.delta == 0 || r.change >= params_.delta;
-  std::vector<uint64_t> mine = flagWords(comm_->size(), comm_->rank(), r.flagged), all(mine.size());
+  // A rank that cannot take part (buckets that do not fit the handle, a norm that is not a
+  // finite non-negative number) still joins the flag exchange, marked failed: every rank then
+  // fails the step at once, instead of waiting out the timeout for it.
+  Status local = buckets.size() != counts_.size()
+                     ? Status(Code::kInvalidArgument, "selsync: step got " + std::to_string(buckets.size()) +
+                                                          " buckets, the handle has " + std::to_string(counts_.size()))
+                     : checkBuckets(buckets);
+  if (local.isOk()) {
+    auto change = change_.add(gradNormSquared);
+    if (change.isOk())
+      r.change = change.value();
+    else
+      local = change.status();
+  }
+  const int n = comm_->size();
+  r.flagged = local.isOk() && (params_.delta == 0 || r.change >= params_.delta);
+  std::vector<uint64_t> mine = exchangeWords(n, comm_->rank(), r.flagged, local.code()), all(mine.size());
   auto req = comm_->hostAllreduce(mine.data(), all.data(), mine.size(), DataType::kI64, ReduceOp::kSum);
   Status st = req.isOk() ? req.value()->wait() : req.status();
+  if (!local.isOk()) return failed(local);
   if (!st.isOk()) return failed(st);
-  for (uint64_t w : all) r.flaggedRanks += __builtin_popcountll(w);
-  r.synchronized = anyFlag(all);
+  const Exchange e = readExchange(n, all);
+  if (e.failure != Code::kOk)
+    return failed(Status(e.failure, "selsync: rank(s) " + flaggedRankList(e.failing) +
+                                        " could not take part in this step (each names why); no rank took it"));
+  for (uint64_t w : e.flags) r.flaggedRanks += __builtin_popcountll(w);
+  r.synchronized = anyFlag(e.flags);
   if (r.synchronized) {
     st = staging_ ? averageDeviceBuckets(buckets) : averageBuckets(buckets);
     if (!st.isOk()) return failed(st);

@@ -4,8 +4,10 @@
 // Each rank passes its squared gradient norm; the decision is an allreduce of ceil(N/64)
 // words in which rank r sets only bit r (so the sum is the bitwise OR: N bits on the wire, no
 // rank decides for the others), then every rank sees the same bits and takes the same
-// decision. Synchronizing averages every bucket (parameters or gradients, as the trainer
-// chose) in one allreduce over a fused copy of the buckets.
+// decision. The same allreduce carries as many words of ranks that could not take part (bad
+// buckets, a norm that is not a finite non-negative number) and a count per status code
+// (selsync_logic.h exchangeWords), so such a step fails on every rank at once. Synchronizing averages every bucket
+// (parameters or gradients, as the trainer chose) in one allreduce over a fused copy of the buckets.
 //
 // memory=cuda: the buckets are CUDA device memory. A local step touches them not at all; a
 // synchronized one copies them into one pinned host buffer (after the work queued on the

@@ -100,6 +100,42 @@ bool anyFlag(const std::vector<uint64_t>& words) {
   return std::any_of(words.begin(), words.end(), [](uint64_t w) { return w != 0; });
 }
 
+std::string flaggedRankList(const std::vector<uint64_t>& words) {
+  std::string out;
+  for (size_t w = 0; w < words.size(); ++w)
+    for (int b = 0; b < 64; ++b)
+      if (words[w] >> b & 1u) out += (out.empty() ? "" : ", ") + std::to_string(w * 64 + b);
+  return out;
+}
+
+namespace {
+constexpr size_t kCodeSlots = static_cast<size_t>(Code::kRevoked) + 1;
+}  // namespace
+
+std::vector<uint64_t> exchangeWords(int worldSize, int rank, bool flagged, Code failure) {
+  const size_t words = (static_cast<size_t>(worldSize) + 63) / 64;
+  std::vector<uint64_t> out = flagWords(worldSize, rank, flagged),
+                        lost = flagWords(worldSize, rank, failure != Code::kOk);
+  out.insert(out.end(), lost.begin(), lost.end());
+  out.resize(2 * words + kCodeSlots, 0);
+  if (failure != Code::kOk) {
+    const auto slot = static_cast<size_t>(failure);
+    out[2 * words + (slot < kCodeSlots ? slot : static_cast<size_t>(Code::kInternal))] = 1;
+  }
+  return out;
+}
+
+Exchange readExchange(int worldSize, const std::vector<uint64_t>& summed) {
+  const size_t words = (static_cast<size_t>(worldSize) + 63) / 64;
+  Exchange e;
+  e.flags.assign(summed.begin(), summed.begin() + words);
+  e.failing.assign(summed.begin() + words, summed.begin() + 2 * words);
+  for (size_t c = 0; c < kCodeSlots && e.failure == Code::kOk; ++c)
+    if (summed[2 * words + c] > 0) e.failure = static_cast<Code>(c);
+  if (e.failure == Code::kOk && anyFlag(e.failing)) e.failure = Code::kInternal;
+  return e;
+}
+
 std::vector<size_t> seldpOrder(size_t numSamples, int worldSize, int rank) {
   std::vector<size_t> order;
   order.reserve(numSamples);

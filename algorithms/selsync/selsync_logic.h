@@ -60,6 +60,18 @@ class GradientChange {
 // One bit per rank in ceil(N/64) words: rank r's flag is bit r%64 of word r/64.
 std::vector<uint64_t> flagWords(int worldSize, int rank, bool flag);
 bool anyFlag(const std::vector<uint64_t>& words);
+// The ranks whose bits are set in flag words (summed flagWords), ascending: "1, 3".
+std::string flaggedRankList(const std::vector<uint64_t>& words);
+
+// One step's exchange, summed over the ranks: ceil(N/64) words of flags, as many of the ranks
+// that could not take part, then one count per status code of their failures, so every rank
+// fails with the failing rank's code. `failure` is this rank's (Code::kOk: it takes part).
+std::vector<uint64_t> exchangeWords(int worldSize, int rank, bool flagged, Code failure);
+struct Exchange {
+  std::vector<uint64_t> flags, failing;  // as flagWords, summed
+  Code failure = Code::kOk;              // the lowest code any failing rank had
+};
+Exchange readExchange(int worldSize, const std::vector<uint64_t>& summed);
 
 // SelDP: the sample indices rank `rank` visits in one epoch: the dataset split into N equal
 // chunks (the last takes the remainder) visited as a circular queue starting at chunk `rank`.

@@ -69,6 +69,36 @@ TEST(DataInjectionErrors, SmallBufferAndBadAlphaAreNamed) {
   });
 }
 
+// One rank whose buffers do not fit the draw (room for 2 floats where 8 are coming; a NULL
+// share) fails with its own error, and the others at once with a mismatch naming it; they
+// waited out the timeout (5 s here) for its messages.
+TEST(DataInjectionErrors, ARankWhoseBuffersDoNotFitFailsEveryRank) {
+  for (const char* what : {"capacity", "null share"}) {
+    testing::runRanksEach(
+        3,
+        [&](runtime::Communicator& comm) {
+          const bool odd = comm.rank() == 1, small = std::string(what) == "capacity";
+          std::vector<float> mine(4, 1.0f), got(8);
+          auto r = injectData(comm, 1, 0, 1.0, odd && !small ? nullptr : mine.data(), 4, got.data(),
+                              odd && small ? 2 : got.size());
+          ASSERT_FALSE(r.isOk()) << what << " on rank " << comm.rank();
+          if (odd) {
+            EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().toString();
+            EXPECT_NE(r.status().message().find(small ? "received holds 2 floats, 8 are coming" : "share is NULL"),
+                      std::string::npos)
+                << r.status().message();
+          } else {
+            EXPECT_EQ(r.status().code(), Code::kMismatch) << r.status().toString();
+            EXPECT_NE(r.status().message().find("buffers is"), std::string::npos) << r.status().message();
+            EXPECT_NE(r.status().message().find("on rank 1"), std::string::npos) << r.status().message();
+          }
+        },
+        [](int) {
+          return testing::Settings{{"TSR_TIMEOUT_MS", "5000"}};
+        });
+  }
+}
+
 // Ranks that differ in seed or alpha would draw different senders: messages nobody receives,
 // shares never sent, each rank "ok" with something else. The call's settings are compared
 // first, and every rank fails naming what differs.

@@ -72,7 +72,9 @@ TEST(SelSyncDevice, StagedBucketsAverageExactlyAndLocalStepsCopyNothing) {
   });
 }
 
-TEST(SelSyncDevice, ABucketTheCopierRefusesIsNamedBeforeAnythingIsSent) {
+// Named on the rank, with nothing of the buckets sent: only the step's flag exchange, which
+// tells every rank that this one could not take part.
+TEST(SelSyncDevice, ABucketTheCopierRefusesIsNamedBeforeAnyBucketIsSent) {
   testing::runRanks(2, [&](runtime::Communicator& comm) {
     DeviceRank d;
     auto s = SelSync::create(comm, {{"delta", "0"}, {"memory", "cuda"}}, {5, 0, 3000}, fakeOpener(d.selsync));
@@ -85,7 +87,7 @@ TEST(SelSyncDevice, ABucketTheCopierRefusesIsNamedBeforeAnythingIsSent) {
     EXPECT_NE(r.status().message().find("selsync memory=cuda: bucket 2 (3000 floats)"), std::string::npos)
         << r.status().message();
     EXPECT_NE(r.status().message().find("not CUDA device memory"), std::string::npos) << r.status().message();
-    EXPECT_EQ(comm.bytesSent(), before);
+    EXPECT_LT(comm.bytesSent() - before, 1000u) << "more than the flag exchange went out";
   });
 }
 

@@ -34,10 +34,10 @@ TEST_P(HugeDelta, NeverSynchronizesAndSendsOnlyTheFlags) {
     auto s = SelSync::create(comm, {{"delta", "1e30"}, {"ewma_window", "2"}}, counts);
     ASSERT_TRUE(s.isOk()) << s.status().toString();
     // What one flag exchange costs on this communicator: the same allreduce SelSync issues
-    // (ceil(N/64) 64-bit words, sum), alone. Its bytes (payload and headers) depend on the
-    // algorithm chosen for 8 B (on one host, the words written to shared memory), so they are
-    // measured.
-    std::vector<uint64_t> words = flagWords(n, me, false), sum(words.size());
+    // (exchangeWords: 2 ceil(N/64) + 13 64-bit words, sum), alone. Its bytes (payload and
+    // headers) depend on the algorithm chosen for its size (on one host, the words written to
+    // shared memory), so they are measured.
+    std::vector<uint64_t> words = exchangeWords(n, me, false, Code::kOk), sum(words.size());
     uint64_t before = comm.bytesSent();
     auto req = comm.allreduce(words.data(), sum.data(), words.size(), DataType::kI64, ReduceOp::kSum);
     ASSERT_TRUE(req.isOk() && req.value()->wait().isOk());

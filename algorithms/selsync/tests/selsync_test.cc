@@ -3,6 +3,9 @@
 // steps send nothing but the flags.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+
 #include "algorithms/selsync/selsync.h"
 #include "tests/support/thread_world.h"
 
@@ -76,6 +79,34 @@ TEST(SelSync, DeltaZeroIsSynchronousAndBadCallsAreNamed) {
     auto bad = SelSync::create(comm, {{"aggregate", "weights"}}, {4});
     EXPECT_NE(bad.status().message().find("aggregate=weights"), std::string::npos);
   });
+}
+
+// A rank that cannot take part in a step (a NaN norm, a NULL bucket) fails it on every rank
+// at once with its status code, naming it; the others waited out the timeout (5 s here) and
+// then blamed it for stalling. The handles are unchanged: the next step works.
+TEST(SelSyncErrors, ARankThatCannotTakePartFailsTheStepOnEveryRank) {
+  for (const char* what : {"nan", "null"}) {
+    testing::runRanksEach(
+        3,
+        [&](runtime::Communicator& comm) {
+          const bool odd = comm.rank() == 1, nan = std::string(what) == "nan";
+          auto s = SelSync::create(comm, {{"delta", "0"}}, {4, 2});
+          ASSERT_TRUE(s.isOk());
+          std::vector<float> a(4, static_cast<float>(comm.rank())), b(2, 1.0f);
+          auto r = s.value()->step(odd && nan ? std::nan("") : 1.0, {odd && !nan ? nullptr : a.data(), b.data()});
+          ASSERT_FALSE(r.isOk()) << what << " on rank " << comm.rank();
+          EXPECT_EQ(r.status().code(), nan ? Code::kNumericError : Code::kInvalidArgument) << r.status().toString();
+          const std::string expected = !odd ? "rank(s) 1 could not take part" : nan ? "norm nan" : "bucket 0 is NULL";
+          EXPECT_NE(r.status().message().find(expected), std::string::npos) << r.status().message();
+          EXPECT_EQ(a[0], static_cast<float>(comm.rank())) << "a failed step wrote the buckets";
+          auto next = s.value()->step(1.0, {a.data(), b.data()});
+          ASSERT_TRUE(next.isOk()) << next.status().toString();
+          EXPECT_FLOAT_EQ(a[0], 1.0f);
+        },
+        [](int) {
+          return testing::Settings{{"TSR_TIMEOUT_MS", "5000"}};
+        });
+  }
 }
 
 }  // namespace

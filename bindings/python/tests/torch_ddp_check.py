@@ -271,6 +271,20 @@ def main():
     opt.synchronize()
     c.expect(losses[-1] < losses[0], f"selsync: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
     c.expect(identical_everywhere(net), "selsync: the ranks' parameters differ after synchronize()")
+    # aggregate=grads with delta=0 averages the gradients before every step: DDP itself, so the
+    # ranks stay identical without synchronize(); a closure is refused (it would recompute them).
+    net = model()
+    ddp = ddp_of(net)
+    opt = tessera.torch.hooks.selsync(ddp, torch.optim.SGD(net.parameters(), lr=0.05), delta="0", aggregate="grads")
+    losses = train(ddp, opt, x, y, steps=STEPS)
+    c.expect(losses[-1] < losses[0], f"selsync grads: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    c.expect(identical_everywhere(net), "selsync aggregate=grads: the ranks' parameters differ")
+    c.expect(opt.synchronized == STEPS, f"selsync aggregate=grads delta=0: {opt.synchronized} of {STEPS} synchronized")
+    try:
+        opt.step(lambda: 0.0)
+        c.expect(False, "selsync aggregate=grads took a closure")
+    except ValueError as e:
+        c.expect("closure" in str(e), f"selsync aggregate=grads closure: {e}")
 
     relayout_follows_parameters(c)
     sparse_defaults(c)

@@ -39,9 +39,11 @@ typedef struct tsr_selsync* tsr_selsync_t;
 TSR_API tsr_status_t tsr_selsync_create(tsr_comm_t comm, const tsr_param_t* params, size_t nparams,
                                         const size_t* bucket_counts, size_t nbuckets, tsr_selsync_t* selsync);
 /* Collective. buckets[i] holds bucket_counts[i] floats (host or, memory=cuda, device memory); when the
- * ranks synchronize they are replaced by their average over all ranks. A bucket that is not of
- * the declared memory fails the call on that rank, naming it, before anything is sent. *synchronized (may be NULL) is 1
- * or 0, the same on every rank. */
+ * ranks synchronize they are replaced by their average over all ranks. A rank that cannot take
+ * part (a NULL bucket or one not of the declared memory, a norm that is not a finite
+ * non-negative number) fails the step on every rank, before any bucket is sent: with its own
+ * error, naming the bucket or the value, and the others with the same code, naming that rank.
+ * *synchronized (may be NULL) is 1 or 0, the same on every rank. */
 TSR_API tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared, float* const* buckets,
                                       int* synchronized);
 /* Steps synchronized and local so far, and payload bytes this rank did not send: an estimate,
@@ -62,7 +64,10 @@ TSR_API tsr_status_t tsr_selsync_destroy(tsr_selsync_t selsync);
  * every rank: the ceil(alpha*N) ranks chosen from (seed, step) send share_count floats (beta
  * of their local batch) to every other rank point to point; received gets the chosen ranks' shares,
  * own excluded, in ascending rank order (*received_count floats; capacity is received's size
- * in floats, at most N * share_count needed). Shrink the local batch to b / (1 + alpha*beta*N). */
+ * in floats, at most N * share_count needed). Shrink the local batch to b / (1 + alpha*beta*N).
+ * The settings, and whether each rank's buffers fit the draw, are compared first: ranks that
+ * differ fail with TSR_ERR_MISMATCH naming the setting and the ranks (a rank whose buffers do
+ * not fit with TSR_ERR_INVALID_ARGUMENT naming them). */
 TSR_API tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, double alpha, const float* share,
                                         size_t share_count, float* received, size_t capacity, size_t* received_count);
 

@@ -211,9 +211,11 @@ class SelSyncOptimizer:
     """An optimizer whose step() is the inner optimizer's step, then SelSync's (Selective
     synchronization): every rank all-gathers one flag saying whether its gradient norm changed
     by delta or more; if any did, all ranks average their parameters, else each keeps its local
-    update. DDP's gradient averaging is switched off (a local hook). A model on a CUDA device
-    keeps its parameters there: only synchronized steps copy them to the host (SelSync's
-    memory=cuda)."""
+    update. With aggregate="grads" the flags are exchanged before the inner step and a
+    synchronized step averages the gradients instead (every rank then takes the same step;
+    no closure then: it would compute new gradients after the average). DDP's gradient
+    averaging is switched off (a local hook). A model on a CUDA device keeps its parameters
+    there: only synchronized steps copy them to the host (SelSync's memory=cuda)."""
 
     def __init__(self, model, optimizer, communicator=None, state_from=None, **params):
         self.model = model
@@ -230,6 +232,7 @@ class SelSyncOptimizer:
                              f"({', '.join(sorted(map(str, devices)))}): one device per model")
         self.synchronized = 0
         self.steps = 0
+        self.aggregate = str(params.get("aggregate", "params"))
         if state_from is not None:  # the same model's SelSync before a shrink or grow: its history goes on
             if not isinstance(state_from, SelSyncOptimizer) or params:
                 raise ValueError("tessera selsync: state_from is the SelSyncOptimizer of the same model's earlier "
@@ -237,19 +240,33 @@ class SelSyncOptimizer:
             self.selsync = state_from.selsync
             self.selsync.move_to(comm)
             self.synchronized, self.steps = state_from.synchronized, state_from.steps
+            self.aggregate = state_from.aggregate
         else:
             if self.params and self.params[0].is_cuda:
                 params.setdefault("memory", "cuda")
             self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
         model.register_comm_hook(None, _local_hook)
 
+    def _grad_norm_squared(self):
+        # One read of the device's result (it waits for the work queued on this stream).
+        squares = [p.grad.pow(2).sum() for p in self.params if p.grad is not None]
+        return float(torch.stack(squares).double().sum()) if squares else 0.0
+
     def step(self, closure=None):
-        loss = self.optimizer.step(closure)
-        with torch.no_grad():
-            # One read of the device's result (it waits for the optimizer's step on this stream).
-            squares = [p.grad.pow(2).sum() for p in self.params if p.grad is not None]
-            norm = float(torch.stack(squares).double().sum()) if squares else 0.0
-            synced = self.selsync.step(norm, [p.data for p in self.params])
+        if self.aggregate == "grads":
+            if closure is not None:
+                raise ValueError("tessera selsync: aggregate=grads averages the gradients before the optimizer's "
+                                 "step, which a closure would compute anew: use aggregate=params with a closure")
+            with torch.no_grad():
+                for p in self.params:  # a parameter without a gradient takes part with zeros
+                    if p.grad is None:
+                        p.grad = torch.zeros_like(p)
+                synced = self.selsync.step(self._grad_norm_squared(), [p.grad for p in self.params])
+            loss = self.optimizer.step()
+        else:
+            loss = self.optimizer.step(closure)
+            with torch.no_grad():
+                synced = self.selsync.step(self._grad_norm_squared(), [p.data for p in self.params])
         self.steps += 1
         self.synchronized += int(synced)
         return loss
@@ -270,7 +287,8 @@ class SelSyncOptimizer:
 
 def selsync(model, optimizer, communicator=None, state_from=None, **params):
     """SelSync for a DDP model: returns the optimizer to use (see SelSyncOptimizer). Parameters:
-    delta (>= 0; 0 synchronizes every step), ewma_window, ewma_alpha. state_from: the
+    delta (>= 0; 0 synchronizes every step), ewma_window, ewma_alpha, aggregate ("params", the
+    default: average the parameters after the step; "grads": the gradients before it). state_from: the
     SelSyncOptimizer of the same model's earlier DDP (before tessera.torch.elastic's shrink or
     grow re-wrapped it): its smoothed gradient norms and counts go on over the new group."""
     return SelSyncOptimizer(model, optimizer, communicator, state_from, **params)
