@@ -14,13 +14,13 @@ constexpr auto kHeartbeatEvery = std::chrono::milliseconds(250);
 void sendByte(int fd, char byte) { [[maybe_unused]] ssize_t n = send(fd, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT); }
 }  // namespace
 
-NeighbourWatch::NeighbourWatch(std::vector<std::pair<int, int>> sockets, std::chrono::milliseconds silenceLimit)
-    : silenceLimit_(silenceLimit) {
+NeighbourWatch::NeighbourWatch(std::vector<std::pair<int, int>> sockets) {
   auto now = Clock::now();
   for (auto [peer, fd] : sockets) neighbours_.push_back({peer, fd, false, now});
 }
 
-std::optional<NeighbourWatch::Event> NeighbourWatch::poll(Clock::time_point now, bool pending) {
+std::optional<NeighbourWatch::Event> NeighbourWatch::poll(Clock::time_point now,
+                                                          std::chrono::milliseconds silenceLimit) {
   if (now < nextCheck_) return std::nullopt;
   nextCheck_ = now + kCheckEvery;
   if (now >= nextHeartbeat_) {
@@ -45,7 +45,7 @@ std::optional<NeighbourWatch::Event> NeighbourWatch::poll(Clock::time_point now,
       return Event{Event::kDied, n.peer, std::chrono::milliseconds(0)};
     }
     auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - n.lastHeard);
-    if (pending && silent > silenceLimit_) {
+    if (silenceLimit.count() > 0 && silent > silenceLimit) {
       n.done = true;
       return Event{Event::kSilent, n.peer, silent};
     }

@@ -4,9 +4,11 @@
 // Each side writes a heartbeat byte ('H') every 250 ms and a goodbye byte ('B') when it
 // destroys its communicator. The reader sees:
 //   * end-of-file (or an error) without a goodbye: the neighbour died (SIGKILL, crash);
-//   * no byte for `silenceLimit` while a collective is pending: the neighbour's progress
+//   * no byte for the silence limit while a collective is pending: the neighbour's progress
 //     thread stopped (SIGSTOP, a debugger, a frozen host): named before the collective's own
-//     timeout would blame whichever peer this rank happens to wait on.
+//     timeout would blame whichever peer this rank happens to wait on. The engine gives the
+//     limit on each poll, from the pending calls' timeouts, so a timeout raised after creation
+//     (tsr_comm_set_timeout, a call's own) raises it too.
 // Called from the progress thread only.
 #pragma once
 
@@ -27,11 +29,12 @@ class NeighbourWatch {
   };
 
   // sockets: (neighbour rank, fd); empty for a 1-rank communicator.
-  NeighbourWatch(std::vector<std::pair<int, int>> sockets, std::chrono::milliseconds silenceLimit);
+  explicit NeighbourWatch(std::vector<std::pair<int, int>> sockets);
 
   // Sends a heartbeat when one is due and reads what arrived. Returns the first failure (at
-  // most once per neighbour). Silence only counts while `pending` (a collective waits).
-  std::optional<Event> poll(Clock::time_point now, bool pending);
+  // most once per neighbour). Silence longer than `silenceLimit` is a failure; zero while no
+  // collective waits (silence does not count then).
+  std::optional<Event> poll(Clock::time_point now, std::chrono::milliseconds silenceLimit);
   // Tells both neighbours this rank is leaving on purpose.
   void sayGoodbye();
 
@@ -43,7 +46,6 @@ class NeighbourWatch {
     Clock::time_point lastHeard;
   };
   std::vector<Neighbour> neighbours_;
-  std::chrono::milliseconds silenceLimit_;
   Clock::time_point nextCheck_{};
   Clock::time_point nextHeartbeat_{};
 };

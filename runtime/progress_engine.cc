@@ -39,8 +39,7 @@ ProgressEngine::ProgressEngine(transport::Transport& transport, EngineOptions op
     : transport_(transport),
       options_(std::move(options)),
       rank_(transport.rank()),
-      neighbours_(options_.neighbourSockets,
-                  std::chrono::milliseconds(std::clamp(options_.timeoutMs / 2, 1000, 30000))),
+      neighbours_(options_.neighbourSockets),
       slowLinks_(options_.expectedSendRates, SlowLinkWatch::Options{}),
       controlBuffer_(kControlBytes),
       controlAuth_(options_.controlKey, transport.rank(), transport.size(), options_.comm) {

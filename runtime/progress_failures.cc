@@ -170,7 +170,14 @@ void ProgressEngine::failWaitsOnLeftPeers(Clock::time_point now) {
 }
 
 void ProgressEngine::watchNeighbours(Clock::time_point now) {
-  auto event = neighbours_.poll(now, !active_.empty());
+  // A neighbour silent for half the longest pending call's timeout (1 to 30 s) is taken for
+  // stopped: named before that timeout would blame whichever peer this rank waits on. From the
+  // calls themselves, so a timeout set after creation (or per call) counts.
+  int longest = 0;
+  for (const Active& a : active_)
+    longest = std::max(longest, a.submission.timeoutMs > 0 ? a.submission.timeoutMs : options_.timeoutMs);
+  const auto silenceLimit = std::chrono::milliseconds(longest > 0 ? std::clamp(longest / 2, 1000, 30000) : 0);
+  auto event = neighbours_.poll(now, silenceLimit);
   if (!event) return;
   Status st = event->kind == NeighbourWatch::Event::kDied
                   ? Status(Code::kPeerFailed, peerName(event->peer) + " died: its bootstrap connection to rank " +

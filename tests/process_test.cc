@@ -147,6 +147,17 @@ TEST(ProcessFaults, StoppedRankMakesTheOthersTimeOut) {
   expectFailedNaming(r, {0, 2, 3}, 4000 + 3000, {"TSR_ERR_TIMEOUT", "stopped responding", "rank 1 ("});
 }
 
+// A timeout raised after creation raises the neighbours' heartbeat limit with it: a rank
+// stopped for 3 s, past half of TSR_TIMEOUT_MS=2000 but well within the 20 s every rank set,
+// is waited for, and every allreduce completes (every rank failed after 1 s, "stopped
+// responding").
+TEST(ProcessFaults, ARankPausedWithinARaisedTimeoutIsWaitedFor) {
+  RunResult r = runJob(4, {"pause", "1", "4096"}, {"TSR_TIMEOUT_MS=2000"}, 90);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NE(r.out.find("rank " + std::to_string(rank) + ": OK after"), std::string::npos) << describe(r);
+}
+
 // The same while the others sleep on UCX's events (TSR_ERR_MODE=peer: TCP between the ranks,
 // so TSR_WAIT=auto sleeps): heartbeats and timeouts are still looked at between the sleeps.
 TEST(ProcessFaults, StoppedRankMakesSleepingRanksTimeOut) {

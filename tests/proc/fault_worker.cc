@@ -7,6 +7,9 @@
 //   fault_worker kill R [COUNT]    rank R SIGKILLs itself in the middle of a long allreduce (of
 //                                  COUNT floats, 2^22 by default; 2: the shared-memory board)
 //   fault_worker stop R [COUNT]    rank R SIGSTOPs itself likewise
+//   fault_worker pause R [COUNT]   every rank raises its timeout to 20 s (setTimeout); rank R
+//                                  stops itself for 3 s mid-allreduce (a child of its own wakes
+//                                  it): every allreduce must complete ("rank R: OK ...")
 //   fault_worker shrink R,.. [COUNT]  those ranks SIGKILL themselves likewise; the others shrink
 //                                  the communicator and check the survivors' (shrink_check.cc)
 //   fault_worker shrink-stop R,.. [COUNT]  they SIGSTOP themselves, are woken after the shrink
@@ -33,6 +36,7 @@
 // They ignore SIGTERM, so tsrun's clean-up (SIGTERM, then SIGKILL after --grace) cannot cut
 // their report short.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -97,6 +101,39 @@ int runFault(Communicator& comm, int victim, int sig, size_t count) {
     if (!st.isOk()) return reportFailure(comm.rank(), since, st);
   }
   std::printf("rank %d: no failure seen\n", comm.rank());
+  return 0;
+}
+
+// Rank `victim` stops itself for 3 s in the middle of an allreduce, after every rank raised
+// its timeout past that: the others wait for it, and every allreduce ends right.
+int runPause(Communicator& comm, int victim, size_t count) {
+  auto since = Clock::now();
+  if (Status st = comm.setTimeout(20000); !st.isOk()) return reportFailure(comm.rank(), since, st);
+  std::vector<float> buf(count, 1.0f);
+  for (int i = 0; i < 10; ++i) {
+    auto req = comm.allreduce(buf.data(), buf.data(), count, DataType::kF32, ReduceOp::kAvg);
+    if (!req.isOk()) return reportFailure(comm.rank(), since, req.status());
+    if (comm.rank() == victim && i == 2) {
+      std::printf("rank %d: stopping itself for 3 s mid-allreduce\n", comm.rank());
+      std::fflush(stdout);
+      pid_t waker = fork();
+      if (waker == 0) {  // only async-signal-safe calls in the child of a threaded process
+        sleep(3);
+        kill(getppid(), SIGCONT);
+        _exit(0);
+      }
+      raise(SIGSTOP);
+      waitpid(waker, nullptr, 0);
+    }
+    Status st = req.value()->wait();
+    if (!st.isOk()) return reportFailure(comm.rank(), since, st);
+    if (buf[0] != 1.0f) {
+      std::printf("rank %d: allreduce %d gave %g, not 1\n", comm.rank(), i, static_cast<double>(buf[0]));
+      return 3;
+    }
+  }
+  long ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+  std::printf("rank %d: OK after %ld ms\n", comm.rank(), ms);
   return 0;
 }
 
@@ -203,6 +240,7 @@ int main(int argc, char** argv) {
   size_t count = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : size_t{1} << 22;
   if (mode == "kill") return runFault(comm, std::atoi(arg.c_str()), SIGKILL, count);
   if (mode == "stop") return runFault(comm, std::atoi(arg.c_str()), SIGSTOP, count);
+  if (mode == "pause") return runPause(comm, std::atoi(arg.c_str()), count);
   if (mode == "mismatch") return runMismatch(comm, arg);
   if (mode == "shrink") return runShrink(comm, arg, count, Fault::kKill);
   if (mode == "shrink-stop") return runShrink(comm, arg, count, Fault::kStop);
