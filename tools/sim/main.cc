@@ -24,6 +24,13 @@ int fail(const Status& status) {
   return 1;
 }
 
+// A command line that asks for something tsr-sim does not model: exit 2, as CLI11's own usage
+// errors (and tsr-topo's, tsrun's).
+int usageError(const Status& status) {
+  std::cerr << "tsr-sim: " << status.message() << "\nRun 'tsr-sim --help' for usage.\n";
+  return 2;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"tsr-sim: simulate a Tessera collective by replaying its plans in SimGrid"};
   SimJob job;
@@ -40,7 +47,7 @@ int run(int argc, char** argv) {
   app.add_option("--algo", job.algorithm,
                  "auto (the runtime's cost model) | ring | rabenseifner | doubling | torus | hier | marsit | "
                  "marsit-torus | marsit-2level (f32 signs) | "
-                 "spardl (f32, --density, --teams); allgather: ring | bruck");
+                 "spardl (f32, --density, --teams); allgather: auto | ring | bruck");
   app.add_option("--density", job.density, "spardl: the share of each block sent (k_b = ceil(density * block))");
   app.add_option("--teams", job.teams, "spardl: teams (R-SAG; a power of two dividing the ranks)")
       ->check(CLI::Range(1, 1 << 16));
@@ -123,6 +130,8 @@ int run(int argc, char** argv) {
   Status valid = validate(platform);
   if (!valid.isOk()) return fail(valid);
 
+  Status usable = validateJob(job);
+  if (!usable.isOk()) return usageError(usable);
   auto plans = buildJobPlans(job);
   if (!plans.isOk()) return fail(plans.status());
   const JobPlans& jp = plans.value();

@@ -21,7 +21,8 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
   const std::string& a = out.algorithm;
   if (job.collective == "allgather") {
     if (a == "bruck") return algorithms::bruckAllgatherPlan(rank, n, count, job.dtype, dense);
-    return algorithms::ringAllgatherPlan(rank, n, count, job.dtype, dense);
+    if (a == "ring") return algorithms::ringAllgatherPlan(rank, n, count, job.dtype, dense);
+    return Status(Code::kInternal, "no all-gather plan named '" + a + "'");  // validateJob let it through
   }
   // Marsit's bit ring on the f32 buffer's signs, packed chunk by chunk (kLocal ops) as the
   // runtime's default pack=chunked does.
@@ -42,7 +43,8 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
     return a == "torus" ? algorithms::torusAllreducePlan(rank, n, count, job.dtype, job.op, out.grid, dense)
                         : algorithms::hierAllreducePlan(rank, n, count, job.dtype, job.op, out.grid, dense);
   }
-  return algorithms::ringAllreducePlan(rank, n, count, job.dtype, job.op, dense);
+  if (a == "ring") return algorithms::ringAllreducePlan(rank, n, count, job.dtype, job.op, dense);
+  return Status(Code::kInternal, "no allreduce plan named '" + a + "'");
 }
 
 // SparDL's schedule, built once for the job, then each rank's plan from it.
@@ -96,15 +98,38 @@ Result<JobPlans> addMarsitStep(const SimJob& job, JobPlans out, const algorithms
   return out;
 }
 
+bool isOneOf(const std::string& value, const std::string& choices) {
+  return ("|" + choices + "|").find("|" + value + "|") != std::string::npos;
+}
+
 }  // namespace
 
+std::string simAlgorithms(const std::string& collective) {
+  if (collective == "allreduce")
+    return "auto|ring|rabenseifner|doubling|torus|hier|marsit|marsit-torus|marsit-2level|spardl";
+  if (collective == "allgather") return "auto|ring|bruck";
+  return "";
+}
+
+Status validateJob(const SimJob& job) {
+  const std::string algos = simAlgorithms(job.collective);
+  if (algos.empty())
+    return Status(Code::kInvalidArgument,
+                  "--collective " + job.collective + ": accepted values are allreduce|allgather");
+  if (!isOneOf(job.algorithm, algos))
+    return Status(Code::kInvalidArgument,
+                  "--algo " + job.algorithm + ": accepted values for --collective " + job.collective + " are " + algos);
+  if (!isOneOf(job.arrival, "auto|on|off"))
+    return Status(Code::kInvalidArgument, "--arrival " + job.arrival + ": accepted values are auto|on|off");
+  return Status::ok();
+}
+
 Result<JobPlans> buildJobPlans(const SimJob& job) {
+  TSR_RETURN_IF_ERROR(validateJob(job));
   if (job.ranks < 1 || job.ranksPerHost < 1 || job.ranks % job.ranksPerHost != 0)
     return Status(Code::kInvalidArgument, "ranks (" + std::to_string(job.ranks) +
                                               ") must be a positive multiple of ranks per host (" +
                                               std::to_string(job.ranksPerHost) + ")");
-  if (job.collective != "allreduce" && job.collective != "allgather")
-    return Status(Code::kInvalidArgument, "collective '" + job.collective + "': allreduce or allgather");
   JobPlans out;
   std::vector<topology::RankPlacement> placements;
   for (int r = 0; r < job.ranks; ++r) {

@@ -56,6 +56,15 @@ struct JobPlans {
   double prepareBytes = 0, finishBytes = 0;
 };
 
+// The algorithms tsr-sim builds for a collective, "auto|ring|..."; empty for an unknown collective.
+std::string simAlgorithms(const std::string& collective);
+
+// Refuses a job the runtime would refuse or tsr-sim cannot model, naming tsr-sim's option and
+// the value: an unknown collective, an algorithm that is not one of that collective's (the
+// builders would make a ring of any other name), an --arrival other than auto|on|off. Errors
+// are usage errors (kInvalidArgument). buildJobPlans calls it first.
+Status validateJob(const SimJob& job);
+
 Result<JobPlans> buildJobPlans(const SimJob& job);
 
 // Payload bytes of every send of every plan (what the executor hands the transport, without

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tsr-sim's command line: what it refuses (exit 2, naming the option and the value) and what it
+# takes. usage: check_sim_cli.sh TSR_SIM CASE
+set -u
+bin=$1 case=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+failures=0
+
+# refused PATTERN ARGS...: tsr-sim must exit 2 and print a line matching the extended regex.
+refused() {
+  local want=$1 got=0
+  shift
+  "$bin" "$@" >"$out" 2>&1 || got=$?
+  if [ "$got" -ne 2 ]; then
+    echo "FAIL [$case]: tsr-sim $* exited with $got, not 2"; cat "$out"; failures=$((failures + 1))
+  elif ! grep -Eq -- "$want" "$out"; then
+    echo "FAIL [$case]: tsr-sim $*: no line matches: $want"; cat "$out"; failures=$((failures + 1))
+  fi
+}
+# taken PATTERN ARGS...: tsr-sim must succeed and print a line matching the extended regex.
+taken() {
+  local want=$1 got=0
+  shift
+  "$bin" "$@" >"$out" 2>&1 || got=$?
+  if [ "$got" -ne 0 ]; then
+    echo "FAIL [$case]: tsr-sim $* exited with $got"; cat "$out"; failures=$((failures + 1))
+  elif ! grep -Eq -- "$want" "$out"; then
+    echo "FAIL [$case]: tsr-sim $*: no line matches: $want"; cat "$out"; failures=$((failures + 1))
+  fi
+}
+
+case $case in
+  algo)
+    refused '^tsr-sim: --algo rign: accepted values for --collective allreduce are auto\|ring\|' \
+      --ranks 4 --algo rign --size 1MiB
+    for algo in torus rabenseifner marsit; do
+      refused "^tsr-sim: --algo $algo: accepted values for --collective allgather are auto\|ring\|bruck$" \
+        --ranks 4 --collective allgather --algo $algo --size 1MiB --plan-only
+    done
+    refused '^tsr-sim: --collective alltoall: accepted values are allreduce\|allgather$' --collective alltoall
+    taken '^plan allgather bruck: 4 ranks' --ranks 4 --collective allgather --algo bruck --size 1MiB --plan-only
+    ;;
+  arrival)
+    refused '^tsr-sim: --arrival yes: accepted values are auto\|on\|off$' --ranks 4 --arrival yes --plan-only
+    taken '^plan allreduce ring: 4 ranks' --ranks 4 --algo ring --arrival on --size 1MiB --plan-only
+    ;;
+  *)
+    echo "unknown case $case"; exit 2 ;;
+esac
+if [ "$failures" -ne 0 ]; then exit 1; fi
+echo "ok [$case]"

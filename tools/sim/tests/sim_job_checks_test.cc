@@ -1,0 +1,74 @@
+// tsr-sim's refusals: a job the runtime would refuse, or one tsr-sim cannot model, is a usage
+// error naming the option and the value, never a ring simulated under another name.
+#include <gtest/gtest.h>
+
+#include "tools/sim/tests/sim_test_support.h"
+
+namespace tsr::sim {
+namespace {
+
+// The message of validateJob's refusal ("" when the job is accepted).
+std::string refusal(const SimJob& job) {
+  Status s = validateJob(job);
+  if (s.isOk()) return "";
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.message();
+  return s.message();
+}
+
+TEST(SimJobChecks, UnknownAlgorithmsAreRefusedListingTheCollectivesOwn) {
+  SimJob job = ringJob(4, size_t{1} << 20);
+  job.algorithm = "rign";
+  EXPECT_EQ(refusal(job),
+            "--algo rign: accepted values for --collective allreduce are "
+            "auto|ring|rabenseifner|doubling|torus|hier|marsit|marsit-torus|marsit-2level|spardl");
+  EXPECT_FALSE(buildJobPlans(job).isOk());
+  // Allreduce algorithms are not all-gathers (they were simulated as the ring all-gather, and
+  // marsit added its scales' allreduce to it).
+  job.collective = "allgather";
+  for (const char* algo : {"torus", "rabenseifner", "marsit", "spardl", "hier", "shm"}) {
+    job.algorithm = algo;
+    EXPECT_EQ(refusal(job), std::string("--algo ") + algo + ": accepted values for --collective allgather are " +
+                                "auto|ring|bruck");
+    EXPECT_FALSE(buildJobPlans(job).isOk()) << algo;
+  }
+  job.algorithm = "bruck";
+  EXPECT_EQ(refusal(job), "");
+  job.collective = "allreduce";
+  EXPECT_NE(refusal(job).find("--algo bruck: accepted values for --collective allreduce"), std::string::npos);
+  job.collective = "alltoall";
+  EXPECT_EQ(refusal(job), "--collective alltoall: accepted values are allreduce|allgather");
+}
+
+TEST(SimJobChecks, EveryAcceptedAlgorithmBuildsItsOwnPlans) {
+  for (const char* collective : {"allreduce", "allgather"}) {
+    std::string names = simAlgorithms(collective);
+    for (size_t at = 0; at <= names.size();) {
+      size_t bar = std::min(names.find('|', at), names.size());
+      SimJob job = ringJob(8, size_t{1} << 20);
+      job.ranksPerHost = 2;  // a host grid, so torus, hier and the Marsit grids are built
+      job.collective = collective;
+      job.algorithm = names.substr(at, bar - at);
+      auto plans = buildJobPlans(job);
+      ASSERT_TRUE(plans.isOk()) << collective << " " << job.algorithm << ": " << plans.status().message();
+      if (job.algorithm != "auto") {
+        EXPECT_EQ(plans.value().algorithm, job.algorithm);
+      }
+      at = bar + 1;
+    }
+  }
+}
+
+TEST(SimJobChecks, ArrivalTakesItsDocumentedValuesOnly) {
+  SimJob job = ringJob(4, size_t{1} << 20);
+  for (const char* ok : {"auto", "on", "off"}) {
+    job.arrival = ok;
+    EXPECT_EQ(refusal(job), "") << ok;
+  }
+  for (const char* bad : {"yes", "1", "ON", ""}) {
+    job.arrival = bad;
+    EXPECT_EQ(refusal(job), std::string("--arrival ") + bad + ": accepted values are auto|on|off");
+  }
+}
+
+}  // namespace
+}  // namespace tsr::sim
