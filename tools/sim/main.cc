@@ -54,10 +54,10 @@ int run(int argc, char** argv) {
   app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
   app.add_option("--op", op, "sum | avg | min | max | prod");
-  app.add_option("--chunk", chunk, "Pipelining chunk (TSR_CHUNK_BYTES)");
+  app.add_option("--chunk", chunk, "Pipelining chunk (TSR_CHUNK_BYTES): 1KiB .. 1GiB");
   app.add_option("--min-message", minMessage,
                  "Rabenseifner/doubling/Bruck: a step's consecutive blocks to one peer travel together up to "
-                 "this size (TSR_MIN_MESSAGE_BYTES)");
+                 "this size (TSR_MIN_MESSAGE_BYTES): 1 B .. 1GiB");
   app.add_option("--window", job.window, "Staging window (TSR_WINDOW)")->check(CLI::Range(1, 64));
   app.add_option("--arrival", job.arrival, "Reduce on arrival: auto | on | off (TSR_ARRIVAL_REDUCE)");
   app.add_option("--platform", platform.kind, "switch | fattree | gpuhosts | xml");
@@ -112,7 +112,7 @@ int run(int argc, char** argv) {
   job.dtype = *type;
   job.op = *reduceOp;
   job.chunkBytes = chunkBytes.value();
-  job.minMessageBytes = std::max<size_t>(1, minMessageBytes.value());
+  job.minMessageBytes = minMessageBytes.value();
   platform.rate = rate.value();
   platform.latency = latency.value();
   platform.hostRate = hostRate.value();

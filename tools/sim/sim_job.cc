@@ -121,6 +121,15 @@ Status validateJob(const SimJob& job) {
                   "--algo " + job.algorithm + ": accepted values for --collective " + job.collective + " are " + algos);
   if (!isOneOf(job.arrival, "auto|on|off"))
     return Status(Code::kInvalidArgument, "--arrival " + job.arrival + ": accepted values are auto|on|off");
+  auto inRange = [](const char* option, size_t bytes, size_t lo, size_t hi, const char* setting) {
+    if (bytes >= lo && bytes <= hi) return Status::ok();
+    return Status(Code::kInvalidArgument, std::string(option) + " " + std::to_string(bytes) +
+                                              " B: accepted values are " + std::to_string(lo) + ".." +
+                                              std::to_string(hi) + " B (" + setting + ")");
+  };
+  TSR_RETURN_IF_ERROR(inRange("--chunk", job.chunkBytes, kMinChunkBytes, kMaxChunkBytes, "TSR_CHUNK_BYTES"));
+  TSR_RETURN_IF_ERROR(
+      inRange("--min-message", job.minMessageBytes, kMinMessageFloor, kMinMessageCeiling, "TSR_MIN_MESSAGE_BYTES"));
   return Status::ok();
 }
 

@@ -56,13 +56,20 @@ struct JobPlans {
   double prepareBytes = 0, finishBytes = 0;
 };
 
+// The runtime's ranges (runtime/config.cc: TSR_CHUNK_BYTES, TSR_MIN_MESSAGE_BYTES): a job the
+// runtime would refuse is not simulated (a 0 chunk made plans of endless steps, a 100-byte one
+// a replay of minutes).
+constexpr size_t kMinChunkBytes = 1024, kMaxChunkBytes = size_t{1} << 30;
+constexpr size_t kMinMessageFloor = 1, kMinMessageCeiling = size_t{1} << 30;
+
 // The algorithms tsr-sim builds for a collective, "auto|ring|..."; empty for an unknown collective.
 std::string simAlgorithms(const std::string& collective);
 
 // Refuses a job the runtime would refuse or tsr-sim cannot model, naming tsr-sim's option and
 // the value: an unknown collective, an algorithm that is not one of that collective's (the
-// builders would make a ring of any other name), an --arrival other than auto|on|off. Errors
-// are usage errors (kInvalidArgument). buildJobPlans calls it first.
+// builders would make a ring of any other name), an --arrival other than auto|on|off, a
+// --chunk or --min-message outside the runtime's range. Errors are usage errors
+// (kInvalidArgument). buildJobPlans calls it first.
 Status validateJob(const SimJob& job);
 
 Result<JobPlans> buildJobPlans(const SimJob& job);

@@ -45,6 +45,12 @@ case $case in
     refused '^tsr-sim: --arrival yes: accepted values are auto\|on\|off$' --ranks 4 --arrival yes --plan-only
     taken '^plan allreduce ring: 4 ranks' --ranks 4 --algo ring --arrival on --size 1MiB --plan-only
     ;;
+  chunk)
+    refused '^tsr-sim: --chunk 0 B: accepted values are 1024\.\.1073741824 B \(TSR_CHUNK_BYTES\)$' --chunk 0 --plan-only
+    refused '^tsr-sim: --chunk 100 B: ' --ranks 4 --chunk 100 --size 1MiB
+    refused '^tsr-sim: --min-message 0 B: accepted values are 1\.\.1073741824 B' --min-message 0 --plan-only
+    taken '^plan allreduce ring: 4 ranks' --ranks 4 --algo ring --chunk 1024 --min-message 1 --size 1MiB --plan-only
+    ;;
   *)
     echo "unknown case $case"; exit 2 ;;
 esac

@@ -2,6 +2,9 @@
 // error naming the option and the value, never a ring simulated under another name.
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "runtime/config.h"
 #include "tools/sim/tests/sim_test_support.h"
 
 namespace tsr::sim {
@@ -27,8 +30,8 @@ TEST(SimJobChecks, UnknownAlgorithmsAreRefusedListingTheCollectivesOwn) {
   job.collective = "allgather";
   for (const char* algo : {"torus", "rabenseifner", "marsit", "spardl", "hier", "shm"}) {
     job.algorithm = algo;
-    EXPECT_EQ(refusal(job), std::string("--algo ") + algo + ": accepted values for --collective allgather are " +
-                                "auto|ring|bruck");
+    EXPECT_EQ(refusal(job),
+              std::string("--algo ") + algo + ": accepted values for --collective allgather are " + "auto|ring|bruck");
     EXPECT_FALSE(buildJobPlans(job).isOk()) << algo;
   }
   job.algorithm = "bruck";
@@ -68,6 +71,37 @@ TEST(SimJobChecks, ArrivalTakesItsDocumentedValuesOnly) {
     job.arrival = bad;
     EXPECT_EQ(refusal(job), std::string("--arrival ") + bad + ": accepted values are auto|on|off");
   }
+}
+
+// The runtime's ranges: a 0 chunk failed the replay with "more than N transfers in flight", a
+// 100-byte one ran for minutes; a 0 minimum message was raised to 1 without a word.
+TEST(SimJobChecks, ChunkAndMinimumMessageKeepToTheRuntimesRanges) {
+  SimJob job = ringJob(4, size_t{1} << 20);
+  job.chunkBytes = 0;
+  EXPECT_EQ(refusal(job), "--chunk 0 B: accepted values are 1024..1073741824 B (TSR_CHUNK_BYTES)");
+  EXPECT_FALSE(buildJobPlans(job).isOk());
+  job.chunkBytes = 100;
+  EXPECT_NE(refusal(job).find("--chunk 100 B: "), std::string::npos);
+  job.chunkBytes = (size_t{1} << 30) + 1;
+  EXPECT_NE(refusal(job).find("--chunk 1073741825 B: "), std::string::npos);
+  for (size_t ok : {kMinChunkBytes, kMaxChunkBytes}) {
+    job.chunkBytes = ok;
+    EXPECT_EQ(refusal(job), "") << ok;
+  }
+  job.minMessageBytes = 0;
+  EXPECT_EQ(refusal(job), "--min-message 0 B: accepted values are 1..1073741824 B (TSR_MIN_MESSAGE_BYTES)");
+  job.minMessageBytes = 1;
+  EXPECT_EQ(refusal(job), "");
+}
+
+// tsr-sim's ranges are the runtime's, read from its settings table.
+TEST(SimJobChecks, RangesAreTheRuntimeSettingsOwn) {
+  std::map<std::string, std::string> accepted;
+  for (const runtime::ConfigEntry& e : runtime::configTable()) accepted[e.name] = e.accepted;
+  EXPECT_EQ(accepted["TSR_CHUNK_BYTES"], std::to_string(kMinChunkBytes) + ".." + std::to_string(kMaxChunkBytes));
+  EXPECT_EQ(accepted["TSR_MIN_MESSAGE_BYTES"],
+            std::to_string(kMinMessageFloor) + ".." + std::to_string(kMinMessageCeiling));
+  EXPECT_EQ(accepted["TSR_ARRIVAL_REDUCE"], "auto|on|off");
 }
 
 }  // namespace
