@@ -53,7 +53,7 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
-  app.add_option("--op", op, "sum | avg | min | max | prod");
+  app.add_option("--op", op, "sum | avg | min | max | prod | band | bor | bxor (i32, i64)");
   app.add_option("--chunk", chunk, "Pipelining chunk (TSR_CHUNK_BYTES): 1KiB .. 1GiB");
   app.add_option("--min-message", minMessage,
                  "Rabenseifner/doubling/Bruck: a step's consecutive blocks to one peer travel together up to "
@@ -105,9 +105,13 @@ int run(int argc, char** argv) {
                           &pass.status(), &latency.status(), &hostLatency.status()})
     if (!s->isOk()) return fail(*s);
   auto type = parseDataType(dtype);
-  if (!type) return fail(Status(Code::kInvalidArgument, "dtype '" + dtype + "'"));
+  if (!type)
+    return usageError(
+        Status(Code::kInvalidArgument, "--dtype " + dtype + ": accepted values are f32|f64|f16|bf16|i32|i64"));
   auto reduceOp = parseReduceOp(op);
-  if (!reduceOp) return fail(Status(Code::kInvalidArgument, "op '" + op + "'"));
+  if (!reduceOp)
+    return usageError(
+        Status(Code::kInvalidArgument, "--op " + op + ": accepted values are sum|avg|min|max|prod|band|bor|bxor"));
   job.bytes = bytes.value();
   job.dtype = *type;
   job.op = *reduceOp;

@@ -1,5 +1,7 @@
 #include "tools/sim/sim_job.h"
 
+#include <cstdio>
+
 #include "algorithms/marsit/hier_plan.h"
 #include "algorithms/marsit/marsit.h"
 #include "algorithms/marsit/marsit_plan.h"
@@ -49,10 +51,6 @@ Result<std::shared_ptr<Plan>> buildOne(const SimJob& job, const JobPlans& out, c
 
 // SparDL's schedule, built once for the job, then each rank's plan from it.
 Result<JobPlans> addSparDL(const SimJob& job, JobPlans out) {
-  if (job.collective != "allreduce" || job.dtype != DataType::kF32 || job.op != ReduceOp::kSum)
-    return Status(Code::kInvalidArgument, "spardl: an f32 sum allreduce only");
-  if (!(job.density > 0 && job.density <= 1))
-    return Status(Code::kInvalidArgument, "spardl: density " + std::to_string(job.density) + " is not in (0, 1]");
   TSR_ASSIGN_OR_RETURN(topology::TeamSplit split, topology::teamSplit(out.order, job.teams));
   TSR_ASSIGN_OR_RETURN(topology::Schedule schedule, topology::sparRSagAllreduce(split));
   out.algorithm = "spardl";
@@ -130,6 +128,25 @@ Status validateJob(const SimJob& job) {
   TSR_RETURN_IF_ERROR(inRange("--chunk", job.chunkBytes, kMinChunkBytes, kMaxChunkBytes, "TSR_CHUNK_BYTES"));
   TSR_RETURN_IF_ERROR(
       inRange("--min-message", job.minMessageBytes, kMinMessageFloor, kMinMessageCeiling, "TSR_MIN_MESSAGE_BYTES"));
+  const std::string dtype = dataTypeName(job.dtype), op = reduceOpName(job.op);
+  if (isBitwiseOp(job.op) && isFloatType(job.dtype))
+    return Status(Code::kInvalidArgument,
+                  "--op " + op + " is bitwise: it takes --dtype i32 or i64, not --dtype " + dtype);
+  // Marsit's plans carry a sign bit per f32 element (its step counts elements as bytes / 4) and
+  // SparDL's bags f32 values: another dtype would model a step of another size.
+  const bool marsit = job.algorithm.rfind("marsit", 0) == 0, spardl = job.algorithm == "spardl";
+  if ((marsit || spardl) && job.dtype != DataType::kF32)
+    return Status(Code::kInvalidArgument, "--algo " + job.algorithm + " takes --dtype f32 only, not --dtype " + dtype);
+  if (marsit && job.op != ReduceOp::kSum && job.op != ReduceOp::kAvg)
+    return Status(Code::kInvalidArgument,
+                  "--algo " + job.algorithm + " takes --op sum or avg (Marsit estimates the average), not --op " + op);
+  if (spardl && job.op != ReduceOp::kSum)
+    return Status(Code::kInvalidArgument, "--algo spardl takes --op sum only, not --op " + op);
+  if (spardl && !(job.density > 0 && job.density <= 1)) {
+    char density[32];
+    std::snprintf(density, sizeof density, "%g", job.density);
+    return Status(Code::kInvalidArgument, std::string("--density ") + density + ": accepted values are in (0, 1]");
+  }
   return Status::ok();
 }
 

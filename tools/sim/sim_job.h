@@ -68,8 +68,9 @@ std::string simAlgorithms(const std::string& collective);
 // Refuses a job the runtime would refuse or tsr-sim cannot model, naming tsr-sim's option and
 // the value: an unknown collective, an algorithm that is not one of that collective's (the
 // builders would make a ring of any other name), an --arrival other than auto|on|off, a
-// --chunk or --min-message outside the runtime's range. Errors are usage errors
-// (kInvalidArgument). buildJobPlans calls it first.
+// --chunk or --min-message outside the runtime's range, a dtype or op the algorithm does not
+// take (Marsit: f32, sum or avg; SparDL: f32 sum, density in (0, 1]; a bitwise op: integers).
+// Errors are usage errors (kInvalidArgument). buildJobPlans calls it first.
 Status validateJob(const SimJob& job);
 
 Result<JobPlans> buildJobPlans(const SimJob& job);

@@ -51,6 +51,13 @@ case $case in
     refused '^tsr-sim: --min-message 0 B: accepted values are 1\.\.1073741824 B' --min-message 0 --plan-only
     taken '^plan allreduce ring: 4 ranks' --ranks 4 --algo ring --chunk 1024 --min-message 1 --size 1MiB --plan-only
     ;;
+  dtype)
+    refused '^tsr-sim: --algo marsit takes --dtype f32 only, not --dtype f64$' --ranks 4 --algo marsit --dtype f64 --plan-only
+    refused '^tsr-sim: --algo spardl takes --dtype f32 only, not --dtype f16$' --ranks 4 --algo spardl --dtype f16 --plan-only
+    refused '^tsr-sim: --dtype f8: accepted values are f32\|' --dtype f8
+    refused '^tsr-sim: --op xor: accepted values are sum\|' --op xor
+    taken '^plan allreduce marsit: 4 ranks' --ranks 4 --algo marsit --size 1MiB --plan-only
+    ;;
   *)
     echo "unknown case $case"; exit 2 ;;
 esac

@@ -94,6 +94,37 @@ TEST(SimJobChecks, ChunkAndMinimumMessageKeepToTheRuntimesRanges) {
   EXPECT_EQ(refusal(job), "");
 }
 
+// Marsit's step counted elements as bytes / 4 while its bit plan took bytes / dtype size: an f64
+// or f16 Marsit modelled a step of two sizes. Marsit and SparDL take f32 only.
+TEST(SimJobChecks, CompressedAlgorithmsTakeF32Only) {
+  SimJob job = ringJob(8, size_t{1} << 20);
+  job.ranksPerHost = 2;
+  for (const char* algo : {"marsit", "marsit-torus", "marsit-2level", "spardl"}) {
+    job.algorithm = algo;
+    for (DataType t : {DataType::kF64, DataType::kF16, DataType::kBF16, DataType::kI32}) {
+      job.dtype = t;
+      EXPECT_EQ(refusal(job),
+                std::string("--algo ") + algo + " takes --dtype f32 only, not --dtype " + dataTypeName(t));
+      EXPECT_FALSE(buildJobPlans(job).isOk());
+    }
+    job.dtype = DataType::kF32;
+    EXPECT_EQ(refusal(job), "") << algo;
+    job.op = ReduceOp::kMax;
+    EXPECT_NE(refusal(job).find(std::string("--algo ") + algo + " takes --op sum"), std::string::npos) << algo;
+    job.op = ReduceOp::kSum;
+  }
+  job.algorithm = "spardl";
+  job.density = 0;
+  EXPECT_EQ(refusal(job), "--density 0: accepted values are in (0, 1]");
+  job.algorithm = "ring";  // the dense plans take any dtype; a bitwise op takes integers
+  job.dtype = DataType::kF64;
+  EXPECT_EQ(refusal(job), "");
+  job.op = ReduceOp::kBxor;
+  EXPECT_EQ(refusal(job), "--op bxor is bitwise: it takes --dtype i32 or i64, not --dtype f64");
+  job.dtype = DataType::kI64;
+  EXPECT_EQ(refusal(job), "");
+}
+
 // tsr-sim's ranges are the runtime's, read from its settings table.
 TEST(SimJobChecks, RangesAreTheRuntimeSettingsOwn) {
   std::map<std::string, std::string> accepted;
