@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -11,6 +10,7 @@
 
 #include "algorithms/tensors/tensor_registry.h"
 #include "runtime/config.h"
+#include "tools/common/byte_size.h"
 
 namespace tsr::tools::bench {
 
@@ -80,48 +80,13 @@ std::string densityText(double density) {
   return std::string(buf, end);
 }
 
-namespace {
-
-// The largest message a row may have: the runtime's count limit (2^40 elements) in bytes of
-// the smallest element, well past any buffer a machine holds.
-constexpr double kMaxBytes = double(size_t{1} << 40);
-
-// "64M", "1K", "4096", "1G" (or 64m, 1k: nccl-tests' lower case) -> bytes.
-Result<size_t> parseBytes(const std::string& text, const char* option) {
-  if (text.empty()) return Status(Code::kInvalidArgument, std::string(option) + ": empty size");
-  size_t end = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &end);
-  } catch (...) {
-    end = 0;
-  }
-  if (end == 0) return Status(Code::kInvalidArgument, std::string(option) + " " + text + ": not a size");
-  std::string unit = text.substr(end);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double mult = unit.empty() || unit == "B"   ? 1
-                : unit == "K" || unit == "KB" ? 1024.0
-                : unit == "M" || unit == "MB" ? 1048576.0
-                : unit == "G" || unit == "GB" ? 1073741824.0
-                : unit == "T" || unit == "TB" ? 1099511627776.0
-                                              : -1;
-  if (mult < 0 || !(v >= 0) || std::isinf(v))  // NaN fails v >= 0
-    return Status(Code::kInvalidArgument,
-                  std::string(option) + " " + text + ": not a size (use bytes or K, M, G, T suffixes)");
-  if (v * mult > kMaxBytes)
-    return Status(Code::kInvalidArgument, std::string(option) + " " + text + ": too large (at most 1T)");
-  return static_cast<size_t>(v * mult);
-}
-
-}  // namespace
-
 Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   BenchOptions o;
   CLI::App app{"tsr-bench: collective benchmark over Tessera (run it under tsrun)", "tsr-bench"};
   std::string minB = "8", maxB = "64M", dtype = "f32", op = "sum", coll = "allreduce";
   int check = 1;
   app.option_defaults()->take_last();
-  app.add_option("-b,--minbytes", minB, "smallest message size (bytes, K/M/G suffixes)");
+  app.add_option("-b,--minbytes", minB, std::string("smallest message size: ") + tools::kByteSizeHelp);
   app.add_option("-e,--maxbytes", maxB, "largest message size");
   app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows (<= 1: only -b and -e)")
       ->check(CLI::Range(0.0, 1e6));
@@ -155,8 +120,9 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     return Status(Code::kInvalidArgument, std::string("tsr-bench: ") + e.what());
   }
-  TSR_ASSIGN_OR_RETURN(o.minBytes, parseBytes(minB, "-b"));
-  TSR_ASSIGN_OR_RETURN(o.maxBytes, parseBytes(maxB, "-e"));
+  // Read as every tool reads sizes (tools/common/byte_size.h): K/M/G/T and KiB.. x1024, KB.. x1000.
+  TSR_ASSIGN_OR_RETURN(o.minBytes, tools::parseByteSize(minB, "-b"));
+  TSR_ASSIGN_OR_RETURN(o.maxBytes, tools::parseByteSize(maxB, "-e"));
   if (o.maxBytes < o.minBytes) return Status(Code::kInvalidArgument, "-e " + maxB + " is smaller than -b " + minB);
   bool found = false;
   for (int t = 0; t < kNumDataTypes; ++t)

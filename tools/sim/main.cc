@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
+#include "tools/common/byte_size.h"
 #include "tools/sim/replay.h"
 #include "tools/sim/sim_job.h"
 #include "tools/sim/units.h"
@@ -51,7 +53,9 @@ int run(int argc, char** argv) {
   app.add_option("--density", job.density, "spardl: the share of each block sent (k_b = ceil(density * block))");
   app.add_option("--teams", job.teams, "spardl: teams (R-SAG; a power of two dividing the ranks)")
       ->check(CLI::Range(1, 1 << 16));
-  app.add_option("--size", size, "Buffer (allreduce) or each rank's part (allgather): 64MiB, 4k, ...");
+  app.add_option("--size", size,
+                 std::string("Buffer (allreduce) or each rank's part (allgather): 64MiB, 4K (4096), ...; ") +
+                     tools::kByteSizeHelp);
   app.add_option("--dtype", dtype, "f32 | f64 | f16 | bf16 | i32 | i64");
   app.add_option("--op", op, "sum | avg | min | max | prod | band | bor | bxor (i32, i64)");
   app.add_option("--chunk", chunk, "Pipelining chunk (TSR_CHUNK_BYTES): 1KiB .. 1GiB");
@@ -95,15 +99,21 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  auto bytes = parseBytes(size);
-  auto chunkBytes = parseBytes(chunk), minMessageBytes = parseBytes(minMessage);
+  // Sizes read as tsr-bench reads them (tools/common/byte_size.h); their errors name the option.
+  auto bytes = tools::parseByteSize(size, "--size");
+  auto chunkBytes = tools::parseByteSize(chunk, "--chunk"),
+       minMessageBytes = tools::parseByteSize(minMessage, "--min-message");
+  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status()})
+    if (!s->isOk()) return usageError(*s);
   auto rate = parseRate(bw), hostRate = parseRate(hostBw), reduce = parseRate(reduceRate), copy = parseRate(copyRate),
        pack = parseRate(packRate), select = parseRate(selectRate), pass = parseRate(passRate);
   auto latency = parseTime(lat), hostLatency = parseTime(hostLat);
-  for (const Status* s : {&bytes.status(), &chunkBytes.status(), &minMessageBytes.status(), &rate.status(),
-                          &hostRate.status(), &reduce.status(), &copy.status(), &pack.status(), &select.status(),
-                          &pass.status(), &latency.status(), &hostLatency.status()})
-    if (!s->isOk()) return fail(*s);
+  const std::pair<const char*, const Status*> quantities[] = {
+      {"--bw", &rate.status()},        {"--host-bw", &hostRate.status()}, {"--reduce-rate", &reduce.status()},
+      {"--copy-rate", &copy.status()}, {"--pack-rate", &pack.status()},   {"--select-rate", &select.status()},
+      {"--pass-rate", &pass.status()}, {"--lat", &latency.status()},      {"--host-lat", &hostLatency.status()}};
+  for (const auto& [option, s] : quantities)
+    if (!s->isOk()) return usageError(Status(Code::kInvalidArgument, std::string(option) + ": " + s->message()));
   auto type = parseDataType(dtype);
   if (!type)
     return usageError(

@@ -34,25 +34,6 @@ Result<double> scaled(const std::string& text, const char* what,
 
 }  // namespace
 
-Result<size_t> parseBytes(const std::string& text) {
-  auto v = scaled(text, "size",
-                  {{"", 1},
-                   {"B", 1},
-                   {"k", 1e3},
-                   {"K", 1e3},
-                   {"KB", 1e3},
-                   {"kB", 1e3},
-                   {"KiB", 1024.0},
-                   {"M", 1e6},
-                   {"MB", 1e6},
-                   {"MiB", 1024.0 * 1024},
-                   {"G", 1e9},
-                   {"GB", 1e9},
-                   {"GiB", 1024.0 * 1024 * 1024}});
-  if (!v.isOk()) return v.status();
-  return static_cast<size_t>(std::llround(v.value()));
-}
-
 Result<double> parseRate(const std::string& text) {
   return scaled(text, "rate",
                 {{"", 1},

@@ -1,5 +1,6 @@
-// Quantities on tsr-sim's command line: sizes ("64MiB", "4k"), rates ("1Gbps", "12.5GBps",
-// "800MB/s") and times ("20us", "1.5ms"). Rates come back in bytes per second.
+// Quantities on tsr-sim's command line: rates ("1Gbps", "12.5GBps", "800MB/s") and times
+// ("20us", "1.5ms"). Rates come back in bytes per second. Sizes are read as every tool reads
+// them: tools/common/byte_size.h.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +10,6 @@
 
 namespace tsr::sim {
 
-// Bytes: a number with an optional unit: B, k/K/KB (1e3), KiB (2^10), M/MB, MiB, G/GB, GiB.
-Result<size_t> parseBytes(const std::string& text);
 // Bytes per second: bps/Kbps/Mbps/Gbps (bits), Bps/KBps/MBps/GBps or B/s, KB/s, ... (bytes);
 // a bare number is bytes per second.
 Result<double> parseRate(const std::string& text);

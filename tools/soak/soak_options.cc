@@ -2,27 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
-namespace tsr::tools::soak {
+#include "tools/common/byte_size.h"
 
-Result<size_t> parseSize(const std::string& text) {
-  size_t end = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(text, &end);
-  } catch (...) {
-    end = 0;
-  }
-  if (end == 0 || text[0] == '-') return Status(Code::kInvalidArgument, "'" + text + "' is not a size");
-  std::string unit = text.substr(end);
-  int shift = unit.empty() || unit == "B"   ? 0
-              : unit == "K" || unit == "KB" ? 10
-              : unit == "M" || unit == "MB" ? 20
-              : unit == "G" || unit == "GB" ? 30
-                                            : -1;
-  if (shift < 0) return Status(Code::kInvalidArgument, "'" + text + "' is not a size (bytes, or K, M, G)");
-  if (v > (~0ull >> shift)) return Status(Code::kInvalidArgument, "'" + text + "' is too large");
-  return static_cast<size_t>(v << shift);
-}
+namespace tsr::tools::soak {
 
 Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
   SoakOptions o;
@@ -32,7 +14,8 @@ Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
       "cycles, with RSS, open file descriptors and /dev/shm entries watched (run it under tsrun)",
       "tsr-soak"};
   app.add_option("--ops", o.ops, "phase 1: mixed collectives to run")->capture_default_str();
-  app.add_option("--max-bytes", maxBytes, "largest buffer of one collective per rank (K, M, G)")->capture_default_str();
+  app.add_option("--max-bytes", maxBytes, std::string("largest buffer of one collective per rank: ") + kByteSizeHelp)
+      ->capture_default_str();
   app.add_option("--inflight", o.inflight, "most collectives in flight (posted, then waited in order)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -74,8 +57,8 @@ Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     return Status(Code::kInvalidArgument, std::string("tsr-soak: ") + e.what() + " (--help lists the options)");
   }
-  auto bytes = parseSize(maxBytes);
-  if (!bytes.isOk()) return Status(Code::kInvalidArgument, "tsr-soak: --max-bytes " + bytes.status().message());
+  auto bytes = parseByteSize(maxBytes, "--max-bytes");  // as every tool reads sizes
+  if (!bytes.isOk()) return Status(Code::kInvalidArgument, "tsr-soak: " + bytes.status().message());
   o.maxBytes = bytes.value();
   if (!plantWrong.empty()) {
     size_t colon = plantWrong.find(':');

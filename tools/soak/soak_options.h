@@ -45,7 +45,4 @@ struct SoakOptions {
 // the option and the value.
 Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv);
 
-// "16M" -> 16777216; K, M, G (or KB, MB, GB) are powers of 1024.
-Result<size_t> parseSize(const std::string& text);
-
 }  // namespace tsr::tools::soak

@@ -61,6 +61,11 @@ TEST(BenchOptions, SizesAreBoundedAndTheSweepEnds) {
   ASSERT_TRUE(lower.isOk()) << lower.status().toString();
   EXPECT_EQ(lower.value().minBytes, 8192u);
   EXPECT_EQ(lower.value().maxBytes, 1u << 20);
+  // The sizes every tool reads alike (tools/common/byte_size.h): KiB.. x1024, KB.. x1000.
+  auto iec = parse({"-b", "4KiB", "-e", "64MB"});
+  ASSERT_TRUE(iec.isOk()) << iec.status().toString();
+  EXPECT_EQ(iec.value().minBytes, 4096u);
+  EXPECT_EQ(iec.value().maxBytes, 64000000u);
   for (const char* tiny : {"0", "1e-3"}) {
     auto o = parse({"-b", tiny, "-e", "64"});
     ASSERT_TRUE(o.isOk()) << tiny << ": " << o.status().toString();

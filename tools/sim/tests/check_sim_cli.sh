@@ -58,6 +58,16 @@ case $case in
     refused '^tsr-sim: --op xor: accepted values are sum\|' --op xor
     taken '^plan allreduce marsit: 4 ranks' --ranks 4 --algo marsit --size 1MiB --plan-only
     ;;
+  sizes)
+    # Sizes read as tsr-bench reads them: 4K and 4KiB are 4096 B, 4KB 4000 B (ring on 2 ranks: 2x).
+    taken '^plan allreduce ring: 2 ranks .* 8192 B payload' --ranks 2 --algo ring --size 4K --plan-only
+    taken '^plan allreduce ring: 2 ranks .* 8192 B payload' --ranks 2 --algo ring --size 4k --plan-only
+    taken '^plan allreduce ring: 2 ranks .* 8192 B payload' --ranks 2 --algo ring --size 4KiB --plan-only
+    taken '^plan allreduce ring: 2 ranks .* 8000 B payload' --ranks 2 --algo ring --size 4KB --plan-only
+    refused '^tsr-sim: --size 12furlongs: not a size \(' --size 12furlongs
+    refused '^tsr-sim: --chunk -1: not a size \(' --chunk -1
+    refused '^tsr-sim: --bw: rate .fast.: no number' --bw fast
+    ;;
   *)
     echo "unknown case $case"; exit 2 ;;
 esac

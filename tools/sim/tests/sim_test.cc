@@ -26,16 +26,12 @@ uint64_t sendBytes(const std::vector<std::shared_ptr<algorithms::Plan>>& byRank)
   return wireBytes(only);
 }
 
-TEST(SimUnits, ParsesSizesRatesAndTimes) {
-  EXPECT_EQ(parseBytes("64MiB").value(), size_t{64} << 20);
-  EXPECT_EQ(parseBytes("4k").value(), 4000u);
-  EXPECT_EQ(parseBytes("1024").value(), 1024u);
+TEST(SimUnits, ParsesRatesAndTimes) {  // sizes: tools/common/tests/byte_size_test.cc
   EXPECT_DOUBLE_EQ(parseRate("1Gbps").value(), 1.25e8);
   EXPECT_DOUBLE_EQ(parseRate("12.5GBps").value(), 12.5e9);
   EXPECT_DOUBLE_EQ(parseRate("800MB/s").value(), 8e8);
   EXPECT_DOUBLE_EQ(parseTime("20us").value(), 20e-6);
   EXPECT_DOUBLE_EQ(parseTime("1.5ms").value(), 1.5e-3);
-  EXPECT_FALSE(parseBytes("12 furlongs").isOk());
   EXPECT_FALSE(parseRate("fast").isOk());
   EXPECT_FALSE(parseTime("-1s").isOk());
 }
