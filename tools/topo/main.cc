@@ -14,6 +14,7 @@
 #include "base/bounded_file.h"
 #include "tools/topo/report.h"
 #include "topology/discovery.h"
+#include "topology/local_host.h"
 
 namespace {
 
@@ -96,7 +97,7 @@ int run(int argc, char** argv) {
       return parseHostfile(text, hostfile);
     }();
     if (!hosts.isOk()) return fail(hosts.status());
-    auto job = tools::topo::makeJob(report, hostfile, hostList, hosts.value(), np);
+    auto job = tools::topo::makeJob(report, hostfile, hostList, hosts.value(), np, localHostNames());
     if (!job.isOk()) return fail(job.status());
     report.job = job.take();
   } else if (np != 0) {

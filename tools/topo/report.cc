@@ -1,6 +1,9 @@
 #include "tools/topo/report.h"
 
 #include <cstdio>
+#include <map>
+
+#include "topology/local_host.h"
 
 namespace tsr::tools::topo {
 
@@ -16,19 +19,23 @@ Report makeReport(std::string source, MachineTopology machine, BindMode mode, in
 }
 
 Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::string& hostList,
-                        const std::vector<HostEntry>& slots, int np) {
+                        const std::vector<HostEntry>& slots, int np, const std::vector<std::string>& localNames) {
   TSR_ASSIGN_OR_RETURN(std::vector<int> hostOfRank, mapRanksBySlot(slots, np));
   JobView job;
   job.hostfile = hostfile;
   job.hostList = hostList;
   job.slots = slots;
-  std::vector<int> localSize(slots.size(), 0);
-  for (int h : hostOfRank) ++localSize[h];
-  std::vector<int> nextLocal(slots.size(), 0);
+  // Entries tsrun would start on this machine (localhost, 127.0.0.1, its names) are one host,
+  // with one local-rank space, as tsrun runs them.
+  const std::vector<std::string> machineOf = machineNames(slots, localNames);
+  for (size_t h = 0; h < slots.size(); ++h)
+    if (machineOf[h] != slots[h].name) job.thisMachine = machineOf[h], job.alsoThisMachine.push_back(slots[h].name);
+  std::map<std::string, int> localSize, nextLocal;
+  for (int h : hostOfRank) ++localSize[machineOf[h]];
   std::vector<RankPlacement> placements;
   for (int r = 0; r < static_cast<int>(hostOfRank.size()); ++r) {
-    int h = hostOfRank[r];
-    placements.push_back(placementOn(report.machine, r, nextLocal[h]++, localSize[h], slots[h].name));
+    const std::string& machine = machineOf[hostOfRank[r]];
+    placements.push_back(placementOn(report.machine, r, nextLocal[machine]++, localSize[machine], machine));
   }
   TSR_ASSIGN_OR_RETURN(job.hosts, buildHostMap(placements));
   job.ring = ringOrder(job.hosts);

@@ -20,6 +20,9 @@ struct JobView {
   std::string hostfile;  // the hostfile's path, or
   std::string hostList;  // the -H list
   std::vector<topology::HostEntry> slots;
+  // Entries that name this machine after the first one (127.0.0.1 after localhost): one host.
+  std::string thisMachine;
+  std::vector<std::string> alsoThisMachine;
   topology::HostMap hosts;
   std::vector<int> ring;  // ring order of ranks
   int hostCrossings = 0;
@@ -37,9 +40,11 @@ struct Report {
 
 Report makeReport(std::string source, topology::MachineTopology machine, topology::BindMode mode, int localRanks);
 // Lays out `np` ranks (0 = every slot) of the hosts on machines like report.machine; the hosts
-// came from `hostfile` or, when that is empty, from `hostList`.
+// came from `hostfile` or, when that is empty, from `hostList`. Entries naming this machine
+// (localNames, localhost, 127.x.x.x: topology/local_host.h) are one host, as tsrun runs them.
 Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::string& hostList,
-                        const std::vector<topology::HostEntry>& slots, int np);
+                        const std::vector<topology::HostEntry>& slots, int np,
+                        const std::vector<std::string>& localNames);
 
 std::string renderText(const Report& report);
 std::string renderJson(const Report& report);

@@ -86,6 +86,12 @@ void renderJob(std::ostringstream& out, const JobView& job) {
       << (hosts.hosts.size() == 1 ? "" : "s") << " ("
       << (job.hostList.empty() ? "hostfile " + job.hostfile : "-H " + job.hostList)
       << "; each host assumed to look like this machine)\n";
+  if (!job.alsoThisMachine.empty()) {  // as tsrun: every name of this machine is one host
+    out << " ";
+    for (const std::string& name : job.alsoThisMachine)
+      out << ' ' << name << (&name == &job.alsoThisMachine.back() ? "" : ",");
+    out << ": this machine, as " << job.thisMachine << " (one host, as tsrun runs them)\n";
+  }
   for (const HostInfo& host : hosts.hosts) {
     out << "  host " << host.name << ": ranks";
     for (int r : host.ranks) out << ' ' << r;

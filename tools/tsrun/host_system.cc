@@ -14,18 +14,6 @@
 
 namespace tsr::tools::tsrun {
 
-std::vector<std::string> localHostNames() {
-  std::vector<std::string> names;
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) == 0 && buf[0] != '\0') {
-    std::string name(buf);
-    names.push_back(name);
-    size_t dot = name.find('.');
-    if (dot != std::string::npos && dot > 0) names.push_back(name.substr(0, dot));
-  }
-  return names;
-}
-
 // Reserved for the life of tsrun (see base/port_reservation.h): the ranks can listen there,
 // but no other process can be handed the same port meanwhile.
 Result<std::vector<int>> pickFreePorts(int n) {

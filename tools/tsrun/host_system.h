@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "topology/local_host.h"
 
 namespace tsr::tools::tsrun {
 
-// gethostname() and, when it has dots, its first label. Empty entries are left out.
-std::vector<std::string> localHostNames();
+// gethostname() and, when it has dots, its first label (shared with tsr-topo).
+using topology::localHostNames;
 
 // n distinct TCP ports that were free on this machine: all n sockets are bound to port 0
 // (any address) at once, their ports read, then closed. Another process may still take a

@@ -5,46 +5,6 @@
 #include <set>
 
 namespace tsr::tools::tsrun {
-namespace {
-
-bool isLoopbackV4(std::string_view name) {
-  // 127.a.b.c with four decimal parts, each 0..255.
-  if (name.substr(0, 4) != "127.") return false;
-  int parts = 0;
-  size_t pos = 0;
-  while (pos <= name.size()) {
-    size_t end = name.find('.', pos);
-    if (end == std::string_view::npos) end = name.size();
-    std::string_view part = name.substr(pos, end - pos);
-    if (part.empty() || part.size() > 3) return false;
-    if (!std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return false;
-    }
-    if (std::stoi(std::string(part)) > 255) return false;
-    ++parts;
-    pos = end + 1;
-  }
-  return parts == 4;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-}  // namespace
-
-bool isLocalHost(std::string_view name, const std::vector<std::string>& localNames) {
-  std::string n = lower(name);
-  if (n == "localhost" || n == "localhost.localdomain" || n == "::1" || isLoopbackV4(n)) {
-    return true;
-  }
-  return std::any_of(localNames.begin(), localNames.end(),
-                     [&](const std::string& local) { return !local.empty() && lower(local) == n; });
-}
-
 Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts, const PlanOptions& options) {
   const std::string source = options.source.empty() ? "host list" : options.source;
   if (options.np < 1) {
@@ -65,25 +25,29 @@ Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts,
 
   std::vector<RankSlot> plan;
   plan.reserve(options.np);
-  // Machine key -> ranks placed there so far. All local names are one machine ("").
+  // Machine -> ranks placed there so far; all local names are one machine (topology/local_host.h,
+  // the rule tsr-topo draws jobs by).
+  const std::vector<std::string> machineOf = topology::machineNames(hosts, options.localNames);
   std::map<std::string, int> perMachine;
-  for (const HostEntry& host : hosts) {
+  std::vector<std::string> machineOfRank;
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    const HostEntry& host = hosts[h];
     bool local = isLocalHost(host.name, options.localNames);
-    std::string key = local ? std::string() : host.name;
     for (int s = 0; s < host.slots && static_cast<int>(plan.size()) < options.np; ++s) {
       RankSlot slot;
       slot.rank = static_cast<int>(plan.size());
       slot.host = host.name;
       slot.local = local;
-      slot.localRank = perMachine[key]++;
+      slot.localRank = perMachine[machineOf[h]]++;
       plan.push_back(std::move(slot));
+      machineOfRank.push_back(machineOf[h]);
     }
   }
 
   bool anyRemote = std::any_of(plan.begin(), plan.end(), [](const RankSlot& r) { return !r.local; });
   std::string localAddress = anyRemote && !options.localAddress.empty() ? options.localAddress : "127.0.0.1";
   for (RankSlot& slot : plan) {
-    slot.localSize = perMachine[slot.local ? std::string() : slot.host];
+    slot.localSize = perMachine[machineOfRank[slot.rank]];
     if (slot.local) {
       slot.peerHost = localAddress;
     } else {

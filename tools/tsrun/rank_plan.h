@@ -3,7 +3,8 @@
 // Vocabulary: ranks 0..np-1 fill the hosts' slots in hostfile order (mpirun --map-by slot):
 // host A with 2 slots gets ranks 0,1, host B the next ones, and so on. The *local rank* counts
 // ranks on one machine; every local host name (localhost, 127.x.x.x, this machine's names) is
-// the same machine, so they share one local-rank space. A rank's *bootstrap address*
+// the same machine, so they share one local-rank space (topology/local_host.h: tsr-topo draws a
+// job's hosts by the same rule). A rank's *bootstrap address*
 // (host:port in TSR_PEERS) is where it listens for its peers:
 //   - local ranks: a free port picked by the launcher (assignLocalPorts), advertised as
 //     127.0.0.1 when the whole job is local, or as this machine's host name when some ranks
@@ -17,6 +18,7 @@
 
 #include "base/status.h"
 #include "topology/hostfile.h"
+#include "topology/local_host.h"
 
 namespace tsr::tools::tsrun {
 
@@ -47,8 +49,8 @@ struct PlanOptions {
   std::string source;
 };
 
-// True for localhost, 127.x.x.x, ::1 and any name in localNames.
-bool isLocalHost(std::string_view name, const std::vector<std::string>& localNames);
+// True for localhost, 127.x.x.x, ::1 and any name in localNames (shared with tsr-topo).
+using topology::isLocalHost;
 
 // Maps np ranks onto the hosts' slots. Fails when np < 1 or np exceeds the total slots.
 Result<std::vector<RankSlot>> buildRankPlan(const std::vector<HostEntry>& hosts, const PlanOptions& options);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs tsr-topo on one case and checks key lines of its output.
-# usage: check_topo.sh TSR_TOPO FIXTURE_DIR WORK_DIR CASE
+# usage: check_topo.sh TSR_TOPO FIXTURE_DIR WORK_DIR CASE [TSRUN]
 set -u
 # One work folder per case: ctest runs the cases in parallel, and a shared hosts.txt was
 # rewritten under a running case ("hostfile lists no hosts").
-bin=$1 fixtures=$2 work=$3/$4 case=$4
+bin=$1 fixtures=$2 work=$3/$4 case=$4 tsrun=${5:-}
 mkdir -p "$work"
 out="$work/$case.out"
 failures=0
@@ -70,6 +70,33 @@ case $case in
     expect 'row 1 \[node02\]: 8 9 10 11 12 13 14 15$'
     run --topology-xml "$dual" -H node01:8,node02:8 --json
     expect '"job": \{"host_list": "node01:8,node02:8", "np": 16'
+    ;;
+  local_names)
+    # Names of this machine are one host, as tsrun runs them (they were drawn as two hosts).
+    run --topology-xml "$single" -H localhost:2,127.0.0.1:2
+    expect '^Job: 4 ranks on 1 host \(-H localhost:2,127.0.0.1:2;'
+    expect '^  127.0.0.1: this machine, as localhost \(one host, as tsrun runs them\)$'
+    expect '^  host localhost: ranks 0 1 2 3$'
+    run --topology-xml "$single" -H localhost:1,node01:2,127.0.0.1:1 --json
+    expect '"hosts": \[\{"name": "localhost", "ranks": \[0, 3\]\}, \{"name": "node01", "ranks": \[1, 2\]\}\]'
+    ;;
+  same_hosts_as_tsrun)
+    # The ranks each host runs, as tsrun --dry-run starts them and as tsr-topo draws them: the
+    # same groups for lists mixing this machine's names and others.
+    [ -n "$tsrun" ] || { echo "FAIL [$case]: no tsrun given"; exit 1; }
+    : >"$out"
+    for list in localhost:2,127.0.0.1:2 localhost:1,node01:2,127.0.0.1:1,node02:1 "$(hostname):2,localhost:2" \
+                node01:2,node02:2; do
+      topo=$("$bin" --topology-xml "$single" -H "$list" | sed -n 's/^  host [^ ]*: ranks //p' | sort)
+      launched=$("$tsrun" -H "$list" --dry-run /bin/true 2>&1 |
+        awk '/^rank [0-9]+ host / { m = ($5 == "(local)") ? "this machine" : $4; r[m] = r[m] (r[m] == "" ? "" : " ") $2 }
+             END { for (m in r) print r[m] }' | sort)
+      echo "-H $list: tsr-topo [${topo//$'\n'/|}], tsrun [${launched//$'\n'/|}]" >>"$out"
+      if [ -z "$topo" ] || [ "$topo" != "$launched" ]; then
+        echo "FAIL [$case]: -H $list: tsr-topo hosts [${topo//$'\n'/|}], tsrun [${launched//$'\n'/|}]"
+        failures=$((failures + 1))
+      fi
+    done
     ;;
   single)
     run --topology-xml "$single" --hostfile "$hostfile" -np 7
