@@ -194,17 +194,18 @@ int totalSlots(const std::vector<HostEntry>& hosts) {
   return static_cast<int>(std::min<long long>(total, std::numeric_limits<int>::max()));
 }
 
-Result<std::vector<int>> mapRanksBySlot(const std::vector<HostEntry>& hosts, int np) {
+Result<std::vector<int>> mapRanksBySlot(const std::vector<HostEntry>& hosts, int np, std::string_view source) {
   int64_t total = 0;
   for (const HostEntry& h : hosts) total += h.slots;
   if (np < 0) return Status(Code::kInvalidArgument, "-np " + std::to_string(np) + " is negative");
   if (np == 0 && total > kMaxSlots)
-    return Status(Code::kInvalidArgument, "the hostfile's " + std::to_string(total) + " slots are more ranks than " +
-                                              std::to_string(kMaxSlots) + " (give -np)");
+    return Status(Code::kInvalidArgument, std::string(source) + "'s " + std::to_string(total) +
+                                              " slots are more ranks than " + std::to_string(kMaxSlots) +
+                                              " (give -np)");
   if (np == 0) np = static_cast<int>(total);
   if (np > total)
-    return Status(Code::kInvalidArgument,
-                  "-np " + std::to_string(np) + " exceeds the " + std::to_string(total) + " slots of the hostfile");
+    return Status(Code::kInvalidArgument, "-np " + std::to_string(np) + " exceeds the " + std::to_string(total) +
+                                              " slots of " + std::string(source));
   std::vector<int> hostOfRank;
   for (int h = 0; h < static_cast<int>(hosts.size()) && static_cast<int>(hostOfRank.size()) < np; ++h)
     for (int s = 0; s < hosts[h].slots && static_cast<int>(hostOfRank.size()) < np; ++s) hostOfRank.push_back(h);

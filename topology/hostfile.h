@@ -35,7 +35,8 @@ Result<std::vector<HostEntry>> parseHostList(std::string_view list);
 int totalSlots(const std::vector<HostEntry>& hosts);
 
 // Ranks 0..np-1 dealt by slot (fill the first host, then the next): the host index of each
-// rank. np = 0 means "all slots". Error when np exceeds the slots.
-Result<std::vector<int>> mapRanksBySlot(const std::vector<HostEntry>& hosts, int np);
+// rank. np = 0 means "all slots". Error when np exceeds the slots; `source` names where the
+// hosts came from in it ("the hostfile", "the host list").
+Result<std::vector<int>> mapRanksBySlot(const std::vector<HostEntry>& hosts, int np, std::string_view source);
 
 }  // namespace tsr::topology

@@ -54,7 +54,8 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--bind", bind, "Binding mode to show: none|numa|core (TSR_BIND)");
   app.add_option("--local-ranks", localRanks,
-                 "Local ranks to show bindings for (default: one per GPU, else one per NUMA node)")
+                 "Local ranks to show bindings for (default: the job's most ranks on one host with --hostfile "
+                 "or -H; else one per GPU, else one per NUMA node)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--json", json, "Print JSON instead of text");
   app.add_flag("--dot", dot, "Print Graphviz (the job's ring/torus with --hostfile, else the machine)");
@@ -85,6 +86,7 @@ int run(int argc, char** argv) {
     std::cerr << "tsr-topo: wrote " << dumpPath << "\n";
   }
   const MachineTopology& m = machine.value();
+  const bool localRanksGiven = localRanks > 0;  // 0: the default
   if (localRanks == 0)
     localRanks =
         !m.gpus.empty() ? static_cast<int>(m.gpus.size()) : std::max<int>(1, static_cast<int>(m.numaNodes.size()));
@@ -100,6 +102,8 @@ int run(int argc, char** argv) {
     auto job = tools::topo::makeJob(report, hostfile, hostList, hosts.value(), np, localHostNames());
     if (!job.isOk()) return fail(job.status());
     report.job = job.take();
+    // A host of the job binds its own ranks (-H n1:4,n2:4: 4), not one per GPU of the machine.
+    if (!localRanksGiven) tools::topo::setBindings(report, tools::topo::mostRanksPerHost(*report.job));
   } else if (np != 0) {
     return usageError("-np needs --hostfile or -H");
   }

@@ -1,5 +1,6 @@
 #include "tools/topo/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -14,13 +15,26 @@ Report makeReport(std::string source, MachineTopology machine, BindMode mode, in
   report.source = std::move(source);
   report.machine = std::move(machine);
   report.bindMode = mode;
-  for (int r = 0; r < localRanks; ++r) report.bindings.push_back(chooseBinding(report.machine, r, localRanks, mode));
+  setBindings(report, localRanks);
   return report;
+}
+
+void setBindings(Report& report, int localRanks) {
+  report.bindings.clear();
+  for (int r = 0; r < localRanks; ++r)
+    report.bindings.push_back(chooseBinding(report.machine, r, localRanks, report.bindMode));
+}
+
+int mostRanksPerHost(const JobView& job) {
+  size_t most = 0;
+  for (const HostInfo& host : job.hosts.hosts) most = std::max(most, host.ranks.size());
+  return static_cast<int>(most);
 }
 
 Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::string& hostList,
                         const std::vector<HostEntry>& slots, int np, const std::vector<std::string>& localNames) {
-  TSR_ASSIGN_OR_RETURN(std::vector<int> hostOfRank, mapRanksBySlot(slots, np));
+  TSR_ASSIGN_OR_RETURN(std::vector<int> hostOfRank,
+                       mapRanksBySlot(slots, np, hostfile.empty() ? "the host list" : "the hostfile"));
   JobView job;
   job.hostfile = hostfile;
   job.hostList = hostList;

@@ -39,8 +39,13 @@ struct Report {
 };
 
 Report makeReport(std::string source, topology::MachineTopology machine, topology::BindMode mode, int localRanks);
+// The bindings of `localRanks` ranks on one machine (makeReport sets them; main sets them again
+// for a job's ranks per host).
+void setBindings(Report& report, int localRanks);
+// The most ranks the job puts on one host: the local ranks a host of it binds.
+int mostRanksPerHost(const JobView& job);
 // Lays out `np` ranks (0 = every slot) of the hosts on machines like report.machine; the hosts
-// came from `hostfile` or, when that is empty, from `hostList`. Entries naming this machine
+// came from `hostfile` or, when that is empty, from `hostList` (which errors name). Entries naming this machine
 // (localNames, localhost, 127.x.x.x: topology/local_host.h) are one host, as tsrun runs them.
 Result<JobView> makeJob(const Report& report, const std::string& hostfile, const std::string& hostList,
                         const std::vector<topology::HostEntry>& slots, int np,

@@ -149,11 +149,13 @@ TEST(HostList, Errors) {
 
 TEST(Hostfile, MapRanksBySlot) {
   std::vector<HostEntry> hosts = {{"a", 2, 1}, {"b", 3, 2}};
-  EXPECT_EQ(mapRanksBySlot(hosts, 0).value(), (std::vector<int>{0, 0, 1, 1, 1}));
-  EXPECT_EQ(mapRanksBySlot(hosts, 3).value(), (std::vector<int>{0, 0, 1}));
-  auto tooMany = mapRanksBySlot(hosts, 6);
+  EXPECT_EQ(mapRanksBySlot(hosts, 0, "the hostfile").value(), (std::vector<int>{0, 0, 1, 1, 1}));
+  EXPECT_EQ(mapRanksBySlot(hosts, 3, "the hostfile").value(), (std::vector<int>{0, 0, 1}));
+  auto tooMany = mapRanksBySlot(hosts, 6, "the hostfile");
   ASSERT_FALSE(tooMany.isOk());
-  EXPECT_NE(tooMany.status().message().find("-np 6 exceeds the 5 slots"), std::string::npos);
+  EXPECT_EQ(tooMany.status().message(), "-np 6 exceeds the 5 slots of the hostfile");
+  // Hosts from -H are not a hostfile: the message says where they came from.
+  EXPECT_EQ(mapRanksBySlot(hosts, 9, "the host list").status().message(), "-np 9 exceeds the 5 slots of the host list");
 }
 
 }  // namespace

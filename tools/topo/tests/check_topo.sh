@@ -70,6 +70,14 @@ case $case in
     expect 'row 1 \[node02\]: 8 9 10 11 12 13 14 15$'
     run --topology-xml "$dual" -H node01:8,node02:8 --json
     expect '"job": \{"host_list": "node01:8,node02:8", "np": 16'
+    # Bindings are a host's ranks of the job (4), not one per GPU of the machine (8).
+    run --topology-xml "$dual" -H node01:4,node02:4
+    expect '^Binding \(TSR_BIND=numa, 4 local ranks\):$'
+    expect 'local rank 3: numa'
+    run --topology-xml "$dual" -H node01:4,node02:4 --local-ranks 2
+    expect '^Binding \(TSR_BIND=numa, 2 local ranks\):$'
+    run --topology-xml "$dual" -H node01:4,node02:4 --json
+    expect '"binding": \{"mode": "numa", "local_ranks": 4,'
     ;;
   local_names)
     # Names of this machine are one host, as tsrun runs them (they were drawn as two hosts).
@@ -110,6 +118,10 @@ case $case in
     run --topology-xml "$cpu" --hostfile "$hostfile" -np 12
     expect 'GPUs: none'
     expect 'NUMA 1: 16.0 GiB, 4 cores, PUs 4-7'
+    # node01's 8 ranks overflow the NIC's NUMA node: round-robin over both.
+    expect '^Binding \(TSR_BIND=numa, 8 local ranks\):$'
+    expect 'local rank 0: numa -> NUMA 0, PUs 0-3 \(round-robin over 2 NUMA'
+    run --topology-xml "$cpu" --hostfile "$hostfile" -np 12 --local-ranks 2
     expect 'local rank 0: numa -> NUMA 1, PUs 4-7 \(NIC eno1'
     expect 'Torus: not available: hosts hold different numbers of ranks \(node01: 8, node02: 4\)'
     ;;
@@ -180,7 +192,9 @@ case $case in
     expect "--json and --dot exclude each other"
     run_exits 1 --topology-xml "$dual" --hostfile "$work/badhosts"
     run_fails --topology-xml "$dual" --hostfile "$hostfile" -np 17
-    expect "-np 17 exceeds the 16 slots"
+    expect "-np 17 exceeds the 16 slots of the hostfile$"
+    run_exits 1 --topology-xml "$dual" -H a:2,b:2 -np 9
+    expect "-np 9 exceeds the 4 slots of the host list$"
     run_exits 2 --bind socket
     expect "bind mode 'socket' is not one of none\|numa\|core"
     ;;
