@@ -166,7 +166,8 @@ bool Communicator::sameHostPeersUseTcp() const {
 // node, locality, control nonce): every rank then has the same hosts and the same control key.
 Status Communicator::exchangeCards(const LaunchInfo& launch, Creation& c) {
   PeerCard mine{transport_->localAddress(), localHostname(),   localHostId(config_.get("TSR_TEST_HOST_ID")),
-                c.placed.numaNode,          c.placed.locality, std::string(kControlNonceBytes, '\0')};
+                c.placed.numaNode,          c.placed.locality, std::string(kControlNonceBytes, '\0'),
+                config_.get("TSR_SECURE")};
   TSR_RETURN_IF_ERROR(randomBytes(reinterpret_cast<uint8_t*>(mine.controlNonce.data()), kControlNonceBytes));
   std::vector<std::string> blobs{mine.encode()};
   if (size_ > 1) {
@@ -177,9 +178,16 @@ Status Communicator::exchangeCards(const LaunchInfo& launch, Creation& c) {
   }
   // Every rank has the same cards (the all-gather is authenticated), so the same key.
   TSR_ASSIGN_OR_RETURN(c.controlKey, deriveControlKey(launch.secret, launch.jobId, blobs));
-  std::vector<topology::RankPlacement> placements;
+  std::vector<PeerCard> cards;
   for (int r = 0; r < size_; ++r) {
     TSR_ASSIGN_OR_RETURN(PeerCard card, PeerCard::decode(blobs[r], r));
+    cards.push_back(std::move(card));
+  }
+  // Every rank has the same cards, so every rank fails here alike.
+  if (std::string why = mismatchedSecurity(cards); !why.empty()) return Status(Code::kMismatch, why);
+  std::vector<topology::RankPlacement> placements;
+  for (int r = 0; r < size_; ++r) {
+    const PeerCard& card = cards[r];
     c.addresses.push_back(card.transportAddress);
     hosts_.push_back(card.hostname);
     hostIds_.push_back(card.hostId);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 namespace tsr::runtime {
 
@@ -35,6 +36,7 @@ std::string PeerCard::encode() const {
   put(out, std::to_string(numaNode));
   put(out, locality);
   put(out, controlNonce);
+  put(out, secure);
   return out;
 }
 
@@ -44,10 +46,23 @@ Result<PeerCard> PeerCard::decode(const std::string& bytes, int fromRank) {
   std::string numa;
   if (bytes.compare(0, 4, "TSRC") != 0 || !take(bytes, pos, card.transportAddress) ||
       !take(bytes, pos, card.hostname) || !take(bytes, pos, card.hostId) || !take(bytes, pos, numa) ||
-      !take(bytes, pos, card.locality) || !take(bytes, pos, card.controlNonce) || pos != bytes.size())
+      !take(bytes, pos, card.locality) || !take(bytes, pos, card.controlNonce) || !take(bytes, pos, card.secure) ||
+      pos != bytes.size())
     return Status(Code::kBootstrap, "malformed peer card from rank " + std::to_string(fromRank));
   card.numaNode = std::atoi(numa.c_str());
   return card;
+}
+
+std::string mismatchedSecurity(const std::vector<PeerCard>& cards) {
+  std::map<std::string, std::string> ranksOf;  // value -> "0, 2"
+  for (size_t r = 0; r < cards.size(); ++r) {
+    std::string& ranks = ranksOf[cards[r].secure];
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (ranksOf.size() <= 1) return "";
+  std::string out = "TSR_SECURE differs between ranks:";
+  for (const auto& [value, ranks] : ranksOf) out += " '" + value + "' on rank(s) " + ranks + ";";
+  return out + " every rank of a job must set it alike (a sealed rank cannot read an unsealed one)";
 }
 
 std::string localHostname() {

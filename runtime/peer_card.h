@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -16,10 +17,17 @@ struct PeerCard {
   std::string locality;  // its GPU's (else NIC's) PCI locality key, for the ring order
   // Fresh random bytes: they make this communicator's control key its own (control_auth.h).
   std::string controlNonce;
+  // TSR_SECURE: a sealed rank and an unsealed one could not read each other's messages, so
+  // the ranks compare it at creation (mismatchedSecurity).
+  std::string secure;
 
   std::string encode() const;
   static Result<PeerCard> decode(const std::string& bytes, int fromRank);
 };
+
+// Why the cards' TSR_SECURE values differ ("TSR_SECURE differs between ranks: 'encrypt' on
+// rank(s) 0, 'off' on rank(s) 1, 2"), or empty when every card has the same.
+std::string mismatchedSecurity(const std::vector<PeerCard>& cards);
 
 // This machine's card fields: hostname, and hostname + machine-id as the host id (network
 // namespaces on one machine have their own hostnames, so they count as separate hosts).

@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/communicator.h"
@@ -188,6 +190,34 @@ TEST_P(SealedDataPlane, AByteFlippedOnTheWireFailsTheCollectiveNamingTheSender) 
 
 INSTANTIATE_TEST_SUITE_P(Path, SealedDataPlane, ::testing::Values("off", "on"),
                          [](const auto& info) { return info.param == "on" ? "ReduceOnArrival" : "Receive"; });
+
+// Ranks that disagree on TSR_SECURE could not read each other's messages: creation fails on
+// every rank with TSR_ERR_MISMATCH naming the values and the ranks (the first collective
+// failed instead, as "a malformed header").
+TEST(SealedDataPlaneSettings, RanksThatDisagreeFailCreationOnEveryRank) {
+  const int n = 3;
+  auto reserved = PortReservation::reserve(n, true);
+  ASSERT_TRUE(reserved.isOk()) << reserved.status().toString();
+  const std::vector<uint16_t> ports = reserved.value().ports();
+  std::vector<Status> created(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      runtime::Config config;
+      ASSERT_TRUE(config.set("TSR_SECURE", r == 0 ? "encrypt" : "off").isOk());
+      ASSERT_TRUE(config.set("TSR_TEST_HOST_ID", "h" + std::to_string(r)).isOk());
+      auto comm = runtime::Communicator::create(testing::threadLaunchInfo(r, n, ports), config);
+      created[r] = comm.status();
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(created[r].code(), Code::kMismatch) << "rank " << r << ": " << created[r].toString();
+    EXPECT_NE(
+        created[r].message().find("TSR_SECURE differs between ranks: 'encrypt' on rank(s) 0; 'off' on rank(s) 1, 2"),
+        std::string::npos)
+        << created[r].message();
+  }
+}
 
 }  // namespace
 }  // namespace tsr

@@ -25,7 +25,14 @@ Result<std::string> readSecretFile(const std::string& path) {
   // The mode is checked on the path before reading: a secret others could read is no secret,
   // and saying so is better than using it.
   struct stat info {};
-  if (stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && (info.st_mode & 077) != 0)
+  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    // A FIFO with no writer would block the read (creation) for good; a device is no secret.
+    return invalid(what + " '" + path + "' is not a regular file (" +
+                   (S_ISDIR(info.st_mode)    ? "a directory"
+                    : S_ISFIFO(info.st_mode) ? "a FIFO"
+                                             : "a device or socket") +
+                   "): the secret is one line in a file of mode 0600");
+  if (stat(path.c_str(), &info) == 0 && (info.st_mode & 077) != 0)
     return invalid(what + " '" + path + "' has mode " + modeText(info.st_mode) +
                    ": other users may read or change it; make it 0600 or stricter (chmod 600 '" + path + "')");
   TSR_ASSIGN_OR_RETURN(std::string text, readBoundedFile(path, kMaxSecretFileBytes, what));

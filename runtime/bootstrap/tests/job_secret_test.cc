@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <future>
@@ -114,6 +115,15 @@ TEST(JobSecret, FileOthersCanReadOrTooLargeIsRefused) {
   expectRefused(env, {"more than one line"});
   env["TSR_JOB_SECRET_FILE"] = ::testing::TempDir() + "/job_secret_missing";
   expectRefused(env, {"cannot be read"});
+  // A FIFO without a writer would block the read for good; a directory is no file either.
+  const std::string fifo = ::testing::TempDir() + "/job_secret_fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  env["TSR_JOB_SECRET_FILE"] = fifo;
+  expectRefused(env, {"is not a regular file (a FIFO)"});
+  ::unlink(fifo.c_str());
+  env["TSR_JOB_SECRET_FILE"] = ::testing::TempDir();
+  expectRefused(env, {"is not a regular file (a directory)"});
 }
 
 TEST(JobSecret, BootstrapRefusesALaunchWithoutOne) {
