@@ -89,7 +89,8 @@ class Request:
         self._keep = keep
         self._lock = threading.Lock()
         self._error = _PENDING   # None once it ended well, else its TesseraError
-        self._callbacks = []     # then()'s functions, until it ends
+        self._callbacks = []     # then()'s functions, until they have run
+        self._running = False    # _ended is running them (one given meanwhile runs after them)
         self._registered = False
         self._future = None
         self._orphaned = False
@@ -169,13 +170,18 @@ class Request:
         the TesseraError it failed with. It runs on Tessera's progress thread (at once, on this
         thread, if the collective has already ended), so it must be quick and must not wait on
         Tessera (a wait() there on a collective still running raises, saying so; get_future()'s
-        callbacks may wait); an exception it raises is printed, not propagated. Returns self."""
+        callbacks may wait); an exception it raises is printed, not propagated. Callbacks run in
+        the order given: one given while earlier ones still run runs after them, on their
+        thread. Returns self."""
         with self._lock:
             ended = self._error is not _PENDING
-            if not ended:
+            now = ended and not self._running
+            register = False
+            if not now:
                 self._callbacks.append(fn)
-                register, self._registered = not self._registered, True
-        if ended:
+                if not ended:
+                    register, self._registered = not self._registered, True
+        if now:
             _call(fn, self._result, self._error)
         elif register:
             handle = self._use()
@@ -217,9 +223,17 @@ class Request:
             if self._error is not _PENDING:
                 return
             self._error = error
-            callbacks, self._callbacks = self._callbacks, []
-        for fn in callbacks:
-            _call(fn, self._result, error)
+            self._running = True
+        # Until none is left: then() queues one given meanwhile here, so a future that a later
+        # callback completes (a hook's) is never done before an earlier one's write-back.
+        while True:
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks, []
+                if not callbacks:
+                    self._running = False
+                    return
+            for fn in callbacks:
+                _call(fn, self._result, error)
 
     def _finish(self, status):
         """The collective ended with status, seen by this thread (the handle is freed by

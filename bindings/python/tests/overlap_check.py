@@ -49,6 +49,28 @@ later = []
 request.then(lambda result, error: later.append(error))  # already ended: at once, here
 expect(later == [None], "then on an ended request runs at once")
 
+# Callbacks run in the order given: one given while an earlier one still runs on the progress
+# thread runs after it (it ran at once on this thread, and a hook's future could complete before
+# the write-back an earlier callback was doing). Rank 1 joins late, so the first is given while
+# the collective runs.
+order, started = [], threading.Event()
+
+
+def slow(result, error):
+    started.set()
+    time.sleep(0.3)
+    order.append("first")
+
+
+if me == 1:
+    time.sleep(0.3)
+request = comm.allreduce(np.ones(16, np.float32), async_op=True).then(slow)
+if started.wait(20):
+    request.then(lambda result, error: order.append("second"))
+expect(sleep_until(lambda: len(order) == 2), f"the two callbacks ran: {order}")
+expect(order == ["first", "second"], f"then: callbacks out of the order given: {order}")
+request.wait()
+
 # A request dropped right after then(): it completes, its buffer kept alive meanwhile.
 done = []
 comm.allreduce(np.full(1 << 15, 2.0, np.float32), async_op=True).then(
