@@ -7,28 +7,20 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 failures=0
 
-# refused PATTERN ARGS...: tsr-sim must exit 2 and print a line matching the extended regex.
-refused() {
-  local want=$1 got=0
-  shift
+# expect STATUS PATTERN ARGS...: tsr-sim must exit with STATUS and print a line matching the
+# extended regex.
+expect() {
+  local status=$1 want=$2 got=0
+  shift 2
   "$bin" "$@" >"$out" 2>&1 || got=$?
-  if [ "$got" -ne 2 ]; then
-    echo "FAIL [$case]: tsr-sim $* exited with $got, not 2"; cat "$out"; failures=$((failures + 1))
+  if [ "$got" -ne "$status" ]; then
+    echo "FAIL [$case]: tsr-sim $* exited with $got, not $status"; cat "$out"; failures=$((failures + 1))
   elif ! grep -Eq -- "$want" "$out"; then
     echo "FAIL [$case]: tsr-sim $*: no line matches: $want"; cat "$out"; failures=$((failures + 1))
   fi
 }
-# taken PATTERN ARGS...: tsr-sim must succeed and print a line matching the extended regex.
-taken() {
-  local want=$1 got=0
-  shift
-  "$bin" "$@" >"$out" 2>&1 || got=$?
-  if [ "$got" -ne 0 ]; then
-    echo "FAIL [$case]: tsr-sim $* exited with $got"; cat "$out"; failures=$((failures + 1))
-  elif ! grep -Eq -- "$want" "$out"; then
-    echo "FAIL [$case]: tsr-sim $*: no line matches: $want"; cat "$out"; failures=$((failures + 1))
-  fi
-}
+refused() { expect 2 "$@"; }  # a usage error, naming the option and the value
+taken() { expect 0 "$@"; }
 
 case $case in
   algo)
