@@ -160,11 +160,16 @@ torch_cuda_steps() {
   if ! python3 -c "import torch, ninja" >/dev/null 2>&1 && ! { python3 -c "import torch" && command -v ninja; } >/dev/null 2>&1; then
     printf 'torch-cuda\tNOT-RUN\t-\t0\tpython3 lacks torch, or ninja is missing\n' >> "$STEPS"; return 0
   fi
-  CHECK= step torch-backend-build 240 env -u LD_LIBRARY_PATH MAX_JOBS=16 python3 "$ROOT/tools/gpu/build_torch_ext.py" \
-    "$KIT" "$WORK/torch-ext"
+  # The build imports what it built: libtessera's own dependencies (UCX, spdlog, fmt, hwloc)
+  # are the kit's, which the extension's RUNPATH does not reach, so the kit's lib/ is searched.
+  CHECK= step torch-backend-build 240 env LD_LIBRARY_PATH="$KIT/lib" MAX_JOBS=16 python3 \
+    "$ROOT/tools/gpu/build_torch_ext.py" "$KIT" "$WORK/torch-ext"
   local ext
   ext=$(ls "$WORK"/torch-ext/_tessera_torch*.so 2>/dev/null | head -1)
-  [ -n "$ext" ] || return 0
+  if [ -z "$ext" ]; then
+    printf 'torch-cuda-steps\tNOT-RUN\t-\t0\tno torch backend was built (torch-backend-build)\n' >> "$STEPS"
+    return 0
+  fi
   local env=(-x TSR_TIMEOUT_MS=30000 -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
              -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
   # The 2-rank run with the stream-side Work.wait() (TSR_TORCH_STREAM_WAIT=1), the other without.
