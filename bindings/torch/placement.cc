@@ -1,7 +1,9 @@
 #include "bindings/torch/placement.h"
 
 #include <algorithm>
+#include <memory>
 
+#include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
@@ -52,6 +54,17 @@ at::Tensor hostCopy(const at::Tensor& t) {
   at::Tensor host = hostBufferLike(t);
   host.copy_(t, /*non_blocking=*/false);  // on the current stream; returns once it is done
   return host;
+}
+
+std::function<void()> afterCallersStream(c10::Device device) {
+#if TESSERA_TORCH_CUDA
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+  auto mark = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
+  mark->record(impl.getStream(device));
+  return [mark, device] { mark->block(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(device)); };
+#else
+  TORCH_CHECK(false, "tessera: CUDA streams need the backend built against PyTorch 2.2 or later");
+#endif
 }
 
 void* currentStream(c10::Device device) {

@@ -6,6 +6,7 @@
 // pinned host copies made here, the calling thread waiting for its stream first.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,13 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, 
 // host buffer shaped like `t`. CPU tensors come back as they are.
 at::Tensor hostCopy(const at::Tensor& t);
 at::Tensor hostBufferLike(const at::Tensor& t);
+
+// For a host-staged call with no input to copy (recv): a mark on the caller's current stream on
+// `device`, taken now; the function returned makes the stream current where it is called (the
+// Work's last step, which copies the result into the caller's tensor) wait for that mark, so
+// the copy lands after the caller's earlier work on the tensor, as NCCL's stream waits for the
+// caller's before a collective.
+std::function<void()> afterCallersStream(c10::Device device);
 
 // The calling thread's current stream on `device`, as a cudaStream_t (for tsr_comm_set_thread_buffers).
 void* currentStream(c10::Device device);

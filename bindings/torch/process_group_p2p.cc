@@ -6,6 +6,7 @@
 #include <Python.h>
 #include <c10/util/Exception.h>
 
+#include "bindings/torch/placement.h"
 #include "bindings/torch/tensor_copies.h"
 #include "bindings/torch/work_tessera.h"
 
@@ -48,8 +49,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTessera::recv(std::vector<at::Tensor>
   checkPeer(srcRank, getRank(), getSize(), tag, "recv");
   const Placement place = placementOf({t}, "recv", /*hostStaged=*/true);
   at::Tensor host = hostBufferLike(t);
-  std::function<void()> toDevice;  // CUDA: the received host copy to the tensor, once it is in
-  if (!host.is_same(t)) toDevice = [host, t]() mutable { t.copy_(host, /*non_blocking=*/true); };
+  // CUDA: the received host copy to the tensor once it is in, and once the caller's stream has
+  // done what it had queued before the call (which may still use the tensor).
+  std::function<void()> toDevice;
+  if (!host.is_same(t))
+    toDevice = [host, t, after = afterCallersStream(t.device())]() mutable {
+      after();
+      t.copy_(host, /*non_blocking=*/true);
+    };
   return launch(
       c10d::OpType::RECV, c10d::kUnsetTimeout, place, {t},
       "recv of " + describe(t) + " from rank " + std::to_string(srcRank) + " (tag " + std::to_string(tag) + ")",

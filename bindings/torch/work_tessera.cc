@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
@@ -178,7 +179,9 @@ bool WorkTessera::holdCallersStream() {
     if (completed_) return false;  // the result is in place: nothing to hold
   }
   // Queued without mutex_: a hold may allocate its flags, which may wait for the device, and
-  // complete() needs mutex_ to release the holds that device may be waiting on.
+  // complete() needs mutex_ to release the holds that device may be waiting on. On the
+  // tensors' device, whichever is the thread's current one: the hold's flags live there.
+  c10::DeviceGuard onDevice(*device_);
   void* stream = currentStream(*device_);
   {
     std::lock_guard<std::mutex> heldLock(held().mutex);

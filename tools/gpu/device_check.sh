@@ -12,10 +12,14 @@
 # kit is complete. With a GPU: the CUDA tests, the kernel tests under compute-sanitizer, the
 # multi-rank device checks under tsrun (2 and 4 ranks), the device kernel benchmark against a
 # device-to-device memcpy and torch.topk, and the direct device path when the kit has UCX with
-# CUDA. Each step has its own timeout, all of them together TSR_GPU_BUDGET_S (default 330 s).
-# TSR_GPU_STEPS (an extended regular expression) runs only the steps whose names match it, the
-# others reported NOT-RUN: a short session spends its device time on the steps that have not
-# passed yet (TSR_GPU_STEPS=torch for the torch backend's, its memcheck included).
+# CUDA, then the torch backend's steps (last: a budget cut falls on them). Each step has its own
+# timeout, all of them together TSR_GPU_BUDGET_S (default 540 s; the device tool allows 600 s a
+# command). TSR_GPU_STEPS (an extended regular expression) runs only the steps whose names match
+# it, the others reported NOT-RUN: a short session spends its device time on the steps that have
+# not passed yet (TSR_GPU_STEPS=torch for the torch backend's, its memcheck included).
+# TSR_GPU_PYTHON names the Python with PyTorch (default python3). The dry run rehearses the torch
+# steps on CPU tensors where that Python's torch is 2.2 or later: the backend built from the kit,
+# torch_cuda_check.py --cpu on 2 ranks.
 # Exit status: 0 when every step that ran passed, 1 otherwise, 2 for a bad kit or usage.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +36,8 @@ while [ $# -gt 0 ]; do
 done
 [ $VERIFY_ONLY = 1 ] || [ -n "$OUT" ] || { echo "usage: $0 OUT_DIR [--kit DIR] | --verify-only [--kit DIR]" >&2; exit 2; }
 START=$(date +%s)
-BUDGET=${TSR_GPU_BUDGET_S:-330}
+BUDGET=${TSR_GPU_BUDGET_S:-540}
+PY=${TSR_GPU_PYTHON:-python3}
 BASE_LIBS="linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libgcc_s.so.1 libstdc++.so.6 libcuda.so.1 libnvidia-ml.so.1"
 
 # verify_kit LIBDIRS FILES...: each file's libraries resolve in LIBDIRS (a : list) or are base
@@ -91,9 +96,11 @@ BIN=$KIT/bin
 
 # step NAME TIMEOUT CMD...: runs CMD with its output in logs/NAME.log; records PASS, FAIL,
 # TIMEOUT or NOT-RUN (the budget would not cover it). A check function named by CHECK (if
-# set) may turn a PASS into a FAIL by printing a reason.
+# set) may turn a PASS into a FAIL by printing a reason. An argument @TSRUN_TIMEOUT@ becomes
+# the step's limit (cut by the budget) less 10 s: tsrun ends its ranks, naming the late ones,
+# before the step's timeout kills it.
 step() {
-  local name=$1 limit=$2 left rc t0 note=""
+  local name=$1 limit=$2 left rc t0 note="" a
   shift 2
   if [ -n "${TSR_GPU_STEPS:-}" ] && ! [[ $name =~ $TSR_GPU_STEPS ]]; then
     printf '%s\tNOT-RUN\t-\t0\tnot selected (TSR_GPU_STEPS)\n' "$name" >> "$STEPS"
@@ -105,6 +112,9 @@ step() {
     echo "== $name: NOT RUN (budget)"; return 0
   fi
   [ "$limit" -gt "$left" ] && limit=$left
+  local args=()
+  for a in "$@"; do [ "$a" = @TSRUN_TIMEOUT@ ] && a=$((limit - 10)); args+=("$a"); done
+  set -- "${args[@]}"
   echo "== $name (limit ${limit}s)"
   t0=$(date +%s.%N)
   # The Python checks dump their stacks 25 s before the step's end (a hang says where), 15 s
@@ -142,49 +152,80 @@ direct_path() {
   [ "$d" -gt 0 ] || echo "no tensor took the direct device path ($s staged)"
 }
 
-# python_cuda_step LIMIT [CHECK]: tools/gpu/python_cuda_check.py on 2 ranks under the kit's tsrun,
-# with the package from the working tree and the kit's libtessera (NOT-RUN without numpy and torch).
-python_cuda_step() {
-  if ! python3 -c "import numpy, torch" >/dev/null 2>&1; then
-    printf 'python-cuda-2ranks\tNOT-RUN\t-\t0\tpython3 lacks numpy or torch\n' >> "$STEPS"; return 0
+# python_has STEP MODULE...: whether $PY imports the modules. One missing records STEP as
+# NOT-RUN; any other import failure (a library that does not load, with the kit's lib/ searched
+# first as in the steps) records it as FAIL with the error, which a NOT-RUN would have hidden.
+python_has() {
+  local name=$1 mods err
+  shift
+  mods=$(IFS=,; echo "$*")
+  err=$("$PY" -c "import $mods" 2>&1 >/dev/null) && return 0
+  if echo "$err" | grep -q 'ModuleNotFoundError'; then
+    printf '%s\tNOT-RUN\t-\t0\t%s lacks one of %s: %s\n' "$name" "$PY" "$mods" "$(echo "$err" | tail -1 | cut -c1-160)" >> "$STEPS"
+  else
+    printf '%s\tFAIL\t1\t0\t%s cannot import %s: %s\n' "$name" "$PY" "$mods" "$(echo "$err" | tail -1 | cut -c1-160)" >> "$STEPS"
+    echo "== $name: FAIL: $PY cannot import $mods:"; echo "$err" | tail -5 | sed 's/^/   | /'
   fi
-  CHECK=${2:-} step python-cuda-2ranks "$1" "$BIN/tsrun" -np 2 --timeout $(($1 - 10)) -x TSR_TIMEOUT_MS=30000 \
-    -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" \
-    python3 "$ROOT/tools/gpu/python_cuda_check.py"
+  return 1
 }
 
-# torch_cuda_steps: the torch backend built here against this machine's PyTorch
-# (build_torch_ext.py), then tools/gpu/torch_cuda_check.py on 2 ranks and on 4 ranks as 2 hosts,
-# DDP's per-step time (tools/gpu/torch_ddp_timing.py) and the backend check under memcheck.
-torch_cuda_steps() {
-  if ! python3 -c "import torch, ninja" >/dev/null 2>&1 && ! { python3 -c "import torch" && command -v ninja; } >/dev/null 2>&1; then
-    printf 'torch-cuda\tNOT-RUN\t-\t0\tpython3 lacks torch, or ninja is missing\n' >> "$STEPS"; return 0
+# python_cuda_step LIMIT [CHECK]: tools/gpu/python_cuda_check.py on 2 ranks under the kit's tsrun,
+# with the package from the working tree and the kit's libtessera.
+python_cuda_step() {
+  python_has python-cuda-2ranks numpy torch || return 0
+  CHECK=${2:-} step python-cuda-2ranks "$1" "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ -x TSR_TIMEOUT_MS=30000 \
+    -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" \
+    "$PY" "$ROOT/tools/gpu/python_cuda_check.py"
+}
+
+# torch_steps gpu|cpu: the torch backend built here against this machine's PyTorch
+# (build_torch_ext.py), then, on a GPU, tools/gpu/torch_cuda_check.py on 2 ranks and on 4 ranks
+# as 2 hosts, DDP's per-step time (tools/gpu/torch_ddp_timing.py) and the backend check under
+# memcheck (last: the slowest, and the one a cut budget leaves out first); in the dry run, the
+# same check on CPU tensors on 2 ranks, which rehearses the build and the launch.
+torch_steps() {
+  local mode=$1 ext pybin
+  python_has torch-backend-build torch || return 0
+  if [ "$mode" = cpu ] && ! "$PY" -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('.')[:2])) < (2, 2))"; then
+    printf 'torch-backend-build\tNOT-RUN\t-\t0\tdry run: %s has torch %s (the rehearsal needs 2.2 or later)\n' "$PY" \
+      "$("$PY" -c 'import torch; print(torch.__version__)')" >> "$STEPS"
+    return 0
+  fi
+  pybin=$(dirname "$(command -v "$PY")")  # a virtual environment's ninja, the environment not activated
+  if ! PATH=$pybin:$PATH command -v ninja >/dev/null; then
+    printf 'torch-backend-build\tNOT-RUN\t-\t0\tninja is missing (torch.utils.cpp_extension needs it)\n' >> "$STEPS"
+    return 0
   fi
   # The build imports what it built: libtessera's own dependencies (UCX, spdlog, fmt, hwloc)
   # are the kit's, which the extension's RUNPATH does not reach, so the kit's lib/ is searched.
-  CHECK= step torch-backend-build 240 env LD_LIBRARY_PATH="$KIT/lib" MAX_JOBS=16 python3 \
+  CHECK= step torch-backend-build 240 env PATH="$pybin:$PATH" LD_LIBRARY_PATH="$KIT/lib" MAX_JOBS=16 "$PY" \
     "$ROOT/tools/gpu/build_torch_ext.py" "$KIT" "$WORK/torch-ext"
-  local ext
   ext=$(ls "$WORK"/torch-ext/_tessera_torch*.so 2>/dev/null | head -1)
   if [ -z "$ext" ]; then
-    printf 'torch-cuda-steps\tNOT-RUN\t-\t0\tno torch backend was built (torch-backend-build)\n' >> "$STEPS"
+    printf 'torch-steps\tNOT-RUN\t-\t0\tno torch backend was built (torch-backend-build)\n' >> "$STEPS"
     return 0
   fi
-  local env=(-x TSR_TIMEOUT_MS=30000 -x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
+  local env=(-x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
              -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
+  if [ "$mode" = cpu ]; then
+    CHECK= step torch-cpu-2ranks 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=30000 \
+      "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --cpu
+    return 0
+  fi
   # The 2-rank run with the stream-side Work.wait() (TSR_TORCH_STREAM_WAIT=1), the other without.
-  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout 140 "${env[@]}" \
-    -x TSR_TORCH_STREAM_WAIT=1 \
-    python3 "$ROOT/tools/gpu/torch_cuda_check.py"
-  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout 170 "${env[@]}" \
-    python3 "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
+  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
+    -x TSR_TIMEOUT_MS=30000 -x TSR_TORCH_STREAM_WAIT=1 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py"
+  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
+    -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
-  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout 110 "${env[@]}" \
-    python3 "$ROOT/tools/gpu/torch_ddp_timing.py"
-  # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out).
+  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
+    -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_ddp_timing.py" --steps 10 --warmup 3
+  # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out),
+  # with a collective timeout that allows for the instrumented ranks' pace.
   if [ -n "${SAN:-}" ]; then
-    CHECK=device_ran step memcheck-torch-cuda 180 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
-      "$BIN/tsrun" -np 2 --timeout 170 "${env[@]}" python3 "$ROOT/tools/gpu/torch_cuda_check.py" --quick
+    CHECK=device_ran step memcheck-torch-cuda 240 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
+      "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=120000 \
+      "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --quick
   fi
 }
 
@@ -207,14 +248,15 @@ if [ $GPU = 0 ]; then
   CHECK= step gtest-kernels_cuda 60 "$BIN/kernels_cuda_tests"
   CHECK= step gtest-device_kernels 60 "$BIN/device_kernels_tests"
   CHECK= step gtest-c_api_device 60 "$BIN/c_api_device_tests"
-  CHECK= step gpu-check-2ranks-host-halves 120 "$BIN/tsrun" -np 2 --timeout 110 "$BIN/tsr-gpu-check" --count 4099 --steps 2
+  CHECK= step gpu-check-2ranks-host-halves 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "$BIN/tsr-gpu-check" --count 4099 --steps 2
   CHECK= step device-kernel-bench 30 "$BIN/tsr-device-kernel-bench"
   python_cuda_step 60
   if [ -d "$KIT/ucx-cuda/lib" ]; then  # Tessera on the kit's own UCX build (its CUDA module needs a driver)
     CHECK= step ucx-info-cuda 30 env LD_LIBRARY_PATH="$KIT/ucx-cuda/lib:$KIT/lib" "$KIT/ucx-cuda/bin/ucx_info" -v
     CHECK= step direct-2ranks-host-halves 120 env LD_LIBRARY_PATH="$KIT/ucx-cuda/lib:$KIT/lib" "$BIN/tsrun" -np 2 \
-      --timeout 110 "$BIN/tsr-gpu-check" --count 4099 --steps 2 --only tensors
+      --timeout @TSRUN_TIMEOUT@ "$BIN/tsr-gpu-check" --count 4099 --steps 2 --only tensors
   fi
+  torch_steps cpu  # the torch steps' build and launch, on CPU tensors
 else
   echo "mode gpu" >> "$ENV"
   nvidia-smi > "$LOGS/nvidia-smi.log" 2>&1
@@ -233,17 +275,15 @@ else
   CHECK= step gtest-device_staging 90 "$BIN/device_staging_tests"
   CHECK= step gtest-dense_device 90 "$BIN/dense_device_tests"
   # 2. Multi-rank jobs on the one GPU: dense TSR_MEM_CUDA and every device tensor vs host.
-  CHECK=device_ran step gpu-check-2ranks 120 "$BIN/tsrun" -np 2 --timeout 110 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 1
-  CHECK=device_ran step gpu-check-4ranks-2hosts 150 "$BIN/tsrun" -np 4 --timeout 140 -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2
+  CHECK=device_ran step gpu-check-2ranks 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 1
+  CHECK=device_ran step gpu-check-4ranks-2hosts 150 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2
   # The Python layer's dense collectives on PyTorch CUDA tensors (staged), from the working tree.
   python_cuda_step 120 device_ran
-  # The torch backend on CUDA tensors: every collective, streams, futures, split, DDP.
-  torch_cuda_steps
   # 3. The kernels on device memory against a device-to-device memcpy, top-k against torch.topk.
   CHECK=device_ran step device-kernel-bench 120 "$BIN/tsr-device-kernel-bench" --json "$WORK/kernel-bench.json" \
     --dump-input "$WORK/x.f32" --dump-topk "$WORK/topk.u32"
   if [ -f "$WORK/topk.u32" ]; then
-    CHECK= step torch-topk 120 env -u LD_LIBRARY_PATH python3 "$ROOT/tools/gpu/torch_topk.py" "$WORK/x.f32" "$WORK/topk.u32" \
+    CHECK= step torch-topk 120 env -u LD_LIBRARY_PATH "$PY" "$ROOT/tools/gpu/torch_topk.py" "$WORK/x.f32" "$WORK/topk.u32" \
       --bench-json "$WORK/kernel-bench.json" --out "$WORK/torch-topk.json"
   fi
   rm -f "$WORK/x.f32" "$WORK/topk.u32"
@@ -258,13 +298,15 @@ else
   if [ -d "$KIT/ucx-cuda/lib" ]; then
     UCXLIB=$KIT/ucx-cuda/lib:$KIT/lib
     CHECK= step ucx-info-cuda 30 env LD_LIBRARY_PATH="$UCXLIB" "$KIT/ucx-cuda/bin/ucx_info" -d
-    CHECK=direct_path step direct-2ranks 120 env LD_LIBRARY_PATH="$UCXLIB" "$BIN/tsrun" -np 2 --timeout 110 \
+    CHECK=direct_path step direct-2ranks 120 env LD_LIBRARY_PATH="$UCXLIB" "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ \
       -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 1 --only tensors
-    CHECK=direct_path step direct-4ranks-2hosts 150 env LD_LIBRARY_PATH="$UCXLIB" "$BIN/tsrun" -np 4 --timeout 140 \
+    CHECK=direct_path step direct-4ranks-2hosts 150 env LD_LIBRARY_PATH="$UCXLIB" "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ \
       -x TSR_LOG_LEVEL=info -x TSR_TIMEOUT_MS=30000 "$BIN/tsr-gpu-check" --hosts 2 --only tensors
   else
     printf 'direct-path\tNOT-RUN\t-\t0\tthe kit has no UCX with CUDA (docs/gpu.md)\n' >> "$STEPS"
   fi
+  # 6. The torch backend on CUDA tensors: every collective, streams, futures, split, DDP.
+  torch_steps gpu
 fi
 
 # Summary: JSON and text into OUT, every log in one archive (the device tool returns at most 8 files).

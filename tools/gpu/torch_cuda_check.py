@@ -13,7 +13,7 @@ allreduce, with each of Tessera's hooks (dense; marsit, topk, spardl, onebit, co
 interval 2, its residuals on the device, and with local=1) and with hooks.selsync (delta 0:
 every step averages the parameters through SelSync's memory=cuda staging): every rank's CUDA
 parameters bit-identical (covap local=1 and SelSync after their synchronize()), and the CUDA
-loss within float tolerance of the CPU one.
+loss within 1e-3 of the CPU one (relative; 1e-2 for the compressing hooks, ddp() says why).
 
     tsrun -np N python3 torch_cuda_check.py [--hosts H] [--cpu] [--quick]   (H: the ranks act as H hosts)
 --quick leaves DDP out (the run under compute-sanitizer). Each part and each DDP configuration
@@ -236,7 +236,13 @@ def ddp(hook=None, params=None, steps=20):
     dist.all_reduce(hi, op=dist.ReduceOp.MAX)
     what = f"DDP ({hook or 'its own allreduce'}{''.join(f' {k}={v}' for k, v in params.items())})"
     expect(torch.equal(lo, hi), f"{what} on CUDA: the ranks' parameters differ")
-    expect(abs(gpu_loss - cpu_loss) <= 1e-3 * max(1.0, abs(cpu_loss)), f"{what}: loss CUDA {gpu_loss} vs CPU {cpu_loss}")
+    # CUDA's and the CPU's float32 sums round differently. Exact averaging carries that as it is;
+    # a compressing hook may turn it into a different sign or a different top-k pick: on the CPU,
+    # initial weights perturbed by 3e-5 (relative) moved their loss after these steps by up to
+    # 8e-4 of it (marsit, onebit), the exact ones' by 1e-5. Each gets ten times its figure.
+    tol = 1e-3 if hook in (None, "dense", "selsync") else 1e-2
+    expect(abs(gpu_loss - cpu_loss) <= tol * max(1.0, abs(cpu_loss)),
+           f"{what}: loss CUDA {gpu_loss} vs CPU {cpu_loss} (tolerance {tol} of it)")
     return gpu_loss
 
 
