@@ -88,7 +88,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.option_defaults()->take_last();
   app.add_option("-b,--minbytes", minB, std::string("smallest message size: ") + tools::kByteSizeHelp);
   app.add_option("-e,--maxbytes", maxB, "largest message size");
-  app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows (<= 1: only -b and -e)")
+  app.add_option("-f,--stepfactor", o.factor,
+                 "size multiplier between rows (<= 1: only -b and -e); one row per distinct size, at most 200")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
@@ -185,23 +186,38 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   return o;
 }
 
-std::vector<size_t> sweepSizes(const BenchOptions& o, size_t elementBytes) {
+Result<std::vector<size_t>> sweepSizes(const BenchOptions& o, size_t elementBytes) {
   std::vector<size_t> sizes;
   // Whole elements; a size under one element is one (-b 3 of f32 measured a 0-byte call), and
   // only 0 asked for is an empty row.
   auto whole = [&](size_t b) { return b == 0 ? 0 : std::max(elementBytes, b / elementBytes * elementBytes); };
-  if (o.factor <= 1.0) {
+  auto tooMany = [&] {
+    return Status(Code::kInvalidArgument, "-f " + densityText(o.factor) + " from -b " + std::to_string(o.minBytes) +
+                                              " to -e " + std::to_string(o.maxBytes) + " makes more than " +
+                                              std::to_string(kMaxSweepRows) + " rows of " +
+                                              std::to_string(elementBytes) +
+                                              "-byte elements (the most a sweep takes): raise -f or narrow -b..-e");
+  };
+  if (o.factor <= 1.0) {  // -b, then -e unless it rounds to the same size
     sizes.push_back(whole(o.minBytes));
-    if (o.maxBytes != o.minBytes) sizes.push_back(whole(o.maxBytes));
+    if (whole(o.maxBytes) != sizes.back()) sizes.push_back(whole(o.maxBytes));
     return sizes;
   }
-  // From an empty message on, the next row is one byte (0 times the factor stays 0); at most
-  // 200 rows whatever the sizes round to.
-  for (double b = static_cast<double>(o.minBytes); b <= static_cast<double>(o.maxBytes) * 1.0000001;
-       b = b > 0 ? b * o.factor : 1) {
-    size_t s = whole(static_cast<size_t>(b));
-    if (sizes.empty() || s != sizes.back()) sizes.push_back(s);
-    if (sizes.size() > 200) break;
+  // One row per distinct size: from b, the next row is the first b * factor^k that rounds past
+  // this row's size (from an empty message, one byte: 0 times the factor stays 0), so a factor
+  // just above 1 neither repeats a size nor spins through the steps that round to it.
+  const double top = static_cast<double>(o.maxBytes) * 1.0000001;
+  for (double b = static_cast<double>(o.minBytes); b <= top;) {
+    const size_t s = whole(static_cast<size_t>(b));
+    sizes.push_back(s);
+    if (sizes.size() > kMaxSweepRows) return tooMany();
+    if (b == 0) {
+      b = 1;
+      continue;
+    }
+    const double want = static_cast<double>(s + elementBytes);  // the next size a row can have
+    const double k = std::max(1.0, std::ceil(std::log(want / b) / std::log(o.factor)));
+    b = std::max(b * std::pow(o.factor, k), want);  // past `want` only by pow's rounding
   }
   return sizes;
 }

@@ -62,8 +62,12 @@ bool hasSparseFloor(const BenchOptions& o);
 // The density as the shortest text that reads back as the same double ("0.01").
 std::string densityText(double density);
 
+// The most rows one sweep takes.
+constexpr size_t kMaxSweepRows = 200;
+
 // Sizes from min to max multiplied by factor (factor <= 1: min only, then max), each rounded
-// down to whole elements of `elementBytes` (and for allgather / reduce-scatter per-rank blocks).
-std::vector<size_t> sweepSizes(const BenchOptions& o, size_t elementBytes);
+// down to whole elements of `elementBytes` (and for allgather / reduce-scatter per-rank blocks),
+// one row per distinct size. More than kMaxSweepRows rows: an error naming -f, -b and -e.
+Result<std::vector<size_t>> sweepSizes(const BenchOptions& o, size_t elementBytes);
 
 }  // namespace tsr::tools::bench

@@ -64,6 +64,13 @@ int main(int argc, char** argv) {
   runtime::Communicator& comm = *created.value();
   const int n = comm.size();
   const bool printer = comm.rank() == 0;
+  size_t unit = dataTypeSize(o.dtype) *
+                (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
+  auto sizes = sweepSizes(o, unit);  // the same on every rank: all of them stop
+  if (!sizes.isOk()) {
+    if (printer) std::fprintf(stderr, "tsr-bench: %s\n", sizes.status().message().c_str());
+    return 2;
+  }
   std::ofstream json;
   if (printer && !o.jsonFile.empty()) {
     json.open(o.jsonFile);
@@ -83,10 +90,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);  // seen at once through a pipe (tsrun, tee): the job is up and sweeping
   }
   std::vector<BenchRow> rows;
-  size_t unit = dataTypeSize(o.dtype) *
-                (o.collective == Collective::kAllgather || o.collective == Collective::kReduceScatter ? n : 1);
   bool failed = false;
-  for (size_t bytes : sweepSizes(o, unit)) {
+  for (size_t bytes : sizes.value()) {
     Result<BenchRow> row = Status(Code::kInternal, "");
     try {
       row = isMarsit(o)       ? runMarsitSize(comm, o, bytes, hooks)

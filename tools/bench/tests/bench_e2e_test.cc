@@ -141,4 +141,14 @@ TEST(Bench, JsonAndMinBusbw) {
   std::filesystem::remove(file);
 }
 
+// A factor just above 1 makes a sweep past 200 rows: a usage error before any row (it ran the
+// first 201 sizes as if that were the sweep asked for).
+TEST(Bench, SweepPastTheRowCapIsRefused) {
+  RunResult r = bench(2, {"-f", "1.0001", "-n", "1", "-w", "0"});
+  EXPECT_EQ(r.exitCode(), 2) << describe(r);
+  EXPECT_NE(r.err.find("tsr-bench: -f 1.0001 from -b 8 to -e 67108864 makes more than 200 rows"), std::string::npos)
+      << describe(r);
+  EXPECT_TRUE(rank0Lines(r.out, false).empty()) << describe(r);
+}
+
 }  // namespace

@@ -69,7 +69,9 @@ TEST(BenchOptions, SizesAreBoundedAndTheSweepEnds) {
   for (const char* tiny : {"0", "1e-3"}) {
     auto o = parse({"-b", tiny, "-e", "64"});
     ASSERT_TRUE(o.isOk()) << tiny << ": " << o.status().toString();
-    auto sizes = sweepSizes(o.value(), 4);  // 0, then 1 byte (rounds to 0 elements), 2, 4, ...
+    auto swept = sweepSizes(o.value(), 4);  // 0, then 1 byte (rounds up to one element), 8, 16, ...
+    ASSERT_TRUE(swept.isOk()) << swept.status().toString();
+    const std::vector<size_t>& sizes = swept.value();
     ASSERT_FALSE(sizes.empty());
     EXPECT_EQ(sizes.front(), 0u);
     EXPECT_EQ(sizes.back(), 64u);
@@ -190,18 +192,65 @@ TEST(BenchOptions, SweepIsGeometricAndWholeElements) {
   o.minBytes = 8;
   o.maxBytes = 1024;
   o.factor = 2;
-  auto s = sweepSizes(o, 4);
+  auto s = sweepSizes(o, 4).value();
   ASSERT_EQ(s.size(), 8u);
   EXPECT_EQ(s.front(), 8u);
   EXPECT_EQ(s.back(), 1024u);
-  auto blocks = sweepSizes(o, 12);  // e.g. 3 ranks of f32 for reduce-scatter
+  auto blocks = sweepSizes(o, 12).value();  // e.g. 3 ranks of f32 for reduce-scatter
   for (size_t b : blocks) EXPECT_EQ(b % 12, 0u);
   // Under one element is one element (it was a 0-byte row); 0 asked for stays 0.
   o.minBytes = o.maxBytes = 3;
-  EXPECT_EQ(sweepSizes(o, 4), std::vector<size_t>{4});
+  EXPECT_EQ(sweepSizes(o, 4).value(), std::vector<size_t>{4});
   o.minBytes = 0;
   o.maxBytes = 8;
-  EXPECT_EQ(sweepSizes(o, 4), (std::vector<size_t>{0, 4, 8}));
+  EXPECT_EQ(sweepSizes(o, 4).value(), (std::vector<size_t>{0, 4, 8}));
+}
+
+// A factor just above 1: one row per distinct size, at most 200 of them; a longer sweep is
+// refused, naming -f, -b and -e (it was cut at 201 rows, or spun through the steps that round
+// to one size); -f 1 never repeats a size.
+TEST(BenchOptions, SweepHasDistinctSizesAndAtMost200Rows) {
+  BenchOptions o;
+  o.minBytes = 4;
+  o.maxBytes = 803;
+  o.factor = 1.000001;  // every element a row: 4, 8, ..., 800
+  auto exact = sweepSizes(o, 4);
+  ASSERT_TRUE(exact.isOk()) << exact.status().toString();
+  ASSERT_EQ(exact.value().size(), 200u);
+  for (size_t i = 0; i < 200; ++i) EXPECT_EQ(exact.value()[i], 4 * (i + 1));
+  o.maxBytes = 807;  // 201 rows
+  auto over = sweepSizes(o, 4);
+  ASSERT_FALSE(over.isOk());
+  EXPECT_EQ(over.status().message(),
+            "-f 1.000001 from -b 4 to -e 807 makes more than 200 rows of 4-byte elements (the most a sweep takes): "
+            "raise -f or narrow -b..-e");
+  for (double factor : {1.0001, 1.0000000001}) {  // the default -b 8 -e 64M
+    BenchOptions wide;
+    wide.factor = factor;
+    auto refused = sweepSizes(wide, 4);
+    ASSERT_FALSE(refused.isOk()) << factor;
+    EXPECT_NE(refused.status().message().find("-b 8 to -e 67108864 makes more than 200 rows"), std::string::npos)
+        << refused.status().message();
+  }
+  // Near 1 but within the cap: distinct, increasing, whole elements, from -b up to -e.
+  o.minBytes = 1000;
+  o.maxBytes = 1100;
+  o.factor = 1.001;
+  auto near = sweepSizes(o, 4).value();
+  ASSERT_FALSE(near.empty());
+  EXPECT_EQ(near.front(), 1000u);
+  EXPECT_GE(near.back(), 1096u);
+  EXPECT_LE(near.back(), 1100u);
+  for (size_t i = 1; i < near.size(); ++i) EXPECT_GT(near[i], near[i - 1]) << i;
+  for (size_t s : near) EXPECT_EQ(s % 4, 0u);
+  // -f 1 (or below): -b and -e, once each; sizes that round alike are one row.
+  o.factor = 1;
+  EXPECT_EQ(sweepSizes(o, 4).value(), (std::vector<size_t>{1000, 1100}));
+  o.minBytes = 5;
+  o.maxBytes = 7;
+  EXPECT_EQ(sweepSizes(o, 4).value(), std::vector<size_t>{4});
+  o.factor = 2;
+  EXPECT_EQ(sweepSizes(o, 4).value(), std::vector<size_t>{4});
 }
 
 }  // namespace
