@@ -106,7 +106,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
                      tensorAlgos() + " (tsr-info lists them)");
   app.add_option("--json", o.jsonFile, "write one JSON object per size to this file (rank 0)");
   app.add_option("-F,--format", o.format, "table|csv|peer")->check(CLI::IsMember({"table", "csv", "peer"}));
-  app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below");
+  app.add_option("--min-busbw", o.minBusbw, "exit non-zero when the average busbw (GB/s) is below (>= 0; 0: no bound)");
   app.add_option("--rate", o.rateGbit,
                  "link rate in Gbit/s: the floor 2(N-1)/N*S*8/rate and the time's ratio to it, in -F peer rows "
                  "and the compressed algorithms' split lines (0: none)")
@@ -136,6 +136,9 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
     return Status(Code::kInvalidArgument, "-o " + op + ": accepted values are sum|avg|min|max|prod|band|bor|bxor");
   if (isBitwiseOp(o.op) && isFloatType(o.dtype))
     return Status(Code::kInvalidArgument, "-o " + op + " is bitwise: it takes -d i32 or i64, not -d " + dtype);
+  if (!(o.minBusbw >= 0) || !std::isfinite(o.minBusbw))  // NaN too: no average is below it
+    return Status(Code::kInvalidArgument,
+                  "--min-busbw " + densityText(o.minBusbw) + ": accepted values are a bandwidth >= 0 (GB/s)");
   if (!std::isfinite(o.factor))
     return Status(Code::kInvalidArgument, "-f " + std::to_string(o.factor) + ": not a number");
   static const std::map<std::string, Collective> kColl = {{"allreduce", Collective::kAllreduce},

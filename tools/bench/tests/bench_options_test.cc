@@ -80,6 +80,23 @@ TEST(BenchOptions, SizesAreBoundedAndTheSweepEnds) {
   EXPECT_FALSE(parse({"-f", "nan"}).isOk());
 }
 
+// A bound below 0 (or not a number) can never fail a run: refused, naming it.
+TEST(BenchOptions, MinBusbwIsABandwidthOfAtLeastZero) {
+  for (const char* bad : {"-1", "-0.5", "nan", "inf"}) {
+    auto o = parse({"--min-busbw", bad});
+    ASSERT_FALSE(o.isOk()) << bad;
+    EXPECT_NE(o.status().message().find("--min-busbw "), std::string::npos) << o.status().message();
+    EXPECT_NE(o.status().message().find("accepted values are a bandwidth >= 0 (GB/s)"), std::string::npos)
+        << o.status().message();
+  }
+  EXPECT_NE(parse({"--min-busbw", "-1"}).status().message().find("--min-busbw -1:"), std::string::npos);
+  for (const char* good : {"0", "2.5"}) {
+    auto o = parse({"--min-busbw", good});
+    ASSERT_TRUE(o.isOk()) << good << ": " << o.status().toString();
+    EXPECT_DOUBLE_EQ(o.value().minBusbw, std::stod(good));
+  }
+}
+
 TEST(BenchOptions, BitwiseReductionsTakeIntegers) {
   auto ok = parse({"-d", "i64", "-o", "bxor"});
   ASSERT_TRUE(ok.isOk()) << ok.status().toString();
