@@ -47,7 +47,10 @@ bool keepsTopK(const BenchOptions& o) { return hasSparseFloor(o) && !isSpardl(o)
 // The tensor --algo names, from the registry, with the options' keys.
 Result<std::unique_ptr<algorithms::Tensor>> makeTensor(runtime::Communicator& comm, const BenchOptions& o,
                                                        size_t count) {
-  algorithms::TensorSpec spec{"tsr-bench-" + std::to_string(count * 4), count, DataType::kF32, {{"algorithm", o.algo}}};
+  algorithms::TensorSpec spec{"tsr-bench-" + std::to_string(count * 4),
+                              count,
+                              DataType::kF32,
+                              {{"algorithm", o.algo}, {"op", reduceOpName(o.op)}}};  // -o sum|avg
   if (isSpardl(o)) {
     spec.params["density"] = densityText(o.density);
     spec.params["teams"] = std::to_string(o.teams);
@@ -102,7 +105,7 @@ Result<int64_t> countWrong(runtime::Communicator& comm, const BenchOptions& o, c
     TSR_RETURN_IF_ERROR(waitFor(comm.reduceScatter(delta.data(), sum.data(), part, DataType::kF64, ReduceOp::kSum)));
   const bool f16Sums = o.algo.size() > 5 && o.algo.compare(o.algo.size() - 5, 5, "-fp16") == 0;
   const double tol = 4.0 * n * n * std::ldexp(1.0, f16Sums ? -11 : -23) * amax;
-  const double scale = isSpardl(o) ? 1.0 : n;  // the compressed tensors average
+  const double scale = o.op == ReduceOp::kSum ? 1.0 : n;  // -o: the sum, or the average
   for (size_t i = 0, j = me * part; i < part && j < d; ++i, ++j)
     wrong += !(std::fabs(sum[i] - scale * result[j]) <= tol);  // NaN counts as wrong
   return wrong;

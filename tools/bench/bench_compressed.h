@@ -1,13 +1,14 @@
 // Runs one size of a tsr-bench sweep with a compressed or SparDL tensor made by name from the
 // tensor registry: --algo spardl (the sparse sum), topk (its baseline: top-k all-gathered, the
 // average of every rank's decoded payload; -2level / -2level-fp16: average in each host, top-k
-// across hosts on each rank's shard) or onebit. One tensor per size, created before the
+// across hosts on each rank's shard) or onebit; -o sum|avg is the tensor's op= (a row says
+// which reduction it left). One tensor per size, created before the
 // warmup, timed like the dense path (barrier, the step, max over ranks), plus the step's time
 // split (spardl), the result's non-zeros and, with -c 1, checks that can fail:
 //   * the result is bit-identical on every rank (hash, then element-wise min/max);
 //   * sparsity: spardl at most k_b non-zeros per block, topk at most N*k in all;
-//   * conservation: sum_r (input_r + old residual_r - new residual_r) = result (spardl) or
-//     N * result (the averaging tensors), within float tolerance, via a float64 reduce-scatter.
+//   * conservation: sum_r (input_r + old residual_r - new residual_r) = result (-o sum) or
+//     N * result (-o avg), within float tolerance, via a float64 reduce-scatter.
 #pragma once
 
 #include "runtime/communicator.h"

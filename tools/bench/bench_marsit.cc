@@ -82,7 +82,7 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
                                         {"tsr-bench-" + std::to_string(row.bytes),
                                          row.count,
                                          DataType::kF32,
-                                         {{"algorithm", o.algo}, {"seed", "20261122"}}},
+                                         {{"algorithm", o.algo}, {"seed", "20261122"}, {"op", reduceOpName(o.op)}}},
                                         "tsr-bench");
   if (!created.isOk()) {
     row.algo = o.algo;
@@ -95,6 +95,7 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
   const std::map<std::string, double> settings = tensor.settings();
   const double mu = settings.at("momentum");
   const size_t span = static_cast<size_t>(settings.at("scale_span"));
+  const double perRank = o.op == ReduceOp::kSum ? comm.size() : 1;
   std::vector<float> g(row.count), comp, est(row.count, 0.0f);
   SlowestRank slowest(7);
   int64_t wrong = 0;
@@ -121,7 +122,8 @@ Result<BenchRow> runMarsitSize(runtime::Communicator& comm, const BenchOptions& 
       for (int f = 0; f < 7; ++f)
         if (part.name == names[f]) fields[f] = part.value;
     TSR_RETURN_IF_ERROR(keepSlowest(comm, step, fields, it >= o.warmup, slowest));
-    for (size_t j = 0; j < row.count; ++j) est[j] = static_cast<float>(g[j] + mu * est[j]);
+    // -o sum: the output is N times the average's.
+    for (size_t j = 0; j < row.count; ++j) est[j] = static_cast<float>(g[j] / perRank + mu * est[j]);
     if (it < o.warmup) continue;
     if (check) {
       // Test hook: a sign flip only the cross-rank comparison sees, a doubling the eta check sees.

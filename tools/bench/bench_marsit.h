@@ -1,6 +1,7 @@
 // Runs one size of a tsr-bench sweep with Marsit (--algo marsit, marsit-torus,
 // marsit-2level[-fp16]): one tensor per size, made by name from the tensor registry, timed like the dense path
 // (barrier, the step, max over ranks), plus the step's time split and, with -c 1, a check of every element.
+// -o avg (the default) is Marsit's estimate of the average, -o sum N times it (the tensor's op=).
 #pragma once
 
 #include "runtime/communicator.h"

@@ -96,7 +96,10 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64");
   // nccl-tests' spelling: --op names the collective, -o (long form --redop) the reduction;
   // --collective stays as an alias of --op.
-  app.add_option("-o,--redop", op, "reduction: sum|avg|min|max|prod, and band|bor|bxor (-d i32|i64)");
+  CLI::Option* redop = app.add_option(
+      "-o,--redop", op,
+      "reduction: sum|avg|min|max|prod, and band|bor|bxor (-d i32|i64); the tensor algorithms take sum|avg "
+      "(default their own: spardl sums, the others average)");
   app.add_option("-c,--check", check, "check every result against a float64 reference (0|1)")->check(CLI::Range(0, 1));
   app.add_option("--op,--collective", coll, "collective: allreduce|allgather|reduce_scatter|broadcast");
   app.add_option("--algo", o.algo,
@@ -154,6 +157,10 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
   if (tensorFamilyOf(o).empty() && !isDenseAlgo(o.algo))
     return Status(Code::kInvalidArgument,
                   "--algo " + o.algo + ": accepted values are " + denseAlgos() + "|" + tensorAlgos());
+  // A tensor algorithm leaves its own reduction unless -o names the other one (op= of the
+  // tensor, which scales its result by N or 1/N); the row says which it was.
+  if (!tensorFamilyOf(o).empty() && redop->count() == 0)
+    o.op = tensorFamilyOf(o) == "spardl" ? ReduceOp::kSum : ReduceOp::kAvg;
   // Marsit replaces g by eta*(+-1), an estimate of the average of f32 gradients: nothing else.
   if (isMarsit(o)) {
     std::string why = "--algo " + o.algo + ": ";
@@ -163,7 +170,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (Marsit takes f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
       return Status(Code::kInvalidArgument,
-                    why + "-o " + op + " is not accepted (Marsit estimates the average: sum|avg)");
+                    why + "-o " + op + " is not accepted (Marsit estimates the average: avg, or sum = N times it)");
   }
   if (!(o.density > 0.0 && o.density <= 1.0))
     return Status(Code::kInvalidArgument, "--density " + densityText(o.density) + ": accepted values are in (0, 1]");
@@ -178,7 +185,7 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv) {
       return Status(Code::kInvalidArgument, why + "-d " + dtype + " is not accepted (f32 only)");
     if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAvg)
       return Status(Code::kInvalidArgument, why + "-o " + op +
-                                                " is not accepted (sum|avg: spardl sums, "
+                                                " is not accepted (sum|avg; without -o spardl sums, "
                                                 "the compressed tensors average)");
     // Whether --teams divides N is known only under the communicator: the tensor says so then.
     bool pow2 = (o.teams & (o.teams - 1)) == 0;

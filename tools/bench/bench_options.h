@@ -50,7 +50,8 @@ Result<BenchOptions> parseBenchOptions(int argc, const char* const* argv);
 // --algo naming a tensor algorithm (algorithms/tensors/tensor_registry.h: marsit,
 // marsit-torus, marsit-2level[-fp16], spardl, topk, topk-2level[-fp16], onebit) runs that
 // tensor instead of a dense collective; the parser accepts it only for f32 allreduce with
-// -o sum|avg. Its family: "marsit", "compressed" or "spardl"; empty for a dense collective.
+// -o sum|avg (the tensor's op=); without -o, the tensor's own: sum for spardl, avg for the
+// others. Its family: "marsit", "compressed" or "spardl"; empty for a dense collective.
 std::string tensorFamilyOf(const BenchOptions& o);
 bool isMarsit(const BenchOptions& o);
 // A compressed or SparDL tensor (the compressed runner, bench_compressed.h).

@@ -44,6 +44,20 @@ INSTANTIATE_TEST_SUITE_P(AlgoN, MarsitBench,
                            return a + "N" + std::to_string(std::get<1>(info.param));
                          });
 
+// Without -o the row says avg, Marsit's estimate; -o sum makes the tensor leave N times it
+// (op=sum), which the check then expects.
+TEST(MarsitBench, RedopIsTheTensorsOp) {
+  for (const char* redop : {"", "sum", "avg"}) {
+    std::vector<std::string> args{"--algo", "marsit", "-b", "4K", "-e", "64K", "-f",
+                                  "16",     "-n",     "3",  "-w", "1",  "-c",  "1"};
+    if (*redop) args.insert(args.end(), {"-o", redop});
+    RunResult r = bench(3, args);
+    ASSERT_EQ(r.exitCode(), 0) << redop << "\n" << describe(r);
+    EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << describe(r);
+    EXPECT_EQ(countOf(r.out, std::string(" ") + (*redop ? redop : "avg") + " marsit-ring "), 2u) << describe(r);
+  }
+}
+
 TEST(MarsitBench, PlantedErrorsAreCountedExactly) {
   // Rank 1 flips element 0 and doubles element 1 in each of 2 checked iterations: both
   // elements then differ across the 3 ranks, and each rank counts them: 2 * 3 * 2 = 12.

@@ -175,6 +175,28 @@ TEST(BenchOptions, MarsitTakesF32AllreduceOnly) {
   }
 }
 
+// The tensor algorithms leave their own reduction unless -o names the other: the row's redop
+// is what ran (it said sum for Marsit's average).
+TEST(BenchOptions, TensorAlgorithmsReduceAsTheirRowsSay) {
+  struct Case {
+    std::vector<const char*> args;
+    ReduceOp op;
+  };
+  for (const Case& c :
+       {Case{{"--algo", "marsit"}, ReduceOp::kAvg}, Case{{"--algo", "topk"}, ReduceOp::kAvg},
+        Case{{"--algo", "onebit"}, ReduceOp::kAvg}, Case{{"--algo", "spardl"}, ReduceOp::kSum},
+        Case{{"--algo", "marsit", "-o", "sum"}, ReduceOp::kSum},
+        Case{{"--algo", "spardl", "--redop", "avg"}, ReduceOp::kAvg}, Case{{"--algo", "ring"}, ReduceOp::kSum}}) {
+    auto o = parse(c.args);
+    ASSERT_TRUE(o.isOk()) << c.args[1] << ": " << o.status().toString();
+    EXPECT_EQ(o.value().op, c.op) << c.args[1] << " " << c.args.size();
+  }
+  auto refused = parse({"--algo", "topk", "-o", "max"});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("--algo topk: -o max is not accepted (sum|avg;"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(BenchOptions, SparseTakesF32AllreduceAndItsOwnOptions) {
   auto o = parse({"--algo", "spardl", "--density", "0.001", "--teams", "3", "--sag", "b", "-o", "avg"});
   ASSERT_TRUE(o.isOk()) << o.status().toString();

@@ -31,7 +31,8 @@ TEST_P(SparseBench, ChecksCleanWithASplitPerRow) {
                             "32", "-n", "3", "-w", "1", "-c", "1", "--rate", "1"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << describe(r);
-  EXPECT_EQ(countOf(r.out, " sum " + c.row + " "), 3u) << describe(r);
+  // Without -o each leaves its own reduction, and the row says so: spardl sums, top-k averages.
+  EXPECT_EQ(countOf(r.out, (c.algo == "spardl" ? " sum " : " avg ") + c.row + " "), 3u) << describe(r);
   std::string split = c.algo == "spardl" ? "#   split(us) select " : "#   sparse nnz ";
   EXPECT_EQ(countOf(r.out, split), 3u) << describe(r);
   // One rank has no wire and no floor; several have both.
@@ -54,6 +55,17 @@ INSTANTIATE_TEST_SUITE_P(AlgoN, SparseBench,
                              name += c.algo.find("fp16") != std::string::npos ? "2LevelFp16" : "2Level";
                            return name + "N" + std::to_string(c.n) + "T" + std::to_string(c.teams);
                          });
+
+// -o names the other reduction: the tensor leaves it (op=), the check expects it, the row says it.
+TEST(SparseBench, RedopIsTheTensorsOp) {
+  for (const auto& [algo, redop] : {std::pair{"spardl", "avg"}, std::pair{"topk", "sum"}, std::pair{"onebit", "sum"}}) {
+    RunResult r =
+        bench(3, {"--algo", algo, "-o", redop, "-b", "4K", "-e", "64K", "-f", "16", "-n", "2", "-w", "1", "-c", "1"});
+    ASSERT_EQ(r.exitCode(), 0) << algo << " -o " << redop << "\n" << describe(r);
+    EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << describe(r);
+    EXPECT_EQ(countOf(r.out, std::string(" ") + redop + " " + algo + " "), 2u) << describe(r);
+  }
+}
 
 TEST(SparseBench, PlantedErrorsAreCountedExactly) {
   for (const char* algo : {"spardl", "topk"}) {
