@@ -11,10 +11,13 @@
 namespace tsr::tools::bench {
 
 namespace {
+// printf into a string of the length it takes (a header's ring of hundreds of ranks too).
 std::string format(const char* fmt, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
+  const int length = std::snprintf(nullptr, 0, fmt, args...);
+  if (length <= 0) return "";
+  std::string out(static_cast<size_t>(length), '\0');
+  std::snprintf(out.data(), out.size() + 1, fmt, args...);
+  return out;
 }
 
 // The reduction of the row: "none" for the collectives that reduce nothing (all formats).

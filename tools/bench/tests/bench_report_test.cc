@@ -225,6 +225,23 @@ TEST(BenchReport, SparseRowsHaveTheirSplitLineAndJson) {
   EXPECT_EQ(header.find("SparDL's"), std::string::npos) << header;
 }
 
+// The title names the ring's order and the hosts: hundreds of ranks make it longer than any
+// fixed buffer (it was cut at 512 bytes, past about 130 ranks), in every format.
+TEST(BenchReport, HeaderKeepsAnyNumberOfRanks) {
+  std::string ring;
+  for (int r = 0; r < 300; ++r) ring += (r ? " " : "") + std::to_string(r);
+  const std::string note = "UCX transport, hosts node-000..node-299, ring " + ring;
+  for (const char* format : {"table", "peer"}) {
+    BenchOptions o;
+    o.format = format;
+    const std::string h = header(o, 300, note, "# settings: defaults\n");
+    EXPECT_NE(h.find(note + (o.format == "peer" ? "\n" : "; 5 warmup + 20 timed iterations per size\n")),
+              std::string::npos)
+        << format << ": " << h;
+    EXPECT_NE(h.find("\n# settings: defaults\n"), std::string::npos) << h;
+  }
+}
+
 // The settings line names UCX's variables and Tessera's settings, sorted; never the launcher's
 // (the job secret above all) nor other variables.
 TEST(BenchReport, SettingsLineNamesUcxAndTesseraSettingsOnly) {
