@@ -20,6 +20,34 @@ std::string format(const char* fmt, auto... args) {
   return out;
 }
 
+// RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled.
+std::string csvField(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// A JSON string, quotes included: quote, backslash and control characters escaped.
+std::string jsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += format("\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 // The reduction of the row: "none" for the collectives that reduce nothing (all formats).
 const char* redopName(const BenchOptions& o) {
   return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter ? reduceOpName(o.op)
@@ -76,7 +104,7 @@ std::string header(const BenchOptions& o, int n, const std::string& note, const 
            settings +
            format("#%12s %10s %5s %11s %11s %11s %11s %11s %11s %7s ok\n", "size(B)", "count", "iters", "time(us)",
                   "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "floor(us)", "x_floor");
-  if (o.format == "csv") return "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong\n";
+  if (o.format == "csv") return "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong,error\n";
   return format("# tsr-bench: %s, %d ranks, %s; %d warmup + %d timed iterations per size\n",
                 collectiveName(o.collective), n, note.c_str(), o.warmup, o.iters) +
          settings + "# time: median over iterations of the slowest rank; wire: bytes one rank sent per op (max)\n" +
@@ -140,14 +168,21 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
     return s + ok;
   }
   // CSV is for programs: bandwidths in %g, so an 8-byte row's 2.5e-06 GB/s does not print as 0.
-  if (o.format == "csv")
-    return format("%zu,%zu,%s,%s,%s,%d,%.2f,%.6g,%.6g,%llu,%lld\n", r.bytes, r.count, dataTypeName(o.dtype), redop,
-                  r.algo.c_str(), n, r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
-                  static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong));
-  if (!r.error.empty())  // no figures for a size that failed: dashes, not zeros that read as data
+  // A size that failed has empty figures (no 0 wrong) and its error, quoted as RFC 4180 says.
+  if (o.format == "csv") {
+    std::string head =
+        format("%zu,%zu,%s,%s,", r.bytes, r.count, dataTypeName(o.dtype), redop) + csvField(r.algo) + format(",%d,", n);
+    if (!r.error.empty()) return head + ",,,,," + csvField(r.error) + "\n";
+    return head + format("%.2f,%.6g,%.6g,%llu,%lld,\n", r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
+                         static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong));
+  }
+  if (!r.error.empty()) {         // no figures for a size that failed: dashes, not zeros that read as data
+    std::string error = r.error;  // each of its lines a comment
+    for (size_t at = 0; (at = error.find('\n', at)) != std::string::npos; at += 5) error.replace(at, 1, "\n#   ");
     return format(" %11zu %12zu %5s %6s %-13s %10s %9s %9s %12s %7s\n", r.bytes, r.count, dataTypeName(o.dtype), redop,
                   r.algo.c_str(), "-", "-", "-", "-", "FAIL") +
-           "#   error: " + r.error + "\n";
+           "#   error: " + error + "\n";
+  }
   std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
   return format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count, dataTypeName(o.dtype),
                 redop, r.algo.c_str(), r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
@@ -231,16 +266,19 @@ std::string jsonLine(const BenchRow& r, const BenchOptions& o, int n) {
   std::string iters;
   for (size_t i = 0; i < r.itersUs.size(); ++i) iters += format(i ? ", %.3f" : "%.3f", r.itersUs[i]);
   if (!r.itersUs.empty()) split += ", \"iter_us\": [" + iters + "]";
-  std::string err;
-  for (char c : r.error) err += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-  return format(
-             "{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
-             "\"algo\": \"%s\", \"nranks\": %d, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
-             "\"wire_bytes\": %llu, \"wrong\": %lld",
-             collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), redopName(o), r.algo.c_str(), n,
-             r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n), static_cast<unsigned long long>(r.wireBytes),
-             static_cast<long long>(r.wrong)) +
-         split + (err.empty() ? "" : ", \"error\": \"" + err + "\"") + "}\n";
+  std::string line =
+      format("{\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"algo\": ",
+             collectiveName(o.collective), r.bytes, r.count, dataTypeName(o.dtype), redopName(o)) +
+      jsonString(r.algo) + format(", \"nranks\": %d, ", n);
+  // A size that failed: null figures (no 0 wrong) and its error.
+  if (!r.error.empty())
+    return line + "\"time_us\": null, \"algbw\": null, \"busbw\": null, \"wire_bytes\": null, \"wrong\": null" + split +
+           ", \"error\": " + jsonString(r.error) + "}\n";
+  return line +
+         format("\"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, \"wire_bytes\": %llu, \"wrong\": %lld", r.timeUs,
+                algbwGBs(r), busbwGBs(r, o.collective, n), static_cast<unsigned long long>(r.wireBytes),
+                static_cast<long long>(r.wrong)) +
+         split + "}\n";
 }
 
 }  // namespace tsr::tools::bench

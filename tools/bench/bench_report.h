@@ -76,6 +76,9 @@ std::string congestionControlLine(const std::string& name);
 // The kernel's default for new TCP connections (/proc/sys/net/ipv4/tcp_congestion_control),
 // "" when it cannot be read.
 std::string tcpCongestionControl();
+// One row in o.format. A size that failed (r.error) claims no figures: dashes and FAIL in the
+// table, then "#   error: ..." (every line of it a comment); in CSV empty figures and the
+// error in the last column. CSV fields are quoted as RFC 4180 says.
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int nranks);
 std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int nranks);
 // Rows with a split: "#   split(us) prepare P pack ... total T sent(B) B floor(us) F x_floor X"
@@ -86,6 +89,7 @@ std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int
 std::string splitLine(const BenchRow& r, const BenchOptions& o, int nranks);
 // Adds "split": {...}, "floor_us" and "x_floor" (the compressed floor) to rows with a split;
 // sparse rows get "sparse": {...} (split fields when timed, "nnz") and the sparse floor.
+// A size that failed: null figures ("wrong": null) and "error".
 std::string jsonLine(const BenchRow& r, const BenchOptions& o, int nranks);
 double averageBusbw(const std::vector<BenchRow>& rows, Collective c, int nranks);
 

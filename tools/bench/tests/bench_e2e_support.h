@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/self_path.h"
+#include "tools/bench/tests/csv_fields.h"
 #include "tools/tsrun/tests/child_process.h"
 
 namespace tsr::tools::bench::testing {
@@ -51,12 +52,12 @@ inline int expectEveryJsonLineHolds(const std::string& file, std::initializer_li
   return lines;
 }
 
-// CSV stays parseable: every output line is a header, a row of 11 fields or a '#' comment.
-inline void expectCsvRowsOf11Fields(const RunResult& r) {
+// CSV stays parseable: every output line is a header, a row of 12 fields or a '#' comment.
+inline void expectCsvRowsOf12Fields(const RunResult& r) {
   for (const std::string& line : r.outLines()) {
     std::string body = line.substr(line.find(']') + 2);  // tsrun's "[0] " prefix
     if (body.empty() || body[0] == '#') continue;
-    EXPECT_EQ(countOf(body, ","), 10u) << body;
+    EXPECT_EQ(csvFields(body).size(), 12u) << body;
   }
 }
 

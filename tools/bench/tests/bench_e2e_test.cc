@@ -78,20 +78,19 @@ TEST(Bench, PlantedWrongValueInALaterBlockIsCounted) {
   }
 }
 
-// -F csv: the header line and one line per size (8, 64, 512 B), every field in place.
+// -F csv: the header line and one line per size (8, 64, 512 B), every field in place (the
+// error column empty).
 TEST(Bench, CsvHasTheHeaderAndOneRowPerSize) {
   RunResult r = bench(2, {"-b", "8", "-e", "512", "-f", "8",   "-n", "2",   "-w",     "0",
                           "-c", "1", "-F", "csv", "-d", "i32", "-o", "max", "--algo", "ring"});
   ASSERT_EQ(r.exitCode(), 0) << describe(r);
   std::vector<std::string> lines = rank0Lines(r.out, true);  // csv has no comment lines at all
   ASSERT_EQ(lines.size(), 4u) << describe(r);
-  EXPECT_EQ(lines[0], "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong");
+  EXPECT_EQ(lines[0], "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong,error");
   const size_t sizes[] = {8, 64, 512};
   for (int i = 0; i < 3; ++i) {
-    std::vector<std::string> f;
-    std::istringstream row(lines[i + 1]);
-    for (std::string field; std::getline(row, field, ',');) f.push_back(field);
-    ASSERT_EQ(f.size(), 11u) << lines[i + 1];
+    std::vector<std::string> f = csvFields(lines[i + 1]);
+    ASSERT_EQ(f.size(), 12u) << lines[i + 1];
     EXPECT_EQ(f[0], std::to_string(sizes[i])) << lines[i + 1];
     EXPECT_EQ(f[1], std::to_string(sizes[i] / 4)) << lines[i + 1];
     EXPECT_EQ(f[2], "i32");
@@ -103,6 +102,7 @@ TEST(Bench, CsvHasTheHeaderAndOneRowPerSize) {
     EXPECT_GT(std::stod(f[8]), 0) << lines[i + 1];
     EXPECT_GT(std::stoull(f[9]), 0u) << lines[i + 1];
     EXPECT_EQ(f[10], "0") << lines[i + 1];
+    EXPECT_EQ(f[11], "") << lines[i + 1];
   }
 }
 

@@ -95,7 +95,7 @@ TEST(MarsitBench, JsonCarriesTheSplitAndTheCompressedFloor) {
       file, {"\"algo\": \"marsit-ring\"",
              "\"split\": {\"prepare\": ", "\"compensate\": ", "\"floor_us\": ", "\"x_floor\": ", "\"wire_bytes\": "});
   EXPECT_EQ(lines, 2);
-  expectCsvRowsOf11Fields(r);
+  expectCsvRowsOf12Fields(r);
   std::filesystem::remove(file);
 }
 

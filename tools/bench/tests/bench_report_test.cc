@@ -6,6 +6,7 @@
 
 #include "tools/bench/bench_options.h"
 #include "tools/bench/bench_report.h"
+#include "tools/bench/tests/csv_fields.h"
 
 namespace tsr::tools::bench {
 namespace {
@@ -94,6 +95,57 @@ TEST(BenchReport, FailedSizeShowsNoFiguresInTheTable) {
   EXPECT_NE(text.find("\n#   error: TSR_ERR_TIMEOUT: rank 2 (tsr1) stopped responding\n"), std::string::npos) << text;
   r.error.clear();
   EXPECT_EQ(formatRow(r, o, 4).find("FAIL"), std::string::npos);
+}
+
+// A size that failed claims no count of wrong values in any format (CSV and JSON said 0): the
+// figures are empty / null and the error is given whole, however many lines, commas and quotes
+// it holds (CSV quoted as RFC 4180 says, JSON escaped, each table line a comment).
+TEST(BenchReport, FailedSizeClaimsNoWrongCountInAnyFormat) {
+  BenchRow r;
+  r.bytes = 4096;
+  r.count = 1024;
+  r.algo = "ring";
+  r.wrong = 0;
+  r.error = "TSR_ERR_TIMEOUT: rank 2, \"tsr1\", stopped responding\n\tlast heard 2 s ago";
+  BenchOptions o;
+  o.format = "csv";
+  ASSERT_EQ(header(o, 4, ""), "size,count,type,redop,algo,nranks,time_us,algbw,busbw,wire_bytes,wrong,error\n");
+  std::string csv = formatRow(r, o, 4);
+  ASSERT_EQ(csv.back(), '\n');
+  EXPECT_EQ(csv,
+            "4096,1024,f32,sum,ring,4,,,,,,\"TSR_ERR_TIMEOUT: rank 2, \"\"tsr1\"\", stopped responding\n"
+            "\tlast heard 2 s ago\"\n");
+  std::vector<std::string> f = testing::csvFields(csv.substr(0, csv.size() - 1));
+  ASSERT_EQ(f.size(), 12u) << csv;
+  for (size_t i = 6; i < 11; ++i) EXPECT_EQ(f[i], "") << i << ": " << csv;
+  EXPECT_EQ(f[11], r.error);
+  std::string json = jsonLine(r, o, 4);
+  EXPECT_NE(json.find("\"time_us\": null, \"algbw\": null, \"busbw\": null, \"wire_bytes\": null, \"wrong\": null"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(
+      json.find("\"error\": \"TSR_ERR_TIMEOUT: rank 2, \\\"tsr1\\\", stopped responding\\n\\tlast heard 2 s ago\"}\n"),
+      std::string::npos)
+      << json;
+  EXPECT_EQ(json.find('\n'), json.size() - 1) << json;  // one line
+  o.format = "table";
+  std::string table = formatRow(r, o, 4);
+  EXPECT_NE(
+      table.find("\n#   error: TSR_ERR_TIMEOUT: rank 2, \"tsr1\", stopped responding\n#   \tlast heard 2 s ago\n"),
+      std::string::npos)
+      << table;
+  // A row that ran: figures, the count, an empty error; a field with a comma is quoted.
+  r.error.clear();
+  r.algo = "a,b";
+  r.timeUs = 10;
+  o.format = "csv";
+  f = testing::csvFields(formatRow(r, o, 4).substr(0, formatRow(r, o, 4).size() - 1));
+  ASSERT_EQ(f.size(), 12u) << formatRow(r, o, 4);
+  EXPECT_EQ(f[4], "a,b");
+  EXPECT_EQ(f[6], "10.00");
+  EXPECT_EQ(f[10], "0");
+  EXPECT_EQ(f[11], "");
+  EXPECT_NE(jsonLine(r, o, 4).find("\"wrong\": 0}"), std::string::npos) << jsonLine(r, o, 4);
 }
 
 // Broadcast and all-gather reduce nothing: every format says "none", not the -o default.

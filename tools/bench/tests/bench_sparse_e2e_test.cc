@@ -109,6 +109,25 @@ TEST(SparseBench, CombinationsTheyCannotServeAreNamed) {
   EXPECT_NE(r.out.find("teams=2 is not accepted"), std::string::npos) << describe(r);
 }
 
+// The same failed size in CSV and JSON: no count of wrong values (they said 0), the error given.
+TEST(SparseBench, FailedSizeInCsvAndJsonClaimsNoWrongCount) {
+  std::string file = tempFile("tsr_bench_failed_size.json");
+  RunResult r =
+      bench(3, {"--algo", "spardl", "--teams", "2", "-b", "4K", "-e", "4K", "-n", "1", "-F", "csv", "--json", file});
+  EXPECT_NE(r.exitCode(), 0) << describe(r);
+  expectCsvRowsOf12Fields(r);
+  std::string row;
+  for (const std::string& line : r.outLines())
+    if (line.rfind("[0] 4096,", 0) == 0) row = line.substr(4);
+  std::vector<std::string> f = csvFields(row);
+  ASSERT_EQ(f.size(), 12u) << describe(r);
+  EXPECT_EQ(f[10], "") << row;
+  EXPECT_NE(f[11].find("teams=2 is not accepted"), std::string::npos) << row;
+  EXPECT_EQ(expectEveryJsonLineHolds(file, {"\"wrong\": null", "\"error\": \"--algo spardl --density 0.01 --teams 2"}),
+            1);
+  std::filesystem::remove(file);
+}
+
 TEST(SparseBench, DenseAlgorithmsIgnoreTheSparseOptions) {
   // cluster.sh passes one argument list to every algorithm of ALGOS.
   RunResult r = bench(2, {"--algo", "ring", "--density", "0.01", "--teams", "2", "--sag", "b", "-b", "4K", "-e", "4K",
@@ -128,7 +147,7 @@ TEST(SparseBench, JsonCarriesTheSparseSplitAndFloor) {
       file, {"\"algo\": \"spardl\"", "\"sparse\": {\"select\": ", "\"nnz\": ", "\"density\": 0.01",
              "\"floor_us\": ", "\"x_floor\": ", "\"wire_bytes\": "});
   EXPECT_EQ(lines, 2);
-  expectCsvRowsOf11Fields(r);
+  expectCsvRowsOf12Fields(r);
   std::filesystem::remove(file);
 }
 
