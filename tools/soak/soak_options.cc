@@ -2,25 +2,47 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <limits>
+
 #include "tools/common/byte_size.h"
 
 namespace tsr::tools::soak {
 
+namespace {
+// A count or seed: decimal digits only, within 64 bits ("-5" wrapped to 2^64 - 5, and a
+// number past 2^64 became its largest value).
+Status parseCount(const std::string& text, const char* option, uint64_t* out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || ec != std::errc() || ptr != end)
+    return Status(Code::kInvalidArgument, std::string("tsr-soak: ") + option + " " + text +
+                                              ": accepted values are whole numbers from 0 to " +
+                                              std::to_string(std::numeric_limits<uint64_t>::max()));
+  return Status::ok();
+}
+}  // namespace
+
 Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
   SoakOptions o;
   std::string maxBytes = "16M";
+  std::string ops = std::to_string(o.ops), cycles = std::to_string(o.cycles), seed = std::to_string(o.seed);
   CLI::App app{
       "tsr-soak: mixed collectives, every result checked, then communicator create/destroy "
       "cycles, with RSS, open file descriptors and /dev/shm entries watched (run it under tsrun)",
       "tsr-soak"};
-  app.add_option("--ops", o.ops, "phase 1: mixed collectives to run")->capture_default_str();
+  app.add_option("--ops", ops, "phase 1: mixed collectives to run")->type_name("UINT")->capture_default_str();
   app.add_option("--max-bytes", maxBytes, std::string("largest buffer of one collective per rank: ") + kByteSizeHelp)
       ->capture_default_str();
   app.add_option("--inflight", o.inflight, "most collectives in flight (posted, then waited in order)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--cycles", o.cycles, "phase 2: communicator create/destroy cycles")->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the operation sequence (the same on every rank)")->capture_default_str();
+  app.add_option("--cycles", cycles, "phase 2: communicator create/destroy cycles")
+      ->type_name("UINT")
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed of the operation sequence (the same on every rank)")
+      ->type_name("UINT")
+      ->capture_default_str();
   app.add_option("--algos", o.algos,
                  "communicators to draw from: all, or a comma-separated list of "
                  "shm, ring, rabenseifner, doubling, bruck, torus, hier, ring-hosts")
@@ -57,6 +79,9 @@ Result<SoakOptions> parseSoakOptions(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     return Status(Code::kInvalidArgument, std::string("tsr-soak: ") + e.what() + " (--help lists the options)");
   }
+  TSR_RETURN_IF_ERROR(parseCount(ops, "--ops", &o.ops));
+  TSR_RETURN_IF_ERROR(parseCount(cycles, "--cycles", &o.cycles));
+  TSR_RETURN_IF_ERROR(parseCount(seed, "--seed", &o.seed));
   auto bytes = parseByteSize(maxBytes, "--max-bytes");  // as every tool reads sizes
   if (!bytes.isOk()) return Status(Code::kInvalidArgument, "tsr-soak: " + bytes.status().message());
   o.maxBytes = bytes.value();

@@ -318,5 +318,30 @@ TEST(SoakOptions, DefaultsSizesAndErrors) {
   EXPECT_NE(parseSoakOptions(3, badSize).status().message().find("--max-bytes lots: not a size"), std::string::npos);
 }
 
+// A negative count or seed wrapped to 2^64 - N (a run of 18446744073709551611 operations), and a
+// number past 2^64 became the largest: both refused, naming the option and the value.
+TEST(SoakOptions, CountsAndSeedAreWholeNumbersWithin64Bits) {
+  for (const char* option : {"--ops", "--cycles", "--seed"}) {
+    for (const char* bad : {"-5", "-1", "18446744073709551616", "1e3", "12x", "+5", ""}) {
+      const char* args[] = {"tsr-soak", option, bad};
+      auto o = parseSoakOptions(3, args);
+      ASSERT_FALSE(o.isOk()) << option << " " << bad;
+      EXPECT_NE(o.status().message().find(std::string(option) + " " + bad), std::string::npos) << o.status().message();
+    }
+    const std::string eqArg = std::string(option) + "=-2";
+    const char* eq[] = {"tsr-soak", eqArg.c_str()};
+    auto o = parseSoakOptions(2, eq);
+    ASSERT_FALSE(o.isOk()) << eqArg;
+    EXPECT_EQ(o.status().message(), "tsr-soak: " + std::string(option) +
+                                        " -2: accepted values are whole numbers from 0 to 18446744073709551615");
+  }
+  const char* edges[] = {"tsr-soak", "--ops", "0", "--cycles", "18446744073709551615", "--seed", "7"};
+  auto o = parseSoakOptions(7, edges);
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_EQ(o.value().ops, 0u);
+  EXPECT_EQ(o.value().cycles, 18446744073709551615u);
+  EXPECT_EQ(o.value().seed, 7u);
+}
+
 }  // namespace
 }  // namespace tsr::tools::soak
