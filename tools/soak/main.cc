@@ -105,12 +105,14 @@ std::string jsonEscape(const std::string& s) {
   return out;
 }
 
+// The final report: the options ("ops", "cycles_asked", ...), each phase's totals ("mixed",
+// "cycles"), every rank's figures, the algorithms that served; each key once.
 std::string jsonLine(const SoakOptions& o, int n, const std::vector<int64_t>& all, const RankRecord& mine, bool ok) {
   std::ostringstream j;
   const int64_t* r0 = all.data();
   double mixedS = r0[3] / 1e6, cycleS = r0[5] / 1e6;
   j << "{\"tool\":\"tsr-soak\",\"ranks\":" << n << ",\"seed\":" << o.seed << ",\"ops\":" << o.ops
-    << ",\"max_bytes\":" << o.maxBytes << ",\"inflight\":" << o.inflight << ",\"cycles\":" << o.cycles
+    << ",\"max_bytes\":" << o.maxBytes << ",\"inflight\":" << o.inflight << ",\"cycles_asked\":" << o.cycles
     << ",\"warmup_pct\":" << o.warmupPct << ",\"cycle_warmup_pct\":" << o.cycleWarmupPct
     << ",\"rss_bound_mib\":" << o.rssBoundMiB << ",\"cycle_rss_bound_kib\":" << o.cycleRssBoundKiB
     << ",\"rss_judged\":" << (kAddressSanitizer ? "false" : "true") << ",\"mixed\":{\"ops_done\":" << r0[1]
