@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ./run.sh: install what is missing, build, then run the main job on 4 local ranks (tsrun):
-#   1. tsr-check: every collective, checked against a float64 reference, as a table;
+#   1. tsr-check: allreduce, all-gather, reduce-scatter, broadcast and barrier (its --help lists
+#      the ten cases), checked against a float64 reference, as a table;
 #   2. the MLP trainer: the digits set trained with dense, Marsit, SparDL, SelSync
 #      and COVAP, one row each (time and bytes per step, test accuracy), written as JSON lines.
 # Both always run; the exit status is non-zero if either failed.
