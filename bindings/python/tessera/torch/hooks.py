@@ -196,8 +196,22 @@ def register(model, algorithm="dense", communicator=None, state_from=None, **par
             raise ValueError(f"tessera hooks: state_from holds residuals, which algorithm={algorithm!r} does not keep")
         if state_from.tensors is not None:
             state.carried = state.tensors.take_residuals(state_from.tensors)
-    model.register_comm_hook(state, hook)
+    model.register_comm_hook(state, _erring_as_ddp_reads(hook))
     return state
+
+
+def _erring_as_ddp_reads(hook):
+    """The hook, its future chained through then(): DDP reads a hook's future in C++, where a
+    failed collective's exception (torch's Future.set_exception keeps it as the future's value)
+    came out as "Unable to cast ... to Tensor". A then() callback that re-raises it fails the
+    chained future as an error, which DDP raises from backward() with its type and message."""
+    def ddp_hook(state, bucket):
+        return hook(state, bucket).then(_value_or_raise)
+    return ddp_hook
+
+
+def _value_or_raise(future):
+    return future.value()
 
 
 def _local_hook(state, bucket):
