@@ -12,17 +12,20 @@ cd "$TSR_ROOT"
 tsr_install_missing
 tsr_build build -DCMAKE_BUILD_TYPE=Release >/dev/null
 status=0
-# 4 ranks unless the arguments say how many (tsrun takes -np once).
-np=(-np 4)
+# 4 ranks on this machine (tools/hostfiles/local4) unless the arguments say how many or where
+# (tsrun takes each once): then tsrun's own defaults fill in the rest (-np N alone: N ranks
+# here; a host list alone: all its slots).
+where=(-np 4 --hostfile tools/hostfiles/local4)
 for a in "$@"; do
-  case $a in -np | -n | --np | -np=* | --np=* | -np[0-9]*) np=() ;; esac
+  case $a in -np | -n | --np | -np=* | --np=* | -H | --host | --host=* | --hostfile | --hostfile=* | \
+    --machinefile | --machinefile=*) where=() ;; esac
 done
-build/bin/tsrun "${np[@]}" --hostfile tools/hostfiles/local4 "$@" build/bin/tsr-check || status=$?
+build/bin/tsrun "${where[@]}" "$@" build/bin/tsr-check || status=$?
 
 json=$TSR_ROOT/build/mlp-trainer.jsonl
 rm -f "$json"
 if digits=$(tsr_fetch_digits); then
-  build/bin/tsrun "${np[@]}" --hostfile tools/hostfiles/local4 "$@" build/bin/example-train-mlp \
+  build/bin/tsrun "${where[@]}" "$@" build/bin/example-train-mlp \
     --data "$digits" --epochs 30 --json "$json" || status=$?
 else
   status=1

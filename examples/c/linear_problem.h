@@ -23,6 +23,25 @@ enum { kDim = 32, kSamples = 256 };
     }                                                              \
   } while (0)
 
+/* The step count in argv[1] (default `dflt`) of an example that takes at most `max_args`
+ * arguments: a count that is not a whole number in 1..1000000, or a stray argument, ends it
+ * with its usage and exit status 2 before any rank trains (as tsrun reports a usage error). */
+static int steps_argument(int argc, char** argv, int max_args, int dflt, const char* usage) {
+  if (argc - 1 > max_args) {
+    fprintf(stderr, "%s: %d arguments, at most %d (\"%s\" is one too many)\nusage: %s\n", argv[0], argc - 1, max_args,
+            argv[max_args + 1], usage);
+    exit(2);
+  }
+  if (argc < 2) return dflt;
+  char* end = NULL;
+  long steps = strtol(argv[1], &end, 10);
+  if (end == argv[1] || *end || steps < 1 || steps > 1000000) {
+    fprintf(stderr, "%s: steps=\"%s\" is not a whole number in 1..1000000\nusage: %s\n", argv[0], argv[1], usage);
+    exit(2);
+  }
+  return (int)steps;
+}
+
 /* Small deterministic generator, so every run and rank is reproducible. */
 static double uniform(unsigned long long* state) {
   *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;

@@ -12,7 +12,7 @@
 #include "linear_problem.h"
 
 int main(int argc, char** argv) {
-  int steps = argc > 1 ? atoi(argv[1]) : 200;
+  int steps = steps_argument(argc, argv, 1, 200, "tsrun -np N example-train-linear [steps]");
   tsr_comm_t comm;
   CHECK(tsr_comm_init(&comm));
   int rank, size;

@@ -12,7 +12,7 @@
 #include "linear_problem.h"
 
 int main(int argc, char** argv) {
-  int steps = argc > 1 ? atoi(argv[1]) : 300;
+  int steps = steps_argument(argc, argv, 3, 300, "tsrun -np N example-train-marsit [steps] [marsit|dense] [ring|torus]");
   const char* algorithm = argc > 2 ? argv[2] : "marsit";
   const char* topology = argc > 3 ? argv[3] : "ring";
   tsr_comm_t comm;

@@ -13,7 +13,7 @@
 #include "linear_problem.h"
 
 int main(int argc, char** argv) {
-  int steps = argc > 1 ? atoi(argv[1]) : 300;
+  int steps = steps_argument(argc, argv, 2, 300, "tsrun -np N example-train-selsync [steps] [delta]");
   const char* delta = argc > 2 ? argv[2] : "0.05";
   tsr_comm_t comm;
   CHECK(tsr_comm_init(&comm));

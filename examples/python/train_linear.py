@@ -17,8 +17,14 @@ import tessera
 
 DIM, SAMPLES, RATE = 32, 256, 0.1
 
-comm = tessera.Communicator()
+USAGE = "usage: tsrun -np N python3 train_linear.py [steps]"
+if len(sys.argv) > 2 or (len(sys.argv) == 2 and not (sys.argv[1].isdigit() and 1 <= int(sys.argv[1]) <= 1000000)):
+    # before the communicator: a usage error on every rank, none waiting for the others
+    what = f"steps={sys.argv[1]!r} is not a whole number in 1..1000000" if len(sys.argv) == 2 else \
+        f"{len(sys.argv) - 1} arguments, at most 1"
+    sys.exit(f"train_linear.py: {what}\n{USAGE}")
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+comm = tessera.Communicator()
 w_true = np.random.default_rng(12345).uniform(-1, 1, DIM)
 shard = np.random.default_rng(1000 + comm.rank)           # each rank its own samples
 x = shard.uniform(-1, 1, (SAMPLES, DIM))
