@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i += 2) { /* option, value */
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strncmp(a, "--", 2) != 0) {
+      fprintf(stderr, "covap_overlap: unexpected argument \"%s\" (options only: see the header of "
+                      "covap_overlap.c)\n", a);
+      return 2;
+    }
     if (!v) {
       fprintf(stderr, "covap_overlap: %s needs a value (see the header of covap_overlap.c)\n", a);
       return 2;
