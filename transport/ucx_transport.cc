@@ -215,9 +215,11 @@ Status UcxTransport::connect(const std::vector<std::string>& addresses, const st
 }
 
 void UcxTransport::markPeerFailed(int peer, const std::string& why) {
+  // UCX's words are about its endpoint ("Endpoint timeout" for a peer killed outright, where
+  // nothing timed out): said as UCX's, after what they mean for the job.
   if (!peerStatus_[peer].isOk()) return;
   peerStatus_[peer] = Status(Code::kPeerFailed, "rank " + std::to_string(rank_) + " lost its connection to " +
-                                                    peerLabel(peer, hosts_) + ": " + why);
+                                                    peerLabel(peer, hosts_) + " (UCX: " + why + ")");
   failConsumerRecvs(peer, peerStatus_[peer]);  // UCX has no request of ours to fail for them
   log::get("transport")->log(closing_ ? spdlog::level::debug : spdlog::level::warn, "{}", peerStatus_[peer].message());
 }
