@@ -258,12 +258,7 @@ static void run_algo(tsr_comm_t comm, int rank, int size, const options_t* o, co
   free(tx), free(ty), free(params), free(grad), free(exact), free(scratch), free(bx), free(by), free(order);
 }
 
-static void write_json(const char* path, const result_t* res, int n, int epochs) {
-  FILE* f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    exit(2);
-  }
+static void write_json(FILE* f, const char* path, const result_t* res, int n, int epochs) {
   for (int i = 0; i < n; ++i)
     fprintf(f,
             "{\"algo\": \"%s\", \"epochs\": %d, \"step_ms\": %.4f, \"bytes_per_step\": %.1f, "
@@ -291,6 +286,16 @@ int main(int argc, char** argv) {
   int rank, size;
   CHECK(tsr_comm_rank(comm, &rank));
   CHECK(tsr_comm_size(comm, &size));
+  /* Rank 0 writes --json: opened before training, so an unwritable path ends every rank now
+   * rather than after every algorithm has trained. */
+  FILE* json = NULL;
+  int json_ok = 1;
+  if (rank == 0 && o.json && !(json = fopen(o.json, "w"))) perror(o.json), json_ok = 0;
+  if (o.json) CHECK(tsr_broadcast(comm, &json_ok, &json_ok, 1, TSR_INT32, 0, NULL));
+  if (!json_ok) {
+    CHECK(tsr_comm_destroy(comm));
+    return 2;
+  }
 
   split_t sp = {.d = &d};
   int* order = malloc(sizeof(int) * (size_t)d.n);
@@ -355,8 +360,8 @@ int main(int argc, char** argv) {
              dense ? dense->test_acc : NAN, o.min_acc, o.tolerance, r->first_cos, r->first_ratio);
     failed |= why != NULL;
   }
-  if (rank == 0 && o.json) {
-    write_json(o.json, res, o.nalgos, o.epochs);
+  if (json) {
+    write_json(json, o.json, res, o.nalgos, o.epochs);
     printf("wrote %s\n", o.json);
   }
   if (rank == 0 && !failed) printf("PASSED: %d algorithms\n", o.nalgos);
