@@ -9,7 +9,9 @@
  * Each T is the mean step time of the slowest rank. The compute per bucket is T_comm / K unless
  * given, so computation and communication are about equal and overlap matters most. Perfect
  * pipelining gives T_over = max(T_comp + T_comm / K, T_comm + T_comp / K) (one bucket of the
- * smaller side is exposed); no overlap gives T_comp + T_comm.
+ * smaller side is exposed; an estimate from the measured phases, which a run may beat, since
+ * buckets handed over one at a time need not take as long as all at once); no overlap gives
+ * T_comp + T_comm.
  *
  *   tsrun -np N example-covap-overlap [--buckets K] [--floats F] [--compute-ms C] [--steps S]
  *                                     [--warmup W] [--max-ratio R]
