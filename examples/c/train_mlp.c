@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
   if (o.json) CHECK(tsr_broadcast(comm, &json_ok, &json_ok, 1, TSR_INT32, 0, NULL));
   if (!json_ok) {
     CHECK(tsr_comm_destroy(comm));
+    digits_free(&d);
     return 2;
   }
 
