@@ -156,10 +156,21 @@ std::string settingsLine(const std::map<std::string, std::string>& env) {
   return "# settings:" + (line.empty() ? std::string(" defaults (no UCX_ or TSR_ settings)") : line) + "\n";
 }
 
+// A failed size's error under its row, each of its lines a comment.
+static std::string errorComment(const std::string& what) {
+  std::string error = what;
+  for (size_t at = 0; (at = error.find('\n', at)) != std::string::npos; at += 5) error.replace(at, 1, "\n#   ");
+  return "#   error: " + error + "\n";
+}
+
 std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
   const char* redop = redopName(o);
   if (o.format == "peer") {
     double fl = floorUs(r, o.collective, n, o.rateGbit);
+    if (!r.error.empty())  // dashes, not zeros that read as data; the floor is the size's own
+      return format(" %12zu %10zu %5d %11s %11s %11s %11s %11s %11.0f %7s FAIL\n", r.bytes, r.count, r.iters, "-", "-",
+                    "-", "-", "-", fl, "-") +
+             errorComment(r.error);
     std::string s = format(" %12zu %10zu %5d %11.0f %11.0f %11.0f %11.3f %11.3f %11.0f ", r.bytes, r.count, r.iters,
                            r.timeUs, r.minUs, r.maxUs, algbwGBs(r), busbwGBs(r, o.collective, n), fl);
     s += fl > 0 ? format("%7.2f", r.timeUs / fl) : format("%7s", "-");
@@ -176,13 +187,10 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
     return head + format("%.2f,%.6g,%.6g,%llu,%lld,\n", r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),
                          static_cast<unsigned long long>(r.wireBytes), static_cast<long long>(r.wrong));
   }
-  if (!r.error.empty()) {         // no figures for a size that failed: dashes, not zeros that read as data
-    std::string error = r.error;  // each of its lines a comment
-    for (size_t at = 0; (at = error.find('\n', at)) != std::string::npos; at += 5) error.replace(at, 1, "\n#   ");
+  if (!r.error.empty())  // no figures for a size that failed: dashes, not zeros that read as data
     return format(" %11zu %12zu %5s %6s %-13s %10s %9s %9s %12s %7s\n", r.bytes, r.count, dataTypeName(o.dtype), redop,
                   r.algo.c_str(), "-", "-", "-", "-", "FAIL") +
-           "#   error: " + error + "\n";
-  }
+           errorComment(r.error);
   std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
   return format(" %11zu %12zu %5s %6s %-13s %10.1f %9.3f %9.3f %12llu %7s\n", r.bytes, r.count, dataTypeName(o.dtype),
                 redop, r.algo.c_str(), r.timeUs, algbwGBs(r), busbwGBs(r, o.collective, n),

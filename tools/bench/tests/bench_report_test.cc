@@ -47,7 +47,15 @@ TEST(BenchReport, PeerFormatHasTheElevenColumnsSummarizeReads) {
   r.wrong = -1;  // -c 0: not checked, which is not a failure
   EXPECT_EQ(formatRow(r, o, 4).substr(formatRow(r, o, 4).size() - 3), " -\n");
   r.error = "rank 2: timed out";
-  EXPECT_NE(formatRow(r, o, 4).find("FAIL"), std::string::npos);
+  std::string text = formatRow(r, o, 4);  // no figures but the floor, then the error
+  std::istringstream failed(text.substr(0, text.find('\n')));
+  fields.clear();
+  for (std::string f; failed >> f;) fields.push_back(f);
+  ASSERT_EQ(fields.size(), 11u) << text;
+  for (size_t i = 3; i < 8; ++i) EXPECT_EQ(fields[i], "-") << text;
+  EXPECT_EQ(fields[9], "-") << text;
+  EXPECT_EQ(fields[10], "FAIL") << text;
+  EXPECT_NE(text.find("\n#   error: rank 2: timed out\n"), std::string::npos) << text;
 }
 
 TEST(BenchReport, JsonLineHasTheRequiredFields) {
