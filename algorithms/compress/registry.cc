@@ -232,6 +232,26 @@ Status nameEnvironmentSource(const Status& st, const Params& given, const Params
   return st;
 }
 
+Status checkEnvironment(const std::map<std::string, std::string>& env) {
+  TSR_ASSIGN_OR_RETURN(Params fromEnv, withEnvironmentDefaults({}, env));
+  if (fromEnv.empty()) return Status::ok();
+  std::vector<std::string> kinds = {"onebit", "topk", "randomk", "dithering", "fp16", "bf16", "none"};
+  if (fromEnv.count("compressor")) kinds = {fromEnv.at("compressor")};
+  Status first;  // the error of the compressor that takes the most of them
+  for (const std::string& kind : kinds) {
+    Params given = fromEnv;
+    given.emplace("compressor", kind);
+    if (kind == "topk" || kind == "randomk" || kind == "dithering") given.emplace("k", "1");
+    if (given.count("momentum_mu")) given.emplace("momentum", "nesterov");
+    auto built = createCompressor(given, size_t{1} << 20);
+    if (built.isOk()) return Status::ok();
+    const bool elsewhere = built.status().message().find("does not apply") != std::string::npos;
+    if (first.isOk() || (!elsewhere && first.message().find("does not apply") != std::string::npos))
+      first = nameEnvironmentSource(built.status(), {}, fromEnv);
+  }
+  return first;
+}
+
 Result<Params> withEnvironmentDefaults(const Params& params) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {

@@ -47,6 +47,12 @@ Result<Params> withEnvironmentDefaults(const Params& params);
 // when the value it names came from one: "... (from TSR_COMPRESS_SEED=-1)".
 Status nameEnvironmentSource(const Status& st, const Params& given, const Params& completed);
 
+// The TSR_COMPRESS_* variables of `env` checked together, as createCompressor would check them
+// once a trainer's parameters are completed from them (for tsr-info -s). Without
+// TSR_COMPRESS_COMPRESSOR the trainer names the compressor: they pass when one compressor takes
+// them all (a required k or momentum=nesterov is assumed given). The error names the variable.
+Status checkEnvironment(const std::map<std::string, std::string>& env);
+
 // The keys createCompressor accepts (callers that mix compressor keys with other settings can
 // split a parameter map with this list).
 const std::vector<std::string>& compressorKeys();

@@ -1,5 +1,7 @@
+#include <map>
 #include <string>
 
+#include "algorithms/compress/registry.h"
 #include "tools/info/info.h"
 
 namespace tsr::tools::info {
@@ -43,6 +45,13 @@ SettingsReport renderSettings(const runtime::EnvMap& env) {
   SettingsReport r;
   r.text = "Settings (NAME=current value; where it comes from, the default, accepted values; meaning):\n";
   runtime::Config check;  // validates each environment value as the runtime would
+  // The compressor variables have a grammar together (k is a count for topk, levels for
+  // dithering; scale_block only for onebit): checked as a compressor built from them would be.
+  std::map<std::string, std::string> compressEnv;
+  for (const auto& [name, value] : env)
+    if (name.rfind("TSR_COMPRESS_", 0) == 0) compressEnv[name] = value;
+  Status compress = compress::checkEnvironment(compressEnv);
+  bool compressNamed = compress.isOk();
   for (const ConfigEntry& e : runtime::configTable()) {
     auto it = env.find(e.name);
     const std::string dflt = *e.defaultValue ? e.defaultValue : "none";
@@ -53,7 +62,12 @@ SettingsReport renderSettings(const runtime::EnvMap& env) {
     } else {
       value = it->second;
       note = "environment; default " + dflt;
-      if (Status st = check.set(e.name, value); !st.isOk()) {
+      Status st = check.set(e.name, value);
+      if (!compress.isOk() && compress.message().find("(from " + std::string(e.name) + "=") != std::string::npos) {
+        if (st.isOk()) st = compress;
+        compressNamed = true;
+      }
+      if (!st.isOk()) {
         note = "INVALID, the runtime refuses it: " + st.message() + "; default " + dflt;
         ++r.invalid;
       }
@@ -62,6 +76,11 @@ SettingsReport renderSettings(const runtime::EnvMap& env) {
     const std::string accepted = acceptedText(e);
     r.text += std::string(e.name) + "=" + value + "  (" + note + (accepted.empty() ? "" : "; " + accepted) + ")\n";
     r.text += wrap(e.description);
+  }
+
+  if (!compressNamed) {  // not one variable's fault (or one the table already refused)
+    r.text += "TSR_COMPRESS_* together: INVALID, the runtime refuses them: " + compress.message() + "\n";
+    ++r.invalid;
   }
 
   std::string unknown;

@@ -93,5 +93,40 @@ TEST(SettingsTable, BasePortDefaultIsTheOneInUse) {
   EXPECT_EQ(defaults.get("TSR_BASE_PORT"), std::to_string(tsrun::kDefaultBasePort));
 }
 
+// The compressor variables are checked together, as the compressor built from them would check
+// them: a k topk cannot take, a scale block that is no multiple of 64, a momentum factor out of
+// [0, 1), a seed that is no unsigned integer; each refusal names its variable.
+TEST(SettingsReport, CompressorValuesAreCheckedAsTheCompressorWould) {
+  SettingsReport ok = renderSettings({{"TSR_COMPRESS_COMPRESSOR", "topk"}, {"TSR_COMPRESS_K", "0.01"}});
+  EXPECT_EQ(ok.invalid, 0) << ok.text;
+  EXPECT_EQ(renderSettings({{"TSR_COMPRESS_K", "8"}, {"TSR_COMPRESS_SEED", "7"}}).invalid, 0);
+  EXPECT_EQ(renderSettings({{"TSR_COMPRESS_SCALE_BLOCK", "4096"}}).invalid, 0);
+
+  struct Case {
+    runtime::EnvMap env;
+    std::string line;  // the entry marked INVALID
+    std::string said;
+  };
+  const Case cases[] = {
+      {{{"TSR_COMPRESS_COMPRESSOR", "topk"}, {"TSR_COMPRESS_K", "1.5"}}, "TSR_COMPRESS_K=1.5  (INVALID", "'k'"},
+      {{{"TSR_COMPRESS_K", "-3"}}, "TSR_COMPRESS_K=-3  (INVALID", "'k'"},
+      {{{"TSR_COMPRESS_SCALE_BLOCK", "100"}}, "TSR_COMPRESS_SCALE_BLOCK=100  (INVALID", "multiple of 64"},
+      {{{"TSR_COMPRESS_MOMENTUM_MU", "1.5"}}, "TSR_COMPRESS_MOMENTUM_MU=1.5  (INVALID", "[0, 1)"},
+      {{{"TSR_COMPRESS_SEED", "-1"}}, "TSR_COMPRESS_SEED=-1  (INVALID", "unsigned 64-bit"},
+      {{{"TSR_COMPRESS_COMPRESSOR", "topk"}, {"TSR_COMPRESS_SCALING", "true"}},
+       "TSR_COMPRESS_SCALING=true  (INVALID",
+       "does not apply to compressor 'topk'"},
+  };
+  for (const Case& c : cases) {
+    SettingsReport r = renderSettings(c.env);
+    EXPECT_EQ(r.invalid, 1) << c.line << "\n" << r.text;
+    EXPECT_TRUE(hasLine(r.text, c.line)) << c.line << "\n" << r.text;
+    EXPECT_NE(r.text.find(c.said), std::string::npos) << c.said << "\n" << r.text;
+  }
+  // A value the table refuses is counted once, not again for the set.
+  SettingsReport bad = renderSettings({{"TSR_COMPRESS_COMPRESSOR", "zip"}});
+  EXPECT_EQ(bad.invalid, 1) << bad.text;
+}
+
 }  // namespace
 }  // namespace tsr::tools::info
