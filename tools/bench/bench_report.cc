@@ -197,10 +197,13 @@ std::string formatRow(const BenchRow& r, const BenchOptions& o, int n) {
                 static_cast<unsigned long long>(r.wireBytes), wrong.c_str());
 }
 
+// Over the sizes measured: a size that failed has no bandwidth (not 0 GB/s to average in).
 double averageBusbw(const std::vector<BenchRow>& rows, Collective c, int n) {
   double sum = 0;
-  for (const auto& r : rows) sum += busbwGBs(r, c, n);
-  return rows.empty() ? 0 : sum / rows.size();
+  size_t measured = 0;
+  for (const auto& r : rows)
+    if (r.error.empty()) sum += busbwGBs(r, c, n), ++measured;
+  return measured ? sum / measured : 0;
 }
 
 std::string footer(const std::vector<BenchRow>& rows, const BenchOptions& o, int n) {

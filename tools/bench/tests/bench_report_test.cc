@@ -105,6 +105,22 @@ TEST(BenchReport, FailedSizeShowsNoFiguresInTheTable) {
   EXPECT_EQ(formatRow(r, o, 4).find("FAIL"), std::string::npos);
 }
 
+// The footer's average is over the sizes measured: the size that failed is not a 0 in it.
+TEST(BenchReport, AverageLeavesOutTheFailedSize) {
+  BenchOptions o;
+  BenchRow good;
+  good.bytes = 1000000;
+  good.timeUs = 1000;  // 1 GB/s algbw
+  BenchRow failed = good;
+  failed.timeUs = 0;
+  failed.error = "TSR_ERR_TIMEOUT: rank 1 stopped responding";
+  EXPECT_DOUBLE_EQ(averageBusbw({good, failed}, Collective::kAllgather, 2),
+                   averageBusbw({good}, Collective::kAllgather, 2));
+  EXPECT_GT(averageBusbw({good}, Collective::kAllgather, 2), 0);
+  EXPECT_EQ(averageBusbw({failed}, Collective::kAllgather, 2), 0);
+  EXPECT_NE(footer({good, failed}, o, 2).find("# Failed sizes        : 1"), std::string::npos);
+}
+
 // A size that failed claims no count of wrong values in any format (CSV and JSON said 0): the
 // figures are empty / null and the error is given whole, however many lines, commas and quotes
 // it holds (CSV quoted as RFC 4180 says, JSON escaped, each table line a comment).
