@@ -27,6 +27,11 @@ namespace tsr::capi {
 // The calling thread's last error message (tsr_last_error).
 inline thread_local std::string lastError;
 
+// Set while a tsr_request_on_complete callback runs on this thread: the thread that drives
+// Tessera (its progress thread, or a caller's driving it), which a wait there would hold up
+// for good, heartbeats and timeouts included.
+inline thread_local bool inCompletionCallback = false;
+
 inline tsr_status_t report(const tsr::Status& st) {
   // NotSupported is no failure inside the runtime (the next algorithm is tried), but a C
   // caller that gets it back needs to know why.
@@ -81,6 +86,18 @@ inline tsr_status_t readParams(const std::string& who, const tsr_param_t* params
   }
   return TSR_OK;
 }
+// A call that waits (a collective or message without a request, split, shrink, grow,
+// finalize, destroy, a step) in a completion callback would wait for the very thread it holds
+// up, for good (the timeouts stop with it; a destroy there used to abort the process): refused
+// before anything is posted, saying so. TSR_OK outside a callback.
+inline tsr_status_t refuseWaitInCallback(const std::string& fn) {
+  if (!inCompletionCallback) return TSR_OK;
+  return invalid(fn +
+                 ": a blocking call in a tsr_request_on_complete callback; the callback runs on the thread that "
+                 "drives Tessera, so it could never finish (post it with a request, or call it on a thread of your "
+                 "own)");
+}
+
 template <typename F>
 inline tsr_status_t guarded(const char* what, F&& body) {
   try {

@@ -49,10 +49,15 @@ tsr_status_t onComm(tsr_comm_t comm, const char* fn, F&& body) {
   return withLiveComm(*comm->life, fn, std::forward<F>(body));
 }
 
-// Set while a tsr_request_on_complete callback runs on this thread: the thread that drives
-// Tessera (its progress thread, or a caller's driving it), which a wait there would hold up
-// for good, heartbeats and timeouts included.
-thread_local bool tInCompletionCallback = false;
+// onComm for a collective or a message: without a request it blocks, which a completion
+// callback may not (refuseWaitInCallback), refused before it is posted.
+template <typename F>
+tsr_status_t onCommPosting(tsr_comm_t comm, const char* fn, tsr_request_t* request, F&& body) {
+  if (comm && !request)
+    if (tsr_status_t st = refuseWaitInCallback(fn); st != TSR_OK) return st;
+  return onComm(comm, fn, std::forward<F>(body));
+}
+
 // Set while tsr_request_on_complete registers: a callback run then, at once, runs on the
 // caller's own thread, where a wait is fine.
 thread_local bool tRegistering = false;
@@ -63,7 +68,7 @@ tsr_status_t settle(tsr_request_t request, bool block) {
   auto body = [&](Communicator* comm) -> tsr_status_t {
     const tsr::runtime::Request& r = *request->impl;
     if (!comm && !r.done()) return destroyed(block ? "tsr_wait" : "tsr_test");
-    if (block && tInCompletionCallback && !r.done())
+    if (block && inCompletionCallback && !r.done())
       return invalid(
           "tsr_wait: called in a tsr_request_on_complete callback on a request still running; the callback runs "
           "on the thread that drives Tessera, so that request could never finish (wait on a thread of your own)");
@@ -89,7 +94,10 @@ tsr_status_t tsr_comm_init_config(tsr_comm_t* comm, const tsr_param_t* params, s
 
 tsr_status_t tsr_comm_destroy(tsr_comm_t comm) {
   return guarded("tsr_comm_destroy", [&] {
-    if (comm) comm->life->destroy();
+    if (!comm) return TSR_OK;
+    // It waits for the calls in progress and ends the progress thread: not from a callback.
+    if (tsr_status_t st = refuseWaitInCallback("tsr_comm_destroy"); st != TSR_OK) return st;
+    comm->life->destroy();
     delete comm;
     return TSR_OK;
   });
@@ -116,6 +124,7 @@ tsr_status_t tsr_comm_revoke(tsr_comm_t comm) {
 tsr_status_t tsr_comm_finalize(tsr_comm_t comm) {
   return guarded("tsr_comm_finalize", [&] {
     if (!comm) return invalid("tsr_comm_finalize: comm is NULL");
+    if (tsr_status_t st = refuseWaitInCallback("tsr_comm_finalize"); st != TSR_OK) return st;
     // Waits under the shared lock (other threads' calls go on), ends the communicator after.
     tsr_status_t drained =
         withLiveComm(*comm->life, "tsr_comm_finalize", [](Communicator& c) { return report(c.drain()); });
@@ -145,7 +154,7 @@ tsr_status_t tsr_send(tsr_comm_t comm, const void* send, size_t count, tsr_dtype
   return guarded("tsr_send", [&] {
     if (tag < 0) return invalid("tsr_send: tag " + std::to_string(tag) + " is negative");
     if (tsr_status_t st = checkDtype("tsr_send", dtype); st != TSR_OK) return st;
-    return onComm(comm, "tsr_send", [&](Communicator& c) {
+    return onCommPosting(comm, "tsr_send", request, [&](Communicator& c) {
       return finish(c.send(send, count, static_cast<tsr::DataType>(dtype), peer, static_cast<uint32_t>(tag)), request,
                     comm->life);
     });
@@ -157,7 +166,7 @@ tsr_status_t tsr_recv(tsr_comm_t comm, void* recv, size_t count, tsr_dtype_t dty
   return guarded("tsr_recv", [&] {
     if (tag < 0) return invalid("tsr_recv: tag " + std::to_string(tag) + " is negative");
     if (tsr_status_t st = checkDtype("tsr_recv", dtype); st != TSR_OK) return st;
-    return onComm(comm, "tsr_recv", [&](Communicator& c) {
+    return onCommPosting(comm, "tsr_recv", request, [&](Communicator& c) {
       return finish(c.recv(recv, count, static_cast<tsr::DataType>(dtype), peer, static_cast<uint32_t>(tag)), request,
                     comm->life);
     });
@@ -171,6 +180,8 @@ tsr_status_t tsr_comm_split(tsr_comm_t comm, int color, int key, tsr_comm_t* new
     if (color < TSR_COMM_SPLIT_NOCOLOR)
       return invalid("tsr_comm_split: color " + std::to_string(color) +
                      " (a color is >= 0, or TSR_COMM_SPLIT_NOCOLOR)");
+    if (comm)
+      if (tsr_status_t st = refuseWaitInCallback("tsr_comm_split"); st != TSR_OK) return st;
     return onComm(comm, "tsr_comm_split", [&](Communicator& c) {
       auto made = c.split(color, key);
       if (!made.isOk()) return report(made.status());
@@ -282,7 +293,7 @@ tsr_status_t tsr_allreduce(tsr_comm_t comm, const void* send, void* recv, size_t
   return guarded("tsr_allreduce", [&] {
     if (tsr_status_t st = checkDtype("tsr_allreduce", dtype); st != TSR_OK) return st;
     if (tsr_status_t st = checkOp("tsr_allreduce", op); st != TSR_OK) return st;
-    return onComm(comm, "tsr_allreduce", [&](Communicator& c) {
+    return onCommPosting(comm, "tsr_allreduce", request, [&](Communicator& c) {
       return finish(c.allreduce(send, recv, count, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),
                     request, comm->life);
     });
@@ -293,7 +304,7 @@ tsr_status_t tsr_allgather(tsr_comm_t comm, const void* send, void* recv, size_t
                            tsr_request_t* request) {
   return guarded("tsr_allgather", [&] {
     if (tsr_status_t st = checkDtype("tsr_allgather", dtype); st != TSR_OK) return st;
-    return onComm(comm, "tsr_allgather", [&](Communicator& c) {
+    return onCommPosting(comm, "tsr_allgather", request, [&](Communicator& c) {
       return finish(c.allgather(send, recv, count, static_cast<tsr::DataType>(dtype)), request, comm->life);
     });
   });
@@ -304,7 +315,8 @@ tsr_status_t tsr_alltoallv(tsr_comm_t comm, const void* send, const size_t* send
                            tsr_request_t* request) {
   return guarded("tsr_alltoallv", [&] {
     if (tsr_status_t st = checkDtype("tsr_alltoallv", dtype); st != TSR_OK) return st;
-    return onComm(comm, "tsr_alltoallv", [&](Communicator& c) {
+    // Waits for the agreement on the counts even with a request.
+    return onCommPosting(comm, "tsr_alltoallv", nullptr, [&](Communicator& c) {
       return finish(c.alltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs,
                                 static_cast<tsr::DataType>(dtype)),
                     request, comm->life);
@@ -316,7 +328,7 @@ tsr_status_t tsr_broadcast(tsr_comm_t comm, const void* send, void* recv, size_t
                            tsr_request_t* request) {
   return guarded("tsr_broadcast", [&] {
     if (tsr_status_t st = checkDtype("tsr_broadcast", dtype); st != TSR_OK) return st;
-    return onComm(comm, "tsr_broadcast", [&](Communicator& c) {
+    return onCommPosting(comm, "tsr_broadcast", request, [&](Communicator& c) {
       return finish(c.broadcast(send, recv, count, static_cast<tsr::DataType>(dtype), root), request, comm->life);
     });
   });
@@ -327,7 +339,7 @@ tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, s
   return guarded("tsr_reduce_scatter", [&] {
     if (tsr_status_t st = checkDtype("tsr_reduce_scatter", dtype); st != TSR_OK) return st;
     if (tsr_status_t st = checkOp("tsr_reduce_scatter", op); st != TSR_OK) return st;
-    return onComm(comm, "tsr_reduce_scatter", [&](Communicator& c) {
+    return onCommPosting(comm, "tsr_reduce_scatter", request, [&](Communicator& c) {
       return finish(
           c.reduceScatter(send, recv, recvCount, static_cast<tsr::DataType>(dtype), static_cast<tsr::ReduceOp>(op)),
           request, comm->life);
@@ -337,7 +349,8 @@ tsr_status_t tsr_reduce_scatter(tsr_comm_t comm, const void* send, void* recv, s
 
 tsr_status_t tsr_barrier(tsr_comm_t comm, tsr_request_t* request) {
   return guarded("tsr_barrier", [&] {
-    return onComm(comm, "tsr_barrier", [&](Communicator& c) { return finish(c.barrier(), request, comm->life); });
+    return onCommPosting(comm, "tsr_barrier", request,
+                         [&](Communicator& c) { return finish(c.barrier(), request, comm->life); });
   });
 }
 
@@ -363,9 +376,9 @@ tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* use
     request->impl->onComplete([fn, user](const tsr::Status& st) {
       if (!st.isOk()) lastError = st.toString();  // what tsr_last_error() gives inside fn
       struct InCallback {
-        bool was = tInCompletionCallback;
-        InCallback() { tInCompletionCallback = was || !tRegistering; }
-        ~InCallback() { tInCompletionCallback = was; }
+        bool was = inCompletionCallback;
+        InCallback() { inCompletionCallback = was || !tRegistering; }
+        ~InCallback() { inCompletionCallback = was; }
       } inCallback;
       fn(user, static_cast<tsr_status_t>(st.code()));
     });

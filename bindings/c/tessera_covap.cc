@@ -59,6 +59,8 @@ tsr_status_t tsr_covap_bucket_ready(tsr_covap_t covap, size_t bucket, float* gra
 
 tsr_status_t tsr_covap_finish_step(tsr_covap_t covap) {
   return guarded("tsr_covap_finish_step", [&] {
+    if (covap)
+      if (tsr_status_t st = refuseWaitInCallback("tsr_covap_finish_step"); st != TSR_OK) return st;
     return onCovap(covap, "tsr_covap_finish_step", [&](tsr::covap::Covap& c) { return report(c.finishStep()); });
   });
 }

@@ -24,6 +24,7 @@ tsr_status_t onNewComm(tsr_comm_t comm, tsr_comm_t* newcomm, const char* fn, F&&
   if (!newcomm) return invalid(std::string(fn) + ": newcomm is NULL");
   *newcomm = nullptr;
   if (!comm) return invalid(std::string(fn) + ": comm is NULL");
+  if (tsr_status_t st = refuseWaitInCallback(fn); st != TSR_OK) return st;
   return withLiveComm(*comm->life, fn, [&](Communicator& c) { return handOut(make(c), newcomm); });
 }
 

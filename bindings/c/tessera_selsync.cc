@@ -48,6 +48,7 @@ tsr_status_t tsr_selsync_step(tsr_selsync_t selsync, double grad_norm_squared, f
                               int* synchronized) {
   return guarded("tsr_selsync_step", [&] {
     if (!selsync || !buckets) return invalid("tsr_selsync_step: selsync or buckets is NULL");
+    if (tsr_status_t st = refuseWaitInCallback("tsr_selsync_step"); st != TSR_OK) return st;
     return withLiveComm(*selsync->life, "tsr_selsync_step", [&](Communicator&) {
       size_t n = selsync->impl->bucketCount();
       auto r = selsync->impl->step(grad_norm_squared, std::vector<float*>(buckets, buckets + n));

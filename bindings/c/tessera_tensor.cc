@@ -77,6 +77,9 @@ tsr_status_t tsr_tensor_allreduce(tsr_tensor_t tensor, void* data, tsr_request_t
   return guarded("tsr_tensor_allreduce", [&] {
     return onTensor(tensor, "tsr_tensor_allreduce", [&](Communicator&) {
       if (!data && tensor->count) return invalid("tsr_tensor_allreduce: tensor " + tensor->name + ": data is NULL");
+      if (!request)
+        if (tsr_status_t st = refuseWaitInCallback("tsr_tensor_allreduce: tensor " + tensor->name); st != TSR_OK)
+          return st;
       return finish(tensor->impl->allreduceAsync(data), request, tensor->life);
     });
   });

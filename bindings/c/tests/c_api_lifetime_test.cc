@@ -1,7 +1,7 @@
 // The C API's handles over time: what is left after tsr_comm_destroy (every handle made from
 // the communicator reports TSR_ERR_ABORTED instead of touching freed memory; a finished
 // request keeps its status), completion callbacks (tsr_request_on_complete: run by Tessera's
-// progress thread, with no caller polling; failures reported; no waiting in one), one live
+// progress thread, with no caller polling; failures reported; no waiting nor blocking call in one), one live
 // tensor per name, and a tensor's residual and result kind (tsr_tensor_set_residual, op=).
 #include <gtest/gtest.h>
 
@@ -211,6 +211,62 @@ TEST(CApi, WaitInACompletionCallbackIsRefused) {
               EXPECT_EQ(trigger, 1);
               EXPECT_EQ(tsr_wait(sent), TSR_OK);
               for (tsr_request_t q : {req, sent, seen.pending}) EXPECT_EQ(tsr_request_free(q), TSR_OK);
+            },
+            {{"timeout_ms", "20000"}});
+}
+
+// Nor a call that blocks: a blocking collective there used to hang the job past every timeout,
+// and tsr_comm_destroy to abort the process (the progress thread joining itself). Each is
+// refused before anything is posted, and the communicator goes on.
+TEST(CApi, BlockingCallsInACompletionCallbackAreRefused) {
+  std::latch registered(2);
+  runCRanks(2,
+            [&](tsr_comm_t comm, int r) {
+              const int peer = 1 - r;
+              int trigger = 0, one = 1;
+              struct Seen {
+                tsr_comm_t comm = nullptr;
+                std::vector<int> statuses;
+                std::vector<std::string> messages;
+                std::atomic<bool> ran{false};
+              } seen;
+              seen.comm = comm;
+              tsr_request_t req = nullptr, sent = nullptr;
+              ASSERT_EQ(tsr_recv(comm, &trigger, 1, TSR_INT32, peer, 8, &req), TSR_OK);
+              auto blockInside = [](void* user, tsr_status_t) {
+                auto* s = static_cast<Seen*>(user);
+                float x = 1;
+                tsr_comm_t part = nullptr;
+                auto note = [&](tsr_status_t st) {
+                  s->statuses.push_back(st);
+                  s->messages.push_back(tsr_last_error());
+                };
+                note(tsr_allreduce(s->comm, &x, &x, 1, TSR_FLOAT32, TSR_SUM, nullptr));
+                note(tsr_barrier(s->comm, nullptr));
+                note(tsr_comm_split(s->comm, 0, 0, &part));
+                note(tsr_comm_destroy(s->comm));
+                s->ran = true;  // last: the caller reads the rest after it
+              };
+              ASSERT_EQ(tsr_request_on_complete(req, blockInside, &seen), TSR_OK);
+              registered.arrive_and_wait();  // so it runs on Tessera's thread, not at once here
+              ASSERT_EQ(tsr_send(comm, &one, 1, TSR_INT32, peer, 8, &sent), TSR_OK);
+              for (int i = 0; i < 20000 && !seen.ran.load(); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              ASSERT_TRUE(seen.ran.load());
+              const char* names[] = {"tsr_allreduce", "tsr_barrier", "tsr_comm_split", "tsr_comm_destroy"};
+              ASSERT_EQ(seen.statuses.size(), 4u);
+              for (size_t i = 0; i < 4; ++i) {
+                EXPECT_EQ(seen.statuses[i], TSR_ERR_INVALID_ARGUMENT) << names[i];
+                EXPECT_TRUE(mentions(seen.messages[i], std::string(names[i]) + ": a blocking call in a "
+                                                                               "tsr_request_on_complete callback"))
+                    << seen.messages[i];
+              }
+              // Nothing was posted or ended: the ranks' next collective is still their first.
+              float x = static_cast<float>(r + 1);
+              EXPECT_EQ(tsr_allreduce(comm, &x, &x, 1, TSR_FLOAT32, TSR_SUM, nullptr), TSR_OK) << lastError();
+              EXPECT_EQ(x, 3.0f);
+              EXPECT_EQ(tsr_wait(sent), TSR_OK);
+              for (tsr_request_t q : {req, sent}) EXPECT_EQ(tsr_request_free(q), TSR_OK);
             },
             {{"timeout_ms", "20000"}});
 }
