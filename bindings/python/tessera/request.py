@@ -28,6 +28,12 @@ def _completed(token, status):
         if request._orphaned:  # dropped while running (__del__): its handle goes now
             handle, request._handle = request._handle, None
             _lib.tsr_request_free(handle)
+        # This may be the last reference to the request, and through it to its communicator (a
+        # dropped one is closed when collected): let it go on a completion thread, since
+        # tsr_comm_destroy is refused on this one (it would wait for itself).
+        held = [request]
+        del request
+        _completion.post(held.clear)
 
 
 _COMPLETED = _capi.ON_COMPLETE(_completed)

@@ -4,9 +4,10 @@ SelSync, COVAP, requests) raises AbortedError saying so, instead of crashing the
 tensor step after close used to die with SIGSEGV); a request that had finished keeps its
 result, one pending at close fails (each wait raising it), and one dropped after close goes
 quietly. Before that: threads waiting on one request together each get its result (two used to
-crash the rank: one freed the handle another was waiting on), and a request keeps its
-communicator alive."""
+crash the rank: one freed the handle another was waiting on), a request keeps its
+communicator alive, and a communicator dropped with a then() pending is closed once it ran."""
 import gc
+import os
 import threading
 
 import numpy as np
@@ -43,6 +44,34 @@ for _ in range(30):
     for thread in waiters:
         thread.join()
     expect(seen == [float(n)] * 3, f"three threads waiting on one request: {seen}")
+
+
+# A communicator dropped with a then() pending: the request held the last reference, and the
+# communicator was closed on Tessera's progress thread when the callback had run (the rank
+# aborted: "Resource deadlock avoided"; then the destroy was refused there, leaving it open).
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+tessera._completion.post(lambda: None)  # a completion thread, idle from now on
+tessera._completion.drain()
+before = threads()
+ran = threading.Event()
+
+
+def a_dropped_communicator_with_a_callback():
+    part = comm.split(0)
+    part.allreduce(np.ones(1 << 16, np.float32), async_op=True).then(lambda result, error: ran.set())
+
+
+a_dropped_communicator_with_a_callback()
+expect(ran.wait(30), "the callback of a dropped communicator's request ran")
+for _ in range(300):  # its threads end once a completion thread has closed it
+    if tessera._completion.drain() and threads() <= before:
+        break
+    threading.Event().wait(0.01)
+expect(threads() <= before, f"the dropped communicator was closed: {before} threads before, {threads()} now")
+comm.barrier()
 
 count = 64
 grad = np.ones(count, np.float32)
