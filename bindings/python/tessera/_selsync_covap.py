@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _args, _capi
 from ._buffers import as_buffer
-from ._handle import Handle
+from ._handle import Handle, holds_handle
 from .errors import check
 
 _lib = _capi.lib
@@ -46,7 +46,8 @@ class _Bucketed(Handle):
         array, n = _capi.params(params)
         self._sizes, self._counts = _counts(buckets)
         handle = ctypes.c_void_p()
-        check(create(comm._live(), array, n, self._sizes, len(self._counts), ctypes.byref(handle)))
+        with comm._in_call():
+            check(create(comm._live(), array, n, self._sizes, len(self._counts), ctypes.byref(handle)))
         self._comm = comm  # must not outlive its communicator
         self._adopt(handle, what)
 
@@ -63,6 +64,7 @@ class SelSync(_Bucketed):
         self._cuda = str(params.get("memory", "host")) == "cuda"
         self._create(_lib.tsr_selsync_create, comm, buckets, params, "selsync")
 
+    @holds_handle
     def step(self, grad_norm_squared, buckets):
         if len(buckets) != len(self._counts):
             raise ValueError(f"selsync step: {len(buckets)} buckets, declared with {len(self._counts)}")
@@ -74,23 +76,29 @@ class SelSync(_Bucketed):
         pointers = (ctypes.c_void_p * len(bufs))(*[b.address for b in bufs])
         synced = ctypes.c_int()
         stream = next((b.stream for b in bufs if b.stream), None)
-        if stream:  # for this thread's call only: other threads may use the communicator meanwhile
-            check(_lib.tsr_comm_set_thread_buffers(self._comm._live(), _capi.MEM_HOST, stream))
-        try:
+        if not stream:
             check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
-        finally:
-            if stream:
-                _lib.tsr_comm_clear_thread_buffers(self._comm._live())
+            return bool(synced.value)
+        with self._comm._in_call():  # for this thread's call only: other threads may use it meanwhile
+            comm = self._comm._live()
+            check(_lib.tsr_comm_set_thread_buffers(comm, _capi.MEM_HOST, stream))
+            try:
+                check(_lib.tsr_selsync_step(self._live(), float(grad_norm_squared), pointers, ctypes.byref(synced)))
+            finally:
+                _lib.tsr_comm_clear_thread_buffers(comm)
         return bool(synced.value)
 
+    @holds_handle
     def move_to(self, comm):
         """Carries on over `comm` (a shrunk or grown communicator), keeping the smoothed
         gradient norms and counts (tsr_selsync_move). Local: a replacement makes its SelSync
         anew on `comm`. A step that raised left everything as before it: redo it after."""
-        check(_lib.tsr_selsync_move(self._live(), comm._live()))
+        with comm._in_call():
+            check(_lib.tsr_selsync_move(self._live(), comm._live()))
         self._comm = comm
 
     @property
+    @holds_handle
     def stats(self):
         """(synchronized steps, local steps, payload bytes this rank did not send)."""
         values = [ctypes.c_uint64() for _ in range(3)]
@@ -107,8 +115,9 @@ def inject(comm, seed, step, alpha, share):
     buf = as_buffer(share, "inject share", writable=False, dtype=_capi.FLOAT32)
     received = np.empty(max(1, comm.size * buf.count), dtype=np.float32)
     count = ctypes.c_size_t()
-    check(_lib.tsr_selsync_inject(comm._live(), seed, step, float(alpha), buf.address, buf.count,
-                                  received.ctypes.data, received.size, ctypes.byref(count)))
+    with comm._in_call():
+        check(_lib.tsr_selsync_inject(comm._live(), seed, step, float(alpha), buf.address, buf.count,
+                                      received.ctypes.data, received.size, ctypes.byref(count)))
     return received[:count.value]
 
 
@@ -123,37 +132,44 @@ class Covap(_Bucketed):
         self._pending = {}  # gradients the C side may write until finish_step
         self._create(_lib.tsr_covap_create, comm, buckets, params, "covap")
 
+    @holds_handle
     def begin_step(self):
         check(_lib.tsr_covap_begin_step(self._live()))
 
+    @holds_handle
     def bucket_ready(self, bucket, grad):
         bucket = _args.integer("covap bucket", bucket, 0, len(self._counts) - 1)
         buf = _float32(grad, f"covap bucket {bucket}", self._counts[bucket])
         check(_lib.tsr_covap_bucket_ready(self._live(), bucket, buf.address))
         self._pending[bucket] = buf
 
+    @holds_handle
     def finish_step(self):
         try:
             check(_lib.tsr_covap_finish_step(self._live()))
         finally:
             self._pending.clear()
 
+    @holds_handle
     def move_to(self, comm):
         """Carries on over `comm` (a shrunk or grown communicator) with its residuals, step,
         interval and CCR (tsr_covap_move). Collective over `comm`: a replacement calls it too,
         on a Covap it just made on `comm` with the same buckets and parameters, and takes the
         others' step and interval. A step that raised left the residuals as before it and is
         not counted: redo it after the move."""
-        check(_lib.tsr_covap_move(self._live(), comm._live()))
+        with comm._in_call():
+            check(_lib.tsr_covap_move(self._live(), comm._live()))
         self._comm = comm
 
     @property
+    @holds_handle
     def step(self):
         """Steps finished (on this handle, or taken over from the others by a replacement)."""
         steps = ctypes.c_uint64()
         check(_lib.tsr_covap_steps(self._live(), ctypes.byref(steps)))
         return steps.value
 
+    @holds_handle
     def residual(self, bucket):
         """Bucket `bucket`'s residual (a float32 copy): what skipped steps held back."""
         bucket = _args.integer("covap bucket", bucket, 0, len(self._counts) - 1)
@@ -171,6 +187,7 @@ class Covap(_Bucketed):
         """The measured communication-to-computation ratio (0 until measured)."""
         return self._info()[1]
 
+    @holds_handle
     def _info(self):
         interval, ccr = ctypes.c_int(), ctypes.c_double()
         check(_lib.tsr_covap_info(self._live(), ctypes.byref(interval), ctypes.byref(ccr)))

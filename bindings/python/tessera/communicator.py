@@ -8,7 +8,7 @@ import weakref
 from . import _capi
 from ._args import c_int, integer
 from ._buffers import as_buffer, disjoint, empty_like, same_type
-from ._handle import Handle
+from ._handle import Handle, holds_handle
 from .errors import check
 from .request import Request
 
@@ -48,6 +48,7 @@ class Communicator(Handle):
         self.size = self._query(_lib.tsr_comm_size)
         self.local_rank = self._query(_lib.tsr_comm_local_rank)
 
+    @holds_handle
     def split(self, color, key=0):
         """Collective (every rank calls it, blocking), as MPI_Comm_split: the ranks that pass the
         same color get a Communicator of their own, ranked by key (ties: by rank here); color
@@ -79,10 +80,11 @@ class Communicator(Handle):
 
     def close(self):
         if getattr(self, "_owner", None) is not None:
-            self._handle = None  # borrowed: the owner destroys it
+            self._release()  # borrowed: the owner destroys it
             return
         super().close()
 
+    @holds_handle
     def estimate(self, collective, nbytes):
         """The cost model's seconds for the fastest dense "allreduce" of nbytes, or "allgather"
         of nbytes from each rank, on this job's links (measured at creation)."""
@@ -91,6 +93,7 @@ class Communicator(Handle):
         check(_lib.tsr_comm_estimate(self._live(), collective.encode(), nbytes, ctypes.byref(seconds)))
         return seconds.value
 
+    @holds_handle
     def _query(self, fn, ctype=ctypes.c_int):
         value = ctype()
         check(fn(self._live(), ctypes.byref(value)))
@@ -112,6 +115,7 @@ class Communicator(Handle):
         check(post(ctypes.byref(handle)))
         return Request(handle, result, (self, *keep))  # the communicator lives while it runs
 
+    @holds_handle
     def _run_on_device(self, post, result, keep, async_op):
         """A dense collective on CUDA buffers: device memory for this thread's one post
         (tsr_comm_set_thread_buffers, read when the call is posted; other threads, the torch
@@ -128,6 +132,7 @@ class Communicator(Handle):
             _lib.tsr_comm_clear_thread_buffers(self._live())
         return Request(handle, result, (self, *keep)) if async_op else result
 
+    @holds_handle
     def allreduce(self, data, out=None, op="sum", async_op=False):
         """Reduces data over the ranks (sum|avg|min|max|prod) into out, or in place."""
         send = as_buffer(data, "allreduce data", writable=out is None, cuda=True)
@@ -141,6 +146,7 @@ class Communicator(Handle):
         return self._run(lambda r: _lib.tsr_allreduce(self._live(), send.address, recv.address, send.count,
                                                       send.dtype, code, r), recv.obj, (send, recv), async_op)
 
+    @holds_handle
     def allgather(self, data, out=None, async_op=False):
         """Every rank's data in rank order, stacked along the first dimension (shape (size * n,
         ...) for data of shape (n, ...); (size,) for a 0-d array), or into out."""
@@ -155,6 +161,7 @@ class Communicator(Handle):
         return self._run(lambda r: _lib.tsr_allgather(self._live(), send.address, recv.address, send.count,
                                                       send.dtype, r), recv.obj, (send, recv), async_op)
 
+    @holds_handle
     def broadcast(self, data, root=0, async_op=False):
         """Root's data into data on every rank (in place)."""
         buf = as_buffer(data, "broadcast data", writable=True, cuda=True)
@@ -162,6 +169,7 @@ class Communicator(Handle):
         return self._run(lambda r: _lib.tsr_broadcast(self._live(), buf.address, buf.address, buf.count,
                                                       buf.dtype, root, r), buf.obj, (buf,), async_op)
 
+    @holds_handle
     def reduce_scatter(self, data, out=None, op="sum", async_op=False):
         """Reduces data (size blocks of equal length) and gives block `rank` to this rank (of
         shape (n / size, ...) for data of shape (n, ...) when size divides n; else flat)."""
@@ -182,9 +190,11 @@ class Communicator(Handle):
         return self._run(lambda r: _lib.tsr_reduce_scatter(self._live(), send.address, recv.address, block,
                                                            send.dtype, code, r), recv.obj, (send, recv), async_op)
 
+    @holds_handle
     def barrier(self, async_op=False):
         return self._run(lambda r: _lib.tsr_barrier(self._live(), r), None, (), async_op)
 
+    @holds_handle
     def send(self, data, peer, tag=0, async_op=False):
         """data to rank `peer` alone (only the two ranks call send and recv). The peer's recv of
         the same tag takes this rank's messages in the order they were sent."""
@@ -193,6 +203,7 @@ class Communicator(Handle):
         return self._run(lambda r: _lib.tsr_send(self._live(), buf.address, buf.count, buf.dtype, peer, tag, r),
                          None, (buf,), async_op)
 
+    @holds_handle
     def recv(self, out, peer, tag=0, async_op=False):
         """Rank `peer`'s next message of `tag` into out, whose size and dtype must be what it sent."""
         buf = as_buffer(out, "recv out", writable=True)
@@ -206,14 +217,17 @@ class Communicator(Handle):
         return self._query(_lib.tsr_comm_timeout)
 
     @timeout_ms.setter
+    @holds_handle
     def timeout_ms(self, value):
         check(_lib.tsr_comm_set_timeout(self._live(), c_int("timeout_ms", value)))
 
+    @holds_handle
     def revoke(self):
         """As MPI_Comm_revoke: every pending and later call on this communicator, here and on
         every live peer (told at once), raises RevokedError naming this rank."""
         check(_lib.tsr_comm_revoke(self._live()))
 
+    @holds_handle
     def shrink(self):
         """As MPIX_Comm_shrink: every live rank calls it after a failure; this communicator is
         revoked, the live ranks agree on who is lost, and the survivors get a new Communicator,
@@ -226,6 +240,7 @@ class Communicator(Handle):
         survivors._own(handle)
         return survivors
 
+    @holds_handle
     def grow(self):
         """Collective over the members (in order with their collectives, e.g. between steps):
         the replacements that asked to join since the last call (Communicator.join) are let in.
@@ -239,6 +254,7 @@ class Communicator(Handle):
         grown._own(handle)
         return grown
 
+    @holds_handle
     def recovery_ms(self):
         """For a Communicator made by shrink(), grow() or join(): (ms to agree, ms to bootstrap)
         (tsr_comm_recovery_ms); (0, 0) for others."""
@@ -258,6 +274,7 @@ class Communicator(Handle):
         joined._own(handle)
         return joined
 
+    @holds_handle
     def abort(self):
         """Fails this rank's pending and later collectives and tells the peers."""
         check(_lib.tsr_comm_abort(self._live()))

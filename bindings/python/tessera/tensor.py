@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _args, _capi
 from ._buffers import NAMES, as_buffer, dtype_code
-from ._handle import Handle
+from ._handle import Handle, holds_handle
 from .errors import check
 from .request import Request
 
@@ -48,7 +48,8 @@ class CompressedTensor(Handle):
             params["op"] = op
         array, n = _capi.params(params)
         handle = ctypes.c_void_p()
-        check(_lib.tsr_tensor_create(comm._live(), encoded, count, code, array, n, ctypes.byref(handle)))
+        with comm._in_call():
+            check(_lib.tsr_tensor_create(comm._live(), encoded, count, code, array, n, ctypes.byref(handle)))
         self._comm = comm
         self._adopt(handle, f"tensor {name}")
         self.name = name
@@ -57,6 +58,7 @@ class CompressedTensor(Handle):
         self._code = code
         self._cuda = str(params.get("memory", "host")) == "cuda"
 
+    @holds_handle
     def allreduce(self, data, async_op=False):
         """In place: data (count elements of the declared dtype) becomes the step's result, the
         same on every rank: the average over ranks or their sum (`result` says which). A tensor
@@ -68,23 +70,27 @@ class CompressedTensor(Handle):
         if buf.device is None:
             check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
         else:  # read once the stream that produced it (PyTorch's current one) reaches the call
-            comm = self._comm._live()  # the stream for this thread's call only
-            check(_lib.tsr_comm_set_thread_buffers(comm, _capi.MEM_HOST, buf.stream))
-            try:
-                check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
-            finally:
-                _lib.tsr_comm_clear_thread_buffers(comm)
+            with self._comm._in_call():
+                comm = self._comm._live()  # the stream for this thread's call only
+                check(_lib.tsr_comm_set_thread_buffers(comm, _capi.MEM_HOST, buf.stream))
+                try:
+                    check(_lib.tsr_tensor_allreduce(self._live(), buf.address, ctypes.byref(handle)))
+                finally:
+                    _lib.tsr_comm_clear_thread_buffers(comm)
         request = Request(handle, buf.obj, (buf,))
         return request if async_op else request.wait()
 
+    @holds_handle
     def move_to(self, comm):
         """Moves this tensor to `comm` (a shrunk or grown communicator), keeping its residual:
         nothing compression kept back is lost; the rest of its state starts afresh
         (tsr_tensor_move). Before closing the old communicator; every rank of `comm` moves (a
         replacement: creates) the same tensors before the next step."""
-        check(_lib.tsr_tensor_move(self._live(), comm._live()))
+        with comm._in_call():
+            check(_lib.tsr_tensor_move(self._live(), comm._live()))
         self._comm = comm
 
+    @holds_handle
     def _info(self):
         steps, algorithm = ctypes.c_uint64(), ctypes.c_char_p()
         check(_lib.tsr_tensor_info(self._live(), ctypes.byref(steps), ctypes.byref(algorithm)))
@@ -101,6 +107,7 @@ class CompressedTensor(Handle):
         return self._info()[1]
 
     @property
+    @holds_handle
     def result(self):
         """"average" or "sum": what allreduce leaves in the data (spardl sums unless declared
         op="avg"; the others average unless op="sum")."""
@@ -108,6 +115,7 @@ class CompressedTensor(Handle):
         check(_lib.tsr_tensor_result_kind(self._live(), ctypes.byref(kind)))
         return _RESULT_KINDS[kind.value]
 
+    @holds_handle
     def residual(self):
         """What compression has kept back so far: count float32 values, in units of this rank's
         own contribution (see tessera_tensor.h). Not while a step is pending."""
@@ -115,6 +123,7 @@ class CompressedTensor(Handle):
         check(_lib.tsr_tensor_residual(self._live(), out.ctypes.data_as(_FLOATS)))
         return out
 
+    @holds_handle
     def set_residual(self, values):
         """Replaces what the tensor keeps back (count float32 values, residual()'s units): to
         carry it to a re-created tensor, or to follow a buffer whose layout changed (see

@@ -5,7 +5,8 @@ tensor step after close used to die with SIGSEGV); a request that had finished k
 result, one pending at close fails (each wait raising it), and one dropped after close goes
 quietly. Before that: threads waiting on one request together each get its result (two used to
 crash the rank: one freed the handle another was waiting on), a request keeps its
-communicator alive, and a communicator dropped with a then() pending is closed once it ran."""
+communicator alive, a communicator dropped with a then() pending is closed once it ran, and
+close() on one thread while another calls the communicator waits for that call."""
 import gc
 import os
 import threading
@@ -72,6 +73,41 @@ for _ in range(300):  # its threads end once a completion thread has closed it
     threading.Event().wait(0.01)
 expect(threads() <= before, f"the dropped communicator was closed: {before} threads before, {threads()} now")
 comm.barrier()
+
+
+
+def closed_under_a_calling_thread(trials=12):
+    """close() on one thread while another calls the same communicator in a loop: the call in
+    progress ends (with its result, or PeerFailedError when the peer closed first), the next
+    raises ClosedError, and the C handle is never freed under a call (that crashed the rank with
+    SIGSEGV in most runs of 30 closes; calls that slipped past close() raised AbortedError)."""
+    seen = {}
+    for trial in range(trials):
+        part = comm.split(0)
+        calls = threading.Semaphore(0)
+
+        def loop():
+            data = np.ones(16, np.float32)
+            try:
+                while True:
+                    part.allreduce(data)
+                    calls.release()
+            except tessera.TesseraError as e:
+                seen[type(e).__name__] = seen.get(type(e).__name__, 0) + 1
+
+        worker = threading.Thread(target=loop)
+        worker.start()
+        for _ in range(1 + trial % 4):  # a few calls in, at a different point each trial
+            calls.acquire(timeout=30)
+        part.close()
+        worker.join(60)
+        expect(not worker.is_alive(), f"trial {trial}: the calling thread ended after close")
+        comm.barrier()
+    expect(sum(seen.values()) == trials and set(seen) <= {"ClosedError", "PeerFailedError"},
+           f"every calling thread ended with ClosedError or PeerFailedError: {seen}")
+
+
+closed_under_a_calling_thread()
 
 count = 64
 grad = np.ones(count, np.float32)
