@@ -95,6 +95,7 @@ tsr_status_t tsr_covap_residual(tsr_covap_t covap, size_t bucket, float* residua
 tsr_status_t tsr_covap_move(tsr_covap_t covap, tsr_comm_t newcomm) {
   return guarded("tsr_covap_move", [&] {
     if (!covap || !newcomm) return invalid("tsr_covap_move: covap or newcomm is NULL");
+    if (tsr_status_t st = refuseWaitInCallback("tsr_covap_move"); st != TSR_OK) return st;  // collective
     // Only the new communicator need be live: with no step open, the handle holds nothing of
     // the old one's (the old one may be gone after a failure).
     return withLiveComm(*newcomm->life, "tsr_covap_move (the new communicator)", [&](Communicator& next) {

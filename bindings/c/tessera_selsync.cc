@@ -35,6 +35,7 @@ tsr_status_t tsr_selsync_inject(tsr_comm_t comm, uint64_t seed, uint64_t step, d
                                 size_t share_count, float* received, size_t capacity, size_t* received_count) {
   return guarded("tsr_selsync_inject", [&] {
     if (!comm) return invalid("tsr_selsync_inject: comm is NULL");
+    if (tsr_status_t st = refuseWaitInCallback("tsr_selsync_inject"); st != TSR_OK) return st;
     return withLiveComm(*comm->life, "tsr_selsync_inject", [&](Communicator& c) {
       auto r = tsr::selsync::injectData(c, seed, step, alpha, share, share_count, received, capacity);
       if (!r.isOk()) return report(r.status());

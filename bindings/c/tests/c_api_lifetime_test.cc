@@ -244,6 +244,9 @@ TEST(CApi, BlockingCallsInACompletionCallbackAreRefused) {
                 note(tsr_allreduce(s->comm, &x, &x, 1, TSR_FLOAT32, TSR_SUM, nullptr));
                 note(tsr_barrier(s->comm, nullptr));
                 note(tsr_comm_split(s->comm, 0, 0, &part));
+                float received[2];
+                size_t got = 0;
+                note(tsr_selsync_inject(s->comm, 1, 0, 1.0, &x, 1, received, 2, &got));
                 note(tsr_comm_destroy(s->comm));
                 s->ran = true;  // last: the caller reads the rest after it
               };
@@ -253,9 +256,10 @@ TEST(CApi, BlockingCallsInACompletionCallbackAreRefused) {
               for (int i = 0; i < 20000 && !seen.ran.load(); ++i)
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
               ASSERT_TRUE(seen.ran.load());
-              const char* names[] = {"tsr_allreduce", "tsr_barrier", "tsr_comm_split", "tsr_comm_destroy"};
-              ASSERT_EQ(seen.statuses.size(), 4u);
-              for (size_t i = 0; i < 4; ++i) {
+              const char* names[] = {"tsr_allreduce", "tsr_barrier", "tsr_comm_split", "tsr_selsync_inject",
+                                     "tsr_comm_destroy"};
+              ASSERT_EQ(seen.statuses.size(), 5u);
+              for (size_t i = 0; i < 5; ++i) {
                 EXPECT_EQ(seen.statuses[i], TSR_ERR_INVALID_ARGUMENT) << names[i];
                 EXPECT_TRUE(mentions(seen.messages[i], std::string(names[i]) + ": a blocking call in a "
                                                                                "tsr_request_on_complete callback"))
