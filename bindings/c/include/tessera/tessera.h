@@ -257,8 +257,8 @@ TSR_API tsr_status_t tsr_wait(tsr_request_t request);
  * return quickly and must not call tsr_wait or a blocking collective (tsr_wait there on a
  * request still running, and every call that would block, a collective or message without a
  * request, tsr_comm_split, tsr_comm_destroy, tsr_comm_finalize, tsr_comm_shrink,
- * tsr_comm_grow, a tensor, SelSync or COVAP step without a request, tsr_covap_move,
- * tsr_selsync_inject, return TSR_ERR_INVALID_ARGUMENT saying so, having done nothing). The
+ * tsr_comm_grow, a tensor step without a request, tsr_selsync_step, tsr_covap_finish_step,
+ * tsr_covap_move, tsr_selsync_inject, return TSR_ERR_INVALID_ARGUMENT saying so, having done nothing). The
  * request handle stays owned by the caller, who may free it before fn runs. For futures and
  * completion queues that need no thread of their own polling. Several may be registered. */
 TSR_API tsr_status_t tsr_request_on_complete(tsr_request_t request, void (*fn)(void* user, tsr_status_t status),
