@@ -57,7 +57,8 @@ void apply(ucp_config_t* config, const Default& d) {
 void applyDefaults(ucp_config_t* config, size_t tcpSendBuffer) {
   bool segmentsSet = false;
   for (const Default& d : kSegmentDefaults) segmentsSet = segmentsSet || std::getenv(d.env);
-  if (!segmentsSet)
+  // Without TCP in UCX_TLS no transport takes them, and UCX warns of them on every rank.
+  if (!segmentsSet && ucxTlsHasTcp(std::getenv("UCX_TLS")))
     for (const Default& d : kSegmentDefaults) apply(config, d);
   if (std::getenv(kSendBufferEnv)) return;
   const std::string bytes = std::to_string(tcpSendBuffer);
@@ -83,11 +84,13 @@ size_t tcpSendBufferForProbed(double bytesPerSec) {
   return wanted <= kMaxSendBuffer / 4 ? wanted : 0;
 }
 
-bool ucxTlsHasSharedMemory(const char* tls) {
-  if (!tls) return true;
-  std::string list(tls);
-  const bool excluding = !list.empty() && list[0] == '^';
-  if (excluding) list.erase(0, 1);
+namespace {
+
+// UCX_TLS's names, lower case, without ":aux" and the like; `excluding` for a "^" list.
+std::set<std::string> tlsNames(const char* tls, bool* excluding) {
+  std::string list(tls ? tls : "");
+  *excluding = !list.empty() && list[0] == '^';
+  if (*excluding) list.erase(0, 1);
   std::set<std::string> names;
   std::stringstream in(list);
   for (std::string item; std::getline(in, item, ',');) {
@@ -97,12 +100,28 @@ bool ucxTlsHasSharedMemory(const char* tls) {
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (!item.empty()) names.insert(item);
   }
-  auto named = [&](std::initializer_list<const char*> any) {
-    return std::any_of(any.begin(), any.end(), [&](const char* n) { return names.count(n) > 0; });
-  };
+  return names;
+}
+
+bool namesAny(const std::set<std::string>& names, std::initializer_list<const char*> any) {
+  return std::any_of(any.begin(), any.end(), [&](const char* n) { return names.count(n) > 0; });
+}
+
+}  // namespace
+
+bool ucxTlsHasSharedMemory(const char* tls) {
+  bool excluding = false;
+  const std::set<std::string> names = tlsNames(tls, &excluding);
   if (names.empty()) return true;  // UCX's default, "all"
-  if (excluding) return !named({"sm", "shm", "mm", "all"}) && !(names.count("posix") && names.count("sysv"));
-  return named({"all", "sm", "shm", "mm", "posix", "sysv", "xpmem"});
+  if (excluding) return !namesAny(names, {"sm", "shm", "mm", "all"}) && !(names.count("posix") && names.count("sysv"));
+  return namesAny(names, {"all", "sm", "shm", "mm", "posix", "sysv", "xpmem"});
+}
+
+bool ucxTlsHasTcp(const char* tls) {
+  bool excluding = false;
+  const std::set<std::string> names = tlsNames(tls, &excluding);
+  if (names.empty()) return true;
+  return excluding ? !namesAny(names, {"tcp", "all"}) : namesAny(names, {"tcp", "all"});
 }
 
 Result<std::shared_ptr<UcxContext>> UcxContext::instance(size_t tcpSendBuffer) {

@@ -31,6 +31,8 @@ constexpr size_t kLoopbackTcpSendBuffer = 64 * 1024;
 // peers on the same host ("sm", "shm", "posix", "sysv", "xpmem", "mm", "all", or a "^" list
 // that does not exclude them); without one those peers talk TCP over loopback.
 bool ucxTlsHasSharedMemory(const char* tls);
+// Whether UCX_TLS leaves UCX its TCP transport ("tcp", "all", unset, or a "^" list without them).
+bool ucxTlsHasTcp(const char* tls);
 
 class UcxContext {
  public:

@@ -106,6 +106,20 @@ TEST(UcxTcpSendBuffer, UcxTlsNamesSharedMemoryOrNot) {
   EXPECT_FALSE(ucxTlsHasSharedMemory("^posix,sysv"));
 }
 
+// Whether the TCP segment defaults apply (without TCP, UCX would warn of them on every rank).
+TEST(UcxTcpSendBuffer, UcxTlsNamesTcpOrNot) {
+  EXPECT_TRUE(ucxTlsHasTcp(nullptr)) << "unset: UCX's all";
+  EXPECT_TRUE(ucxTlsHasTcp(""));
+  EXPECT_TRUE(ucxTlsHasTcp("all"));
+  EXPECT_TRUE(ucxTlsHasTcp("tcp,self"));
+  EXPECT_TRUE(ucxTlsHasTcp("sm, TCP:aux"));
+  EXPECT_TRUE(ucxTlsHasTcp("^sm"));
+  EXPECT_FALSE(ucxTlsHasTcp("shm,self"));
+  EXPECT_FALSE(ucxTlsHasTcp("sm,self,cma"));
+  EXPECT_FALSE(ucxTlsHasTcp("^tcp"));
+  EXPECT_FALSE(ucxTlsHasTcp("^all"));
+}
+
 // UCX fixes the size per context: a second size gets a context of its own while the first
 // still lives (the communicator's second transport after the probe, or ranks as threads with
 // different settings); the same size is shared.
