@@ -7,7 +7,8 @@
   * COVAP with local steps: the due shards' parameters averaged, the others each rank's own,
     one model after synchronize();
   * a hook on a gloo process group (Tessera then runs a communicator of its own), and on gloo
-    subgroups (a communicator of the subgroup's ranks);
+    subgroups (a communicator of the subgroup's ranks), across destroy_process_group() and
+    init again (each new group its own communicator, the destroyed groups' closed);
   * bad hook parameters raise, naming the key and the value, at registration."""
 import os
 import sys
@@ -200,11 +201,8 @@ def gloo_subgroup_hooks(c, rank, size):
                                              f"not the pair's average {want}")
 
 
-def main():
-    import faulthandler
-    faulthandler.dump_traceback_later(90, exit=True)
-    comm = tessera.Communicator()  # for the gloo store's port, and the gloo-side hook
-    rank, size = comm.rank, comm.size
+def store_port(comm, rank):
+    """A port for gloo's store, chosen by rank 0 and told to every rank."""
     port = torch.tensor([0], dtype=torch.int64)
     if rank == 0:
         # Below the ephemeral range, so no bind(0) or outgoing connection of a test running
@@ -213,7 +211,49 @@ def main():
         with _backend._reserve_port(True) as s:
             port[0] = s.getsockname()[1]
     comm.broadcast(port, root=0)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(int(port)))
+    return str(int(port))
+
+
+def gloo_groups_across_reinit(c, comm, rank, size):
+    """destroy_process_group() then init again, over gloo, a hook on a one-rank group and on the
+    whole group in turn: each group gets a communicator of its own ranks, and the destroyed
+    groups' communicators are closed (one kept by the id() of a freed group was taken by a later
+    group: a one-rank group's for the pair, a gradient not averaged, or a hang)."""
+    made = []
+    for round_ in range(4):
+        os.environ["MASTER_PORT"] = store_port(comm, rank)
+        dist.init_process_group("gloo", rank=rank, world_size=size)
+        singles = [dist.new_group([i]) for i in range(size)]  # collective: every rank makes each
+        group = singles[rank] if round_ % 2 == 0 else dist.distributed_c10d._get_default_group()
+        lin = nn.Linear(1, 1, bias=False)
+        with torch.no_grad():
+            lin.weight.zero_()
+        ddp = ddp_of(lin, group)
+        tessera.torch.hooks.register(ddp, "dense")
+        ddp(torch.full((1, 1), float(rank + 1))).sum().backward()
+        want = rank + 1.0 if round_ % 2 == 0 else (size + 1) / 2
+        c.expect(lin.weight.grad.item() == want, f"round {round_}: a hook on a gloo group of {group.size()} "
+                                                 f"rank(s): gradient {lin.weight.grad.item()}, want {want}")
+        made.append(tessera.torch.hooks.communicator_for(group))
+        c.expect(made[-1].size == group.size(), f"round {round_}: a communicator of {made[-1].size} ranks "
+                                                f"for a group of {group.size()}")
+        for earlier, old in enumerate(made[:-1]):
+            c.expect(old is not made[-1], f"round {round_}: round {earlier}'s communicator again")
+            try:
+                old.barrier()
+                c.expect(False, f"round {round_}: round {earlier}'s communicator is still open")
+            except tessera.ClosedError:
+                pass
+        del ddp, group, singles
+        dist.destroy_process_group()
+
+
+def main():
+    import faulthandler
+    faulthandler.dump_traceback_later(90, exit=True)
+    comm = tessera.Communicator()  # for the gloo store's port, and the gloo-side hook
+    rank, size = comm.rank, comm.size
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=store_port(comm, rank))
     c = Checks()
     x, y = data(rank)
 
@@ -231,6 +271,7 @@ def main():
     c.expect(identical_everywhere(net), "marsit on gloo: the ranks' parameters differ")
     gloo_subgroup_hooks(c, rank, size)
     dist.destroy_process_group()
+    gloo_groups_across_reinit(c, comm, rank, size)
 
     # Tessera's own rendezvous: under tsrun no MASTER_ADDR and no store server are needed.
     del os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]

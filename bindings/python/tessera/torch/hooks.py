@@ -57,7 +57,8 @@ def communicator_for(process_group=None):
     backend = _backend.tessera_backend_of(group)
     if backend is not None:
         return tessera.Communicator.adopt(backend._communicator(), owner=backend)
-    cached = _gloo_side.get(id(group))
+    _forget_destroyed_groups()
+    cached = _gloo_side.get(group)
     if cached is not None:
         return cached
     if _backend._tessera_launch() and group.size() == _backend._launch_rank_size()[1]:
@@ -72,8 +73,20 @@ def communicator_for(process_group=None):
         settings, held = _backend._peers_through(store, group.rank(), group.size(), f"hooks-{name}-{next(made)}")
         with held:  # the port stays ours until the communicator listens on it
             comm = tessera.Communicator(**settings)
-    _gloo_side[id(group)] = comm
+    _gloo_side[group] = comm
     return comm
+
+
+def _forget_destroyed_groups():
+    """Closes the communicators of the gloo groups destroy_process_group() has ended (at the
+    next hook's registration: c10d tells nobody), so that none is open until exit."""
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    live = world.pg_map if hasattr(world, "pg_map") else getattr(c10d, "_pg_map", None)  # 2.x, 1.13
+    if live is None:
+        return
+    for group in [g for g in list(_gloo_side.keys()) if g not in live]:
+        _gloo_side.pop(group).close()
 
 
 def _group_name(group):
@@ -84,6 +97,9 @@ def _group_name(group):
     return c10d._pg_names.get(group, "group")  # 1.13
 
 
+# gloo group -> the communicator made for it. By the group itself (c10d holds it too until
+# destroy_process_group): a key by id() was taken by a later group that got a destroyed one's
+# address (a one-rank group's communicator for a pair: a gradient not averaged, or a hang).
 _gloo_side = {}
 _store_keys = {}  # group name -> how many communicators this process made for groups of that name
 
