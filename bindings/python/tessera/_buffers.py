@@ -125,6 +125,30 @@ def _cuda_view(obj, what):
     return address, count, code, "cuda" if device is None else f"cuda:{device}", bool(readonly), stream or None
 
 
+def current_device(device):
+    """A context in which CUDA device `device` ("cuda:N", a torch.device, or None for host
+    memory) is the calling thread's current one. The C library opens a communicator's staging
+    (its copier stream) and a memory=cuda tensor's or SelSync's on the current device, at their
+    first CUDA call or at creation, and records the caller's event there: a tensor on cuda:1
+    posted while cuda:0 is current (no torch.cuda.set_device) would be read after cuda:0's
+    default stream, not after its own. Nothing to do for host memory, an unknown index, or
+    without PyTorch or CuPy in use (the caller's current device is then taken as it is)."""
+    import contextlib
+    if device is None:
+        return contextlib.nullcontext()
+    index = getattr(device, "index", None) if not isinstance(device, str) else (
+        int(device.split(":", 1)[1]) if device.startswith("cuda:") else None)
+    if getattr(device, "type", "cuda") != "cuda" or index is None:
+        return contextlib.nullcontext()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return torch.cuda.device(index)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        return cupy.cuda.Device(index)
+    return contextlib.nullcontext()
+
+
 def _is_cuda(obj):
     if _is_torch(obj):
         return obj.device.type == "cuda"

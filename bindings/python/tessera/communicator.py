@@ -7,7 +7,7 @@ import weakref
 
 from . import _capi
 from ._args import c_int, integer
-from ._buffers import as_buffer, disjoint, empty_like, same_type
+from ._buffers import as_buffer, current_device, disjoint, empty_like, same_type
 from ._handle import Handle, holds_handle
 from .errors import check
 from .request import Request
@@ -124,12 +124,14 @@ class Communicator(Handle):
         own __cuda_array_interface__ stream). Without a CUDA device the C library refuses it
         (NotSupportedError), before anything is sent."""
         stream = next((b.stream for b in keep if b.device is not None and b.stream), None)
-        check(_lib.tsr_comm_set_thread_buffers(self._live(), _capi.MEM_CUDA, stream))
-        try:
-            handle = ctypes.c_void_p()
-            check(post(ctypes.byref(handle) if async_op else None))
-        finally:
-            _lib.tsr_comm_clear_thread_buffers(self._live())
+        # The buffers' device current: the staging opens there, and the event is recorded there.
+        with current_device(next(b.device for b in keep if b.device is not None)):
+            check(_lib.tsr_comm_set_thread_buffers(self._live(), _capi.MEM_CUDA, stream))
+            try:
+                handle = ctypes.c_void_p()
+                check(post(ctypes.byref(handle) if async_op else None))
+            finally:
+                _lib.tsr_comm_clear_thread_buffers(self._live())
         return Request(handle, result, (self, *keep)) if async_op else result
 
     @holds_handle

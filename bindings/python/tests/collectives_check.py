@@ -3,6 +3,8 @@ Every collective, element type and reduction against a NumPy reference of all ra
 non-blocking requests, PyTorch tensors, compressed tensors, and the errors bad input gets (CUDA
 arrays' too: on a machine without a GPU, refused by the C library).
 Exits non-zero on any failed check (each rank prints its own)."""
+import sys
+
 import numpy as np
 
 import tessera
@@ -159,6 +161,37 @@ if not gpu:
     raises(tessera.NotSupportedError, "need a CUDA device", lambda: comm.allreduce(DeviceArray(4)),
            "a CUDA array without a CUDA device")
     expect(comm.allreduce(np.ones(3, np.float32)).tolist() == [n] * 3, "host memory again after the refusal")
+if not gpu and "torch" in sys.modules:
+    # The array's device is made current for the post (the C library opens its staging and
+    # records the caller's event on the current device): entered before the C call, left after
+    # it, failed or not. torch's device switch stood in for, as there is no device here.
+    entered = []
+
+    class FakeDevice:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            entered.append(("in", self.index))
+
+        def __exit__(self, *exc):
+            entered.append(("out", self.index))
+
+    class OnDevice(DeviceArray):
+        class device:
+            id = 1
+
+    saved_device, saved_available = torch.cuda.device, torch.cuda.is_available
+    torch.cuda.device, torch.cuda.is_available = FakeDevice, lambda: True
+    try:
+        raises(tessera.NotSupportedError, "need a CUDA device", lambda: comm.allreduce(OnDevice(4)),
+               "a CUDA array of device 1")
+        from tessera._buffers import current_device  # noqa: E402
+        with current_device(torch.device("cuda", 3)), current_device(None), current_device("cuda"):
+            pass
+    finally:
+        torch.cuda.device, torch.cuda.is_available = saved_device, saved_available
+    expect(entered == [("in", 1), ("out", 1), ("in", 3), ("out", 3)], f"the buffer's device made current: {entered}")
 
 # DLPack producers (JAX's arrays, TensorFlow's tensors), read-only as numpy.from_dlpack makes
 # them: host ones read through NumPy; CUDA ones from their DLTensor, checked as CUDA arrays

@@ -13,6 +13,7 @@ import itertools
 import numpy as np
 
 import tessera
+from tessera._buffers import current_device
 
 _instances = itertools.count()  # every rank registers its hooks in the same order
 
@@ -33,9 +34,10 @@ def _keeps_k(params):
 
 
 def _layout(bucket):
-    """((parameter id, element count), ...) in the bucket's buffer order, and whether the
-    bucket is in CUDA memory (its tensor then takes memory=cuda: Tessera's device path)."""
-    return tuple((id(p), p.numel()) for p in bucket.parameters()), bucket.buffer().is_cuda
+    """((parameter id, element count), ...) in the bucket's buffer order, and the bucket's CUDA
+    device, None in host memory (its tensor then takes memory=cuda: Tessera's device path)."""
+    buffer = bucket.buffer()
+    return tuple((id(p), p.numel()) for p in bucket.parameters()), buffer.device if buffer.is_cuda else None
 
 
 class BucketTensors:
@@ -94,11 +96,13 @@ class BucketTensors:
             return current[0]
         if current is not None and self.pieces is None:
             self._snapshot()  # the first changed bucket of a rebuild: keep every residual
-        pieces, cuda = layout
+        pieces, device = layout
         count = sum(n for _, n in pieces)
         self.generation += 1
-        tensor = tessera.CompressedTensor(self.comm, f"{self.prefix}.bucket{index}.g{self.generation}", count,
-                                          **self._params(count, cuda))
+        # Created on the bucket's device: its staging or device path opens on the current one.
+        with current_device(device):
+            tensor = tessera.CompressedTensor(self.comm, f"{self.prefix}.bucket{index}.g{self.generation}", count,
+                                              **self._params(count, device is not None))
         if self.pieces is not None:
             tensor.set_residual(np.concatenate([self.pieces.get(pid, np.zeros(n, np.float32)) for pid, n in pieces])
                                 if pieces else np.zeros(0, np.float32))

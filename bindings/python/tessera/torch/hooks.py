@@ -41,6 +41,7 @@ import torch
 import torch.distributed as dist
 
 import tessera
+from tessera._buffers import current_device
 
 from . import _backend
 from ._buckets import SPARSE_DENSITY, BucketTensors
@@ -272,9 +273,12 @@ class SelSyncOptimizer:
             self.synchronized, self.steps = state_from.synchronized, state_from.steps
             self.aggregate = state_from.aggregate
         else:
-            if self.params and self.params[0].is_cuda:
+            cuda = bool(self.params) and self.params[0].is_cuda
+            if cuda:
                 params.setdefault("memory", "cuda")
-            self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
+            # Its staging opens on the current device: the parameters' (set_device or not).
+            with current_device(self.params[0].device if cuda else None):
+                self.selsync = tessera.SelSync(comm, [p.numel() for p in self.params], **params)
         model.register_comm_hook(None, _local_hook)
 
     def _grad_norm_squared(self):
