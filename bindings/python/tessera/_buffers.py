@@ -259,6 +259,10 @@ def same_type(a, b, what):
     if (a.device is None) != (b.device is None):
         raise ValueError(f"{what}: in {'host' if b.device is None else b.device} memory, the input in "
                          f"{'host' if a.device is None else a.device} memory (both must be on one side)")
+    # Two CUDA devices: the call is staged and ordered on one device (the input's stream), so
+    # the other's writes or reads would not be ordered with it.
+    if a.device != b.device and "cuda" not in (a.device, b.device) and a.device is not None:
+        raise ValueError(f"{what}: on {b.device}, the input on {a.device} (one call's buffers are on one device)")
 
 
 def disjoint(send, recv, what, in_place=False):

@@ -150,6 +150,19 @@ raises(ValueError, "misaligned", lambda: comm.allreduce(DeviceArray(4, address=(
 raises(ValueError, "both must be on one side", lambda: comm.allreduce(np.zeros(4, np.float32), out=DeviceArray(4)),
        "host data into a CUDA out")
 raises(ValueError, "pass out=", lambda: comm.allgather(DeviceArray(4)), "an allgather without out of a CUDA array")
+
+
+def on_device(index, count):
+    """A DeviceArray that says which device it is on (as CuPy's: .device.id)."""
+    array = DeviceArray(count)
+    array.device = type("Device", (), {"id": index})()
+    return array
+
+
+raises(ValueError, "on cuda:1, the input on cuda:0 (one call's buffers are on one device)",
+       lambda: comm.allreduce(on_device(0, 4), out=on_device(1, 4)), "an allreduce from one device into another")
+raises(ValueError, "on cuda:0, the input on cuda:1", lambda: comm.allgather(on_device(1, 4), out=on_device(0, 4 * n)),
+       "an allgather from one device into another")
 raises(ValueError, "this call takes host memory", lambda: comm.send(DeviceArray(4), (me + 1) % n),
        "a CUDA array to send")
 try:
@@ -177,14 +190,10 @@ if not gpu and "torch" in sys.modules:
         def __exit__(self, *exc):
             entered.append(("out", self.index))
 
-    class OnDevice(DeviceArray):
-        class device:
-            id = 1
-
     saved_device, saved_available = torch.cuda.device, torch.cuda.is_available
     torch.cuda.device, torch.cuda.is_available = FakeDevice, lambda: True
     try:
-        raises(tessera.NotSupportedError, "need a CUDA device", lambda: comm.allreduce(OnDevice(4)),
+        raises(tessera.NotSupportedError, "need a CUDA device", lambda: comm.allreduce(on_device(1, 4)),
                "a CUDA array of device 1")
         from tessera._buffers import current_device  # noqa: E402
         with current_device(torch.device("cuda", 3)), current_device(None), current_device("cuda"):
