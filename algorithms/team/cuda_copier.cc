@@ -39,6 +39,12 @@ class CudaCopier final : public DeviceCopier {
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
       return Status(Code::kInvalidArgument, "the buffer is not CUDA device memory (cudaMemoryType " +
                                                 std::to_string(static_cast<int>(a.type)) + ")");
+    // One device per communicator, as NCCL's: the copies, kernels and the caller's event are
+    // ordered on this copier's device, so a buffer on another would be read unordered.
+    if (a.type == cudaMemoryTypeDevice && a.device != device_)
+      return Status(Code::kInvalidArgument, "the buffer is on CUDA device " + std::to_string(a.device) +
+                                                ", the staging on " + describe() +
+                                                " (opened on the device current at the first CUDA call)");
     return Status::ok();
   }
 
