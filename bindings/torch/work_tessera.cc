@@ -1,13 +1,17 @@
 #include "bindings/torch/work_tessera.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
@@ -16,6 +20,10 @@
 
 namespace tessera_torch {
 namespace {
+
+#if !(TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
+constexpr std::chrono::microseconds kLongestPoll(200);  // older torch's Event cannot synchronize
+#endif
 
 // The streams a stream-side wait holds now, process-wide (holdCallersStream). A collective's
 // last step queues copies on a stream of PyTorch's pool and synchronizes it on the completing
@@ -107,12 +115,22 @@ void WorkTessera::runFinish() {
   if (!device_) return finish_();
   // CUDA tensors: the last step's copies, on a pool stream no wait holds, are done before the
   // Work completes, so nothing of ours still runs when the caller frees a tensor.
-  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
-  std::unique_lock<std::mutex> lock(held().mutex);
-  c10::StreamGuard onPool(poolStreamNotHeld(*device_));
-  finish_();
-  lock.unlock();
-  impl.getStream(*device_).synchronize();
+  // Waited on through an event recorded under the lock, not by synchronizing the stream: a
+  // hold queued on that stream once the lock is let go (a caller's current stream may be
+  // this pool stream) would otherwise make this completion wait for another Work's.
+  c10::Event copied(c10::DeviceType::CUDA);
+  {
+    std::lock_guard<std::mutex> lock(held().mutex);
+    c10::StreamGuard onPool(poolStreamNotHeld(*device_));
+    finish_();
+    copied.record(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(*device_));
+  }
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  copied.synchronize();
+#else
+  for (auto pause = std::chrono::microseconds(5); !copied.query(); pause = std::min(pause * 2, kLongestPoll))
+    std::this_thread::sleep_for(pause);
+#endif
 }
 
 void WorkTessera::complete(tsr_status_t status, const std::string& message) {
