@@ -151,6 +151,54 @@ TEST(CompressedDirect, AValueOneRankCannotEncodeFailsEveryRank) {
   expectUnencodableFailsEveryRank({{{"compressor", "bf16"}, {"momentum", "nesterov"}}, {3}, 3e38f, 3e38f});
 }
 
+// The momentum hand-off without error feedback: g + mu M overflowing on one rank (its g and the
+// estimate M large enough) is what the compressor would get, so the device checks it
+// as the host compressor does; the step fails on every rank, the estimate unchanged, and the
+// next step equals the host tensor's. The device path did not scan g + mu M: the rank sent Inf.
+TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
+  World world(4);
+  const Params params{
+      {"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "8"}, {"ef", "none"}, {"optimizer_momentum", "0.9"}};
+  testing::runRanksWrapped(
+      4,
+      [&](runtime::Communicator& comm) {
+        Opened opened;
+        std::unique_ptr<CompressedTensor> t;
+        ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "big", params, opened, t));
+        auto host = CompressedTensor::create(comm, "big", 1000, params);
+        ASSERT_TRUE(host.isOk()) << host.status().toString();
+        std::vector<float> h(1000), md(1000), mh(1000);
+        float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+        for (int step = 0; step < 3; ++step) {
+          for (size_t j = 0; j < 1000; ++j) h[j] = d[j] = inputOf(comm.rank(), j, step);
+          if (step == 0) h[5] = d[5] = 7.5e37f;                      // the average, and so M[5]
+          if (step == 1 && comm.rank() == 2) h[5] = d[5] = 3.3e38f;  // + 0.9 M[5] is past f32
+          Status hs = host.value()->allreduce(h.data());
+          Status st = t->allreduce(d);
+          t->momentum(md.data());
+          host.value()->momentum(mh.data());
+          EXPECT_TRUE(sameBits(mh.data(), md.data(), 1000)) << "estimate, rank " << comm.rank() << " step " << step;
+          if (step != 1) {
+            ASSERT_TRUE(hs.isOk()) << hs.toString();
+            ASSERT_TRUE(st.isOk()) << st.toString();
+            EXPECT_TRUE(sameBits(h.data(), d, 1000)) << "rank " << comm.rank() << " step " << step;
+            continue;
+          }
+          EXPECT_EQ(hs.code(), Code::kNumericError) << hs.toString();
+          EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
+          EXPECT_EQ(st.message(), hs.message());
+        }
+        EXPECT_EQ(opened.kernels->violations, 0);
+        opened.kernels->release(d);
+      },
+      [](int rank) {
+        testing::Settings s = testing::onFakeHosts(rank, 2);
+        s["TSR_TIMEOUT_MS"] = "5000";
+        return s;
+      },
+      world.wrapper(true));
+}
+
 // Two-level: ranks 0 and 2 share a host; their average of 1e5 at element 5 fits the f32 host
 // sum (intra=none) but not the column's fp16 compressor, which only the shard's owner runs.
 TEST(CompressedHierDirect, AHostAverageTheCompressorCannotTakeFailsEveryRank) {
