@@ -43,7 +43,12 @@ Result<bool> callerEventReached(const CallerEvent& event, const std::string& who
   if (!event) return true;
   cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event.get()));
   if (e == cudaSuccess) return true;
-  if (e == cudaErrorNotReady) return false;
+  if (e == cudaErrorNotReady) {
+    // Not an error, but the runtime may keep it as this thread's last error, which the next
+    // launch check (cudaGetLastError) would then report (PyTorch's CUDAEvent::query clears it too).
+    (void)cudaGetLastError();
+    return false;
+  }
   return Status(Code::kInternal, who + ": the caller's stream failed before the call: " + cudaText(e));
 }
 

@@ -65,7 +65,10 @@ class CudaCopier final : public DeviceCopier {
   Result<bool> finished() override {
     cudaError_t e = cudaEventQuery(event_);
     if (e == cudaSuccess) return true;
-    if (e == cudaErrorNotReady) return false;
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: kept from the next launch check (cuda_device.cc)
+      return false;
+    }
     return Status(Code::kInternal, describe() + ": copy failed: " + cudaText(e));
   }
 

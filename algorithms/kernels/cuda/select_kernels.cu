@@ -267,6 +267,7 @@ size_t randomkScratchBytes(size_t n, size_t k) {
 
 int randomkSelect(size_t n, size_t k, uint64_t seed, uint32_t step, uint32_t* indices, void* scratch,
                   size_t scratchBytes, void* stream) {
+  if (n > UINT32_MAX) return static_cast<int>(cudaErrorInvalidValue);  // the indices are 32-bit
   if (k > n) k = n;
   if (k == 0) return 0;
   uint32_t *draws, *counts, *offsets;
@@ -296,6 +297,7 @@ size_t topkScratchBytes(size_t n, size_t) {
 
 int topkSelect(const float* x, size_t n, size_t k, uint32_t* indices, void* scratch, size_t scratchBytes,
                void* stream) {
+  if (n > UINT32_MAX) return static_cast<int>(cudaErrorInvalidValue);  // the indices are 32-bit
   if (k == 0 || n == 0) return 0;
   cudaStream_t s = asStream(stream);
   if (k >= n) {
