@@ -56,10 +56,9 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginFlag() {
   // the flag, so every rank fails the step, not this one alone while the others wait for it.
   if (s.badIndex == s.count) {
     if (s.device) {
-      // g + mu M, which the host compressor scans itself: the codec scans only what it derives.
-      auto refused = input_ != s.g ? at_.kernels->scanNonFinite(input_, s.count) : Result<size_t>(s.count);
-      if (refused.isOk() && refused.value() == s.count)
-        refused = s.device->codec->firstUnencodable(input_, reinterpret_cast<std::byte*>(at_.mine + 1));
+      // g was scanned above; g + mu M was not (the host compressor scans its input itself).
+      auto refused =
+          s.device->codec->firstUnencodable(input_, reinterpret_cast<std::byte*>(at_.mine + 1), input_ == s.g);
       if (!refused.isOk()) return named(refused.status());
       s.badIndex = refused.value();
     } else {

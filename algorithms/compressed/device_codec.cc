@@ -174,7 +174,7 @@ Result<size_t> DeviceCodec::castAndScan(const float* x, std::byte* payload) {
 
 // compress's stages up to the inner compressor's input, into the same scratch (compress
 // computes them again: they are pure functions of g and the state, which this leaves alone).
-Result<size_t> DeviceCodec::firstUnencodable(const float* g, std::byte* payload) {
+Result<size_t> DeviceCodec::firstUnencodable(const float* g, std::byte* payload, bool gScanned) {
   algorithms::StepKernels& k = *kernels_;
   const float* x = g;
   if (nesterov_) {
@@ -190,7 +190,12 @@ Result<size_t> DeviceCodec::firstUnencodable(const float* g, std::byte* payload)
     if (bad.value() < count_) return bad.value();
     x = corrected_.as<float>();
   }
-  if (inner_ == Inner::kF16 || inner_ == Inner::kBf16) return castAndScan(x, payload);
+  if (inner_ == Inner::kF16 || inner_ == Inner::kBf16) return castAndScan(x, payload);  // Inf stays Inf
+  if (x == g && !gScanned) {  // neither stage above scanned it
+    auto bad = k.scanNonFinite(g, count_);
+    if (!bad.isOk()) return named(bad.status());
+    return bad.value();
+  }
   return count_;
 }
 
@@ -334,13 +339,13 @@ Result<size_t> DeviceCodec::compressOnebit(const float* x, std::byte* payload, u
   algorithms::StepKernels& k = *kernels_;
   const kernels::RngStream rng{seed_, 0, step};
   const compress::OnebitCompressor geometry(count_, scaling_, seed_, scaleBlock_);
-  std::fill(scales_.begin(), scales_.end(), 0.0f);
-  for (size_t b = 0; b < geometry.scaleCount(); ++b) {
-    scales_[b] = 1.0f;
-    if (!scaling_ || count_ == 0) continue;
-    double sum = 0;
-    TSR_RETURN_IF_ERROR(named(k.sumAbs(x + geometry.blockBegin(b), geometry.blockLength(b), &sum)));
-    scales_[b] = static_cast<float>(sum / static_cast<double>(geometry.blockLength(b)));
+  std::fill(scales_.begin(), scales_.end(), 0.0f);  // the header's padding, as the host writes it
+  std::fill_n(scales_.begin(), geometry.scaleCount(), 1.0f);
+  if (scaling_ && count_ > 0) {  // every block's sum at once: one read back, not one a block
+    sums_.assign(geometry.scaleCount(), 0.0);
+    TSR_RETURN_IF_ERROR(named(k.sumAbsPerSpan(x, count_, geometry.blockLength(0), sums_.data())));
+    for (size_t b = 0; b < geometry.scaleCount(); ++b)
+      scales_[b] = static_cast<float>(sums_[b] / static_cast<double>(geometry.blockLength(b)));
   }
   auto* words = reinterpret_cast<uint64_t*>(payload + geometry.headerBytes());
   TSR_RETURN_IF_ERROR(finiteOrNamed(k.signPack(x, count_, words, rng), x, innerName_));

@@ -38,11 +38,12 @@ class DeviceCodec {
   // g (count floats, device) into payload (device, 8-byte aligned, maxCompressedBytes of the
   // host chain) at `step`; returns the bytes written. g must be finite (the step checks).
   Result<size_t> compress(const float* g, std::byte* payload, uint32_t step);
-  // What compress would refuse of a finite g (count floats, device), asked before the step's
-  // flag exchange so every rank fails the step, not this one alone: the index of the first
-  // element whose shifted value or g + e is not finite, or that the f16/bf16 cast makes Inf;
-  // count when there is none. Writes only scratch and payload (which compress rewrites).
-  Result<size_t> firstUnencodable(const float* g, std::byte* payload);
+  // What compress would refuse of g (count floats, device), asked before the step's flag
+  // exchange so every rank fails the step, not this one alone: the index of the first element
+  // whose shifted value or g + e is not finite, or that the f16/bf16 cast makes Inf, or of g
+  // itself when the caller has not scanned it (the momentum hand-off's g + mu M); count when
+  // there is none. Writes only scratch and payload (which compress rewrites).
+  Result<size_t> firstUnencodable(const float* g, std::byte* payload, bool gScanned = true);
   // A payload of `bytes` (device) into out (count floats, device).
   Status decompress(const std::byte* payload, size_t bytes, float* out);
   // Error feedback's residual into host memory (count floats); zeros without ef.
@@ -80,6 +81,7 @@ class DeviceCodec {
   bool scaling_ = false;       // onebit
   size_t scaleBlock_ = 0;      // onebit: elements per scale (0: one scale)
   std::vector<float> scales_;  // onebit: the payload's scales, staged on the host
+  std::vector<double> sums_;   // onebit: sum |x| per scale block
   uint32_t levels_ = 0;        // dithering
   kernels::DitherPartition partition_ = kernels::DitherPartition::kLinear;
   bool l2_ = false;                  // dithering: dithering_normalize=l2 (else max |x|)

@@ -171,11 +171,9 @@ Status MarsitStepTask::prepareWhole() {
   if (s.scaleBlocks == 1) {
     s.blockSums[0] = sumAbs;
   } else {
-    for (size_t b = 0; b < s.scaleBlocks; ++b) {
-      s.blockSums[b] = 0;
-      if (full_ || bad.value() < s.count) continue;  // not read
-      TSR_RETURN_IF_ERROR(named(k.sumAbs(at_.work + s.scaleBegin(b), s.scaleLength(b), &s.blockSums[b])));
-    }
+    std::fill(s.blockSums.begin(), s.blockSums.end(), 0.0);
+    if (!full_ && bad.value() == s.count)  // else not read
+      TSR_RETURN_IF_ERROR(named(k.sumAbsPerSpan(at_.work, s.count, s.scaleSpan, s.blockSums.data())));
   }
   scalarsReady(bad.value());
   s.times.prepare = nowUs() - startUs_;

@@ -14,6 +14,7 @@
 
 #include "algorithms/kernels/cuda/cuda_kernels.h"
 #include "algorithms/kernels/reduce.h"
+#include "algorithms/kernels/sign_ops.h"
 #include "algorithms/plan/cuda_device.h"
 #include "algorithms/plan/step_kernels.h"
 
@@ -191,6 +192,19 @@ class CudaStepKernels final : public StepKernels {
     double total = 0;
     for (double part : parts) total += part;
     *sum = total;
+    return Status::ok();
+  }
+  // Spans of whole 1024-element blocks (onebit's and Marsit's default 4096): every block's sum
+  // in one launch and one read back, not one of each a span.
+  Status sumAbsPerSpan(const float* x, size_t count, size_t span, double* sums) override {
+    if (span == 0 || span % kernels::kSumAbsBlock != 0) return StepKernels::sumAbsPerSpan(x, count, span, sums);
+    size_t blocks = kernels::cuda::sumAbsBlocks(count);
+    if (blocks == 0) return Status::ok();
+    TSR_RETURN_IF_ERROR(growBlockSums(blocks));
+    TSR_RETURN_IF_ERROR(launched(kernels::cuda::sumAbsBlockwise(x, count, blockSums_, stream_), "sum |x|"));
+    std::vector<double> parts(blocks);
+    TSR_RETURN_IF_ERROR(readToHost(parts.data(), blockSums_, blocks * sizeof(double)));
+    sumPartsPerSpan(parts.data(), blocks, span / kernels::kSumAbsBlock, sums);
     return Status::ok();
   }
   Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,

@@ -14,6 +14,21 @@
 
 namespace tsr::algorithms {
 
+Status StepKernels::sumAbsPerSpan(const float* x, size_t count, size_t span, double* sums) {
+  if (span == 0) return Status(Code::kInvalidArgument, "sum |x| per span: a span of 0 elements");
+  for (size_t b = 0; b * span < count; ++b)
+    TSR_RETURN_IF_ERROR(sumAbs(x + b * span, std::min(span, count - b * span), &sums[b]));
+  return Status::ok();
+}
+
+void sumPartsPerSpan(const double* parts, size_t partCount, size_t m, double* sums) {
+  for (size_t s = 0; s * m < partCount; ++s) {
+    double total = 0.0;
+    for (size_t p = s * m; p < std::min(partCount, (s + 1) * m); ++p) total += parts[p];
+    sums[s] = total;
+  }
+}
+
 Result<void*> HostStepKernels::allocate(size_t bytes) {
   void* p = std::calloc(bytes ? bytes : 1, 1);
   if (!p) return Status(Code::kInternal, "host step kernels: out of memory for " + std::to_string(bytes) + " bytes");

@@ -132,6 +132,10 @@ class StepKernels {
   virtual Result<size_t> signPack(const float* x, size_t count, uint64_t* words, const kernels::RngStream& rng,
                                   uint64_t firstWord = 0) = 0;
   virtual Status sumAbs(const float* x, size_t count, double* sum) = 0;
+  // sums[b] = sumAbs of x's span b ([b span, min((b + 1) span, count))) for every span, as one
+  // sumAbs a span would give them: onebit's and Marsit's scale blocks. Default: one sumAbs a
+  // span; a device that sums 1024-element blocks reads them back once instead (sumPartsPerSpan).
+  virtual Status sumAbsPerSpan(const float* x, size_t count, size_t span, double* sums);
   virtual Status signDecompress(const uint64_t* words, size_t count, float eta, float* out) = 0;
   // dithering (kernels/dithering.h): max |x| into host memory (exact in any order); sum x^2
   // into host memory (kernels::ditherSumSquares's order: the L2 scale is its float square
@@ -143,6 +147,11 @@ class StepKernels {
   virtual Status ditherDequantize(const int16_t* codes, size_t count, float scale, uint32_t levels,
                                   kernels::DitherPartition partition, float* out) = 0;
 };
+
+// sums[s] = parts[s m] + ... + parts[min((s + 1) m, partCount) - 1], added in order from 0.0,
+// for every span s of m parts: the spans' sumAbs from the 1024-element blocks' sums
+// (kernels::sumAbs adds its blocks so), when a span is m blocks long (the last one shorter).
+void sumPartsPerSpan(const double* parts, size_t partCount, size_t m, double* sums);
 
 // The CPU kernels over host memory.
 class HostStepKernels : public StepKernels {
