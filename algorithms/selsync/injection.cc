@@ -16,9 +16,16 @@ using algorithms::Slot;
 
 namespace {
 
+// The most floats a share may hold: the communicator's limit on a count (2^40).
+constexpr size_t kMaxShareCount = size_t{1} << 40;
+
 // This rank's buffers against what the draw asks of it: a share to send, room for the others'.
 Status checkBuffers(int me, uint64_t step, const Injection& out, bool sending, const float* share, size_t shareCount,
                     const float* received, size_t capacity) {
+  if (shareCount > kMaxShareCount)  // (senders x shareCount and the bytes would wrap)
+    return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) + ": share count " +
+                                              std::to_string(shareCount) +
+                                              " is too large (at most 2^40; a negative number cast to size_t?)");
   if (shareCount > 0 && sending && !share)
     return Status(Code::kInvalidArgument, "data injection on rank " + std::to_string(me) +
                                               ": this rank sends at step " + std::to_string(step) +
@@ -45,7 +52,7 @@ Result<Injection> injectData(algorithms::Team& comm, uint64_t seed, uint64_t ste
   if (alphaOk) {
     out.senders = injectionRanks(seed, step, n, alpha);
     sending = std::binary_search(out.senders.begin(), out.senders.end(), me);
-    out.receivedCount = (out.senders.size() - (sending ? 1 : 0)) * shareCount;
+    if (shareCount <= kMaxShareCount) out.receivedCount = (out.senders.size() - (sending ? 1 : 0)) * shareCount;
     buffers = checkBuffers(me, step, out, sending, share, shareCount, received, capacity);
   }
   // Ranks that differ in seed, step or alpha draw different senders and would pass each other

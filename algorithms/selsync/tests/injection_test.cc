@@ -99,6 +99,22 @@ TEST(DataInjectionErrors, ARankWhoseBuffersDoNotFitFailsEveryRank) {
   }
 }
 
+// A share count past 2^40 (a negative count cast to size_t, say) is refused naming it, on every
+// rank and before anything moves. Unchecked, 2^62 floats made messages of 2^64 bytes, which
+// wrapped to 0: the call "succeeded" having sent nothing, claiming 2^62 floats received.
+TEST(DataInjectionErrors, ShareCountPast2To40IsRefusedOnEveryRank) {
+  for (size_t count : {(size_t{1} << 40) + 1, size_t{1} << 62, SIZE_MAX}) {
+    testing::runRanks(2, [&](runtime::Communicator& comm) {
+      float mine = 1.0f, got = 0.0f;
+      auto r = injectData(comm, 1, 0, 1.0, &mine, count, &got, SIZE_MAX);
+      ASSERT_FALSE(r.isOk()) << count << " on rank " << comm.rank() << ": received " << r.value().receivedCount;
+      EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().toString();
+      EXPECT_NE(r.status().message().find("share count " + std::to_string(count) + " is too large"), std::string::npos)
+          << r.status().message();
+    });
+  }
+}
+
 // Ranks that differ in seed or alpha would draw different senders: messages nobody receives,
 // shares never sent, each rank "ok" with something else. The call's settings are compared
 // first, and every rank fails naming what differs.
