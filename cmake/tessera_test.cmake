@@ -32,8 +32,9 @@ function(tsr_unity_source out name)
   set(${out} "${path}" PARENT_SCOPE)
 endfunction()
 
+# SERIAL: the binary's cases run alone (RUN_SERIAL), for those that hold several GiB.
 function(tsr_add_gtest name)
-  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
   list(LENGTH T_SOURCES count)
   if(TSR_UNITY_TESTS AND count GREATER 1)
     tsr_unity_source(unity ${name} ${T_SOURCES})
@@ -53,6 +54,10 @@ function(tsr_add_gtest name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${T_LABEL}" TIMEOUT ${T_TIMEOUT}
+  set(serial)
+  if(T_SERIAL)
+    set(serial RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${T_LABEL}" TIMEOUT ${T_TIMEOUT} ${serial}
                        DISCOVERY_TIMEOUT 60)
 endfunction()
