@@ -84,8 +84,19 @@ void SealedTransport::giveBuffer(std::vector<char> buffer) {
   spare_.emplace(capacity, std::move(buffer));
 }
 
+Status SealedTransport::checkSealable(int peer, size_t bytes, bool sending) const {
+  if (bytes <= kMaxSealedBytes) return Status::ok();
+  // Refused on both sides: the receiver of a message its sender could not seal would otherwise
+  // wait out the timeout.
+  return Status(Code::kInvalidArgument,
+                "rank " + std::to_string(inner_.rank()) + ": sealed transport (TSR_SECURE=encrypt): a message of " +
+                    std::to_string(bytes) + " bytes " + (sending ? "to " : "from ") + peerLabel(peer, hosts_) +
+                    " is over the " + std::to_string(kMaxSealedBytes) + " bytes one sealed message holds");
+}
+
 Result<SealedTransport::Op*> SealedTransport::startSend(int peer, uint64_t tag, const void* buffer, size_t bytes,
                                                         Completion* c) {
+  TSR_RETURN_IF_ERROR(checkSealable(peer, bytes, true));  // before its staging is allocated
   Link& link = links_[peer];
   Op& op = newOp(Op::kSend, c, peer);
   op.staging = takeBuffer(bytes + kSealOverhead);
@@ -127,6 +138,7 @@ Status SealedTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buf
                              Completion* c) {
   if (!isSealed(peer) || isControl(tag)) return inner_.recv(peer, tag, tagMask, buffer, bytes, type, c);
   if (type != MemoryType::kHost) return Status(Code::kNotSupported, "sealed transport: host memory only");
+  TSR_RETURN_IF_ERROR(checkSealable(peer, bytes, false));
   Op& op = newOp(Op::kRecv, c, peer);
   op.out = buffer;
   op.capacity = bytes;
@@ -145,6 +157,7 @@ Status SealedTransport::recv(int peer, uint64_t tag, uint64_t tagMask, void* buf
 
 Status SealedTransport::recvToConsumer(int peer, uint64_t tag, size_t bytes, Consumer* consumer, Completion* c) {
   if (!isSealed(peer) || isControl(tag)) return inner_.recvToConsumer(peer, tag, bytes, consumer, c);
+  TSR_RETURN_IF_ERROR(checkSealable(peer, bytes, false));
   Op& op = newOp(Op::kConsumerRecv, c, peer);
   op.capacity = bytes;
   op.staging = takeBuffer(bytes);

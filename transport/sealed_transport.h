@@ -77,6 +77,8 @@ class SealedTransport final : public Transport {
   std::vector<char> takeBuffer(size_t bytes);
   void giveBuffer(std::vector<char> buffer);
   Result<Op*> startSend(int peer, uint64_t tag, const void* buffer, size_t bytes, Completion* c);
+  // Ok when `bytes` fit one sealed message (kMaxSealedBytes), else the error naming them.
+  Status checkSealable(int peer, size_t bytes, bool sending) const;
   // The inner transport's answer to a sealed send; a refusal forgets the operation.
   Status undoIfFailed(Status posted, Op* op);
   // Opens a received sealed message from `from` into out (message bytes in *bytes).

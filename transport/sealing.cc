@@ -42,7 +42,7 @@ Sealer::Sealer(const LinkKey& key) : ctx_(std::make_unique<Ctx>()) {
 Sealer::~Sealer() = default;
 
 Status Sealer::seal(uint64_t seq, uint64_t tag, const void* in, size_t bytes, void* out) {
-  if (bytes > static_cast<size_t>(INT32_MAX))
+  if (bytes > kMaxSealedBytes)
     return Status(Code::kInvalidArgument, "seal: message of " + std::to_string(bytes) + " bytes is too large");
   auto* o = static_cast<uint8_t*>(out);
   putU64(o, seq);

@@ -22,6 +22,8 @@ using LinkKey = std::array<uint8_t, 32>;
 inline constexpr size_t kSealSeqBytes = 8;
 inline constexpr size_t kSealTagBytes = 16;
 inline constexpr size_t kSealOverhead = kSealSeqBytes + kSealTagBytes;
+// The most bytes one message seals (OpenSSL's EVP calls take an int length).
+inline constexpr size_t kMaxSealedBytes = 2147483647;
 
 // One direction of one link. Not thread-safe; reused for every message (no allocation).
 class Sealer {
