@@ -151,14 +151,17 @@ TEST(CompressedDirect, AValueOneRankCannotEncodeFailsEveryRank) {
   expectUnencodableFailsEveryRank({{{"compressor", "bf16"}, {"momentum", "nesterov"}}, {3}, 3e38f, 3e38f});
 }
 
-// The momentum hand-off without error feedback: g + mu M overflowing on one rank (its g and the
-// estimate M large enough) is what the compressor would get, so the device checks it
-// as the host compressor does; the step fails on every rank, the estimate unchanged, and the
-// next step equals the host tensor's. The device path did not scan g + mu M: the rank sent Inf.
-TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
+// The momentum hand-off: g + mu M overflowing on one rank (its g and the estimate M large
+// enough) is what the compressor would get, so the device checks it as the host compressor
+// does; the step fails on every rank, the estimate unchanged, and the next step equals the host
+// tensor's. With error feedback, rank 2 also keeps a residual at element 3 (top-8 takes eight
+// larger values) that makes g + mu M + e overflow before element 5: the host chain names element
+// 5 (its outer stage scans g + mu M first), so the device must too.
+void expectHandOffPastF32FailsEveryRank(const std::string& ef) {
+  SCOPED_TRACE("ef=" + ef);
   World world(4);
   const Params params{
-      {"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "8"}, {"ef", "none"}, {"optimizer_momentum", "0.9"}};
+      {"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "8"}, {"ef", ef}, {"optimizer_momentum", "0.9"}};
   testing::runRanksWrapped(
       4,
       [&](runtime::Communicator& comm) {
@@ -171,8 +174,15 @@ TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
         float* d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
         for (int step = 0; step < 3; ++step) {
           for (size_t j = 0; j < 1000; ++j) h[j] = d[j] = inputOf(comm.rank(), j, step);
-          if (step == 0) h[5] = d[5] = 7.5e37f;                      // the average, and so M[5]
-          if (step == 1 && comm.rank() == 2) h[5] = d[5] = 3.3e38f;  // + 0.9 M[5] is past f32
+          if (step == 0) h[5] = d[5] = 7.5e37f;  // the average, and so M[5]
+          if (step == 0 && comm.rank() == 2) {
+            for (size_t j = 100; j < 108; ++j) h[j] = d[j] = 3.3e38f;  // top-8 takes these
+            h[3] = d[3] = 3e38f;                                       // and leaves this in e
+          }
+          if (step == 1 && comm.rank() == 2) {
+            h[5] = d[5] = 3.3e38f;  // + 0.9 M[5] is past f32
+            h[3] = d[3] = 3e38f;    // finite + 0.9 M[3]; + e[3] is past f32 too
+          }
           Status hs = host.value()->allreduce(h.data());
           Status st = t->allreduce(d);
           t->momentum(md.data());
@@ -187,6 +197,9 @@ TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
           EXPECT_EQ(hs.code(), Code::kNumericError) << hs.toString();
           EXPECT_EQ(st.code(), Code::kNumericError) << st.toString();
           EXPECT_EQ(st.message(), hs.message());
+          if (comm.rank() == 2) {
+            EXPECT_NE(hs.message().find("element 5"), std::string::npos) << hs.message();
+          }
         }
         EXPECT_EQ(opened.kernels->violations, 0);
         opened.kernels->release(d);
@@ -197,6 +210,11 @@ TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
         return s;
       },
       world.wrapper(true));
+}
+
+TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
+  expectHandOffPastF32FailsEveryRank("none");
+  expectHandOffPastF32FailsEveryRank("vanilla");
 }
 
 // Two-level: ranks 0 and 2 share a host; their average of 1e5 at element 5 fits the f32 host

@@ -133,7 +133,8 @@ Result<std::unique_ptr<algorithms::Task>> CompressedHierStepTask::beginFlag() {
   h_.shardRefused = false;
   if (s.badIndex == real && real > 0) {
     if (s.device && s.device->codec) {
-      auto refused = s.device->codec->firstUnencodable(at_.shard, reinterpret_cast<std::byte*>(at_.mine + 1));
+      auto refused = s.device->codec->firstUnencodable(at_.shard, reinterpret_cast<std::byte*>(at_.mine + 1),
+                                                       /*gScanned=*/true);
       if (!refused.isOk()) return refused.status();
       s.badIndex = refused.value();
     } else if (!s.device && s.compressor) {

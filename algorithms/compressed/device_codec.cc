@@ -176,6 +176,11 @@ Result<size_t> DeviceCodec::castAndScan(const float* x, std::byte* payload) {
 // computes them again: they are pure functions of g and the state, which this leaves alone).
 Result<size_t> DeviceCodec::firstUnencodable(const float* g, std::byte* payload, bool gScanned) {
   algorithms::StepKernels& k = *kernels_;
+  if (!gScanned) {  // first, as the host chain does: its outer stage scans its own input first
+    auto bad = k.scanNonFinite(g, count_);
+    if (!bad.isOk()) return named(bad.status());
+    if (bad.value() < count_) return bad.value();
+  }
   const float* x = g;
   if (nesterov_) {
     TSR_RETURN_IF_ERROR(named(k.nesterovShift(g, momentum_.as<float>(), count_, mu_, shifted_.as<float>())));
@@ -191,11 +196,6 @@ Result<size_t> DeviceCodec::firstUnencodable(const float* g, std::byte* payload,
     x = corrected_.as<float>();
   }
   if (inner_ == Inner::kF16 || inner_ == Inner::kBf16) return castAndScan(x, payload);  // Inf stays Inf
-  if (x == g && !gScanned) {  // neither stage above scanned it
-    auto bad = k.scanNonFinite(g, count_);
-    if (!bad.isOk()) return named(bad.status());
-    return bad.value();
-  }
   return count_;
 }
 

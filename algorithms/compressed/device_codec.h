@@ -40,10 +40,11 @@ class DeviceCodec {
   Result<size_t> compress(const float* g, std::byte* payload, uint32_t step);
   // What compress would refuse of g (count floats, device), asked before the step's flag
   // exchange so every rank fails the step, not this one alone: the index of the first element
-  // whose shifted value or g + e is not finite, or that the f16/bf16 cast makes Inf, or of g
-  // itself when the caller has not scanned it (the momentum hand-off's g + mu M); count when
-  // there is none. Writes only scratch and payload (which compress rewrites).
-  Result<size_t> firstUnencodable(const float* g, std::byte* payload, bool gScanned = true);
+  // of g itself when the caller has not scanned it (the momentum hand-off's g + mu M), then of
+  // the first element whose shifted value or g + e is not finite, or that the f16/bf16 cast
+  // makes Inf, in the host chain's order so both name the same element; count when there is
+  // none. Writes only scratch and payload (which compress rewrites).
+  Result<size_t> firstUnencodable(const float* g, std::byte* payload, bool gScanned);
   // A payload of `bytes` (device) into out (count floats, device).
   Status decompress(const std::byte* payload, size_t bytes, float* out);
   // Error feedback's residual into host memory (count floats); zeros without ef.
