@@ -249,7 +249,8 @@ def empty_like(buf, times=1, divide=1):
         return torch.empty(shape, dtype=buf.obj.dtype, device=buf.obj.device)
     if buf.device is not None and type(buf.obj).__module__.startswith("cupy"):
         import cupy
-        return cupy.empty(shape, dtype=buf.obj.dtype)
+        with cupy.cuda.Device(buf.obj.device.id):  # the input's device, not the current one
+            return cupy.empty(shape, dtype=buf.obj.dtype)
     return np.empty(shape, dtype=buf.array.dtype)
 
 
