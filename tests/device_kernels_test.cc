@@ -150,6 +150,15 @@ TEST(CudaStepKernels, CodecKernelsMatchHostBitForBit) {
   ASSERT_TRUE(host.maxAbs(x.data(), n, &mh).isOk() && dev.maxAbs(dx, n, &md).isOk());
   EXPECT_EQ(std::memcmp(&sh, &sd, sizeof sh), 0);
   EXPECT_EQ(std::memcmp(&mh, &md, sizeof mh), 0);
+  // The scale blocks' sums: 4096 (one launch of 1024-element block sums, the last span
+  // shorter) and 1000 (not a multiple of the block: one sumAbs a span).
+  for (size_t span : {size_t{4096}, size_t{1000}}) {
+    const size_t spans = (n + span - 1) / span;
+    std::vector<double> perHost(spans), perDev(spans, -1.0);
+    ASSERT_TRUE(host.sumAbsPerSpan(x.data(), n, span, perHost.data()).isOk());
+    ASSERT_TRUE(dev.sumAbsPerSpan(dx, n, span, perDev.data()).isOk());
+    EXPECT_EQ(std::memcmp(perHost.data(), perDev.data(), spans * sizeof(double)), 0) << "span " << span;
+  }
   ASSERT_TRUE(host.signDecompress(bits.data(), n, 0.5f, hostOut.data()).isOk());
   ASSERT_TRUE(dev.signDecompress(dbits, n, 0.5f, dout).isOk());
   same("sign decompress");
