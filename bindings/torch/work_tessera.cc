@@ -15,6 +15,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
+#include <torch/version.h>  // TORCH_VERSION_*: which Event API this torch has
 
 #include "bindings/torch/placement.h"
 
