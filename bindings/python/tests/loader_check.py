@@ -5,6 +5,7 @@ some folder above it (loading a library runs its code).
     python3 loader_check.py LIBTESSERA SOURCE_DIR
 
 Copies the package into temporary layouts and imports it there, without TESSERA_LIBRARY."""
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -15,12 +16,14 @@ import tempfile
 from checks import Checks
 
 
-def loaded_from(package_parent, env_extra=None):
-    """What `import tessera` in package_parent loads: the library path, or the ImportError."""
+def loaded_from(package_parent, env_extra=None, then=""):
+    """What `import tessera` in package_parent loads: the library path, or the ImportError
+    (of `then` too, a statement run after it)."""
     env = {k: v for k, v in os.environ.items() if k != "TESSERA_LIBRARY"}
     env["PYTHONPATH"] = str(package_parent)
     env.update(env_extra or {})
     probe = ("import tessera._capi as c, sys\n"
+             f"{then}\n"
              "print(c.LIBRARY_PATH)\n")
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                          cwd=str(package_parent))
@@ -63,6 +66,14 @@ def main():
                  f"a library in a parent folder's build/lib was used: {got!r}")
         got = loaded_from(planted / "site" / "deep", {"TESSERA_LIBRARY": str(library)})
         c.expect(got == str(library), f"TESSERA_LIBRARY: loaded {got!r}")
+
+        # The torch extension named by hand but absent: refused naming it, not another copy.
+        if importlib.util.find_spec("torch") is not None:
+            missing = str(tmp / "nowhere" / "_tessera_torch.so")
+            got = loaded_from(checkout / "bindings" / "python", {"TESSERA_TORCH_EXTENSION": missing},
+                              "import tessera.torch")
+            c.expect(got == f"ImportError: tessera.torch: TESSERA_TORCH_EXTENSION={missing} is not a file",
+                     f"a missing TESSERA_TORCH_EXTENSION: {got!r}")
     c.finish(0, 1, "loader_check")
 
 

@@ -47,6 +47,8 @@ def _load_extension():
     import importlib.util
     import torch
     explicit = os.environ.get("TESSERA_TORCH_EXTENSION")
+    if explicit and not os.path.isfile(explicit):  # named by hand: never another copy in its place
+        raise ImportError(f"tessera.torch: TESSERA_TORCH_EXTENSION={explicit} is not a file")
     places = [explicit] if explicit else []
     folders = (os.path.dirname(_capi.LIBRARY_PATH), os.path.join(os.path.dirname(_capi.LIBRARY_PATH), "torch"),
                os.path.dirname(__file__))
