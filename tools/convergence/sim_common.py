@@ -49,7 +49,7 @@ def load_fashion_mnist(train_size=None):
 
 class Cnn(nn.Module):
     """Two 3x3 convolutions (each ReLU and 2x2 max-pool), then an MLP head. The reference model
-    (--model issue) is Cnn(32, 64, 384) (1,227,274 parameters); Cnn(16, 32, 128) (206,922) has the same
+    (--model reference) is Cnn(32, 64, 384) (1,227,274 parameters); Cnn(16, 32, 128) (206,922) has the same
     character (over 95% of the parameters in the first fully connected layer) at a sixth of
     the cost."""
 
@@ -66,7 +66,7 @@ class Cnn(nn.Module):
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
-MODELS = {"small": (16, 32, 128), "issue": (32, 64, 384)}
+MODELS = {"small": (16, 32, 128), "reference": (32, 64, 384)}
 
 
 def flat_grad(model):
