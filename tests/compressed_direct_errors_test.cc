@@ -223,5 +223,71 @@ TEST(CompressedHierDirect, AHostAverageTheCompressorCannotTakeFailsEveryRank) {
   expectUnencodableFailsEveryRank({{{"compressor", "fp16"}, {"intra", "none"}}, {0, 2}, 0.0f, 1e5f});
 }
 
+// A step that fails in its exchange, after every rank has compressed (every rank's sends past
+// the flag stage refused: a link breaking mid-step): error feedback's residual and the
+// momentum stay as they were on every rank, host and direct device path alike, so the step
+// redone (after a shrink) counts the gradient once. Compressing moved them on at once before.
+void expectAFailedExchangeChangesNothing(const Params& extra, uint32_t stagesBeforeTheExchange, bool direct) {
+  SCOPED_TRACE(std::string(direct ? "direct" : "host") + (extra.count("intra") ? ", two-level" : ", flat"));
+  World world(4);
+  Params params{{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.05"}, {"momentum", "nesterov"}};
+  params.insert(extra.begin(), extra.end());
+  const bool flat = !params.count("intra");
+  testing::runRanksWrapped(
+      4,
+      [&](runtime::Communicator& comm) {
+        Opened opened;
+        std::unique_ptr<CompressedTensor> t;
+        float* d = nullptr;
+        std::vector<float> h(1000);
+        if (direct) {
+          ASSERT_NO_FATAL_FAILURE(testing::openDirectRefusingHostMemory(comm, "w", params, opened, t));
+          d = static_cast<float*>(opened.kernels->allocate(1000 * sizeof(float)).value());
+        } else {
+          auto made = CompressedTensor::create(comm, "w", 1000, params);
+          ASSERT_TRUE(made.isOk()) << made.status().toString();
+          t = made.take();
+        }
+        float* g = direct ? d : h.data();
+        std::vector<float> residual(1000), momentum(1000), after(1000);
+        for (int step = 0; step < 2; ++step) {
+          for (size_t j = 0; j < 1000; ++j) g[j] = inputOf(comm.rank(), j, step);
+          t->residual(residual.data());
+          t->momentum(momentum.data());
+          if (step == 1) world.transports[comm.rank()]->refuseSendsFromStage(stagesBeforeTheExchange);
+          Status st = t->allreduce(g);
+          if (step == 0) {
+            ASSERT_TRUE(st.isOk()) << st.toString();
+            continue;
+          }
+          EXPECT_FALSE(st.isOk()) << "rank " << comm.rank();
+          EXPECT_TRUE(std::any_of(residual.begin(), residual.end(), [](float v) { return v != 0.0f; }))
+              << "nothing was held back before the failure";
+          t->residual(after.data());
+          EXPECT_TRUE(sameBits(after.data(), residual.data(), 1000)) << "residual, rank " << comm.rank();
+          t->momentum(after.data());
+          EXPECT_TRUE(sameBits(after.data(), momentum.data(), 1000)) << "momentum, rank " << comm.rank();
+          if (flat) {
+            EXPECT_TRUE(std::any_of(momentum.begin(), momentum.end(), [](float v) { return v != 0.0f; }));
+          }
+        }
+        if (d) opened.kernels->release(d);
+      },
+      [](int rank) {
+        testing::Settings s = testing::onFakeHosts(rank, 2);
+        s["TSR_TIMEOUT_MS"] = "5000";
+        return s;
+      },
+      world.wrapper(true));
+}
+
+TEST(CompressedDirect, AStepFailingInItsExchangeLeavesResidualAndMomentum) {
+  for (bool direct : {false, true}) expectAFailedExchangeChangesNothing({}, 1, direct);
+}
+
+TEST(CompressedHierDirect, AStepFailingInItsColumnExchangeLeavesTheResidual) {
+  for (bool direct : {false, true}) expectAFailedExchangeChangesNothing({{"intra", "none"}}, 2, direct);
+}
+
 }  // namespace
 }  // namespace tsr

@@ -190,7 +190,8 @@ TEST(CompressedDirect, SumOfSquaresInTheCpuOrder) {
 }
 
 // The device codec alone, no network: its payloads are byte-identical to the host
-// compressor's at several steps, and malformed payloads get the host compressor's errors.
+// compressor's at several steps, both change their residual and momentum at commit and not at
+// encode, and malformed payloads get the host compressor's errors.
 void expectCodecMatchesHost(const Params& params) {
   SCOPED_TRACE(params.at("compressor"));
   const size_t count = 1000;
@@ -209,9 +210,30 @@ void expectCodecMatchesHost(const Params& params) {
   for (uint32_t step = 0; step < 3; ++step) {
     for (size_t j = 0; j < count; ++j) g[j] = inputOf(1, j, static_cast<int>(step));
     host.value()->setStep(step);
-    auto want = host.value()->compress({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
-    auto got = codec.value()->compress(g, payload, step);
+    const auto* m = dynamic_cast<const compress::NesterovMomentum*>(host.value().get());
+    const auto hostErrorBefore = host.value()->feedbackError();
+    const std::vector<float> errorBefore(hostErrorBefore.begin(), hostErrorBefore.end());
+    const std::vector<float> momentumBefore =
+        m ? std::vector<float>(m->momentum().begin(), m->momentum().end()) : std::vector<float>(count, 0.0f);
+    auto want = host.value()->encode({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
+    auto got = codec.value()->encode(g, payload, step);
     ASSERT_TRUE(want.isOk() && got.isOk()) << got.status().toString();
+    {  // nothing moved on yet: a step that failed now would leave both as they were
+      std::vector<float> state(count);
+      const auto e = host.value()->feedbackError();
+      EXPECT_TRUE(std::equal(e.begin(), e.end(), errorBefore.begin(), errorBefore.end())) << "step " << step;
+      if (m) {
+        EXPECT_TRUE(sameBits(m->momentum().data(), momentumBefore.data(), count)) << "step " << step;
+      }
+      ASSERT_TRUE(codec.value()->readError(state.data()).isOk());
+      if (!errorBefore.empty()) {
+        EXPECT_TRUE(sameBits(state.data(), errorBefore.data(), count)) << "step " << step;
+      }
+      ASSERT_TRUE(codec.value()->readMomentum(state.data()).isOk());
+      EXPECT_TRUE(sameBits(state.data(), momentumBefore.data(), count)) << "step " << step;
+    }
+    ASSERT_TRUE(host.value()->commit().isOk());
+    ASSERT_TRUE(codec.value()->commit().isOk());
     ASSERT_EQ(got.value(), want.value());
     EXPECT_EQ(std::memcmp(payload, hostPayload.data(), want.value()), 0) << "step " << step;
     ASSERT_TRUE(codec.value()->decompress(payload, got.value(), out).isOk());
@@ -223,15 +245,17 @@ void expectCodecMatchesHost(const Params& params) {
     auto e = host.value()->feedbackError();
     EXPECT_TRUE(sameBits(state.data(), e.empty() ? zeros.data() : e.data(), count)) << "residual, step " << step;
     ASSERT_TRUE(codec.value()->readMomentum(state.data()).isOk());
-    const auto* m = dynamic_cast<const compress::NesterovMomentum*>(host.value().get());
     EXPECT_TRUE(sameBits(state.data(), m ? m->momentum().data() : zeros.data(), count)) << "momentum, step " << step;
   }
   if (params.count("ef")) {  // g + e overflowing: refused naming the inner stage, as on the host
     for (size_t j = 0; j < count; ++j) g[j] = j == 7 ? 3.0e38f : 1.0f;
     for (int twice = 0; twice < 2; ++twice) {
       auto want = host.value()->compress({g, count}, {reinterpret_cast<std::byte*>(hostPayload.data()), bytes});
-      auto got = codec.value()->compress(g, payload, 3);
+      auto got = codec.value()->encode(g, payload, 3);
       ASSERT_EQ(want.isOk(), got.isOk()) << want.status().toString() << " vs " << got.status().toString();
+      if (got.isOk()) {
+        ASSERT_TRUE(codec.value()->commit().isOk());  // as the host's compress did
+      }
       if (!want.isOk()) {
         EXPECT_EQ(got.status().code(), Code::kNumericError);
         EXPECT_NE(got.status().message().find("compressed tensor c: " + want.status().message()), std::string::npos)

@@ -76,6 +76,16 @@ TEST(Elastic, SurvivorsOfAKilledRankInASparDLAllreduceGoOn) {
   expectSurvivorsMoved(r, {0, 1, 2, 3}, "tensor moved, its step agreed");
 }
 
+// A compressed top-k tensor with error feedback: whether the victim dies before or after the
+// survivors compressed (the residual moves on only when the step ends), the failed step leaves
+// the residual as it was, so the redo counts the gradient once, and the moved tensor steps
+// alike. CompressedDirect.AStepFailingInItsExchange* break the exchange itself every time.
+TEST(Elastic, SurvivorsOfAKilledRankInACompressedTopkStepKeepItsResidual) {
+  RunResult r = runElastic(4, {"shrink", "3", "1048576"}, {"TSR_TIMEOUT_MS=10000", "FAULT_TENSOR=topk"});
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  expectSurvivorsMoved(r, {0, 1, 2}, "tensor moved, its step agreed");
+}
+
 // A rank SIGKILLed between handing over its two COVAP buckets, and one before its SelSync
 // step: the survivors' step fails and leaves their state as it was (residuals and step count;
 // the local model and counts), the handle moves to the survivors' communicator with it, and

@@ -41,6 +41,16 @@ class Compressor {
   virtual size_t maxCompressedBytes() const = 0;
   virtual Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) = 0;
   virtual Status decompress(std::span<const std::byte> compressed, std::span<float> output) = 0;
+  // compress() in two halves, for a step that can still fail after compressing (its exchange):
+  // encode writes the payload but changes no state (error feedback's residual, the momentum);
+  // commit, once the step has succeeded, applies what that encode changes, so a failed step
+  // leaves the compressor as it was and its redo counts the gradient once. Between the two the
+  // output must stay as encode wrote it (commit decodes it) and nothing else may encode or ask
+  // firstUnencodable; the input need not survive. Default (no state): compress, nothing.
+  virtual Result<size_t> encode(std::span<const float> input, std::span<std::byte> output) {
+    return compress(input, output);
+  }
+  virtual Status commit() { return Status::ok(); }
 
   // The first element of `input` (count() floats) that compress() would refuse, or count()
   // when it takes them all; changes no state. A step asks every rank before any compresses,

@@ -32,20 +32,39 @@ size_t ErrorFeedback::firstUnencodable(std::span<const float> input) {
 }
 
 Result<size_t> ErrorFeedback::compress(std::span<const float> input, std::span<std::byte> output) {
+  Result<size_t> bytes = encode(input, output);
+  if (bytes.isOk()) TSR_RETURN_IF_ERROR(commit());
+  return bytes;
+}
+
+Result<size_t> ErrorFeedback::encode(std::span<const float> input, std::span<std::byte> output) {
+  encoded_ = {};
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));
   const size_t n = count();
   float* __restrict c = corrected_.data();
-  float* __restrict e = error_.data();
+  const float* __restrict e = error_.data();
   const float* __restrict g = input.data();
   for (size_t i = 0; i < n; ++i) c[i] = kernels::efCorrected(g[i], e[i]);
-  Result<size_t> bytes = inner_->compress(corrected_, output);
-  if (!bytes.isOk()) return bytes.status();  // e.g. g + e overflowed to Inf: e is unchanged
+  Result<size_t> bytes = inner_->encode(corrected_, output);
+  if (!bytes.isOk()) return bytes.status();  // e.g. g + e overflowed to Inf
+  encoded_ = std::span<const std::byte>(output.data(), bytes.value());
+  return bytes.value();
+}
+
+Status ErrorFeedback::commit() {
+  if (encoded_.data() == nullptr) return Status(Code::kInternal, name() + ": commit without an encode");
   // e <- corrected - decompress(payload), decompressing straight into e.
-  TSR_RETURN_IF_ERROR(inner_->decompress(std::span<const std::byte>(output.data(), bytes.value()), error_));
+  const std::span<const std::byte> payload = encoded_;
+  encoded_ = {};
+  TSR_RETURN_IF_ERROR(inner_->decompress(payload, error_));
+  TSR_RETURN_IF_ERROR(inner_->commit());
+  const size_t n = count();
+  const float* __restrict c = corrected_.data();
+  float* __restrict e = error_.data();
   for (size_t i = 0; i < n; ++i) e[i] = kernels::efKept(c[i], e[i]);
   advanceStep();
-  return bytes.value();
+  return Status::ok();
 }
 
 }  // namespace tsr::compress

@@ -5,7 +5,8 @@
 //   payload   = inner.compress(corrected)
 //   e         = corrected - inner.decompress(payload)
 //
-// decompress forwards to the inner compressor. Buffers (e and one scratch tensor) are allocated
+// decompress forwards to the inner compressor. encode leaves e alone; commit updates it (a step
+// that fails after compressing changes nothing). Buffers (e and one scratch tensor) are allocated
 // once at construction. A non-finite input fails before e changes.
 #pragma once
 
@@ -22,6 +23,10 @@ class ErrorFeedback final : public Compressor {
   std::string name() const override;
   size_t maxCompressedBytes() const override { return inner_->maxCompressedBytes(); }
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  // corrected = g + e, payload = inner.encode(corrected); e waits for commit.
+  Result<size_t> encode(std::span<const float> input, std::span<std::byte> output) override;
+  // e = corrected - inner.decompress(payload): the payload encode wrote, decoded again.
+  Status commit() override;
   // What the inner compressor would refuse of g + e (computed in the scratch tensor; e stays).
   size_t firstUnencodable(std::span<const float> input) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override {
@@ -39,6 +44,7 @@ class ErrorFeedback final : public Compressor {
   std::unique_ptr<Compressor> inner_;
   std::vector<float> error_;
   std::vector<float> corrected_;
+  std::span<const std::byte> encoded_;  // encode's payload, until commit (empty: none)
 };
 
 }  // namespace tsr::compress

@@ -30,19 +30,36 @@ size_t NesterovMomentum::firstUnencodable(std::span<const float> input) {
 }
 
 Result<size_t> NesterovMomentum::compress(std::span<const float> input, std::span<std::byte> output) {
+  Result<size_t> bytes = encode(input, output);
+  if (bytes.isOk()) TSR_RETURN_IF_ERROR(commit());
+  return bytes;
+}
+
+Result<size_t> NesterovMomentum::encode(std::span<const float> input, std::span<std::byte> output) {
+  encoded_ = false;
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));
   const size_t n = count();
   const float mu = mu_;
   const float* __restrict g = input.data();
-  float* __restrict m = momentum_.data();
+  const float* __restrict m = momentum_.data();
   float* __restrict p = shifted_.data();
   for (size_t i = 0; i < n; ++i) p[i] = kernels::nesterovShifted(g[i], m[i], mu);
-  Result<size_t> bytes = inner_->compress(shifted_, output);
-  if (!bytes.isOk()) return bytes;  // m is unchanged when the inner compressor refuses g'
-  for (size_t i = 0; i < n; ++i) m[i] = kernels::nesterovNext(g[i], m[i], mu);
-  advanceStep();
+  Result<size_t> bytes = inner_->encode(shifted_, output);
+  if (!bytes.isOk()) return bytes;  // the inner compressor refused g'
+  // The inner encode is done with g': its scratch holds the next m now (the input need not last).
+  for (size_t i = 0; i < n; ++i) p[i] = kernels::nesterovNext(g[i], m[i], mu);
+  encoded_ = true;
   return bytes;
+}
+
+Status NesterovMomentum::commit() {
+  if (!encoded_) return Status(Code::kInternal, name() + ": commit without an encode");
+  encoded_ = false;
+  TSR_RETURN_IF_ERROR(inner_->commit());
+  momentum_.swap(shifted_);
+  advanceStep();
+  return Status::ok();
 }
 
 }  // namespace tsr::compress

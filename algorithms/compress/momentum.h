@@ -6,7 +6,8 @@
 //   g' = g + mu * m
 //   payload = inner.compress(g')
 //
-// decompress forwards to the inner compressor. A non-finite input fails before m changes.
+// decompress forwards to the inner compressor. encode leaves m alone; commit updates it (a step
+// that fails after compressing changes nothing). A non-finite input fails before m changes.
 #pragma once
 
 #include <memory>
@@ -22,6 +23,10 @@ class NesterovMomentum final : public Compressor {
   std::string name() const override;
   size_t maxCompressedBytes() const override { return inner_->maxCompressedBytes(); }
   Result<size_t> compress(std::span<const float> input, std::span<std::byte> output) override;
+  // payload = inner.encode(g + mu m); the next m is computed into the scratch tensor, and
+  // commit makes it m (a swap).
+  Result<size_t> encode(std::span<const float> input, std::span<std::byte> output) override;
+  Status commit() override;
   // What the inner compressor would refuse of g + mu m (computed in the scratch tensor; m stays).
   size_t firstUnencodable(std::span<const float> input) override;
   Status decompress(std::span<const std::byte> compressed, std::span<float> output) override {
@@ -39,7 +44,8 @@ class NesterovMomentum final : public Compressor {
   std::unique_ptr<Compressor> inner_;
   float mu_;
   std::vector<float> momentum_;
-  std::vector<float> shifted_;
+  std::vector<float> shifted_;  // g + mu m for the inner compressor, then the next m until commit
+  bool encoded_ = false;
 };
 
 }  // namespace tsr::compress

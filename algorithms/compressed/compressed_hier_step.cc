@@ -154,12 +154,12 @@ Result<std::unique_ptr<algorithms::Task>> CompressedHierStepTask::beginColumn() 
   uint64_t length = 0;
   auto* payload = reinterpret_cast<std::byte*>(at_.mine + 1);
   if (s.device && s.device->codec) {
-    auto written = s.device->codec->compress(at_.shard, payload, static_cast<uint32_t>(s.step));
+    auto written = s.device->codec->encode(at_.shard, payload, static_cast<uint32_t>(s.step));
     if (!written.isOk()) return named(written.status());
     length = written.value();
   } else if (!s.device && s.compressor) {
     s.compressor->setStep(static_cast<uint32_t>(s.step));  // randomk: equal steps, equal indices
-    auto written = s.compressor->compress({at_.shard, h_.shardReal}, {payload, (s.slotWords - 1) * 8});
+    auto written = s.compressor->encode({at_.shard, h_.shardReal}, {payload, (s.slotWords - 1) * 8});
     if (!written.isOk()) return written.status();
     length = written.value();
   }
@@ -200,6 +200,11 @@ Status CompressedHierStepTask::averageColumn() {
 Status CompressedHierStepTask::writeResult() {
   CompressedState& s = *state_;
   algorithms::StepKernels& k = *at_.kernels;
+  // The column compressor's residual and momentum move on only now that the step has ended.
+  if (s.device && s.device->codec)
+    TSR_RETURN_IF_ERROR(named(s.device->codec->commit()));
+  else if (!s.device && s.compressor)
+    TSR_RETURN_IF_ERROR(named(s.compressor->commit()));
   TSR_RETURN_IF_ERROR(named(k.copy(s.g, at_.result, s.count * sizeof(float))));
   if (h_.intraType == DataType::kF16) {
     // q' = what this rank's cast dropped plus what its f16 sums and division in the host ring

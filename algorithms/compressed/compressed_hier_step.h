@@ -6,11 +6,12 @@
 //          (or f16 overflow) in g + q, shards whose host average is not finite or that the
 //          column's compressor would refuse]: any > 0
 //          fails the step on every rank, nothing changed;
-//   seq+2: compress the shard into this rank's slot (EF and the compressor's step change only
-//          now), all-gather the slots over the column;
+//   seq+2: encode the shard into this rank's slot (Compressor::encode: nothing changes yet),
+//          all-gather the slots over the column;
 //   seq+3: decode and average them in row order into the block, all-gather the blocks over
 //          the row;
-//   end:   g = the gathered result, q = q'.
+//   end:   the column compressor commits (its EF residual and momentum move on), g = the
+//          gathered result, q = q'. A step failing before this leaves everything as it was.
 // One task for both places the data can live: host memory (the shard's registry compressor)
 // and the direct device path (compressed_hier_device.h: the device codec, every plan but the
 // flags' on device buffers). Every vector step runs through the StepKernels seam

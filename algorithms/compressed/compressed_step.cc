@@ -33,6 +33,7 @@ Status CompressedStepTask::addStages() {
   StageId gather = addStage({flag}, [this] { return beginGather(); });
   addStage({gather}, [this]() -> Result<std::unique_ptr<algorithms::Task>> {
     TSR_RETURN_IF_ERROR(averageSlots());
+    TSR_RETURN_IF_ERROR(commit());  // the residual and momentum move on only with a step that ended
     ++state_->step;
     return localOnly(Status::ok());
   });
@@ -72,9 +73,14 @@ Result<std::unique_ptr<algorithms::Task>> CompressedStepTask::beginFlag() {
 
 Result<size_t> CompressedStepTask::compress(const float* input, std::byte* payload) {
   CompressedState& s = *state_;
-  if (s.device) return s.device->codec->compress(input, payload, static_cast<uint32_t>(s.step));
+  if (s.device) return s.device->codec->encode(input, payload, static_cast<uint32_t>(s.step));
   s.compressor->setStep(static_cast<uint32_t>(s.step));  // randomk: equal steps, equal indices
-  return s.compressor->compress({input, s.count}, {payload, (s.slotWords - 1) * 8});
+  return s.compressor->encode({input, s.count}, {payload, (s.slotWords - 1) * 8});
+}
+
+Status CompressedStepTask::commit() {
+  CompressedState& s = *state_;
+  return named(s.device ? s.device->codec->commit() : s.compressor->commit());
 }
 
 Status CompressedStepTask::decompress(const std::byte* payload, uint64_t bytes, float* out) {

@@ -2,7 +2,9 @@
 //   seq:   allreduce of [ranks with NaN/Inf in g] (so no compressor changes state on a step
 //          that fails);
 //   seq+1: compress into this rank's slot (8-byte length, then the payload), ring all-gather
-//          of the slots, decompress each and average into g (summed in rank order, times 1/N).
+//          of the slots, decompress each and average into g (summed in rank order, times 1/N);
+//          only then does the compressor commit (Compressor::encode/commit): a step failing in
+//          its exchange leaves the residual and the momentum as they were.
 // With the momentum hand-off (optimizer_momentum = mu > 0) the step compresses g + mu M
 // instead of g (M: the last average, the same on every rank) and leaves M' - mu M, M = M':
 // an optimizer with momentum mu then holds M' in its buffer, the compressed estimate of the
@@ -78,7 +80,10 @@ class CompressedStepTask final : public algorithms::ScheduleTask {
   Result<std::unique_ptr<algorithms::Task>> beginGather();
   Status averageSlots();
   Status handOff();
+  // The compressor's (or device codec's) encode into this rank's slot, and its commit once the
+  // step has ended: a step that fails in its exchange leaves the residual and momentum as they were.
   Result<size_t> compress(const float* input, std::byte* payload);
+  Status commit();
   Status decompress(const std::byte* payload, uint64_t bytes, float* out);
   // Errors of the kernels and the device codec, prefixed with the tensor, rank and path.
   Status named(const Status& st) const;

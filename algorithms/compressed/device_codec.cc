@@ -107,9 +107,11 @@ Status DeviceCodec::finiteOrNamed(Result<size_t> bad, const float* x, const std:
 }
 
 // The host chain's order: p = shifted g (momentum), c = p + e (error feedback), the inner
-// compressor on c, e = c - decompress(payload), then m updated; a refusal changes no state.
-Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_t step) {
+// compressor on c; then the next m into p's scratch (p is spent). commit: e = c -
+// decompress(payload), m = that next m. Nothing changes before commit.
+Result<size_t> DeviceCodec::encode(const float* g, std::byte* payload, uint32_t step) {
   algorithms::StepKernels& k = *kernels_;
+  encoded_ = nullptr;
   const float* x = g;
   if (nesterov_) {
     TSR_RETURN_IF_ERROR(named(k.nesterovShift(g, momentum_.as<float>(), count_, mu_, shifted_.as<float>())));
@@ -121,13 +123,29 @@ Result<size_t> DeviceCodec::compress(const float* g, std::byte* payload, uint32_
     float* c = corrected_.as<float>();
     TSR_RETURN_IF_ERROR(finiteOrNamed(k.addScan(x, error_.as<float>(), count_, c), c, innerName_));
     TSR_ASSIGN_OR_RETURN(bytes, compressInner(c, payload, step));
-    TSR_RETURN_IF_ERROR(decompress(payload, bytes, error_.as<float>()));
-    TSR_RETURN_IF_ERROR(named(k.efKeep(c, count_, error_.as<float>())));
   } else {
     TSR_ASSIGN_OR_RETURN(bytes, compressInner(x, payload, step));
   }
-  if (nesterov_) TSR_RETURN_IF_ERROR(named(k.nesterovUpdate(g, count_, mu_, momentum_.as<float>())));
+  if (nesterov_) {  // the next m, mu m + g, into p's scratch
+    float* next = shifted_.as<float>();
+    TSR_RETURN_IF_ERROR(named(k.copy(next, momentum_.as<float>(), count_ * sizeof(float))));
+    TSR_RETURN_IF_ERROR(named(k.nesterovUpdate(g, count_, mu_, next)));
+  }
+  encoded_ = payload;
+  encodedBytes_ = bytes;
   return bytes;
+}
+
+Status DeviceCodec::commit() {
+  if (encoded_ == nullptr) return named(Status(Code::kInternal, "commit without an encode"));
+  const std::byte* payload = encoded_;
+  encoded_ = nullptr;
+  if (ef_) {
+    TSR_RETURN_IF_ERROR(decompress(payload, encodedBytes_, error_.as<float>()));
+    TSR_RETURN_IF_ERROR(named(kernels_->efKeep(corrected_.as<float>(), count_, error_.as<float>())));
+  }
+  if (nesterov_) std::swap(momentum_, shifted_);
+  return Status::ok();
 }
 
 Result<size_t> DeviceCodec::compressInner(const float* x, std::byte* payload, uint32_t step) {

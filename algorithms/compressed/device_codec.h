@@ -37,7 +37,10 @@ class DeviceCodec {
 
   // g (count floats, device) into payload (device, 8-byte aligned, maxCompressedBytes of the
   // host chain) at `step`; returns the bytes written. g must be finite (the step checks).
-  Result<size_t> compress(const float* g, std::byte* payload, uint32_t step);
+  // Changes no state, as compress::Compressor::encode: commit, once the step has ended,
+  // updates the residual and momentum from the payload, which must stay as written until then.
+  Result<size_t> encode(const float* g, std::byte* payload, uint32_t step);
+  Status commit();
   // What compress would refuse of g (count floats, device), asked before the step's flag
   // exchange so every rank fails the step, not this one alone: the index of the first element
   // of g itself when the caller has not scanned it (the momentum hand-off's g + mu M), then of
@@ -91,8 +94,10 @@ class DeviceCodec {
   float mu_ = 0;
   std::string efName_;                          // "ef(topk(k=10))", for messages
   algorithms::DeviceBlock error_, corrected_;   // ef: e and c = g + e
-  algorithms::DeviceBlock momentum_, shifted_;  // nesterov: m and p
-  algorithms::DeviceBlock castBack_;            // fp16, bf16: the payload cast back, to find an Inf
+  algorithms::DeviceBlock momentum_, shifted_;  // nesterov: m and p (after encode: the next m)
+  const std::byte* encoded_ = nullptr;          // encode's payload until commit
+  size_t encodedBytes_ = 0;
+  algorithms::DeviceBlock castBack_;  // fp16, bf16: the payload cast back, to find an Inf
 };
 
 }  // namespace tsr::compressed

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "algorithms/covap/covap.h"
@@ -42,17 +43,24 @@ class DenseSteps final : public FaultSteps {
   std::vector<float> buf_;
 };
 
-algorithms::TensorSpec tensorSpec(const char* algorithm, size_t count) {
+// FAULT_TENSOR=topk: a compressed tensor of top-k 1% with error feedback (its residual moves
+// at the step's commit); any other name is a tensor algorithm with its defaults.
+algorithms::TensorSpec tensorSpec(const std::string& algorithm, size_t count) {
+  if (algorithm == "topk")
+    return {"g", count, DataType::kF32, {{"algorithm", "compressed"}, {"compressor", "topk"}, {"k", "0.01"}}};
   return {"g", count, DataType::kF32, {{"algorithm", algorithm}}};
 }
 
 // The tensor made again on the survivors' communicator with its residual (as tsr_tensor_move
-// does): the residual is finite and its next step gives every survivor the same result.
+// does): the failed step left the residual as it was (its redo must not count the gradient
+// twice), and the next step gives every survivor the same result.
 class TensorSteps final : public FaultSteps {
  public:
   TensorSteps(std::unique_ptr<algorithms::Tensor> t, std::string algorithm, size_t count)
       : tensor_(std::move(t)), algorithm_(std::move(algorithm)), buf_(count, 1.0f) {}
   std::function<Status()> post(int, const std::function<void()>& midway) override {
+    before_.resize(buf_.size());
+    tensor_->residual(before_.data());
     auto req = tensor_->allreduceAsync(buf_.data());
     midway();
     return [req = std::move(req)]() mutable { return wait(std::move(req)); };
@@ -63,7 +71,11 @@ class TensorSteps final : public FaultSteps {
     tensor_->residual(held.data());
     if (!std::all_of(held.begin(), held.end(), [](float v) { return std::isfinite(v); }))
       return "the residual after the failed step is not finite";
-    auto moved = algorithms::makeTensor(next, tensorSpec(algorithm_.c_str(), buf_.size()), "fault_worker");
+    if (std::memcmp(held.data(), before_.data(), held.size() * sizeof(float)) != 0)
+      return "the failed step changed the residual";
+    if (algorithm_ == "topk" && std::all_of(held.begin(), held.end(), [](float v) { return v == 0.0f; }))
+      return "nothing was held back before the failure";
+    auto moved = algorithms::makeTensor(next, tensorSpec(algorithm_, buf_.size()), "fault_worker");
     if (!moved.isOk()) return moved.status().toString();
     if (Status s = moved.value()->setResidual(held.data()); !s.isOk()) return s.toString();
     std::vector<float> x(buf_.size(), static_cast<float>(next.rank() + 1));
@@ -75,7 +87,7 @@ class TensorSteps final : public FaultSteps {
  private:
   std::unique_ptr<algorithms::Tensor> tensor_;
   std::string algorithm_;
-  std::vector<float> buf_;
+  std::vector<float> buf_, before_;  // before_: the residual as the last step began
 };
 
 // COVAP over two buckets (interval 2: one is averaged each step, the other held back). A

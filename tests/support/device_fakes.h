@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "algorithms/plan/executor.h"
@@ -258,6 +259,7 @@ class RecordingTransport final : public transport::Transport {
   Status connect(const std::vector<std::string>& a) override { return inner_.connect(a); }
   Status send(int peer, uint64_t tag, const void* b, size_t bytes, transport::MemoryType type,
               transport::Completion* c) override {
+    if (Status refused = refuseLaterStages(tag); !refused.isOk()) return refused;
     record(true, type, bytes, tag);
     return inner_.send(peer, tag, b, bytes, transport::MemoryType::kHost, c);
   }
@@ -283,6 +285,14 @@ class RecordingTransport final : public transport::Transport {
   void reset() {
     std::lock_guard<std::mutex> lock(mutex_);
     counts_ = {};
+  }
+  // A link that breaks mid-step: from now, the first data send fixes the step's first sequence
+  // number S, and every send of sequence S + stages or later is refused (a step's plans run on
+  // consecutive numbers: the failure falls after its first `stages` plans).
+  void refuseSendsFromStage(uint32_t stages) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    refuseFrom_ = stages;
+    firstSeq_ = -1;
   }
   TransferCounts counts() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -310,10 +320,20 @@ class RecordingTransport final : public transport::Transport {
       counts_.largestHost = std::max(counts_.largestHost, bytes);
     }
   }
+  Status refuseLaterStages(uint64_t tag) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (refuseFrom_ == 0 || (tag >> transport::kTagCtlShift & 1)) return Status::ok();
+    const int64_t seq = static_cast<int64_t>(tag >> transport::kTagSeqShift & transport::kTagSeqMask);
+    if (firstSeq_ < 0) firstSeq_ = seq;
+    if (seq < firstSeq_ + refuseFrom_) return Status::ok();
+    return Status(Code::kPeerFailed, "test: the link broke at sequence " + std::to_string(seq));
+  }
   transport::Transport& inner_;
   bool claimCuda_;
   mutable std::mutex mutex_;
   TransferCounts counts_;
+  uint32_t refuseFrom_ = 0;  // 0: nothing refused
+  int64_t firstSeq_ = -1;
 };
 
 }  // namespace tsr::testing
