@@ -18,6 +18,9 @@ Placement placementOf(const std::vector<at::Tensor>& tensors, const char* what, 
     const c10::Device d = tensors[i].device();
     TORCH_CHECK(d.is_cpu() || d.is_cuda(), "tessera: ", what, ": tensor ", i, " is on ", d.str(),
                 ": the tessera backend takes CPU and CUDA tensors");
+    TORCH_CHECK(tensors[i].layout() == c10::kStrided, "tessera: ", what, ": tensor ", i, " is of layout ",
+                tensors[i].layout(),
+                ": the tessera backend takes dense (strided) tensors; sparse ones are not supported (.to_dense())");
     if (!first) {
       first = d;
       continue;

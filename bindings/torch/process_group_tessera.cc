@@ -27,6 +27,8 @@ void checkSame(const std::vector<at::Tensor>& list, const at::Tensor& like, cons
 tsr_dtype_t tesseraDtype(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "tessera: ", what, ": a tensor on ", t.device().str(),
               ": the tessera backend takes CPU and CUDA tensors");
+  TORCH_CHECK(t.layout() == c10::kStrided, "tessera: ", what, ": a tensor of layout ", t.layout(),
+              ": the tessera backend takes dense (strided) tensors; sparse ones are not supported (.to_dense())");
   TORCH_CHECK(t.is_contiguous(), "tessera: ", what, ": a non-contiguous tensor (use .contiguous())");
   switch (t.scalar_type()) {
     case at::kFloat:

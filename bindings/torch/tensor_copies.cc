@@ -15,6 +15,8 @@ TensorCopies* TensorCopies::current() { return tCurrent; }
 
 at::Tensor TensorCopies::conform(const at::Tensor& t, Use use) {
   if (!t.defined()) return t;
+  TORCH_CHECK(t.layout() == c10::kStrided, "tessera: a tensor of layout ", t.layout(),
+              ": the tessera backend takes dense (strided) tensors; sparse ones are not supported (.to_dense())");
   const bool widen = oneByte(t.scalar_type());
   if (firstType_ && *firstType_ != t.scalar_type() && (widen || oneByte(*firstType_)))
     TORCH_CHECK(false, "tessera: tensors of ", c10::toString(*firstType_), " and ", c10::toString(t.scalar_type()),

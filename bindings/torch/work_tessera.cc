@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
@@ -113,6 +114,10 @@ void WorkTessera::completeOnce(tsr_status_t status, const std::string& message) 
 
 void WorkTessera::runFinish() {
   if (!finish_) return;
+  // The copies back into the caller's tensors are the collective's writes, not the program's:
+  // below autograd, as c10d's kernels run, so a parameter (a leaf that requires grad) or an
+  // inference tensor takes them whatever the completing thread's grad or inference mode.
+  at::AutoDispatchBelowADInplaceOrView belowAutograd;
   if (!device_) return finish_();
   // CUDA tensors: the last step's copies, on a pool stream no wait holds, are done before the
   // Work completes, so nothing of ours still runs when the caller frees a tensor.
