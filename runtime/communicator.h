@@ -287,6 +287,10 @@ class Communicator final : public algorithms::Team {
   std::vector<PeerAddress> launchPeers_;
   Digest splitKey_{};
   std::string jobId_, launchSource_;
+  // A split's, shrink's or grow's job id: jobId_ + suffix while that is short, else a
+  // fixed-length digest of it, so ids stay within the bootstrap's limit however many
+  // recoveries chain (a shrink adds one hex digit per 4 ranks) and distinct as the full ones.
+  Result<std::string> childJobId(const std::string& suffix) const;
   bool insecure_ = false;
   uint32_t splits_ = 0;
   uint32_t shrinks_ = 0;

@@ -163,7 +163,7 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
   child.size = size_ + static_cast<int>(total);
   child.insecure = insecure_;
   child.source = "grow of a communicator launched by " + launchSource_;
-  child.jobId = jobId_ + "/grow" + std::to_string(number);
+  TSR_ASSIGN_OR_RETURN(child.jobId, childJobId("/grow" + std::to_string(number)));
   std::vector<std::string> ids;
   for (int r = 0; r < size_; ++r) {
     const std::string host = r < static_cast<int>(launchPeers_.size()) ? launchPeers_[r].host : "127.0.0.1";

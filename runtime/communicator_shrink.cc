@@ -144,7 +144,7 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   child.size = static_cast<int>(survivors.size());
   child.insecure = insecure_;
   child.source = "shrink of a communicator launched by " + launchSource_;
-  child.jobId = jobId_ + "/shrink" + std::to_string(epoch) + "/" + agreement.lostHex();
+  TSR_ASSIGN_OR_RETURN(child.jobId, childJobId("/shrink" + std::to_string(epoch) + "/" + agreement.lostHex()));
   child.localSize = 0;
   for (int i = 0; i < child.size; ++i) {
     const int r = survivors[i];

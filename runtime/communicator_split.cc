@@ -25,6 +25,18 @@ bool isLoopbackHost(const std::string& host) {
 
 }  // namespace
 
+// Readable ids up to 128 bytes; past that the parent's first 64 bytes (the launcher's id, as a
+// rule), "~" and 128 bits of a SHA-256 of the whole id: at most 97 bytes, well within the
+// bootstrap's 256, after any number of shrinks (one hex digit per 4 ranks each), grows and
+// splits, and as distinct as the whole ids.
+Result<std::string> Communicator::childJobId(const std::string& suffix) const {
+  constexpr size_t kReadable = 128, kKept = 64, kHashBytes = 16;
+  std::string whole = jobId_ + suffix;
+  if (whole.size() <= kReadable) return whole;
+  TSR_ASSIGN_OR_RETURN(Digest digest, hmacSha256("tsr-job-id", {whole}));
+  return jobId_.substr(0, kKept) + "~" + toHex(digest.data(), kHashBytes);
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   if (bufferMemory() != transport::MemoryType::kHost)
     return Status(Code::kInvalidArgument,
@@ -57,7 +69,7 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   child.size = static_cast<int>(members.size());
   child.insecure = insecure_;
   child.source = "split of a communicator launched by " + launchSource_;
-  child.jobId = jobId_ + "/split" + std::to_string(splitNumber) + "/" + std::to_string(color);
+  TSR_ASSIGN_OR_RETURN(child.jobId, childJobId("/split" + std::to_string(splitNumber) + "/" + std::to_string(color)));
   for (int i = 0; i < child.size; ++i) {
     const int r = members[i];
     if (r == rank_) child.rank = i;

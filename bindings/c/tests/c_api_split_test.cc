@@ -70,6 +70,32 @@ TEST(CApiSplit, NoColorSecondSplitAndSplitOfASplit) {
   });
 }
 
+// A long job's recoveries chain: each split and shrink derives its job id from its parent's,
+// and ids that only grew (a shrink adds one hex digit per 4 ranks) passed the bootstrap's
+// 256-byte limit after some twenty rounds; a fixed-length digest keeps them within it.
+TEST(CApiSplit, ChainsOfSplitsAndShrinksGoOn) {
+  runCRanks(3, [](tsr_comm_t comm, int r) {
+    tsr_comm_t current = comm;
+    for (int round = 0; round < 40; ++round) {
+      tsr_comm_t next = nullptr;
+      if (round % 2 == 0) {
+        ASSERT_EQ(tsr_comm_split(current, 0, 0, &next), TSR_OK) << "round " << round << ": " << lastError();
+      } else {
+        ASSERT_EQ(tsr_comm_shrink(current, &next), TSR_OK) << "round " << round << ": " << lastError();
+      }
+      ASSERT_NE(next, nullptr);
+      if (current != comm) {
+        ASSERT_EQ(tsr_comm_destroy(current), TSR_OK);
+      }
+      current = next;
+    }
+    // Only now: a shrink revokes its communicator at once, so a collective just before it
+    // may fail on a rank the others have already left for the shrink (ULFM's revoke does so).
+    EXPECT_EQ(summed(current, r), 3);
+    ASSERT_EQ(tsr_comm_destroy(current), TSR_OK);
+  });
+}
+
 TEST(CApiSplit, BadArgumentsAreNamed) {
   runCRanks(1, [](tsr_comm_t comm, int) {
     tsr_comm_t part = reinterpret_cast<tsr_comm_t>(0x1);
