@@ -74,8 +74,7 @@ bool ShrinkAgreement::receive(int from, const ShrinkMessage& m) {
 
 bool ShrinkAgreement::expire() {
   bool grew = false;
-  for (int r = 0; r < size_; ++r)
-    if (r != rank_ && !lost_[r] && !latest_[r]) grew |= lose(r);
+  for (int r : waitingFor()) grew |= lose(r);
   return grew;
 }
 

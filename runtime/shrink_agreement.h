@@ -8,7 +8,7 @@
 // and wakes up must not come back with stale state). Whenever its set grows it sends the set,
 // with the bootstrap port it reserved for the new communicator, to every rank it still
 // counts as live. It has agreed when every live peer's latest message carries the same set as
-// its own. A peer that never answers is declared lost at the deadline (expire()).
+// its own. A peer that has not agreed by the deadline is declared lost (expire()).
 //
 // Only a majority goes on: survivors must be more than half of the communicator's ranks, so
 // the two sides of a network partition can never both build a communicator and train apart.
@@ -48,7 +48,9 @@ class ShrinkAgreement {
   // A peer's message. Ignored from a rank this one counts as lost, or of another epoch.
   // True when the set grew.
   bool receive(int from, const ShrinkMessage& m);
-  // The deadline passed: every live peer that has sent nothing at all is lost. True when the
+  // The deadline passed: every live peer that has not agreed is lost, whether it sent nothing
+  // at all or stopped after an older set (stalled or cut off since: a live one hears of a
+  // failure and answers within the resend period, long before the deadline). True when the
   // set grew.
   bool expire();
 

@@ -98,6 +98,28 @@ TEST(ShrinkAgreement, ASilentRankIsLostAtTheDeadlineAndStaysLost) {
   EXPECT_EQ(net.ranks[0].survivors(), (std::vector<int>{0, 1, 2, 3})) << "a lost rank came back";
 }
 
+// Rank 1 died; rank 3 answered the first round (it had not seen rank 1 fail) and then stopped
+// (SIGSTOP, a cut link): its last set is stale, so it holds the others up until the deadline,
+// where it is lost too and the other three, a majority of 5, agree without both.
+TEST(ShrinkAgreement, ARankThatStoppedAfterAnsweringIsLostAtTheDeadline) {
+  Network net(5);
+  net.dead = {1};
+  for (int r : {0, 2, 4}) net.ranks[r].lose(1);
+  net.start();  // rank 3 speaks once, with no rank lost
+  net.dead.insert(3);
+  net.inbox[3].clear();  // it reads nothing more
+  net.settle();
+  for (int r : {0, 2, 4}) EXPECT_EQ(net.ranks[r].waitingFor(), (std::vector<int>{3})) << "rank " << r;
+  for (int r : {0, 2, 4})
+    if (net.ranks[r].expire()) net.send(r);
+  net.settle();
+  for (int r : {0, 2, 4}) {
+    EXPECT_TRUE(net.ranks[r].agreed()) << "rank " << r;
+    EXPECT_EQ(net.ranks[r].survivors(), (std::vector<int>{0, 2, 4})) << "rank " << r;
+    EXPECT_TRUE(net.ranks[r].majority().isOk());
+  }
+}
+
 // A 2|2 partition: each side loses the other, neither is a majority. 3|1: the three go on.
 TEST(ShrinkAgreement, OnlyAMajorityGoesOn) {
   Network even(4);
