@@ -7,8 +7,12 @@
    abort() fails every rank's next collective;
 3. init_process_group("gloo") with Tessera imported: its rendezvous hands gloo a real store at
    tsrun's MASTER_ADDR:MASTER_PORT, made on first use;
-4. init_process_group("tessera") once more, and new_group: a store there again."""
+4. init_process_group("tessera") once more, and new_group: a store there again; on 2.x with
+   torch's start barrier on (TORCH_DIST_INIT_BARRIER=1), a group of the last rank alone with
+   use_local_synchronization: its barrier's add (that rank's alone) goes to the store, not to
+   a world collective the others never join."""
 import datetime
+import inspect
 import os
 import sys
 
@@ -72,11 +76,20 @@ def main():
 
     # 4. tessera again, and a group that needs the store: the last init's store let its port go
     # (rank 0 could not host a second one there: EADDRINUSE).
+    local_sync = "use_local_synchronization" in inspect.signature(dist.new_group).parameters
+    if local_sync:
+        env["TORCH_DIST_INIT_BARRIER"] = "1"
     dist.init_process_group("tessera", timeout=TIMEOUT)
     group = dist.new_group(list(range(size)))
     t = torch.ones(1)
     dist.all_reduce(t, group=group)
     c.expect(t.item() == size, f"a new_group after a second init: {t.item()}")
+    if local_sync:
+        if rank == size - 1:
+            alone = dist.new_group([rank], use_local_synchronization=True)
+            c.expect(dist.get_world_size(alone) == 1, "a group of one rank, locally synchronized")
+        summed(rank, size, "the world after a locally synchronized new_group", c)
+        del env["TORCH_DIST_INIT_BARRIER"]
     dist.destroy_process_group()
     c.finish(rank, size, "torch launch")
 

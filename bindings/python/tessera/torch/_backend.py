@@ -124,7 +124,7 @@ class TesseraStore(dist.Store):
     init_method="tessera://": the tessera backend finds its peers without a store. torch asks
     a store only for the barrier ending init_process_group (every rank adds 1 to a key, then
     reads it until it counts every rank, in torch 1.13; 2.x skips it by default); here each add
-    of a non-zero amount is an allreduce over the tessera process group, so the first read
+    to that barrier's key is an allreduce over the tessera process group, so the first read
     already counts every rank.
 
     Anything else (a gloo process group, new_group) goes to a real store at
@@ -135,6 +135,7 @@ class TesseraStore(dist.Store):
         super().__init__()
         self.process_group = None  # set when the tessera backend is created over this store
         self._counts = {}
+        self._barrier_key = None  # the world's start barrier, answered by allreduces
         self._rank, self._size, self._timeout = rank, size, timeout
         self._real = self._server_error = None
         # Rank 0 hosts the store from the start: a subgroup without rank 0 (new_group([1, 3]))
@@ -168,8 +169,13 @@ class TesseraStore(dist.Store):
         return self._real
 
     def add(self, key, amount):
-        if self.process_group is None:
+        # Only the start's barrier (the first store-based barrier key, the world's) is an
+        # allreduce: any other add may come from some ranks only (a new_group with
+        # use_local_synchronization, a program's own counter) and so goes to the real store.
+        if self.process_group is None or "store_based_barrier_key" not in key or \
+                self._barrier_key not in (None, key):
             return self._store().add(key, amount)
+        self._barrier_key = key
         if amount:
             import torch
             total = torch.tensor([int(amount)], dtype=torch.int64)
