@@ -24,11 +24,14 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTessera::getBackendOption
   return c10::make_intrusive<Options>(getBackendName(), std::chrono::milliseconds(defaultTimeoutMs_));
 }
 
-c10::intrusive_ptr<Baseclass> ProcessGroupTessera::split(const c10::intrusive_ptr<c10d::Store>&,
+// ProcessGroup::splitGroup calls split once per device type, with one PrefixStore made for
+// the call: registered for the CPU and CUDA, this backend is asked twice and the second ask
+// gets the first's group. Every other call splits (the group name cannot tell calls apart: a
+// rank in no group gets the same name each time, while the members' calls go on).
+c10::intrusive_ptr<Baseclass> ProcessGroupTessera::split(const c10::intrusive_ptr<c10d::Store>& store,
                                                          const std::vector<int>& ranks,
                                                          const c10::intrusive_ptr<Options>& opts) {
-  const std::string name = opts ? opts->group_name : std::string();
-  if (!lastSplitName_.empty() && name == lastSplitName_ && ranks == lastSplitRanks_) return lastSplit_;
+  if (store && store == lastSplitStore_ && ranks == lastSplitRanks_) return lastSplit_;
   TORCH_CHECK(!ranks.empty(), "tessera: split: no ranks");
   for (int r : ranks)
     TORCH_CHECK(r >= 0 && r < getSize(), "tessera: split: rank ", r, " is not in this group of ", getSize(), " ranks");
@@ -49,7 +52,7 @@ c10::intrusive_ptr<Baseclass> ProcessGroupTessera::split(const c10::intrusive_pt
     if (opts && opts->timeout.count() > 0) group->setTimeout(opts->timeout);
     made = group;
   }
-  lastSplitName_ = name;
+  lastSplitStore_ = store;
   lastSplitRanks_ = ranks;
   lastSplit_ = made;
   return made;

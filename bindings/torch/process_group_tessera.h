@@ -177,7 +177,7 @@ class ProcessGroupTessera : public Baseclass {
   std::optional<c10::Device> cudaDevice_;  // the one CUDA device this rank's calls use (postMutex_)
   // The last split, asked again for each device type the group serves (torch's splitGroup
   // calls split once per device type, here one backend for all): the same group.
-  std::string lastSplitName_;
+  c10::intrusive_ptr<c10d::Store> lastSplitStore_;  // held: its address names one splitGroup call
   std::vector<int> lastSplitRanks_;
   c10::intrusive_ptr<Baseclass> lastSplit_;
 };

@@ -142,8 +142,15 @@ def split(c, rank, size):
     world.bound_device_id = torch.device("cpu", 0)
     try:
         halves = dist.split_group(split_ranks=[[0, 1], [2, 3]])
+        # The same split twice: ranks 2 and 3, in no group, take part in both (torch gives them
+        # the same group name each time), and the world goes on.
+        pairs = [dist.split_group(split_ranks=[[0, 1]]) for _ in range(2)]
     finally:
         world.bound_device_id = None
+    c.expect(all((p is None) == (rank >= 2) for p in pairs), f"split_group [[0, 1]] twice: {pairs}")
+    w = torch.ones(1)
+    dist.all_reduce(w)
+    c.expect(w.item() == size, f"the world after two equal splits: {w.item()}")
     s = torch.tensor([float(rank)])
     dist.all_reduce(s, group=halves)
     want = 1.0 if rank < 2 else 5.0
