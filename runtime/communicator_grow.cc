@@ -209,7 +209,9 @@ Result<std::unique_ptr<Communicator>> Communicator::grow() {
   if (!made.isOk())
     return Status(made.status().code(),
                   me + " could not bootstrap the " + std::to_string(child.size) +
-                      " ranks with the replacement(s) (this communicator is still usable): " + made.status().message());
+                      " ranks with the replacement(s) (this communicator is still usable unless a member failed: "
+                      "then shrink it): " +
+                      made.status().message());
   handDownElastic(*made.value());
   made.value()->recovery_ = {std::chrono::duration<double, std::milli>(agreed - started).count(),
                              std::chrono::duration<double, std::milli>(Clock::now() - agreed).count()};

@@ -166,9 +166,16 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
   auto made = create(child, childConfig);
   log::setThreadRank(rank_);  // the child's creation named this thread after its own rank
   *bootstrapFailed = !made.isOk();
-  if (!made.isOk())
+  if (!made.isOk()) {
+    // The bootstrap's message numbers ranks as the survivors' communicator does.
+    std::string numbering;
+    for (size_t i = 0; i < survivors.size() && i < 16; ++i)
+      numbering += (i ? ", " : "") + std::to_string(i) + " = old " + std::to_string(survivors[i]);
+    if (survivors.size() > 16) numbering += ", ...";
     return Status(made.status().code(), "shrink: " + me + " (lost: " + agreement.lostText() + ") could not join the " +
-                                            std::to_string(child.size) + " survivors: " + made.status().message());
+                                            std::to_string(child.size) + " survivors: " + made.status().message() +
+                                            " [ranks there are the survivors': " + numbering + "]");
+  }
   handDownElastic(*made.value());
   made.value()->recovery_ = {agreedMs, std::chrono::duration<double, std::milli>(Clock::now() - agreed).count()};
   return made;
