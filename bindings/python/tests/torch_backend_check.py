@@ -312,30 +312,6 @@ def strided(c, rank, size):
     c.expect(all(out[:, r].tolist() == [r, 10.0 * r, -r] for r in range(size)), f"all_gather into columns: {out}")
 
 
-def below_autograd(c, rank, size):
-    """The copies back into the caller's tensors are the collective's writes, as gloo's: a
-    parameter (a leaf that requires grad) and an inference tensor take them, on the calling
-    thread or a completion thread, whatever the grad mode."""
-    p = torch.nn.Parameter(torch.ones(2, 3).t())  # transposed: through a copy, copied back
-    dist.all_reduce(p)
-    c.expect(torch.equal(p.detach(), torch.full((3, 2), float(size))), f"all_reduce of a parameter: {p.tolist()}")
-    with torch.no_grad():
-        work = dist.all_reduce(p, async_op=True)
-        work.wait()
-    c.expect(torch.equal(p.detach(), torch.full((3, 2), float(size * size))), "all_reduce of a parameter, no_grad")
-    with torch.inference_mode():
-        t = torch.ones(2, 3).t()
-        dist.all_reduce(t, async_op=True).wait()
-        c.expect(torch.equal(t, torch.full((3, 2), float(size))), f"all_reduce under inference_mode: {t.tolist()}")
-    with torch.no_grad():
-        outs = [torch.nn.Parameter(torch.zeros(3)) for _ in range(size)]
-        dist.all_gather(outs, torch.full((3,), float(rank)))
-        c.expect([o[0].item() for o in outs] == [float(r) for r in range(size)], "all_gather into parameters")
-    sparse = torch.sparse_coo_tensor([[0]], [1.0], (4,))
-    c.raises(RuntimeError, "tessera: a tensor of layout Sparse: the tessera backend takes dense (strided) tensors",
-             lambda: dist.all_reduce(sparse), "a sparse tensor")
-
-
 def _reduce_options(size):
     opts = dist.ReduceOptions()
     opts.rootRank = size
@@ -387,7 +363,6 @@ def main():
         c.expect(torch.equal(got2, got), f"reduce_scatter_tensor {dtype}: {got2}")
     dist.barrier()
     strided(c, rank, size)
-    below_autograd(c, rank, size)
     kept_inputs(c, rank, size)
     rooted(c, rank, size)
     all_to_all(c, rank, size)

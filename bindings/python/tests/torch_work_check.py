@@ -5,7 +5,8 @@ trains with PowerSGD, the ranks alike; Work.wait(timeout) raises once the timeou
 while a peer has not posted yet, and the collective still ends right; the Python layer's
 get_future() callbacks may wait too, and a wait in a Request.then() callback, which runs on the
 thread that drives Tessera, raises, saying why; a callback that destroys its own group returns
-(the group's shutdown does not wait for the completion it runs in)."""
+(the group's shutdown does not wait for the completion it runs in); the copies back into a
+parameter or an inference tensor are made below autograd, as gloo's; sparse tensors are refused."""
 import datetime
 import sys
 import threading
@@ -128,6 +129,30 @@ def destroyed_in_a_callback(c, rank, size):
     c.expect(ended == [[float(size)] * 4], f"the destroying callback ended: {ended}")
 
 
+def below_autograd(c, rank, size):
+    """The copies back into the caller's tensors are the collective's writes, as gloo's: a
+    parameter (a leaf that requires grad) and an inference tensor take them, on the calling
+    thread or a completion thread, whatever the grad mode."""
+    p = torch.nn.Parameter(torch.ones(2, 3).t())  # transposed: through a copy, copied back
+    dist.all_reduce(p)
+    c.expect(torch.equal(p.detach(), torch.full((3, 2), float(size))), f"all_reduce of a parameter: {p.tolist()}")
+    with torch.no_grad():
+        work = dist.all_reduce(p, async_op=True)
+        work.wait()
+    c.expect(torch.equal(p.detach(), torch.full((3, 2), float(size * size))), "all_reduce of a parameter, no_grad")
+    with torch.inference_mode():
+        t = torch.ones(2, 3).t()
+        dist.all_reduce(t, async_op=True).wait()
+        c.expect(torch.equal(t, torch.full((3, 2), float(size))), f"all_reduce under inference_mode: {t.tolist()}")
+    with torch.no_grad():
+        outs = [torch.nn.Parameter(torch.zeros(3)) for _ in range(size)]
+        dist.all_gather(outs, torch.full((3,), float(rank)))
+        c.expect([o[0].item() for o in outs] == [float(r) for r in range(size)], "all_gather into parameters")
+    sparse = torch.sparse_coo_tensor([[0]], [1.0], (4,))
+    c.raises(RuntimeError, "tessera: a tensor of layout Sparse: the tessera backend takes dense (strided) tensors",
+             lambda: dist.all_reduce(sparse), "a sparse tensor")
+
+
 def main():
     import faulthandler
     faulthandler.dump_traceback_later(90, exit=True)  # a hang names where each rank was
@@ -139,6 +164,7 @@ def main():
     powersgd(c, rank, size)
     wait_with_timeout(c, rank, comm)
     python_layer(c, rank, size, comm)
+    below_autograd(c, rank, size)
     destroyed_in_a_callback(c, rank, size)
     dist.barrier()
     c.finish(rank, size, "torch works and futures")
