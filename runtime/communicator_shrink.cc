@@ -96,14 +96,34 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
       inbox.swap(recoveryInbox_);
     }
     bool grew = false;
+    int movedOn = -1;  // a live peer already agreeing again
     for (auto& [from, body] : inbox) {
       auto message = decodeShrink(body, size_);
-      if (!message.isOk())
+      if (!message.isOk()) {
         log::get("runtime")->warn("{}: shrink: from rank {}: {}", me, from, message.status().message());
-      else if (message.value().epoch > epoch)
+      } else if (message.value().epoch > epoch) {
+        const std::vector<int> live = agreement.survivors();
+        if (std::find(live.begin(), live.end(), from) != live.end()) movedOn = from;
         later.emplace_back(from, std::move(body));
-      else
+      } else {
         grew |= agreement.receive(from, message.value());
+      }
+    }
+    if (movedOn >= 0 && !agreement.agreed()) {
+      // That peer agreed on a smaller lost set before this rank's grew (a failure seen late),
+      // failed its bootstrap and agrees again: so does this rank, with what it has lost, rather
+      // than wait out the deadline for an answer that will not come at this epoch.
+      std::lock_guard<std::mutex> lock(recoveryMutex_);
+      recoveryInbox_.insert(recoveryInbox_.begin(), later.begin(), later.end());
+      const std::vector<int> live = agreement.survivors();
+      std::vector<int> lost;
+      for (int r = 0; r < size_; ++r)
+        if (std::find(live.begin(), live.end(), r) == live.end()) lost.push_back(r);
+      engine_->markLost(lost);
+      *bootstrapFailed = true;  // agree again (shrink's next attempt)
+      return Status(Code::kPeerFailed, "shrink: " + me + ": rank " + std::to_string(movedOn) +
+                                           " agrees again without the ranks it found lost since; lost here: " +
+                                           agreement.lostText());
     }
     for (int peer : engine_->lostPeers()) grew |= agreement.lose(peer);
     const auto now = Clock::now();
