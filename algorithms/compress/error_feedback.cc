@@ -38,7 +38,7 @@ Result<size_t> ErrorFeedback::compress(std::span<const float> input, std::span<s
 }
 
 Result<size_t> ErrorFeedback::encode(std::span<const float> input, std::span<std::byte> output) {
-  encoded_ = {};
+  pending_ = false;
   TSR_RETURN_IF_ERROR(checkCompressArgs(input, output));
   TSR_RETURN_IF_ERROR(checkFinite(input, name()));
   const size_t n = count();
@@ -49,14 +49,15 @@ Result<size_t> ErrorFeedback::encode(std::span<const float> input, std::span<std
   Result<size_t> bytes = inner_->encode(corrected_, output);
   if (!bytes.isOk()) return bytes.status();  // e.g. g + e overflowed to Inf
   encoded_ = std::span<const std::byte>(output.data(), bytes.value());
+  pending_ = true;
   return bytes.value();
 }
 
 Status ErrorFeedback::commit() {
-  if (encoded_.data() == nullptr) return Status(Code::kInternal, name() + ": commit without an encode");
+  if (!pending_) return Status(Code::kInternal, name() + ": commit without an encode");
+  pending_ = false;
   // e <- corrected - decompress(payload), decompressing straight into e.
   const std::span<const std::byte> payload = encoded_;
-  encoded_ = {};
   TSR_RETURN_IF_ERROR(inner_->decompress(payload, error_));
   TSR_RETURN_IF_ERROR(inner_->commit());
   const size_t n = count();

@@ -44,7 +44,8 @@ class ErrorFeedback final : public Compressor {
   std::unique_ptr<Compressor> inner_;
   std::vector<float> error_;
   std::vector<float> corrected_;
-  std::span<const std::byte> encoded_;  // encode's payload, until commit (empty: none)
+  std::span<const std::byte> encoded_;  // encode's payload, until commit
+  bool pending_ = false;                // an encode not yet committed
 };
 
 }  // namespace tsr::compress
