@@ -121,9 +121,9 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
         if (std::find(live.begin(), live.end(), r) == live.end()) lost.push_back(r);
       engine_->markLost(lost);
       *bootstrapFailed = true;  // agree again (shrink's next attempt)
-      return Status(Code::kPeerFailed, "shrink: " + me + ": rank " + std::to_string(movedOn) +
-                                           " agrees again without the ranks it found lost since; lost here: " +
-                                           agreement.lostText());
+      return Status(Code::kPeerFailed,
+                    "shrink: " + me + ": rank " + std::to_string(movedOn) +
+                        " agrees again without the ranks it found lost since; lost here: " + agreement.lostText());
     }
     for (int peer : engine_->lostPeers()) grew |= agreement.lose(peer);
     const auto now = Clock::now();
