@@ -113,8 +113,10 @@ Result<std::unique_ptr<Communicator>> Communicator::shrinkOnce(bool* bootstrapFa
       // That peer agreed on a smaller lost set before this rank's grew (a failure seen late),
       // failed its bootstrap and agrees again: so does this rank, with what it has lost, rather
       // than wait out the deadline for an answer that will not come at this epoch.
-      std::lock_guard<std::mutex> lock(recoveryMutex_);
-      recoveryInbox_.insert(recoveryInbox_.begin(), later.begin(), later.end());
+      {
+        std::lock_guard<std::mutex> lock(recoveryMutex_);  // not held into the engine's markLost
+        recoveryInbox_.insert(recoveryInbox_.begin(), later.begin(), later.end());
+      }
       const std::vector<int> live = agreement.survivors();
       std::vector<int> lost;
       for (int r = 0; r < size_; ++r)
