@@ -17,7 +17,9 @@
 # command). TSR_GPU_STEPS (an extended regular expression) runs only the steps whose names match
 # it, the others reported NOT-RUN: a short session spends its device time on the steps that have
 # not passed yet (TSR_GPU_STEPS=torch for the torch backend's, its memcheck included).
-# TSR_GPU_PYTHON names the Python with PyTorch (default python3). The dry run rehearses the torch
+# TSR_GPU_PYTHON names the Python with PyTorch (default python3); TSR_GPU_TORCH_BUILD a folder
+# for the torch backend's build that outlives the run (a second run on a warm machine then
+# skips the build's compile). The dry run rehearses the torch
 # steps on CPU tensors where that Python's torch is 2.2 or later: the backend built from the kit,
 # torch_cuda_check.py --cpu on 2 ranks.
 # Exit status: 0 when every step that ran passed, 1 otherwise, 2 for a bad kit or usage.
@@ -185,6 +187,9 @@ python_cuda_step() {
 # same check on CPU tensors on 2 ranks, which rehearses the build and the launch.
 torch_steps() {
   local mode=$1 ext pybin
+  # TSR_GPU_TORCH_BUILD: a build folder kept between runs on the same machine (ninja then
+  # rebuilds only what changed); by default one of this run's, removed at its end.
+  local TORCH_BUILD=${TSR_GPU_TORCH_BUILD:-$WORK/torch-ext}
   python_has torch-backend-build torch || return 0
   if [ "$mode" = cpu ] && ! "$PY" -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('.')[:2])) < (2, 2))"; then
     printf 'torch-backend-build\tNOT-RUN\t-\t0\tdry run: %s has torch %s (the rehearsal needs 2.2 or later)\n' "$PY" \
@@ -199,8 +204,8 @@ torch_steps() {
   # The build imports what it built: libtessera's own dependencies (UCX, spdlog, fmt, hwloc)
   # are the kit's, which the extension's RUNPATH does not reach, so the kit's lib/ is searched.
   CHECK= step torch-backend-build 240 env PATH="$pybin:$PATH" LD_LIBRARY_PATH="$KIT/lib" MAX_JOBS=16 "$PY" \
-    "$ROOT/tools/gpu/build_torch_ext.py" "$KIT" "$WORK/torch-ext"
-  ext=$(ls "$WORK"/torch-ext/_tessera_torch*.so 2>/dev/null | head -1)
+    "$ROOT/tools/gpu/build_torch_ext.py" "$KIT" "$TORCH_BUILD"
+  ext=$(ls "$TORCH_BUILD"/_tessera_torch*.so 2>/dev/null | head -1)
   if [ -z "$ext" ]; then
     printf 'torch-steps\tNOT-RUN\t-\t0\tno torch backend was built (torch-backend-build)\n' >> "$STEPS"
     return 0
