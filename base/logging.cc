@@ -6,16 +6,21 @@
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 namespace tsr::log {
 
 namespace {
 
+// Every logger writes to `out` alone, set once at its creation; configure() swaps the sink
+// and the pattern inside `out`, under its lock. A logger's own sink list is not thread-safe:
+// ranks run as threads configure their communicators while the others log.
 struct Registry {
   std::mutex mutex;
   Options options;
-  spdlog::sink_ptr sink;
+  spdlog::sink_ptr sink;  // inside `out`
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> out = std::make_shared<spdlog::sinks::dist_sink_mt>();
   std::vector<std::shared_ptr<spdlog::logger>> loggers;
 };
 
@@ -50,13 +55,14 @@ class RankFlag final : public spdlog::custom_flag_formatter {
   int configured_;
 };
 
-void applyTo(Registry& r, spdlog::logger& logger) {
-  logger.sinks().clear();
-  logger.sinks().push_back(r.sink);
-  logger.set_level(parseLevel(r.options.level));
+std::unique_ptr<spdlog::formatter> makeFormatter(int rank) {
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<RankFlag>('*', r.options.rank).set_pattern("[%H:%M:%S.%e] [tessera rank %*] [%n] [%l] %v");
-  logger.set_formatter(std::move(formatter));
+  formatter->add_flag<RankFlag>('*', rank).set_pattern("[%H:%M:%S.%e] [tessera rank %*] [%n] [%l] %v");
+  return formatter;
+}
+
+void applyLevel(const Registry& r, spdlog::logger& logger) {
+  logger.set_level(parseLevel(r.options.level));
   logger.flush_on(spdlog::level::warn);
 }
 
@@ -111,8 +117,12 @@ void configure(const Options& options) {
   std::lock_guard<std::mutex> lock(r.mutex);
   bool sinkChanged = !r.sink || options.file != r.options.file || options.rank != r.options.rank;
   r.options = options;
-  if (sinkChanged) r.sink = makeSink(options);
-  for (auto& logger : r.loggers) applyTo(r, *logger);
+  if (sinkChanged) {
+    r.sink = makeSink(options);
+    r.sink->set_formatter(makeFormatter(options.rank));
+    r.out->set_sinks({r.sink});
+  }
+  for (auto& logger : r.loggers) applyLevel(r, *logger);
 }
 
 std::shared_ptr<spdlog::logger> get(const std::string& layer) {
@@ -120,9 +130,13 @@ std::shared_ptr<spdlog::logger> get(const std::string& layer) {
   std::lock_guard<std::mutex> lock(r.mutex);
   for (auto& logger : r.loggers)
     if (logger->name() == layer) return logger;
-  if (!r.sink) r.sink = makeSink(r.options);
-  auto logger = std::make_shared<spdlog::logger>(layer);
-  applyTo(r, *logger);
+  if (!r.sink) {
+    r.sink = makeSink(r.options);
+    r.sink->set_formatter(makeFormatter(r.options.rank));
+    r.out->set_sinks({r.sink});
+  }
+  auto logger = std::make_shared<spdlog::logger>(layer, r.out);
+  applyLevel(r, *logger);
   r.loggers.push_back(logger);
   return logger;
 }
