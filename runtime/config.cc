@@ -139,8 +139,8 @@ const std::vector<ConfigEntry>& configTable() {
        "no other rank shares this host (every message then comes over the network and wakes it), "
        "else spin"},
       {"TSR_TORCH_STREAM_WAIT", ValueKind::kEnum, "0", "0|1",
-       "torch backend, CUDA tensors: 1 = Work.wait() makes the caller's current stream wait (tsr_stream_hold) "
-       "and returns at once (not yet run on a GPU); 0 = it blocks the calling thread until the result is on "
+       "torch backend, CUDA tensors: 1 = Work.wait() on a stream of the caller's own makes that stream wait "
+       "(tsr_stream_hold) and returns at once (on the default stream it blocks; not yet passed on a GPU); 0 = it blocks the calling thread until the result is on "
        "the device"},
       {"TSR_CALLER_PROGRESS", ValueKind::kEnum, "1", "0|1",
        "1: a thread blocked in wait drives the communicator itself (no hand-off to the progress "

@@ -207,6 +207,20 @@ bool WorkTessera::holdCallersStream() {
   // tensors' device, whichever is the thread's current one: the hold's flags live there.
   c10::DeviceGuard onDevice(*device_);
   void* stream = currentStream(*device_);
+  // Never the legacy default stream (PyTorch's default one, null): every blocking stream waits
+  // for it, and so do calls that synchronize implicitly (making a stream, allocating) on any
+  // thread, the ones that would complete the collective included: held, it hung (seen on an
+  // H200 with CUDA 13). There wait() blocks the calling thread, as without the setting.
+  if (stream == nullptr || stream == reinterpret_cast<void*>(1) /* cudaStreamLegacy */) {
+    TORCH_WARN_ONCE("tessera: TSR_TORCH_STREAM_WAIT=1: Work.wait() on the default CUDA stream blocks the calling ",
+                    "thread (a held default stream would stall the whole device); the stream-side wait is for ",
+                    "collectives called on a stream of one's own (torch.cuda.stream)");
+    return false;
+  }
+  // PyTorch makes its pool's streams at their first use, and making a stream may wait for
+  // streams already held: made here, before the hold, not by complete() behind it, which takes
+  // a pool stream and would then wait for the hold it is to release (seen on an H200).
+  c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(*device_, false);
   {
     std::lock_guard<std::mutex> heldLock(held().mutex);
     held().streams.insert(stream);  // before the hold is queued: poolStreamNotHeld

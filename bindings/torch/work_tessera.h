@@ -15,7 +15,7 @@
 // copies back have finished), so wait() returning is enough for any stream's later work: it
 // blocks the calling thread until then, as gloo's CUDA path does. With TSR_TORCH_STREAM_WAIT=1
 // it makes the caller's current stream wait instead and returns at once, as ProcessGroupNCCL's
-// does: a hold on that stream (tsr_stream_hold) that the completion releases, after the last
+// does, unless that is the legacy default stream (docs/torch.md): a hold on that stream (tsr_stream_hold) that the completion releases, after the last
 // step, whatever the outcome (a failure is then the Work's exception and its Future's error,
 // and fails the group's next call); not with a timeout, nor where the hold is not offered (said
 // once). Not the default until it has run on a GPU. A held stream would stall whatever the

@@ -40,6 +40,10 @@ done
 START=$(date +%s)
 BUDGET=${TSR_GPU_BUDGET_S:-540}
 PY=${TSR_GPU_PYTHON:-python3}
+STEPS_WANTED=${TSR_GPU_STEPS:-}
+TORCH_BUILD_KEPT=${TSR_GPU_TORCH_BUILD:-}
+# The script's own settings stay here: the ranks would warn of TSR_ variables they do not know.
+unset TSR_GPU_BUDGET_S TSR_GPU_PYTHON TSR_GPU_STEPS TSR_GPU_TORCH_BUILD
 BASE_LIBS="linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libgcc_s.so.1 libstdc++.so.6 libcuda.so.1 libnvidia-ml.so.1"
 
 # verify_kit LIBDIRS FILES...: each file's libraries resolve in LIBDIRS (a : list) or are base
@@ -104,7 +108,7 @@ BIN=$KIT/bin
 step() {
   local name=$1 limit=$2 left rc t0 note="" a
   shift 2
-  if [ -n "${TSR_GPU_STEPS:-}" ] && ! [[ $name =~ $TSR_GPU_STEPS ]]; then
+  if [ -n "$STEPS_WANTED" ] && ! [[ $name =~ $STEPS_WANTED ]]; then
     printf '%s\tNOT-RUN\t-\t0\tnot selected (TSR_GPU_STEPS)\n' "$name" >> "$STEPS"
     return 0
   fi
@@ -189,7 +193,7 @@ torch_steps() {
   local mode=$1 ext pybin
   # TSR_GPU_TORCH_BUILD: a build folder kept between runs on the same machine (ninja then
   # rebuilds only what changed); by default one of this run's, removed at its end.
-  local TORCH_BUILD=${TSR_GPU_TORCH_BUILD:-$WORK/torch-ext}
+  local TORCH_BUILD=${TORCH_BUILD_KEPT:-$WORK/torch-ext}
   python_has torch-backend-build torch || return 0
   if [ "$mode" = cpu ] && ! "$PY" -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('.')[:2])) < (2, 2))"; then
     printf 'torch-backend-build\tNOT-RUN\t-\t0\tdry run: %s has torch %s (the rehearsal needs 2.2 or later)\n' "$PY" \

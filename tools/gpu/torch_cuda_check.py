@@ -5,7 +5,8 @@ Every collective on CUDA tensors of each dtype (and every op) against a float64 
 on the CPU; blocking, async (Work.wait) and through get_future().then(); the input made on a
 stream of the caller's own (torch.cuda.stream) that the call is made on, behind queued work, so a
 read that did not wait for that stream would see stale data; with TSR_TORCH_STREAM_WAIT=1,
-Work.wait() returning before the collective has ended, the caller's stream held until it has; all_to_all, send/recv (host-staged);
+Work.wait() on a stream of the caller's own returning before the collective has ended, that stream
+held until it has (on the default stream it blocks); all_to_all, send/recv (host-staged);
 split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
 CNN for a fixed number of steps on CUDA and on the CPU over the same group, with DDP's own
 allreduce, with each of Tessera's hooks (dense; marsit, topk, spardl, onebit, compressed
@@ -144,27 +145,35 @@ def streams_and_futures():
 
 
 def wait_holds_the_stream():
-    """With TSR_TORCH_STREAM_WAIT=1, Work.wait() makes the caller's stream wait and returns
-    before the collective has ended (tsr_stream_hold): rank 1 joins only once rank 0 has seen
-    its Work still running after wait() (a file is the signal; after 20 s rank 1 joins anyway,
-    so a wait that blocks fails here instead of hanging); the result is then read on that
-    stream. Without the setting there is nothing to check."""
+    """With TSR_TORCH_STREAM_WAIT=1, Work.wait() on a stream of the caller's own makes that stream
+    wait and returns before the collective has ended (tsr_stream_hold): rank 1 joins only once
+    rank 0 has seen its Work still running after wait() (a file is the signal; after 20 s rank 1
+    joins anyway, so a wait that blocks fails here instead of hanging); the result is then read on
+    that stream. On the default stream wait() blocks instead (a held legacy default stream would
+    stall the device). Without the setting there is nothing to check."""
     import pathlib
     import time
     if os.environ.get("TSR_TORCH_STREAM_WAIT") != "1":
         return
     signal = pathlib.Path(f"/tmp/tessera-gpu-check-{os.environ.get('TSR_JOB_ID', 'job')}-held")
-    x = torch.full((1 << 20,), float(me), device=device)
-    if me == 1:
-        deadline = time.monotonic() + 20
-        while not signal.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-    work = dist.all_reduce(x, async_op=True)
+    mine = torch.cuda.Stream(device)
+    with torch.cuda.stream(mine):
+        x = torch.full((1 << 20,), float(me), device=device)
+        if me == 1:
+            deadline = time.monotonic() + 20
+            while not signal.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        work = dist.all_reduce(x, async_op=True)
+        work.wait()
+        if me == 0:
+            expect(not work.is_completed(), "Work.wait() on CUDA tensors returned only once the collective had ended")
+            signal.touch()
+        expect(x[-1].item() == float(sum(range(n))), f"after a stream-side wait: {x[-1].item()}")
+    on_default = torch.full((1000,), float(me), device=device)
+    work = dist.all_reduce(on_default, async_op=True)
     work.wait()
-    if me == 0:
-        expect(not work.is_completed(), "Work.wait() on CUDA tensors returned only once the collective had ended")
-        signal.touch()
-    expect(x[-1].item() == float(sum(range(n))), f"after a stream-side wait: {x[-1].item()}")
+    expect(work.is_completed(), "Work.wait() on the default stream returned before the collective had ended")
+    expect(on_default[-1].item() == float(sum(range(n))), f"after a wait on the default stream: {on_default[-1].item()}")
     # A gather into a list ends with copies on a stream of PyTorch's pool, synchronized by the
     # thread that gives the releases; torch.cuda.Stream() hands out the same pool's streams, so
     # each of them is once the held caller's stream here: none may be the one synchronized.
