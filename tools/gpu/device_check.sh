@@ -124,9 +124,18 @@ step() {
   echo "== $name (limit ${limit}s)"
   t0=$(date +%s.%N)
   # The Python checks dump their stacks 25 s before the step's end (a hang says where), 15 s
-  # before tsrun's own --timeout where the budget has not cut the limit.
-  TESSERA_CHECK_DUMP_S=$((limit - 25)) timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
+  # before tsrun's own --timeout where the budget has not cut the limit; 20 s before it, every
+  # process of the step still running gives its native threads' stacks (native_stacks).
+  TESSERA_CHECK_DUMP_S=$((limit - 25)) timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1 &
+  local pid=$! watcher=
+  if [ -n "$GDB" ] && [ "$limit" -gt 40 ]; then
+    (for ((i = 0; i < limit - 20; i++)); do kill -0 $pid 2>/dev/null || exit 0; sleep 1; done
+     native_stacks $pid > "$LOGS/$name.stacks" 2>&1) &
+    watcher=$!
+  fi
+  wait $pid
   rc=$?
+  [ -n "$watcher" ] && wait $watcher
   local secs
   secs=$(awk "BEGIN {print $(date +%s.%N) - $t0}")
   local result=PASS
@@ -140,9 +149,33 @@ step() {
   elif [ -n "${CHECK:-}" ]; then note=$($CHECK "$LOGS/$name.log"); [ -n "$note" ] && result=FAIL
   fi
   [ $result = PASS ] && [ -z "$note" ] && note=$(grep -m1 -E 'tests? ran|passed, [0-9]+ failed|PASSED' "$LOGS/$name.log" | cut -c1-200)
+  [ -s "$LOGS/$name.stacks" ] && note="$note (native stacks of the late processes: logs/$name.stacks)"
   printf '%s\t%s\t%s\t%.1f\t%s\n' "$name" "$result" "$rc" "$secs" "$note" >> "$STEPS"
   echo "   $result (rc $rc, ${secs%.*}s) $note"
   tail -n 3 "$LOGS/$name.log" | sed 's/^/   | /'
+}
+# native_stacks PID: every thread's stack of each process under PID (the step's timeout) that is
+# not a launcher (timeout, tsrun, the sanitizer), from a debugger that attaches (gdb, or the
+# image's cuda-gdb), all at once and each bounded, so that they fit in the step's last 20 s.
+GDB=$(command -v gdb || command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null)
+native_stacks() {
+  local todo=$1 p kids all=() dir
+  while [ -n "$todo" ]; do
+    kids=$(for p in $todo; do pgrep -P "$p"; done)
+    all+=($kids)
+    todo=$kids
+  done
+  dir=$(mktemp -d)
+  for p in "${all[@]}"; do
+    case $(cat "/proc/$p/comm" 2>/dev/null) in timeout|tsrun|compute-sanitiz*|bash|sh|sleep|"") continue ;; esac
+    { echo "##### pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-200)"
+      timeout 15 "$GDB" -p "$p" -batch -ex "info threads" -ex "thread apply all bt 30" 2>&1 |
+        grep -v -E '^\[New LWP|^\[Thread debugging|^Using host libthread_db|^warning:'
+    } > "$dir/$p" &
+  done
+  wait
+  cat "$dir"/* 2>/dev/null
+  rm -rf "$dir"
 }
 # CHECK functions: a CUDA test that skipped on a GPU machine did not run.
 no_skips() { grep -q '\[  SKIPPED \]' "$1" && echo "skipped on a GPU machine: $(grep -m1 'Skipped\|SKIPPED' "$1")"; }
