@@ -265,7 +265,7 @@ torch_steps() {
   # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out),
   # with a collective timeout that allows for the instrumented ranks' pace.
   if [ -n "${SAN:-}" ]; then
-    CHECK=device_ran step memcheck-torch-cuda 240 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
+    CHECK=device_ran step memcheck-torch-cuda 150 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
       "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=120000 \
       "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --quick
   fi
