@@ -269,6 +269,12 @@ torch_steps() {
       "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=120000 \
       "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --quick
   fi
+  # A torch step that failed: the extension built here comes back beside the summary, so that
+  # the offsets of a crash's backtrace (+0x...) can be named (addr2line -f -C -e).
+  if awk -F'\t' '$1 ~ /^(torch|memcheck-torch)/ && ($2 == "FAIL" || $2 == "TIMEOUT") {bad = 1} END {exit !bad}' \
+    "$STEPS"; then
+    cp "$ext" "$OUT/" && echo "device_check: a torch step failed: $(basename "$ext") is in $OUT for its symbols"
+  fi
 }
 
 ENV=$WORK/env.txt
