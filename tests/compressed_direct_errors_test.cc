@@ -25,6 +25,14 @@ using testing::World;
 
 constexpr testing::InputOf inputOf = testing::compressedInputOf;
 
+// Two fake hosts (so the two-level form has columns), and a short timeout: a rank that did not
+// fail with the others would show as a timeout, not a hang.
+testing::Settings onTwoFakeHostsFailingFast(int rank) {
+  testing::Settings s = testing::onFakeHosts(rank, 2);
+  s["TSR_TIMEOUT_MS"] = "5000";
+  return s;
+}
+
 // A host pointer is refused naming the tensor and rank; NaN (rank 1) and Inf (rank 2) fail the
 // step on every rank naming the element, leaving the buffer and the residual as they were;
 // the memory cannot be switched once chosen and stepped.
@@ -137,11 +145,7 @@ void expectUnencodableFailsEveryRank(const Unencodable& c) {
         EXPECT_EQ(opened.kernels->violations, 0);
         opened.kernels->release(d);
       },
-      [](int rank) {
-        testing::Settings s = testing::onFakeHosts(rank, 2);
-        s["TSR_TIMEOUT_MS"] = "5000";
-        return s;
-      },
+      onTwoFakeHostsFailingFast,
       world.wrapper(true));
 }
 
@@ -204,11 +208,7 @@ void expectHandOffPastF32FailsEveryRank(const std::string& ef) {
         EXPECT_EQ(opened.kernels->violations, 0);
         opened.kernels->release(d);
       },
-      [](int rank) {
-        testing::Settings s = testing::onFakeHosts(rank, 2);
-        s["TSR_TIMEOUT_MS"] = "5000";
-        return s;
-      },
+      onTwoFakeHostsFailingFast,
       world.wrapper(true));
 }
 
@@ -273,11 +273,7 @@ void expectAFailedExchangeChangesNothing(const Params& extra, uint32_t stagesBef
         }
         if (d) opened.kernels->release(d);
       },
-      [](int rank) {
-        testing::Settings s = testing::onFakeHosts(rank, 2);
-        s["TSR_TIMEOUT_MS"] = "5000";
-        return s;
-      },
+      onTwoFakeHostsFailingFast,
       world.wrapper(true));
 }
 
