@@ -145,8 +145,7 @@ void expectUnencodableFailsEveryRank(const Unencodable& c) {
         EXPECT_EQ(opened.kernels->violations, 0);
         opened.kernels->release(d);
       },
-      onTwoFakeHostsFailingFast,
-      world.wrapper(true));
+      onTwoFakeHostsFailingFast, world.wrapper(true));
 }
 
 TEST(CompressedDirect, AValueOneRankCannotEncodeFailsEveryRank) {
@@ -208,8 +207,7 @@ void expectHandOffPastF32FailsEveryRank(const std::string& ef) {
         EXPECT_EQ(opened.kernels->violations, 0);
         opened.kernels->release(d);
       },
-      onTwoFakeHostsFailingFast,
-      world.wrapper(true));
+      onTwoFakeHostsFailingFast, world.wrapper(true));
 }
 
 TEST(CompressedDirect, AHandOffSumPastF32FailsEveryRank) {
@@ -273,8 +271,7 @@ void expectAFailedExchangeChangesNothing(const Params& extra, uint32_t stagesBef
         }
         if (d) opened.kernels->release(d);
       },
-      onTwoFakeHostsFailingFast,
-      world.wrapper(true));
+      onTwoFakeHostsFailingFast, world.wrapper(true));
 }
 
 TEST(CompressedDirect, AStepFailingInItsExchangeLeavesResidualAndMomentum) {
