@@ -15,13 +15,15 @@
 // copies back have finished), so wait() returning is enough for any stream's later work: it
 // blocks the calling thread until then, as gloo's CUDA path does. With TSR_TORCH_STREAM_WAIT=1
 // it makes the caller's current stream wait instead and returns at once, as ProcessGroupNCCL's
-// does, unless that is the legacy default stream (docs/torch.md): a hold on that stream (tsr_stream_hold) that the
-// completion releases, after the last step, whatever the outcome (a failure is then the Work's exception and its
-// Future's error, and fails the group's next call); not with a timeout, nor where the hold is not offered (said once).
-// Not the default until it has run on a GPU. A held stream would stall whatever the completion ran that synchronized
-// with it, for good (docs/torch.md): the last step runs on a stream of PyTorch's pool that no such wait holds
-// (synchronized before completing), and the Future is a CUDA Future of the tensors' device: then() callbacks and DDP
-// see the result on their own streams through the events PyTorch records at completion.
+// does, unless that is the legacy default stream (docs/torch.md): a hold on that stream
+// (tsr_stream_hold) that the completion releases, after the last step, whatever the outcome
+// (a failure is then the Work's exception and its Future's error, and fails the group's next
+// call); not with a timeout, nor where the hold is not offered (said once). Not the default
+// until it has passed on a GPU. A held stream would stall whatever the completion ran that
+// synchronized with it, for good (docs/torch.md): the last step runs on a stream of PyTorch's
+// pool that no such wait holds (synchronized before completing), and the Future is a CUDA
+// Future of the tensors' device: then() callbacks and DDP see the result on their own streams
+// through the events PyTorch records at completion.
 #pragma once
 
 #include <atomic>
