@@ -55,6 +55,18 @@ c10::Stream poolStreamNotHeld(c10::Device device) {
   return impl.getStreamFromGlobalPool(device, false);
 }
 
+// PyTorch makes a device's pool of streams at its first use, and making a stream may wait for
+// streams already held: made before the first hold, not by complete() behind it, which takes a
+// pool stream and would then wait for the hold it is to release (seen on an H200). Once per
+// device: taking a stream moves the pool's turn, which the caller's own streams follow.
+void makePoolStreams(c10::Device device) {
+  static std::mutex mutex;
+  static std::set<c10::DeviceIndex> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (made.insert(device.index()).second)
+    c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(device, false);
+}
+
 }  // namespace
 
 WorkTessera::WorkTessera(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Finish finish,
@@ -217,10 +229,7 @@ bool WorkTessera::holdCallersStream() {
                     "collectives called on a stream of one's own (torch.cuda.stream)");
     return false;
   }
-  // PyTorch makes its pool's streams at their first use, and making a stream may wait for
-  // streams already held: made here, before the hold, not by complete() behind it, which takes
-  // a pool stream and would then wait for the hold it is to release (seen on an H200).
-  c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(*device_, false);
+  makePoolStreams(*device_);  // before the first hold: makePoolStreams says why
   {
     std::lock_guard<std::mutex> heldLock(held().mutex);
     held().streams.insert(stream);  // before the hold is queued: poolStreamNotHeld

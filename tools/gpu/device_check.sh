@@ -128,14 +128,17 @@ step() {
   # process of the step still running gives its native threads' stacks (native_stacks).
   TESSERA_CHECK_DUMP_S=$((limit - 25)) timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1 &
   local pid=$! watcher=
-  if [ -n "$GDB" ] && [ "$limit" -gt 40 ]; then
+  if [ -n "$GDB" ] && [ "$limit" -gt 40 ] && [ "$name" != torch-backend-build ]; then  # not the compilers
     (for ((i = 0; i < limit - 20; i++)); do kill -0 $pid 2>/dev/null || exit 0; sleep 1; done
      native_stacks $pid > "$LOGS/$name.stacks" 2>&1) &
     watcher=$!
   fi
   wait $pid
   rc=$?
-  [ -n "$watcher" ] && wait $watcher
+  if [ -n "$watcher" ]; then  # ended in time: no stacks (and no second more); else they are taken
+    [ -s "$LOGS/$name.stacks" ] || kill $watcher 2>/dev/null
+    wait $watcher 2>/dev/null
+  fi
   local secs
   secs=$(awk "BEGIN {print $(date +%s.%N) - $t0}")
   local result=PASS
@@ -238,6 +241,9 @@ torch_steps() {
     printf 'torch-backend-build\tNOT-RUN\t-\t0\tninja is missing (torch.utils.cpp_extension needs it)\n' >> "$STEPS"
     return 0
   fi
+  # A kept build folder: no extension of an earlier run may pass for this one's, and a build
+  # killed at its limit leaves cpp_extension's lock behind, which the next would wait on.
+  rm -f "$TORCH_BUILD"/_tessera_torch*.so "$TORCH_BUILD/lock"
   # The build imports what it built: libtessera's own dependencies (UCX, spdlog, fmt, hwloc)
   # are the kit's, which the extension's RUNPATH does not reach, so the kit's lib/ is searched.
   CHECK= step torch-backend-build 240 env PATH="$pybin:$PATH" LD_LIBRARY_PATH="$KIT/lib" MAX_JOBS=16 "$PY" \
@@ -271,7 +277,7 @@ torch_steps() {
   fi
   # A torch step that failed: the extension built here comes back beside the summary, so that
   # the offsets of a crash's backtrace (+0x...) can be named (addr2line -f -C -e).
-  if awk -F'\t' '$1 ~ /^(torch|memcheck-torch)/ && ($2 == "FAIL" || $2 == "TIMEOUT") {bad = 1} END {exit !bad}' \
+  if awk -F'\t' '$1 ~ /^(torch-(backend|cuda|ddp)|memcheck-torch)/ && ($2 == "FAIL" || $2 == "TIMEOUT") {bad = 1} END {exit !bad}' \
     "$STEPS"; then
     cp "$ext" "$OUT/" && echo "device_check: a torch step failed: $(basename "$ext") is in $OUT for its symbols"
   fi
