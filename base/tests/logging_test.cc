@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <latch>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -135,13 +136,16 @@ TEST_F(LoggingTest, ConfiguringWhileOtherThreadsLogLosesNoLine) {
   const std::string pattern = (dir_ / "log-%r-%h.txt").string();
   log::configure({"info", pattern, 0, "nodeA"});
   constexpr int kWriters = 3, kLines = 1500, kConfigures = 300;
+  std::latch start(kWriters + 1);  // every thread set up before any writes or configures
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w)
-    threads.emplace_back([w] {
+    threads.emplace_back([w, &start] {
       auto logger = log::get("logging-test-race-" + std::to_string(w % 2));
+      start.arrive_and_wait();
       for (int i = 0; i < kLines; ++i) logger->warn("line {} of writer {}", i, w);
     });
   threads.emplace_back([&] {
+    start.arrive_and_wait();
     for (int i = 0; i < kConfigures; ++i) log::configure({"info", pattern, i % 4, "nodeA"});
   });
   for (auto& t : threads) t.join();
