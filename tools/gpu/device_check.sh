@@ -162,11 +162,11 @@ step() {
 # image's cuda-gdb), all at once and each bounded, so that they fit in the step's last 20 s.
 GDB=$(command -v gdb || command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null)
 native_stacks() {
-  local todo=$1 p kids all=() dir
-  while [ -n "$todo" ]; do
-    kids=$(for p in $todo; do pgrep -P "$p"; done)
+  local parents=$1 p kids all=() dir
+  while [ -n "$parents" ]; do  # the whole tree under PID, a generation at a time
+    kids=$(for p in $parents; do pgrep -P "$p"; done)
     all+=($kids)
-    todo=$kids
+    parents=$kids
   done
   dir=$(mktemp -d)
   for p in "${all[@]}"; do
