@@ -138,11 +138,10 @@ const std::vector<ConfigEntry>& configTable() {
        "sleep = poll for TSR_SPIN_US, then sleep on the transport's events; auto = sleep when "
        "no other rank shares this host (every message then comes over the network and wakes it), "
        "else spin"},
-      {"TSR_TORCH_STREAM_WAIT", ValueKind::kEnum, "0", "0|1",
+      {"TSR_TORCH_STREAM_WAIT", ValueKind::kEnum, "1", "0|1",
        "torch backend, CUDA tensors: 1 = Work.wait() on a stream of the caller's own makes that stream wait "
-       "(tsr_stream_hold) and returns at once (on the default stream it blocks; not yet passed on a GPU); 0 = it "
-       "blocks the calling thread until the result is on "
-       "the device"},
+       "(tsr_stream_hold) and returns at once, as ProcessGroupNCCL's (on the default stream it blocks); 0 = it "
+       "blocks the calling thread until the result is on the device, as gloo's"},
       {"TSR_CALLER_PROGRESS", ValueKind::kEnum, "1", "0|1",
        "1: a thread blocked in wait drives the communicator itself (no hand-off to the progress "
        "thread); 0: only the progress thread drives"},

@@ -205,11 +205,10 @@ std::exception_ptr WorkTessera::exception() const {
 }
 
 bool WorkTessera::holdCallersStream() {
-  static const bool asked = [] {
-    const char* v = std::getenv("TSR_TORCH_STREAM_WAIT");
-    return v && std::strcmp(v, "1") == 0;  // checked (0|1) by the communicator's configuration
-  }();
-  if (!asked) return false;
+  // Checked (0|1) by the communicator's configuration; 1 by default.
+  static const char* const setting = std::getenv("TSR_TORCH_STREAM_WAIT");
+  static const bool blocking = setting && std::strcmp(setting, "0") == 0;
+  if (blocking) return false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_) return false;  // the result is in place: nothing to hold
@@ -222,13 +221,8 @@ bool WorkTessera::holdCallersStream() {
   // Never the legacy default stream (PyTorch's default one, null): every blocking stream waits
   // for it, and so do calls that synchronize implicitly (making a stream, allocating) on any
   // thread, the ones that would complete the collective included: held, it hung (seen on an
-  // H200 with CUDA 13). There wait() blocks the calling thread, as without the setting.
-  if (stream == nullptr || stream == reinterpret_cast<void*>(1) /* cudaStreamLegacy */) {
-    TORCH_WARN_ONCE("tessera: TSR_TORCH_STREAM_WAIT=1: Work.wait() on the default CUDA stream blocks the calling ",
-                    "thread (a held default stream would stall the whole device); the stream-side wait is for ",
-                    "collectives called on a stream of one's own (torch.cuda.stream)");
-    return false;
-  }
+  // H200 with CUDA 13). There wait() blocks the calling thread, as TSR_TORCH_STREAM_WAIT=0 does.
+  if (stream == nullptr || stream == reinterpret_cast<void*>(1) /* cudaStreamLegacy */) return false;
   makePoolStreams(*device_);  // before the first hold: makePoolStreams says why
   {
     std::lock_guard<std::mutex> heldLock(held().mutex);
@@ -258,7 +252,7 @@ bool WorkTessera::holdCallersStream() {
 }
 
 bool WorkTessera::wait(std::chrono::milliseconds timeout) {
-  // CUDA tensors, TSR_TORCH_STREAM_WAIT=1: the caller's stream waits instead of the caller.
+  // CUDA tensors (unless TSR_TORCH_STREAM_WAIT=0): the caller's stream waits instead of the caller.
   if (device_ && timeout == kNoTimeout && holdCallersStream()) return true;
   // Without a timeout: drive Tessera on this thread (as MPI_Wait does); the collective's own
   // timeout bounds it. Then complete here unless a completion thread already does: no

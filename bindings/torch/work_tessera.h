@@ -12,18 +12,17 @@
 // once the timeout has passed (the collective goes on).
 //
 // On CUDA tensors (placement.h) the result is on the device when the callback runs (Tessera's
-// copies back have finished), so wait() returning is enough for any stream's later work: it
-// blocks the calling thread until then, as gloo's CUDA path does. With TSR_TORCH_STREAM_WAIT=1
-// it makes the caller's current stream wait instead and returns at once, as ProcessGroupNCCL's
-// does, unless that is the legacy default stream (docs/torch.md): a hold on that stream
-// (tsr_stream_hold) that the completion releases, after the last step, whatever the outcome
-// (a failure is then the Work's exception and its Future's error, and fails the group's next
-// call); not with a timeout, nor where the hold is not offered (said once). Not the default
-// until it has passed on a GPU. A held stream would stall whatever the completion ran that
-// synchronized with it, for good (docs/torch.md): the last step runs on a stream of PyTorch's
-// pool that no such wait holds (synchronized before completing), and the Future is a CUDA
-// Future of the tensors' device: then() callbacks and DDP see the result on their own streams
-// through the events PyTorch records at completion.
+// copies back have finished). wait() makes the caller's current stream wait for that and
+// returns at once, as ProcessGroupNCCL's does (TSR_TORCH_STREAM_WAIT=1, the default): a hold on
+// that stream (tsr_stream_hold) that the completion releases, after the last step, whatever the
+// outcome (a failure is then the Work's exception and its Future's error, and fails the group's
+// next call). It blocks the calling thread instead, as gloo's CUDA path does, with
+// TSR_TORCH_STREAM_WAIT=0, with a timeout, where the hold is not offered (said once), and on
+// the legacy default stream (docs/torch.md says why). A held stream would stall whatever the
+// completion ran that synchronized with it, for good (docs/torch.md): the last step runs on a
+// stream of PyTorch's pool that no such wait holds (synchronized before completing), and the
+// Future is a CUDA Future of the tensors' device: then() callbacks and DDP see the result on
+// their own streams through the events PyTorch records at completion.
 #pragma once
 
 #include <atomic>

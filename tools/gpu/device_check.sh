@@ -260,19 +260,22 @@ torch_steps() {
       "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --cpu
     return 0
   fi
-  # The 2-rank run with the stream-side Work.wait() (TSR_TORCH_STREAM_WAIT=1), the other without.
+  # The 2-rank run with the blocking Work.wait() (TSR_TORCH_STREAM_WAIT=0), the other with the
+  # default, stream-side one.
   CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-    -x TSR_TIMEOUT_MS=30000 -x TSR_TORCH_STREAM_WAIT=1 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py"
+    -x TSR_TIMEOUT_MS=30000 -x TSR_TORCH_STREAM_WAIT=0 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py"
   CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
     -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
   CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
     -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_ddp_timing.py" --steps 10 --warmup 3
   # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out),
-  # with a collective timeout that allows for the instrumented ranks' pace.
+  # with a collective timeout that allows for the instrumented ranks' pace. One sanitizer per
+  # rank, started by tsrun: wrapped around tsrun (--target-processes all) the ranks passed but
+  # never exited, not even on SIGKILL.
   if [ -n "${SAN:-}" ]; then
-    CHECK=device_ran step memcheck-torch-cuda 150 "$SAN" --tool memcheck --target-processes all --error-exitcode 9 \
-      "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=120000 \
+    CHECK=device_ran step memcheck-torch-cuda 150 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
+      -x TSR_TIMEOUT_MS=120000 "$SAN" --tool memcheck --error-exitcode 9 \
       "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --quick
   fi
   # A torch step that failed: the extension built here comes back beside the summary, so that

@@ -4,7 +4,7 @@ runs it under the kit's tsrun with the backend it built there against the machin
 Every collective on CUDA tensors of each dtype (and every op) against a float64 reference computed
 on the CPU; blocking, async (Work.wait) and through get_future().then(); the input made on a
 stream of the caller's own (torch.cuda.stream) that the call is made on, behind queued work, so a
-read that did not wait for that stream would see stale data; with TSR_TORCH_STREAM_WAIT=1,
+read that did not wait for that stream would see stale data; unless TSR_TORCH_STREAM_WAIT=0,
 Work.wait() on a stream of the caller's own returning before the collective has ended, that stream
 held until it has (on the default stream it blocks); all_to_all, send/recv (host-staged);
 split_group with the device bound to the world; a mismatch raising on every rank; DDP on a small
@@ -145,15 +145,15 @@ def streams_and_futures():
 
 
 def wait_holds_the_stream():
-    """With TSR_TORCH_STREAM_WAIT=1, Work.wait() on a stream of the caller's own makes that stream
+    """Work.wait() on a stream of the caller's own makes that stream
     wait and returns before the collective has ended (tsr_stream_hold): rank 1 joins only once
     rank 0 has seen its Work still running after wait() (a file is the signal; after 20 s rank 1
     joins anyway, so a wait that blocks fails here instead of hanging); the result is then read on
     that stream. On the default stream wait() blocks instead (a held legacy default stream would
-    stall the device). Without the setting there is nothing to check."""
+    stall the device). With TSR_TORCH_STREAM_WAIT=0 wait() always blocks: nothing to check."""
     import pathlib
     import time
-    if os.environ.get("TSR_TORCH_STREAM_WAIT") != "1":
+    if os.environ.get("TSR_TORCH_STREAM_WAIT") == "0":
         return
     signal = pathlib.Path(f"/tmp/tessera-gpu-check-{os.environ.get('TSR_JOB_ID', 'job')}-held")
     mine = torch.cuda.Stream(device)
@@ -269,7 +269,7 @@ for hook, params in [] if QUICK else HOOKS:
 
 def mismatch():
     """A mismatch (rank 0 counts one more) raises on every rank: at wait(), or, where wait()
-    only holds the caller's stream (TSR_TORCH_STREAM_WAIT=1), from the Work's future."""
+    only holds the caller's stream (a stream of the caller's own), from the Work's future."""
     try:
         work = dist.all_reduce(torch.zeros(9 if me == 0 else 8, device=device), async_op=True)
         work.wait()
