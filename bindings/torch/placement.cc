@@ -1,5 +1,7 @@
 #include "bindings/torch/placement.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -77,6 +79,19 @@ void* currentStream(c10::Device device) {
 #else
   TORCH_CHECK(false, "tessera: CUDA streams need the backend built against PyTorch 2.2 or later");
 #endif
+}
+
+bool isNonBlockingStream(void* stream) {
+  // cudaStreamLegacy (1) and cudaStreamPerThread (2) are the runtime's names, not streams.
+  if (stream == nullptr || stream == reinterpret_cast<void*>(1) || stream == reinterpret_cast<void*>(2)) return false;
+  using GetFlags = int (*)(void* stream, unsigned int* flags);  // CUresult cuStreamGetFlags(CUstream, unsigned*)
+  static const GetFlags getFlags = []() -> GetFlags {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);  // loaded by whoever made the stream
+    return driver ? reinterpret_cast<GetFlags>(dlsym(driver, "cuStreamGetFlags")) : nullptr;
+  }();
+  constexpr unsigned int kNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
+  unsigned int flags = 0;
+  return getFlags && getFlags(stream, &flags) == 0 && (flags & kNonBlocking);
 }
 
 }  // namespace tessera_torch

@@ -49,4 +49,10 @@ std::function<void()> afterCallersStream(c10::Device device);
 // The calling thread's current stream on `device`, as a cudaStream_t (for tsr_comm_set_thread_buffers).
 void* currentStream(c10::Device device);
 
+// Whether `stream` (a cudaStream_t) was made non-blocking (cudaStreamNonBlocking, as every
+// stream of PyTorch's pool): false for the legacy and per-thread default streams, for a
+// blocking stream (an ExternalStream of one), and where the driver cannot say. Asked of the
+// driver the process has loaded (cuStreamGetFlags), so the backend needs no CUDA headers.
+bool isNonBlockingStream(void* stream);
+
 }  // namespace tessera_torch

@@ -218,11 +218,13 @@ bool WorkTessera::holdCallersStream() {
   // tensors' device, whichever is the thread's current one: the hold's flags live there.
   c10::DeviceGuard onDevice(*device_);
   void* stream = currentStream(*device_);
-  // Never the legacy default stream (PyTorch's default one, null): every blocking stream waits
-  // for it, and so do calls that synchronize implicitly (making a stream, allocating) on any
-  // thread, the ones that would complete the collective included: held, it hung (seen on an
-  // H200 with CUDA 13). There wait() blocks the calling thread, as TSR_TORCH_STREAM_WAIT=0 does.
-  if (stream == nullptr || stream == reinterpret_cast<void*>(1) /* cudaStreamLegacy */) return false;
+  // Only a non-blocking stream, never the legacy default stream (PyTorch's default one) nor
+  // another blocking one: the legacy stream and every blocking stream wait for each other, and
+  // calls that synchronize implicitly (making a stream, allocating pinned memory) on any
+  // thread, those that would complete the collective included, wait for them all: a held
+  // legacy stream hung (seen on an H200 with CUDA 13). There wait() blocks the calling thread,
+  // as TSR_TORCH_STREAM_WAIT=0 does.
+  if (!isNonBlockingStream(stream)) return false;
   makePoolStreams(*device_);  // before the first hold: makePoolStreams says why
   {
     std::lock_guard<std::mutex> heldLock(held().mutex);

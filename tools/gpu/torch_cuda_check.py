@@ -145,12 +145,12 @@ def streams_and_futures():
 
 
 def wait_holds_the_stream():
-    """Work.wait() on a stream of the caller's own makes that stream
-    wait and returns before the collective has ended (tsr_stream_hold): rank 1 joins only once
-    rank 0 has seen its Work still running after wait() (a file is the signal; after 20 s rank 1
-    joins anyway, so a wait that blocks fails here instead of hanging); the result is then read on
-    that stream. On the default stream wait() blocks instead (a held legacy default stream would
-    stall the device). With TSR_TORCH_STREAM_WAIT=0 wait() always blocks: nothing to check."""
+    """Work.wait() on a stream of the caller's own makes that stream wait and returns before the
+    collective has ended (tsr_stream_hold): rank 1 joins only once rank 0 has seen its Work still
+    running after wait() (a file is the signal; after 20 s rank 1 joins anyway, so a wait that
+    blocks fails here instead of hanging); the result is then read on that stream. On the default
+    stream, and on a blocking stream of one's own, wait() blocks instead (a held blocking stream
+    would stall the device). With TSR_TORCH_STREAM_WAIT=0 wait() always blocks: nothing to check."""
     import pathlib
     import time
     if os.environ.get("TSR_TORCH_STREAM_WAIT") == "0":
@@ -174,6 +174,19 @@ def wait_holds_the_stream():
     work.wait()
     expect(work.is_completed(), "Work.wait() on the default stream returned before the collective had ended")
     expect(on_default[-1].item() == float(sum(range(n))), f"after a wait on the default stream: {on_default[-1].item()}")
+    # A blocking stream of the caller's own (made by the driver, flags 0) is not held either:
+    # the legacy default stream and every blocking stream wait for each other.
+    import ctypes
+    driver, handle = ctypes.CDLL("libcuda.so.1"), ctypes.c_void_p()
+    expect(driver.cuStreamCreate(ctypes.byref(handle), 0) == 0, "cuStreamCreate (a blocking stream) failed")
+    with torch.cuda.stream(torch.cuda.ExternalStream(handle.value, device=device)):
+        blocking = torch.full((1000,), float(me), device=device)
+        work = dist.all_reduce(blocking, async_op=True)
+        work.wait()
+        expect(work.is_completed(), "Work.wait() on a blocking stream returned before the collective had ended")
+        expect(blocking[-1].item() == float(sum(range(n))), f"after a wait on a blocking stream: {blocking[-1].item()}")
+    torch.cuda.synchronize(device)
+    driver.cuStreamDestroy_v2(handle)
     # A gather into a list ends with copies on a stream of PyTorch's pool, synchronized by the
     # thread that gives the releases; torch.cuda.Stream() hands out the same pool's streams, so
     # each of them is once the held caller's stream here: none may be the one synchronized.
