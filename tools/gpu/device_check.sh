@@ -266,6 +266,11 @@ torch_steps() {
     -x TSR_TIMEOUT_MS=30000 -x TSR_TORCH_STREAM_WAIT=0 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py"
   CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
     -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
+  # A rank killed mid-training on CUDA (DDP's allreduce, then the dense hook; 3 ranks): the
+  # others' step and next call raise naming it within the timeout, none hangs or crashes.
+  CHECK=device_ran step torch-cuda-fault 100 env PYTHONPATH="$ROOT/bindings/python" TESSERA_TORCH_EXTENSION="$ext" \
+    TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" "$PY" "$ROOT/bindings/python/tests/torch_fault_check.py" \
+    "$BIN/tsrun" 3 --cuda
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
   CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
     -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_ddp_timing.py" --steps 10 --warmup 3
