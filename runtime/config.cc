@@ -140,7 +140,8 @@ const std::vector<ConfigEntry>& configTable() {
        "else spin"},
       {"TSR_TORCH_STREAM_WAIT", ValueKind::kEnum, "1", "0|1",
        "torch backend, CUDA tensors: 1 = Work.wait() on a stream of the caller's own makes that stream wait "
-       "(tsr_stream_hold) and returns at once, as ProcessGroupNCCL's (on the default stream it blocks); 0 = it "
+       "(tsr_stream_hold) and returns at once, as ProcessGroupNCCL's (on a blocking stream, the default one "
+       "included, it blocks); 0 = it "
        "blocks the calling thread until the result is on the device, as gloo's"},
       {"TSR_CALLER_PROGRESS", ValueKind::kEnum, "1", "0|1",
        "1: a thread blocked in wait drives the communicator itself (no hand-off to the progress "

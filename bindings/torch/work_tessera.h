@@ -17,12 +17,12 @@
 // that stream (tsr_stream_hold) that the completion releases, after the last step, whatever the
 // outcome (a failure is then the Work's exception and its Future's error, and fails the group's
 // next call). It blocks the calling thread instead, as gloo's CUDA path does, with
-// TSR_TORCH_STREAM_WAIT=0, with a timeout, where the hold is not offered (said once), and on
-// a blocking stream, the legacy default one among them (docs/torch.md says why). A held stream would stall whatever the
-// completion ran that synchronized with it, for good (docs/torch.md): the last step runs on a
-// stream of PyTorch's pool that no such wait holds (synchronized before completing), and the
-// Future is a CUDA Future of the tensors' device: then() callbacks and DDP see the result on
-// their own streams through the events PyTorch records at completion.
+// TSR_TORCH_STREAM_WAIT=0, with a timeout, where the hold is not offered (said once), and on a
+// blocking stream, the legacy default one among them (docs/torch.md says why). A held stream
+// would stall whatever the completion ran that synchronized with it, for good (docs/torch.md):
+// the last step runs on a stream of PyTorch's pool that no such wait holds (synchronized before
+// completing), and the Future is a CUDA Future of the tensors' device: then() callbacks and DDP
+// see the result on their own streams through the events PyTorch records at completion.
 #pragma once
 
 #include <atomic>
