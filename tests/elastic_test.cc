@@ -176,5 +176,25 @@ TEST(Elastic, AReplacementJoinsTheSurvivorsAndTheJobIsWholeAgain) {
   EXPECT_EQ(r.exitCode(), 0) << describe(r);
 }
 
+// The same under --respawn 2, but the first replacement vanishes once welcomed, before the
+// grown communicator's bootstrap: the survivors' grow that let it in fails within the timeout
+// (at least 5 s), their communicator stays usable (an exact allreduce after it), and a later
+// grow lets in the second replacement tsrun starts.
+TEST(Elastic, AReplacementVanishingAfterItsWelcomeFailsOneGrowAndTheNextOneComesIn) {
+  RunResult r = runElastic(4, {"grow-vanish", "2"}, {"TSR_TIMEOUT_MS=5000"}, "--respawn=2");
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  EXPECT_TRUE(has(r.out, "rank 2: VANISHED after the welcome")) << describe(r);
+  int next = 0;
+  for (int rank : {0, 1, 3}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "GREW to rank " + std::to_string(next++) + " of 4")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "(1 failed grow: ")) << line;
+    EXPECT_TRUE(has(line, "TSR_ERR_BOOTSTRAP: grow: rank " + std::to_string(next - 1) + " could not bootstrap"))
+        << line;
+  }
+  EXPECT_TRUE(has(r.out, "[2] rank 2: JOINED as rank 3 of 4")) << describe(r);
+  EXPECT_EQ(r.exitCode(), 0) << describe(r);
+}
+
 }  // namespace
 }  // namespace tsr

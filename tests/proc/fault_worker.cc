@@ -19,6 +19,8 @@
 //   fault_worker shrink-die A,B [COUNT]  A killed mid-allreduce, B during the shrink
 //   fault_worker grow R [COUNT]    (tsrun --respawn 1) R SIGKILLs itself likewise, the others
 //                                  shrink and grow again by its replacement (grow_check.cc)
+//   fault_worker grow-vanish R [COUNT]  (tsrun --respawn 2) the same; the first replacement
+//                                  vanishes after its welcome (grow_check.cc)
 //   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
 //                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -54,9 +56,9 @@ using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
 
-int runFull(Communicator& comm);                            // full_check.cc
-int runJoin();                                              // grow_check.cc
-int runGrow(Communicator& comm, int victim, size_t count);  // grow_check.cc
+int runFull(Communicator& comm);                                              // full_check.cc
+int runJoin(bool vanishFirst);                                                // grow_check.cc
+int runGrow(Communicator& comm, int victim, size_t count, bool vanishFirst);  // grow_check.cc
 
 namespace {
 
@@ -222,7 +224,8 @@ int main(int argc, char** argv) {
     setenv("TSR_TEST_HOST_ID", (std::string("h") + rankText).c_str(), 1);
   if (mode == "repeat") return runRepeat(arg, argc > 3 ? std::atoi(argv[3]) : 1);
   const char* join = std::getenv("TSR_JOIN");
-  if (mode == "grow" && join && std::string(join) == "1") return runJoin();
+  if ((mode == "grow" || mode == "grow-vanish") && join && std::string(join) == "1")
+    return runJoin(mode == "grow-vanish");
   auto created = Communicator::createFromEnvironment();
   if (!created.isOk()) {
     std::printf("rank ?: cannot create the communicator: %s\n", created.status().toString().c_str());
@@ -247,7 +250,8 @@ int main(int argc, char** argv) {
   if (mode == "shrink-cut") return runShrink(comm, arg, count, Fault::kCut);
   if (mode == "shrink-slow") return runShrink(comm, arg, count, Fault::kSlow);
   if (mode == "shrink-die") return runShrink(comm, arg, count, Fault::kDieDuring);
-  if (mode == "grow") return runGrow(comm, std::atoi(arg.c_str()), count);
+  if (mode == "grow" || mode == "grow-vanish")
+    return runGrow(comm, std::atoi(arg.c_str()), count, mode == "grow-vanish");
   if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

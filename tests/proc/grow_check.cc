@@ -5,6 +5,12 @@
 // (members first, in order, the replacement last), an exact allreduce, an allgather of the first-launch ranks in order,
 // and one more grow that finds nobody waiting (the replacement's own door included). Prints "rank R: GREW to rank r of
 // n ..." or "rank R: JOINED as rank r of n ..." or "rank R: FAILED ...".
+//
+// fault_worker grow-vanish VICTIM [COUNT] (under tsrun --respawn 2): the same, but the first
+// replacement vanishes once it has its welcome, before the grown communicator's bootstrap (it
+// asks with a port nobody listens at, then exits). The members' grow that let it in fails
+// within the timeout; the survivors' communicator stays usable (an exact allreduce) and a later
+// grow lets in the second replacement tsrun starts. The members print "(1 failed grow: ...)".
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,7 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/bootstrap/join_link.h"
+#include "runtime/bootstrap/launch_env.h"
 #include "runtime/communicator.h"
+#include "runtime/config.h"
 #include "tests/proc/worker_report.h"
 
 using namespace tsr;
@@ -50,8 +59,38 @@ std::string checkGrown(Communicator& grown, int launchRank, const std::vector<in
 
 }  // namespace
 
-int runJoin() {
+// The first replacement of a grow-vanish job: it asks to join as Communicator::join does, but
+// names a port nobody listens at and exits once welcomed. A file beside the job's temporary
+// files tells the second replacement to join for real.
+int vanishAfterTheWelcome(int launchRank, const std::string& marker) {
+  using namespace runtime;
+  auto launch = launchInfoFromEnv(processEnvironment());
+  if (!launch.isOk()) return failed(launchRank, "to read the launch", launch.status());
+  auto key = joinKey(launch.value().secret, launch.value().jobId);
+  if (!key.isOk()) return failed(launchRank, "to derive the join key", key.status());
+  std::vector<PeerAddress> members;
+  for (int r = 0; r < launch.value().size; ++r)
+    if (r != launchRank) members.push_back(launch.value().peers[r]);
+  const JoinRequest unanswered{launch.value().peers[launchRank].host, /*port=*/1, "vanishing"};
+  auto welcome = requestToJoin(members, {std::string(asView(key.value())), launch.value().jobId}, unanswered, 30000);
+  if (!welcome.isOk()) return failed(launchRank, "to be welcomed", welcome.status());
+  if (std::FILE* f = std::fopen(marker.c_str(), "w")) std::fclose(f);
+  std::printf("rank %d: VANISHED after the welcome of %s\n", launchRank, welcome.value().from.c_str());
+  std::fflush(stdout);
+  return 4;
+}
+
+int runJoin(bool vanishFirst) {
   const int launchRank = std::atoi(std::getenv("TSR_RANK") ? std::getenv("TSR_RANK") : "-1");
+  const char* job = std::getenv("TSR_JOB_ID");
+  const std::string marker = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                             "/fault_worker-vanished-" + (job ? job : "job");
+  if (vanishFirst) {
+    std::FILE* seen = std::fopen(marker.c_str(), "r");
+    if (!seen) return vanishAfterTheWelcome(launchRank, marker);
+    std::fclose(seen);
+    std::remove(marker.c_str());
+  }
   const auto started = Clock::now();
   auto joined = Communicator::joinFromEnvironment();
   if (!joined.isOk()) return failed(launchRank, "to join", joined.status());
@@ -69,7 +108,7 @@ int runJoin() {
   return 0;
 }
 
-int runGrow(Communicator& comm, int victim, size_t count) {
+int runGrow(Communicator& comm, int victim, size_t count, bool vanishFirst) {
   const int rank = comm.rank(), size = comm.size();
   std::vector<float> buf(count, 1.0f);
   Status st;
@@ -93,14 +132,27 @@ int runGrow(Communicator& comm, int victim, size_t count) {
   const auto shrunkAt = Clock::now();
   std::unique_ptr<Communicator> grown;
   int calls = 0;
+  std::string failedGrow;
   while (!grown && msSince(shrunkAt) < 60000) {
     ++calls;
+    const auto asked = Clock::now();
     auto g = shrunk.value()->grow();
+    if (!g.isOk() && vanishFirst && failedGrow.empty()) {
+      // The vanished replacement's grow: it failed, in time, and the communicator goes on.
+      failedGrow = std::to_string(static_cast<int>(msSince(asked))) + " ms: " + g.status().toString();
+      std::vector<float> x(1000, 1.0f);
+      Status s = wait(shrunk.value()->allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum));
+      if (!s.isOk() || x.back() != static_cast<float>(size - 1))
+        return failed(rank, "to allreduce after the failed grow", s.isOk() ? Status(Code::kInternal, "inexact") : s);
+      continue;
+    }
     if (!g.isOk()) return failed(rank, "to grow", g.status());
     grown = g.take();
     if (!grown) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!grown) return failed(rank, "to grow", Status(Code::kTimeout, "no replacement within 60 s"));
+  if (vanishFirst && failedGrow.empty())
+    return failed(rank, "to see the vanished replacement's grow fail", Status(Code::kInternal, "every grow succeeded"));
   const double ms = msSince(shrunkAt);
   std::vector<int32_t> expected;
   for (int r = 0; r < size; ++r)
@@ -108,8 +160,9 @@ int runGrow(Communicator& comm, int victim, size_t count) {
   expected.push_back(victim);
   std::string wrong = checkGrown(*grown, rank, expected);
   if (!wrong.empty()) return failed(rank, "after growing", Status(Code::kInternal, wrong));
-  std::printf("rank %d: GREW to rank %d of %d, %.0f ms after the shrink (%d grow calls); allreduce exact\n", rank,
-              grown->rank(), grown->size(), ms, calls);
+  std::printf("rank %d: GREW to rank %d of %d, %.0f ms after the shrink (%d grow calls); allreduce exact%s\n", rank,
+              grown->rank(), grown->size(), ms, calls,
+              failedGrow.empty() ? "" : (" (1 failed grow: " + failedGrow + ")").c_str());
   std::fflush(stdout);
   return 0;
 }
