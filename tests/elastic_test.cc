@@ -196,5 +196,22 @@ TEST(Elastic, AReplacementVanishingAfterItsWelcomeFailsOneGrowAndTheNextOneComes
   EXPECT_EQ(r.exitCode(), 0) << describe(r);
 }
 
+// Under --respawn 1, rank 2 SIGKILLed and its replacement waiting at a door: rank 3 dies
+// instead of calling the grow the others wait in. Their grow fails naming it; they shrink
+// again (2 of 3) and grow on, and the replacement comes in: a grown communicator of 3, the
+// two members first, then the replacement.
+TEST(Elastic, AMemberDyingInAGrowFailsItAndTheOthersShrinkAndGrowOn) {
+  RunResult r = runElastic(4, {"grow-member-dies", "2"}, {"TSR_TIMEOUT_MS=5000"}, "--respawn=1");
+  ASSERT_FALSE(r.timedOut) << describe(r);
+  EXPECT_TRUE(has(r.out, "[3] rank 3: raising SIGKILL instead of growing")) << describe(r);
+  for (int rank : {0, 1}) {
+    const std::string line = outcomeOf(r, rank);
+    EXPECT_TRUE(has(line, "GREW to rank " + std::to_string(rank) + " of 3")) << line << "\n" << describe(r);
+    EXPECT_TRUE(has(line, "(1 failed grow: ")) << line;
+    EXPECT_TRUE(has(line, "TSR_ERR_PEER_FAILED: grow: rank " + std::to_string(rank) + ": rank 2 ")) << line;
+  }
+  EXPECT_TRUE(has(r.out, "[2] rank 2: JOINED as rank 2 of 3")) << describe(r);
+}
+
 }  // namespace
 }  // namespace tsr

@@ -21,6 +21,8 @@
 //                                  shrink and grow again by its replacement (grow_check.cc)
 //   fault_worker grow-vanish R [COUNT]  (tsrun --respawn 2) the same; the first replacement
 //                                  vanishes after its welcome (grow_check.cc)
+//   fault_worker grow-member-dies R [COUNT]  (tsrun --respawn 1) the same as grow; a survivor
+//                                  dies instead of growing (grow_check.cc)
 //   fault_worker hold              prints "rank R: up pid P" after a first allreduce, then small
 //                                  allreduces for up to 120 s (for tsrun's end: the test kills it)
 //   fault_worker mismatch FIELD    rank 1 calls allreduce with a different count|dtype|op
@@ -50,15 +52,16 @@
 
 #include "runtime/communicator.h"
 #include "tests/proc/shrink_check.h"
+#include "tests/proc/worker_report.h"
 #include "tests/support/values.h"
 
 using namespace tsr;
 using runtime::Communicator;
 using Clock = std::chrono::steady_clock;
 
-int runFull(Communicator& comm);                                              // full_check.cc
-int runJoin(bool vanishFirst);                                                // grow_check.cc
-int runGrow(Communicator& comm, int victim, size_t count, bool vanishFirst);  // grow_check.cc
+int runFull(Communicator& comm);                                             // full_check.cc
+int runJoin(GrowFault fault);                                                // grow_check.cc
+int runGrow(Communicator& comm, int victim, size_t count, GrowFault fault);  // grow_check.cc
 
 namespace {
 
@@ -224,8 +227,11 @@ int main(int argc, char** argv) {
     setenv("TSR_TEST_HOST_ID", (std::string("h") + rankText).c_str(), 1);
   if (mode == "repeat") return runRepeat(arg, argc > 3 ? std::atoi(argv[3]) : 1);
   const char* join = std::getenv("TSR_JOIN");
-  if ((mode == "grow" || mode == "grow-vanish") && join && std::string(join) == "1")
-    return runJoin(mode == "grow-vanish");
+  const GrowFault growFault = mode == "grow-vanish"        ? GrowFault::kReplacementVanishes
+                              : mode == "grow-member-dies" ? GrowFault::kMemberDies
+                                                           : GrowFault::kNone;
+  const bool growing = mode == "grow" || growFault != GrowFault::kNone;
+  if (growing && join && std::string(join) == "1") return runJoin(growFault);
   auto created = Communicator::createFromEnvironment();
   if (!created.isOk()) {
     std::printf("rank ?: cannot create the communicator: %s\n", created.status().toString().c_str());
@@ -250,8 +256,7 @@ int main(int argc, char** argv) {
   if (mode == "shrink-cut") return runShrink(comm, arg, count, Fault::kCut);
   if (mode == "shrink-slow") return runShrink(comm, arg, count, Fault::kSlow);
   if (mode == "shrink-die") return runShrink(comm, arg, count, Fault::kDieDuring);
-  if (mode == "grow" || mode == "grow-vanish")
-    return runGrow(comm, std::atoi(arg.c_str()), count, mode == "grow-vanish");
+  if (growing) return runGrow(comm, std::atoi(arg.c_str()), count, growFault);
   if (mode == "hold") return runHold(comm);
   std::printf("rank %d: unknown mode %s\n", comm.rank(), mode.c_str());
   return 2;

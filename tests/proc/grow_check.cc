@@ -11,6 +11,11 @@
 // asks with a port nobody listens at, then exits). The members' grow that let it in fails
 // within the timeout; the survivors' communicator stays usable (an exact allreduce) and a later
 // grow lets in the second replacement tsrun starts. The members print "(1 failed grow: ...)".
+//
+// fault_worker grow-member-dies VICTIM [COUNT] (under tsrun --respawn 1): the same as grow, but
+// 1.5 s after the shrink the last survivor dies instead of calling grow, while the others wait
+// in theirs: their grow fails naming it, they shrink again and grow on, and the replacement,
+// waiting at a door all along, comes in (a grown communicator of 3).
 #include <signal.h>
 #include <unistd.h>
 
@@ -80,7 +85,8 @@ int vanishAfterTheWelcome(int launchRank, const std::string& marker) {
   return 4;
 }
 
-int runJoin(bool vanishFirst) {
+int runJoin(GrowFault fault) {
+  const bool vanishFirst = fault == GrowFault::kReplacementVanishes;
   const int launchRank = std::atoi(std::getenv("TSR_RANK") ? std::getenv("TSR_RANK") : "-1");
   const char* job = std::getenv("TSR_JOB_ID");
   const std::string marker = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
@@ -108,8 +114,11 @@ int runJoin(bool vanishFirst) {
   return 0;
 }
 
-int runGrow(Communicator& comm, int victim, size_t count, bool vanishFirst) {
+int runGrow(Communicator& comm, int victim, size_t count, GrowFault fault) {
   const int rank = comm.rank(), size = comm.size();
+  // grow-member-dies: the last survivor dies instead of calling its first grow, while the others
+  // wait in theirs (a grow is a collective) and the replacement at a door.
+  const int dying = fault == GrowFault::kMemberDies ? (victim == size - 1 ? size - 2 : size - 1) : -1;
   std::vector<float> buf(count, 1.0f);
   Status st;
   for (int i = 0; i < 200 && st.isOk(); ++i) {
@@ -129,20 +138,33 @@ int runGrow(Communicator& comm, int victim, size_t count, bool vanishFirst) {
   // that the survivors' communicator is to open (else that one's port would be taken).
   if (comm.grow().isOk())
     return failed(rank, "to refuse a grow of the shrunk communicator", Status(Code::kInternal, "it grew"));
+  std::unique_ptr<Communicator> members = shrunk.take();
   const auto shrunkAt = Clock::now();
   std::unique_ptr<Communicator> grown;
   int calls = 0;
   std::string failedGrow;
+  // grow-member-dies: nobody grows for 1.5 s, so the replacement is at a door when one dies.
+  if (fault == GrowFault::kMemberDies) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   while (!grown && msSince(shrunkAt) < 60000) {
     ++calls;
+    if (rank == dying) {
+      std::printf("rank %d: raising SIGKILL instead of growing\n", rank);
+      std::fflush(stdout);
+      raise(SIGKILL);
+    }
     const auto asked = Clock::now();
-    auto g = shrunk.value()->grow();
-    if (!g.isOk() && vanishFirst && failedGrow.empty()) {
-      // The vanished replacement's grow: it failed, in time, and the communicator goes on.
+    auto g = members->grow();
+    if (!g.isOk() && fault != GrowFault::kNone && failedGrow.empty()) {
       failedGrow = std::to_string(static_cast<int>(msSince(asked))) + " ms: " + g.status().toString();
+      if (fault == GrowFault::kMemberDies) {  // a member is lost: shrink again, then grow on
+        auto again = members->shrink();
+        if (!again.isOk()) return failed(rank, "to shrink after the failed grow", again.status());
+        members = again.take();
+      }
+      // Whichever communicator the members now have, it is usable: an exact allreduce.
       std::vector<float> x(1000, 1.0f);
-      Status s = wait(shrunk.value()->allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum));
-      if (!s.isOk() || x.back() != static_cast<float>(size - 1))
+      Status s = wait(members->allreduce(x.data(), x.data(), x.size(), DataType::kF32, ReduceOp::kSum));
+      if (!s.isOk() || x.back() != static_cast<float>(members->size()))
         return failed(rank, "to allreduce after the failed grow", s.isOk() ? Status(Code::kInternal, "inexact") : s);
       continue;
     }
@@ -151,12 +173,12 @@ int runGrow(Communicator& comm, int victim, size_t count, bool vanishFirst) {
     if (!grown) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!grown) return failed(rank, "to grow", Status(Code::kTimeout, "no replacement within 60 s"));
-  if (vanishFirst && failedGrow.empty())
-    return failed(rank, "to see the vanished replacement's grow fail", Status(Code::kInternal, "every grow succeeded"));
+  if (fault != GrowFault::kNone && failedGrow.empty())
+    return failed(rank, "to see a grow fail", Status(Code::kInternal, "every grow succeeded"));
   const double ms = msSince(shrunkAt);
   std::vector<int32_t> expected;
   for (int r = 0; r < size; ++r)
-    if (r != victim) expected.push_back(r);
+    if (r != victim && r != dying) expected.push_back(r);
   expected.push_back(victim);
   std::string wrong = checkGrown(*grown, rank, expected);
   if (!wrong.empty()) return failed(rank, "after growing", Status(Code::kInternal, wrong));

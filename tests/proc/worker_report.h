@@ -13,6 +13,9 @@ inline int failed(int rank, const std::string& what, const tsr::Status& st) {
   return 3;
 }
 
+// What goes wrong in fault_worker's grow modes (grow_check.cc), besides the first victim's death.
+enum class GrowFault { kNone, kReplacementVanishes, kMemberDies };
+
 inline tsr::Status wait(tsr::Result<tsr::runtime::RequestPtr> posted) {
   return posted.isOk() ? posted.value()->wait() : posted.status();
 }
