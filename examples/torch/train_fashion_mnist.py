@@ -2,6 +2,7 @@
 DDP's gloo or Tessera's backend, with PyTorch's built-in communication hooks or Tessera's.
 
     tsrun -np 4 /usr/bin/python3 examples/torch/train_fashion_mnist.py --backend tessera --hook marsit
+    tsrun -np 2 python examples/torch/train_fashion_mnist.py --device cuda --hook marsit   # on GPUs
 
 The model has two 3x3 convolutions (32 and 64 channels, each followed by 2x2 max-pooling) and a
 3136-384-10 head: 1,227,274 parameters, so at 100 Mbit/s its communication-to-computation ratio
@@ -13,7 +14,9 @@ the same parameters. Hooks: none (DDP's own allreduce), fp16 and powersgd (PyTor
 marsit, spardl, topk, onebit, covap, auto (Tessera's; see tessera.torch.hooks), selsync
 (Tessera's, around the optimizer). SelSync and COVAP with local=1 leave the ranks' models
 apart between synchronizations: they are averaged before each evaluation. The data set comes
-from Debian's dataset-fashion-mnist.
+from Debian's dataset-fashion-mnist. With --device cuda each rank trains on GPU
+TSR_LOCAL_RANK modulo the GPUs it sees (several ranks may share one), its gradients and the
+hooks' residuals kept on the device (the tessera backend on PyTorch 2.2 or later; docs/torch.md).
 """
 import argparse
 import gzip
@@ -54,6 +57,8 @@ def parse_args(argv=None):
     p.add_argument("--json", default="", help="append the epoch lines to this file (rank 0)")
     p.add_argument("--label", default="", help="a name for this run in the JSON lines")
     p.add_argument("--data", default=DATA)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the model, its gradients and the batches live")
     return p.parse_args(argv)
 
 
@@ -144,28 +149,40 @@ def main(argv=None):
     if args.backend == "gloo" and "RANK" not in os.environ and "TSR_RANK" in os.environ:
         # torch's env:// reads RANK and WORLD_SIZE; tsrun says TSR_RANK and TSR_WORLD_SIZE.
         os.environ.update(RANK=os.environ["TSR_RANK"], WORLD_SIZE=os.environ["TSR_WORLD_SIZE"])
-    dist.init_process_group(args.backend)
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda: this PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
+        local = int(os.environ.get("TSR_LOCAL_RANK", os.environ.get("LOCAL_RANK", "0")))
+        device = torch.device("cuda", local % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        # tessera binds its group to the device (torch 2.3 and later take device_id for any backend).
+        dist.init_process_group(args.backend, **({"device_id": device} if args.backend == "tessera" else {}))
+    else:
+        dist.init_process_group(args.backend)
     rank, size = dist.get_rank(), dist.get_world_size()
     x_train, y_train = load(args.data, "train", args.train_limit)
     x_test, y_test = load(args.data, "test", args.test_limit)
+    x_train, y_train, x_test, y_test = (t.to(device) for t in (x_train, y_train, x_test, y_test))
     # PowerSGD on gloo aborts with more than one bucket (torch 1.13): one bucket for it, the
     # first one (1 MiB by default) included.
     bucket_mb = 64 if args.hook == "powersgd" else 25
     if args.hook == "powersgd":
         dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_mb << 20
-    model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=bucket_mb)
+    model = nn.parallel.DistributedDataParallel(Net().to(device), bucket_cap_mb=bucket_mb)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     optimizer, comm, synchronize = attach_hook(model, optimizer, args)
     _alive.append(model)  # see the end of the file
     order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(args.seed))
-    mine = order[rank::size]
+    mine = order[rank::size].to(device)
     steps = len(mine) // args.batch
     nic0 = nic_bytes()
     bytes0 = comm.bytes_sent if comm is not None else None
     evals = max(1, args.evals_per_epoch)
     wall, total, done = 0.0, 0.0, 0
     for epoch in range(1, args.epochs + 1):
-        shuffle = mine[torch.randperm(len(mine), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))]
+        shuffle = mine[torch.randperm(len(mine), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
+                       .to(device)]
         for part in range(evals):
             model.train()
             began = time.perf_counter()
@@ -176,13 +193,15 @@ def main(argv=None):
                 loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
                 loss.backward()
                 optimizer.step()
-                total += loss.item()
+                total = total + loss.detach()  # read once per report: no wait for the GPU each step
                 done += 1
             if synchronize is not None:
                 synchronize()  # evaluate (and go on from) one model
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # the steps' time, not only their queueing
             wall += time.perf_counter() - began  # training only: evaluations are not counted
             line = report(args, model, comm, epoch - 1 + (part + 1) / evals, wall, done,
-                          total / max(1, len(part_steps)), bytes0, nic0, x_test, y_test)
+                          float(total) / max(1, len(part_steps)), bytes0, nic0, x_test, y_test)
             total = 0.0
             if line is None:
                 return 1
@@ -195,12 +214,13 @@ def report(args, model, comm, epoch, wall, steps, mean_loss, bytes0, nic0, x_tes
     rank, size = dist.get_rank(), dist.get_world_size()
     accuracy = evaluate(model.module, x_test, y_test)
     same = parameters_agree(model.module)
-    losses = torch.tensor([mean_loss], dtype=torch.float64)
+    device = next(model.parameters()).device
+    losses = torch.tensor([mean_loss], dtype=torch.float64, device=device)
     dist.all_reduce(losses)
     line = {"label": args.label or f"{args.backend}/{args.hook}", "backend": args.backend, "hook": args.hook,
             "ranks": size, "epoch": round(epoch, 4), "wall_s": round(wall, 3), "steps": steps,
             "train_loss": round(float(losses) / size, 5), "test_accuracy": round(accuracy, 3),
-            "ranks_agree": same, "seed": args.seed}
+            "ranks_agree": same, "seed": args.seed, "device": str(device)}
     if comm is not None:
         line["tessera_bytes_sent"] = comm.bytes_sent - bytes0
     if nic0 is not None:
@@ -226,9 +246,8 @@ def evaluate(net, x, y):
 def parameters_agree(net):
     """Every rank holds bit-identical parameters (checked after the evaluation's averaging,
     where the hook takes local steps)."""
-    flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
-    digest = torch.tensor([float(flat.double().sum()), float((flat.double() * torch.arange(
-        len(flat), dtype=torch.float64)).sum())], dtype=torch.float64)
+    flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()]).double()
+    digest = torch.stack([flat.sum(), (flat * torch.arange(len(flat), dtype=torch.float64, device=flat.device)).sum()])
     low, high = digest.clone(), digest.clone()
     dist.all_reduce(low, op=dist.ReduceOp.MIN)
     dist.all_reduce(high, op=dist.ReduceOp.MAX)

@@ -7,6 +7,8 @@
 #          + dpkg -x of the installed versions), with UCX's cma module in lib/ucx/
 #   ucx-cuda/  optional: UCX 1.13.1 built with CUDA by tools/gpu/build_ucx_cuda.sh, once it
 #          has finished (UCX_CUDA_PREFIX, default /tmp/tsr-ucx-cuda/dest/opt/tsr-ucx-cuda)
+#   data/fashion-mnist/  the first 4096 training and 1000 test images of Debian's
+#          dataset-fashion-mnist, for the example's run on CUDA (torch-example-cuda)
 #   MANIFEST.txt  commit, build folder, architectures, packages, files and sizes
 # Then it verifies the kit (device_check.sh --verify-only).
 #
@@ -118,6 +120,30 @@ if [ -f "$UCX_CUDA_PREFIX/BUILD-INFO.txt" ] && [ -f "$UCX_CUDA_PREFIX/lib/ucx/li
   done
   strip --strip-all -o "$KIT/ucx-cuda/bin/ucx_info" "$UCX_CUDA_PREFIX/bin/ucx_info"
   cp "$UCX_CUDA_PREFIX/BUILD-INFO.txt" "$KIT/ucx-cuda/"
+fi
+
+# A part of Fashion-MNIST for examples/torch/train_fashion_mnist.py --device cuda (the GPU
+# machine has no package registry): the idx files cut to their first images, gzipped again.
+FMNIST=/usr/share/datasets/fashion-mnist
+if [ -f "$FMNIST/train-images-idx3-ubyte.gz" ]; then
+  mkdir -p "$KIT/data/fashion-mnist"
+  python3 - "$FMNIST" "$KIT/data/fashion-mnist" <<'EOF'
+import gzip, os, struct, sys
+src, dst = sys.argv[1:3]
+for prefix, count in (("train", 4096), ("t10k", 1000)):
+    for kind in ("images-idx3", "labels-idx1"):
+        name = f"{prefix}-{kind}-ubyte.gz"
+        with gzip.open(os.path.join(src, name)) as f:
+            magic, = struct.unpack(">I", f.read(4))
+            dims = list(struct.unpack(">" + "I" * (magic & 0xFF), f.read(4 * (magic & 0xFF))))
+            item = 1
+            for d in dims[1:]:
+                item *= d
+            body = f.read(count * item)
+        dims[0] = count
+        with gzip.open(os.path.join(dst, name), "wb") as g:
+            g.write(struct.pack(">I", magic) + struct.pack(">" + "I" * len(dims), *dims) + body)
+EOF
 fi
 
 {
