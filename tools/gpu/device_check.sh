@@ -184,10 +184,11 @@ native_stacks() {
 no_skips() { grep -q '\[  SKIPPED \]' "$1" && echo "skipped on a GPU machine: $(grep -m1 'Skipped\|SKIPPED' "$1")"; }
 # A program that found no usable device on a GPU machine (a driver or runtime problem) ran nothing.
 device_ran() { grep -q 'no CUDA device' "$1" && echo "ran without a usable CUDA device: $(grep -m1 -o 'no CUDA device.*' "$1" | cut -c1-160)"; }
-# The example's JSON line: trained on the GPU, the ranks' parameters the same.
+# example_agreed DEVICE LOG: the example's JSON line says it trained on DEVICE (cpu, cuda) and
+# that the ranks' parameters agree.
 example_agreed() {
-  grep -q '"device": "cuda' "$1" && grep -q '"ranks_agree": true' "$1" ||
-    echo "no JSON line of a run on CUDA whose ranks agree: $(grep -m1 -E 'FAILED|Error|error' "$1" | cut -c1-160)"
+  grep -q "\"device\": \"$1" "$2" && grep -q '"ranks_agree": true' "$2" ||
+    echo "no JSON line of a run on $1 whose ranks agree: $(grep -m1 -E 'FAILED|Error|error' "$2" | cut -c1-160)"
 }
 # The direct job must have taken the direct path (the creation log at info says which).
 direct_path() {
@@ -260,9 +261,15 @@ torch_steps() {
   fi
   local env=(-x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
              -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
+  # The Fashion-MNIST example (the kit's part of the data): 2 ranks, the Marsit hook, one epoch
+  # of 4096 images, on CUDA (on the CPU in the dry run); the ranks must end with the same parameters.
+  local example=(-x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/examples/torch/train_fashion_mnist.py" --hook marsit
+                 --epochs 1 --train-limit 4096 --test-limit 1000 --data "$KIT/data/fashion-mnist")
   if [ "$mode" = cpu ]; then
     CHECK= step torch-cpu-2ranks 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=30000 \
       "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --cpu
+    [ -d "$KIT/data/fashion-mnist" ] && CHECK="example_agreed cpu" step torch-example-cpu 120 "$BIN/tsrun" -np 2 \
+      --timeout @TSRUN_TIMEOUT@ "${env[@]}" "${example[@]}" --device cpu
     return 0
   fi
   # The 2-rank run with the blocking Work.wait() (TSR_TORCH_STREAM_WAIT=0), the other with the
@@ -276,12 +283,9 @@ torch_steps() {
   CHECK=device_ran step torch-cuda-fault 100 env PYTHONPATH="$ROOT/bindings/python" TESSERA_TORCH_EXTENSION="$ext" \
     TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" "$PY" "$ROOT/bindings/python/tests/torch_fault_check.py" \
     "$BIN/tsrun" 3 --cuda
-  # The Fashion-MNIST example on CUDA (the kit's part of the data): 2 ranks, the Marsit hook,
-  # one epoch of 4096 images; the ranks must end with the same parameters.
   if [ -d "$KIT/data/fashion-mnist" ]; then
-    CHECK=example_agreed step torch-example-cuda 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-      -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/examples/torch/train_fashion_mnist.py" --device cuda --hook marsit \
-      --epochs 1 --train-limit 4096 --test-limit 1000 --data "$KIT/data/fashion-mnist"
+    CHECK="example_agreed cuda" step torch-example-cuda 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
+      "${example[@]}" --device cuda
   fi
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
   CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
