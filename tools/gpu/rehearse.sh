@@ -2,7 +2,8 @@
 # The GPU device check's rehearsal on a machine without a GPU (docs/gpu.md): packs a kit from a
 # CUDA build and runs device_check.sh's dry run from it with a Python whose torch is 2.2 or
 # later, which builds the torch backend from the kit as the GPU machine would and runs the torch
-# check on CPU tensors and the example. Passes when every step did and the torch steps ran (not NOT-RUN).
+# check on CPU tensors and the example. Passes when every step did and the torch steps ran
+# (not NOT-RUN).
 #
 #   tools/gpu/rehearse.sh BUILD_DIR PYTHON WORK_DIR
 set -uo pipefail
