@@ -222,8 +222,8 @@ bool WorkTessera::holdCallersStream() {
   // another blocking one: the legacy stream and every blocking stream wait for each other, and
   // calls that synchronize implicitly (making a stream, allocating pinned memory) on any
   // thread, those that would complete the collective included, wait for them all: a held
-  // legacy stream hung (seen on an H200 with CUDA 13). There wait() blocks the calling thread,
-  // as TSR_TORCH_STREAM_WAIT=0 does.
+  // legacy stream hung (docs/gpu.md). There wait() blocks the calling thread, as
+  // TSR_TORCH_STREAM_WAIT=0 does.
   if (!isNonBlockingStream(stream)) return false;
   makePoolStreams(*device_);  // before the first hold: makePoolStreams says why
   {

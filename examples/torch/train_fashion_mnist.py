@@ -156,8 +156,10 @@ def main(argv=None):
         local = int(os.environ.get("TSR_LOCAL_RANK", os.environ.get("LOCAL_RANK", "0")))
         device = torch.device("cuda", local % torch.cuda.device_count())
         torch.cuda.set_device(device)
-        # tessera binds its group to the device (torch 2.3 and later take device_id for any backend).
-        dist.init_process_group(args.backend, **({"device_id": device} if args.backend == "tessera" else {}))
+        # tessera's group bound to the device where this torch takes device_id (2.3 and later).
+        import inspect
+        bind = args.backend == "tessera" and "device_id" in inspect.signature(dist.init_process_group).parameters
+        dist.init_process_group(args.backend, **({"device_id": device} if bind else {}))
     else:
         dist.init_process_group(args.backend)
     rank, size = dist.get_rank(), dist.get_world_size()

@@ -184,12 +184,6 @@ native_stacks() {
 no_skips() { grep -q '\[  SKIPPED \]' "$1" && echo "skipped on a GPU machine: $(grep -m1 'Skipped\|SKIPPED' "$1")"; }
 # A program that found no usable device on a GPU machine (a driver or runtime problem) ran nothing.
 device_ran() { grep -q 'no CUDA device' "$1" && echo "ran without a usable CUDA device: $(grep -m1 -o 'no CUDA device.*' "$1" | cut -c1-160)"; }
-# example_agreed DEVICE LOG: the example's JSON line says it trained on DEVICE (cpu, cuda) and
-# that the ranks' parameters agree.
-example_agreed() {
-  grep -q "\"device\": \"$1" "$2" && grep -q '"ranks_agree": true' "$2" ||
-    echo "no JSON line of a run on $1 whose ranks agree: $(grep -m1 -E 'FAILED|Error|error' "$2" | cut -c1-160)"
-}
 # The direct job must have taken the direct path (the creation log at info says which).
 direct_path() {
   local d s
@@ -226,86 +220,8 @@ python_cuda_step() {
     "$PY" "$ROOT/tools/gpu/python_cuda_check.py"
 }
 
-# torch_steps gpu|cpu: the torch backend built here against this machine's PyTorch
-# (build_torch_ext.py), then, on a GPU, tools/gpu/torch_cuda_check.py on 2 ranks and on 4 ranks
-# as 2 hosts, DDP's per-step time (tools/gpu/torch_ddp_timing.py) and the backend check under
-# memcheck (last: the slowest, and the one a cut budget leaves out first); in the dry run, the
-# same check on CPU tensors on 2 ranks, which rehearses the build and the launch.
-torch_steps() {
-  local mode=$1 ext pybin
-  # TSR_GPU_TORCH_BUILD: a build folder kept between runs on the same machine (ninja then
-  # rebuilds only what changed); by default one of this run's, removed at its end.
-  local TORCH_BUILD=${TORCH_BUILD_KEPT:-$WORK/torch-ext}
-  python_has torch-backend-build torch || return 0
-  if [ "$mode" = cpu ] && ! "$PY" -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('.')[:2])) < (2, 2))"; then
-    printf 'torch-backend-build\tNOT-RUN\t-\t0\tdry run: %s has torch %s (the rehearsal needs 2.2 or later)\n' "$PY" \
-      "$("$PY" -c 'import torch; print(torch.__version__)')" >> "$STEPS"
-    return 0
-  fi
-  pybin=$(dirname "$(command -v "$PY")")  # a virtual environment's ninja, the environment not activated
-  if ! PATH=$pybin:$PATH command -v ninja >/dev/null; then
-    printf 'torch-backend-build\tNOT-RUN\t-\t0\tninja is missing (torch.utils.cpp_extension needs it)\n' >> "$STEPS"
-    return 0
-  fi
-  # A kept build folder: no extension of an earlier run may pass for this one's, and a build
-  # killed at its limit leaves cpp_extension's lock behind, which the next would wait on.
-  rm -f "$TORCH_BUILD"/_tessera_torch*.so "$TORCH_BUILD/lock"
-  # The build imports what it built: libtessera's own dependencies (UCX, spdlog, fmt, hwloc)
-  # are the kit's, which the extension's RUNPATH does not reach, so the kit's lib/ is searched.
-  CHECK= step torch-backend-build 240 env PATH="$pybin:$PATH" LD_LIBRARY_PATH="$KIT/lib" MAX_JOBS=16 "$PY" \
-    "$ROOT/tools/gpu/build_torch_ext.py" "$KIT" "$TORCH_BUILD"
-  ext=$(ls "$TORCH_BUILD"/_tessera_torch*.so 2>/dev/null | head -1)
-  if [ -z "$ext" ]; then
-    printf 'torch-steps\tNOT-RUN\t-\t0\tno torch backend was built (torch-backend-build)\n' >> "$STEPS"
-    return 0
-  fi
-  local env=(-x PYTHONPATH="$ROOT/bindings/python" -x TESSERA_TORCH_EXTENSION="$ext"
-             -x TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)")
-  # The Fashion-MNIST example (the kit's part of the data): 2 ranks, the Marsit hook, one epoch
-  # of 4096 images, on CUDA (on the CPU in the dry run); the ranks must end with the same parameters.
-  local example=(-x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/examples/torch/train_fashion_mnist.py" --hook marsit
-                 --epochs 1 --train-limit 4096 --test-limit 1000 --data "$KIT/data/fashion-mnist")
-  if [ "$mode" = cpu ]; then
-    CHECK= step torch-cpu-2ranks 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=30000 \
-      "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --cpu
-    [ -d "$KIT/data/fashion-mnist" ] && CHECK="example_agreed cpu" step torch-example-cpu 120 "$BIN/tsrun" -np 2 \
-      --timeout @TSRUN_TIMEOUT@ "${env[@]}" "${example[@]}" --device cpu
-    return 0
-  fi
-  # The 2-rank run with the blocking Work.wait() (TSR_TORCH_STREAM_WAIT=0), the other with the
-  # default, stream-side one.
-  CHECK=device_ran step torch-cuda-2ranks 150 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-    -x TSR_TIMEOUT_MS=30000 -x TSR_TORCH_STREAM_WAIT=0 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py"
-  CHECK=device_ran step torch-cuda-4ranks-2hosts 180 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-    -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --hosts 2
-  # A rank killed mid-training on CUDA (DDP's allreduce, then the dense hook; 3 ranks): the
-  # others' step and next call raise naming it within the timeout, none hangs or crashes.
-  CHECK=device_ran step torch-cuda-fault 100 env PYTHONPATH="$ROOT/bindings/python" TESSERA_TORCH_EXTENSION="$ext" \
-    TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" "$PY" "$ROOT/bindings/python/tests/torch_fault_check.py" \
-    "$BIN/tsrun" 3 --cuda
-  if [ -d "$KIT/data/fashion-mnist" ]; then
-    CHECK="example_agreed cuda" step torch-example-cuda 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-      "${example[@]}" --device cuda
-  fi
-  # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
-  CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-    -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/tools/gpu/torch_ddp_timing.py" --steps 10 --warmup 3
-  # compute-sanitizer's memcheck over the backend's collectives on CUDA tensors (DDP left out),
-  # with a collective timeout that allows for the instrumented ranks' pace. One sanitizer per
-  # rank, started by tsrun: wrapped around tsrun (--target-processes all) the ranks passed but
-  # never exited, not even on SIGKILL.
-  if [ -n "${SAN:-}" ]; then
-    CHECK=device_ran step memcheck-torch-cuda 150 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
-      -x TSR_TIMEOUT_MS=120000 "$SAN" --tool memcheck --error-exitcode 9 \
-      "$PY" "$ROOT/tools/gpu/torch_cuda_check.py" --quick
-  fi
-  # A torch step that failed: the extension built here comes back beside the summary, so that
-  # the offsets of a crash's backtrace (+0x...) can be named (addr2line -f -C -e).
-  if awk -F'\t' '$1 ~ /^(torch-(backend|cuda|ddp)|memcheck-torch)/ && ($2 == "FAIL" || $2 == "TIMEOUT") {bad = 1} END {exit !bad}' \
-    "$STEPS"; then
-    cp "$ext" "$OUT/" && echo "device_check: a torch step failed: $(basename "$ext") is in $OUT for its symbols"
-  fi
-}
+# torch_steps gpu|cpu and its check functions (tools/gpu/torch_steps.sh).
+source "$ROOT/tools/gpu/torch_steps.sh"
 
 ENV=$WORK/env.txt
 {

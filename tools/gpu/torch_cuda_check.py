@@ -178,15 +178,21 @@ def wait_holds_the_stream():
     # the legacy default stream and every blocking stream wait for each other.
     import ctypes
     driver, handle = ctypes.CDLL("libcuda.so.1"), ctypes.c_void_p()
-    expect(driver.cuStreamCreate(ctypes.byref(handle), 0) == 0, "cuStreamCreate (a blocking stream) failed")
-    with torch.cuda.stream(torch.cuda.ExternalStream(handle.value, device=device)):
+    driver.cuStreamCreate.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]
+    driver.cuStreamDestroy_v2.argtypes = [ctypes.c_void_p]
+    made = driver.cuStreamCreate(ctypes.byref(handle), 0)
+    expect(made == 0, f"cuStreamCreate (a blocking stream) failed: CUresult {made}")
+    # On a blocking stream made here, or else on the default one: every rank calls the collective.
+    with torch.cuda.stream(torch.cuda.ExternalStream(handle.value, device=device) if made == 0 else None):
         blocking = torch.full((1000,), float(me), device=device)
         work = dist.all_reduce(blocking, async_op=True)
         work.wait()
         expect(work.is_completed(), "Work.wait() on a blocking stream returned before the collective had ended")
         expect(blocking[-1].item() == float(sum(range(n))), f"after a wait on a blocking stream: {blocking[-1].item()}")
+    del blocking, work  # their memory was last used on that stream: freed before it goes
     torch.cuda.synchronize(device)
-    driver.cuStreamDestroy_v2(handle)
+    if made == 0:
+        expect(driver.cuStreamDestroy_v2(handle) == 0, "cuStreamDestroy of the blocking stream failed")
     # A gather into a list ends with copies on a stream of PyTorch's pool, synchronized by the
     # thread that gives the releases; torch.cuda.Stream() hands out the same pool's streams, so
     # each of them is once the held caller's stream here: none may be the one synchronized.
