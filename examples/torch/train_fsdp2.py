@@ -9,7 +9,9 @@ Each layer's parameters are sharded over the ranks: before a layer runs FSDP2 ga
 each global batch (seeded), so the run is deterministic up to the order of floating-point
 sums: over gloo and over tessera the same steps give the same parameters within float
 tolerance. Rank 0 prints one JSON line at the end (steps, seconds, loss, test accuracy) and,
-with --save, writes the full parameters (torch.save of a flat tensor) for comparison.
+with --save, writes the full parameters (torch.save of a flat tensor) for comparison. With
+--device cuda the model, its shards and the batches are on GPU TSR_LOCAL_RANK modulo the GPUs
+this rank sees (the mesh a CUDA one).
 """
 import argparse
 import json
@@ -37,16 +39,29 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--save", default="", help="rank 0 writes the final full parameters here")
     p.add_argument("--data", default=DATA)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     return p.parse_args(argv)
 
 
-def sharded_model(seed):
+def rank_device(kind):
+    """This rank's device: the CPU, or GPU TSR_LOCAL_RANK (LOCAL_RANK) modulo the count, made current."""
+    if kind == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
+    local = int(os.environ.get("TSR_LOCAL_RANK", os.environ.get("LOCAL_RANK", "0")))
+    device = torch.device("cuda", local % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
+
+
+def sharded_model(seed, device):
     """The CNN, every layer then the whole model wrapped with fully_shard on a 1-D mesh."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     torch.manual_seed(seed)
-    net = Net()
-    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    net = Net().to(device)
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     for layer in (net.conv1, net.conv2, net.fc1, net.fc2):
         fully_shard(layer, mesh=mesh)
     fully_shard(net, mesh=mesh)
@@ -60,8 +75,9 @@ def full_parameters(net):
 
 def train(args):
     rank, size = dist.get_rank(), dist.get_world_size()
-    x, y = load(args.data, "train", args.steps * args.batch * size)
-    net = sharded_model(args.seed)
+    device = rank_device(args.device)
+    x, y = (t.to(device) for t in load(args.data, "train", args.steps * args.batch * size))
+    net = sharded_model(args.seed, device)
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum)
     start, loss = time.time(), None
     for step in range(args.steps):
@@ -71,13 +87,13 @@ def train(args):
         loss.backward()
         optimizer.step()
     seconds = time.time() - start
-    flat = full_parameters(net)
-    tx, ty = load(args.data, "test", args.test_limit)
+    flat = full_parameters(net).cpu()
+    tx, ty = (t.to(device) for t in load(args.data, "test", args.test_limit))
     with torch.no_grad():
         accuracy = (net(tx).argmax(1) == ty).float().mean().item() * 100
     return flat, {"backend": args.backend, "ranks": size, "steps": args.steps, "seconds": round(seconds, 3),
                   "last_loss": round(loss.item(), 4), "test_accuracy": round(accuracy, 2),
-                  "torch": torch.__version__}
+                  "torch": torch.__version__, "device": str(device)}
 
 
 def main(argv=None):
@@ -85,6 +101,7 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     if args.backend == "tessera":
         import tessera.torch  # noqa: F401  (registers the backend)
+    rank_device(args.device)  # current before the group is made
     dist.init_process_group(args.backend)
     flat, line = train(args)
     if dist.get_rank() == 0:

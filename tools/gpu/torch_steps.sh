@@ -56,6 +56,8 @@ torch_steps() {
     if [ -d "$KIT/data/fashion-mnist" ]; then
       CHECK="example_agreed cpu" step torch-example-cpu 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
         "${example[@]}" --device cpu
+      CHECK= step torch-fsdp-cpu 150 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=30000 \
+        "$PY" "$ROOT/bindings/python/tests/torch_fsdp_check.py" --data "$KIT/data/fashion-mnist"
     else
       printf 'torch-example-cpu\tNOT-RUN\t-\t0\tthe kit has no data/fashion-mnist (pack.sh cuts it from Debian'"'"'s dataset-fashion-mnist)\n' >> "$STEPS"
     fi
@@ -72,11 +74,19 @@ torch_steps() {
   CHECK=device_ran step torch-cuda-fault 100 env PYTHONPATH="$ROOT/bindings/python" TESSERA_TORCH_EXTENSION="$ext" \
     TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" "$PY" "$ROOT/bindings/python/tests/torch_fault_check.py" \
     "$BIN/tsrun" 3 --cuda
+  # FSDP2 over tessera on CUDA against the same on the CPU (4 ranks, the kit's data): FSDP's
+  # gathers and reductions on streams of its own, which the stream-side Work.wait() holds.
   if [ -d "$KIT/data/fashion-mnist" ]; then
+    CHECK=device_ran step torch-cuda-fsdp 150 "$BIN/tsrun" -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
+      -x TSR_TIMEOUT_MS=30000 "$PY" "$ROOT/bindings/python/tests/torch_fsdp_check.py" --cuda \
+      --data "$KIT/data/fashion-mnist"
     CHECK="example_agreed cuda" step torch-example-cuda 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \
       "${example[@]}" --device cuda
   else
-    printf 'torch-example-cuda\tNOT-RUN\t-\t0\tthe kit has no data/fashion-mnist (pack.sh cuts it from Debian'"'"'s dataset-fashion-mnist)\n' >> "$STEPS"
+    for s in torch-cuda-fsdp torch-example-cuda; do
+      printf '%s\tNOT-RUN\t-\t0\tthe kit has no data/fashion-mnist (pack.sh cuts it from Debian'"'"'s dataset-fashion-mnist)\n' \
+        "$s" >> "$STEPS"
+    done
   fi
   # DDP per step over gloo and over tessera with each hook, same ranks, same run (ratios to gloo).
   CHECK=device_ran step torch-ddp-timing 120 "$BIN/tsrun" -np 2 --timeout @TSRUN_TIMEOUT@ "${env[@]}" \

@@ -3,7 +3,10 @@
    over gloo, then over tessera, from the same seed: the same parameters within float tolerance;
 2. a 2 x 2 DeviceMesh (its row and column groups: new_group on the tessera backend) with a
    DTensor sharded on both dimensions, redistributed to replicated on one and on both, a
-   partial sum reduced, each against the whole tensor."""
+   partial sum reduced, each against the whole tensor.
+With --cuda [--data DIR] (tools/gpu/device_check.sh, on a GPU machine) only the first, over
+tessera on CUDA against tessera on the CPU (float tolerance for the GPU's other rounding): FSDP2
+gathers and reduces on streams of its own, which the stream-side Work.wait() holds."""
 import os
 import sys
 
@@ -17,14 +20,33 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import train_fsdp2  # noqa: E402
 
 STEPS = 6
+CUDA = "--cuda" in sys.argv
+DATA = sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else train_fsdp2.DATA
 
 
-def fsdp_parameters(backend):
-    dist.init_process_group(backend)
-    flat, line = train_fsdp2.train(train_fsdp2.parse_args(["--backend", backend, "--steps", str(STEPS),
-                                                           "--batch", "32", "--test-limit", "200"]))
+def fsdp_parameters(backend, device="cpu"):
+    args = train_fsdp2.parse_args(["--backend", backend, "--steps", str(STEPS), "--batch", "32",
+                                   "--test-limit", "200", "--data", DATA, "--device", device])
+    bound = train_fsdp2.rank_device(device)
+    dist.init_process_group(backend, **({"device_id": bound} if device == "cuda" else {}))
+    flat, line = train_fsdp2.train(args)
     dist.destroy_process_group()
     return flat, line
+
+
+def fsdp_on_cuda():
+    """FSDP2 over tessera on CUDA against the same on the CPU."""
+    c = Checks()
+    reference, cpu_line = fsdp_parameters("tessera")
+    flat, line = fsdp_parameters("tessera", "cuda")
+    rank = int(os.environ["TSR_RANK"])
+    difference = float((flat - reference).abs().max())
+    c.expect(line["device"].startswith("cuda"), f"FSDP2 ran on {line['device']}")
+    c.expect(torch.allclose(flat, reference, rtol=1e-3, atol=1e-4),
+             f"FSDP2 on CUDA vs the CPU after {STEPS} steps: largest difference {difference:.3g}")
+    c.expect(abs(line["last_loss"] - cpu_line["last_loss"]) <= 1e-3 * max(1.0, abs(cpu_line["last_loss"])),
+             f"FSDP2 loss on CUDA {line['last_loss']} vs the CPU {cpu_line['last_loss']}")
+    c.finish(rank, 4, f"torch FSDP2 on CUDA (largest difference to the CPU {difference:.3g})")
 
 
 def dtensor_on_a_2x2_mesh(c, rank):
@@ -51,6 +73,8 @@ def dtensor_on_a_2x2_mesh(c, rank):
 
 
 def main():
+    if CUDA:
+        return fsdp_on_cuda()
     c = Checks()
     reference, gloo_line = fsdp_parameters("gloo")
     flat, line = fsdp_parameters("tessera")
