@@ -74,6 +74,16 @@ torch_steps() {
   CHECK=device_ran step torch-cuda-fault 100 env PYTHONPATH="$ROOT/bindings/python" TESSERA_TORCH_EXTENSION="$ext" \
     TESSERA_LIBRARY="$(ls "$KIT"/lib/libtessera.so* | head -1)" "$PY" "$ROOT/bindings/python/tests/torch_fault_check.py" \
     "$BIN/tsrun" 3 --cuda
+  # DDP on CUDA goes on through a killed rank (the survivors shrink, re-wrap and redo the step),
+  # then the same with the killed rank's replacement joining through the COVAP hook.
+  # tsrun --elastic ends non-zero once a rank is lost: the survivors' verdict is the check's.
+  local verdict='p=$1; shift; "$@" 2>&1 | tee /dev/stderr | grep -E "$p" > /dev/null'
+  CHECK=device_ran step torch-cuda-elastic 120 bash -c "$verdict" _ 'torch elastic: [0-9]+ checks passed on 3 ranks' \
+    "$BIN/tsrun" --elastic -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=20000 "$PY" \
+    "$ROOT/bindings/python/tests/torch_elastic_check.py" --cuda
+  CHECK=device_ran step torch-cuda-elastic-grow 150 bash -c "$verdict" _ 'torch elastic grow: [0-9]+ checks passed on 4 ranks' \
+    "$BIN/tsrun" --respawn 1 -np 4 --timeout @TSRUN_TIMEOUT@ "${env[@]}" -x TSR_TIMEOUT_MS=20000 "$PY" \
+    "$ROOT/bindings/python/tests/torch_elastic_check.py" --cuda --grow --hook covap
   # FSDP2 over tessera on CUDA against the same on the CPU (4 ranks, the kit's data): FSDP's
   # gathers and reductions on streams of its own, which the stream-side Work.wait() holds.
   if [ -d "$KIT/data/fashion-mnist" ]; then

@@ -13,7 +13,10 @@ end the four have bit-identical parameters and the world is whole again.
 With --hook ALGORITHM, DDP averages through that Tessera hook; re-registered on each re-wrapped
 DDP with state_from, its tensors start with what the old ones held back (checked non-zero).
 covap runs at interval 2; the replacement's hook takes a member's schedule() (sent with the
-state) and at the end every rank's hook is at the same step."""
+state) and at the end every rank's hook is at the same step.
+
+With --cuda the model, its gradients and the batches are on GPU TSR_LOCAL_RANK modulo the GPUs
+this rank sees (tools/gpu/device_check.sh runs it so)."""
 import os
 import signal
 import sys
@@ -32,9 +35,13 @@ STEPS, KILL_AT, BATCH = 12, 4, 96
 GROW = "--grow" in sys.argv
 HOOK = sys.argv[sys.argv.index("--hook") + 1] if "--hook" in sys.argv else None
 HOOK_PARAMS = {"interval": 2} if HOOK == "covap" else {}
+device = torch.device("cpu")
+if "--cuda" in sys.argv:
+    device = torch.device("cuda", int(os.environ.get("TSR_LOCAL_RANK", "0")) % torch.cuda.device_count())
+    torch.cuda.set_device(device)
 c = Checks()
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 step, shrunk_at, grown_at, losses = 0, None, None, []
 hook_from = None  # a replacement's: a member's covap schedule
@@ -70,11 +77,12 @@ ddp = rewrap(group)
 gen = torch.Generator().manual_seed(7)
 inputs = torch.randn(4096, 32, generator=gen)
 labels = (inputs @ torch.randn(32, 4, generator=gen)).argmax(1)  # learnable: the loss must go down
+inputs, labels = inputs.to(device), labels.to(device)
 
 
 def shard(step):
     """This rank's share of the step's batch, by its rank in the group it trains in now."""
-    rows = torch.arange(step * BATCH, (step + 1) * BATCH) % len(inputs)
+    rows = (torch.arange(step * BATCH, (step + 1) * BATCH) % len(inputs)).to(device)
     mine = rows[dist.get_rank(group)::dist.get_world_size(group)]
     return inputs[mine], labels[mine]
 
@@ -122,7 +130,7 @@ dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
 dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
 c.expect(torch.equal(lo, hi), "the survivors' parameters differ")
 if HOOK == "covap":
-    steps = torch.tensor([hook.step] * 2, dtype=torch.int64)
+    steps = torch.tensor([hook.step] * 2, dtype=torch.int64, device=device)
     steps[1] = -steps[1]
     dist.all_reduce(steps, op=dist.ReduceOp.MAX, group=group)
     c.expect(int(steps[0]) == -int(steps[1]) == STEPS, f"covap hooks at steps {-int(steps[1])}..{int(steps[0])}, "
